@@ -1,0 +1,74 @@
+// A kernel family as the rest of onecat sees it: specs and configs travel as canonical
+// text, so the runtime, the cache and the CLI know nothing about any one family.
+// A family is written as a few typed pieces (spec, config, emit, space) and adapted
+// here by TypedFamily.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "codegen/arch.h"
+
+namespace onecat {
+
+// One translation unit and the name expression NVRTC lowers to the kernel's symbol.
+struct Emitted {
+  std::string source;
+  std::string kernel_expression;
+};
+
+struct LaunchGeometry {
+  unsigned grid[3] = {1, 1, 1};
+  unsigned block[3] = {1, 1, 1};
+  unsigned dynamic_shared_bytes = 0;
+};
+
+class Family {
+ public:
+  virtual ~Family() = default;
+  virtual std::string_view name() const = 0;
+  // Bumped whenever emit() or the family's templates change what they generate; part of
+  // every tuning-record key.
+  virtual int generator_version() const = 0;
+  virtual std::string canonical_spec(std::string_view spec) const = 0;
+  virtual std::string canonical_config(std::string_view spec, std::string_view config) const = 0;
+  virtual std::string default_config(std::string_view spec, int64_t m) const = 0;
+  virtual std::vector<std::string> candidate_configs(std::string_view spec) const = 0;
+  virtual Emitted emit(std::string_view spec, std::string_view config, Arch arch) const = 0;
+};
+
+// Traits: Spec (parse, to_string), Config (parse(spec, text) validating, to_string),
+// kGeneratorVersion, kName, emit(spec, config, arch), default_config(spec, m),
+// candidate_configs(spec).
+template <class Traits>
+class TypedFamily final : public Family {
+ public:
+  using Spec = typename Traits::Spec;
+  using Config = typename Traits::Config;
+
+  std::string_view name() const override { return Traits::kName; }
+  int generator_version() const override { return Traits::kGeneratorVersion; }
+  std::string canonical_spec(std::string_view spec) const override { return Spec::parse(spec).to_string(); }
+  std::string canonical_config(std::string_view spec, std::string_view config) const override {
+    return Config::parse(Spec::parse(spec), config).to_string();
+  }
+  std::string default_config(std::string_view spec, int64_t m) const override {
+    return Traits::default_config(Spec::parse(spec), m).to_string();
+  }
+  std::vector<std::string> candidate_configs(std::string_view spec) const override {
+    std::vector<std::string> out;
+    for (const auto& c : Traits::candidate_configs(Spec::parse(spec))) out.push_back(c.to_string());
+    return out;
+  }
+  Emitted emit(std::string_view spec, std::string_view config, Arch arch) const override {
+    Spec s = Spec::parse(spec);
+    return Traits::emit(s, Config::parse(s, config), arch);
+  }
+};
+
+// The family a spec names ("rmsnorm:…" → rmsnorm); throws InputError listing the known ones.
+const Family& family_of(std::string_view spec);
+std::vector<const Family*> all_families();
+
+}  // namespace onecat

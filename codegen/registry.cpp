@@ -1,0 +1,22 @@
+#include "codegen/rmsnorm/family.h"
+#include "codegen/spec_text.h"
+#include "runtime/cuda/error.h"
+
+namespace onecat {
+
+std::vector<const Family*> all_families() {
+  static const TypedFamily<rmsnorm::Traits> rmsnorm_family;
+  return {&rmsnorm_family};
+}
+
+const Family& family_of(std::string_view spec) {
+  std::string family = split_spec(spec).family;
+  std::string known;
+  for (const Family* f : all_families()) {
+    if (f->name() == family) return *f;
+    known += (known.empty() ? "" : ", ") + std::string(f->name());
+  }
+  throw InputError("spec '" + std::string(spec) + "': unknown kernel family '" + family + "' (known: " + known + ")");
+}
+
+}  // namespace onecat

@@ -1,0 +1,60 @@
+#include "codegen/rmsnorm/space.h"
+
+#include <algorithm>
+
+#include "runtime/cuda/error.h"
+
+namespace onecat::rmsnorm {
+namespace {
+
+int pow2_ceil(int64_t v) {
+  int p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+// CTA sizes the search tries: one warp is too little latency hiding, 1024 rarely helps.
+constexpr int kCtaSizes[] = {64, 128, 256, 512};
+// The default aims at this many CTA threads, a common sweet spot for memory-bound rows.
+constexpr int kDefaultCtaThreads = 128;
+
+}  // namespace
+
+Config default_config(const Spec& spec, int64_t m) {
+  Config c;
+  for (int v : {8, 4, 2, 1}) {
+    if (spec.hidden % v == 0) {
+      c.vec = v;
+      break;
+    }
+  }
+  const int vectors = spec.hidden / c.vec;
+  // Two vectors per thread keeps two loads in flight without many registers.
+  c.row_threads = std::clamp(pow2_ceil((vectors + 1) / 2), 1, Config::kMaxCtaThreads);
+  while (c.iters(spec) * c.vec > Config::kMaxValuesPerThread && c.row_threads < Config::kMaxCtaThreads) c.row_threads *= 2;
+  c.rows = std::max(1, kDefaultCtaThreads / c.row_threads);
+  c.rows = std::min(c.rows, pow2_ceil(std::max<int64_t>(m, 1)));
+  c.rows = std::max(c.rows, Config::kMinCtaThreads / std::min(c.row_threads, Config::kMinCtaThreads));
+  if (auto why = c.invalid_reason(spec)) {
+    throw InputError(spec.to_string() + " has no valid config: " + *why);
+  }
+  return c;
+}
+
+std::vector<Config> candidate_configs(const Spec& spec) {
+  std::vector<Config> out;
+  for (int vec : {8, 4, 2, 1}) {
+    for (int row_threads = 1; row_threads <= Config::kMaxCtaThreads; row_threads *= 2) {
+      for (int cta : kCtaSizes) {
+        if (cta < row_threads) continue;
+        Config c{row_threads, vec, cta / row_threads};
+        if (!c.invalid_reason(spec)) out.push_back(c);
+      }
+      Config whole{row_threads, vec, 1};  // one row per CTA at any width up to 1024
+      if (row_threads > kCtaSizes[std::size(kCtaSizes) - 1] && !whole.invalid_reason(spec)) out.push_back(whole);
+    }
+  }
+  return out;
+}
+
+}  // namespace onecat::rmsnorm

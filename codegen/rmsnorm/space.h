@@ -1,0 +1,13 @@
+// rmsnorm search space: the tuner's candidates and the deterministic untuned default.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "codegen/rmsnorm/config.h"
+
+namespace onecat::rmsnorm {
+
+Config default_config(const Spec& spec, int64_t m);
+std::vector<Config> candidate_configs(const Spec& spec);
+
+}  // namespace onecat::rmsnorm

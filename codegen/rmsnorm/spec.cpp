@@ -1,0 +1,25 @@
+#include "codegen/rmsnorm/spec.h"
+
+#include "codegen/spec_text.h"
+#include "runtime/cuda/error.h"
+
+namespace onecat::rmsnorm {
+
+Spec Spec::parse(std::string_view text) {
+  SpecText st = split_spec(text);
+  if (st.family != "rmsnorm") throw InputError("spec '" + std::string(text) + "' is not an rmsnorm spec");
+  FieldReader r(st.fields, "spec '" + std::string(text) + "'");
+  Spec s;
+  s.hidden = static_cast<int>(r.integer("hidden", 1, kMaxHidden));
+  // Volta has no bf16 arithmetic: bf16 checkpoints become fp16 at load (VOLTA.md).
+  r.choice("dtype", {"f16"});
+  s.residual = r.flag("residual");
+  r.finish();
+  return s;
+}
+
+std::string Spec::to_string() const {
+  return "rmsnorm:" + join_fields({{"hidden", std::to_string(hidden)}, {"dtype", "f16"}, {"residual", residual ? "1" : "0"}});
+}
+
+}  // namespace onecat::rmsnorm

@@ -1,0 +1,64 @@
+#include "runtime/cuda/cublas.h"
+
+#include "runtime/cuda/error.h"
+
+namespace onecat {
+namespace {
+
+std::string& unavailable_message() {
+  static std::string message;
+  return message;
+}
+
+}  // namespace
+
+Cublas* Cublas::find() {
+  static Cublas* cublas = [] {
+    auto* c = new Cublas();
+    std::string tried;
+    for (const char* name : {"libcublas.so.13", "libcublas.so.12", "libcublas.so", "/usr/local/cuda/lib64/libcublas.so"}) {
+      c->lib_ = DynLib::open(name);
+      if (c->lib_) break;
+      tried += (tried.empty() ? "" : ", ") + std::string(name);
+    }
+    if (!c->lib_) {
+      unavailable_message() = "cuBLAS not found (tried " + tried + "); install the CUDA toolkit's cuBLAS to compare against it";
+      delete c;
+      return static_cast<Cublas*>(nullptr);
+    }
+    try {
+      c->lib_.bind(c->cublasCreate, "cublasCreate_v2");
+      c->lib_.bind(c->cublasDestroy, "cublasDestroy_v2");
+      c->lib_.bind(c->cublasGetVersion, "cublasGetVersion_v2");
+      c->lib_.bind(c->cublasSetStream, "cublasSetStream_v2");
+      c->lib_.bind(c->cublasGemmEx, "cublasGemmEx");
+      int (*get_property)(int, int*) = nullptr;
+      c->lib_.bind(get_property, "cublasGetProperty");
+      int major = 0, minor = 0, patch = 0;
+      get_property(0, &major), get_property(1, &minor), get_property(2, &patch);
+      c->version_ = major * 10000 + minor * 100 + patch;
+    } catch (const Error& e) {
+      unavailable_message() = e.what();
+      delete c;
+      return static_cast<Cublas*>(nullptr);
+    }
+    c->path_ = c->lib_.path();
+    return c;
+  }();
+  return cublas;
+}
+
+Cublas& Cublas::require() {
+  Cublas* c = find();
+  if (!c) throw Error(unavailable_message());
+  return *c;
+}
+
+std::string Cublas::unavailable_reason() { return find() ? "" : unavailable_message(); }
+
+void Cublas::check(cublasStatus_t status, const char* function, const std::string& context) const {
+  if (status == 0) return;
+  throw Error(std::string(function) + " failed: cuBLAS status " + std::to_string(status) + " while " + context);
+}
+
+}  // namespace onecat

@@ -1,0 +1,41 @@
+// cuBLAS, loaded with dlopen: the trusted GPU reference and speed peer for the GEMM
+// families. Absent cuBLAS is not an error until a caller needs it.
+#pragma once
+#include <string>
+
+#include "runtime/cuda/driver.h"
+#include "runtime/cuda/dynlib.h"
+
+namespace onecat {
+
+using cublasHandle_t = struct cublasContext*;
+using cublasStatus_t = int;
+
+class Cublas {
+ public:
+  // The loaded library, or nullptr with unavailable_reason() set; never throws.
+  static Cublas* find();
+  static Cublas& require();
+  static std::string unavailable_reason();
+
+  const std::string& path() const { return path_; }
+  int version() const { return version_; }  // e.g. 130000
+  void check(cublasStatus_t status, const char* function, const std::string& context) const;
+
+  cublasStatus_t (*cublasCreate)(cublasHandle_t*) = nullptr;
+  cublasStatus_t (*cublasDestroy)(cublasHandle_t) = nullptr;
+  cublasStatus_t (*cublasGetVersion)(cublasHandle_t, int*) = nullptr;
+  cublasStatus_t (*cublasSetStream)(cublasHandle_t, CUstream) = nullptr;
+  // cublasGemmEx(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb,
+  //              beta, C, Ctype, ldc, computeType, algo)
+  cublasStatus_t (*cublasGemmEx)(cublasHandle_t, int, int, int, int, int, const void*, const void*, int, int,
+                                 const void*, int, int, const void*, void*, int, int, int, int) = nullptr;
+
+ private:
+  Cublas() = default;
+  DynLib lib_;
+  std::string path_;
+  int version_ = 0;
+};
+
+}  // namespace onecat

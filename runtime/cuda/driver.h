@@ -1,0 +1,129 @@
+// The CUDA driver API, loaded with dlopen from libcuda.so.1. Only what onecat calls is
+// declared, with the driver's own ABI, so no CUDA header is needed to build.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/cuda/dynlib.h"
+
+namespace onecat {
+
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = struct CUctx_st*;
+using CUmodule = struct CUmod_st*;
+using CUfunction = struct CUfunc_st*;
+using CUstream = struct CUstream_st*;
+using CUevent = struct CUevent_st*;
+
+// Values from the driver API (cuda.h), which onecat does not include.
+enum CuDeviceAttribute : int {
+  kAttrClockRateKHz = 13,
+  kAttrMultiprocessorCount = 16,
+  kAttrL2CacheBytes = 38,
+  kAttrComputeCapabilityMajor = 75,
+  kAttrComputeCapabilityMinor = 76,
+  kAttrMaxSharedPerBlockOptin = 97,
+};
+enum CuFunctionAttribute : int {
+  kFuncSharedSizeBytes = 1,
+  kFuncLocalSizeBytes = 3,
+  kFuncNumRegs = 4,
+  kFuncMaxDynamicSharedBytes = 8,
+};
+
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string name;
+  int sm = 0;  // compute capability major*10 + minor
+  int multiprocessors = 0;
+  size_t total_memory = 0;
+  int max_shared_per_block_optin = 0;
+  int l2_bytes = 0;
+};
+
+class Driver {
+ public:
+  // The loaded driver, or nullptr when libcuda cannot be opened or cuInit fails; never throws.
+  static Driver* find();
+  // The loaded driver and at least one GPU, or Error saying which is missing.
+  static Driver& require_gpu();
+  // Why find() returned nullptr or there is no GPU, as one sentence.
+  static std::string unavailable_reason();
+
+  int version() const { return version_; }  // e.g. 13000
+  std::string version_string() const;
+  int device_count() const { return device_count_; }
+  DeviceInfo device_info(int ordinal) const;
+  const std::string& path() const { return path_; }
+
+  // Throws Error "<function> failed: <ERROR_NAME> (<description>) while <context>".
+  void check(CUresult result, const char* function, const std::string& context) const;
+
+  CUresult (*cuInit)(unsigned) = nullptr;
+  CUresult (*cuDriverGetVersion)(int*) = nullptr;
+  CUresult (*cuGetErrorName)(CUresult, const char**) = nullptr;
+  CUresult (*cuGetErrorString)(CUresult, const char**) = nullptr;
+  CUresult (*cuDeviceGetCount)(int*) = nullptr;
+  CUresult (*cuDeviceGet)(CUdevice*, int) = nullptr;
+  CUresult (*cuDeviceGetName)(char*, int, CUdevice) = nullptr;
+  CUresult (*cuDeviceGetAttribute)(int*, int, CUdevice) = nullptr;
+  CUresult (*cuDeviceTotalMem)(size_t*, CUdevice) = nullptr;
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice) = nullptr;
+  CUresult (*cuCtxSetCurrent)(CUcontext) = nullptr;
+  CUresult (*cuCtxGetCurrent)(CUcontext*) = nullptr;
+  CUresult (*cuCtxSynchronize)() = nullptr;
+  CUresult (*cuModuleLoadData)(CUmodule*, const void*) = nullptr;
+  CUresult (*cuModuleUnload)(CUmodule) = nullptr;
+  CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*) = nullptr;
+  CUresult (*cuFuncGetAttribute)(int*, int, CUfunction) = nullptr;
+  CUresult (*cuFuncSetAttribute)(CUfunction, int, int) = nullptr;
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+                             void**, void**) = nullptr;
+  CUresult (*cuMemAlloc)(CUdeviceptr*, size_t) = nullptr;
+  CUresult (*cuMemFree)(CUdeviceptr) = nullptr;
+  CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void*, size_t) = nullptr;
+  CUresult (*cuMemcpyDtoH)(void*, CUdeviceptr, size_t) = nullptr;
+  CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t) = nullptr;
+  CUresult (*cuStreamSynchronize)(CUstream) = nullptr;
+  CUresult (*cuEventCreate)(CUevent*, unsigned) = nullptr;
+  CUresult (*cuEventRecord)(CUevent, CUstream) = nullptr;
+  CUresult (*cuEventSynchronize)(CUevent) = nullptr;
+  CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent) = nullptr;
+  CUresult (*cuEventDestroy)(CUevent) = nullptr;
+
+ private:
+  Driver() = default;
+  DynLib lib_;
+  std::string path_;
+  int version_ = 0;
+  int device_count_ = 0;
+};
+
+// Makes device `ordinal`'s primary context current on this thread (the one CUDA's runtime
+// and torch use, so pointers are shared with them).
+void use_device(int ordinal);
+
+// Device memory owned by one object.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t bytes);
+  DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  ~DeviceBuffer();
+  CUdeviceptr ptr() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+  void upload(const void* host, size_t bytes);
+  void download(void* host, size_t bytes) const;
+  void fill_bytes(unsigned char value);
+
+ private:
+  CUdeviceptr ptr_ = 0;
+  size_t bytes_ = 0;
+};
+
+}  // namespace onecat

@@ -1,0 +1,129 @@
+#include "runtime/jit/compiler.h"
+
+#include <chrono>
+
+#include "cache/sha256.h"
+#include "codegen/templates.h"
+#include "runtime/cuda/error.h"
+#include "runtime/jit/ptxas_report.h"
+
+namespace onecat {
+namespace {
+
+// Frees the program on every path out of a compile.
+struct Program {
+  const NvrtcLib& nvrtc;
+  nvrtcProgram prog = nullptr;
+  ~Program() {
+    if (prog) nvrtc.nvrtcDestroyProgram(&prog);
+  }
+};
+
+std::string joined(const std::vector<std::string>& options) {
+  std::string out;
+  for (const auto& o : options) out += (out.empty() ? "" : " ") + o;
+  return out;
+}
+
+std::string program_log(const NvrtcLib& nvrtc, nvrtcProgram prog) {
+  size_t size = 0;
+  nvrtc.nvrtcGetProgramLogSize(prog, &size);
+  std::string log(size, '\0');
+  if (size > 0) nvrtc.nvrtcGetProgramLog(prog, log.data());
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  return log;
+}
+
+// Creates and compiles the program; returns its log. Throws with the log on failure.
+std::string build(Program& p, const CompileRequest& req, const std::vector<std::string>& options) {
+  const NvrtcLib& nvrtc = p.nvrtc;
+  std::vector<EmbeddedTemplate> headers = templates_included_by(req.emitted.source);
+  std::vector<std::string> header_text, header_name;
+  for (const auto& h : headers) header_text.emplace_back(h.text), header_name.emplace_back(h.name);
+  std::vector<const char*> texts, names;
+  for (size_t i = 0; i < headers.size(); ++i) texts.push_back(header_text[i].c_str()), names.push_back(header_name[i].c_str());
+  const std::string what = req.spec + " [" + req.config + "] for " + req.arch.name();
+  nvrtc.check(nvrtc.nvrtcCreateProgram(&p.prog, req.emitted.source.c_str(), (req.family + ".cu").c_str(),
+                                       int(texts.size()), texts.data(), names.data()),
+              "nvrtcCreateProgram", "creating " + what);
+  nvrtc.check(nvrtc.nvrtcAddNameExpression(p.prog, req.emitted.kernel_expression.c_str()), "nvrtcAddNameExpression",
+              "naming " + req.emitted.kernel_expression);
+  std::vector<const char*> opts;
+  for (const auto& o : options) opts.push_back(o.c_str());
+  int rc = nvrtc.nvrtcCompileProgram(p.prog, int(opts.size()), opts.data());
+  std::string log = program_log(nvrtc, p.prog);
+  if (rc != 0) {
+    throw Error("NVRTC " + nvrtc.version() + " could not compile " + what + ": " + nvrtc.nvrtcGetErrorString(rc) + "\n" + log);
+  }
+  return log;
+}
+
+}  // namespace
+
+CompileRequest CompileRequest::make(const Family& family, const std::string& spec, const std::string& config, Arch arch) {
+  CompileRequest r;
+  r.family = std::string(family.name());
+  r.spec = family.canonical_spec(spec);
+  r.config = family.canonical_config(r.spec, config);
+  r.arch = arch;
+  r.emitted = family.emit(r.spec, r.config, arch);
+  return r;
+}
+
+std::vector<std::string> nvrtc_options(Arch arch) {
+  return {"--gpu-architecture=" + arch.name(), "-std=c++17", "--ptxas-options=-v"};
+}
+
+std::string binary_key(const CompileRequest& req, const std::string& nvrtc_version, const std::vector<std::string>& options) {
+  Sha256 h;
+  h.field("onecat-binary-key-v1").field(req.emitted.source).field(req.emitted.kernel_expression);
+  for (const auto& t : templates_included_by(req.emitted.source)) h.field(t.name).field(t.text);
+  h.field(nvrtc_version);
+  for (const auto& o : options) h.field(o);
+  h.field(req.arch.name());
+  return to_hex(h.finish());
+}
+
+KernelBinary compile_kernel(const CompileRequest& req, const NvrtcLib& nvrtc) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<std::string> options = nvrtc_options(req.arch);
+  Program p{nvrtc};
+  std::string log = build(p, req, options);
+
+  KernelBinary b;
+  const char* lowered = nullptr;
+  nvrtc.check(nvrtc.nvrtcGetLoweredName(p.prog, req.emitted.kernel_expression.c_str(), &lowered), "nvrtcGetLoweredName",
+              "lowering " + req.emitted.kernel_expression);
+  b.lowered_name = lowered;
+  size_t size = 0;
+  nvrtc.check(nvrtc.nvrtcGetCUBINSize(p.prog, &size), "nvrtcGetCUBINSize", "reading the cubin of " + req.spec);
+  b.cubin.resize(size);
+  nvrtc.check(nvrtc.nvrtcGetCUBIN(p.prog, b.cubin.data()), "nvrtcGetCUBIN", "reading the cubin of " + req.spec);
+  b.usage = parse_ptxas_report(log, b.lowered_name);
+  b.key = binary_key(req, nvrtc.version(), options);
+  b.family = req.family;
+  b.spec = req.spec;
+  b.config = req.config;
+  b.arch = req.arch.name();
+  b.nvrtc_version = nvrtc.version();
+  b.options = joined(options);
+  b.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return b;
+}
+
+std::string compile_to_ptx(const CompileRequest& req, const NvrtcLib& nvrtc) {
+  // PTX for the virtual arch of the same generation: what ptxas would get for the cubin.
+  std::vector<std::string> options = nvrtc_options(req.arch);
+  options[0] = "--gpu-architecture=compute_" + std::to_string(req.arch.sm);
+  std::erase(options, std::string("--ptxas-options=-v"));  // PTX output runs no ptxas
+  Program p{nvrtc};
+  build(p, req, options);
+  size_t size = 0;
+  nvrtc.check(nvrtc.nvrtcGetPTXSize(p.prog, &size), "nvrtcGetPTXSize", "reading the PTX of " + req.spec);
+  std::string ptx(size, '\0');
+  nvrtc.check(nvrtc.nvrtcGetPTX(p.prog, ptx.data()), "nvrtcGetPTX", "reading the PTX of " + req.spec);
+  while (!ptx.empty() && ptx.back() == '\0') ptx.pop_back();
+  return ptx;
+}
+
+}  // namespace onecat

@@ -1,0 +1,59 @@
+#include "runtime/jit/module_table.h"
+
+#include <mutex>
+
+#include "runtime/cuda/error.h"
+
+namespace onecat {
+
+ModuleKey module_key(const std::string& hex) {
+  if (hex.size() < 32) throw Error("binary key '" + hex + "' is too short");
+  ModuleKey k{};
+  for (size_t i = 0; i < k.size(); ++i) k[i] = uint8_t(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+  return k;
+}
+
+ModuleTable& ModuleTable::get() {
+  static ModuleTable table;
+  return table;
+}
+
+const LoadedKernel* ModuleTable::find(const ModuleKey& key) const {
+  std::shared_lock lock(mutex_);
+  auto it = table_.find(key);
+  return it == table_.end() ? nullptr : it->second.get();
+}
+
+size_t ModuleTable::size() const {
+  std::shared_lock lock(mutex_);
+  return table_.size();
+}
+
+const LoadedKernel& ModuleTable::load(const KernelBinary& binary) {
+  const ModuleKey key = module_key(binary.key);
+  if (const LoadedKernel* k = find(key)) return *k;
+  Driver& d = Driver::require_gpu();
+  auto k = std::make_unique<LoadedKernel>();
+  const std::string what = binary.spec + " [" + binary.config + "] " + binary.arch;
+  d.check(d.cuModuleLoadData(&k->module, binary.cubin.data()), "cuModuleLoadData", "loading the cubin of " + what);
+  d.check(d.cuModuleGetFunction(&k->function, k->module, binary.lowered_name.c_str()), "cuModuleGetFunction",
+          "finding " + binary.lowered_name + " in " + what);
+  d.check(d.cuFuncGetAttribute(&k->registers, kFuncNumRegs, k->function), "cuFuncGetAttribute", "reading registers of " + what);
+  k->lowered_name = binary.lowered_name;
+  CUmodule module = k->module;
+  std::unique_lock lock(mutex_);
+  auto [it, inserted] = table_.try_emplace(key, std::move(k));
+  if (!inserted) d.cuModuleUnload(module);  // another thread loaded it first
+  return *it->second;
+}
+
+void launch(const LoadedKernel& kernel, const LaunchGeometry& g, CUstream stream, void** args) {
+  Driver& d = *Driver::find();
+  d.check(d.cuLaunchKernel(kernel.function, g.grid[0], g.grid[1], g.grid[2], g.block[0], g.block[1], g.block[2],
+                           g.dynamic_shared_bytes, stream, args, nullptr),
+          "cuLaunchKernel",
+          "launching " + kernel.lowered_name + " on grid " + std::to_string(g.grid[0]) + "x" + std::to_string(g.grid[1]) +
+              "x" + std::to_string(g.grid[2]) + ", block " + std::to_string(g.block[0]));
+}
+
+}  // namespace onecat

@@ -1,0 +1,151 @@
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "cache/paths.h"
+#include "cache/store.h"
+#include "codegen/family.h"
+#include "runtime/cuda/cublas.h"
+#include "runtime/cuda/driver.h"
+#include "runtime/cuda/error.h"
+#include "runtime/cuda/nvrtc.h"
+#include "tools/onecat/commands.h"
+
+namespace onecat::cli {
+
+Arch resolve_arch(const std::string& text) {
+  if (text != "native") return Arch::parse(text);
+  Driver& d = Driver::require_gpu();
+  return Arch{d.device_info(0).sm};
+}
+
+Progress::Progress(std::string what, size_t total)
+    : what_(std::move(what)), total_(total), tty_(isatty(fileno(stderr))) {
+  start_ = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void Progress::tick() {
+  ++count_;
+  double now = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  double elapsed = now - start_;
+  double eta = count_ ? elapsed / count_ * (total_ - count_) : 0;
+  if (tty_) {
+    constexpr int kWidth = 30;
+    int filled = total_ ? int(kWidth * count_ / total_) : kWidth;
+    std::fprintf(stderr, "\r%s [%s%s] %zu/%zu  %.0fs, ETA %.0fs ", what_.c_str(), std::string(filled, '#').c_str(),
+                 std::string(kWidth - filled, ' ').c_str(), count_, total_, elapsed, eta);
+  } else if (total_ && int(4 * count_ / total_) > last_quarter_) {
+    last_quarter_ = int(4 * count_ / total_);
+    std::fprintf(stderr, "%s: %zu/%zu after %.0fs, ETA %.0fs\n", what_.c_str(), count_, total_, elapsed, eta);
+  }
+}
+
+void Progress::done() {
+  if (tty_) std::fprintf(stderr, "\n");
+}
+
+namespace {
+
+nlohmann::json collect_info() {
+  nlohmann::json j;
+  Driver* d = Driver::find();
+  j["driver"] = d ? nlohmann::json{{"path", d->path()}, {"version", d->version_string()}} : nlohmann::json(nullptr);
+  j["gpus"] = nlohmann::json::array();
+  if (d) {
+    for (int i = 0; i < d->device_count(); ++i) {
+      DeviceInfo g = d->device_info(i);
+      j["gpus"].push_back({{"ordinal", i},
+                           {"name", g.name},
+                           {"arch", Arch{g.sm}.name()},
+                           {"multiprocessors", g.multiprocessors},
+                           {"memory_bytes", g.total_memory},
+                           {"shared_per_block_optin", g.max_shared_per_block_optin},
+                           {"l2_bytes", g.l2_bytes}});
+    }
+  }
+  j["gpu_unavailable_reason"] = Driver::unavailable_reason();
+  j["nvrtc"] = nlohmann::json::array();
+  const NvrtcRegistry& reg = NvrtcRegistry::get();
+  for (const auto& lib : reg.libraries()) {
+    j["nvrtc"].push_back({{"path", lib->path()}, {"version", lib->version()}, {"archs", lib->archs()},
+                          {"targets_sm_70", lib->supports(Arch{70})}});
+  }
+  j["nvrtc_searched"] = nlohmann::json::array();
+  for (const auto& [path, why] : reg.searched()) j["nvrtc_searched"].push_back({{"path", path}, {"error", why}});
+  Cublas* cb = Cublas::find();
+  j["cublas"] = cb ? nlohmann::json{{"path", cb->path()}, {"version", cb->version()}} : nlohmann::json(nullptr);
+  j["families"] = nlohmann::json::array();
+  for (const Family* f : all_families()) j["families"].push_back({{"name", f->name()}, {"generator_version", f->generator_version()}});
+  const std::string path = cache_file();
+  j["cache"] = {{"path", path}};
+  try {
+    Store store(path);
+    Store::Stats st = store.stats();
+    j["cache"]["binaries"] = st.binaries;
+    j["cache"]["cubin_bytes"] = st.cubin_bytes;
+    j["cache"]["by_arch"] = st.by_arch;
+  } catch (const Error& e) {
+    j["cache"]["error"] = e.what();
+  }
+  return j;
+}
+
+void print_info(const nlohmann::json& j) {
+  std::cout << "onecat " << "0.1.0\n";
+  if (j["driver"].is_null()) {
+    std::cout << "driver:  " << j["gpu_unavailable_reason"].get<std::string>() << "\n";
+  } else {
+    std::cout << "driver:  CUDA " << j["driver"]["version"].get<std::string>() << " (" << j["driver"]["path"].get<std::string>() << ")\n";
+    if (j["gpus"].empty()) std::cout << "gpus:    " << j["gpu_unavailable_reason"].get<std::string>() << "\n";
+  }
+  for (const auto& g : j["gpus"]) {
+    std::printf("gpu %d:   %s, %s, %d SMs, %.1f GiB\n", g["ordinal"].get<int>(), g["name"].get<std::string>().c_str(),
+                g["arch"].get<std::string>().c_str(), g["multiprocessors"].get<int>(),
+                g["memory_bytes"].get<double>() / (1 << 30));
+  }
+  if (j["nvrtc"].empty()) std::cout << "nvrtc:   none found; run scripts/setup or set ONECAT_NVRTC\n";
+  for (const auto& n : j["nvrtc"]) {
+    std::vector<int> archs = n["archs"];
+    std::string list;
+    for (int a : archs) list += (list.empty() ? "sm_" : " sm_") + std::to_string(a);
+    std::cout << "nvrtc:   " << n["version"].get<std::string>() << " (" << n["path"].get<std::string>() << ")\n"
+              << "         archs: " << list << "\n";
+  }
+  std::cout << "cublas:  "
+            << (j["cublas"].is_null() ? std::string("not found") : "version " + std::to_string(j["cublas"]["version"].get<int>()))
+            << "\n";
+  std::string fams;
+  for (const auto& f : j["families"]) fams += (fams.empty() ? "" : ", ") + f["name"].get<std::string>() + " v" + std::to_string(f["generator_version"].get<int>());
+  std::cout << "families: " << fams << "\n";
+  std::cout << "cache:   " << j["cache"]["path"].get<std::string>();
+  if (j["cache"].contains("error")) {
+    std::cout << "\n         " << j["cache"]["error"].get<std::string>() << "\n";
+  } else {
+    std::cout << ", " << j["cache"]["binaries"].get<int64_t>() << " binaries";
+    for (auto& [arch, n] : j["cache"]["by_arch"].items()) std::cout << (arch == j["cache"]["by_arch"].begin().key() ? " (" : ", ") << arch << ": " << n.get<int64_t>();
+    std::cout << (j["cache"]["by_arch"].empty() ? "" : ")") << "\n";
+  }
+}
+
+}  // namespace
+
+void add_info(CLI::App& app) {
+  auto* cmd = app.add_subcommand("info", "Show the CUDA driver and GPUs, every NVRTC found, and the kernel cache");
+  auto json = std::make_shared<bool>(false);
+  cmd->add_flag("--json", *json, "Print JSON");
+  cmd->callback([json] {
+    nlohmann::json j = collect_info();
+    if (*json) {
+      std::cout << j.dump(2) << "\n";
+    } else {
+      print_info(j);
+    }
+  });
+}
+
+}  // namespace onecat::cli

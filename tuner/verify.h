@@ -1,0 +1,35 @@
+// Runs a loaded kernel on fresh random data and compares it with the CPU reference
+// (runtime/cpu). Outputs are poisoned (NaN) before the launch, with a poisoned guard
+// region behind them, so an unwritten or out-of-bounds element fails the check.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "codegen/family.h"
+#include "runtime/jit/module_table.h"
+
+namespace onecat {
+
+struct CheckResult {
+  bool passed = false;
+  double max_rel_error = 0;  // max |gpu - ref| / (|ref| + kHalfAbsFloor) over all outputs
+  double tolerance = 0;      // the family's bound for that error
+  int64_t rows = 0;
+  uint64_t seed = 0;         // reproduces the inputs
+  std::string detail;        // what failed, where
+};
+
+// fp16 outputs: rounding once in fp32 vs fp64 may differ by one unit in the last place
+// (2^-10 relative); two units is the bound.
+inline constexpr double kHalfRelTolerance = 2.0 / 1024;
+// Below the smallest normal fp16 value relative error is meaningless.
+inline constexpr double kHalfAbsFloor = 1.0 / 16384;
+
+// seed 0: draw a fresh one.
+CheckResult check_kernel(const Family& family, const std::string& spec, const std::string& config,
+                         const LoadedKernel& kernel, int64_t rows, uint64_t seed = 0);
+
+// Compares fp16 outputs (as raw bits); fills max_rel_error and, on failure, detail.
+void compare_half(const uint16_t* gpu, const uint16_t* ref, int64_t count, const char* name, CheckResult& result);
+
+}  // namespace onecat
