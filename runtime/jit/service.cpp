@@ -21,8 +21,9 @@ double ms_since(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 CompileResult JitService::get(const CompileRequest& req) {
+  const NvrtcRegistry& registry = NvrtcRegistry::get();  // discovery once per process, not timed
   const auto start = std::chrono::steady_clock::now();
-  const NvrtcLib& nvrtc = NvrtcRegistry::get().for_arch(req.arch);
+  const NvrtcLib& nvrtc = registry.for_arch(req.arch);
   CompileResult r;
   if (store_) {
     if (auto hit = store_->find_binary(binary_key(req, nvrtc.version(), nvrtc_options(req.arch)))) {

@@ -89,9 +89,11 @@ void add_compile(CLI::App& app) {
   auto parallel = std::make_shared<std::string>("threads");
   cmd->add_flag("--all-configs", *all, "Compile every candidate config of each spec, not only the default");
   cmd->add_flag("--no-cache", *no_cache, "Compile even when the cache has the kernel, and store nothing");
+  auto load = std::make_shared<bool>(false);
+  cmd->add_flag("--load", *load, "Also load each kernel onto this machine's GPU and report the load time");
   cmd->add_option("--jobs,-j", *jobs, "Kernels compiled at once (default: CPU count)")->check(CLI::Range(1, 1024));
   cmd->add_option("--parallel", *parallel, "threads or processes")->check(CLI::IsMember({"threads", "processes"}));
-  cmd->callback([a, all, no_cache, jobs, parallel] {
+  cmd->callback([a, all, no_cache, jobs, parallel, load] {
     Arch arch = resolve_arch(a->arch);
     std::vector<CompileRequest> reqs;
     for (const auto& spec : a->specs) {
@@ -121,6 +123,12 @@ void add_compile(CLI::App& app) {
         out.push_back({{"spec", reqs[i].spec}, {"config", reqs[i].config}, {"arch", arch.name()}, {"error", results[i].error}});
       } else {
         out.push_back(result_json(results[i]));
+        if (*load) {
+          if (i == 0) use_device(0);
+          const auto t0 = std::chrono::steady_clock::now();
+          ModuleTable::get().load(results[i].binary);
+          out.back()["load_ms"] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        }
       }
     }
     if (a->json) {
