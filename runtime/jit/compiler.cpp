@@ -5,6 +5,7 @@
 #include "cache/sha256.h"
 #include "codegen/templates.h"
 #include "runtime/cuda/error.h"
+#include "runtime/jit/debug.h"
 #include "runtime/jit/ptxas_report.h"
 
 namespace onecat {
@@ -99,6 +100,7 @@ KernelBinary compile_kernel(const CompileRequest& req, const NvrtcLib& nvrtc) {
   nvrtc.check(nvrtc.nvrtcGetCUBINSize(p.prog, &size), "nvrtcGetCUBINSize", "reading the cubin of " + req.spec);
   b.cubin.resize(size);
   nvrtc.check(nvrtc.nvrtcGetCUBIN(p.prog, b.cubin.data()), "nvrtcGetCUBIN", "reading the cubin of " + req.spec);
+  debug_log("NVRTC " + nvrtc.version() + " log for " + req.spec + " [" + req.config + "] " + req.arch.name() + ":\n" + log);
   b.usage = parse_ptxas_report(log, b.lowered_name);
   b.key = binary_key(req, nvrtc.version(), options);
   b.family = req.family;
