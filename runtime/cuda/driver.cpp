@@ -1,5 +1,6 @@
 #include "runtime/cuda/driver.h"
 
+#include <cstdlib>
 #include <mutex>
 #include <utility>
 
@@ -28,8 +29,14 @@ std::string human_bytes(size_t bytes) {
 
 }  // namespace
 
+void disable_cuda_compute_cache() {
+  static std::once_flag once;
+  std::call_once(once, [] { setenv("CUDA_CACHE_DISABLE", "1", 1); });
+}
+
 Driver* Driver::find() {
   static Driver* driver = [] {
+    disable_cuda_compute_cache();
     auto* d = new Driver();
     d->lib_ = DynLib::open(kDriverLibrary);
     if (!d->lib_) {

@@ -103,6 +103,11 @@ class Driver {
   int device_count_ = 0;
 };
 
+// Sets CUDA_CACHE_DISABLE=1 for this process (before the driver starts, where onecat starts
+// it): NVRTC 13 serves repeat compiles from the CUDA compute cache without the ptxas report
+// onecat records, and onecat keeps its own cache of every binary.
+void disable_cuda_compute_cache();
+
 // Makes device `ordinal`'s primary context current on this thread (the one CUDA's runtime
 // and torch use, so pointers are shared with them).
 void use_device(int ordinal);

@@ -1,10 +1,13 @@
 #include "runtime/jit/compiler.h"
 
 #include <chrono>
+#include <cstdlib>
+#include <memory>
 
 #include "cache/sha256.h"
 #include "codegen/templates.h"
 #include "runtime/cuda/error.h"
+#include "runtime/cuda/driver.h"
 #include "runtime/jit/debug.h"
 #include "runtime/jit/ptxas_report.h"
 
@@ -13,6 +16,9 @@ namespace {
 
 // Frees the program on every path out of a compile.
 struct Program {
+  explicit Program(const NvrtcLib& lib) : nvrtc(lib) {}
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
   const NvrtcLib& nvrtc;
   nvrtcProgram prog = nullptr;
   ~Program() {
@@ -36,7 +42,9 @@ std::string program_log(const NvrtcLib& nvrtc, nvrtcProgram prog) {
 }
 
 // Creates and compiles the program; returns its log. Throws with the log on failure.
-std::string build(Program& p, const CompileRequest& req, const std::vector<std::string>& options) {
+// `salt` is appended to the source as a comment (see compile_kernel).
+std::string build(Program& p, const CompileRequest& req, const std::vector<std::string>& options,
+                  const std::string& salt = "") {
   const NvrtcLib& nvrtc = p.nvrtc;
   std::vector<EmbeddedTemplate> headers = templates_included_by(req.emitted.source);
   std::vector<std::string> header_text, header_name;
@@ -44,7 +52,8 @@ std::string build(Program& p, const CompileRequest& req, const std::vector<std::
   std::vector<const char*> texts, names;
   for (size_t i = 0; i < headers.size(); ++i) texts.push_back(header_text[i].c_str()), names.push_back(header_name[i].c_str());
   const std::string what = req.spec + " [" + req.config + "] for " + req.arch.name();
-  nvrtc.check(nvrtc.nvrtcCreateProgram(&p.prog, req.emitted.source.c_str(), (req.family + ".cu").c_str(),
+  const std::string source = req.emitted.source + salt;
+  nvrtc.check(nvrtc.nvrtcCreateProgram(&p.prog, source.c_str(), (req.family + ".cu").c_str(),
                                        int(texts.size()), texts.data(), names.data()),
               "nvrtcCreateProgram", "creating " + what);
   nvrtc.check(nvrtc.nvrtcAddNameExpression(p.prog, req.emitted.kernel_expression.c_str()), "nvrtcAddNameExpression",
@@ -88,18 +97,29 @@ std::string binary_key(const CompileRequest& req, const std::string& nvrtc_versi
 KernelBinary compile_kernel(const CompileRequest& req, const NvrtcLib& nvrtc) {
   const auto start = std::chrono::steady_clock::now();
   const std::vector<std::string> options = nvrtc_options(req.arch);
-  Program p{nvrtc};
-  std::string log = build(p, req, options);
+  disable_cuda_compute_cache();
+  auto p = std::make_unique<Program>(nvrtc);
+  std::string log = build(*p, req, options);
+  if (log.find("Used ") == std::string::npos) {
+    // NVRTC 13 keeps programs in the CUDA compute cache (~/.nv/ComputeCache) and on a hit
+    // there skips ptxas and leaves the log empty (seen on the H200 device, 2026-11-29).
+    // CUDA_CACHE_DISABLE only helps when set before the driver starts (a host such as torch
+    // may start it first), so compile once more with a comment that misses that cache; the
+    // cubin is the same, and our key still hashes the unsalted source.
+    debug_log("NVRTC returned no ptxas report (CUDA compute cache hit?); compiling again to get it");
+    p = std::make_unique<Program>(nvrtc);
+    log = build(*p, req, options, "\n// onecat: ptxas report wanted " + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + "\n");
+  }
 
   KernelBinary b;
   const char* lowered = nullptr;
-  nvrtc.check(nvrtc.nvrtcGetLoweredName(p.prog, req.emitted.kernel_expression.c_str(), &lowered), "nvrtcGetLoweredName",
+  nvrtc.check(nvrtc.nvrtcGetLoweredName(p->prog, req.emitted.kernel_expression.c_str(), &lowered), "nvrtcGetLoweredName",
               "lowering " + req.emitted.kernel_expression);
   b.lowered_name = lowered;
   size_t size = 0;
-  nvrtc.check(nvrtc.nvrtcGetCUBINSize(p.prog, &size), "nvrtcGetCUBINSize", "reading the cubin of " + req.spec);
+  nvrtc.check(nvrtc.nvrtcGetCUBINSize(p->prog, &size), "nvrtcGetCUBINSize", "reading the cubin of " + req.spec);
   b.cubin.resize(size);
-  nvrtc.check(nvrtc.nvrtcGetCUBIN(p.prog, b.cubin.data()), "nvrtcGetCUBIN", "reading the cubin of " + req.spec);
+  nvrtc.check(nvrtc.nvrtcGetCUBIN(p->prog, b.cubin.data()), "nvrtcGetCUBIN", "reading the cubin of " + req.spec);
   debug_log("NVRTC " + nvrtc.version() + " log for " + req.spec + " [" + req.config + "] " + req.arch.name() + ":\n" + log);
   b.usage = parse_ptxas_report(log, b.lowered_name);
   b.key = binary_key(req, nvrtc.version(), options);
@@ -118,7 +138,7 @@ std::string compile_to_ptx(const CompileRequest& req, const NvrtcLib& nvrtc) {
   std::vector<std::string> options = nvrtc_options(req.arch);
   options[0] = "--gpu-architecture=compute_" + std::to_string(req.arch.sm);
   std::erase(options, std::string("--ptxas-options=-v"));  // PTX output runs no ptxas
-  Program p{nvrtc};
+  Program p(nvrtc);
   build(p, req, options);
   size_t size = 0;
   nvrtc.check(nvrtc.nvrtcGetPTXSize(p.prog, &size), "nvrtcGetPTXSize", "reading the PTX of " + req.spec);
