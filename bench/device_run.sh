@@ -14,7 +14,7 @@ cd "$root"
 } >"$out/machine.txt" 2>&1
 cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DSQLite3_INCLUDE_DIR="$root/.device" -DSQLite3_LIBRARY="$root/.device/libsqlite3.a" >"$out/build.log" 2>&1 &&
-  cmake --build build-device -j 16 >>"$out/build.log" 2>&1 || { tail -50 "$out/build.log"; exit 1; }
+  cmake --build build-device -j 16 --target onecat onecat_gpu_tests >>"$out/build.log" 2>&1 || { tail -50 "$out/build.log"; exit 1; }
 export ONECAT_CACHE_DIR=$(mktemp -d)/cache
 ./build-device/onecat info | tee "$out/info.txt"
 ctest --test-dir build-device -L gpu --output-on-failure 2>&1 | tee "$out/gpu_tests.log" | tail -30

@@ -1,3 +1,4 @@
+#include "codegen/gemm/family.h"
 #include "codegen/rmsnorm/family.h"
 #include "codegen/spec_text.h"
 #include "runtime/cuda/error.h"
@@ -6,7 +7,8 @@ namespace onecat {
 
 std::vector<const Family*> all_families() {
   static const TypedFamily<rmsnorm::Traits> rmsnorm_family;
-  return {&rmsnorm_family};
+  static const TypedFamily<gemm::Traits> gemm_family;
+  return {&rmsnorm_family, &gemm_family};
 }
 
 const Family& family_of(std::string_view spec) {

@@ -30,6 +30,13 @@ class FieldReader {
   bool flag(const std::string& key);  // 0 or 1
   std::string choice(const std::string& key, const std::vector<std::string>& allowed);
   bool has(const std::string& key) const { return fields_.count(key) != 0; }
+  // Optional fields: the default when absent, otherwise read as above.
+  int64_t integer_or(const std::string& key, int64_t fallback, int64_t min, int64_t max) {
+    return has(key) ? integer(key, min, max) : fallback;
+  }
+  std::string choice_or(const std::string& key, const std::string& fallback, const std::vector<std::string>& allowed) {
+    return has(key) ? choice(key, allowed) : fallback;
+  }
   // Throws if a field was given that no reader asked for.
   void finish() const;
 

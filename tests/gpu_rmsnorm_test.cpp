@@ -52,7 +52,7 @@ TEST_F(Fixture, DefaultConfigsManyHiddenSizes) {
         const std::string config = family_of(spec).default_config(spec, rows);
         CheckResult r = run(spec, config, rows);
         EXPECT_TRUE(r.passed) << spec << " [" << config << "] rows=" << rows << " seed=" << r.seed
-                              << " err=" << r.max_rel_error << " " << r.detail;
+                              << " err=" << r.error << " " << r.detail;
       }
     }
   }
@@ -63,7 +63,7 @@ TEST_F(Fixture, EveryCandidateConfig) {
     const std::string spec = spec_of(hidden, true);
     for (const std::string& config : family_of(spec).candidate_configs(spec)) {
       CheckResult r = run(spec, config, 33);
-      EXPECT_TRUE(r.passed) << spec << " [" << config << "] seed=" << r.seed << " err=" << r.max_rel_error << " "
+      EXPECT_TRUE(r.passed) << spec << " [" << config << "] seed=" << r.seed << " err=" << r.error << " "
                             << r.detail;
     }
   }

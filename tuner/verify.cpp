@@ -10,11 +10,14 @@ namespace onecat {
 
 CheckResult check_rmsnorm(const std::string& spec, const std::string& config, const LoadedKernel& kernel, int64_t rows,
                           uint64_t seed);
+CheckResult check_gemm(const std::string& spec, const std::string& config, const LoadedKernel& kernel, int64_t m,
+                       uint64_t seed);
 
 CheckResult check_kernel(const Family& family, const std::string& spec, const std::string& config,
                          const LoadedKernel& kernel, int64_t rows, uint64_t seed) {
   if (seed == 0) seed = std::random_device{}() | 1;
   if (family.name() == "rmsnorm") return check_rmsnorm(spec, config, kernel, rows, seed);
+  if (family.name() == "gemm") return check_gemm(spec, config, kernel, rows, seed);
   throw Error("no GPU check is written for family " + std::string(family.name()));
 }
 
@@ -25,8 +28,8 @@ void compare_half(const uint16_t* gpu, const uint16_t* ref, int64_t count, const
     double err = std::abs(g - r) / (std::abs(r) + kHalfAbsFloor);
     if (std::isnan(g) != std::isnan(r) || std::isinf(g) != std::isinf(r)) err = INFINITY;
     if (std::isnan(g) && std::isnan(r)) err = 0;
-    if (!(err <= result.max_rel_error)) {
-      result.max_rel_error = err;
+    if (!(err <= result.error)) {
+      result.error = err;
       if (err > result.tolerance && result.detail.empty()) {
         result.detail = std::string(name) + "[" + std::to_string(i) + "] = " + std::to_string(g) + ", expected " +
                         std::to_string(r) + (std::isnan(g) ? " (never written?)" : "");

@@ -12,8 +12,9 @@ namespace onecat {
 
 struct CheckResult {
   bool passed = false;
-  double max_rel_error = 0;  // max |gpu - ref| / (|ref| + kHalfAbsFloor) over all outputs
-  double tolerance = 0;      // the family's bound for that error
+  double error = 0;      // the family's error metric (below), gpu against the reference
+  std::string metric;    // how `error` is measured
+  double tolerance = 0;  // the family's bound for that error
   int64_t rows = 0;
   uint64_t seed = 0;         // reproduces the inputs
   std::string detail;        // what failed, where
@@ -29,7 +30,8 @@ inline constexpr double kHalfAbsFloor = 1.0 / 16384;
 CheckResult check_kernel(const Family& family, const std::string& spec, const std::string& config,
                          const LoadedKernel& kernel, int64_t rows, uint64_t seed = 0);
 
-// Compares fp16 outputs (as raw bits); fills max_rel_error and, on failure, detail.
+// Compares fp16 outputs (as raw bits) element by element: error = max |gpu - ref| /
+// (|ref| + kHalfAbsFloor); on failure fills detail.
 void compare_half(const uint16_t* gpu, const uint16_t* ref, int64_t count, const char* name, CheckResult& result);
 
 }  // namespace onecat

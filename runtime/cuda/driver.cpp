@@ -70,6 +70,7 @@ Driver* Driver::find() {
       l.bind(d->cuMemFree, "cuMemFree_v2");
       l.bind(d->cuMemcpyHtoD, "cuMemcpyHtoD_v2");
       l.bind(d->cuMemcpyDtoH, "cuMemcpyDtoH_v2");
+      l.bind(d->cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
       l.bind(d->cuMemsetD8, "cuMemsetD8_v2");
       l.bind(d->cuStreamSynchronize, "cuStreamSynchronize");
       l.bind(d->cuEventCreate, "cuEventCreate");

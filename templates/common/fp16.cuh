@@ -22,3 +22,37 @@ __device__ __forceinline__ half_t float_to_half(float f) {
 }
 
 }  // namespace onecat
+
+namespace onecat {
+
+// Two fp16 values in one 32-bit register: low half first (the f16x2 PTX type).
+struct half2_t {
+  unsigned bits;
+};
+
+__device__ __forceinline__ half2_t hfma2(half2_t a, half2_t b, half2_t c) {
+  half2_t d;
+  asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d.bits) : "r"(a.bits), "r"(b.bits), "r"(c.bits));
+  return d;
+}
+
+__device__ __forceinline__ half2_t hmul2(half2_t a, half2_t b) {
+  half2_t d;
+  asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(d.bits) : "r"(a.bits), "r"(b.bits));
+  return d;
+}
+
+__device__ __forceinline__ half2_t hsub2(half2_t a, half2_t b) {
+  half2_t d;
+  asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(d.bits) : "r"(a.bits), "r"(b.bits));
+  return d;
+}
+
+__device__ __forceinline__ half2_t half2_splat(half_t h) { return half2_t{unsigned(h.bits) | (unsigned(h.bits) << 16)}; }
+
+// lo + hi of a pair, in fp32.
+__device__ __forceinline__ float half2_sum(half2_t h) {
+  return half_to_float(half_t{(unsigned short)(h.bits & 0xffff)}) + half_to_float(half_t{(unsigned short)(h.bits >> 16)});
+}
+
+}  // namespace onecat

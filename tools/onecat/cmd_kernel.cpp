@@ -172,14 +172,14 @@ void add_check(CLI::App& app) {
     CheckResult r = check_kernel(f, spec, config, kernel, *rows, *seed);
     if (a->json) {
       std::cout << nlohmann::json{{"spec", spec}, {"config", config}, {"arch", arch.name()}, {"rows", r.rows},
-                                  {"seed", r.seed}, {"max_rel_error", r.max_rel_error}, {"tolerance", r.tolerance},
+                                  {"seed", r.seed}, {"error", r.error}, {"metric", r.metric}, {"tolerance", r.tolerance},
                                   {"passed", r.passed}, {"detail", r.detail}, {"cache_hit", compiled.cache_hit}}
                        .dump(2)
                 << "\n";
     } else {
-      std::printf("%s [%s] on %s, %lld rows, seed %llu: max relative error %.3g (tolerance %.3g) %s\n", spec.c_str(),
-                  config.c_str(), arch.name().c_str(), (long long)r.rows, (unsigned long long)r.seed, r.max_rel_error,
-                  r.tolerance, r.passed ? "PASS" : "FAIL");
+      std::printf("%s [%s] on %s, %lld rows, seed %llu: error %.3g (%s, tolerance %.3g) %s\n", spec.c_str(),
+                  config.c_str(), arch.name().c_str(), (long long)r.rows, (unsigned long long)r.seed, r.error,
+                  r.metric.c_str(), r.tolerance, r.passed ? "PASS" : "FAIL");
       if (!r.detail.empty()) std::printf("  %s\n", r.detail.c_str());
     }
     if (!r.passed) throw CLI::RuntimeError(1);

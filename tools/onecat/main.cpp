@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
   onecat::cli::add_info(app);
   onecat::cli::add_kernel_commands(app);
   onecat::cli::add_cache(app);
+  onecat::cli::add_bench(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,43 @@
+#include "codegen/gemm/emit.h"
+
+#include "runtime/cuda/error.h"
+
+namespace onecat::gemm {
+
+std::string format_type(const Spec& s) {
+  const std::string k = std::to_string(s.k);
+  switch (s.format) {
+    case WeightFormat::kF16: return "onecat::FmtF16";
+    case WeightFormat::kAwq4:
+    case WeightFormat::kGptq4: return "onecat::FmtInt4<" + k + ", " + std::to_string(s.group) + ">";
+    case WeightFormat::kFp8B32: return "onecat::FmtFp8B32<" + k + ">";
+    case WeightFormat::kFp8B128: return "onecat::FmtFp8B128<" + k + ", " + std::to_string(s.group) + ">";
+    case WeightFormat::kNvfp4: return "onecat::FmtNvfp4<" + k + ">";
+    case WeightFormat::kMxfp4: return "onecat::FmtMxfp4<" + k + ">";
+  }
+  throw Error("unknown weight format");
+}
+
+Emitted emit(const Spec& spec, const Config& c, Arch arch) {
+  Emitted e;
+  e.kernel_expression = "onecat::gemv_kernel<" + format_type(spec) + ", " + std::to_string(spec.n) + ", " +
+                        std::to_string(spec.k) + ", " + std::to_string(c.mt) + ", " + std::to_string(c.rows) + ", " +
+                        std::to_string(c.warps) + ", " + (spec.out_f32 ? "true" : "false") + ", " +
+                        std::to_string(static_cast<int>(spec.epilogue)) + ", " + (spec.act_order ? "true" : "false") + ">";
+  e.source = "// onecat gemm generator v" + std::to_string(kGeneratorVersion) + "\n// spec:   " + spec.to_string() +
+             "\n// config: " + c.to_string() + "\n// arch:   " + arch.name() + "\n#include \"gemm/gemv.cuh\"\n";
+  return e;
+}
+
+LaunchGeometry geometry(const Spec& spec, const Config& c, int64_t m) {
+  if (m < 1) throw InputError("gemm needs at least one token (m=" + std::to_string(m) + ")");
+  LaunchGeometry g;
+  g.grid[0] = static_cast<unsigned>((spec.out_cols() + c.rows - 1) / c.rows);
+  const int64_t tiles = (m + c.mt - 1) / c.mt;
+  if (tiles > 65535) throw InputError("gemm: m=" + std::to_string(m) + " exceeds the grid's token tiles");
+  g.grid[1] = static_cast<unsigned>(tiles);
+  g.block[0] = static_cast<unsigned>(c.warps * 32);
+  return g;
+}
+
+}  // namespace onecat::gemm

@@ -1,0 +1,19 @@
+// The gemm family, gathered for the registry.
+#pragma once
+#include "codegen/family.h"
+#include "codegen/gemm/emit.h"
+#include "codegen/gemm/space.h"
+
+namespace onecat::gemm {
+
+struct Traits {
+  using Spec = gemm::Spec;
+  using Config = gemm::Config;
+  static constexpr std::string_view kName = "gemm";
+  static constexpr int kGeneratorVersion = gemm::kGeneratorVersion;
+  static Emitted emit(const Spec& s, const Config& c, Arch a) { return gemm::emit(s, c, a); }
+  static Config default_config(const Spec& s, int64_t m) { return gemm::default_config(s, m); }
+  static std::vector<Config> candidate_configs(const Spec& s) { return gemm::candidate_configs(s); }
+};
+
+}  // namespace onecat::gemm

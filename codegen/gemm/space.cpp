@@ -1,0 +1,44 @@
+#include "codegen/gemm/space.h"
+
+#include <algorithm>
+
+#include "runtime/cuda/error.h"
+
+namespace onecat::gemm {
+namespace {
+
+// Enough CTAs to fill 80 V100 SMs (or 132 H100/H200 SMs) about twice.
+constexpr int64_t kTargetCtas = 256;
+
+}  // namespace
+
+Config default_config(const Spec& spec, int64_t m) {
+  Config c;
+  c.mt = 1;
+  while (c.mt < std::min<int64_t>(m, 16)) c.mt *= 2;
+  const int pairs = spec.per_chunk() / 2;
+  // Two 16-byte loads per thread in flight for 4-bit rows, four for fp16 rows.
+  c.rows = std::max(1, std::min(Config::kMaxWeightRegs / 2 / pairs, Config::kMaxAccumulators / c.mt));
+  if (spec.epilogue == Epilogue::kSiluMul) c.rows = std::max(1, c.rows / 2);
+  while (c.rows > 1 && (spec.out_cols() + c.rows - 1) / c.rows < kTargetCtas) c.rows /= 2;
+  c.warps = 4;
+  if ((spec.out_cols() + c.rows - 1) / c.rows < kTargetCtas) c.warps = 8;
+  while (c.warps > 1 && c.invalid_reason(spec)) c.warps /= 2;
+  if (auto why = c.invalid_reason(spec)) throw InputError(spec.to_string() + " has no valid gemv config: " + *why);
+  return c;
+}
+
+std::vector<Config> candidate_configs(const Spec& spec) {
+  std::vector<Config> out;
+  for (int mt : {1, 2, 4, 8, 16}) {
+    for (int rows : {1, 2, 4, 8}) {
+      for (int warps : {2, 4, 8, 16}) {
+        Config c{mt, rows, warps};
+        if (!c.invalid_reason(spec)) out.push_back(c);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace onecat::gemm

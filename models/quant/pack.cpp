@@ -1,0 +1,437 @@
+#include "models/quant/pack.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <initializer_list>
+#include <limits>
+#include <string>
+#include <string_view>
+
+#include "models/quant/e4m3.h"
+#include "runtime/cpu/half.h"
+#include "runtime/cuda/error.h"
+
+namespace onecat::quant {
+namespace {
+
+// Kernel words hold k = 8w + {0,2,4,6,1,3,5,7}[p] at bits 4p (docs/gemm.md, "4-bit nibble
+// order"); this is the inverse: the nibble p that holds k % 8.
+constexpr int kNibbleOfK[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+// AutoAWQ's order_map (awq/modules/linear/gemm.py): nibble p holds column 8j + map[p].
+constexpr int kAwqColumnOfNibble[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+// A kernel index is at most 32 bits wide (perm is i32).
+constexpr int64_t kMaxDim = std::numeric_limits<int32_t>::max();
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+std::string hex_byte(unsigned b) {
+  static const char* digits = "0123456789abcdef";
+  return std::string("0x") + digits[(b >> 4) & 0xF] + digits[b & 0xF];
+}
+
+std::string float_text(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+// Shape checks of one packing call; every message starts with the format and ends with the
+// logical shape, so a reader can match it to the layer.
+class Checker {
+ public:
+  Checker(std::string_view format, int64_t n, int64_t k, int group = 0) : format_(format), n_(n), k_(k), group_(group) {
+    if (n <= 0 || k <= 0 || n > kMaxDim || k > kMaxDim) {
+      fail("needs 0 < N, K ≤ " + std::to_string(kMaxDim) + "; got " + shape());
+    }
+  }
+
+  [[noreturn]] void fail(const std::string& what) const { throw InputError(std::string(format_) + " weight: " + what); }
+
+  std::string shape() const {
+    std::string s = "N = " + std::to_string(n_) + ", K = " + std::to_string(k_);
+    if (group_) s += ", G = " + std::to_string(group_);
+    return s;
+  }
+
+  void k_multiple_of(int64_t m, std::string_view why) const {
+    if (k_ % m != 0)
+      fail("K (in features) must be a multiple of " + std::to_string(m) + " (" + std::string(why) + "); got " +
+           shape());
+  }
+
+  void n_multiple_of(int64_t m, std::string_view why) const {
+    if (n_ % m != 0)
+      fail("N (out features) must be a multiple of " + std::to_string(m) + " (" + std::string(why) + "); got " +
+           shape());
+  }
+
+  void group_in(std::initializer_list<int> allowed) const {
+    std::string list;
+    size_t i = 0;
+    for (int g : allowed) {
+      if (g == group_) return;
+      list += (i == 0 ? "" : i + 1 == allowed.size() ? " or " : ", ") + std::to_string(g);
+      ++i;
+    }
+    fail("group size must be " + list + "; got " + shape());
+  }
+
+  // `dims_text` names the dimensions symbolically ("[K/G][N/8]"); `dims` are their values.
+  void size(std::string_view tensor, size_t got, std::initializer_list<int64_t> dims,
+            std::string_view dims_text) const {
+    int64_t expected = 1;
+    std::string values;
+    for (int64_t d : dims) {
+      expected *= d;
+      values += "[" + std::to_string(d) + "]";
+    }
+    if (int64_t(got) != expected) {
+      fail("checkpoint tensor " + std::string(tensor) + " has " + std::to_string(got) + " elements; expected " +
+           std::string(dims_text) + " = " + values + " (" + std::to_string(expected) + ") for " + shape());
+    }
+  }
+
+ private:
+  std::string_view format_;
+  int64_t n_, k_;
+  int group_;
+};
+
+void put_u16(std::vector<uint8_t>& bytes, size_t index, uint16_t v) {
+  bytes[2 * index] = uint8_t(v);
+  bytes[2 * index + 1] = uint8_t(v >> 8);
+}
+
+std::vector<uint8_t> words_to_bytes(const std::vector<uint32_t>& words) {
+  std::vector<uint8_t> bytes(words.size() * 4);
+  for (size_t i = 0; i < words.size(); ++i) {
+    for (int b = 0; b < 4; ++b) bytes[4 * i + b] = uint8_t(words[i] >> (8 * b));
+  }
+  return bytes;
+}
+
+std::vector<uint8_t> floats_to_bytes(std::span<const float> values) {
+  std::vector<uint8_t> bytes(values.size() * 4);
+  for (size_t i = 0; i < values.size(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &values[i], 4);
+    for (int b = 0; b < 4; ++b) bytes[4 * i + b] = uint8_t(bits >> (8 * b));
+  }
+  return bytes;
+}
+
+// Accumulates 4-bit codes into kernel words [N][K/8].
+class NibbleWords {
+ public:
+  NibbleWords(int64_t n, int64_t k) : words_per_row_(k / 8), words_(size_t(n * (k / 8)), 0u) {}
+  void set(int64_t n, int64_t k, uint32_t code) {
+    words_[size_t(n * words_per_row_ + k / 8)] |= (code & 0xF) << (4 * kNibbleOfK[k % 8]);
+  }
+  std::vector<uint8_t> bytes() const { return words_to_bytes(words_); }
+
+ private:
+  int64_t words_per_row_;
+  std::vector<uint32_t> words_;
+};
+
+uint32_t nibble(int32_t word, int p) { return (uint32_t(word) >> (4 * p)) & 0xF; }
+
+// Checkpoint [K/G][N] fp16 → kernel [N][K/G] fp16.
+std::vector<uint8_t> transpose_group_scales(std::span<const uint16_t> scales, int64_t n, int64_t groups) {
+  std::vector<uint8_t> out(size_t(n * groups) * 2);
+  for (int64_t g = 0; g < groups; ++g) {
+    for (int64_t col = 0; col < n; ++col) put_u16(out, size_t(col * groups + g), scales[size_t(g * n + col)]);
+  }
+  return out;
+}
+
+// FP4 checkpoint bytes [N][K/2] (low nibble = even k) → kernel words [N][K/8].
+std::vector<uint8_t> pack_fp4_codes(std::span<const uint8_t> bytes, int64_t n, int64_t k) {
+  NibbleWords words(n, k);
+  for (int64_t row = 0; row < n; ++row) {
+    for (int64_t kk = 0; kk < k; ++kk) {
+      const uint8_t byte = bytes[size_t(row * (k / 2) + kk / 2)];
+      words.set(row, kk, (kk % 2) ? byte >> 4 : byte & 0xF);
+    }
+  }
+  return words.bytes();
+}
+
+void refuse_e4m3_nan(const Checker& c, std::span<const uint8_t> codes, int64_t row_len, std::string_view tensor) {
+  for (size_t i = 0; i < codes.size(); ++i) {
+    if (e4m3_is_nan(codes[i])) {
+      c.fail(std::string(tensor) + "[" + std::to_string(int64_t(i) / row_len) + "][" +
+             std::to_string(int64_t(i) % row_len) + "] is " + hex_byte(codes[i]) +
+             ", an E4M3 NaN code; the checkpoint is corrupt or its tensor is not E4M3");
+    }
+  }
+}
+
+std::string fp8b32_block(int64_t rb, int64_t cb, int64_t n, int64_t k) {
+  return "block [" + std::to_string(rb) + "][" + std::to_string(cb) + "] (rows " + std::to_string(rb * 32) + ".." +
+         std::to_string(std::min(n, rb * 32 + 32) - 1) + ", columns " + std::to_string(cb * 32) + ".." +
+         std::to_string(std::min(k, cb * 32 + 32) - 1) + ")";
+}
+
+constexpr int kFp8b32MinExp = -14;  // 2^-9 (least E4M3 step) · 2^-14 = 2^-23, above fp16's least 2^-24
+constexpr int kFp8b32MaxExp = 7;    // 448 · 2^7 = 57344 ≤ 65504, fp16's largest
+
+PackedWeight pack_fp8b32_exponents(const Checker& c, int64_t n, int64_t k, std::span<const uint8_t> weight,
+                                   std::vector<uint8_t> exponents) {
+  refuse_e4m3_nan(c, weight, k, "weight");
+  PackedWeight p;
+  p.format = WeightFormat::kFp8B32;
+  p.n = n;
+  p.k = k;
+  p.group = 32;
+  p.qweight.assign(weight.begin(), weight.end());
+  p.scales = std::move(exponents);
+  return p;
+}
+
+void check_fp8b32_exponent(const Checker& c, int e, int64_t rb, int64_t cb, int64_t n, int64_t k,
+                           const std::string& shown) {
+  if (e < kFp8b32MinExp || e > kFp8b32MaxExp) {
+    c.fail("scale of " + fp8b32_block(rb, cb, n, k) + " is " + shown + "; fp8b32 needs scales 2^e with e in [" +
+           std::to_string(kFp8b32MinExp) + ", " + std::to_string(kFp8b32MaxExp) +
+           "], where every scaled E4M3 value is exact in fp16");
+  }
+}
+
+}  // namespace
+
+PackedWeight pack_f16(int64_t n, int64_t k, std::span<const uint16_t> weight) {
+  Checker c("f16", n, k);
+  c.size("weight", weight.size(), {n, k}, "[N][K]");
+  PackedWeight p;
+  p.format = WeightFormat::kF16;
+  p.n = n;
+  p.k = k;
+  p.qweight.resize(weight.size() * 2);
+  for (size_t i = 0; i < weight.size(); ++i) put_u16(p.qweight, i, weight[i]);
+  return p;
+}
+
+PackedWeight pack_awq4(int64_t n, int64_t k, int group, std::span<const int32_t> qweight,
+                       std::span<const int32_t> qzeros, std::span<const uint16_t> scales) {
+  Checker c("awq4", n, k, group);
+  c.group_in({32, 64, 128});
+  c.k_multiple_of(group, "whole groups");
+  c.n_multiple_of(8, "AutoAWQ packs 8 columns per i32");
+  const int64_t groups = k / group;
+  c.size("qweight", qweight.size(), {k, n / 8}, "[K][N/8]");
+  c.size("qzeros", qzeros.size(), {groups, n / 8}, "[K/G][N/8]");
+  c.size("scales", scales.size(), {groups, n}, "[K/G][N]");
+
+  PackedWeight p;
+  p.format = WeightFormat::kAwq4;
+  p.n = n;
+  p.k = k;
+  p.group = group;
+  NibbleWords words(n, k);
+  for (int64_t kk = 0; kk < k; ++kk) {
+    for (int64_t j = 0; j < n / 8; ++j) {
+      const int32_t word = qweight[size_t(kk * (n / 8) + j)];
+      for (int q = 0; q < 8; ++q) words.set(8 * j + kAwqColumnOfNibble[q], kk, nibble(word, q));
+    }
+  }
+  p.qweight = words.bytes();
+  p.scales = transpose_group_scales(scales, n, groups);
+  p.zeros.resize(size_t(n * groups) * 2);
+  for (int64_t g = 0; g < groups; ++g) {
+    for (int64_t j = 0; j < n / 8; ++j) {
+      const int32_t word = qzeros[size_t(g * (n / 8) + j)];
+      for (int q = 0; q < 8; ++q) {
+        const int64_t col = 8 * j + kAwqColumnOfNibble[q];
+        put_u16(p.zeros, size_t(col * groups + g), cpu::float_to_half(float(nibble(word, q))));
+      }
+    }
+  }
+  return p;
+}
+
+PackedWeight pack_gptq4(int64_t n, int64_t k, int group, std::span<const int32_t> qweight,
+                        std::span<const int32_t> qzeros, std::span<const uint16_t> scales,
+                        std::span<const int32_t> g_idx) {
+  Checker c("gptq4", n, k, group);
+  c.group_in({32, 64, 128});
+  c.k_multiple_of(group, "whole groups");
+  const int64_t groups = k / group;
+  c.size("qweight", qweight.size(), {k / 8, n}, "[K/8][N]");
+  if (!qzeros.empty()) {
+    c.n_multiple_of(8, "AutoGPTQ packs 8 zero points per i32");
+    c.size("qzeros", qzeros.size(), {groups, n / 8}, "[K/G][N/8]");
+  }
+  c.size("scales", scales.size(), {groups, n}, "[K/G][N]");
+  if (!g_idx.empty()) c.size("g_idx", g_idx.size(), {k}, "[K]");
+
+  // Act-order: packed column k' is original column perm[k']; `position` is its inverse.
+  std::vector<int32_t> perm;
+  bool act_order = false;
+  for (int64_t kk = 0; kk < int64_t(g_idx.size()); ++kk) {
+    const int32_t g = g_idx[size_t(kk)];
+    if (g < 0 || g >= groups) {
+      c.fail("g_idx[" + std::to_string(kk) + "] = " + std::to_string(g) + " is not a group in [0, " +
+             std::to_string(groups) + ") for " + c.shape());
+    }
+    if (g != kk / group) act_order = true;
+  }
+  std::vector<int64_t> position(static_cast<size_t>(k));
+  for (int64_t kk = 0; kk < k; ++kk) position[size_t(kk)] = kk;
+  if (act_order) {
+    std::vector<int64_t> members(size_t(groups), 0);
+    for (int32_t g : g_idx) ++members[size_t(g)];
+    for (int64_t g = 0; g < groups; ++g) {
+      if (members[size_t(g)] != group) {
+        c.fail("g_idx puts " + std::to_string(members[size_t(g)]) + " columns in group " + std::to_string(g) +
+               "; act-order packing needs exactly G per group (" + c.shape() + ")");
+      }
+    }
+    perm.resize(size_t(k));
+    for (int64_t kk = 0; kk < k; ++kk) perm[size_t(kk)] = int32_t(kk);
+    std::stable_sort(perm.begin(), perm.end(),
+                     [&](int32_t a, int32_t b) { return g_idx[size_t(a)] < g_idx[size_t(b)]; });
+    for (int64_t kp = 0; kp < k; ++kp) position[size_t(perm[size_t(kp)])] = kp;
+  }
+
+  PackedWeight p;
+  p.format = WeightFormat::kGptq4;
+  p.n = n;
+  p.k = k;
+  p.group = group;
+  NibbleWords words(n, k);
+  for (int64_t r = 0; r < k / 8; ++r) {
+    for (int64_t col = 0; col < n; ++col) {
+      const int32_t word = qweight[size_t(r * n + col)];
+      for (int i = 0; i < 8; ++i) words.set(col, position[size_t(8 * r + i)], nibble(word, i));
+    }
+  }
+  p.qweight = words.bytes();
+  p.scales = transpose_group_scales(scales, n, groups);
+  p.zeros.resize(size_t(n * groups) * 2);
+  for (int64_t g = 0; g < groups; ++g) {
+    for (int64_t col = 0; col < n; ++col) {
+      // v1 stores z − 1; without qzeros the checkpoint is symmetric, z = 8.
+      const uint32_t z = qzeros.empty() ? 8 : nibble(qzeros[size_t(g * (n / 8) + col / 8)], int(col % 8)) + 1;
+      put_u16(p.zeros, size_t(col * groups + g), cpu::float_to_half(float(z)));
+    }
+  }
+  p.perm = std::move(perm);
+  return p;
+}
+
+PackedWeight pack_fp8b32(int64_t n, int64_t k, std::span<const uint8_t> weight, std::span<const uint8_t> scales_ue8m0) {
+  Checker c("fp8b32", n, k);
+  c.k_multiple_of(32, "whole 32-wide blocks");
+  const int64_t row_blocks = ceil_div(n, 32), col_blocks = k / 32;
+  c.size("weight", weight.size(), {n, k}, "[N][K]");
+  c.size("scales", scales_ue8m0.size(), {row_blocks, col_blocks}, "[⌈N/32⌉][K/32]");
+  std::vector<uint8_t> exponents(scales_ue8m0.size());
+  for (int64_t rb = 0; rb < row_blocks; ++rb) {
+    for (int64_t cb = 0; cb < col_blocks; ++cb) {
+      const uint8_t b = scales_ue8m0[size_t(rb * col_blocks + cb)];
+      const int e = int(b) - 127;
+      check_fp8b32_exponent(
+          c, e, rb, cb, n, k,
+          b == 255 ? "NaN (UE8M0 byte 255)" : "2^" + std::to_string(e) + " (UE8M0 byte " + std::to_string(b) + ")");
+      exponents[size_t(rb * col_blocks + cb)] = uint8_t(int8_t(e));
+    }
+  }
+  return pack_fp8b32_exponents(c, n, k, weight, std::move(exponents));
+}
+
+PackedWeight pack_fp8b32(int64_t n, int64_t k, std::span<const uint8_t> weight, std::span<const float> scales) {
+  Checker c("fp8b32", n, k);
+  c.k_multiple_of(32, "whole 32-wide blocks");
+  const int64_t row_blocks = ceil_div(n, 32), col_blocks = k / 32;
+  c.size("weight", weight.size(), {n, k}, "[N][K]");
+  c.size("scales", scales.size(), {row_blocks, col_blocks}, "[⌈N/32⌉][K/32]");
+  std::vector<uint8_t> exponents(scales.size());
+  for (int64_t rb = 0; rb < row_blocks; ++rb) {
+    for (int64_t cb = 0; cb < col_blocks; ++cb) {
+      const float s = scales[size_t(rb * col_blocks + cb)];
+      int e2 = 0;
+      const float mantissa = std::isfinite(s) ? std::frexp(s, &e2) : 0.f;
+      if (mantissa != 0.5f) {
+        c.fail("scale of " + fp8b32_block(rb, cb, n, k) + " is " + float_text(s) +
+               ", not a power of two; fp8b32 decodes exactly only with scales 2^e, so this checkpoint cannot use it");
+      }
+      const int e = e2 - 1;
+      check_fp8b32_exponent(c, e, rb, cb, n, k, float_text(s) + " = 2^" + std::to_string(e));
+      exponents[size_t(rb * col_blocks + cb)] = uint8_t(int8_t(e));
+    }
+  }
+  return pack_fp8b32_exponents(c, n, k, weight, std::move(exponents));
+}
+
+PackedWeight pack_fp8b128(int64_t n, int64_t k, std::span<const uint8_t> weight,
+                          std::span<const float> weight_scale_inv, Fp8Scales layout) {
+  Checker c("fp8b128", n, k);
+  c.size("weight", weight.size(), {n, k}, "[N][K]");
+  if (layout == Fp8Scales::kBlock128) {
+    c.size("weight_scale_inv", weight_scale_inv.size(), {ceil_div(n, 128), ceil_div(k, 128)}, "[⌈N/128⌉][⌈K/128⌉]");
+  } else {
+    c.size("weight_scale_inv", weight_scale_inv.size(), {n}, "[N] (per channel)");
+  }
+  for (size_t i = 0; i < weight_scale_inv.size(); ++i) {
+    if (!std::isfinite(weight_scale_inv[i])) {
+      c.fail("weight_scale_inv element " + std::to_string(i) + " is " + float_text(weight_scale_inv[i]) +
+             "; scales must be finite");
+    }
+  }
+  refuse_e4m3_nan(c, weight, k, "weight");
+  PackedWeight p;
+  p.format = WeightFormat::kFp8B128;
+  p.n = n;
+  p.k = k;
+  p.group = layout == Fp8Scales::kBlock128 ? 128 : 0;
+  p.qweight.assign(weight.begin(), weight.end());
+  p.scales = floats_to_bytes(weight_scale_inv);
+  return p;
+}
+
+PackedWeight pack_nvfp4(int64_t n, int64_t k, std::span<const uint8_t> weight, std::span<const uint8_t> weight_scale,
+                        float weight_scale_2) {
+  Checker c("nvfp4", n, k);
+  c.k_multiple_of(16, "whole 16-wide blocks");
+  c.size("weight", weight.size(), {n, k / 2}, "[N][K/2]");
+  c.size("weight_scale", weight_scale.size(), {n, k / 16}, "[N][K/16]");
+  if (!std::isfinite(weight_scale_2)) {
+    c.fail("weight_scale_2 is " + float_text(weight_scale_2) + "; the per-tensor scale must be finite");
+  }
+  refuse_e4m3_nan(c, weight_scale, k / 16, "weight_scale");
+  PackedWeight p;
+  p.format = WeightFormat::kNvfp4;
+  p.n = n;
+  p.k = k;
+  p.group = 16;
+  p.qweight = pack_fp4_codes(weight, n, k);
+  p.scales.assign(weight_scale.begin(), weight_scale.end());
+  p.global_scale = weight_scale_2;
+  return p;
+}
+
+PackedWeight pack_mxfp4(int64_t n, int64_t k, std::span<const uint8_t> blocks, std::span<const uint8_t> scales) {
+  Checker c("mxfp4", n, k);
+  c.k_multiple_of(32, "whole 32-wide blocks");
+  c.size("blocks", blocks.size(), {n, k / 2}, "[N][K/2]");
+  c.size("scales", scales.size(), {n, k / 32}, "[N][K/32]");
+  for (size_t i = 0; i < scales.size(); ++i) {
+    if (scales[i] == 255) {
+      c.fail("scales[" + std::to_string(int64_t(i) / (k / 32)) + "][" + std::to_string(int64_t(i) % (k / 32)) +
+             "] is 255, the UE8M0 NaN code; the checkpoint is corrupt");
+    }
+  }
+  PackedWeight p;
+  p.format = WeightFormat::kMxfp4;
+  p.n = n;
+  p.k = k;
+  p.group = 32;
+  p.qweight = pack_fp4_codes(blocks, n, k);
+  p.scales.assign(scales.begin(), scales.end());
+  return p;
+}
+
+}  // namespace onecat::quant

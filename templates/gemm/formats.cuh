@@ -1,0 +1,177 @@
+// Weight formats as the gemm kernels read them (layouts: docs/gemm.md). Each format reads
+// one 16-byte chunk of a weight row per load and turns it into fp16 pairs:
+//   kPerChunk          k values per 16-byte chunk
+//   Scale load_scale(scales, zeros, row, chunk)   what the chunk's decode needs
+//   half2_t decode(raw, pair, scale)   W[row][k0 + 2p], W[row][k0 + 2p + 1], scaled where fp16 is exact
+//   float flush(scale)  the factor applied in fp32 to the chunk's fp16 partial sum
+//   kFlushScaled        false when flush() is always 1
+// Decoding happens in registers (no shared memory), as Volta's best GEMV kernels do.
+#pragma once
+#include "common/fp16.cuh"
+#include "common/gmem.cuh"
+
+namespace onecat {
+
+using Raw16 = Chunk<16>;
+
+__device__ __forceinline__ unsigned raw_word(const Raw16& raw, int i) { return reinterpret_cast<const unsigned*>(raw.h)[i]; }
+
+__device__ __forceinline__ unsigned prmt(unsigned a, unsigned b, unsigned selector) {
+  unsigned d;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(selector));
+  return d;
+}
+
+// Two E4M3 bytes (k, k+1) of a word → fp16 pair of value·2^-8 (exact): the byte's sign goes
+// to bit 15 and its 7 magnitude bits to bits 13..7 (VOLTA.md, integer decode).
+template <int PAIR_IN_WORD>
+__device__ __forceinline__ half2_t e4m3x2_to_half2_scaled(unsigned word) {
+  // Place byte 2i at bits 15..8 and byte 2i+1 at bits 31..24 (selector nibble 4 picks 0).
+  const unsigned t = prmt(word, 0u, PAIR_IN_WORD == 0 ? 0x1404u : 0x3424u);
+  return half2_t{((t >> 1) & 0x3f803f80u) | (t & 0x80008000u)};
+}
+
+// Two E2M1 codes at bits SHIFT and SHIFT+16 → fp16 pair of value·2^-14 (exact): the 3
+// magnitude bits land on fp16's low exponent bits and top mantissa bit, the sign on bit 15.
+template <int SHIFT>
+__device__ __forceinline__ half2_t e2m1x2_to_half2_scaled(unsigned word) {
+  const unsigned u = word >> SHIFT;
+  return half2_t{((u << 9) & 0x0e000e00u) | ((u << 12) & 0x80008000u)};
+}
+
+struct FmtF16 {
+  static constexpr int kPerChunk = 8;
+  static constexpr bool kFlushScaled = false;
+  struct Scale {};
+  __device__ static Scale load_scale(const void*, const void*, int, int) { return {}; }
+  __device__ static half2_t decode(const Raw16& raw, int p, const Scale&) { return half2_t{raw_word(raw, p)}; }
+  __device__ static float flush(const Scale&) { return 1.f; }
+};
+
+// awq4 and gptq4: (q - z) * s per group of GROUP along K.
+template <int K, int GROUP>
+struct FmtInt4 {
+  static constexpr int kPerChunk = 32;
+  static constexpr bool kFlushScaled = false;
+  static_assert(GROUP % kPerChunk == 0, "a chunk must lie in one group");
+  struct Scale {
+    half2_t s2;
+    half2_t z2;  // 1024 + z in both halves
+  };
+  __device__ static Scale load_scale(const void* scales, const void* zeros, int row, int chunk) {
+    const long long i = static_cast<long long>(row) * (K / GROUP) + chunk * kPerChunk / GROUP;
+    const half_t s = static_cast<const half_t*>(scales)[i];
+    const half_t z = static_cast<const half_t*>(zeros)[i];
+    return {half2_splat(s), half2_splat(float_to_half(1024.f + half_to_float(z)))};
+  }
+  __device__ static half2_t decode(const Raw16& raw, int p, const Scale& sc) {
+    // Codes of k = 2i, 2i+1 sit at bits 4i and 16 + 4i (interleaved order); OR-ing them into
+    // 0x6400 (1024.0) gives 1024 + q exactly; subtracting 1024 + z is exact too.
+    const unsigned w = raw_word(raw, p / 4);
+    const half2_t q = half2_t{((w >> (4 * (p % 4))) & 0x000f000fu) | 0x64006400u};
+    return hmul2(hsub2(q, sc.z2), sc.s2);
+  }
+  __device__ static float flush(const Scale&) { return 1.f; }
+};
+
+// fp8b32: E4M3 with a power-of-two scale 2^e per 32×32 block, e in [-14, 7] (the packer
+// guarantees it), so the scaled value is an exact fp16.
+template <int K>
+struct FmtFp8B32 {
+  static constexpr int kPerChunk = 16;
+  static constexpr bool kFlushScaled = false;
+  struct Scale {
+    half2_t s2;  // 2^(e+8): undoes the decode's 2^-8
+  };
+  __device__ static Scale load_scale(const void* scales, const void*, int row, int chunk) {
+    const int e = static_cast<const signed char*>(scales)[(row / 32) * (K / 32) + chunk * kPerChunk / 32];
+    return {half2_splat(half_t{static_cast<unsigned short>((e + 8 + 15) << 10)})};
+  }
+  __device__ static half2_t decode(const Raw16& raw, int p, const Scale& sc) {
+    const unsigned w = raw_word(raw, p / 2);
+    return hmul2(p % 2 == 0 ? e4m3x2_to_half2_scaled<0>(w) : e4m3x2_to_half2_scaled<1>(w), sc.s2);
+  }
+  __device__ static float flush(const Scale&) { return 1.f; }
+};
+
+// fp8b128: E4M3 with an fp32 scale per 128×128 block (BLOCK=128) or per row (BLOCK=0).
+template <int K, int BLOCK>
+struct FmtFp8B128 {
+  static constexpr int kPerChunk = 16;
+  static constexpr bool kFlushScaled = true;
+  static_assert(BLOCK == 0 || BLOCK % kPerChunk == 0, "a chunk must lie in one block");
+  struct Scale {
+    float s;
+  };
+  __device__ static Scale load_scale(const void* scales, const void*, int row, int chunk) {
+    const float* f = static_cast<const float*>(scales);
+    if constexpr (BLOCK == 0) {
+      return {f[row] * 256.f};
+    } else {
+      constexpr int kBlocksK = (K + BLOCK - 1) / BLOCK;
+      return {f[(row / BLOCK) * kBlocksK + chunk * kPerChunk / BLOCK] * 256.f};
+    }
+  }
+  __device__ static half2_t decode(const Raw16& raw, int p, const Scale&) {
+    const unsigned w = raw_word(raw, p / 2);
+    return p % 2 == 0 ? e4m3x2_to_half2_scaled<0>(w) : e4m3x2_to_half2_scaled<1>(w);
+  }
+  __device__ static float flush(const Scale& sc) { return sc.s; }
+};
+
+// nvfp4: E2M1 with an E4M3 scale per 16 along K and an fp32 global scale (applied by the
+// kernel's epilogue). decode = e2m1 · 2^-14 · (s · 2^6) = e2m1 · s · 2^-8, exact in fp16.
+template <int K>
+struct FmtNvfp4 {
+  static constexpr int kPerChunk = 32;
+  static constexpr bool kFlushScaled = true;
+  struct Scale {
+    half2_t s2[2];  // the two groups of 16 in a chunk, each as s · 2^6
+  };
+  __device__ static Scale load_scale(const void* scales, const void*, int row, int chunk) {
+    const unsigned short pair = static_cast<const unsigned short*>(scales)[(static_cast<long long>(row) * (K / 16)) / 2 + chunk];
+    const half2_t s = e4m3x2_to_half2_scaled<0>(pair);  // s · 2^-8, both groups
+    const half2_t s6 = hmul2(s, half2_splat(half_t{0x7400}));  // · 2^14
+    return {{half2_t{(s6.bits & 0xffffu) * 0x10001u}, half2_t{(s6.bits >> 16) * 0x10001u}}};
+  }
+  __device__ static half2_t decode(const Raw16& raw, int p, const Scale& sc) {
+    const unsigned w = raw_word(raw, p / 4);
+    half2_t v;
+    switch (p % 4) {
+      case 0: v = e2m1x2_to_half2_scaled<0>(w); break;
+      case 1: v = e2m1x2_to_half2_scaled<4>(w); break;
+      case 2: v = e2m1x2_to_half2_scaled<8>(w); break;
+      default: v = e2m1x2_to_half2_scaled<12>(w); break;
+    }
+    return hmul2(v, sc.s2[p / 8]);
+  }
+  __device__ static float flush(const Scale&) { return 256.f; }
+};
+
+// mxfp4: E2M1 with a UE8M0 scale 2^(e-127) per 32 along K, applied in fp32 (its range
+// exceeds fp16's) together with the 2^14 the decode leaves out.
+template <int K>
+struct FmtMxfp4 {
+  static constexpr int kPerChunk = 32;
+  static constexpr bool kFlushScaled = true;
+  struct Scale {
+    float s;
+  };
+  __device__ static Scale load_scale(const void* scales, const void*, int row, int chunk) {
+    const int e = static_cast<const unsigned char*>(scales)[static_cast<long long>(row) * (K / 32) + chunk];
+    // 2^(e - 127 + 14) built as fp32 bits: biased exponent e + 14 (never subnormal; ≥ 255 is inf).
+    return {__int_as_float(min(e + 14, 255) << 23)};
+  }
+  __device__ static half2_t decode(const Raw16& raw, int p, const Scale&) {
+    const unsigned w = raw_word(raw, p / 4);
+    switch (p % 4) {
+      case 0: return e2m1x2_to_half2_scaled<0>(w);
+      case 1: return e2m1x2_to_half2_scaled<4>(w);
+      case 2: return e2m1x2_to_half2_scaled<8>(w);
+      default: return e2m1x2_to_half2_scaled<12>(w);
+    }
+  }
+  __device__ static float flush(const Scale& sc) { return sc.s; }
+};
+
+}  // namespace onecat

@@ -1,0 +1,122 @@
+// gemv strategy of the gemm family, for small M: y[M,N] = x[M,K] · W[N,K]^T.
+// A CTA of WARPS warps owns ROWS output rows and one tile of MT tokens (blockIdx.y); its
+// warps split K. Each lane streams 16-byte chunks of each row with one load, decodes them in
+// registers to fp16 pairs, and multiplies with fp16x2 FMAs into a partial sum that is
+// flushed to fp32 once per chunk (8–32 products), so weights never touch shared memory and
+// the instruction count per byte stays low enough to run at memory speed.
+#pragma once
+#include "common/fp16.cuh"
+#include "common/gmem.cuh"
+#include "common/reduce.cuh"
+#include "gemm/epilogue.cuh"
+#include "gemm/formats.cuh"
+
+namespace onecat {
+
+template <class Fmt, int N, int K, int MT, int ROWS, int WARPS, bool OUT_F32, int EPI, bool ACT_ORDER>
+__global__ void __launch_bounds__(WARPS* kWarpSize, 1)
+    gemv_kernel(void* __restrict__ y, const half_t* __restrict__ x, const void* __restrict__ qweight,
+                const void* __restrict__ scales, const void* __restrict__ zeros, const int* __restrict__ perm,
+                float global_scale, const half_t* __restrict__ bias, const half_t* __restrict__ residual, int m) {
+  constexpr int kPer = Fmt::kPerChunk;
+  constexpr int kPairs = kPer / 2;
+  constexpr int kChunks = K / kPer;
+  constexpr bool kGated = EPI == kEpiSiluMul;
+  constexpr int kOutRows = kGated ? N / 2 : N;
+  constexpr int kSlots = kGated ? 2 * ROWS : ROWS;  // weight rows a CTA reads
+  static_assert(K % kPer == 0, "K must be a multiple of the chunk");
+
+  const int warp = threadIdx.x / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
+  const int out_row0 = blockIdx.x * ROWS;
+  const int m0 = blockIdx.y * MT;
+
+  int row[kSlots];
+#pragma unroll
+  for (int s = 0; s < kSlots; ++s) {
+    const int r = min(out_row0 + s % ROWS, kOutRows - 1);  // clamped: loads stay in bounds
+    row[s] = (kGated && s >= ROWS) ? r + kOutRows : r;
+  }
+
+  float acc[MT][kSlots];
+#pragma unroll
+  for (int i = 0; i < MT; ++i) {
+#pragma unroll
+    for (int s = 0; s < kSlots; ++s) acc[i][s] = 0.f;
+  }
+
+  const char* wbytes = static_cast<const char*>(qweight);
+  for (int c = warp * kWarpSize + lane; c < kChunks; c += WARPS * kWarpSize) {
+    half2_t w[kSlots][kPairs];
+    typename Fmt::Scale sc[kSlots];
+#pragma unroll
+    for (int s = 0; s < kSlots; ++s) {
+      const Raw16 raw = gmem_load_nc<16>(wbytes + (static_cast<long long>(row[s]) * kChunks + c) * 16);
+      sc[s] = Fmt::load_scale(scales, zeros, row[s], c);
+#pragma unroll
+      for (int p = 0; p < kPairs; ++p) w[s][p] = Fmt::decode(raw, p, sc[s]);
+    }
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+      if (m0 + i >= m) continue;
+      const half_t* xrow = x + static_cast<long long>(m0 + i) * K;
+      half2_t xs[kPairs];
+      if constexpr (ACT_ORDER) {
+#pragma unroll
+        for (int p = 0; p < kPairs; ++p) {
+          const int k = c * kPer + 2 * p;
+          xs[p].bits = unsigned(xrow[perm[k]].bits) | (unsigned(xrow[perm[k + 1]].bits) << 16);
+        }
+      } else {
+#pragma unroll
+        for (int q = 0; q < kPer / 8; ++q) {
+          const Raw16 xr = gmem_load_nc<16>(xrow + c * kPer + q * 8);
+#pragma unroll
+          for (int j = 0; j < 4; ++j) xs[q * 4 + j].bits = raw_word(xr, j);
+        }
+      }
+#pragma unroll
+      for (int s = 0; s < kSlots; ++s) {
+        half2_t h{0u};
+#pragma unroll
+        for (int p = 0; p < kPairs; ++p) h = hfma2(w[s][p], xs[p], h);
+        if constexpr (Fmt::kFlushScaled) {
+          acc[i][s] += Fmt::flush(sc[s]) * half2_sum(h);
+        } else {
+          acc[i][s] += half2_sum(h);
+        }
+      }
+    }
+  }
+
+  // Lanes, then warps, meet in shared memory; one thread per (token, row) finishes.
+  __shared__ float partial[WARPS][MT][kSlots];
+#pragma unroll
+  for (int i = 0; i < MT; ++i) {
+#pragma unroll
+    for (int s = 0; s < kSlots; ++s) {
+      const float v = group_sum<kWarpSize>(acc[i][s]);
+      if (lane == 0) partial[warp][i][s] = v;
+    }
+  }
+  __syncthreads();
+  for (int t = threadIdx.x; t < MT * ROWS; t += WARPS * kWarpSize) {
+    const int i = t / ROWS, r = t % ROWS;
+    const int n = out_row0 + r;
+    if (m0 + i >= m || n >= kOutRows) continue;
+    float v = 0.f, gate = 0.f;
+#pragma unroll
+    for (int wp = 0; wp < WARPS; ++wp) {
+      v += partial[wp][i][kGated ? r + ROWS : r];
+      if constexpr (kGated) gate += partial[wp][i][r];
+    }
+    v *= global_scale;
+    const long long out = static_cast<long long>(m0 + i) * kOutRows + n;
+    if constexpr (kGated) v *= silu(gate * global_scale);
+    if constexpr (EPI == kEpiBias) v += half_to_float(bias[n]);
+    if constexpr (EPI == kEpiResidual) v += half_to_float(residual[out]);
+    store_out<OUT_F32>(y, out, v);
+  }
+}
+
+}  // namespace onecat

@@ -1,0 +1,75 @@
+// The gemm family on the GPU against the CPU reference: every format, odd shapes, every
+// epilogue, several token counts, the default and every candidate config.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <string>
+
+#include "cache/store.h"
+#include "codegen/family.h"
+#include "runtime/cuda/driver.h"
+#include "runtime/jit/module_table.h"
+#include "runtime/jit/service.h"
+#include "tuner/verify.h"
+
+namespace onecat {
+namespace {
+
+struct GemmGpu : ::testing::Test {
+  void SetUp() override {
+    char tmpl[] = "/tmp/onecat-gemm-XXXXXX";
+    store = std::make_unique<Store>(std::string(mkdtemp(tmpl)) + "/kernels.sqlite");
+    jit = std::make_unique<JitService>(store.get());
+  }
+  void expect_pass(const std::string& spec, const std::string& config, int64_t m) {
+    const Family& f = family_of(spec);
+    const Arch arch{Driver::find()->device_info(0).sm};
+    CompileResult c = jit->get(CompileRequest::make(f, spec, config, arch));
+    CheckResult r = check_kernel(f, spec, config, ModuleTable::get().load(c.binary), m);
+    EXPECT_TRUE(r.passed) << spec << " [" << config << "] m=" << m << " seed=" << r.seed << " error=" << r.error
+                          << " (tolerance " << r.tolerance << ") " << r.detail;
+  }
+  std::unique_ptr<Store> store;
+  std::unique_ptr<JitService> jit;
+};
+
+const char* kFormats[] = {"f16", "awq4", "gptq4", "fp8b32", "fp8b128", "nvfp4", "mxfp4"};
+
+TEST_F(GemmGpu, EveryFormatOddShapesDefaultConfigs) {
+  for (const char* fmt : kFormats) {
+    for (auto [n, k] : {std::pair{2560, 9728}, std::pair{333, 1024}, std::pair{4097, 256}}) {
+      const std::string spec = "gemm:n=" + std::to_string(n) + ",k=" + std::to_string(k) + ",fmt=" + fmt;
+      for (int64_t m : {1, 3, 7, 16, 33}) expect_pass(spec, family_of(spec).default_config(spec, m), m);
+    }
+  }
+}
+
+TEST_F(GemmGpu, GroupsAndBlocks) {
+  for (const char* spec : {"gemm:n=1000,k=2048,fmt=awq4,group=64", "gemm:n=1000,k=2048,fmt=gptq4,group=32",
+                           "gemm:n=1000,k=2048,fmt=fp8b128,group=0", "gemm:n=300,k=1040,fmt=fp8b128,group=128"}) {
+    for (int64_t m : {1, 5}) expect_pass(spec, family_of(spec).default_config(spec, m), m);
+  }
+}
+
+TEST_F(GemmGpu, Epilogues) {
+  for (const char* fmt : {"awq4", "fp8b128", "nvfp4"}) {
+    for (const char* epi : {"epi=bias", "epi=residual", "epi=silu_mul", "out=f32"}) {
+      const std::string spec = std::string("gemm:n=1026,k=1024,fmt=") + fmt + "," + epi;
+      for (int64_t m : {1, 6}) expect_pass(spec, family_of(spec).default_config(spec, m), m);
+    }
+  }
+}
+
+TEST_F(GemmGpu, ActOrder) {
+  const std::string spec = "gemm:n=777,k=1024,fmt=gptq4,group=128,act_order=1";
+  for (int64_t m : {1, 4, 9}) expect_pass(spec, family_of(spec).default_config(spec, m), m);
+}
+
+TEST_F(GemmGpu, EveryCandidateConfig) {
+  for (const char* spec : {"gemm:n=515,k=4096,fmt=awq4", "gemm:n=515,k=4096,fmt=fp8b32", "gemm:n=515,k=4096,fmt=f16"}) {
+    for (const std::string& config : family_of(spec).candidate_configs(spec)) expect_pass(spec, config, 7);
+  }
+}
+
+}  // namespace
+}  // namespace onecat

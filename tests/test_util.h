@@ -1,0 +1,125 @@
+// Small helpers shared by the CPU test suites: temporary directories, scoped environment
+// variables, running a command, and asserting an exception's type and message.
+#pragma once
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+
+namespace onecat::test {
+
+// A fresh directory from mkdtemp, removed with its contents when the object dies.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "onecat_test_XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed for " + tmpl);
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::string operator/(std::string_view name) const { return path_ + "/" + std::string(name); }
+
+ private:
+  std::string path_;
+};
+
+// Sets (or, with nullopt, unsets) an environment variable and restores the old value.
+class ScopedEnv {
+ public:
+  ScopedEnv(std::string name, std::optional<std::string> value) : name_(std::move(name)) {
+    if (const char* old = std::getenv(name_.c_str())) old_ = old;
+    if (value) {
+      setenv(name_.c_str(), value->c_str(), 1);
+    } else {
+      unsetenv(name_.c_str());
+    }
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_.c_str(), old_->c_str(), 1);
+    } else {
+      unsetenv(name_.c_str());
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
+
+inline bool contains(std::string_view haystack, std::string_view needle) {
+  return haystack.find(needle) != std::string_view::npos;
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+inline void write_file(const std::string& path, std::string_view data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(data.data(), std::streamsize(data.size()));
+}
+
+// Runs `fn`, expecting it to throw exactly-or-derived `E` whose message holds every needle.
+// Returns the message (empty when nothing or something else was thrown: the test fails).
+template <class E, class Fn>
+std::string expect_throw(Fn&& fn, std::initializer_list<std::string_view> needles) {
+  try {
+    fn();
+  } catch (const E& e) {
+    std::string what = e.what();
+    for (std::string_view n : needles) {
+      EXPECT_TRUE(contains(what, n)) << "message lacks \"" << n << "\": " << what;
+    }
+    return what;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "threw another exception type: " << e.what();
+    return "";
+  }
+  ADD_FAILURE() << "did not throw";
+  return "";
+}
+
+struct CommandResult {
+  int status = -1;  // exit status, or -1 when the command did not exit normally
+  std::string out;
+  std::string err;
+};
+
+// Runs a shell command line, capturing stdout and stderr separately.
+inline CommandResult run_command(const std::string& command, const std::string& scratch_dir) {
+  const std::string out_path = scratch_dir + "/cmd.stdout";
+  const std::string err_path = scratch_dir + "/cmd.stderr";
+  const std::string line = command + " >" + out_path + " 2>" + err_path + " </dev/null";
+  int raw = std::system(line.c_str());
+  CommandResult r;
+  if (raw != -1 && WIFEXITED(raw)) r.status = WEXITSTATUS(raw);
+  r.out = read_file(out_path);
+  r.err = read_file(err_path);
+  std::remove(out_path.c_str());
+  std::remove(err_path.c_str());
+  return r;
+}
+
+}  // namespace onecat::test

@@ -1,0 +1,101 @@
+#include "tuner/random_weight.h"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "models/quant/e4m3.h"
+#include "runtime/cpu/half.h"
+
+namespace onecat {
+namespace {
+
+using quant::WeightFormat;
+
+void put_half(std::vector<uint8_t>& v, size_t i, float f) {
+  uint16_t h = cpu::float_to_half(f);
+  std::memcpy(v.data() + 2 * i, &h, 2);
+}
+
+// A random E4M3 byte that is not NaN.
+uint8_t random_e4m3(std::mt19937_64& rng) {
+  uint8_t b;
+  do b = static_cast<uint8_t>(rng()); while (quant::e4m3_is_nan(b));
+  return b;
+}
+
+}  // namespace
+
+quant::PackedWeight random_packed_weight(const gemm::Spec& s, std::mt19937_64& rng) {
+  quant::PackedWeight w;
+  w.format = s.format;
+  w.n = s.n;
+  w.k = s.k;
+  w.group = s.group;
+  const size_t n = size_t(s.n), k = size_t(s.k);
+  std::uniform_real_distribution<float> unit(-1.f, 1.f);
+  auto random_bytes = [&](std::vector<uint8_t>& v, size_t count) {
+    v.resize(count);
+    for (auto& b : v) b = static_cast<uint8_t>(rng());
+  };
+  switch (s.format) {
+    case WeightFormat::kF16:
+      w.qweight.resize(n * k * 2);
+      for (size_t i = 0; i < n * k; ++i) put_half(w.qweight, i, 0.1f * unit(rng));
+      break;
+    case WeightFormat::kAwq4:
+    case WeightFormat::kGptq4: {
+      random_bytes(w.qweight, n * k / 2);
+      const size_t groups = n * (k / s.group);
+      w.scales.resize(groups * 2);
+      w.zeros.resize(groups * 2);
+      std::uniform_real_distribution<float> scale(0.002f, 0.02f);
+      for (size_t i = 0; i < groups; ++i) {
+        put_half(w.scales, i, scale(rng));
+        put_half(w.zeros, i, s.format == WeightFormat::kGptq4 ? 8.f : float(rng() % 16));
+      }
+      if (s.act_order) {
+        w.perm.resize(k);
+        std::iota(w.perm.begin(), w.perm.end(), 0);
+        std::shuffle(w.perm.begin(), w.perm.end(), rng);
+      }
+      break;
+    }
+    case WeightFormat::kFp8B32: {
+      w.qweight.resize(n * k);
+      for (auto& b : w.qweight) b = random_e4m3(rng);
+      w.scales.resize(((n + 31) / 32) * (k / 32));
+      for (auto& e : w.scales) e = static_cast<uint8_t>(static_cast<int8_t>(-10 + int(rng() % 7)));  // 2^-10 … 2^-4
+      break;
+    }
+    case WeightFormat::kFp8B128: {
+      w.qweight.resize(n * k);
+      for (auto& b : w.qweight) b = random_e4m3(rng);
+      const size_t count = s.group == 0 ? n : ((n + 127) / 128) * ((k + 127) / 128);
+      w.scales.resize(count * 4);
+      std::uniform_real_distribution<float> scale(1e-4f, 1e-3f);
+      for (size_t i = 0; i < count; ++i) {
+        float f = scale(rng);
+        std::memcpy(w.scales.data() + 4 * i, &f, 4);
+      }
+      break;
+    }
+    case WeightFormat::kNvfp4: {
+      random_bytes(w.qweight, n * k / 2);
+      w.scales.resize(n * k / 16);
+      // Positive E4M3 scales between 2^-2 and 2^5, as ModelOpt's per-block scales are.
+      for (auto& b : w.scales) b = static_cast<uint8_t>(((5 + rng() % 8) << 3) | (rng() & 7));
+      w.global_scale = 1.f / 512;
+      break;
+    }
+    case WeightFormat::kMxfp4: {
+      random_bytes(w.qweight, n * k / 2);
+      w.scales.resize(n * k / 32);
+      for (auto& e : w.scales) e = static_cast<uint8_t>(120 + rng() % 6);  // 2^-7 … 2^-2
+      break;
+    }
+  }
+  return w;
+}
+
+}  // namespace onecat
