@@ -85,7 +85,7 @@ TEST(SpecText, JoinFields) {
 // rmsnorm spec
 
 TEST(RmsnormSpec, RoundTripsManySpecs) {
-  std::vector<int> hiddens = {1, 2, 3, 7, 64, 127, 128, 896, 1024, 2048, 3584, 4096, 5120, 8192, 12288, 65535, 65536};
+  std::vector<int> hiddens = {1, 2, 3, 7, 64, 127, 128, 896, 1024, 2048, 3584, 4096, 5120, 8192, 12288, 16383, 32768};
   for (int hidden : hiddens) {
     for (int residual : {0, 1}) {
       const std::string text =
@@ -124,8 +124,9 @@ TEST(RmsnormSpec, MalformedSpecsAreRejectedWithTheReason) {
       {"rmsnorm:", {"missing field 'hidden'"}},
       {"rmsnorm:hidden=4k,dtype=f16,residual=1", {"hidden='4k' is not an integer"}},
       {"rmsnorm:hidden=4096.0,dtype=f16,residual=1", {"is not an integer"}},
-      {"rmsnorm:hidden=0,dtype=f16,residual=1", {"hidden=0 is out of range [1, 65536]"}},
-      {"rmsnorm:hidden=70000,dtype=f16,residual=1", {"hidden=70000 is out of range [1, 65536]"}},
+      {"rmsnorm:hidden=0,dtype=f16,residual=1", {"hidden=0 is out of range [1, 32768]"}},
+      {"rmsnorm:hidden=70000,dtype=f16,residual=1", {"hidden=70000 is out of range [1, 32768]"}},
+      {"rmsnorm:hidden=16385,dtype=f16,residual=1", {"odd hidden size must be at most 16384"}},
       {"rmsnorm:hidden=-4096,dtype=f16,residual=1", {"out of range"}},
       {"rmsnorm:hidden=99999999999999999999,dtype=f16,residual=1", {"is not an integer"}},
       {"rmsnorm:hidden=4096,dtype=bf16,residual=1", {"dtype='bf16' is not one of: f16"}},
@@ -192,7 +193,9 @@ TEST(RmsnormConfig, ValidityRules) {
       {4096, "row_threads=64,vec=8,rows=3", "rows must be a power of two"},
       {4096, "row_threads=1024,vec=8,rows=2", "exceeds 1024 threads per CTA"},
       {4096, "row_threads=8,vec=8,rows=2", "below one warp"},
-      {65536, "row_threads=512,vec=8,rows=1", "each thread would hold 128 values (max 64)"},
+      {32768, "row_threads=256,vec=8,rows=1", "each thread would hold 128 values (max 64)"},
+      {8192, "row_threads=128,vec=8,rows=8", "1024-thread CTA leaves 64 registers per thread (at most 32 values)"},
+      {16383, "row_threads=512,vec=1,rows=1", "32 loads per thread (max 16)"},
       {8192, "row_threads=32,vec=2,rows=1", "each thread would hold 256 values"},
       {64, "row_threads=1024,vec=8,rows=1", "more than half the row's threads idle"},
       {4096, "row_threads=0,vec=8,rows=1", "row_threads=0 is out of range"},
@@ -215,16 +218,17 @@ TEST(RmsnormConfig, ValidityRules) {
 }
 
 // Hidden sizes for the space tests: every size up to 300, odd, prime and LLM sizes, and
-// the edges up to 65536.
+// the edges up to the largest row (32768; 16384 when odd).
 std::vector<int> hidden_sizes() {
   std::vector<int> out;
   for (int h = 1; h <= 300; ++h) out.push_back(h);
   for (int h : {383, 509, 511, 512, 513, 1000, 1021, 1023, 1024, 1025, 1536, 2047, 2048, 2049, 2560, 3072, 3584, 4095,
-                4096, 4097, 5120, 6144, 7168, 7919, 8192, 10007, 12288, 14336, 16384, 18432, 24576, 32767, 32768,
-                32769, 49999, 65519, 65521, 65533, 65534, 65535, 65536}) {
+                4096, 4097, 5120, 6144, 7168, 7919, 8192, 10007, 12288, 14336, 16383, 16384, 18432, 24576, 32766,
+                32768}) {
     out.push_back(h);
   }
-  for (int h = 301; h < 65536; h += 997) out.push_back(h);  // a spread of odd values
+  for (int h = 301; h < 16384; h += 997) out.push_back(h);  // a spread of odd values
+  for (int h = 16386; h <= 32768; h += 298) out.push_back(h);  // and of even ones above
   return out;
 }
 

@@ -1,5 +1,7 @@
 #include "codegen/rmsnorm/config.h"
 
+#include <algorithm>
+
 #include "codegen/spec_text.h"
 #include "runtime/cuda/error.h"
 
@@ -34,9 +36,19 @@ std::optional<std::string> Config::invalid_reason(const Spec& spec) const {
   if (!power_of_two(rows)) return "rows must be a power of two";
   if (cta_threads() > kMaxCtaThreads) return "row_threads*rows exceeds " + std::to_string(kMaxCtaThreads) + " threads per CTA";
   if (cta_threads() < kMinCtaThreads) return "row_threads*rows is below one warp (32 threads)";
-  if (iters(spec) * vec > kMaxValuesPerThread) {
-    return "each thread would hold " + std::to_string(iters(spec) * vec) + " values (max " +
-           std::to_string(kMaxValuesPerThread) + "); raise row_threads or vec";
+  const int values = iters(spec) * vec;
+  if (values > kMaxValuesPerThread) {
+    return "each thread would hold " + std::to_string(values) + " values (max " + std::to_string(kMaxValuesPerThread) +
+           "); raise row_threads or vec";
+  }
+  const int registers = std::min(kMaxRegistersPerThread, kRegistersPerSm / cta_threads());
+  if (values > registers / 2) {
+    return "each thread would hold " + std::to_string(values) + " values, but a " + std::to_string(cta_threads()) +
+           "-thread CTA leaves " + std::to_string(registers) + " registers per thread (at most " +
+           std::to_string(registers / 2) + " values)";
+  }
+  if (iters(spec) > kMaxIters) {
+    return std::to_string(iters(spec)) + " loads per thread (max " + std::to_string(kMaxIters) + "); raise row_threads or vec";
   }
   int vectors = spec.hidden / vec;
   if (row_threads > 1 && row_threads / 2 >= vectors) return "row_threads leaves more than half the row's threads idle";

@@ -16,6 +16,12 @@ struct Config {
   // values (64 registers) leaves room for addressing within sm_70's 255 per thread.
   static constexpr int kMaxValuesPerThread = 64;
   static constexpr int kMaxCtaThreads = 1024;
+  // 64K 32-bit registers per SM on sm_70 … sm_90: a CTA of T threads gets 65536 / T each
+  // (capped at 255); the row may take half of them, the rest is addressing and loop state.
+  static constexpr int kRegistersPerSm = 65536;
+  static constexpr int kMaxRegistersPerThread = 255;
+  // Unrolled loads per thread; beyond this their addresses and predicates crowd out the row.
+  static constexpr int kMaxIters = 16;
   static constexpr int kMinCtaThreads = 32;
 
   int row_threads = 128;

@@ -31,10 +31,13 @@ Config default_config(const Spec& spec, int64_t m) {
   const int vectors = spec.hidden / c.vec;
   // Two vectors per thread keeps two loads in flight without many registers.
   c.row_threads = std::clamp(pow2_ceil((vectors + 1) / 2), 1, Config::kMaxCtaThreads);
-  while (c.iters(spec) * c.vec > Config::kMaxValuesPerThread && c.row_threads < Config::kMaxCtaThreads) c.row_threads *= 2;
-  c.rows = std::max(1, kDefaultCtaThreads / c.row_threads);
-  c.rows = std::min(c.rows, pow2_ceil(std::max<int64_t>(m, 1)));
-  c.rows = std::max(c.rows, Config::kMinCtaThreads / std::min(c.row_threads, Config::kMinCtaThreads));
+  auto choose_rows = [&] {
+    c.rows = std::max(1, kDefaultCtaThreads / c.row_threads);
+    c.rows = std::min(c.rows, pow2_ceil(std::max<int64_t>(m, 1)));
+    c.rows = std::max(c.rows, Config::kMinCtaThreads / std::min(c.row_threads, Config::kMinCtaThreads));
+  };
+  // Wider rows until the row fits the registers a thread of that CTA has.
+  for (choose_rows(); c.invalid_reason(spec) && c.row_threads < Config::kMaxCtaThreads; choose_rows()) c.row_threads *= 2;
   if (auto why = c.invalid_reason(spec)) {
     throw InputError(spec.to_string() + " has no valid config: " + *why);
   }

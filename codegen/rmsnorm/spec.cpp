@@ -15,6 +15,10 @@ Spec Spec::parse(std::string_view text) {
   r.choice("dtype", {"f16"});
   s.residual = r.flag("residual");
   r.finish();
+  if (s.hidden % 2 == 1 && s.hidden > kMaxOddHidden) {
+    throw InputError("spec '" + std::string(text) + "': an odd hidden size must be at most " + std::to_string(kMaxOddHidden) +
+                     " (its row is read one value per load and held in registers)");
+  }
   return s;
 }
 

@@ -6,8 +6,11 @@
 
 namespace onecat::rmsnorm {
 
-// The row is held in registers: at most 1024 threads × 64 values (Config::kMaxValuesPerThread).
-inline constexpr int kMaxHidden = 65536;
+// The row is held in registers: a 1024-thread CTA leaves 64 registers per thread, half of
+// them for row values (Config::invalid_reason), so 32 values × 1024 threads. An odd row
+// loads one value per access and needs more registers per value: at most 16 per thread.
+inline constexpr int kMaxHidden = 32768;
+inline constexpr int kMaxOddHidden = 16384;
 
 struct Spec {
   int hidden = 0;
