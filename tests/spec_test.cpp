@@ -308,12 +308,15 @@ TEST(Arch, ParsesTheAcceptedForms) {
   EXPECT_FALSE(Arch::parse("sm_70").has_mma_m16n8k16());
   EXPECT_TRUE(Arch::parse("sm_80").has_mma_m16n8k16());
   EXPECT_EQ(Arch::parse("7.0"), Arch{70});
+  EXPECT_EQ(Arch::parse("10.0").sm, 100);
+  EXPECT_EQ(Arch::parse("12.0").sm, 120);
 }
 
 TEST(Arch, RejectsOldAndMalformedArchs) {
   expect_throw<InputError>([] { Arch::parse("sm_60"); }, {"sm_60 is older than Volta", "sm_70"});
   expect_throw<InputError>([] { Arch::parse("6.1"); }, {"sm_61 is older than Volta"});
-  for (const char* bad : {"", "garbage", "sm_", "sm_7x", "compute_70", "sm70", "7.0.0", "1000", "sm_-70", "70 "}) {
+  for (const char* bad : {"", "garbage", "sm_", "sm_7x", "compute_70", "sm70", "7.0.0", "1000", "sm_-70", "70 ", "7..0",
+                          "7.", ".7", "sm_90a", "sm_070"}) {
     SCOPED_TRACE(bad);
     expect_throw<InputError>([&] { Arch::parse(bad); }, {"is not a GPU architecture", "sm_70"});
   }
