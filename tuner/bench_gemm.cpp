@@ -59,7 +59,7 @@ double norm_error(const std::vector<uint16_t>& a, const std::vector<uint16_t>& r
 
 }  // namespace
 
-GemmBench bench_gemm(const std::string& spec_text, const std::string& config_text, const std::vector<int64_t>& ms,
+GemmBench bench_gemm(const std::string& spec_text, const std::vector<int64_t>& ms, const GemmBenchOptions& options,
                      Store* store) {
   Driver& d = Driver::require_gpu();
   use_device(0);
@@ -109,22 +109,44 @@ GemmBench bench_gemm(const std::string& spec_text, const std::string& config_tex
   for (int64_t m : ms) {
     GemmBenchPoint pt;
     pt.m = m;
-    pt.config = family.canonical_config(out.spec, config_text.empty() ? family.default_config(out.spec, m) : config_text);
-    const gemm::Config config = gemm::Config::parse(spec, pt.config);
-    const LoadedKernel& kernel = ModuleTable::get().load(jit.get(CompileRequest::make(family, out.spec, pt.config, arch)).binary);
-    const LaunchGeometry g = gemm::geometry(spec, config, m);
+    pt.default_config = family.default_config(out.spec, m);
+    pt.config = family.canonical_config(out.spec, options.config.empty() ? pt.default_config : options.config);
     CUdeviceptr y = d_y.ptr(), xp = d_x.ptr();
     CUdeviceptr b = spec.epilogue == gemm::Epilogue::kBias ? d_b.ptr() : 0;
     CUdeviceptr r = spec.epilogue == gemm::Epilogue::kResidual ? d_r.ptr() : 0;
     float global_scale = w.global_scale;
     int m_arg = int(m);
-    auto run = [&](int i) {
-      const DeviceWeight& cw = dw[size_t(i) % dw.size()];
-      CUdeviceptr q = cw.q.ptr(), s = w.scales.empty() ? 0 : cw.s.ptr(), z = w.zeros.empty() ? 0 : cw.z.ptr();
-      CUdeviceptr p = w.perm.empty() ? 0 : cw.p.ptr();
-      void* args[] = {&y, &xp, &q, &s, &z, &p, &global_scale, &b, &r, &m_arg};
-      launch(kernel, g, nullptr, args);
+    auto runner = [&](const std::string& config_text) {
+      const gemm::Config config = gemm::Config::parse(spec, config_text);
+      const LoadedKernel* kernel =
+          &ModuleTable::get().load(jit.get(CompileRequest::make(family, out.spec, config_text, arch)).binary);
+      const LaunchGeometry g = gemm::geometry(spec, config, m);
+      return [&, kernel, g](int i) {
+        const DeviceWeight& cw = dw[size_t(i) % dw.size()];
+        CUdeviceptr q = cw.q.ptr(), s = w.scales.empty() ? 0 : cw.s.ptr(), z = w.zeros.empty() ? 0 : cw.z.ptr();
+        CUdeviceptr p = w.perm.empty() ? 0 : cw.p.ptr();
+        void* args[] = {&y, &xp, &q, &s, &z, &p, &global_scale, &b, &r, &m_arg};
+        launch(*kernel, g, nullptr, args);
+      };
     };
+    if (options.sweep) {
+      // Candidates whose token tile is the bucket's: compile them all at once, time each briefly.
+      std::vector<CompileRequest> reqs;
+      const int mt = gemm::Config::parse(spec, pt.default_config).mt;
+      for (const auto& c : family.candidate_configs(out.spec)) {
+        if (gemm::Config::parse(spec, c).mt == mt) reqs.push_back(CompileRequest::make(family, out.spec, c, arch));
+      }
+      jit.get_all(reqs, options.jobs, Parallelism::kThreads);
+      const MeasureOptions quick{3, 10, 3, 10, 50};
+      double best = INFINITY;
+      for (const auto& req : reqs) {
+        const double us = measure(runner(req.config), quick).median_us;
+        if (us < best) best = us, pt.config = req.config;
+      }
+      pt.candidates = int(reqs.size());
+      pt.default_us = measure(runner(pt.default_config)).median_us;
+    }
+    auto run = runner(pt.config);
     pt.ours = measure(run);
     pt.weight_bytes = double(w.bytes());
     pt.weight_gbps = pt.weight_bytes / (pt.ours.median_us * 1e-6) / 1e9;

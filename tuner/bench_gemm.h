@@ -14,6 +14,9 @@ namespace onecat {
 struct GemmBenchPoint {
   int64_t m = 0;
   std::string config;
+  std::string default_config;  // the family default for this m
+  double default_us = 0;       // its time, when a sweep chose another config
+  int candidates = 0;          // configs timed by a sweep
   Timing ours;
   double weight_bytes = 0;      // bytes of packed weight read per launch
   double weight_gbps = 0;       // weight bytes per second
@@ -31,7 +34,12 @@ struct GemmBench {
   std::vector<GemmBenchPoint> points;
 };
 
-// config empty: the family default for each m.
-GemmBench bench_gemm(const std::string& spec, const std::string& config, const std::vector<int64_t>& ms, Store* store);
+struct GemmBenchOptions {
+  std::string config;  // empty: the family default for each m
+  bool sweep = false;  // time every candidate config whose token tile fits m, keep the fastest
+  int jobs = 8;        // parallel compiles for a sweep
+};
+
+GemmBench bench_gemm(const std::string& spec, const std::vector<int64_t>& ms, const GemmBenchOptions& options, Store* store);
 
 }  // namespace onecat

@@ -32,10 +32,9 @@ std::optional<std::string> Config::invalid_reason(const Spec& spec) const {
   if (!power_of_two(mt) || mt > 16) return "mt must be 1, 2, 4, 8 or 16";
   if (!power_of_two(rows) || rows > 8) return "rows must be 1, 2, 4 or 8";
   if (!power_of_two(warps) || warps > 16) return "warps must be 1, 2, 4, 8 or 16";
-  const int pairs = spec.per_chunk() / 2;
-  if (slots(spec) * pairs > kMaxWeightRegs) {
-    return "rows=" + std::to_string(rows) + " would hold " + std::to_string(slots(spec) * pairs) +
-           " decoded weight registers (max " + std::to_string(kMaxWeightRegs) + ")";
+  if (slots(spec) * kRegsPerChunk > kMaxWeightRegs) {
+    return "rows=" + std::to_string(rows) + " would hold " + std::to_string(slots(spec) * kRegsPerChunk) +
+           " registers of weight chunks (max " + std::to_string(kMaxWeightRegs) + ")";
   }
   if (mt * slots(spec) > kMaxAccumulators) {
     return "mt*rows = " + std::to_string(mt * slots(spec)) + " accumulators (max " + std::to_string(kMaxAccumulators) + ")";

@@ -12,11 +12,12 @@
 namespace onecat::gemm {
 
 struct Config {
-  // Registers a thread may spend on decoded weights and on fp32 accumulators: with ~40 for
-  // addressing, loop state and one token's activations this stays under sm_70's 255.
+  // Registers a thread may spend on raw weight chunks (4 per row) and on fp32 accumulators:
+  // with ~60 for addressing, scales, loop state and one token's x this stays under 255.
   static constexpr int kMaxWeightRegs = 64;
   static constexpr int kMaxAccumulators = 64;
-  static constexpr int kMaxSharedBytes = 48 * 1024;  // static shared memory limit per CTA
+  static constexpr int kMaxSharedBytes = 48 * 1024;
+  static constexpr int kRegsPerChunk = 4;  // one 16-byte load  // static shared memory limit per CTA
 
   int mt = 1;     // tokens per CTA (the M bucket's size)
   int rows = 2;   // output rows per CTA

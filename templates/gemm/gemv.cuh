@@ -3,7 +3,8 @@
 // warps split K. Each lane streams 16-byte chunks of each row with one load, decodes them in
 // registers to fp16 pairs, and multiplies with fp16x2 FMAs into a partial sum that is
 // flushed to fp32 once per chunk (8–32 products), so weights never touch shared memory and
-// the instruction count per byte stays low enough to run at memory speed.
+// the instruction count per byte stays low enough to run at memory speed. With MT > 1 a
+// chunk is decoded once per token: the tensor-core strategy is the one for larger M.
 #pragma once
 #include "common/fp16.cuh"
 #include "common/gmem.cuh"
@@ -47,14 +48,15 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
 
   const char* wbytes = static_cast<const char*>(qweight);
   for (int c = warp * kWarpSize + lane; c < kChunks; c += WARPS * kWarpSize) {
-    half2_t w[kSlots][kPairs];
+    // All rows' chunks are loaded first (ROWS 16-byte loads in flight per thread); each is
+    // decoded right where it is used, so registers hold raw chunks and one token's x only,
+    // and one x load serves every row.
+    Raw16 raw[kSlots];
     typename Fmt::Scale sc[kSlots];
 #pragma unroll
     for (int s = 0; s < kSlots; ++s) {
-      const Raw16 raw = gmem_load_nc<16>(wbytes + (static_cast<long long>(row[s]) * kChunks + c) * 16);
+      raw[s] = gmem_load_nc<16>(wbytes + (static_cast<long long>(row[s]) * kChunks + c) * 16);
       sc[s] = Fmt::load_scale(scales, zeros, row[s], c);
-#pragma unroll
-      for (int p = 0; p < kPairs; ++p) w[s][p] = Fmt::decode(raw, p, sc[s]);
     }
 #pragma unroll
     for (int i = 0; i < MT; ++i) {
@@ -79,7 +81,7 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
       for (int s = 0; s < kSlots; ++s) {
         half2_t h{0u};
 #pragma unroll
-        for (int p = 0; p < kPairs; ++p) h = hfma2(w[s][p], xs[p], h);
+        for (int p = 0; p < kPairs; ++p) h = hfma2(Fmt::decode(raw[s], p, sc[s]), xs[p], h);
         if constexpr (Fmt::kFlushScaled) {
           acc[i][s] += Fmt::flush(sc[s]) * half2_sum(h);
         } else {

@@ -1,0 +1,115 @@
+// The gemm family on the CPU: spec and config text, defaults, candidates, and the static
+// quality of its sm_70 code (no spills, 128-bit weight loads) for the benchmark shape set.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "codegen/family.h"
+#include "codegen/gemm/space.h"
+#include "runtime/cuda/error.h"
+#include "runtime/cuda/nvrtc.h"
+#include "runtime/jit/compiler.h"
+#include "runtime/jit/service.h"
+#include "tests/test_util.h"
+
+namespace onecat {
+namespace {
+
+using test::expect_throw;
+
+const char* kFormats[] = {"f16", "awq4", "gptq4", "fp8b32", "fp8b128", "nvfp4", "mxfp4"};
+
+TEST(GemmSpec, CanonicalFormFillsDefaultsAndRoundTrips) {
+  EXPECT_EQ(family_of("gemm:n=4096,k=4096,fmt=awq4").canonical_spec("gemm:n=4096,k=4096,fmt=awq4"),
+            "gemm:n=4096,k=4096,fmt=awq4,group=128,out=f16,epi=none,act_order=0");
+  for (const char* fmt : kFormats) {
+    const std::string text = std::string("gemm:k=2048,fmt=") + fmt + ",n=1026,epi=silu_mul";
+    const std::string canon = gemm::Spec::parse(text).to_string();
+    EXPECT_EQ(gemm::Spec::parse(canon).to_string(), canon);
+    EXPECT_EQ(gemm::Spec::parse(canon), gemm::Spec::parse(text));
+  }
+  gemm::Spec s = gemm::Spec::parse("gemm:n=1000,k=1024,fmt=fp8b128,group=0,out=f32,epi=bias");
+  EXPECT_EQ(s.group, 0);
+  EXPECT_TRUE(s.out_f32);
+  EXPECT_EQ(s.epilogue, gemm::Epilogue::kBias);
+  EXPECT_EQ(gemm::Spec::parse("gemm:n=10,k=128,fmt=gptq4,epi=silu_mul").out_cols(), 5);
+}
+
+TEST(GemmSpec, MalformedSpecsAreRejectedWithTheReason) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"gemm:n=4096,k=4096", "missing field 'fmt'"},
+      {"gemm:n=4096,k=4096,fmt=int3", "is not one of"},
+      {"gemm:n=0,k=4096,fmt=f16", "n=0 is out of range"},
+      {"gemm:n=4096,k=4100,fmt=awq4", "must be a multiple of 32"},
+      {"gemm:n=4096,k=4100,fmt=f16", "must be a multiple of 8"},
+      {"gemm:n=4096,k=4096,fmt=awq4,group=96", "int4 groups are 32, 64 or 128"},
+      {"gemm:n=4096,k=4096,fmt=nvfp4,group=32", "nvfp4 has group=16"},
+      {"gemm:n=4096,k=4096,fmt=fp8b128,group=64", "group=128 (blocks) or group=0"},
+      {"gemm:n=4096,k=4096,fmt=awq4,act_order=1", "act_order=1 is for gptq4 only"},
+      {"gemm:n=4095,k=4096,fmt=f16,epi=silu_mul", "needs an even n"},
+      {"gemm:n=4096,k=4096,fmt=f16,epi=gelu", "is not one of"},
+      {"gemm:n=4096,k=4096,fmt=f16,tile=4", "unknown field 'tile'"},
+  };
+  for (const auto& [text, needle] : cases) {
+    SCOPED_TRACE(text);
+    expect_throw<InputError>([&] { gemm::Spec::parse(text); }, {needle});
+  }
+}
+
+TEST(GemmConfig, RulesAndDefaults) {
+  const gemm::Spec s = gemm::Spec::parse("gemm:n=4096,k=4096,fmt=awq4");
+  expect_throw<InputError>([&] { gemm::Config::parse(s, "strategy=gemv,mt=3,rows=2,warps=4"); }, {"mt must be"});
+  expect_throw<InputError>([&] { gemm::Config::parse(s, "strategy=gemv,mt=16,rows=8,warps=4"); }, {"accumulators"});
+  expect_throw<InputError>([&] { gemm::Config::parse(s, "strategy=mma,mt=1,rows=2,warps=4"); }, {"is not one of"});
+  expect_throw<InputError>([&] { gemm::Config::parse(s, "strategy=gemv,mt=1,rows=2,warps=16"); }, {"more warps than K"});
+  for (const char* fmt : kFormats) {
+    for (auto [n, k] : {std::pair{6144, 4096}, std::pair{4096, 14336}, std::pair{333, 1024}, std::pair{28672, 4096}}) {
+      const std::string spec = "gemm:n=" + std::to_string(n) + ",k=" + std::to_string(k) + ",fmt=" + fmt;
+      const Family& f = family_of(spec);
+      for (int64_t m : {1, 2, 3, 8, 16, 17, 512}) {
+        const std::string c = f.default_config(spec, m);
+        EXPECT_EQ(f.canonical_config(spec, c), c) << spec << " m=" << m;
+        EXPECT_EQ(f.default_config(spec, m), c) << "deterministic";
+      }
+      const auto candidates = f.candidate_configs(spec);
+      EXPECT_FALSE(candidates.empty());
+      EXPECT_EQ(std::set<std::string>(candidates.begin(), candidates.end()).size(), candidates.size());
+    }
+  }
+}
+
+// ARCHITECTURE.md rule 6 / issue: the default configs of the benchmark shapes compile for
+// sm_70 with zero spills, and their PTX reads weights with 128-bit loads.
+TEST(GemmStaticQuality, DefaultConfigsOfBenchmarkShapesDoNotSpillOnSm70) {
+  const Arch sm70{70};
+  const NvrtcLib& nvrtc = NvrtcRegistry::get().for_arch(sm70);
+  std::vector<CompileRequest> reqs;
+  for (const char* fmt : kFormats) {
+    for (auto [n, k] : {std::pair{6144, 4096}, std::pair{4096, 4096}, std::pair{28672, 4096}, std::pair{4096, 14336}}) {
+      const std::string spec = "gemm:n=" + std::to_string(n) + ",k=" + std::to_string(k) + ",fmt=" + fmt;
+      const Family& f = family_of(spec);
+      std::set<std::string> configs;
+      for (int64_t m : {1, 2, 4, 8, 16}) configs.insert(f.default_config(spec, m));
+      for (const auto& c : configs) reqs.push_back(CompileRequest::make(f, spec, c, sm70));
+    }
+  }
+  JitService jit(nullptr);
+  auto results = jit.get_all(reqs, 2, Parallelism::kThreads);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    SCOPED_TRACE(reqs[i].spec + " [" + reqs[i].config + "]");
+    ASSERT_TRUE(results[i].error.empty()) << results[i].error;
+    EXPECT_FALSE(results[i].binary.usage.spills()) << results[i].binary.usage.spill_store_bytes << " bytes spilled";
+    EXPECT_EQ(results[i].binary.usage.stack_bytes, 0);
+  }
+  // One PTX per format: the weight chunk is one ld.global.nc.v4.u32.
+  for (const char* fmt : kFormats) {
+    const std::string spec = std::string("gemm:n=4096,k=4096,fmt=") + fmt;
+    const Family& f = family_of(spec);
+    const std::string ptx = compile_to_ptx(CompileRequest::make(f, spec, f.default_config(spec, 1), sm70), nvrtc);
+    EXPECT_NE(ptx.find("ld.global.nc.v4.u32"), std::string::npos) << fmt;
+    EXPECT_NE(ptx.find("fma.rn.f16x2"), std::string::npos) << fmt;
+  }
+}
+
+}  // namespace
+}  // namespace onecat
