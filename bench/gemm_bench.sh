@@ -13,17 +13,7 @@ out=${OUT:-bench-out}
 mkdir -p "$out"
 shapes=(6144x4096 4096x4096 28672x4096 4096x14336)
 formats=(f16 awq4 gptq4 fp8b32 fp8b128 nvfp4 mxfp4)
-show() {
-  python3 -c '
-import json, sys
-b = json.loads(sys.stdin.read())
-print(json.dumps(b), file=open(sys.argv[1], "a"))
-for p in b["points"]:
-    print(f"{b[\"spec\"][:48]:48} m={p[\"m\"]:5d} {p[\"us\"]:9.2f}us {p[\"weight_gbps\"]:6.0f}GB/s {p[\"pct_copy\"]:5.1f}% "
-          f"{p[\"tflops\"]:7.2f}TF cuBLAS {p[\"cublas_us\"]:8.2f}us x{p[\"speedup_vs_cublas\"]:.2f} err {p[\"error_vs_cublas\"]:.1e} "
-          f"default {p[\"default_us\"] or p[\"us\"]:.2f}us {p[\"config\"]}")
-' "$out/gemm_bench.jsonl"
-}
+show() { python3 "$(dirname "$0")/gemm_table.py" "$out/gemm_bench.jsonl"; }
 for fmt in "${formats[@]}"; do
   for s in "${shapes[@]}"; do
     spec="gemm:n=${s%x*},k=${s#*x},fmt=$fmt"
