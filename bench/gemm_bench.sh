@@ -4,15 +4,15 @@
 # run): a config sweep at the SWEEP token counts, the default config at the others; then
 # torch's int4 GEMM as the int4 peer. Appends one JSON object per spec and run to
 # $OUT/gemm_bench.jsonl (or ./bench-out/) and prints a table. On the GPU machine:
-#   bench/gemm_bench.sh [onecat binary] [sweep M list] [default M list]
+#   [FORMATS="awq4 f16"] [SHAPES="4096x4096"] bench/gemm_bench.sh [onecat] [sweep M list] [default M list]
 set -euo pipefail
 onecat=${1:-build/onecat}
 sweep_ms=${2:-1,16}
 default_ms=${3:-2,4,8,32,128,512,2048}
 out=${OUT:-bench-out}
 mkdir -p "$out"
-shapes=(6144x4096 4096x4096 28672x4096 4096x14336)
-formats=(f16 awq4 gptq4 fp8b32 fp8b128 nvfp4 mxfp4)
+read -r -a shapes <<<"${SHAPES:-6144x4096 4096x4096 28672x4096 4096x14336}"
+read -r -a formats <<<"${FORMATS:-f16 awq4 gptq4 fp8b32 fp8b128 nvfp4 mxfp4}"
 show() { python3 "$(dirname "$0")/gemm_table.py" "$out/gemm_bench.jsonl"; }
 for fmt in "${formats[@]}"; do
   for s in "${shapes[@]}"; do

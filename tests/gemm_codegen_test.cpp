@@ -60,7 +60,12 @@ TEST(GemmConfig, RulesAndDefaults) {
   const gemm::Spec s = gemm::Spec::parse("gemm:n=4096,k=4096,fmt=awq4");
   expect_throw<InputError>([&] { gemm::Config::parse(s, "strategy=gemv,mt=3,rows=2,warps=4"); }, {"mt must be"});
   expect_throw<InputError>([&] { gemm::Config::parse(s, "strategy=gemv,mt=16,rows=8,warps=4"); }, {"accumulators"});
-  expect_throw<InputError>([&] { gemm::Config::parse(s, "strategy=mma,mt=1,rows=2,warps=4"); }, {"is not one of"});
+  expect_throw<InputError>([&] { gemm::Config::parse(s, "strategy=mma,mt=1,rows=2,warps=4"); }, {"missing field 'bm'"});
+  expect_throw<InputError>([&] { gemm::Config::parse(s, "strategy=mma,bm=128,bn=256,wm=4,wn=2"); }, {"shared memory"});
+  expect_throw<InputError>([&] { gemm::Config::parse(s, "strategy=mma,bm=128,bn=128,wm=1,wn=1"); }, {"accumulators per thread"});
+  expect_throw<InputError>([&] { gemm::Config::parse(s, "strategy=tile"); }, {"is not one of"});
+  EXPECT_EQ(family_of("gemm:n=4096,k=4096,fmt=awq4").default_config("gemm:n=4096,k=4096,fmt=awq4", 512),
+            "strategy=mma,bm=128,bn=128,wm=2,wn=4");
   expect_throw<InputError>([&] { gemm::Config::parse(s, "strategy=gemv,mt=1,rows=2,warps=16"); }, {"more warps than K"});
   for (const char* fmt : kFormats) {
     for (auto [n, k] : {std::pair{6144, 4096}, std::pair{4096, 14336}, std::pair{333, 1024}, std::pair{28672, 4096}}) {
@@ -89,7 +94,7 @@ TEST(GemmStaticQuality, DefaultConfigsOfBenchmarkShapesDoNotSpillOnSm70) {
       const std::string spec = "gemm:n=" + std::to_string(n) + ",k=" + std::to_string(k) + ",fmt=" + fmt;
       const Family& f = family_of(spec);
       std::set<std::string> configs;
-      for (int64_t m : {1, 2, 4, 8, 16}) configs.insert(f.default_config(spec, m));
+      for (int64_t m : {1, 2, 4, 8, 16, 32, 64, 512}) configs.insert(f.default_config(spec, m));
       for (const auto& c : configs) reqs.push_back(CompileRequest::make(f, spec, c, sm70));
     }
   }
@@ -101,13 +106,17 @@ TEST(GemmStaticQuality, DefaultConfigsOfBenchmarkShapesDoNotSpillOnSm70) {
     EXPECT_FALSE(results[i].binary.usage.spills()) << results[i].binary.usage.spill_store_bytes << " bytes spilled";
     EXPECT_EQ(results[i].binary.usage.stack_bytes, 0);
   }
-  // One PTX per format: the weight chunk is one ld.global.nc.v4.u32.
+  // One PTX per format and strategy: the weight chunk is one ld.global.nc.v4.u32; gemv
+  // multiplies in fp16x2, mma on tensor cores (WMMA, Volta's HMMA on sm_70).
   for (const char* fmt : kFormats) {
     const std::string spec = std::string("gemm:n=4096,k=4096,fmt=") + fmt;
     const Family& f = family_of(spec);
-    const std::string ptx = compile_to_ptx(CompileRequest::make(f, spec, f.default_config(spec, 1), sm70), nvrtc);
-    EXPECT_NE(ptx.find("ld.global.nc.v4.u32"), std::string::npos) << fmt;
-    EXPECT_NE(ptx.find("fma.rn.f16x2"), std::string::npos) << fmt;
+    const std::string gemv = compile_to_ptx(CompileRequest::make(f, spec, f.default_config(spec, 1), sm70), nvrtc);
+    EXPECT_NE(gemv.find("ld.global.nc.v4.u32"), std::string::npos) << fmt;
+    EXPECT_NE(gemv.find("fma.rn.f16x2"), std::string::npos) << fmt;
+    const std::string mma = compile_to_ptx(CompileRequest::make(f, spec, f.default_config(spec, 512), sm70), nvrtc);
+    EXPECT_NE(mma.find("ld.global.nc.v4.u32"), std::string::npos) << fmt;
+    EXPECT_NE(mma.find("wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32"), std::string::npos) << fmt;
   }
 }
 

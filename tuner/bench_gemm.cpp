@@ -132,9 +132,12 @@ GemmBench bench_gemm(const std::string& spec_text, const std::vector<int64_t>& m
     if (options.sweep) {
       // Candidates whose token tile is the bucket's: compile them all at once, time each briefly.
       std::vector<CompileRequest> reqs;
-      const int mt = gemm::Config::parse(spec, pt.default_config).mt;
+      // gemv candidates with the bucket's token tile, or every mma candidate.
+      const gemm::Config def = gemm::Config::parse(spec, pt.default_config);
       for (const auto& c : family.candidate_configs(out.spec)) {
-        if (gemm::Config::parse(spec, c).mt == mt) reqs.push_back(CompileRequest::make(family, out.spec, c, arch));
+        const gemm::Config cand = gemm::Config::parse(spec, c);
+        const bool same = cand.strategy == def.strategy && (def.strategy == gemm::Strategy::kMma || cand.mt == def.mt);
+        if (same) reqs.push_back(CompileRequest::make(family, out.spec, c, arch));
       }
       jit.get_all(reqs, options.jobs, Parallelism::kThreads);
       const MeasureOptions quick{3, 10, 3, 10, 50};

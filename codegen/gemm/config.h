@@ -1,7 +1,10 @@
-// gemm config: what the tuner varies.
-//   strategy=gemv,mt=1,rows=2,warps=4
+// gemm config: what the tuner varies. Two strategies:
+//   strategy=gemv,mt=1,rows=2,warps=4     small M (templates/gemm/gemv.cuh)
+//   strategy=mma,bm=64,bn=128,wm=2,wn=2   larger M (templates/gemm/mma.cuh)
 // gemv: a CTA of `warps` warps owns `rows` output rows and a tile of `mt` tokens; its warps
-// split K, each lane streaming 16-byte chunks of weight rows (templates/gemm/gemv.cuh).
+// split K, each lane streaming 16-byte chunks of weight rows.
+// mma: a CTA computes a bm (tokens) × bn (weight rows) tile with wm × wn warps on tensor
+// cores, K in steps of 32, two shared-memory buffers.
 #pragma once
 #include <optional>
 #include <string>
@@ -11,23 +14,33 @@
 
 namespace onecat::gemm {
 
+enum class Strategy { kGemv, kMma };
+
 struct Config {
-  // Registers a thread may spend on raw weight chunks (4 per row) and on fp32 accumulators:
-  // with ~60 for addressing, scales, loop state and one token's x this stays under 255.
+  // gemv: registers a thread may spend on raw weight chunks (4 per row) and on fp32
+  // accumulators: with ~60 for addressing, scales, loop state and one token's x this stays
+  // under sm_70's 255.
   static constexpr int kMaxWeightRegs = 64;
   static constexpr int kMaxAccumulators = 64;
-  static constexpr int kMaxSharedBytes = 48 * 1024;
-  static constexpr int kRegsPerChunk = 4;  // one 16-byte load  // static shared memory limit per CTA
+  static constexpr int kRegsPerChunk = 4;  // one 16-byte load
+  static constexpr int kMaxSharedBytes = 48 * 1024;  // static shared memory per CTA
+  // mma: fp32 accumulators per thread (8 per 16×16 fragment); 128 leaves room for operands.
+  static constexpr int kMaxMmaAccumulators = 128;
+  static constexpr int kMmaBk = 32;   // K step (templates/gemm/mma.cuh kMmaBk)
+  static constexpr int kMmaPad = 8;   // halves of padding per shared row
 
-  int mt = 1;     // tokens per CTA (the M bucket's size)
-  int rows = 2;   // output rows per CTA
-  int warps = 4;  // warps per CTA, splitting K
+  Strategy strategy = Strategy::kGemv;
+  int mt = 1;     // gemv: tokens per CTA (the M bucket's size)
+  int rows = 2;   // gemv: output rows per CTA
+  int warps = 4;  // gemv: warps per CTA, splitting K
+  int bm = 64, bn = 128, wm = 2, wn = 2;  // mma
 
   static Config parse(const Spec& spec, std::string_view text);  // parses and validates
   std::string to_string() const;
   std::optional<std::string> invalid_reason(const Spec& spec) const;
 
   int slots(const Spec& spec) const { return spec.epilogue == Epilogue::kSiluMul ? 2 * rows : rows; }
+  int threads() const { return strategy == Strategy::kGemv ? warps * 32 : wm * wn * 32; }
   friend bool operator==(const Config&, const Config&) = default;
 };
 

@@ -20,23 +20,34 @@ std::string format_type(const Spec& s) {
 
 Emitted emit(const Spec& spec, const Config& c, Arch arch) {
   Emitted e;
-  e.kernel_expression = "onecat::gemv_kernel<" + format_type(spec) + ", " + std::to_string(spec.n) + ", " +
-                        std::to_string(spec.k) + ", " + std::to_string(c.mt) + ", " + std::to_string(c.rows) + ", " +
-                        std::to_string(c.warps) + ", " + (spec.out_f32 ? "true" : "false") + ", " +
-                        std::to_string(static_cast<int>(spec.epilogue)) + ", " + (spec.act_order ? "true" : "false") + ">";
+  const std::string tail = std::string(spec.out_f32 ? "true" : "false") + ", " +
+                           std::to_string(static_cast<int>(spec.epilogue)) + ", " + (spec.act_order ? "true" : "false") + ">";
+  const std::string shape = format_type(spec) + ", " + std::to_string(spec.n) + ", " + std::to_string(spec.k) + ", ";
+  std::string header;
+  if (c.strategy == Strategy::kGemv) {
+    e.kernel_expression = "onecat::gemv_kernel<" + shape + std::to_string(c.mt) + ", " + std::to_string(c.rows) + ", " +
+                          std::to_string(c.warps) + ", " + tail;
+    header = "gemm/gemv.cuh";
+  } else {
+    e.kernel_expression = "onecat::mma_kernel<" + shape + std::to_string(c.bm) + ", " + std::to_string(c.bn) + ", " +
+                          std::to_string(c.wm) + ", " + std::to_string(c.wn) + ", " + tail;
+    header = "gemm/mma.cuh";
+  }
   e.source = "// onecat gemm generator v" + std::to_string(kGeneratorVersion) + "\n// spec:   " + spec.to_string() +
-             "\n// config: " + c.to_string() + "\n// arch:   " + arch.name() + "\n#include \"gemm/gemv.cuh\"\n";
+             "\n// config: " + c.to_string() + "\n// arch:   " + arch.name() + "\n#include \"" + header + "\"\n";
   return e;
 }
 
 LaunchGeometry geometry(const Spec& spec, const Config& c, int64_t m) {
   if (m < 1) throw InputError("gemm needs at least one token (m=" + std::to_string(m) + ")");
   LaunchGeometry g;
-  g.grid[0] = static_cast<unsigned>((spec.out_cols() + c.rows - 1) / c.rows);
-  const int64_t tiles = (m + c.mt - 1) / c.mt;
+  const int64_t cols = c.strategy == Strategy::kGemv ? c.rows : (spec.epilogue == Epilogue::kSiluMul ? c.bn / 2 : c.bn);
+  const int64_t tile_m = c.strategy == Strategy::kGemv ? c.mt : c.bm;
+  g.grid[0] = static_cast<unsigned>((spec.out_cols() + cols - 1) / cols);
+  const int64_t tiles = (m + tile_m - 1) / tile_m;
   if (tiles > 65535) throw InputError("gemm: m=" + std::to_string(m) + " exceeds the grid's token tiles");
   g.grid[1] = static_cast<unsigned>(tiles);
-  g.block[0] = static_cast<unsigned>(c.warps * 32);
+  g.block[0] = static_cast<unsigned>(c.threads());
   return g;
 }
 

@@ -14,7 +14,27 @@ constexpr int64_t kChunksPerLane = 4;
 
 }  // namespace
 
+// Above this many tokens the tensor-core strategy takes over from gemv.
+constexpr int64_t kGemvMaxM = 16;
+
+static Config mma_default(const Spec& spec, int64_t m) {
+  Config c;
+  c.strategy = Strategy::kMma;
+  // Warp tiles of 64×32 (bm=128, 8 warps), 32×64 (bm=64) or 32×32 (bm=32): at most 64
+  // accumulators per thread, which leaves sm_70 room for operands and prefetch.
+  c.bm = m >= 128 ? 128 : m >= 64 ? 64 : 32;
+  c.bn = 128;
+  c.wm = c.bm == 128 ? 2 : c.bm == 64 ? 2 : 1;
+  c.wn = c.bm == 64 ? 2 : 4;
+  // Narrow outputs: smaller n tiles so every SM gets work.
+  while (c.bn > 32 && (spec.out_cols() + c.bn - 1) / c.bn * ((m + c.bm - 1) / c.bm) < kTargetCtas / 2) c.bn /= 2;
+  while (c.wn > 1 && c.invalid_reason(spec)) c.wn /= 2;
+  if (auto why = c.invalid_reason(spec)) throw InputError(spec.to_string() + " has no valid mma config: " + *why);
+  return c;
+}
+
 Config default_config(const Spec& spec, int64_t m) {
+  if (m > kGemvMaxM && spec.k % Config::kMmaBk == 0) return mma_default(spec, m);
   Config c;
   c.mt = 1;
   while (c.mt < std::min<int64_t>(m, 16)) c.mt *= 2;
@@ -37,7 +57,18 @@ std::vector<Config> candidate_configs(const Spec& spec) {
   for (int mt : {1, 2, 4, 8, 16}) {
     for (int rows : {1, 2, 4, 8}) {
       for (int warps : {1, 2, 4, 8, 16}) {
-        Config c{mt, rows, warps};
+        Config c;
+        c.mt = mt, c.rows = rows, c.warps = warps;
+        if (!c.invalid_reason(spec)) out.push_back(c);
+      }
+    }
+  }
+  for (int bm : {16, 32, 64, 128}) {
+    for (int bn : {32, 64, 128, 256}) {
+      for (auto [wm, wn] : {std::pair{1, 1}, std::pair{1, 2}, std::pair{2, 1}, std::pair{2, 2}, std::pair{2, 4}, std::pair{4, 2}}) {
+        Config c;
+        c.strategy = Strategy::kMma;
+        c.bm = bm, c.bn = bn, c.wm = wm, c.wn = wn;
         if (!c.invalid_reason(spec)) out.push_back(c);
       }
     }
