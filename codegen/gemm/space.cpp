@@ -27,7 +27,8 @@ static Config mma_default(const Spec& spec, int64_t m) {
   c.wm = c.bm == 128 ? 2 : c.bm == 64 ? 2 : 1;
   c.wn = c.bm == 64 ? 2 : 4;
   // Narrow outputs: smaller n tiles so every SM gets work.
-  while (c.bn > 32 && (spec.out_cols() + c.bn - 1) / c.bn * ((m + c.bm - 1) / c.bm) < kTargetCtas / 2) c.bn /= 2;
+  // (bn=32 measured 4–8x slower per flop than bn=128 on the H200, bench/RESULTS.md: keep ≥ 64.)
+  while (c.bn > 64 && (spec.out_cols() + c.bn - 1) / c.bn * ((m + c.bm - 1) / c.bm) < kTargetCtas / 2) c.bn /= 2;
   while (c.wn > 1 && c.invalid_reason(spec)) c.wn /= 2;
   if (auto why = c.invalid_reason(spec)) throw InputError(spec.to_string() + " has no valid mma config: " + *why);
   return c;
