@@ -322,48 +322,53 @@ PackedWeight pack_gptq4(int64_t n, int64_t k, int group, std::span<const int32_t
   return p;
 }
 
-PackedWeight pack_fp8b32(int64_t n, int64_t k, std::span<const uint8_t> weight, std::span<const uint8_t> scales_ue8m0) {
+namespace {
+
+// Both scale encodings of fp8b32: exponent(c, i, rb, cb) reads block i's scale as 2^e and
+// says how to show it, refusing (through c) what is not a power of two.
+template <class ExponentOf>
+PackedWeight pack_fp8b32_blocks(int64_t n, int64_t k, std::span<const uint8_t> weight, size_t scale_count,
+                                ExponentOf exponent) {
   Checker c("fp8b32", n, k);
   c.k_multiple_of(32, "whole 32-wide blocks");
   const int64_t row_blocks = ceil_div(n, 32), col_blocks = k / 32;
   c.size("weight", weight.size(), {n, k}, "[N][K]");
-  c.size("scales", scales_ue8m0.size(), {row_blocks, col_blocks}, "[⌈N/32⌉][K/32]");
-  std::vector<uint8_t> exponents(scales_ue8m0.size());
+  c.size("scales", scale_count, {row_blocks, col_blocks}, "[⌈N/32⌉][K/32]");
+  std::vector<uint8_t> exponents(scale_count);
   for (int64_t rb = 0; rb < row_blocks; ++rb) {
     for (int64_t cb = 0; cb < col_blocks; ++cb) {
-      const uint8_t b = scales_ue8m0[size_t(rb * col_blocks + cb)];
-      const int e = int(b) - 127;
-      check_fp8b32_exponent(
-          c, e, rb, cb, n, k,
-          b == 255 ? "NaN (UE8M0 byte 255)" : "2^" + std::to_string(e) + " (UE8M0 byte " + std::to_string(b) + ")");
-      exponents[size_t(rb * col_blocks + cb)] = uint8_t(int8_t(e));
+      const size_t i = size_t(rb * col_blocks + cb);
+      const auto [e, shown] = exponent(c, i, rb, cb);
+      check_fp8b32_exponent(c, e, rb, cb, n, k, shown);
+      exponents[i] = uint8_t(int8_t(e));
     }
   }
   return pack_fp8b32_exponents(c, n, k, weight, std::move(exponents));
 }
 
+}  // namespace
+
+PackedWeight pack_fp8b32(int64_t n, int64_t k, std::span<const uint8_t> weight, std::span<const uint8_t> scales_ue8m0) {
+  return pack_fp8b32_blocks(n, k, weight, scales_ue8m0.size(), [&](const Checker&, size_t i, int64_t, int64_t) {
+    const uint8_t b = scales_ue8m0[i];
+    const int e = int(b) - 127;
+    return std::pair{e, b == 255 ? std::string("NaN (UE8M0 byte 255)")
+                                 : "2^" + std::to_string(e) + " (UE8M0 byte " + std::to_string(b) + ")"};
+  });
+}
+
 PackedWeight pack_fp8b32(int64_t n, int64_t k, std::span<const uint8_t> weight, std::span<const float> scales) {
-  Checker c("fp8b32", n, k);
-  c.k_multiple_of(32, "whole 32-wide blocks");
-  const int64_t row_blocks = ceil_div(n, 32), col_blocks = k / 32;
-  c.size("weight", weight.size(), {n, k}, "[N][K]");
-  c.size("scales", scales.size(), {row_blocks, col_blocks}, "[⌈N/32⌉][K/32]");
-  std::vector<uint8_t> exponents(scales.size());
-  for (int64_t rb = 0; rb < row_blocks; ++rb) {
-    for (int64_t cb = 0; cb < col_blocks; ++cb) {
-      const float s = scales[size_t(rb * col_blocks + cb)];
-      int e2 = 0;
-      const float mantissa = std::isfinite(s) ? std::frexp(s, &e2) : 0.f;
-      if (mantissa != 0.5f) {
-        c.fail("scale of " + fp8b32_block(rb, cb, n, k) + " is " + float_text(s) +
-               ", not a power of two; fp8b32 decodes exactly only with scales 2^e, so this checkpoint cannot use it");
-      }
-      const int e = e2 - 1;
-      check_fp8b32_exponent(c, e, rb, cb, n, k, float_text(s) + " = 2^" + std::to_string(e));
-      exponents[size_t(rb * col_blocks + cb)] = uint8_t(int8_t(e));
+  return pack_fp8b32_blocks(n, k, weight, scales.size(), [&](const Checker& c, size_t i, int64_t rb, int64_t cb) {
+    const float s = scales[i];
+    int e2 = 0;
+    const float mantissa = std::isfinite(s) ? std::frexp(s, &e2) : 0.f;
+    if (mantissa != 0.5f) {
+      c.fail("scale of " + fp8b32_block(rb, cb, n, k) + " is " + float_text(s) +
+             ", not a power of two; fp8b32 decodes exactly only with scales 2^e, so this checkpoint cannot use it");
     }
-  }
-  return pack_fp8b32_exponents(c, n, k, weight, std::move(exponents));
+    const int e = e2 - 1;
+    return std::pair{e, float_text(s) + " = 2^" + std::to_string(e)};
+  });
 }
 
 PackedWeight pack_fp8b128(int64_t n, int64_t k, std::span<const uint8_t> weight,
