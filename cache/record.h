@@ -1,7 +1,9 @@
 // What the store keeps for one compiled kernel: GPU code and the facts about it, never
 // host code (ARCHITECTURE.md, rule 3).
 #pragma once
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace onecat {
 
@@ -28,6 +30,45 @@ struct KernelBinary {
   std::string lowered_name;
   ResourceUsage usage;
   double compile_ms = 0;
+};
+
+}  // namespace onecat
+
+namespace onecat {
+
+// The GPU a tuning was measured on (ARCHITECTURE.md rule 2: part of the record's key).
+struct DeviceFingerprint {
+  std::string name;           // "Tesla V100-SXM2-32GB"
+  int sm = 0;                 // compute capability, 70
+  int multiprocessors = 0;    // 80 (72 on some boards)
+  std::string driver;         // CUDA driver version, "12.8"
+  std::string nvrtc_version;  // "12.8"
+};
+
+// One candidate config's measurement in a tuning run.
+struct CandidateTiming {
+  std::string config;
+  std::string status;  // "ok", "invalid" (static rules), "compile_error", "spills", "wrong" (failed the check)
+  double median_us = 0;
+  double min_us = 0;
+  double max_us = 0;
+  std::string detail;  // why, for a status other than ok
+};
+
+// The winner for (device, family generator version, canonical spec, M bucket), with every
+// candidate's timing.
+struct TuningRecord {
+  std::string key;  // sha256 hex of the fields above (cache/tuning_key)
+  DeviceFingerprint device;
+  std::string family;
+  int generator_version = 0;
+  std::string spec;  // canonical
+  int64_t bucket = 0;
+  std::string config;          // chosen
+  std::string default_config;  // the family default for this bucket
+  double best_us = 0;
+  double default_us = 0;
+  std::vector<CandidateTiming> candidates;
 };
 
 }  // namespace onecat
