@@ -5,13 +5,175 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "cache/paths.h"
 #include "cache/sha256.h"
+#include "cache/sql.h"
 #include "runtime/cuda/error.h"
 
 namespace onecat {
+namespace sql {
+
+void exec(sqlite3* db, const std::string& path, const char* text) {
+  char* err = nullptr;
+  if (sqlite3_exec(db, text, nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : sqlite3_errmsg(db);
+    sqlite3_free(err);
+    throw Error("kernel cache " + path + ": " + msg);
+  }
+}
+
+const char* const kBinaryColumns =
+    "key, family, spec, config, arch, nvrtc_version, options, lowered_name, registers, shared_bytes, "
+    "spill_store_bytes, spill_load_bytes, stack_bytes, barriers, compile_ms";
+
+KernelBinary read_binary(const Stmt& s, bool with_cubin) {
+  KernelBinary b;
+  b.key = s.col_text(0);
+  b.family = s.col_text(1);
+  b.spec = s.col_text(2);
+  b.config = s.col_text(3);
+  b.arch = s.col_text(4);
+  b.nvrtc_version = s.col_text(5);
+  b.options = s.col_text(6);
+  b.lowered_name = s.col_text(7);
+  b.usage.registers = int(s.col_int(8));
+  b.usage.shared_bytes = int(s.col_int(9));
+  b.usage.spill_store_bytes = int(s.col_int(10));
+  b.usage.spill_load_bytes = int(s.col_int(11));
+  b.usage.stack_bytes = int(s.col_int(12));
+  b.usage.barriers = int(s.col_int(13));
+  b.compile_ms = s.col_real(14);
+  if (with_cubin) b.cubin = s.col_blob(15);
+  return b;
+}
+
+bool insert_binary(sqlite3* db, const std::string& path, const KernelBinary& b) {
+  Stmt s(db,
+         "INSERT INTO binaries(key, family, spec, config, arch, nvrtc_version, options, cubin, cubin_sha256, "
+         "lowered_name, registers, shared_bytes, spill_store_bytes, spill_load_bytes, stack_bytes, barriers, compile_ms) "
+         "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17) ON CONFLICT(key) DO NOTHING",
+         path);
+  s.text(1, b.key).text(2, b.family).text(3, b.spec).text(4, b.config).text(5, b.arch).text(6, b.nvrtc_version);
+  s.text(7, b.options).blob(8, b.cubin).text(9, to_hex(sha256(b.cubin))).text(10, b.lowered_name);
+  s.integer(11, b.usage.registers).integer(12, b.usage.shared_bytes).integer(13, b.usage.spill_store_bytes);
+  s.integer(14, b.usage.spill_load_bytes).integer(15, b.usage.stack_bytes).integer(16, b.usage.barriers);
+  s.real(17, b.compile_ms);
+  s.step();
+  return sqlite3_changes(db) == 1;
+}
+
+const char* const kTuningColumns =
+    "key, device_name, sm, multiprocessors, driver, nvrtc_version, family, generator_version, spec, bucket, config, "
+    "default_config, best_us, default_us, candidates";
+
+namespace {
+// NaN is stored as NULL (SQLite has no NaN) and read back as NaN.
+double real_or_nan(const Stmt& s, int i) { return s.col_null(i) ? std::nan("") : s.col_real(i); }
+double json_number(const nlohmann::json& j, const char* name) {
+  auto it = j.find(name);
+  if (it == j.end() || it->is_null()) return std::nan("");
+  if (!it->is_number()) throw Error(std::string("candidate field ") + name + " is not a number");
+  return it->get<double>();
+}
+std::string json_text(const nlohmann::json& j, const char* name) {
+  auto it = j.find(name);
+  if (it == j.end()) return "";
+  if (!it->is_string()) throw Error(std::string("candidate field ") + name + " is not a string");
+  return it->get<std::string>();
+}
+}  // namespace
+
+TuningRecord read_tuning(const Stmt& s) {
+  TuningRecord t;
+  t.key = s.col_text(0);
+  t.device.name = s.col_text(1);
+  t.device.sm = int(s.col_int(2));
+  t.device.multiprocessors = int(s.col_int(3));
+  t.device.driver = s.col_text(4);
+  t.device.nvrtc_version = s.col_text(5);
+  t.family = s.col_text(6);
+  t.generator_version = int(s.col_int(7));
+  t.spec = s.col_text(8);
+  t.bucket = s.col_int(9);
+  t.config = s.col_text(10);
+  t.default_config = s.col_text(11);
+  t.best_us = real_or_nan(s, 12);
+  t.default_us = real_or_nan(s, 13);
+  t.candidates = candidates_from_json(s.col_text(14));
+  return t;
+}
+
+bool insert_tuning(sqlite3* db, const std::string& path, const TuningRecord& t, bool replace) {
+  std::string text = std::string("INSERT INTO tunings(") + kTuningColumns +
+                     ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15) ON CONFLICT(key) ";
+  text += replace ? "DO UPDATE SET device_name=excluded.device_name, sm=excluded.sm, "
+                    "multiprocessors=excluded.multiprocessors, driver=excluded.driver, "
+                    "nvrtc_version=excluded.nvrtc_version, family=excluded.family, "
+                    "generator_version=excluded.generator_version, spec=excluded.spec, bucket=excluded.bucket, "
+                    "config=excluded.config, default_config=excluded.default_config, best_us=excluded.best_us, "
+                    "default_us=excluded.default_us, candidates=excluded.candidates, "
+                    "created_at=strftime('%Y-%m-%dT%H:%M:%SZ','now')"
+                  : "DO NOTHING";
+  Stmt s(db, text, path);
+  s.text(1, t.key.empty() ? tuning_key(t) : t.key).text(2, t.device.name).integer(3, t.device.sm);
+  s.integer(4, t.device.multiprocessors).text(5, t.device.driver).text(6, t.device.nvrtc_version);
+  s.text(7, t.family).integer(8, t.generator_version).text(9, t.spec).integer(10, t.bucket).text(11, t.config);
+  s.text(12, t.default_config).real(13, t.best_us).real(14, t.default_us).text(15, candidates_to_json(t.candidates));
+  s.step();
+  return sqlite3_changes(db) == 1;
+}
+
+std::string candidates_to_json(const std::vector<CandidateTiming>& candidates) {
+  nlohmann::json out = nlohmann::json::array();
+  auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  for (const auto& c : candidates) {
+    out.push_back({{"config", c.config}, {"status", c.status}, {"median_us", num(c.median_us)},
+                   {"min_us", num(c.min_us)}, {"max_us", num(c.max_us)}, {"detail", c.detail}});
+  }
+  return out.dump();
+}
+
+std::vector<CandidateTiming> candidates_from_json(const std::string& text) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded()) throw Error("candidates are not valid JSON");
+  if (!j.is_array()) throw Error("candidates are not a JSON array");
+  std::vector<CandidateTiming> out;
+  for (const auto& c : j) {
+    if (!c.is_object()) throw Error("a candidate is not a JSON object");
+    CandidateTiming t;
+    t.config = json_text(c, "config");
+    t.status = json_text(c, "status");
+    t.median_us = json_number(c, "median_us");
+    t.min_us = json_number(c, "min_us");
+    t.max_us = json_number(c, "max_us");
+    t.detail = json_text(c, "detail");
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+}  // namespace sql
+
+using sql::Stmt;
+
+std::string tuning_key(const DeviceFingerprint& device, const std::string& family, int generator_version,
+                       const std::string& spec, int64_t bucket) {
+  Sha256 h;
+  h.field("onecat-tuning-key-v1");
+  h.field(device.name).field(std::to_string(device.sm)).field(std::to_string(device.multiprocessors));
+  h.field(device.driver).field(device.nvrtc_version);
+  h.field(family).field(std::to_string(generator_version)).field(spec).field(std::to_string(bucket));
+  return to_hex(h.finish());
+}
+
+std::string tuning_key(const TuningRecord& t) {
+  return tuning_key(t.device, t.family, t.generator_version, t.spec, t.bucket);
+}
+
 namespace {
 
 // Long enough for another process to finish a compile-and-insert burst.
@@ -42,57 +204,29 @@ CREATE TABLE binaries(
 );
 CREATE INDEX binaries_by_spec ON binaries(family, spec, arch);
 )SQL",
+    R"SQL(
+CREATE TABLE tunings(
+  key TEXT PRIMARY KEY,
+  device_name TEXT NOT NULL,
+  sm INTEGER NOT NULL,
+  multiprocessors INTEGER NOT NULL,
+  driver TEXT NOT NULL,
+  nvrtc_version TEXT NOT NULL,
+  family TEXT NOT NULL,
+  generator_version INTEGER NOT NULL,
+  spec TEXT NOT NULL,
+  bucket INTEGER NOT NULL,
+  config TEXT NOT NULL,
+  default_config TEXT NOT NULL,
+  best_us REAL,
+  default_us REAL,
+  candidates TEXT NOT NULL,
+  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now'))
+);
+CREATE INDEX tunings_by_spec ON tunings(family, spec, bucket);
+)SQL",
 };
 static_assert(std::size(kMigrations) == kSchemaVersion);
-
-class Stmt {
- public:
-  Stmt(sqlite3* db, const char* sql, const std::string& path) : db_(db), path_(path) {
-    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) fail("preparing a query");
-  }
-  ~Stmt() { sqlite3_finalize(stmt_); }
-  Stmt& text(int i, const std::string& s) {
-    sqlite3_bind_text(stmt_, i, s.data(), int(s.size()), SQLITE_TRANSIENT);
-    return *this;
-  }
-  Stmt& blob(int i, const std::string& s) {
-    sqlite3_bind_blob(stmt_, i, s.data(), int(s.size()), SQLITE_TRANSIENT);
-    return *this;
-  }
-  Stmt& integer(int i, int64_t v) {
-    sqlite3_bind_int64(stmt_, i, v);
-    return *this;
-  }
-  Stmt& real(int i, double v) {
-    sqlite3_bind_double(stmt_, i, v);
-    return *this;
-  }
-  bool step() {
-    int rc = sqlite3_step(stmt_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc == SQLITE_DONE) return false;
-    fail("reading or writing");
-    return false;
-  }
-  std::string col_text(int i) const {
-    auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, i));
-    return p ? std::string(p, sqlite3_column_bytes(stmt_, i)) : std::string();
-  }
-  std::string col_blob(int i) const {
-    auto* p = static_cast<const char*>(sqlite3_column_blob(stmt_, i));
-    return p ? std::string(p, sqlite3_column_bytes(stmt_, i)) : std::string();
-  }
-  int64_t col_int(int i) const { return sqlite3_column_int64(stmt_, i); }
-  double col_real(int i) const { return sqlite3_column_double(stmt_, i); }
-
- private:
-  [[noreturn]] void fail(const char* what) {
-    throw Error("kernel cache " + path_ + ": " + sqlite3_errmsg(db_) + " while " + what);
-  }
-  sqlite3* db_;
-  sqlite3_stmt* stmt_ = nullptr;
-  const std::string& path_;
-};
 
 bool file_exists(const std::string& path) {
   struct stat st {};
@@ -103,31 +237,6 @@ std::string parent_dir(const std::string& path) {
   size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? "" : path.substr(0, slash);
 }
-
-KernelBinary read_row(const Stmt& s, bool with_cubin) {
-  KernelBinary b;
-  b.key = s.col_text(0);
-  b.family = s.col_text(1);
-  b.spec = s.col_text(2);
-  b.config = s.col_text(3);
-  b.arch = s.col_text(4);
-  b.nvrtc_version = s.col_text(5);
-  b.options = s.col_text(6);
-  b.lowered_name = s.col_text(7);
-  b.usage.registers = int(s.col_int(8));
-  b.usage.shared_bytes = int(s.col_int(9));
-  b.usage.spill_store_bytes = int(s.col_int(10));
-  b.usage.spill_load_bytes = int(s.col_int(11));
-  b.usage.stack_bytes = int(s.col_int(12));
-  b.usage.barriers = int(s.col_int(13));
-  b.compile_ms = s.col_real(14);
-  if (with_cubin) b.cubin = s.col_blob(15);
-  return b;
-}
-
-constexpr const char* kRowColumns =
-    "key, family, spec, config, arch, nvrtc_version, options, lowered_name, registers, shared_bytes, "
-    "spill_store_bytes, spill_load_bytes, stack_bytes, barriers, compile_ms";
 
 }  // namespace
 
@@ -172,14 +281,7 @@ Store::~Store() {
   if (db_) sqlite3_close(db_);
 }
 
-void Store::exec(const char* sql) const {
-  char* err = nullptr;
-  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    std::string msg = err ? err : sqlite3_errmsg(db_);
-    sqlite3_free(err);
-    throw Error("kernel cache " + path_ + ": " + msg);
-  }
-}
+void Store::exec(const char* text) const { sql::exec(db_, path_, text); }
 
 int Store::schema_version() const {
   Stmt s(db_, "SELECT value FROM meta WHERE key='schema_version'", path_);
@@ -226,33 +328,62 @@ void Store::migrate() {
 }
 
 std::optional<KernelBinary> Store::find_binary(const std::string& key) const {
-  std::string sql = std::string("SELECT ") + kRowColumns + ", cubin FROM binaries WHERE key=?1";
-  Stmt s(db_, sql.c_str(), path_);
+  std::string text = std::string("SELECT ") + sql::kBinaryColumns + ", cubin FROM binaries WHERE key=?1";
+  Stmt s(db_, text, path_);
   s.text(1, key);
   if (!s.step()) return std::nullopt;
-  return read_row(s, true);
+  return sql::read_binary(s, true);
 }
 
-bool Store::put_binary(const KernelBinary& b) {
-  Stmt s(db_,
-         "INSERT INTO binaries(key, family, spec, config, arch, nvrtc_version, options, cubin, cubin_sha256, "
-         "lowered_name, registers, shared_bytes, spill_store_bytes, spill_load_bytes, stack_bytes, barriers, compile_ms) "
-         "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17) ON CONFLICT(key) DO NOTHING",
-         path_);
-  s.text(1, b.key).text(2, b.family).text(3, b.spec).text(4, b.config).text(5, b.arch).text(6, b.nvrtc_version);
-  s.text(7, b.options).blob(8, b.cubin).text(9, to_hex(sha256(b.cubin))).text(10, b.lowered_name);
-  s.integer(11, b.usage.registers).integer(12, b.usage.shared_bytes).integer(13, b.usage.spill_store_bytes);
-  s.integer(14, b.usage.spill_load_bytes).integer(15, b.usage.stack_bytes).integer(16, b.usage.barriers);
-  s.real(17, b.compile_ms);
-  s.step();
-  return sqlite3_changes(db_) == 1;
-}
+bool Store::put_binary(const KernelBinary& b) { return sql::insert_binary(db_, path_, b); }
 
 std::vector<KernelBinary> Store::list_binaries() const {
-  std::string sql = std::string("SELECT ") + kRowColumns + " FROM binaries ORDER BY family, spec, arch, config";
-  Stmt s(db_, sql.c_str(), path_);
+  std::string text = std::string("SELECT ") + sql::kBinaryColumns + " FROM binaries ORDER BY family, spec, arch, config";
+  Stmt s(db_, text, path_);
   std::vector<KernelBinary> out;
-  while (s.step()) out.push_back(read_row(s, false));
+  while (s.step()) out.push_back(sql::read_binary(s, false));
+  return out;
+}
+
+bool Store::put_tuning(const TuningRecord& record) {
+  const std::string key = record.key.empty() ? tuning_key(record) : record.key;
+  bool existed = false;
+  {
+    Stmt s(db_, "SELECT 1 FROM tunings WHERE key=?1", path_);
+    s.text(1, key);
+    existed = s.step();
+  }
+  TuningRecord keyed = record;
+  keyed.key = key;
+  sql::insert_tuning(db_, path_, keyed, /*replace=*/true);
+  return !existed;
+}
+
+std::optional<TuningRecord> Store::find_tuning(const std::string& key) const {
+  std::string text = std::string("SELECT ") + sql::kTuningColumns + " FROM tunings WHERE key=?1";
+  Stmt s(db_, text, path_);
+  s.text(1, key);
+  if (!s.step()) return std::nullopt;
+  try {
+    return sql::read_tuning(s);
+  } catch (const Error& e) {
+    throw Error("kernel cache " + path_ + ": tuning record " + key + ": " + e.what() + "; run `onecat cache verify`");
+  }
+}
+
+std::vector<TuningRecord> Store::list_tunings() const {
+  std::string text =
+      std::string("SELECT ") + sql::kTuningColumns + " FROM tunings ORDER BY family, spec, bucket, device_name, key";
+  Stmt s(db_, text, path_);
+  std::vector<TuningRecord> out;
+  while (s.step()) {
+    try {
+      out.push_back(sql::read_tuning(s));
+    } catch (const Error& e) {
+      throw Error("kernel cache " + path_ + ": tuning record " + s.col_text(0) + ": " + e.what() +
+                  "; run `onecat cache verify`");
+    }
+  }
   return out;
 }
 
@@ -264,6 +395,10 @@ Store::Stats Store::stats() const {
     st.by_arch[s.col_text(1)] += s.col_int(2);
     st.binaries += s.col_int(2);
     st.cubin_bytes += s.col_int(3);
+  }
+  {
+    Stmt t(db_, "SELECT count(*) FROM tunings", path_);
+    if (t.step()) st.tunings = t.col_int(0);
   }
   struct stat fs {};
   for (const char* suffix : {"", "-wal"}) {
@@ -289,14 +424,27 @@ Store::Verification Store::verify() const {
     if (cubin.size() < 4 || cubin.compare(0, 4, "\x7f" "ELF") != 0) v.problems.push_back(key + ": cubin is not an ELF image");
     if (s.col_text(3).empty()) v.problems.push_back(key + ": no lowered kernel name");
   }
+  Stmt t(db_, (std::string("SELECT ") + sql::kTuningColumns + " FROM tunings").c_str(), path_);
+  while (t.step()) {
+    ++v.tunings_checked;
+    const std::string key = t.col_text(0);
+    try {
+      TuningRecord r = sql::read_tuning(t);
+      if (tuning_key(r) != key) v.problems.push_back("tuning " + key + ": key does not match its fields");
+    } catch (const Error& e) {
+      v.problems.push_back("tuning " + key + ": " + e.what());
+    }
+  }
   return v;
 }
 
-int64_t Store::clear() {
+int64_t Store::clear(int64_t* tunings_removed) {
   exec("BEGIN IMMEDIATE");
   try {
     exec("DELETE FROM binaries");
     int64_t n = sqlite3_changes(db_);
+    exec("DELETE FROM tunings");
+    if (tunings_removed) *tunings_removed = sqlite3_changes(db_);
     exec("COMMIT");
     return n;
   } catch (...) {

@@ -1,6 +1,8 @@
 // The kernel cache: one SQLite file in WAL mode with a busy timeout, so many processes
 // may compile, tune and read at once. Each binary is one row written in one statement
-// (INSERT … ON CONFLICT DO NOTHING): a crash never leaves half an entry.
+// (INSERT … ON CONFLICT DO NOTHING): a crash never leaves half an entry. Each tuning
+// record is one row too; a newer measurement for the same key replaces the older one.
+// Export/import of whole stores: cache/export.h.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -14,8 +16,19 @@ struct sqlite3;
 
 namespace onecat {
 
-inline constexpr int kSchemaVersion = 1;
+// 1: binaries. 2: tunings.
+inline constexpr int kSchemaVersion = 2;
 inline constexpr const char* kStoreFormat = "onecat-kernel-cache";
+
+// A tuning record's key (ARCHITECTURE.md rule 2): SHA-256 hex over the length-prefixed
+// device fingerprint (name, sm, SM count, driver, NVRTC version), family, generator version,
+// canonical spec and M bucket.
+std::string tuning_key(const DeviceFingerprint& device, const std::string& family, int generator_version,
+                       const std::string& spec, int64_t bucket);
+// The key of a record's own fields.
+std::string tuning_key(const TuningRecord& record);
+
+struct ImportReport;
 
 class Store {
  public:
@@ -36,8 +49,17 @@ class Store {
   // Rows without their cubin, ordered by family, spec, arch, config.
   std::vector<KernelBinary> list_binaries() const;
 
+  // One statement (INSERT … ON CONFLICT(key) DO UPDATE): a record with the same key is
+  // replaced by this newer measurement. An empty record.key is filled with tuning_key(record).
+  // Returns true when no record had that key just before, false when one was replaced.
+  bool put_tuning(const TuningRecord& record);
+  std::optional<TuningRecord> find_tuning(const std::string& key) const;
+  // Ordered by family, spec, bucket, device name.
+  std::vector<TuningRecord> list_tunings() const;
+
   struct Stats {
     int64_t binaries = 0;
+    int64_t tunings = 0;
     int64_t cubin_bytes = 0;
     int64_t file_bytes = 0;
     std::map<std::string, int64_t> by_arch;
@@ -46,18 +68,22 @@ class Store {
   Stats stats() const;
 
   struct Verification {
-    int64_t checked = 0;
+    int64_t checked = 0;          // binaries
+    int64_t tunings_checked = 0;  // tuning records
     std::vector<std::string> problems;  // empty when the store is sound
   };
-  // SQLite's integrity check, the schema, and every cubin against its checksum and ELF header.
+  // SQLite's integrity check, the schema, every cubin against its checksum and ELF header,
+  // and every tuning record's candidates JSON and key.
   Verification verify() const;
-  // Removes every entry in one transaction; returns how many.
-  int64_t clear();
+  // Removes every binary and tuning record in one transaction; returns how many binaries
+  // (and, through `tunings_removed`, how many tuning records).
+  int64_t clear(int64_t* tunings_removed = nullptr);
 
   // Deletes the file and its WAL/SHM companions (for `cache clear --force` on a damaged file).
   static void remove_files(const std::string& path);
 
  private:
+  friend ImportReport import_cache(Store& into, const std::string& file, bool verify);
   void exec(const char* sql) const;
   void migrate();
   std::string path_;

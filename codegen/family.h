@@ -35,12 +35,14 @@ class Family {
   virtual std::string canonical_config(std::string_view spec, std::string_view config) const = 0;
   virtual std::string default_config(std::string_view spec, int64_t m) const = 0;
   virtual std::vector<std::string> candidate_configs(std::string_view spec) const = 0;
+  // Whether a candidate is worth timing for token count m (e.g. gemv tiles of that size).
+  virtual bool fits_bucket(std::string_view spec, std::string_view config, int64_t m) const = 0;
   virtual Emitted emit(std::string_view spec, std::string_view config, Arch arch) const = 0;
 };
 
 // Traits: Spec (parse, to_string), Config (parse(spec, text) validating, to_string),
 // kGeneratorVersion, kName, emit(spec, config, arch), default_config(spec, m),
-// candidate_configs(spec).
+// candidate_configs(spec), fits_bucket(spec, config, m).
 template <class Traits>
 class TypedFamily final : public Family {
  public:
@@ -60,6 +62,10 @@ class TypedFamily final : public Family {
     std::vector<std::string> out;
     for (const auto& c : Traits::candidate_configs(Spec::parse(spec))) out.push_back(c.to_string());
     return out;
+  }
+  bool fits_bucket(std::string_view spec, std::string_view config, int64_t m) const override {
+    Spec s = Spec::parse(spec);
+    return Traits::fits_bucket(s, Config::parse(s, config), m);
   }
   Emitted emit(std::string_view spec, std::string_view config, Arch arch) const override {
     Spec s = Spec::parse(spec);

@@ -15,21 +15,13 @@
 #include "runtime/jit/module_table.h"
 #include "runtime/jit/service.h"
 #include "tuner/random_weight.h"
+#include "tuner/workload.h"
 
 namespace onecat {
 namespace {
 
 // cuBLAS enum values (cublas_api.h, library_types.h).
 constexpr int kOpN = 0, kOpT = 1, kR16F = 2, kCompute32F = 68, kGemmDefault = -1;
-// Inputs rotate through enough copies that together they exceed the L2 this many times.
-constexpr double kL2Multiple = 3.0;
-constexpr size_t kMaxRotationBytes = size_t(8) << 30;
-
-int copies_for(size_t bytes, int l2_bytes) {
-  const double want = std::ceil(kL2Multiple * l2_bytes / double(std::max<size_t>(bytes, 1)));
-  return int(std::clamp(want, 1.0, double(std::max<size_t>(1, kMaxRotationBytes / std::max<size_t>(bytes, 1)))));
-}
-
 std::vector<uint16_t> random_half(std::mt19937_64& rng, size_t n) {
   std::uniform_real_distribution<float> dist(-1.f, 1.f);
   std::vector<uint16_t> v(n);
@@ -74,7 +66,7 @@ GemmBench bench_gemm(const std::string& spec_text, const std::vector<int64_t>& m
 
   std::mt19937_64 rng(std::random_device{}());
   const quant::PackedWeight w = random_packed_weight(spec, rng);
-  const int copies = copies_for(w.bytes(), info.l2_bytes);
+  const int copies = rotation_copies(w.bytes(), info.l2_bytes);
   std::vector<DeviceWeight> dw;
   for (int c = 0; c < copies; ++c) {
     dw.push_back({upload(w.qweight.data(), w.qweight.size()), upload(w.scales.data(), w.scales.size()),
@@ -100,7 +92,7 @@ GemmBench bench_gemm(const std::string& spec_text, const std::vector<int64_t>& m
     const std::vector<float> wf = cpu::dequantize(w);
     std::vector<uint16_t> wh(wf.size());
     for (size_t i = 0; i < wf.size(); ++i) wh[i] = cpu::float_to_half(wf[i]);
-    const int fp16_copies = copies_for(wh.size() * 2, info.l2_bytes);
+    const int fp16_copies = rotation_copies(wh.size() * 2, info.l2_bytes);
     for (int c = 0; c < fp16_copies; ++c) w16.push_back(upload(wh.data(), wh.size() * 2));
     d_y16 = DeviceBuffer(size_t(max_m * n_out) * 2);
   }

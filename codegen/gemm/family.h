@@ -14,6 +14,7 @@ struct Traits {
   static Emitted emit(const Spec& s, const Config& c, Arch a) { return gemm::emit(s, c, a); }
   static Config default_config(const Spec& s, int64_t m) { return gemm::default_config(s, m); }
   static std::vector<Config> candidate_configs(const Spec& s) { return gemm::candidate_configs(s); }
+  static bool fits_bucket(const Spec& s, const Config& c, int64_t m) { return gemm::fits_bucket(s, c, m); }
 };
 
 }  // namespace onecat::gemm

@@ -77,4 +77,14 @@ std::vector<Config> candidate_configs(const Spec& spec) {
   return out;
 }
 
+bool fits_bucket(const Spec&, const Config& c, int64_t m) {
+  if (c.strategy == Strategy::kGemv) {
+    int tile = 1;
+    while (tile < std::min<int64_t>(m, 16)) tile *= 2;
+    return c.mt == tile;
+  }
+  // Tensor-core tiles only beyond a few tokens, and no taller than twice the bucket.
+  return m > 8 && c.bm <= 2 * std::max<int64_t>(m, 16);
+}
+
 }  // namespace onecat::gemm

@@ -9,5 +9,7 @@ namespace onecat::gemm {
 
 Config default_config(const Spec& spec, int64_t m);
 std::vector<Config> candidate_configs(const Spec& spec);
+// Whether the tuner times this candidate for token count m.
+bool fits_bucket(const Spec& spec, const Config& config, int64_t m);
 
 }  // namespace onecat::gemm

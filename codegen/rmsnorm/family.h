@@ -14,6 +14,7 @@ struct Traits {
   static Emitted emit(const Spec& s, const Config& c, Arch a) { return rmsnorm::emit(s, c, a); }
   static Config default_config(const Spec& s, int64_t m) { return rmsnorm::default_config(s, m); }
   static std::vector<Config> candidate_configs(const Spec& s) { return rmsnorm::candidate_configs(s); }
+  static bool fits_bucket(const Spec& s, const Config& c, int64_t m) { return rmsnorm::fits_bucket(s, c, m); }
 };
 
 }  // namespace onecat::rmsnorm

@@ -60,4 +60,6 @@ std::vector<Config> candidate_configs(const Spec& spec) {
   return out;
 }
 
+bool fits_bucket(const Spec&, const Config& c, int64_t m) { return c.rows <= pow2_ceil(std::max<int64_t>(m, 1)); }
+
 }  // namespace onecat::rmsnorm

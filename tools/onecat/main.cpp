@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   onecat::cli::add_kernel_commands(app);
   onecat::cli::add_cache(app);
   onecat::cli::add_bench(app);
+  onecat::cli::add_tune(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,291 @@
+#include "models/config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "runtime/cuda/error.h"
+
+namespace onecat::models {
+namespace {
+
+using nlohmann::json;
+
+const std::vector<std::string> kArchitectures = {"LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
+                                                 "Qwen3MoeForCausalLM"};
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return s;
+}
+
+// Reads the fields of one JSON object; prefix ("quantization_config.") names nested fields.
+class Fields {
+ public:
+  Fields(const json& object, const std::string& origin, std::string prefix)
+      : j_(object), origin_(origin), prefix_(std::move(prefix)) {}
+
+  [[noreturn]] void fail(const std::string& key, const std::string& why) const {
+    throw InputError(origin_ + ": field \"" + prefix_ + key + "\" " + why + ".");
+  }
+  bool has(const std::string& key) const { return j_.contains(key) && !j_.at(key).is_null(); }
+  const json& at(const std::string& key) const {
+    if (!has(key)) fail(key, "is missing");
+    return j_.at(key);
+  }
+  int64_t integer(const std::string& key, int64_t min = 1) const {
+    const json& v = at(key);
+    if (!v.is_number_integer()) fail(key, std::string("must be an integer, not ") + v.type_name());
+    if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)) fail(key, "is too large");
+    int64_t x = v.get<int64_t>();
+    if (x < min) fail(key, "must be at least " + std::to_string(min) + ", not " + std::to_string(x));
+    return x;
+  }
+  int64_t integer_or(const std::string& key, int64_t fallback, int64_t min = 1) const {
+    return has(key) ? integer(key, min) : fallback;
+  }
+  double number(const std::string& key) const {
+    const json& v = at(key);
+    if (!v.is_number()) fail(key, std::string("must be a number, not ") + v.type_name());
+    return v.get<double>();
+  }
+  bool boolean_or(const std::string& key, bool fallback) const {
+    if (!has(key)) return fallback;
+    const json& v = j_.at(key);
+    if (!v.is_boolean()) fail(key, std::string("must be true or false, not ") + v.type_name());
+    return v.get<bool>();
+  }
+  std::string string(const std::string& key) const {
+    const json& v = at(key);
+    if (!v.is_string()) fail(key, std::string("must be a string, not ") + v.type_name());
+    return v.get<std::string>();
+  }
+  const json& object(const std::string& key) const {
+    const json& v = at(key);
+    if (!v.is_object()) fail(key, std::string("must be an object, not ") + v.type_name());
+    return v;
+  }
+
+ private:
+  const json& j_;
+  const std::string& origin_;
+  std::string prefix_;
+};
+
+json parse_json_object(const std::string& text, const std::string& origin) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw InputError(origin + " is not valid JSON (" + e.what() + ").");
+  }
+  if (!j.is_object()) throw InputError(origin + " must hold a JSON object, not " + std::string(j.type_name()) + ".");
+  return j;
+}
+
+int int4_group(const Fields& f) {
+  int64_t g = f.integer("group_size", INT64_MIN);
+  if (g != 32 && g != 64 && g != 128) {
+    f.fail("group_size", "is " + std::to_string(g) + ", but onecat's int4 kernels take groups of 32, 64 or 128");
+  }
+  return int(g);
+}
+
+void require_bits(const Fields& f, int64_t want) {
+  int64_t bits = f.integer("bits");
+  if (bits != want) f.fail("bits", "is " + std::to_string(bits) + ", but only " + std::to_string(want) + "-bit weights are supported");
+}
+
+QuantConfig parse_quantization_config(const json& q, const std::string& origin) {
+  Fields f(q, origin, "quantization_config.");
+  const std::string method = lower(f.string("quant_method"));
+  QuantConfig c;
+  if (method == "awq") {
+    require_bits(f, 4);
+    c = {QuantConfig::kAwq, 4, int4_group(f), false, !f.boolean_or("zero_point", true), 0, 0};
+    if (f.has("version") && lower(f.string("version")) != "gemm") {
+      f.fail("version", "is \"" + f.string("version") + "\", but only AutoAWQ's GEMM packing is supported");
+    }
+  } else if (method == "gptq") {
+    require_bits(f, 4);
+    c = {QuantConfig::kGptq, 4, int4_group(f), f.boolean_or("desc_act", false), f.boolean_or("sym", true), 0, 0};
+    if (f.has("checkpoint_format") && lower(f.string("checkpoint_format")) != "gptq") {
+      f.fail("checkpoint_format", "is \"" + f.string("checkpoint_format") + "\", but only the gptq (v1) format is supported");
+    }
+  } else if (method == "fp8") {
+    const json& b = f.at("weight_block_size");
+    if (!b.is_array() || b.size() != 2 || !b[0].is_number_integer() || !b[1].is_number_integer()) {
+      f.fail("weight_block_size", "must be a list of two integers [block_n, block_k]");
+    }
+    const int64_t bn = b[0].get<int64_t>(), bk = b[1].get<int64_t>();
+    if (bn != 128 || bk != 128) {
+      f.fail("weight_block_size", "is [" + std::to_string(bn) + ", " + std::to_string(bk) + "], but only [128, 128] blocks are supported");
+    }
+    c = {QuantConfig::kFp8Block, 8, 128, false, true, 128, 128};
+  } else if (method == "modelopt") {
+    const std::string algo = f.string("quant_algo");
+    if (algo != "NVFP4") f.fail("quant_algo", "is \"" + algo + "\", but only NVFP4 is supported for ModelOpt checkpoints");
+    if (f.has("group_size") && f.integer("group_size") != 16) f.fail("group_size", "must be 16 for NVFP4");
+    c = {QuantConfig::kNvfp4, 4, 16, false, true, 0, 0};
+  } else if (method == "mxfp4") {
+    c = {QuantConfig::kMxfp4, 4, 32, false, true, 0, 0};
+  } else {
+    f.fail("quant_method", "is \"" + method + "\", which onecat does not support (supported: awq, gptq, fp8, modelopt, mxfp4)");
+  }
+  return c;
+}
+
+std::string read_text_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError("cannot read " + path.string() + "; check that it exists and is readable.");
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+ModelConfig load_config_file(const std::filesystem::path& config_path, const std::string& name) {
+  ModelConfig m = parse_model_config(read_text_file(config_path), config_path.string());
+  m.name = name;
+  const std::filesystem::path hf_quant = config_path.parent_path() / "hf_quant_config.json";
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(hf_quant, ec)) {
+    QuantConfig q = parse_hf_quant_config(read_text_file(hf_quant), hf_quant.string());
+    if (q.method != QuantConfig::kNone) {
+      if (m.quant.method != QuantConfig::kNone && m.quant.method != q.method) {
+        throw InputError(hf_quant.string() + ": field \"quantization.quant_algo\" says " +
+                         std::string(quant_method_name(q.method)) + " but " + config_path.string() +
+                         " says " + std::string(quant_method_name(m.quant.method)) + "; remove the stale one.");
+      }
+      m.quant = q;
+    }
+  }
+  return m;
+}
+
+}  // namespace
+
+std::string_view quant_method_name(QuantConfig::Method method) {
+  switch (method) {
+    case QuantConfig::kNone: return "none";
+    case QuantConfig::kAwq: return "awq";
+    case QuantConfig::kGptq: return "gptq";
+    case QuantConfig::kFp8Block: return "fp8";
+    case QuantConfig::kNvfp4: return "nvfp4";
+    case QuantConfig::kMxfp4: return "mxfp4";
+  }
+  return "none";
+}
+
+ModelConfig parse_model_config(const std::string& json_text, const std::string& origin) {
+  const json j = parse_json_object(json_text, origin);
+  Fields f(j, origin, "");
+  ModelConfig m;
+  m.name = j.contains("_name_or_path") && j["_name_or_path"].is_string() && !j["_name_or_path"].get<std::string>().empty()
+               ? j["_name_or_path"].get<std::string>()
+               : origin;
+
+  const json& archs = f.at("architectures");
+  if (!archs.is_array() || archs.empty()) f.fail("architectures", "must be a non-empty list of strings");
+  std::vector<std::string> given;
+  for (const json& a : archs) {
+    if (!a.is_string()) f.fail("architectures", "must be a non-empty list of strings");
+    given.push_back(a.get<std::string>());
+  }
+  for (const auto& a : given) {
+    if (std::find(kArchitectures.begin(), kArchitectures.end(), a) != kArchitectures.end()) {
+      m.architecture = a;
+      break;
+    }
+  }
+  if (m.architecture.empty()) {
+    f.fail("architectures", "is [" + join(given) + "], none of which onecat supports (supported: " + join(kArchitectures) + ")");
+  }
+
+  m.hidden = f.integer("hidden_size");
+  m.intermediate = f.integer("intermediate_size");
+  m.layers = f.integer("num_hidden_layers");
+  m.heads = f.integer("num_attention_heads");
+  m.kv_heads = f.integer_or("num_key_value_heads", m.heads);
+  m.vocab = f.integer("vocab_size");
+  m.rms_norm_eps = f.number("rms_norm_eps");
+  if (!(m.rms_norm_eps > 0)) f.fail("rms_norm_eps", "must be positive");
+  if (f.has("head_dim")) {
+    m.head_dim = f.integer("head_dim");
+  } else {
+    if (m.hidden % m.heads != 0) {
+      f.fail("head_dim", "is missing and hidden_size " + std::to_string(m.hidden) + " is not a multiple of num_attention_heads " +
+                             std::to_string(m.heads));
+    }
+    m.head_dim = m.hidden / m.heads;
+  }
+  if (m.heads % m.kv_heads != 0) {
+    f.fail("num_key_value_heads", "is " + std::to_string(m.kv_heads) + ", which does not divide num_attention_heads " +
+                                      std::to_string(m.heads));
+  }
+  m.tie_word_embeddings = f.boolean_or("tie_word_embeddings", false);
+
+  const std::string& a = m.architecture;
+  m.qk_norm = a == "Qwen3ForCausalLM" || a == "Qwen3MoeForCausalLM";
+  // Qwen2 always has q/k/v biases (its config has no attention_bias field); the others say so.
+  m.attention_bias = a == "Qwen2ForCausalLM" ? true : f.boolean_or("attention_bias", false);
+  if (a == "LlamaForCausalLM" && f.boolean_or("mlp_bias", false)) f.fail("mlp_bias", "is true, which onecat does not support");
+  if (a == "Qwen3MoeForCausalLM") {
+    m.experts = f.integer("num_experts");
+    m.experts_per_token = f.integer("num_experts_per_tok");
+    m.moe_intermediate = f.integer("moe_intermediate_size");
+    if (m.experts_per_token > m.experts) f.fail("num_experts_per_tok", "is larger than num_experts");
+    if (f.integer_or("decoder_sparse_step", 1) != 1) f.fail("decoder_sparse_step", "must be 1 (every layer a MoE layer)");
+    if (f.has("mlp_only_layers")) {
+      const json& dense = f.at("mlp_only_layers");
+      if (!dense.is_array() || !dense.empty()) f.fail("mlp_only_layers", "must be empty (dense layers in a MoE model are not supported)");
+    }
+  }
+
+  if (f.has("quantization_config")) m.quant = parse_quantization_config(f.object("quantization_config"), origin);
+  return m;
+}
+
+QuantConfig parse_hf_quant_config(const std::string& json_text, const std::string& origin) {
+  const json j = parse_json_object(json_text, origin);
+  Fields top(j, origin, "");
+  Fields f(top.object("quantization"), origin, "quantization.");
+  if (!f.has("quant_algo")) return {};  // ModelOpt writes null when only the KV cache is quantised
+  const std::string algo = f.string("quant_algo");
+  if (algo != "NVFP4") f.fail("quant_algo", "is \"" + algo + "\", but only NVFP4 is supported for ModelOpt checkpoints");
+  if (f.has("group_size") && f.integer("group_size") != 16) f.fail("group_size", "must be 16 for NVFP4");
+  return {QuantConfig::kNvfp4, 4, 16, false, true, 0, 0};
+}
+
+ModelConfig load_model(const std::string& model) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path p(model);
+  if (fs::is_directory(p, ec)) {
+    const fs::path config = p / "config.json";
+    if (!fs::is_regular_file(config, ec)) {
+      throw InputError("directory " + model + " has no config.json; pass a Hugging Face checkpoint directory.");
+    }
+    fs::path canonical = fs::weakly_canonical(p, ec);
+    return load_config_file(config, (ec ? p : canonical).filename().string());
+  }
+  if (fs::is_regular_file(p, ec)) {
+    fs::path dir = fs::weakly_canonical(p, ec).parent_path();
+    return load_config_file(p, ec ? p.string() : dir.filename().string());
+  }
+  const auto names = builtin_model_names();
+  if (std::find(names.begin(), names.end(), model) != names.end()) return builtin_model(model);
+  throw InputError("model '" + model + "' is neither a checkpoint directory, a config.json nor a built-in model (built-in: " +
+                   join(names) + ").");
+}
+
+}  // namespace onecat::models

@@ -1,0 +1,58 @@
+// A model's architecture and weight quantisation as onecat needs them to plan kernels: read
+// from a Hugging Face config.json (plus ModelOpt's hf_quant_config.json), or one of the
+// built-in configs (shapes only, no weights) named like "qwen3-8b" or "qwen3-8b:awq4".
+// Every malformed or unsupported input is an InputError of one sentence naming the file
+// (origin) and the field.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace onecat::models {
+
+struct QuantConfig {
+  enum Method { kNone, kAwq, kGptq, kFp8Block, kNvfp4, kMxfp4 };
+  Method method = kNone;
+  int bits = 16;        // 16 (none), 4 (awq, gptq, nvfp4, mxfp4), 8 (fp8)
+  int group_size = 0;   // int4: 32/64/128; nvfp4 16; mxfp4 32; fp8 block: block_k; none 0
+  bool desc_act = false;  // gptq act-order
+  bool sym = true;        // gptq sym; awq: !zero_point
+  int block_n = 0, block_k = 0;  // fp8 block only (weight_block_size)
+  friend bool operator==(const QuantConfig&, const QuantConfig&) = default;
+};
+
+// "none", "awq", "gptq", "fp8", "nvfp4", "mxfp4".
+std::string_view quant_method_name(QuantConfig::Method method);
+
+struct ModelConfig {
+  std::string name;
+  // LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM or Qwen3MoeForCausalLM.
+  std::string architecture;
+  int64_t hidden = 0, intermediate = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, vocab = 0;
+  double rms_norm_eps = 1e-6;
+  bool tie_word_embeddings = false;
+  bool qk_norm = false;         // Qwen3, Qwen3Moe: rmsnorm over head_dim on q and k
+  bool attention_bias = false;  // Qwen2: bias on q, k and v
+  // Mixture of experts (Qwen3Moe), 0 otherwise.
+  int64_t experts = 0, experts_per_token = 0, moe_intermediate = 0;
+  QuantConfig quant;
+
+  bool is_moe() const { return experts > 0; }
+};
+
+// A config.json's text; origin (its path) names the file in messages.
+ModelConfig parse_model_config(const std::string& json_text, const std::string& origin);
+// ModelOpt's hf_quant_config.json: {"quantization": {"quant_algo": "NVFP4", "group_size": 16, …}}.
+QuantConfig parse_hf_quant_config(const std::string& json_text, const std::string& origin);
+
+// A directory (config.json and, if present, hf_quant_config.json), a path to a config.json
+// (with its sibling hf_quant_config.json, if present), or a built-in name.
+ModelConfig load_model(const std::string& model);
+
+// Built-in configs (models/builtin.cpp): "qwen3-8b", "llama-3.1-8b", "qwen3-32b",
+// "qwen3-30b-a3b", each also with ":awq4", ":gptq4", ":fp8", ":nvfp4" or ":mxfp4".
+ModelConfig builtin_model(const std::string& name);  // InputError listing the known names
+std::vector<std::string> builtin_model_names();
+
+}  // namespace onecat::models

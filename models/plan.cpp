@@ -1,0 +1,187 @@
+#include "models/plan.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "codegen/family.h"
+#include "runtime/cuda/error.h"
+
+namespace onecat::models {
+namespace {
+
+std::string s(int64_t v) { return std::to_string(v); }
+
+struct WeightFmt {
+  std::string fmt;
+  int group = 0;
+  bool act_order = false;
+};
+
+WeightFmt weight_format(const QuantConfig& q) {
+  switch (q.method) {
+    case QuantConfig::kNone: return {"f16", 0, false};
+    case QuantConfig::kAwq: return {"awq4", q.group_size, false};
+    case QuantConfig::kGptq: return {"gptq4", q.group_size, q.desc_act};
+    case QuantConfig::kFp8Block: return {"fp8b128", 128, false};
+    case QuantConfig::kNvfp4: return {"nvfp4", 16, false};
+    case QuantConfig::kMxfp4: return {"mxfp4", 32, false};
+  }
+  return {"f16", 0, false};
+}
+
+// Runs the family's own parser over the spec text, so the plan holds canonical specs only and a
+// shape the family rejects names the op.
+std::string canonical(const std::string& op, const std::string& spec) {
+  try {
+    return family_of(spec).canonical_spec(spec);
+  } catch (const InputError& e) {
+    throw InputError("op " + op + ": " + e.what());
+  }
+}
+
+class Planner {
+ public:
+  Planner(const ModelConfig& m, int tp) : m_(m), tp_(tp), w_(weight_format(m.quant)) {}
+
+  std::vector<PlannedOp> run() {
+    check();
+    const int64_t L = m_.layers;
+    const int64_t q_heads = m_.heads / tp_;
+    const bool kv_replicated = m_.kv_heads < tp_;
+    const int64_t kv_heads = std::max<int64_t>(1, m_.kv_heads / tp_);
+    const std::string tp_text = "tp=" + s(tp_);
+    const std::string kv_text =
+        kv_replicated ? s(m_.kv_heads) + " KV heads < " + tp_text + ": KV heads replicated, 1 per rank"
+                      : s(kv_heads) + " KV heads per rank";
+
+    add_unkernelled("embed_tokens", "embedding", 1,
+                    tp_ > 1 ? "vocab-parallel lookup of " + s(ceil_div(m_.vocab, tp_)) + " rows of " + s(m_.hidden) +
+                                  " per rank, then all-reduce"
+                            : "lookup of " + s(m_.vocab) + " rows of " + s(m_.hidden));
+    add_rmsnorm("layers.input_layernorm", m_.hidden, true, L, "replicated; fused residual add");
+
+    // q, k, v stacked: one column-parallel gemm.
+    const int64_t qkv_n = (q_heads + 2 * kv_heads) * m_.head_dim;
+    add_gemm("layers.qkv_proj", qkv_n, m_.hidden, false, m_.attention_bias ? "bias" : "none", L,
+             "column-parallel: " + s(q_heads) + " q heads + " + kv_text + " (head_dim " + s(m_.head_dim) + ")" +
+                 (m_.attention_bias ? ", q/k/v bias" : ""));
+    if (m_.qk_norm) {
+      add_rmsnorm("layers.q_norm", m_.head_dim, false, L, "over head_dim, each of " + s(q_heads) + " q heads per rank");
+      add_rmsnorm("layers.k_norm", m_.head_dim, false, L, "over head_dim, each of " + s(kv_heads) + " k heads per rank");
+    }
+    const std::string heads_text = s(q_heads) + " q heads, " + s(kv_heads) + " kv heads, head_dim " + s(m_.head_dim);
+    add_unkernelled("layers.rope", "rope", L, "rotary embedding of q and k: " + heads_text);
+    add_unkernelled("layers.attention_prefill", "attention", L,
+                    "prefill passes (causal, paged KV cache): " + heads_text);
+    add_unkernelled("layers.attention_decode", "attention", L, "decode passes (paged KV cache): " + heads_text);
+    add_gemm("layers.o_proj", m_.hidden, q_heads * m_.head_dim, tp_ > 1, "none", L,
+             tp_ > 1 ? "row-parallel: f32 partial sums, all-reduced" : "full weight on one rank");
+    if (tp_ > 1) add_unkernelled("layers.attn_allreduce", "allreduce", L, "NCCL all-reduce of o_proj's f32 partial sums");
+    add_rmsnorm("layers.post_attention_layernorm", m_.hidden, true, L, "replicated; fused residual add");
+
+    if (m_.is_moe()) {
+      add_gemm_fmt("layers.moe_router", m_.experts, m_.hidden, false, "none", L, {"f16", 0, false},
+                   "router logits over " + s(m_.experts) + " experts, replicated, not quantised");
+      const int64_t inter = m_.moe_intermediate / tp_;
+      add_unkernelled("layers.moe_experts", "moe", L,
+                      "top-" + s(m_.experts_per_token) + " of " + s(m_.experts) + " experts, each tensor-parallel: gate_up n=" +
+                          s(2 * inter) + ",k=" + s(m_.hidden) + " (silu_mul), down n=" + s(m_.hidden) + ",k=" + s(inter) +
+                          ", fmt=" + w_.fmt + (tp_ > 1 ? ", f32 partial sums" : ""));
+    } else {
+      const int64_t inter = m_.intermediate / tp_;
+      add_gemm("layers.gate_up_proj", 2 * inter, m_.hidden, false, "silu_mul", L,
+               "column-parallel: gate and up stacked, " + s(inter) + " of " + s(m_.intermediate) + " columns each");
+      add_gemm("layers.down_proj", m_.hidden, inter, tp_ > 1, "none", L,
+               tp_ > 1 ? "row-parallel: f32 partial sums, all-reduced" : "full weight on one rank");
+    }
+    if (tp_ > 1) add_unkernelled("layers.mlp_allreduce", "allreduce", L, "NCCL all-reduce of the MLP's f32 partial sums");
+
+    add_rmsnorm("norm", m_.hidden, true, 1, "final norm; fused residual add");
+    const int64_t vocab_rank = ceil_div(m_.vocab, tp_);
+    add_gemm_fmt("lm_head", vocab_rank, m_.hidden, false, "none", 1, {"f16", 0, false},
+                 std::string(tp_ == 1                 ? ""
+                             : m_.vocab % tp_ == 0 ? "column-parallel over the vocabulary, "
+                                                   : "column-parallel over the vocabulary (" + s(m_.vocab) + " padded to " +
+                                                         s(vocab_rank * tp_) + "), ") +
+                     (m_.tie_word_embeddings ? "tied to embed_tokens, " : "") + "f16 (not quantised)");
+    add_unkernelled("sampling", "sampling", 1,
+                    tp_ > 1 ? "all-gather of the logits, then sampling over " + s(m_.vocab) : "sampling over " + s(m_.vocab));
+    return std::move(ops_);
+  }
+
+ private:
+  static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+  [[noreturn]] void fail(const std::string& dim, int64_t value, const std::string& why) const {
+    throw InputError("model " + m_.name + ": " + dim + "=" + s(value) + " " + why + " at tp=" + s(tp_) + ".");
+  }
+
+  void check() const {
+    if (tp_ != 1 && tp_ != 2 && tp_ != 4 && tp_ != 8) {
+      throw InputError("model " + m_.name + ": tp=" + s(tp_) + " is not supported; use 1, 2, 4 or 8.");
+    }
+    if (m_.heads % tp_ != 0) fail("heads", m_.heads, "is not divisible by the tensor-parallel degree");
+    if (m_.kv_heads >= tp_ ? m_.kv_heads % tp_ != 0 : tp_ % m_.kv_heads != 0) {
+      fail("kv_heads", m_.kv_heads, "neither divides nor is a multiple of the tensor-parallel degree");
+    }
+    if (m_.is_moe()) {
+      if (m_.moe_intermediate % tp_ != 0) fail("moe_intermediate", m_.moe_intermediate, "is not divisible by the tensor-parallel degree");
+    } else if (m_.intermediate % tp_ != 0) {
+      fail("intermediate", m_.intermediate, "is not divisible by the tensor-parallel degree");
+    }
+    // The experts' down projection is row-parallel too: a rank's K slice must hold whole
+    // quantisation groups (the dense projections are checked by the gemm family itself).
+    if (m_.is_moe() && w_.group > 0 && (m_.moe_intermediate / tp_) % w_.group != 0) {
+      fail("moe_intermediate/tp", m_.moe_intermediate / tp_,
+           "is not a multiple of the " + w_.fmt + " group " + s(w_.group) + " (a group would straddle two ranks)");
+    }
+    // fp8 128×128 blocks: a rank's slice must hold whole scale blocks along the sharded dimension.
+    if (m_.quant.method == QuantConfig::kFp8Block && tp_ > 1) {
+      const int64_t b = m_.quant.block_n;
+      if ((m_.heads / tp_ * m_.head_dim) % b != 0) fail("heads*head_dim/tp", m_.heads / tp_ * m_.head_dim, "is not a multiple of the fp8 block 128");
+      if (m_.kv_heads >= tp_ && (m_.kv_heads / tp_ * m_.head_dim) % b != 0) fail("kv_heads*head_dim/tp", m_.kv_heads / tp_ * m_.head_dim, "is not a multiple of the fp8 block 128");
+      if (!m_.is_moe() && (m_.intermediate / tp_) % b != 0) fail("intermediate/tp", m_.intermediate / tp_, "is not a multiple of the fp8 block 128");
+    }
+  }
+
+  void add_gemm(const std::string& name, int64_t n, int64_t k, bool out_f32, const std::string& epi, int64_t count,
+                const std::string& note) {
+    add_gemm_fmt(name, n, k, out_f32, epi, count, w_, note);
+  }
+
+  void add_gemm_fmt(const std::string& name, int64_t n, int64_t k, bool out_f32, const std::string& epi, int64_t count,
+                    const WeightFmt& w, const std::string& note) {
+    const std::string spec = "gemm:n=" + s(n) + ",k=" + s(k) + ",fmt=" + w.fmt + ",group=" + s(w.group) +
+                             ",out=" + (out_f32 ? "f32" : "f16") + ",epi=" + epi + ",act_order=" + (w.act_order ? "1" : "0");
+    ops_.push_back({name, "gemm", canonical(name, spec), note, count});
+  }
+
+  void add_rmsnorm(const std::string& name, int64_t hidden, bool residual, int64_t count, const std::string& note) {
+    const std::string spec = "rmsnorm:hidden=" + s(hidden) + ",dtype=f16,residual=" + (residual ? "1" : "0");
+    ops_.push_back({name, "rmsnorm", canonical(name, spec), note, count});
+  }
+
+  void add_unkernelled(const std::string& name, const std::string& family, int64_t count, const std::string& note) {
+    ops_.push_back({name, family, std::nullopt, "no kernel family yet; " + note, count});
+  }
+
+  const ModelConfig& m_;
+  int tp_;
+  WeightFmt w_;
+  std::vector<PlannedOp> ops_;
+};
+
+}  // namespace
+
+std::vector<PlannedOp> plan_model(const ModelConfig& model, int tp) { return Planner(model, tp).run(); }
+
+std::vector<std::string> unique_specs(const std::vector<PlannedOp>& plan) {
+  std::vector<std::string> out;
+  std::unordered_set<std::string> seen;
+  for (const auto& op : plan) {
+    if (op.spec && seen.insert(*op.spec).second) out.push_back(*op.spec);
+  }
+  return out;
+}
+
+}  // namespace onecat::models

@@ -1,0 +1,36 @@
+// Per-rank kernel plan of a model under tensor parallelism: every op one forward pass runs
+// on one rank, with its canonical kernel spec where a kernel family exists for it, and
+// listed without a spec (never dropped) where none exists yet.
+//
+// Sharding (Megatron style): q/k/v and gate/up are column-parallel, o_proj and down are
+// row-parallel (their f32 partial sums are all-reduced), lm_head is column-parallel over the
+// vocabulary (rounded up), norms and the MoE router are replicated. When kv_heads < tp the
+// KV heads are replicated: each rank holds max(1, kv_heads / tp) of them (tp must then be a
+// multiple of kv_heads).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/config.h"
+
+namespace onecat::models {
+
+struct PlannedOp {
+  std::string name;                 // e.g. "layers.qkv_proj"
+  std::string family;               // "gemm", "rmsnorm", or one without kernels yet: "attention",
+                                    // "moe", "embedding", "rope", "sampling", "allreduce"
+  std::optional<std::string> spec;  // canonical spec when the family exists
+  std::string note;                 // sharding, shapes, or "no kernel family yet: …"
+  int64_t count_per_rank = 0;       // how many times it runs per forward pass
+};
+
+// tp: 1, 2, 4 or 8. Throws InputError naming the dimension and tp when a dimension does not
+// shard, and the op when its family rejects a shape.
+std::vector<PlannedOp> plan_model(const ModelConfig& model, int tp);
+
+// The specs of a plan, each once, in first-seen order.
+std::vector<std::string> unique_specs(const std::vector<PlannedOp>& plan);
+
+}  // namespace onecat::models

@@ -1,0 +1,72 @@
+// The tuner end to end on the GPU: a few specs tuned, records stored with every candidate,
+// a sabotaged (wrong) candidate rejected, and dispatch serving the tuned config.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include "cache/store.h"
+#include "codegen/family.h"
+#include "runtime/engine/store_resolver.h"
+#include "runtime/jit/service.h"
+#include "tuner/tuner.h"
+
+namespace onecat {
+namespace {
+
+struct TuneGpu : ::testing::Test {
+  void SetUp() override {
+    char tmpl[] = "/tmp/onecat-tune-XXXXXX";
+    store = std::make_unique<Store>(std::string(mkdtemp(tmpl)) + "/kernels.sqlite");
+    jit = std::make_unique<JitService>(store.get());
+  }
+  std::unique_ptr<Store> store;
+  std::unique_ptr<JitService> jit;
+};
+
+TEST_F(TuneGpu, TunesRecordsAndDispatches) {
+  const DeviceFingerprint device = this_device();
+  for (auto [spec, bucket] : {std::pair{"gemm:n=2048,k=1024,fmt=awq4", int64_t(1)},
+                              std::pair{"gemm:n=2048,k=1024,fmt=fp8b128", int64_t(64)},
+                              std::pair{"rmsnorm:hidden=4096,dtype=f16,residual=1", int64_t(16)}}) {
+    const Family& f = family_of(spec);
+    TuningRecord rec = tune_spec(f, f.canonical_spec(spec), bucket, *jit, 8);
+    rec.key = tuning_key(device, rec.family, rec.generator_version, rec.spec, rec.bucket);
+    EXPECT_GT(rec.candidates.size(), 1u) << spec;
+    EXPECT_GT(rec.best_us, 0);
+    EXPECT_GT(rec.default_us, 0);
+    EXPECT_LE(rec.best_us, rec.default_us * 1.02 + 0.5) << "the choice is no slower than the default beyond noise";
+    for (const auto& c : rec.candidates) EXPECT_NE(c.status, "wrong") << c.config << " " << c.detail;
+    store->put_tuning(rec);
+    ASSERT_TRUE(store->find_tuning(rec.key).has_value());
+
+    Dispatcher d(store_resolver(*store, *jit, device));
+    const int h = d.add_spec(rec.spec);
+    const DispatchEntry& e = d.kernel_for(h, bucket);
+    EXPECT_TRUE(e.tuned);
+    EXPECT_EQ(e.config, rec.config);
+    EXPECT_NE(e.kernel, nullptr);
+    const DispatchEntry& other = d.kernel_for(h, bucket * 4);  // untuned bucket: the default
+    EXPECT_FALSE(other.tuned);
+    EXPECT_EQ(other.config, f.default_config(rec.spec, bucket * 4));
+  }
+}
+
+TEST_F(TuneGpu, AWrongCandidateIsRecordedAndNeverChosen) {
+  const std::string spec = family_of("gemm:n=1024,k=1024,fmt=nvfp4").canonical_spec("gemm:n=1024,k=1024,fmt=nvfp4");
+  const Family& f = family_of(spec);
+  const std::string target = f.default_config(spec, 1);
+  TuneHooks hooks;
+  hooks.sabotage = [&](const std::string& config) { return config == target; };
+  TuningRecord rec = tune_spec(f, spec, 1, *jit, 8, hooks);
+  bool seen = false;
+  for (const auto& c : rec.candidates) {
+    if (c.config == target) {
+      seen = true;
+      EXPECT_EQ(c.status, "wrong") << c.detail;
+    }
+  }
+  EXPECT_TRUE(seen);
+  EXPECT_NE(rec.config, target);
+}
+
+}  // namespace
+}  // namespace onecat

@@ -1,0 +1,518 @@
+// Model config parsing (config.json, quantization_config, hf_quant_config.json), the built-in
+// configs, load_model, and per-rank kernel plans under tensor parallelism.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "codegen/family.h"
+#include "models/config.h"
+#include "models/plan.h"
+#include "runtime/cuda/error.h"
+#include "test_util.h"
+
+namespace onecat::models {
+namespace {
+
+using nlohmann::json;
+using test::expect_throw;
+
+// Qwen/Qwen3-8B's config.json (abridged to what onecat reads, plus a few it ignores).
+json qwen3_8b_json() {
+  return json::parse(R"({
+    "architectures": ["Qwen3ForCausalLM"], "attention_bias": false, "head_dim": 128, "hidden_act": "silu",
+    "hidden_size": 4096, "intermediate_size": 12288, "max_position_embeddings": 40960, "model_type": "qwen3",
+    "num_attention_heads": 32, "num_hidden_layers": 36, "num_key_value_heads": 8, "rms_norm_eps": 1e-06,
+    "rope_theta": 1000000, "tie_word_embeddings": false, "torch_dtype": "bfloat16", "vocab_size": 151936})");
+}
+
+// Qwen/Qwen2.5-7B's config.json: no head_dim, no attention_bias field (Qwen2 always has q/k/v bias).
+json qwen25_7b_json() {
+  return json::parse(R"({
+    "architectures": ["Qwen2ForCausalLM"], "hidden_size": 3584, "intermediate_size": 18944, "model_type": "qwen2",
+    "num_attention_heads": 28, "num_hidden_layers": 28, "num_key_value_heads": 4, "rms_norm_eps": 1e-06,
+    "tie_word_embeddings": false, "vocab_size": 152064})");
+}
+
+ModelConfig parse(const json& j) { return parse_model_config(j.dump(), "/ckpt/config.json"); }
+
+QuantConfig parse_quant(const json& q) {
+  json j = qwen3_8b_json();
+  j["quantization_config"] = q;
+  return parse(j).quant;
+}
+
+std::string parse_error(const json& j, std::initializer_list<std::string_view> needles) {
+  return expect_throw<InputError>([&] { parse(j); }, needles);
+}
+
+std::string quant_error(const json& q, std::initializer_list<std::string_view> needles) {
+  json j = qwen3_8b_json();
+  j["quantization_config"] = q;
+  return parse_error(j, needles);
+}
+
+const PlannedOp& op(const std::vector<PlannedOp>& plan, const std::string& name) {
+  auto it = std::find_if(plan.begin(), plan.end(), [&](const PlannedOp& o) { return o.name == name; });
+  if (it == plan.end()) throw std::runtime_error("plan has no op " + name);
+  return *it;
+}
+
+bool has_op(const std::vector<PlannedOp>& plan, const std::string& name) {
+  return std::any_of(plan.begin(), plan.end(), [&](const PlannedOp& o) { return o.name == name; });
+}
+
+std::string spec_of(const std::vector<PlannedOp>& plan, const std::string& name) {
+  const PlannedOp& o = op(plan, name);
+  EXPECT_TRUE(o.spec.has_value()) << name;
+  return o.spec.value_or("");
+}
+
+// ---------------------------------------------------------------------------------------------
+// config.json
+
+TEST(ModelConfig, ParsesQwen3) {
+  ModelConfig m = parse(qwen3_8b_json());
+  EXPECT_EQ(m.architecture, "Qwen3ForCausalLM");
+  EXPECT_EQ(m.hidden, 4096);
+  EXPECT_EQ(m.intermediate, 12288);
+  EXPECT_EQ(m.layers, 36);
+  EXPECT_EQ(m.heads, 32);
+  EXPECT_EQ(m.kv_heads, 8);
+  EXPECT_EQ(m.head_dim, 128);
+  EXPECT_EQ(m.vocab, 151936);
+  EXPECT_DOUBLE_EQ(m.rms_norm_eps, 1e-6);
+  EXPECT_TRUE(m.qk_norm);
+  EXPECT_FALSE(m.attention_bias);
+  EXPECT_FALSE(m.tie_word_embeddings);
+  EXPECT_FALSE(m.is_moe());
+  EXPECT_EQ(m.quant.method, QuantConfig::kNone);
+  EXPECT_EQ(m.quant.bits, 16);
+}
+
+TEST(ModelConfig, Qwen2DefaultsHeadDimAndHasBias) {
+  ModelConfig m = parse(qwen25_7b_json());
+  EXPECT_EQ(m.head_dim, 3584 / 28);
+  EXPECT_TRUE(m.attention_bias);
+  EXPECT_FALSE(m.qk_norm);
+}
+
+TEST(ModelConfig, KvHeadsDefaultToHeads) {
+  json j = qwen3_8b_json();
+  j.erase("num_key_value_heads");
+  EXPECT_EQ(parse(j).kv_heads, 32);
+}
+
+TEST(ModelConfig, ParsesQwen3Moe) {
+  json j = qwen3_8b_json();
+  j["architectures"] = {"Qwen3MoeForCausalLM"};
+  j["num_experts"] = 128;
+  j["num_experts_per_tok"] = 8;
+  j["moe_intermediate_size"] = 768;
+  j["decoder_sparse_step"] = 1;
+  j["mlp_only_layers"] = json::array();
+  ModelConfig m = parse(j);
+  EXPECT_TRUE(m.is_moe());
+  EXPECT_EQ(m.experts, 128);
+  EXPECT_EQ(m.experts_per_token, 8);
+  EXPECT_EQ(m.moe_intermediate, 768);
+  j.erase("moe_intermediate_size");
+  parse_error(j, {"/ckpt/config.json", "\"moe_intermediate_size\"", "missing"});
+  j["moe_intermediate_size"] = 768;
+  j["mlp_only_layers"] = {0, 1};
+  parse_error(j, {"/ckpt/config.json", "\"mlp_only_layers\""});
+}
+
+TEST(ModelConfig, RejectsMalformedFields) {
+  json j = qwen3_8b_json();
+  j.erase("hidden_size");
+  parse_error(j, {"/ckpt/config.json", "\"hidden_size\"", "missing"});
+
+  j = qwen3_8b_json();
+  j["num_hidden_layers"] = "36";
+  parse_error(j, {"/ckpt/config.json", "\"num_hidden_layers\"", "integer", "string"});
+
+  j = qwen3_8b_json();
+  j["hidden_size"] = 4096.5;
+  parse_error(j, {"\"hidden_size\"", "integer"});
+
+  j = qwen3_8b_json();
+  j["num_attention_heads"] = 0;
+  parse_error(j, {"\"num_attention_heads\"", "at least 1"});
+
+  j = qwen3_8b_json();
+  j["rms_norm_eps"] = "1e-6";
+  parse_error(j, {"\"rms_norm_eps\"", "number"});
+
+  j = qwen3_8b_json();
+  j["tie_word_embeddings"] = 1;
+  parse_error(j, {"\"tie_word_embeddings\"", "true or false"});
+
+  j = qwen3_8b_json();
+  j["num_key_value_heads"] = 5;
+  parse_error(j, {"\"num_key_value_heads\"", "does not divide"});
+
+  j = qwen3_8b_json();
+  j["architectures"] = {"MistralForCausalLM"};
+  parse_error(j, {"/ckpt/config.json", "\"architectures\"", "MistralForCausalLM", "Qwen3MoeForCausalLM"});
+
+  j = qwen3_8b_json();
+  j.erase("architectures");
+  parse_error(j, {"\"architectures\"", "missing"});
+
+  expect_throw<InputError>([] { parse_model_config("{\"hidden_size\": ", "/x/config.json"); }, {"/x/config.json", "not valid JSON"});
+  expect_throw<InputError>([] { parse_model_config("[1, 2]", "/x/config.json"); }, {"/x/config.json", "object"});
+}
+
+// ---------------------------------------------------------------------------------------------
+// quantization_config
+
+TEST(ModelQuant, Awq) {
+  QuantConfig q = parse_quant({{"quant_method", "awq"}, {"bits", 4}, {"group_size", 128}, {"zero_point", true}, {"version", "gemm"}});
+  EXPECT_EQ(q.method, QuantConfig::kAwq);
+  EXPECT_EQ(q.bits, 4);
+  EXPECT_EQ(q.group_size, 128);
+  EXPECT_FALSE(q.sym);
+  EXPECT_EQ(quant_method_name(q.method), "awq");
+}
+
+TEST(ModelQuant, Gptq) {
+  QuantConfig q = parse_quant({{"quant_method", "gptq"}, {"bits", 4}, {"group_size", 64}, {"desc_act", true}, {"sym", true}});
+  EXPECT_EQ(q.method, QuantConfig::kGptq);
+  EXPECT_EQ(q.bits, 4);
+  EXPECT_EQ(q.group_size, 64);
+  EXPECT_TRUE(q.desc_act);
+  EXPECT_TRUE(q.sym);
+  q = parse_quant({{"quant_method", "gptq"}, {"bits", 4}, {"group_size", 128}});
+  EXPECT_FALSE(q.desc_act);
+}
+
+TEST(ModelQuant, Fp8Block) {
+  QuantConfig q = parse_quant({{"quant_method", "fp8"}, {"activation_scheme", "dynamic"}, {"weight_block_size", {128, 128}}});
+  EXPECT_EQ(q.method, QuantConfig::kFp8Block);
+  EXPECT_EQ(q.bits, 8);
+  EXPECT_EQ(q.block_n, 128);
+  EXPECT_EQ(q.block_k, 128);
+  EXPECT_EQ(q.group_size, 128);
+}
+
+TEST(ModelQuant, ModelOptNvfp4) {
+  QuantConfig q = parse_quant({{"quant_method", "modelopt"}, {"quant_algo", "NVFP4"}});
+  EXPECT_EQ(q.method, QuantConfig::kNvfp4);
+  EXPECT_EQ(q.bits, 4);
+  EXPECT_EQ(q.group_size, 16);
+}
+
+TEST(ModelQuant, Mxfp4) {
+  QuantConfig q = parse_quant({{"quant_method", "mxfp4"}});
+  EXPECT_EQ(q.method, QuantConfig::kMxfp4);
+  EXPECT_EQ(q.bits, 4);
+  EXPECT_EQ(q.group_size, 32);
+}
+
+TEST(ModelQuant, HfQuantConfig) {
+  QuantConfig q = parse_hf_quant_config(
+      R"({"producer": {"name": "modelopt", "version": "0.29.0"},
+          "quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": null, "group_size": 16,
+                           "exclude_modules": ["lm_head"]}})",
+      "/ckpt/hf_quant_config.json");
+  EXPECT_EQ(q.method, QuantConfig::kNvfp4);
+  EXPECT_EQ(q.group_size, 16);
+  expect_throw<InputError>([] { parse_hf_quant_config(R"({"producer": {}})", "/ckpt/hf_quant_config.json"); },
+                           {"/ckpt/hf_quant_config.json", "\"quantization\"", "missing"});
+  expect_throw<InputError>(
+      [] { parse_hf_quant_config(R"({"quantization": {"quant_algo": "FP8"}})", "/ckpt/hf_quant_config.json"); },
+      {"/ckpt/hf_quant_config.json", "\"quantization.quant_algo\"", "FP8"});
+  expect_throw<InputError>(
+      [] { parse_hf_quant_config(R"({"quantization": {"quant_algo": "NVFP4", "group_size": 32}})", "/h.json"); },
+      {"/h.json", "\"quantization.group_size\"", "16"});
+}
+
+TEST(ModelQuant, RejectsMalformedQuantConfigs) {
+  quant_error({{"quant_method", "bitsandbytes"}}, {"/ckpt/config.json", "\"quantization_config.quant_method\"", "bitsandbytes"});
+  quant_error({{"bits", 4}}, {"\"quantization_config.quant_method\"", "missing"});
+  quant_error({{"quant_method", "awq"}, {"bits", 8}, {"group_size", 128}}, {"/ckpt/config.json", "\"quantization_config.bits\"", "8"});
+  quant_error({{"quant_method", "awq"}, {"group_size", 128}}, {"\"quantization_config.bits\"", "missing"});
+  quant_error({{"quant_method", "awq"}, {"bits", 4}, {"group_size", 128}, {"version", "gemv"}}, {"\"quantization_config.version\"", "gemv"});
+  quant_error({{"quant_method", "gptq"}, {"bits", 3}, {"group_size", 128}}, {"\"quantization_config.bits\"", "3"});
+  quant_error({{"quant_method", "gptq"}, {"bits", 4}, {"group_size", -1}}, {"\"quantization_config.group_size\"", "-1", "32, 64 or 128"});
+  quant_error({{"quant_method", "gptq"}, {"bits", 4}, {"group_size", 128}, {"desc_act", "yes"}}, {"\"quantization_config.desc_act\"", "true or false"});
+  quant_error({{"quant_method", "gptq"}, {"bits", 4}, {"group_size", 128}, {"checkpoint_format", "gptq_v2"}},
+              {"\"quantization_config.checkpoint_format\"", "gptq_v2"});
+  quant_error({{"quant_method", "fp8"}}, {"\"quantization_config.weight_block_size\"", "missing"});
+  quant_error({{"quant_method", "fp8"}, {"weight_block_size", {64, 64}}}, {"\"quantization_config.weight_block_size\"", "[64, 64]"});
+  quant_error({{"quant_method", "fp8"}, {"weight_block_size", "128"}}, {"\"quantization_config.weight_block_size\"", "two integers"});
+  quant_error({{"quant_method", "modelopt"}, {"quant_algo", "FP8"}}, {"\"quantization_config.quant_algo\"", "FP8"});
+  quant_error({{"quant_method", "modelopt"}}, {"\"quantization_config.quant_algo\"", "missing"});
+  json j = qwen3_8b_json();
+  j["quantization_config"] = "awq";
+  parse_error(j, {"\"quantization_config\"", "object"});
+}
+
+// ---------------------------------------------------------------------------------------------
+// built-ins (values from each checkpoint's public config.json)
+
+TEST(ModelBuiltin, Values) {
+  ModelConfig q8 = builtin_model("qwen3-8b");
+  EXPECT_EQ(q8.architecture, "Qwen3ForCausalLM");
+  EXPECT_EQ(std::tuple(q8.hidden, q8.intermediate, q8.layers, q8.heads, q8.kv_heads, q8.head_dim, q8.vocab),
+            std::tuple(4096, 12288, 36, 32, 8, 128, 151936));
+  EXPECT_DOUBLE_EQ(q8.rms_norm_eps, 1e-6);
+  EXPECT_TRUE(q8.qk_norm);
+  EXPECT_FALSE(q8.tie_word_embeddings);
+  EXPECT_EQ(q8.quant.method, QuantConfig::kNone);
+
+  ModelConfig l8 = builtin_model("llama-3.1-8b");
+  EXPECT_EQ(l8.architecture, "LlamaForCausalLM");
+  EXPECT_EQ(std::tuple(l8.hidden, l8.intermediate, l8.layers, l8.heads, l8.kv_heads, l8.head_dim, l8.vocab),
+            std::tuple(4096, 14336, 32, 32, 8, 128, 128256));
+  EXPECT_DOUBLE_EQ(l8.rms_norm_eps, 1e-5);
+  EXPECT_FALSE(l8.qk_norm);
+  EXPECT_FALSE(l8.tie_word_embeddings);
+
+  ModelConfig q32 = builtin_model("qwen3-32b");
+  EXPECT_EQ(std::tuple(q32.hidden, q32.intermediate, q32.layers, q32.heads, q32.kv_heads, q32.head_dim, q32.vocab),
+            std::tuple(5120, 25600, 64, 64, 8, 128, 151936));
+  EXPECT_TRUE(q32.qk_norm);
+
+  ModelConfig moe = builtin_model("qwen3-30b-a3b");
+  EXPECT_EQ(moe.architecture, "Qwen3MoeForCausalLM");
+  EXPECT_EQ(std::tuple(moe.hidden, moe.layers, moe.heads, moe.kv_heads, moe.head_dim, moe.vocab),
+            std::tuple(2048, 48, 32, 4, 128, 151936));
+  EXPECT_EQ(std::tuple(moe.experts, moe.experts_per_token, moe.moe_intermediate), std::tuple(128, 8, 768));
+  EXPECT_TRUE(moe.qk_norm);
+  EXPECT_TRUE(moe.is_moe());
+}
+
+TEST(ModelBuiltin, QuantisedForms) {
+  EXPECT_EQ(builtin_model("qwen3-8b:awq4").quant, (QuantConfig{QuantConfig::kAwq, 4, 128, false, false, 0, 0}));
+  EXPECT_EQ(builtin_model("qwen3-8b:gptq4").quant, (QuantConfig{QuantConfig::kGptq, 4, 128, false, true, 0, 0}));
+  EXPECT_EQ(builtin_model("qwen3-8b:fp8").quant, (QuantConfig{QuantConfig::kFp8Block, 8, 128, false, true, 128, 128}));
+  EXPECT_EQ(builtin_model("qwen3-8b:nvfp4").quant.method, QuantConfig::kNvfp4);
+  EXPECT_EQ(builtin_model("qwen3-8b:mxfp4").quant.method, QuantConfig::kMxfp4);
+  EXPECT_EQ(builtin_model("llama-3.1-8b:fp8").name, "llama-3.1-8b:fp8");
+  const auto names = builtin_model_names();
+  EXPECT_EQ(names.size(), 24u);
+  for (const auto& n : names) EXPECT_EQ(builtin_model(n).name, n);
+  EXPECT_NE(std::find(names.begin(), names.end(), "qwen3-30b-a3b:mxfp4"), names.end());
+  expect_throw<InputError>([] { builtin_model("qwen3-9b"); }, {"qwen3-9b", "qwen3-8b", "llama-3.1-8b:gptq4", "qwen3-30b-a3b:nvfp4"});
+  expect_throw<InputError>([] { builtin_model("qwen3-8b:int8"); }, {"qwen3-8b:int8", "qwen3-8b:awq4"});
+}
+
+// ---------------------------------------------------------------------------------------------
+// load_model
+
+TEST(ModelLoad, DirectoryFileAndBuiltin) {
+  test::TempDir dir;
+  json j = qwen3_8b_json();
+  test::write_file(dir / "config.json", j.dump(2));
+  ModelConfig m = load_model(dir.path());
+  EXPECT_EQ(m.hidden, 4096);
+  EXPECT_EQ(m.quant.method, QuantConfig::kNone);
+  EXPECT_EQ(m.name, std::filesystem::path(dir.path()).filename().string());
+
+  test::write_file(dir / "hf_quant_config.json", R"({"quantization": {"quant_algo": "NVFP4", "group_size": 16}})");
+  m = load_model(dir.path());
+  EXPECT_EQ(m.quant.method, QuantConfig::kNvfp4);
+  EXPECT_EQ(load_model(dir / "config.json").quant.method, QuantConfig::kNvfp4);
+
+  // config.json saying modelopt too is consistent; a different method is a conflict.
+  j["quantization_config"] = {{"quant_method", "modelopt"}, {"quant_algo", "NVFP4"}};
+  test::write_file(dir / "config.json", j.dump());
+  EXPECT_EQ(load_model(dir.path()).quant.method, QuantConfig::kNvfp4);
+  j["quantization_config"] = {{"quant_method", "awq"}, {"bits", 4}, {"group_size", 128}};
+  test::write_file(dir / "config.json", j.dump());
+  expect_throw<InputError>([&] { load_model(dir.path()); }, {"hf_quant_config.json", "awq", "nvfp4"});
+
+  // Errors name the file.
+  test::write_file(dir / "hf_quant_config.json", R"({"quantization": {"quant_algo": "W4A8_AWQ"}})");
+  expect_throw<InputError>([&] { load_model(dir.path()); }, {dir / "hf_quant_config.json", "quant_algo"});
+  std::filesystem::remove(dir / "hf_quant_config.json");
+  j.erase("vocab_size");
+  test::write_file(dir / "config.json", j.dump());
+  expect_throw<InputError>([&] { load_model(dir.path()); }, {dir / "config.json", "\"vocab_size\""});
+
+  test::TempDir empty;
+  expect_throw<InputError>([&] { load_model(empty.path()); }, {"config.json"});
+  EXPECT_EQ(load_model("qwen3-32b:nvfp4").hidden, 5120);
+  expect_throw<InputError>([] { load_model("/no/such/model"); }, {"/no/such/model", "qwen3-8b"});
+}
+
+// ---------------------------------------------------------------------------------------------
+// plans
+
+TEST(PlanModel, Qwen3_8bAwqTp1) {
+  const auto plan = plan_model(builtin_model("qwen3-8b:awq4"), 1);
+  std::vector<std::string> names;
+  for (const auto& o : plan) names.push_back(o.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"embed_tokens", "layers.input_layernorm", "layers.qkv_proj", "layers.q_norm",
+                                             "layers.k_norm", "layers.rope", "layers.attention_prefill",
+                                             "layers.attention_decode", "layers.o_proj", "layers.post_attention_layernorm",
+                                             "layers.gate_up_proj", "layers.down_proj", "norm", "lm_head", "sampling"}));
+  EXPECT_EQ(spec_of(plan, "layers.qkv_proj"), "gemm:n=6144,k=4096,fmt=awq4,group=128,out=f16,epi=none,act_order=0");
+  EXPECT_EQ(spec_of(plan, "layers.o_proj"), "gemm:n=4096,k=4096,fmt=awq4,group=128,out=f16,epi=none,act_order=0");
+  EXPECT_EQ(spec_of(plan, "layers.gate_up_proj"), "gemm:n=24576,k=4096,fmt=awq4,group=128,out=f16,epi=silu_mul,act_order=0");
+  EXPECT_EQ(spec_of(plan, "layers.down_proj"), "gemm:n=4096,k=12288,fmt=awq4,group=128,out=f16,epi=none,act_order=0");
+  EXPECT_EQ(spec_of(plan, "lm_head"), "gemm:n=151936,k=4096,fmt=f16,group=0,out=f16,epi=none,act_order=0");
+  EXPECT_EQ(spec_of(plan, "layers.input_layernorm"), "rmsnorm:hidden=4096,dtype=f16,residual=1");
+  EXPECT_EQ(spec_of(plan, "layers.post_attention_layernorm"), "rmsnorm:hidden=4096,dtype=f16,residual=1");
+  EXPECT_EQ(spec_of(plan, "norm"), "rmsnorm:hidden=4096,dtype=f16,residual=1");
+  EXPECT_EQ(spec_of(plan, "layers.q_norm"), "rmsnorm:hidden=128,dtype=f16,residual=0");
+  EXPECT_EQ(spec_of(plan, "layers.k_norm"), "rmsnorm:hidden=128,dtype=f16,residual=0");
+  EXPECT_EQ(op(plan, "layers.qkv_proj").count_per_rank, 36);
+  EXPECT_EQ(op(plan, "lm_head").count_per_rank, 1);
+  EXPECT_EQ(op(plan, "norm").count_per_rank, 1);
+  for (const char* name : {"embed_tokens", "layers.rope", "layers.attention_prefill", "layers.attention_decode", "sampling"}) {
+    EXPECT_FALSE(op(plan, name).spec.has_value()) << name;
+    EXPECT_TRUE(test::contains(op(plan, name).note, "no kernel family yet")) << name;
+  }
+  EXPECT_EQ(op(plan, "layers.attention_decode").family, "attention");
+  EXPECT_EQ(op(plan, "layers.rope").family, "rope");
+  EXPECT_EQ(op(plan, "embed_tokens").family, "embedding");
+  EXPECT_EQ(op(plan, "sampling").family, "sampling");
+  EXPECT_FALSE(has_op(plan, "layers.attn_allreduce"));
+  // Every spec is canonical.
+  for (const auto& o : plan) {
+    if (o.spec) {
+      EXPECT_EQ(family_of(*o.spec).canonical_spec(*o.spec), *o.spec);
+    }
+  }
+  EXPECT_EQ(unique_specs(plan),
+            (std::vector<std::string>{"rmsnorm:hidden=4096,dtype=f16,residual=1",
+                                      "gemm:n=6144,k=4096,fmt=awq4,group=128,out=f16,epi=none,act_order=0",
+                                      "rmsnorm:hidden=128,dtype=f16,residual=0",
+                                      "gemm:n=4096,k=4096,fmt=awq4,group=128,out=f16,epi=none,act_order=0",
+                                      "gemm:n=24576,k=4096,fmt=awq4,group=128,out=f16,epi=silu_mul,act_order=0",
+                                      "gemm:n=4096,k=12288,fmt=awq4,group=128,out=f16,epi=none,act_order=0",
+                                      "gemm:n=151936,k=4096,fmt=f16,group=0,out=f16,epi=none,act_order=0"}));
+}
+
+TEST(PlanModel, Qwen3_8bTp2) {
+  const auto plan = plan_model(builtin_model("qwen3-8b:awq4"), 2);
+  EXPECT_EQ(spec_of(plan, "layers.qkv_proj"), "gemm:n=3072,k=4096,fmt=awq4,group=128,out=f16,epi=none,act_order=0");
+  EXPECT_EQ(spec_of(plan, "layers.o_proj"), "gemm:n=4096,k=2048,fmt=awq4,group=128,out=f32,epi=none,act_order=0");
+  EXPECT_EQ(spec_of(plan, "layers.gate_up_proj"), "gemm:n=12288,k=4096,fmt=awq4,group=128,out=f16,epi=silu_mul,act_order=0");
+  EXPECT_EQ(spec_of(plan, "layers.down_proj"), "gemm:n=4096,k=6144,fmt=awq4,group=128,out=f32,epi=none,act_order=0");
+  EXPECT_EQ(spec_of(plan, "lm_head"), "gemm:n=75968,k=4096,fmt=f16,group=0,out=f16,epi=none,act_order=0");
+  EXPECT_EQ(op(plan, "layers.attn_allreduce").family, "allreduce");
+  EXPECT_FALSE(op(plan, "layers.mlp_allreduce").spec.has_value());
+
+  const auto f16 = plan_model(builtin_model("qwen3-8b"), 2);
+  EXPECT_EQ(spec_of(f16, "layers.qkv_proj"), "gemm:n=3072,k=4096,fmt=f16,group=0,out=f16,epi=none,act_order=0");
+  EXPECT_EQ(spec_of(f16, "layers.o_proj"), "gemm:n=4096,k=2048,fmt=f16,group=0,out=f32,epi=none,act_order=0");
+}
+
+TEST(PlanModel, GptqActOrderAndQwen2Bias) {
+  json j = qwen25_7b_json();
+  j["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 4}, {"group_size", 128}, {"desc_act", true}};
+  const auto plan = plan_model(parse(j), 4);
+  // 28 heads / 4 = 7 q heads, 4 kv heads / 4 = 1 per rank: (7 + 2) × 128.
+  EXPECT_EQ(spec_of(plan, "layers.qkv_proj"), "gemm:n=1152,k=3584,fmt=gptq4,group=128,out=f16,epi=bias,act_order=1");
+  EXPECT_EQ(spec_of(plan, "layers.down_proj"), "gemm:n=3584,k=4736,fmt=gptq4,group=128,out=f32,epi=none,act_order=1");
+  EXPECT_FALSE(has_op(plan, "layers.q_norm"));
+  EXPECT_EQ(spec_of(plan_model(builtin_model("qwen3-8b:gptq4"), 1), "layers.qkv_proj"),
+            "gemm:n=6144,k=4096,fmt=gptq4,group=128,out=f16,epi=none,act_order=0");
+}
+
+TEST(PlanModel, Llama31_8bFp8) {
+  const auto plan = plan_model(builtin_model("llama-3.1-8b:fp8"), 1);
+  EXPECT_EQ(spec_of(plan, "layers.qkv_proj"), "gemm:n=6144,k=4096,fmt=fp8b128,group=128,out=f16,epi=none,act_order=0");
+  EXPECT_EQ(spec_of(plan, "layers.o_proj"), "gemm:n=4096,k=4096,fmt=fp8b128,group=128,out=f16,epi=none,act_order=0");
+  EXPECT_EQ(spec_of(plan, "layers.gate_up_proj"), "gemm:n=28672,k=4096,fmt=fp8b128,group=128,out=f16,epi=silu_mul,act_order=0");
+  EXPECT_EQ(spec_of(plan, "layers.down_proj"), "gemm:n=4096,k=14336,fmt=fp8b128,group=128,out=f16,epi=none,act_order=0");
+  EXPECT_EQ(spec_of(plan, "lm_head"), "gemm:n=128256,k=4096,fmt=f16,group=0,out=f16,epi=none,act_order=0");
+  EXPECT_FALSE(has_op(plan, "layers.q_norm"));
+  EXPECT_FALSE(has_op(plan, "layers.k_norm"));
+  EXPECT_EQ(op(plan, "layers.o_proj").count_per_rank, 32);
+  const auto tp8 = plan_model(builtin_model("llama-3.1-8b:fp8"), 8);
+  EXPECT_EQ(spec_of(tp8, "layers.down_proj"), "gemm:n=4096,k=1792,fmt=fp8b128,group=128,out=f32,epi=none,act_order=0");
+  EXPECT_EQ(spec_of(tp8, "lm_head"), "gemm:n=16032,k=4096,fmt=f16,group=0,out=f16,epi=none,act_order=0");
+}
+
+TEST(PlanModel, Qwen3_32bNvfp4Tp4) {
+  const auto plan = plan_model(builtin_model("qwen3-32b:nvfp4"), 4);
+  EXPECT_EQ(spec_of(plan, "layers.qkv_proj"), "gemm:n=2560,k=5120,fmt=nvfp4,group=16,out=f16,epi=none,act_order=0");
+  EXPECT_EQ(spec_of(plan, "layers.o_proj"), "gemm:n=5120,k=2048,fmt=nvfp4,group=16,out=f32,epi=none,act_order=0");
+  EXPECT_EQ(spec_of(plan, "layers.gate_up_proj"), "gemm:n=12800,k=5120,fmt=nvfp4,group=16,out=f16,epi=silu_mul,act_order=0");
+  EXPECT_EQ(spec_of(plan, "layers.down_proj"), "gemm:n=5120,k=6400,fmt=nvfp4,group=16,out=f32,epi=none,act_order=0");
+  EXPECT_EQ(spec_of(plan, "lm_head"), "gemm:n=37984,k=5120,fmt=f16,group=0,out=f16,epi=none,act_order=0");
+  EXPECT_EQ(spec_of(plan, "layers.input_layernorm"), "rmsnorm:hidden=5120,dtype=f16,residual=1");
+  EXPECT_EQ(op(plan, "layers.down_proj").count_per_rank, 64);
+}
+
+TEST(PlanModel, Qwen3MoeListsExpertsWithoutSpec) {
+  const auto plan = plan_model(builtin_model("qwen3-30b-a3b:mxfp4"), 8);
+  EXPECT_TRUE(test::contains(op(plan, "lm_head").note, "column-parallel")) << op(plan, "lm_head").note;
+  // 4 KV heads at tp=8: replicated, one per rank: (32/8 + 2×1) × 128.
+  const PlannedOp& qkv = op(plan, "layers.qkv_proj");
+  EXPECT_EQ(qkv.spec.value_or(""), "gemm:n=768,k=2048,fmt=mxfp4,group=32,out=f16,epi=none,act_order=0");
+  EXPECT_TRUE(test::contains(qkv.note, "replicated")) << qkv.note;
+  EXPECT_EQ(spec_of(plan, "layers.o_proj"), "gemm:n=2048,k=512,fmt=mxfp4,group=32,out=f32,epi=none,act_order=0");
+  EXPECT_EQ(spec_of(plan, "layers.moe_router"), "gemm:n=128,k=2048,fmt=f16,group=0,out=f16,epi=none,act_order=0");
+  const PlannedOp& experts = op(plan, "layers.moe_experts");
+  EXPECT_EQ(experts.family, "moe");
+  EXPECT_FALSE(experts.spec.has_value());
+  EXPECT_EQ(experts.count_per_rank, 48);
+  EXPECT_TRUE(test::contains(experts.note, "no kernel family yet")) << experts.note;
+  EXPECT_TRUE(test::contains(experts.note, "gate_up n=192,k=2048")) << experts.note;
+  EXPECT_FALSE(has_op(plan, "layers.gate_up_proj"));
+  EXPECT_FALSE(has_op(plan, "layers.down_proj"));
+  EXPECT_EQ(spec_of(plan, "layers.q_norm"), "rmsnorm:hidden=128,dtype=f16,residual=0");
+  // At tp 1 nothing is replicated.
+  const auto tp1 = plan_model(builtin_model("qwen3-30b-a3b"), 1);
+  EXPECT_EQ(spec_of(tp1, "layers.qkv_proj"), "gemm:n=5120,k=2048,fmt=f16,group=0,out=f16,epi=none,act_order=0");
+  EXPECT_FALSE(op(tp1, "layers.moe_experts").spec.has_value());
+}
+
+TEST(PlanModel, EveryBuiltinPlansAtEveryTp) {
+  for (const auto& name : builtin_model_names()) {
+    for (int tp : {1, 2, 4, 8}) {
+      const bool group128 = name == "qwen3-30b-a3b:fp8" || name == "qwen3-30b-a3b:awq4" || name == "qwen3-30b-a3b:gptq4";
+      if (group128 && tp >= 4) {
+        // 768 / 4 = 192 expert columns per rank would split a 128-wide group or scale block.
+        expect_throw<InputError>([&] { plan_model(builtin_model(name), tp); },
+                                 {"moe_intermediate/tp=" + std::to_string(768 / tp), "group 128", "tp=" + std::to_string(tp)});
+        continue;
+      }
+      std::vector<PlannedOp> plan;
+      EXPECT_NO_THROW(plan = plan_model(builtin_model(name), tp)) << name << " tp=" << tp;
+      EXPECT_FALSE(unique_specs(plan).empty()) << name;
+    }
+  }
+}
+
+TEST(PlanModel, Errors) {
+  // 28 heads do not split 8 ways.
+  expect_throw<InputError>([] { json j = qwen25_7b_json(); plan_model(parse(j), 8); }, {"heads=28", "tp=8"});
+  expect_throw<InputError>([] { plan_model(builtin_model("qwen3-8b"), 3); }, {"tp=3", "1, 2, 4 or 8"});
+  expect_throw<InputError>([] { plan_model(builtin_model("qwen3-8b"), 0); }, {"tp=0"});
+  // intermediate 12290 does not split 4 ways.
+  expect_throw<InputError>([] { json j = qwen3_8b_json(); j["intermediate_size"] = 12290; plan_model(parse(j), 4); },
+                           {"intermediate=12290", "tp=4"});
+  // 3 KV heads at tp 2: neither divides the other.
+  expect_throw<InputError>(
+      [] { json j = qwen3_8b_json(); j["num_attention_heads"] = 6; j["num_key_value_heads"] = 3; j["head_dim"] = 128; plan_model(parse(j), 2); },
+      {"kv_heads=3", "tp=2"});
+  // Llama-2-7B's intermediate 11008 / 4 = 2752 is not a multiple of the awq group 128: the gemm
+  // family's message, with the op's name.
+  expect_throw<InputError>(
+      [] {
+        json j = qwen3_8b_json();
+        j["intermediate_size"] = 11008;
+        j["quantization_config"] = {{"quant_method", "awq"}, {"bits", 4}, {"group_size", 128}};
+        plan_model(parse(j), 4);
+      },
+      {"layers.down_proj", "k=2752", "group=128"});
+  // fp8 128×128 blocks must not straddle ranks.
+  expect_throw<InputError>(
+      [] {
+        json j = qwen3_8b_json();
+        j["intermediate_size"] = 11008;
+        j["quantization_config"] = {{"quant_method", "fp8"}, {"weight_block_size", {128, 128}}};
+        plan_model(parse(j), 4);
+      },
+      {"intermediate/tp=2752", "tp=4", "128"});
+}
+
+}  // namespace
+}  // namespace onecat::models

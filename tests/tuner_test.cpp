@@ -1,0 +1,128 @@
+// The tuner's CPU side: buckets, candidate lists, the deterministic choice, and dispatch.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <set>
+
+#include "codegen/family.h"
+#include "runtime/cuda/driver.h"
+#include "runtime/cuda/error.h"
+#include "runtime/engine/dispatch.h"
+#include "tests/test_util.h"
+#include "tuner/tuner.h"
+
+namespace onecat {
+namespace {
+
+CandidateTiming ok(const std::string& config, double us, double spread = 0.1) {
+  return CandidateTiming{config, "ok", us, us - spread / 2, us + spread / 2, ""};
+}
+
+TEST(Tuner, BucketsArePowersOfTwo) {
+  EXPECT_EQ(bucket_for(1), 1);
+  EXPECT_EQ(bucket_for(3), 4);
+  EXPECT_EQ(bucket_for(16), 16);
+  EXPECT_EQ(bucket_for(17), 32);
+  EXPECT_EQ(bucket_for(100000), kMaxBucket);
+  EXPECT_THROW(bucket_for(0), InputError);
+  EXPECT_EQ(Dispatcher::bucket_index(1), 0);
+  EXPECT_EQ(Dispatcher::bucket_index(5), 3);
+  EXPECT_EQ(Dispatcher::bucket_index(4096), 12);
+  EXPECT_EQ(Dispatcher::bucket_index(1 << 20), 12);
+}
+
+TEST(Tuner, ChoiceIsFastestUnlessTheDefaultOrAnEarlierOneIsWithinNoise) {
+  // Clear winner.
+  EXPECT_EQ(choose_config({ok("a", 10), ok("b", 5), ok("c", 7)}, "a"), 1);
+  // The default within 2% of the fastest wins.
+  EXPECT_EQ(choose_config({ok("a", 10.1), ok("b", 10.0), ok("c", 12)}, "a"), 0);
+  // Without the default in the band, the earliest in candidate order wins.
+  EXPECT_EQ(choose_config({ok("d", 20), ok("b", 10.15), ok("c", 10.0)}, "d"), 1);
+  // The fastest's own spread widens the band.
+  EXPECT_EQ(choose_config({ok("a", 11.0), ok("b", 10.0, 2.5)}, "a"), 0);
+  // Wrong, spilling or failed candidates are never chosen, however fast.
+  std::vector<CandidateTiming> t = {ok("a", 10), {"b", "wrong", 1, 1, 1, "err"}, {"c", "spills", 2, 2, 2, ""}};
+  EXPECT_EQ(choose_config(t, "b"), 0);
+  EXPECT_EQ(choose_config({{"a", "wrong", 1, 1, 1, ""}, {"b", "compile_error", 0, 0, 0, ""}}, "a"), -1);
+  // Deterministic: the same input gives the same answer.
+  std::vector<CandidateTiming> same = {ok("x", 5), ok("y", 5), ok("z", 5)};
+  EXPECT_EQ(choose_config(same, "none"), 0);
+  EXPECT_EQ(choose_config(same, "z"), 2);
+}
+
+TEST(Tuner, CandidatesStartWithTheDefaultAndFitTheBucket) {
+  for (const char* spec : {"gemm:n=4096,k=4096,fmt=awq4", "gemm:n=1000,k=1024,fmt=f16,epi=silu_mul",
+                           "rmsnorm:hidden=4096,dtype=f16,residual=1"}) {
+    const Family& f = family_of(spec);
+    for (int64_t m : {1, 4, 16, 64, 512}) {
+      auto c = tuning_candidates(f, spec, m);
+      ASSERT_FALSE(c.empty());
+      EXPECT_EQ(c[0], f.default_config(spec, m)) << spec << " m=" << m;
+      EXPECT_EQ(std::set<std::string>(c.begin(), c.end()).size(), c.size());
+      for (size_t i = 1; i < c.size(); ++i) EXPECT_TRUE(f.fits_bucket(spec, c[i], m)) << c[i];
+    }
+  }
+  // gemv candidates at M=4 all use 4-token tiles; M=512 has tensor-core tiles.
+  const std::string g = "gemm:n=4096,k=4096,fmt=awq4";
+  for (const auto& c : tuning_candidates(family_of(g), g, 4)) EXPECT_NE(c.find("mt=4"), std::string::npos) << c;
+  bool mma = false;
+  for (const auto& c : tuning_candidates(family_of(g), g, 512)) mma |= c.starts_with("strategy=mma");
+  EXPECT_TRUE(mma);
+}
+
+TEST(Dispatch, ResolvesOncePerSpecAndBucketThenReadsTheTable) {
+  int calls = 0;
+  Dispatcher d([&](const std::string& spec, int64_t bucket) {
+    ++calls;
+    return DispatchEntry{nullptr, spec + "@" + std::to_string(bucket), bucket == 1};
+  });
+  const int a = d.add_spec("gemm:a"), b = d.add_spec("gemm:b");
+  EXPECT_EQ(d.add_spec("gemm:a"), a);
+  EXPECT_EQ(d.kernel_for(a, 3).config, "gemm:a@4");
+  EXPECT_EQ(d.kernel_for(a, 4).config, "gemm:a@4");
+  EXPECT_EQ(d.kernel_for(a, 1).config, "gemm:a@1");
+  EXPECT_TRUE(d.kernel_for(a, 1).tuned);
+  EXPECT_EQ(d.kernel_for(b, 700).config, "gemm:b@1024");
+  EXPECT_EQ(calls, 3);
+  for (int i = 0; i < 1000; ++i) d.kernel_for(a, i % 2 ? 1 : 3 + i % 2);
+  EXPECT_EQ(calls, 3);
+}
+
+// `onecat tune` without a GPU: the sm_70 prewarm works, tuning says it needs a GPU, bad
+// input exits 2 with one line.
+TEST(TuneCli, CompileOnlyPrewarmsTheCacheWithoutAGpu) {
+  test::TempDir dir;
+  const std::string env = "ONECAT_CACHE_DIR=" + dir.path() + "/cache ONECAT_DEBUG= ";
+  const std::string bin = std::string(ONECAT_BIN) + " tune --model qwen3-8b:awq4 ";
+  test::CommandResult r =
+      test::run_command(env + bin + "--compile-only --arch sm_70 --buckets 1,512 --families rmsnorm --json", dir.path());
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["arch"], "sm_70");
+  ASSERT_FALSE(j["kernels"].empty());
+  for (const auto& k : j["kernels"]) {
+    EXPECT_TRUE(k["spec"].get<std::string>().starts_with("rmsnorm:")) << k.dump();
+    EXPECT_EQ(k["spill_bytes"], 0) << k.dump();
+    EXPECT_FALSE(k["cache_hit"].get<bool>());
+  }
+  // Again: everything is a cache hit.
+  r = test::run_command(env + bin + "--compile-only --arch sm_70 --buckets 1,512 --families rmsnorm --json", dir.path());
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const auto& k : nlohmann::json::parse(r.out)["kernels"]) EXPECT_TRUE(k["cache_hit"].get<bool>());
+
+  if (Driver::find() == nullptr || Driver::find()->device_count() == 0) {
+    r = test::run_command(env + bin + "--buckets 1 --families rmsnorm", dir.path());
+    EXPECT_EQ(r.status, 1);
+    EXPECT_TRUE(test::contains(r.err, "needs an NVIDIA GPU")) << r.err;
+  }
+  for (const char* bad : {"--model no-such-model --compile-only --arch sm_70", "--model qwen3-8b --buckets 3 --compile-only",
+                          "--model qwen3-8b --families attention --compile-only", "--model qwen3-8b --arch sm_70"}) {
+    r = test::run_command(env + std::string(ONECAT_BIN) + " tune " + bad, dir.path());
+    EXPECT_EQ(r.status, 2) << bad << "\n" << r.err;
+    EXPECT_TRUE(r.err.starts_with("onecat: error:")) << bad << ": " << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace onecat

@@ -1,0 +1,240 @@
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <algorithm>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "cache/paths.h"
+#include "cache/store.h"
+#include "codegen/family.h"
+#include "models/plan.h"
+#include "runtime/cuda/error.h"
+#include "runtime/jit/service.h"
+#include "tools/onecat/commands.h"
+#include "tuner/tuner.h"
+
+namespace onecat::cli {
+namespace {
+
+struct TuneArgs {
+  std::string model;
+  int tp = 1;
+  std::string buckets;
+  std::string families = "gemm,rmsnorm";
+  double budget_s = 0;
+  bool compile_only = false;
+  std::string arch;
+  int jobs = int(std::max(1u, std::thread::hardware_concurrency()));
+  bool json = false;
+};
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+std::vector<int64_t> parse_buckets(const std::string& text) {
+  if (text.empty()) return default_buckets();
+  std::vector<int64_t> out;
+  for (const auto& item : split(text)) {
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || v < 1 || v > kMaxBucket || bucket_for(v) != v) {
+      throw InputError("--buckets: '" + item + "' is not a bucket (powers of two from 1 to " + std::to_string(kMaxBucket) + ")");
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+void print_plan(const std::vector<models::PlannedOp>& plan, const std::set<std::string>& families) {
+  std::printf("%-28s %-10s %5s  %s\n", "op", "family", "count", "spec");
+  for (const auto& op : plan) {
+    const bool tuned = op.spec && families.count(op.family);
+    std::printf("%-28s %-10s %5lld  %s\n", op.name.c_str(), op.family.c_str(), (long long)op.count_per_rank,
+                op.spec ? (*op.spec + (tuned ? "" : "  (not selected)")).c_str() : op.note.c_str());
+  }
+}
+
+void compile_only(const TuneArgs& a, const std::vector<std::string>& specs, const std::vector<int64_t>& buckets) {
+  const Arch arch = resolve_arch(a.arch.empty() ? "native" : a.arch);
+  std::vector<CompileRequest> reqs;
+  std::vector<std::string> bucket_of;
+  for (const auto& spec : specs) {
+    const Family& f = family_of(spec);
+    std::vector<std::pair<std::string, std::string>> configs;  // config → buckets using it, in bucket order
+    for (int64_t b : buckets) {
+      const std::string config = f.default_config(spec, b);
+      auto it = std::find_if(configs.begin(), configs.end(), [&](const auto& c) { return c.first == config; });
+      if (it == configs.end()) it = configs.insert(configs.end(), {config, ""});
+      it->second += (it->second.empty() ? "" : ",") + std::to_string(b);
+    }
+    for (const auto& [config, list] : configs) {
+      reqs.push_back(CompileRequest::make(f, spec, config, arch));
+      bucket_of.push_back(list);
+    }
+  }
+  Store store(cache_file());
+  JitService jit(&store);
+  Progress progress("compiling " + std::to_string(reqs.size()) + " default kernels for " + arch.name(), reqs.size());
+  auto results = jit.get_all(reqs, a.jobs, Parallelism::kThreads, [&](size_t) { progress.tick(); });
+  progress.done();
+  int failures = 0;
+  nlohmann::json out = nlohmann::json::array();
+  if (!a.json) {
+    std::printf("%-66s %-14s %-40s %5s %6s %8s %s\n", "spec", "buckets", "config", "regs", "spill", "compile", "cache");
+  }
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const CompileResult& r = results[i];
+    if (!r.error.empty()) {
+      ++failures;
+      std::fprintf(stderr, "onecat: error: %s\n", r.error.c_str());
+      out.push_back({{"spec", reqs[i].spec}, {"buckets", bucket_of[i]}, {"config", reqs[i].config}, {"error", r.error}});
+      continue;
+    }
+    const auto& u = r.binary.usage;
+    out.push_back({{"spec", reqs[i].spec}, {"buckets", bucket_of[i]}, {"config", reqs[i].config}, {"arch", arch.name()},
+                   {"registers", u.registers}, {"spill_bytes", u.spill_store_bytes + u.spill_load_bytes},
+                   {"compile_ms", r.binary.compile_ms}, {"cache_hit", r.cache_hit}});
+    if (!a.json) {
+      std::printf("%-66s %-14s %-40s %5d %6d %6.0fms %s\n", reqs[i].spec.c_str(), bucket_of[i].c_str(),
+                  reqs[i].config.c_str(), u.registers, u.spill_store_bytes + u.spill_load_bytes, r.binary.compile_ms,
+                  r.cache_hit ? "hit" : "miss");
+    }
+  }
+  if (a.json) std::cout << nlohmann::json{{"arch", arch.name()}, {"kernels", out}}.dump(2) << "\n";
+  if (failures) throw Error(std::to_string(failures) + " of " + std::to_string(reqs.size()) + " kernels failed to compile");
+}
+
+void tune(const TuneArgs& a, const std::vector<std::string>& specs, const std::vector<int64_t>& buckets) {
+  const DeviceFingerprint device = this_device();
+  Store store(cache_file());
+  JitService jit(&store);
+  struct Job {
+    std::string spec;
+    int64_t bucket;
+    std::string key;
+  };
+  std::vector<Job> todo;
+  int already = 0;
+  for (const auto& spec : specs) {
+    const Family& f = family_of(spec);
+    for (int64_t b : buckets) {
+      const std::string key = tuning_key(device, std::string(f.name()), f.generator_version(), spec, b);
+      if (store.find_tuning(key)) {
+        ++already;
+      } else {
+        todo.push_back({spec, b, key});
+      }
+    }
+  }
+  if (!a.json) {
+    std::printf("tuning %zu (spec, bucket) pairs on %s (%d already tuned, skipped)\n", todo.size(), device.name.c_str(),
+                already);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  Progress progress("tuning", todo.size());
+  std::vector<TuningRecord> done;
+  std::vector<std::string> failures, skipped;
+  for (const Job& job : todo) {
+    if (a.budget_s > 0 && seconds_since(start) > a.budget_s) {
+      skipped.push_back(job.spec + " M=" + std::to_string(job.bucket));
+      continue;
+    }
+    try {
+      TuningRecord rec = tune_spec(family_of(job.spec), job.spec, job.bucket, jit, a.jobs);
+      rec.key = job.key;
+      store.put_tuning(rec);  // at once: an interrupted run keeps what it finished
+      done.push_back(std::move(rec));
+    } catch (const Error& e) {
+      failures.push_back(job.spec + " M=" + std::to_string(job.bucket) + ": " + e.what());
+    }
+    progress.tick();
+  }
+  progress.done();
+  nlohmann::json out = nlohmann::json::array();
+  if (!a.json) std::printf("%-66s %6s %10s %10s %8s  %s\n", "spec", "M", "default us", "best us", "speedup", "config");
+  for (const auto& r : done) {
+    const double speedup = r.best_us > 0 ? r.default_us / r.best_us : 0;
+    out.push_back({{"spec", r.spec}, {"bucket", r.bucket}, {"default_us", r.default_us}, {"best_us", r.best_us},
+                   {"speedup", speedup}, {"config", r.config}, {"candidates", r.candidates.size()}});
+    if (!a.json) {
+      std::printf("%-66s %6lld %10.2f %10.2f %8.2f  %s\n", r.spec.c_str(), (long long)r.bucket, r.default_us, r.best_us,
+                  speedup, r.config.c_str());
+    }
+  }
+  if (a.json) {
+    std::cout << nlohmann::json{{"device", device.name}, {"tuned", out}, {"already_tuned", already},
+                                {"failures", failures}, {"skipped_for_budget", skipped}, {"seconds", seconds_since(start)}}
+                     .dump(2)
+              << "\n";
+  }
+  if (!skipped.empty()) std::fprintf(stderr, "onecat: %zu pairs left untuned by --budget-s; run again to continue\n", skipped.size());
+  for (const auto& f : failures) std::fprintf(stderr, "onecat: tuning failed: %s\n", f.c_str());
+  if (!failures.empty()) throw Error(std::to_string(failures.size()) + " tunings failed");
+}
+
+}  // namespace
+
+void add_tune(CLI::App& app) {
+  auto* cmd = app.add_subcommand("tune", "Tune every kernel of a model for this GPU, or prewarm the cache for another arch");
+  auto a = std::make_shared<TuneArgs>();
+  cmd->add_option("--model", a->model, "Hugging Face checkpoint dir, its config.json, or a built-in name (e.g. qwen3-8b:awq4)")
+      ->required();
+  cmd->add_option("--tp", a->tp, "Tensor-parallel degree (1, 2, 4, 8)")->check(CLI::IsMember({1, 2, 4, 8}));
+  cmd->add_option("--buckets", a->buckets, "Token-count buckets (default 1,2,4,...,512,2048)");
+  cmd->add_option("--families", a->families, "Kernel families to tune (default gemm,rmsnorm)");
+  cmd->add_option("--budget-s", a->budget_s, "Start no new tuning after this many seconds");
+  cmd->add_flag("--compile-only", a->compile_only, "Compile every default config into the cache, no GPU needed");
+  cmd->add_option("--arch", a->arch, "Target arch for --compile-only (default: this GPU)");
+  cmd->add_option("--jobs,-j", a->jobs, "Kernels compiled at once")->check(CLI::Range(1, 1024));
+  cmd->add_flag("--json", a->json, "Print JSON");
+  cmd->callback([a] {
+    if (!a->arch.empty() && !a->compile_only) throw InputError("--arch goes with --compile-only (tuning runs on this GPU)");
+    const models::ModelConfig model = models::load_model(a->model);
+    const std::vector<models::PlannedOp> plan = models::plan_model(model, a->tp);
+    std::set<std::string> families;
+    for (const auto& f : split(a->families)) {
+      bool known = false;
+      for (const Family* fam : all_families()) known |= fam->name() == f;
+      if (!known) throw InputError("--families: '" + f + "' is not a kernel family");
+      families.insert(f);
+    }
+    std::vector<std::string> specs;
+    for (const auto& spec : models::unique_specs(plan)) {
+      if (families.count(std::string(family_of(spec).name()))) specs.push_back(spec);
+    }
+    const std::vector<int64_t> buckets = parse_buckets(a->buckets);
+    if (!a->json) {
+      std::printf("model %s, tp %d: %zu ops, %zu kernel specs to %s\n", model.name.c_str(), a->tp, plan.size(), specs.size(),
+                  a->compile_only ? "compile" : "tune");
+      print_plan(plan, families);
+      std::printf("\n");
+    }
+    if (a->compile_only) {
+      compile_only(*a, specs, buckets);
+    } else {
+      tune(*a, specs, buckets);
+    }
+  });
+}
+
+}  // namespace onecat::cli

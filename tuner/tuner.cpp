@@ -1,0 +1,129 @@
+#include "tuner/tuner.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "runtime/cuda/driver.h"
+#include "runtime/cuda/error.h"
+#include "runtime/cuda/nvrtc.h"
+#include "runtime/jit/module_table.h"
+#include "tuner/measure.h"
+#include "tuner/verify.h"
+#include "tuner/workload.h"
+
+namespace onecat {
+
+int64_t bucket_for(int64_t m) {
+  if (m < 1) throw InputError("token count must be at least 1 (got " + std::to_string(m) + ")");
+  int64_t b = 1;
+  while (b < m && b < kMaxBucket) b *= 2;
+  return b;
+}
+
+std::vector<int64_t> default_buckets() { return {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 2048}; }
+
+DeviceFingerprint this_device() {
+  Driver& d = Driver::require_gpu();
+  const DeviceInfo info = d.device_info(0);
+  DeviceFingerprint f;
+  f.name = info.name;
+  f.sm = info.sm;
+  f.multiprocessors = info.multiprocessors;
+  f.driver = d.version_string();
+  f.nvrtc_version = NvrtcRegistry::get().for_arch(Arch{info.sm}).version();
+  return f;
+}
+
+std::vector<std::string> tuning_candidates(const Family& family, const std::string& spec, int64_t m) {
+  const std::string def = family.default_config(spec, m);
+  std::vector<std::string> out{def};
+  for (const auto& c : family.candidate_configs(spec)) {
+    if (c != def && family.fits_bucket(spec, c, m)) out.push_back(c);
+  }
+  return out;
+}
+
+int choose_config(const std::vector<CandidateTiming>& t, const std::string& default_config, double noise) {
+  int fastest = -1;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i].status == "ok" && (fastest < 0 || t[i].median_us < t[fastest].median_us)) fastest = int(i);
+  }
+  if (fastest < 0) return -1;
+  const double best = t[fastest].median_us;
+  const double band = best + std::max(noise * best, t[fastest].max_us - t[fastest].min_us);
+  int chosen = -1;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t[i].status != "ok" || t[i].median_us > band) continue;
+    if (t[i].config == default_config) return int(i);
+    if (chosen < 0) chosen = int(i);
+  }
+  return chosen;
+}
+
+TuningRecord tune_spec(const Family& family, const std::string& spec_text, int64_t bucket, JitService& jit, int jobs,
+                       const TuneHooks& hooks) {
+  use_device(0);
+  TuningRecord rec;
+  rec.device = this_device();
+  rec.family = std::string(family.name());
+  rec.generator_version = family.generator_version();
+  rec.spec = family.canonical_spec(spec_text);
+  rec.bucket = bucket;
+  rec.default_config = family.default_config(rec.spec, bucket);
+  const Arch arch{rec.device.sm};
+
+  const std::vector<std::string> configs = tuning_candidates(family, rec.spec, bucket);
+  std::vector<CompileRequest> reqs;
+  for (const auto& c : configs) reqs.push_back(CompileRequest::make(family, rec.spec, c, arch));
+  const std::vector<CompileResult> compiled = jit.get_all(reqs, jobs, Parallelism::kThreads);
+
+  std::unique_ptr<Workload> workload = make_workload(family, rec.spec, bucket);
+  for (size_t i = 0; i < configs.size(); ++i) {
+    CandidateTiming t;
+    t.config = configs[i];
+    const CompileResult& c = compiled[i];
+    if (!c.error.empty()) {
+      t.status = "compile_error", t.detail = c.error.substr(0, 500);
+    } else if (c.binary.usage.spills()) {
+      t.status = "spills";
+      t.detail = std::to_string(c.binary.usage.spill_store_bytes) + " bytes of spill stores";
+    } else {
+      const LoadedKernel& kernel = ModuleTable::get().load(c.binary);
+      // A sabotaged candidate is checked with another config's kernel: its output is wrong.
+      const LoadedKernel* checked = &kernel;
+      if (hooks.sabotage && hooks.sabotage(t.config)) {
+        for (size_t j = 0; j < configs.size(); ++j) {
+          if (j != i && compiled[j].error.empty() && !compiled[j].binary.usage.spills()) {
+            checked = &ModuleTable::get().load(compiled[j].binary);
+            break;
+          }
+        }
+        if (checked == &kernel) throw Error("cannot sabotage the only candidate");
+      }
+      CheckResult check;
+      try {
+        check = check_kernel(family, rec.spec, t.config, *checked, bucket);
+      } catch (const Error& e) {
+        check.detail = e.what();
+      }
+      if (!check.passed) {
+        t.status = "wrong";
+        t.detail = "error " + std::to_string(check.error) + " > " + std::to_string(check.tolerance) + " " + check.detail;
+      } else {
+        const Timing tm = measure([&](int k) { workload->launch(kernel, t.config, k); });
+        t.status = "ok", t.median_us = tm.median_us, t.min_us = tm.min_us, t.max_us = tm.max_us;
+      }
+    }
+    rec.candidates.push_back(t);
+  }
+  const int chosen = choose_config(rec.candidates, rec.default_config);
+  if (chosen < 0) throw Error("no candidate of " + rec.spec + " at M=" + std::to_string(bucket) + " compiled, passed and ran");
+  rec.config = rec.candidates[chosen].config;
+  rec.best_us = rec.candidates[chosen].median_us;
+  for (const auto& t : rec.candidates) {
+    if (t.config == rec.default_config) rec.default_us = t.median_us;
+  }
+  return rec;
+}
+
+}  // namespace onecat

@@ -1,0 +1,45 @@
+// The autotuner: for one spec and one M bucket, every candidate config is compiled (in
+// parallel, through the cache), statically pruned (compile errors, register spills),
+// checked against the CPU reference on fresh random data (a wrong candidate is recorded as
+// such and never chosen), and timed on the GPU (events after warm-up, rotated inputs,
+// median and spread). The choice is deterministic (choose_config). Every candidate's timing
+// goes into the record (ARCHITECTURE.md, rules 3-5).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cache/record.h"
+#include "codegen/family.h"
+#include "runtime/jit/service.h"
+
+namespace onecat {
+
+// Buckets of M the engine dispatches on (ARCHITECTURE.md rule 1): powers of two up to 4096.
+inline constexpr int64_t kMaxBucket = 4096;
+int64_t bucket_for(int64_t m);  // the smallest bucket ≥ m (m ≥ 1), capped at kMaxBucket
+std::vector<int64_t> default_buckets();  // 1, 2, 4, …, 512, 2048
+
+// GPU 0 and the NVRTC that compiles for it.
+DeviceFingerprint this_device();
+
+// The candidates timed for (spec, m): those the family says fit the bucket, default first.
+std::vector<std::string> tuning_candidates(const Family& family, const std::string& spec, int64_t m);
+
+// Among the candidates with status "ok", those within `noise` (relative, of the fastest
+// median, at least the fastest's own spread) of the fastest tie; among them the default
+// wins, then the earliest in candidate order. Returns the index into `timings`, or -1 when
+// none is ok.
+int choose_config(const std::vector<CandidateTiming>& timings, const std::string& default_config, double noise = 0.02);
+
+struct TuneHooks {
+  // Tests: candidates for which the check runs a deliberately wrong kernel.
+  std::function<bool(const std::string& config)> sabotage;
+};
+
+// Tunes (spec, bucket) on GPU 0. Throws Error when no candidate survives.
+TuningRecord tune_spec(const Family& family, const std::string& spec, int64_t bucket, JitService& jit, int jobs,
+                       const TuneHooks& hooks = {});
+
+}  // namespace onecat
