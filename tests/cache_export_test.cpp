@@ -96,15 +96,7 @@ const std::vector<KernelBinary>& real_binaries() {
   return binaries;
 }
 
-void raw_sql(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char* err = nullptr;
-  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
-  EXPECT_EQ(rc, SQLITE_OK) << (err ? err : "") << " in: " << sql;
-  sqlite3_free(err);
-  sqlite3_close(db);
-}
+using test::raw_sql;
 
 std::string raw_value(const std::string& path, const std::string& sql) {
   sqlite3* db = nullptr;
@@ -743,14 +735,7 @@ class CacheCli : public ::testing::Test {
   test::CommandResult onecat(const std::string& args, const std::string& cache_dir) {
     return test::run_command("ONECAT_CACHE_DIR='" + cache_dir + "' '" + std::string(ONECAT_BIN) + "' " + args, tmp_.path());
   }
-  static nlohmann::json parse(const test::CommandResult& r) {
-    try {
-      return nlohmann::json::parse(r.out);
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "not JSON (" << e.what() << "):\n" << r.out << "\nstderr:\n" << r.err;
-      return nullptr;
-    }
-  }
+  static nlohmann::json parse(const test::CommandResult& r) { return test::parse_json(r); }
   static void expect_one_error_line(const test::CommandResult& r, const std::string& needle) {
     EXPECT_TRUE(r.err.starts_with("onecat: error: ")) << r.err;
     ASSERT_FALSE(r.err.empty());

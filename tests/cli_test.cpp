@@ -24,14 +24,7 @@ class Cli : public ::testing::Test {
   test::CommandResult onecat(const std::string& args) {
     return test::run_command(std::string("'") + ONECAT_BIN + "' " + args, tmp_.path());
   }
-  static nlohmann::json parse(const test::CommandResult& r) {
-    try {
-      return nlohmann::json::parse(r.out);
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "not JSON (" << e.what() << "):\n" << r.out << "\nstderr:\n" << r.err;
-      return nullptr;
-    }
-  }
+  static nlohmann::json parse(const test::CommandResult& r) { return test::parse_json(r); }
   std::string cache_file() const { return tmp_ / "cache/kernels.sqlite"; }
   bool has_gpu() {
     auto r = onecat("info --json");

@@ -85,16 +85,7 @@ mode_t mode_of(const std::string& path) {
   return st.st_mode & 07777;
 }
 
-// Runs SQL on a file with the plain SQLite API (no onecat code in the way).
-void raw_sql(const std::string& path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char* err = nullptr;
-  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
-  EXPECT_EQ(rc, SQLITE_OK) << (err ? err : "") << " in: " << sql;
-  sqlite3_free(err);
-  sqlite3_close(db);
-}
+using test::raw_sql;
 
 // A store with `n` rows, closed again.
 void fill_store(const std::string& path, int n, size_t cubin_size = 600) {

@@ -1,6 +1,8 @@
 // Small helpers shared by the CPU test suites: temporary directories, scoped environment
 // variables, running a command, and asserting an exception's type and message.
 #pragma once
+#include <nlohmann/json.hpp>
+#include <sqlite3.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -120,6 +122,27 @@ inline CommandResult run_command(const std::string& command, const std::string& 
   std::remove(out_path.c_str());
   std::remove(err_path.c_str());
   return r;
+}
+
+// Runs SQL on a file with the plain SQLite API (no onecat code in the way).
+inline void raw_sql(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+  EXPECT_EQ(rc, SQLITE_OK) << (err ? err : "") << " in: " << sql;
+  sqlite3_free(err);
+  sqlite3_close(db);
+}
+
+// A command's stdout as JSON; a test failure (and null) when it is not.
+inline nlohmann::json parse_json(const CommandResult& r) {
+  try {
+    return nlohmann::json::parse(r.out);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "not JSON (" << e.what() << "):\n" << r.out << "\nstderr:\n" << r.err;
+    return nullptr;
+  }
 }
 
 }  // namespace onecat::test
