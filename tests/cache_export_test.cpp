@@ -60,26 +60,8 @@ TuningRecord make_tuning(const DeviceFingerprint& device, const std::string& spe
   return t;
 }
 
-std::string fake_cubin(const std::string& seed, size_t size = 600) {
-  std::mt19937 rng(uint32_t(std::hash<std::string>{}(seed)));
-  std::string c = "\x7f" "ELF";
-  while (c.size() < size) c.push_back(char(rng()));
-  return c;
-}
-
 KernelBinary fake_binary(const std::string& key, const std::string& arch = "sm_70", size_t size = 600) {
-  KernelBinary b;
-  b.key = key;
-  b.family = "rmsnorm";
-  b.spec = kSpec4096;
-  b.config = "row_threads=256,vec=8,rows=1";
-  b.arch = arch;
-  b.nvrtc_version = "12.8";
-  b.options = "--gpu-architecture=" + arch + " -std=c++17 --ptxas-options=-v";
-  b.cubin = fake_cubin(key, size);
-  b.lowered_name = "_Z6kernelv";
-  b.usage.registers = 32;
-  return b;
+  return test::make_binary(key, arch, 4096, size);
 }
 
 // Two real rmsnorm kernels for sm_70, compiled once per process through the compile service.

@@ -176,8 +176,8 @@ TEST(Compile, PtxShowsTheVectorWidth) {
   }
 }
 
-TEST(Compile, BrokenSourceGivesNvrtcsLog) {
-  const NvrtcLib& nvrtc = nvrtc_for(Arch{70});
+// A request whose source includes a real template and then is not C++.
+CompileRequest broken_request() {
   CompileRequest bad;
   bad.family = "rmsnorm";
   bad.spec = spec_text(4096, true);
@@ -185,6 +185,12 @@ TEST(Compile, BrokenSourceGivesNvrtcsLog) {
   bad.arch = Arch{70};
   bad.emitted.source = "#include \"rmsnorm/rmsnorm.cuh\"\nthis is not c++\n";
   bad.emitted.kernel_expression = "onecat::rmsnorm_kernel<4096, true, 256, 8, 1>";
+  return bad;
+}
+
+TEST(Compile, BrokenSourceGivesNvrtcsLog) {
+  const NvrtcLib& nvrtc = nvrtc_for(Arch{70});
+  const CompileRequest bad = broken_request();
   std::string msg = expect_throw<Error>([&] { compile_kernel(bad, nvrtc); },
                                         {"NVRTC 12.8 could not compile", bad.spec, "sm_70", "NVRTC_ERROR_COMPILATION"});
   // NVRTC's own log follows, pointing at the line.
@@ -396,13 +402,7 @@ TEST(JitService, ErrorsCarryNvrtcsLogAndStoreNothing) {
   TempDir tmp;
   Store store(tmp / "kernels.sqlite");
   JitService jit(&store);
-  CompileRequest bad;
-  bad.family = "rmsnorm";
-  bad.spec = spec_text(4096, true);
-  bad.config = "row_threads=256,vec=8,rows=1";
-  bad.arch = Arch{70};
-  bad.emitted.source = "#include \"rmsnorm/rmsnorm.cuh\"\nthis is not c++\n";
-  bad.emitted.kernel_expression = "onecat::rmsnorm_kernel<4096, true, 256, 8, 1>";
+  const CompileRequest bad = broken_request();
   expect_throw<Error>([&] { jit.get(bad); }, {"could not compile", "rmsnorm.cu(2)", "error"});
   EXPECT_EQ(store.stats().binaries, 0);
 

@@ -1,9 +1,9 @@
 // Small helpers shared by the CPU test suites: temporary directories, scoped environment
 // variables, running a command, and asserting an exception's type and message.
 #pragma once
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
-#include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 
@@ -13,9 +13,12 @@
 #include <fstream>
 #include <initializer_list>
 #include <optional>
+#include <random>
 #include <sstream>
 #include <string>
 #include <string_view>
+
+#include "cache/record.h"
 
 namespace onecat::test {
 
@@ -143,6 +146,37 @@ inline nlohmann::json parse_json(const CommandResult& r) {
     ADD_FAILURE() << "not JSON (" << e.what() << "):\n" << r.out << "\nstderr:\n" << r.err;
     return nullptr;
   }
+}
+
+// Cache rows for store tests: an ELF-looking cubin of random bytes seeded by `seed`.
+inline std::string fake_cubin(const std::string& seed, size_t size = 600) {
+  std::mt19937 rng(uint32_t(std::hash<std::string>{}(seed)));
+  std::string c = "\x7f" "ELF";
+  while (c.size() < size) c.push_back(char(rng()));
+  return c;
+}
+
+// A store row with every field set (an ELF-looking cubin of random bytes).
+inline KernelBinary make_binary(const std::string& key, const std::string& arch = "sm_70", int hidden = 4096,
+                         size_t cubin_size = 600) {
+  KernelBinary b;
+  b.key = key;
+  b.family = "rmsnorm";
+  b.spec = "rmsnorm:hidden=" + std::to_string(hidden) + ",dtype=f16,residual=1";
+  b.config = "row_threads=256,vec=8,rows=1";
+  b.arch = arch;
+  b.nvrtc_version = "12.8";
+  b.options = "--gpu-architecture=" + arch + " -std=c++17 --ptxas-options=-v";
+  b.cubin = fake_cubin(key, cubin_size);
+  b.lowered_name = "_ZN6onecat14rmsnorm_kernelILi4096ELb1ELi256ELi8ELi1EEEvPNS_6half_tEPKS1_S2_S4_fi";
+  b.usage.registers = 40;
+  b.usage.shared_bytes = 32;
+  b.usage.spill_store_bytes = 4;
+  b.usage.spill_load_bytes = 8;
+  b.usage.stack_bytes = 16;
+  b.usage.barriers = 1;
+  b.compile_ms = 123.5;
+  return b;
 }
 
 }  // namespace onecat::test
