@@ -175,17 +175,23 @@ std::string fp8b32_block(int64_t rb, int64_t cb, int64_t n, int64_t k) {
          std::to_string(std::min(k, cb * 32 + 32) - 1) + ")";
 }
 
+// A PackedWeight with its shape set and no tensors yet.
+PackedWeight empty_packed(WeightFormat format, int64_t n, int64_t k, int group) {
+  PackedWeight p;
+  p.format = format;
+  p.n = n;
+  p.k = k;
+  p.group = group;
+  return p;
+}
+
 constexpr int kFp8b32MinExp = -14;  // 2^-9 (least E4M3 step) · 2^-14 = 2^-23, above fp16's least 2^-24
 constexpr int kFp8b32MaxExp = 7;    // 448 · 2^7 = 57344 ≤ 65504, fp16's largest
 
 PackedWeight pack_fp8b32_exponents(const Checker& c, int64_t n, int64_t k, std::span<const uint8_t> weight,
                                    std::vector<uint8_t> exponents) {
   refuse_e4m3_nan(c, weight, k, "weight");
-  PackedWeight p;
-  p.format = WeightFormat::kFp8B32;
-  p.n = n;
-  p.k = k;
-  p.group = 32;
+  PackedWeight p = empty_packed(WeightFormat::kFp8B32, n, k, 32);
   p.qweight.assign(weight.begin(), weight.end());
   p.scales = std::move(exponents);
   return p;
@@ -205,10 +211,7 @@ void check_fp8b32_exponent(const Checker& c, int e, int64_t rb, int64_t cb, int6
 PackedWeight pack_f16(int64_t n, int64_t k, std::span<const uint16_t> weight) {
   Checker c("f16", n, k);
   c.size("weight", weight.size(), {n, k}, "[N][K]");
-  PackedWeight p;
-  p.format = WeightFormat::kF16;
-  p.n = n;
-  p.k = k;
+  PackedWeight p = empty_packed(WeightFormat::kF16, n, k, 0);
   p.qweight.resize(weight.size() * 2);
   for (size_t i = 0; i < weight.size(); ++i) put_u16(p.qweight, i, weight[i]);
   return p;
@@ -225,11 +228,7 @@ PackedWeight pack_awq4(int64_t n, int64_t k, int group, std::span<const int32_t>
   c.size("qzeros", qzeros.size(), {groups, n / 8}, "[K/G][N/8]");
   c.size("scales", scales.size(), {groups, n}, "[K/G][N]");
 
-  PackedWeight p;
-  p.format = WeightFormat::kAwq4;
-  p.n = n;
-  p.k = k;
-  p.group = group;
+  PackedWeight p = empty_packed(WeightFormat::kAwq4, n, k, group);
   NibbleWords words(n, k);
   for (int64_t kk = 0; kk < k; ++kk) {
     for (int64_t j = 0; j < n / 8; ++j) {
@@ -296,11 +295,7 @@ PackedWeight pack_gptq4(int64_t n, int64_t k, int group, std::span<const int32_t
     for (int64_t kp = 0; kp < k; ++kp) position[size_t(perm[size_t(kp)])] = kp;
   }
 
-  PackedWeight p;
-  p.format = WeightFormat::kGptq4;
-  p.n = n;
-  p.k = k;
-  p.group = group;
+  PackedWeight p = empty_packed(WeightFormat::kGptq4, n, k, group);
   NibbleWords words(n, k);
   for (int64_t r = 0; r < k / 8; ++r) {
     for (int64_t col = 0; col < n; ++col) {
@@ -387,11 +382,7 @@ PackedWeight pack_fp8b128(int64_t n, int64_t k, std::span<const uint8_t> weight,
     }
   }
   refuse_e4m3_nan(c, weight, k, "weight");
-  PackedWeight p;
-  p.format = WeightFormat::kFp8B128;
-  p.n = n;
-  p.k = k;
-  p.group = layout == Fp8Scales::kBlock128 ? 128 : 0;
+  PackedWeight p = empty_packed(WeightFormat::kFp8B128, n, k, layout == Fp8Scales::kBlock128 ? 128 : 0);
   p.qweight.assign(weight.begin(), weight.end());
   p.scales = floats_to_bytes(weight_scale_inv);
   return p;
@@ -407,11 +398,7 @@ PackedWeight pack_nvfp4(int64_t n, int64_t k, std::span<const uint8_t> weight, s
     c.fail("weight_scale_2 is " + float_text(weight_scale_2) + "; the per-tensor scale must be finite");
   }
   refuse_e4m3_nan(c, weight_scale, k / 16, "weight_scale");
-  PackedWeight p;
-  p.format = WeightFormat::kNvfp4;
-  p.n = n;
-  p.k = k;
-  p.group = 16;
+  PackedWeight p = empty_packed(WeightFormat::kNvfp4, n, k, 16);
   p.qweight = pack_fp4_codes(weight, n, k);
   p.scales.assign(weight_scale.begin(), weight_scale.end());
   p.global_scale = weight_scale_2;
@@ -429,11 +416,7 @@ PackedWeight pack_mxfp4(int64_t n, int64_t k, std::span<const uint8_t> blocks, s
              "] is 255, the UE8M0 NaN code; the checkpoint is corrupt");
     }
   }
-  PackedWeight p;
-  p.format = WeightFormat::kMxfp4;
-  p.n = n;
-  p.k = k;
-  p.group = 32;
+  PackedWeight p = empty_packed(WeightFormat::kMxfp4, n, k, 32);
   p.qweight = pack_fp4_codes(blocks, n, k);
   p.scales.assign(scales.begin(), scales.end());
   return p;
