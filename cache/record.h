@@ -48,7 +48,9 @@ struct DeviceFingerprint {
 // One candidate config's measurement in a tuning run.
 struct CandidateTiming {
   std::string config;
-  std::string status;  // "ok", "invalid" (static rules), "compile_error", "spills", "wrong" (failed the check)
+  // "ok" (timed in full), "screened" (timed briefly, too slow to time in full), "invalid"
+  // (static rules), "compile_error", "spills", "wrong" (failed the check)
+  std::string status;
   double median_us = 0;
   double min_us = 0;
   double max_us = 0;

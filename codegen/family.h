@@ -33,16 +33,18 @@ class Family {
   virtual int generator_version() const = 0;
   virtual std::string canonical_spec(std::string_view spec) const = 0;
   virtual std::string canonical_config(std::string_view spec, std::string_view config) const = 0;
-  virtual std::string default_config(std::string_view spec, int64_t m) const = 0;
-  virtual std::vector<std::string> candidate_configs(std::string_view spec) const = 0;
+  // Both depend on the target arch (e.g. the gemm family's sm_80+ tensor-core atom).
+  virtual std::string default_config(std::string_view spec, int64_t m, Arch arch) const = 0;
+  virtual std::vector<std::string> candidate_configs(std::string_view spec, Arch arch) const = 0;
   // Whether a candidate is worth timing for token count m (e.g. gemv tiles of that size).
   virtual bool fits_bucket(std::string_view spec, std::string_view config, int64_t m) const = 0;
   virtual Emitted emit(std::string_view spec, std::string_view config, Arch arch) const = 0;
 };
 
 // Traits: Spec (parse, to_string), Config (parse(spec, text) validating, to_string),
-// kGeneratorVersion, kName, emit(spec, config, arch), default_config(spec, m),
-// candidate_configs(spec), fits_bucket(spec, config, m).
+// kGeneratorVersion, kName, emit(spec, config, arch), default_config(spec, m[, arch]),
+// candidate_configs(spec[, arch]), fits_bucket(spec, config, m). A family whose space does
+// not depend on the arch leaves the arch parameter out.
 template <class Traits>
 class TypedFamily final : public Family {
  public:
@@ -55,12 +57,22 @@ class TypedFamily final : public Family {
   std::string canonical_config(std::string_view spec, std::string_view config) const override {
     return Config::parse(Spec::parse(spec), config).to_string();
   }
-  std::string default_config(std::string_view spec, int64_t m) const override {
-    return Traits::default_config(Spec::parse(spec), m).to_string();
+  std::string default_config(std::string_view spec, int64_t m, Arch arch) const override {
+    const Spec s = Spec::parse(spec);
+    if constexpr (requires { Traits::default_config(s, m, arch); }) {
+      return Traits::default_config(s, m, arch).to_string();
+    } else {
+      return Traits::default_config(s, m).to_string();
+    }
   }
-  std::vector<std::string> candidate_configs(std::string_view spec) const override {
+  std::vector<std::string> candidate_configs(std::string_view spec, Arch arch) const override {
+    const Spec s = Spec::parse(spec);
     std::vector<std::string> out;
-    for (const auto& c : Traits::candidate_configs(Spec::parse(spec))) out.push_back(c.to_string());
+    if constexpr (requires { Traits::candidate_configs(s, arch); }) {
+      for (const auto& c : Traits::candidate_configs(s, arch)) out.push_back(c.to_string());
+    } else {
+      for (const auto& c : Traits::candidate_configs(s)) out.push_back(c.to_string());
+    }
     return out;
   }
   bool fits_bucket(std::string_view spec, std::string_view config, int64_t m) const override {

@@ -71,7 +71,7 @@ const std::vector<KernelBinary>& real_binaries() {
     std::vector<KernelBinary> out;
     for (const std::string& spec : {kSpec4096, kSpec1024}) {
       const Family& f = family_of(spec);
-      out.push_back(jit.get(CompileRequest::make(f, spec, f.default_config(spec, 1), Arch{70})).binary);
+      out.push_back(jit.get(CompileRequest::make(f, spec, f.default_config(spec, 1, Arch{70}), Arch{70})).binary);
     }
     return out;
   }();

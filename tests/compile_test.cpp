@@ -34,7 +34,7 @@ std::string spec_text(int hidden, bool residual) {
 
 CompileRequest default_request(int hidden, bool residual, Arch arch) {
   const std::string spec = spec_text(hidden, residual);
-  return CompileRequest::make(rmsnorm_family(), spec, rmsnorm_family().default_config(spec, 1), arch);
+  return CompileRequest::make(rmsnorm_family(), spec, rmsnorm_family().default_config(spec, 1, arch), arch);
 }
 
 // NvrtcRegistry::get() discovers once per process: make sure that discovery, whichever

@@ -64,21 +64,45 @@ TEST(GemmConfig, RulesAndDefaults) {
   expect_throw<InputError>([&] { gemm::Config::parse(s, "strategy=mma,bm=128,bn=256,wm=4,wn=2"); }, {"shared memory"});
   expect_throw<InputError>([&] { gemm::Config::parse(s, "strategy=mma,bm=128,bn=128,wm=1,wn=1"); }, {"accumulators per thread"});
   expect_throw<InputError>([&] { gemm::Config::parse(s, "strategy=tile"); }, {"is not one of"});
-  EXPECT_EQ(family_of("gemm:n=4096,k=4096,fmt=awq4").default_config("gemm:n=4096,k=4096,fmt=awq4", 512),
-            "strategy=mma,bm=128,bn=128,wm=2,wn=4");
+  EXPECT_EQ(family_of("gemm:n=4096,k=4096,fmt=awq4").default_config("gemm:n=4096,k=4096,fmt=awq4", 512, Arch{70}),
+            "strategy=mma,atom=wmma,bm=128,bn=128,wm=2,wn=4");
+  EXPECT_EQ(family_of("gemm:n=4096,k=4096,fmt=awq4").default_config("gemm:n=4096,k=4096,fmt=awq4", 512, Arch{90}),
+            "strategy=mma,atom=m16n8k16,bm=128,bn=128,wm=2,wn=2,bk=32,stages=4");
+  // The atom is the config's: text without one is WMMA (older records), m16n8k16 needs sm_80+.
+  EXPECT_EQ(gemm::Config::parse(s, "strategy=mma,bm=64,bn=128,wm=2,wn=2").to_string(),
+            "strategy=mma,atom=wmma,bm=64,bn=128,wm=2,wn=2");
+  expect_throw<InputError>([&] { gemm::Config::parse(s, "strategy=mma,atom=wmma,bm=64,bn=128,wm=2,wn=2,bk=64"); }, {"bk"});
+  expect_throw<InputError>(
+      [&] { gemm::Config::parse(s, "strategy=mma,atom=m16n8k16,bm=128,bn=128,wm=2,wn=2,bk=48,stages=4"); }, {"bk must be"});
+  expect_throw<InputError>(
+      [&] { gemm::Config::parse(s, "strategy=mma,atom=m16n8k16,bm=256,bn=128,wm=4,wn=2,bk=64,stages=4"); }, {"shared memory"});
+  expect_throw<InputError>(
+      [&] { gemm::Config::parse(s, "strategy=mma,atom=m16n8k16,bm=128,bn=128,wm=1,wn=1,bk=32,stages=4"); }, {"accumulators"});
+  expect_throw<InputError>(
+      [&] {
+        family_of("gemm:n=4096,k=4096,fmt=awq4")
+            .emit("gemm:n=4096,k=4096,fmt=awq4", "strategy=mma,atom=m16n8k16,bm=128,bn=128,wm=2,wn=2,bk=32,stages=4", Arch{70});
+      },
+      {"sm_80 or newer", "sm_70"});
   expect_throw<InputError>([&] { gemm::Config::parse(s, "strategy=gemv,mt=1,rows=2,warps=16"); }, {"more warps than K"});
   for (const char* fmt : kFormats) {
     for (auto [n, k] : {std::pair{6144, 4096}, std::pair{4096, 14336}, std::pair{333, 1024}, std::pair{28672, 4096}}) {
       const std::string spec = "gemm:n=" + std::to_string(n) + ",k=" + std::to_string(k) + ",fmt=" + fmt;
       const Family& f = family_of(spec);
-      for (int64_t m : {1, 2, 3, 8, 16, 17, 512}) {
-        const std::string c = f.default_config(spec, m);
-        EXPECT_EQ(f.canonical_config(spec, c), c) << spec << " m=" << m;
-        EXPECT_EQ(f.default_config(spec, m), c) << "deterministic";
+      for (Arch arch : {Arch{70}, Arch{80}, Arch{90}}) {
+        for (int64_t m : {1, 2, 3, 8, 16, 17, 512}) {
+          const std::string c = f.default_config(spec, m, arch);
+          EXPECT_EQ(f.canonical_config(spec, c), c) << spec << " m=" << m;
+          EXPECT_EQ(f.default_config(spec, m, arch), c) << "deterministic";
+          EXPECT_EQ(c.find("m16n8k16") != std::string::npos, arch.sm >= 80 && m > 16) << spec << " m=" << m << " " << c;
+        }
+        const auto candidates = f.candidate_configs(spec, arch);
+        EXPECT_FALSE(candidates.empty());
+        EXPECT_EQ(std::set<std::string>(candidates.begin(), candidates.end()).size(), candidates.size());
+        for (const auto& c : candidates) {
+          EXPECT_EQ(c.find("m16n8k16") != std::string::npos, arch.sm >= 80 && c.starts_with("strategy=mma")) << c;
+        }
       }
-      const auto candidates = f.candidate_configs(spec);
-      EXPECT_FALSE(candidates.empty());
-      EXPECT_EQ(std::set<std::string>(candidates.begin(), candidates.end()).size(), candidates.size());
     }
   }
 }
@@ -94,7 +118,7 @@ TEST(GemmStaticQuality, DefaultConfigsOfBenchmarkShapesDoNotSpillOnSm70) {
       const std::string spec = "gemm:n=" + std::to_string(n) + ",k=" + std::to_string(k) + ",fmt=" + fmt;
       const Family& f = family_of(spec);
       std::set<std::string> configs;
-      for (int64_t m : {1, 2, 4, 8, 16, 32, 64, 512}) configs.insert(f.default_config(spec, m));
+      for (int64_t m : {1, 2, 4, 8, 16, 32, 64, 512}) configs.insert(f.default_config(spec, m, sm70));
       for (const auto& c : configs) reqs.push_back(CompileRequest::make(f, spec, c, sm70));
     }
   }
@@ -111,12 +135,44 @@ TEST(GemmStaticQuality, DefaultConfigsOfBenchmarkShapesDoNotSpillOnSm70) {
   for (const char* fmt : kFormats) {
     const std::string spec = std::string("gemm:n=4096,k=4096,fmt=") + fmt;
     const Family& f = family_of(spec);
-    const std::string gemv = compile_to_ptx(CompileRequest::make(f, spec, f.default_config(spec, 1), sm70), nvrtc);
+    const std::string gemv = compile_to_ptx(CompileRequest::make(f, spec, f.default_config(spec, 1, sm70), sm70), nvrtc);
     EXPECT_NE(gemv.find("ld.global.nc.v4.u32"), std::string::npos) << fmt;
     EXPECT_NE(gemv.find("fma.rn.f16x2"), std::string::npos) << fmt;
-    const std::string mma = compile_to_ptx(CompileRequest::make(f, spec, f.default_config(spec, 512), sm70), nvrtc);
+    const std::string mma = compile_to_ptx(CompileRequest::make(f, spec, f.default_config(spec, 512, sm70), sm70), nvrtc);
     EXPECT_NE(mma.find("ld.global.nc.v4.u32"), std::string::npos) << fmt;
     EXPECT_NE(mma.find("wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32"), std::string::npos) << fmt;
+  }
+}
+
+// The sm_80+ atom: every default mma config of the benchmark shapes compiles for sm_90
+// without spills, and its PTX uses cp.async, ldmatrix and mma.sync.m16n8k16.
+TEST(GemmStaticQuality, Sm90DefaultsUseTheM16n8k16AtomWithoutSpills) {
+  const Arch sm90{90};
+  const NvrtcLib& nvrtc = NvrtcRegistry::get().for_arch(sm90);
+  std::vector<CompileRequest> reqs;
+  for (const char* fmt : kFormats) {
+    for (auto [n, k] : {std::pair{6144, 4096}, std::pair{28672, 4096}, std::pair{4096, 14336}}) {
+      const std::string spec = "gemm:n=" + std::to_string(n) + ",k=" + std::to_string(k) + ",fmt=" + fmt;
+      const Family& f = family_of(spec);
+      std::set<std::string> configs;
+      for (int64_t m : {32, 64, 512}) configs.insert(f.default_config(spec, m, sm90));
+      for (const auto& c : configs) reqs.push_back(CompileRequest::make(f, spec, c, sm90));
+    }
+  }
+  JitService jit(nullptr);
+  auto results = jit.get_all(reqs, 2, Parallelism::kThreads);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    SCOPED_TRACE(reqs[i].spec + " [" + reqs[i].config + "]");
+    ASSERT_TRUE(results[i].error.empty()) << results[i].error;
+    EXPECT_FALSE(results[i].binary.usage.spills()) << results[i].binary.usage.spill_store_bytes << " bytes spilled";
+  }
+  for (const char* fmt : {"f16", "awq4", "fp8b128"}) {
+    const std::string spec = std::string("gemm:n=4096,k=4096,fmt=") + fmt;
+    const Family& f = family_of(spec);
+    const std::string ptx = compile_to_ptx(CompileRequest::make(f, spec, f.default_config(spec, 512, sm90), sm90), nvrtc);
+    EXPECT_NE(ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"), std::string::npos) << fmt;
+    EXPECT_NE(ptx.find("ldmatrix.sync.aligned.m8n8.x4.shared.b16"), std::string::npos) << fmt;
+    EXPECT_NE(ptx.find("cp.async.cg.shared.global"), std::string::npos) << fmt;
   }
 }
 

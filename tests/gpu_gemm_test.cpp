@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <set>
 #include <string>
 
 #include "cache/store.h"
@@ -21,9 +22,16 @@ struct GemmGpu : ::testing::Test {
     store = std::make_unique<Store>(std::string(mkdtemp(tmpl)) + "/kernels.sqlite");
     jit = std::make_unique<JitService>(store.get());
   }
+  static Arch arch() { return Arch{Driver::find()->device_info(0).sm}; }
+  // The defaults on this GPU's arch and on sm_70 (WMMA, emulated on later GPUs).
+  void expect_defaults_pass(const std::string& spec, int64_t m) {
+    const Family& f = family_of(spec);
+    expect_pass(spec, f.default_config(spec, m, arch()), m);
+    if (arch().sm != 70) expect_pass(spec, f.default_config(spec, m, Arch{70}), m);
+  }
   void expect_pass(const std::string& spec, const std::string& config, int64_t m) {
     const Family& f = family_of(spec);
-    const Arch arch{Driver::find()->device_info(0).sm};
+    const Arch arch = GemmGpu::arch();
     CompileResult c = jit->get(CompileRequest::make(f, spec, config, arch));
     CheckResult r = check_kernel(f, spec, config, ModuleTable::get().load(c.binary), m);
     EXPECT_TRUE(r.passed) << spec << " [" << config << "] m=" << m << " seed=" << r.seed << " error=" << r.error
@@ -39,7 +47,7 @@ TEST_F(GemmGpu, EveryFormatOddShapesDefaultConfigs) {
   for (const char* fmt : kFormats) {
     for (auto [n, k] : {std::pair{2560, 9728}, std::pair{333, 1024}, std::pair{4097, 256}}) {
       const std::string spec = "gemm:n=" + std::to_string(n) + ",k=" + std::to_string(k) + ",fmt=" + fmt;
-      for (int64_t m : {1, 3, 7, 16, 33, 130}) expect_pass(spec, family_of(spec).default_config(spec, m), m);
+      for (int64_t m : {1, 3, 7, 16, 33, 130}) expect_defaults_pass(spec, m);
     }
   }
 }
@@ -47,7 +55,7 @@ TEST_F(GemmGpu, EveryFormatOddShapesDefaultConfigs) {
 TEST_F(GemmGpu, GroupsAndBlocks) {
   for (const char* spec : {"gemm:n=1000,k=2048,fmt=awq4,group=64", "gemm:n=1000,k=2048,fmt=gptq4,group=32",
                            "gemm:n=1000,k=2048,fmt=fp8b128,group=0", "gemm:n=300,k=1040,fmt=fp8b128,group=128"}) {
-    for (int64_t m : {1, 5, 70}) expect_pass(spec, family_of(spec).default_config(spec, m), m);
+    for (int64_t m : {1, 5, 70}) expect_defaults_pass(spec, m);
   }
 }
 
@@ -55,22 +63,24 @@ TEST_F(GemmGpu, Epilogues) {
   for (const char* fmt : {"awq4", "fp8b128", "nvfp4"}) {
     for (const char* epi : {"epi=bias", "epi=residual", "epi=silu_mul", "out=f32"}) {
       const std::string spec = std::string("gemm:n=1026,k=1024,fmt=") + fmt + "," + epi;
-      for (int64_t m : {1, 6, 40}) expect_pass(spec, family_of(spec).default_config(spec, m), m);
+      for (int64_t m : {1, 6, 40}) expect_defaults_pass(spec, m);
     }
   }
 }
 
 TEST_F(GemmGpu, ActOrder) {
   const std::string spec = "gemm:n=777,k=1024,fmt=gptq4,group=128,act_order=1";
-  for (int64_t m : {1, 4, 9, 50}) expect_pass(spec, family_of(spec).default_config(spec, m), m);
+  for (int64_t m : {1, 4, 9, 50}) expect_defaults_pass(spec, m);
 }
 
 TEST_F(GemmGpu, EveryCandidateConfig) {
   for (const char* spec : {"gemm:n=515,k=1024,fmt=awq4", "gemm:n=515,k=1024,fmt=fp8b32", "gemm:n=515,k=1024,fmt=f16",
                            "gemm:n=514,k=1024,fmt=nvfp4,epi=silu_mul"}) {
-    for (const std::string& config : family_of(spec).candidate_configs(spec)) {
-      expect_pass(spec, config, config.starts_with("strategy=mma") ? 45 : 7);
+    std::set<std::string> configs;
+    for (Arch a : {Arch{70}, arch()}) {
+      for (const std::string& c : family_of(spec).candidate_configs(spec, a)) configs.insert(c);
     }
+    for (const std::string& config : configs) expect_pass(spec, config, config.starts_with("strategy=mma") ? 45 : 7);
   }
 }
 

@@ -49,7 +49,7 @@ TEST_F(Fixture, DefaultConfigsManyHiddenSizes) {
     for (bool residual : {false, true}) {
       const std::string spec = spec_of(hidden, residual);
       for (int64_t rows : {1, 3, 257}) {
-        const std::string config = family_of(spec).default_config(spec, rows);
+        const std::string config = family_of(spec).default_config(spec, rows, gpu_arch());
         CheckResult r = run(spec, config, rows);
         EXPECT_TRUE(r.passed) << spec << " [" << config << "] rows=" << rows << " seed=" << r.seed
                               << " err=" << r.error << " " << r.detail;
@@ -61,7 +61,7 @@ TEST_F(Fixture, DefaultConfigsManyHiddenSizes) {
 TEST_F(Fixture, EveryCandidateConfig) {
   for (int hidden : {4096, 4095, 96}) {
     const std::string spec = spec_of(hidden, true);
-    for (const std::string& config : family_of(spec).candidate_configs(spec)) {
+    for (const std::string& config : family_of(spec).candidate_configs(spec, gpu_arch())) {
       CheckResult r = run(spec, config, 33);
       EXPECT_TRUE(r.passed) << spec << " [" << config << "] seed=" << r.seed << " err=" << r.error << " "
                             << r.detail;
@@ -73,7 +73,7 @@ TEST_F(Fixture, WrongKernelIsCaught) {
   // A kernel built for another hidden size must fail the check (the check is not vacuous).
   const std::string spec = spec_of(4096, false), other = spec_of(4088, false);
   const Family& f = family_of(spec);
-  CompileResult c = jit->get(CompileRequest::make(f, other, f.default_config(other, 1), gpu_arch()));
+  CompileResult c = jit->get(CompileRequest::make(f, other, f.default_config(other, 1, gpu_arch()), gpu_arch()));
   const LoadedKernel& k = ModuleTable::get().load(c.binary);
   CheckResult r = check_kernel(f, spec, "row_threads=256,vec=8,rows=1", k, 5);
   EXPECT_FALSE(r.passed);

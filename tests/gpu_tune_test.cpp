@@ -46,14 +46,14 @@ TEST_F(TuneGpu, TunesRecordsAndDispatches) {
     EXPECT_NE(e.kernel, nullptr);
     const DispatchEntry& other = d.kernel_for(h, bucket * 4);  // untuned bucket: the default
     EXPECT_FALSE(other.tuned);
-    EXPECT_EQ(other.config, f.default_config(rec.spec, bucket * 4));
+    EXPECT_EQ(other.config, f.default_config(rec.spec, bucket * 4, Arch{device.sm}));
   }
 }
 
 TEST_F(TuneGpu, AWrongCandidateIsRecordedAndNeverChosen) {
   const std::string spec = family_of("gemm:n=1024,k=1024,fmt=nvfp4").canonical_spec("gemm:n=1024,k=1024,fmt=nvfp4");
   const Family& f = family_of(spec);
-  const std::string target = f.default_config(spec, 1);
+  const std::string target = f.default_config(spec, 1, Arch{this_device().sm});
   TuneHooks hooks;
   hooks.sabotage = [&](const std::string& config) { return config == target; };
   TuningRecord rec = tune_spec(f, spec, 1, *jit, 8, hooks);

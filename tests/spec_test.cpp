@@ -260,7 +260,7 @@ TEST(RmsnormSpace, DefaultConfigUsesTheWidestVectorThatDivides) {
   EXPECT_EQ(rmsnorm::default_config(spec_of(4097), 1).vec, 1);
   // The family adapter gives the same text as the typed function.
   const Family& f = family_of("rmsnorm:hidden=4096,dtype=f16,residual=1");
-  EXPECT_EQ(f.default_config("rmsnorm:hidden=4096,dtype=f16,residual=1", 1),
+  EXPECT_EQ(f.default_config("rmsnorm:hidden=4096,dtype=f16,residual=1", 1, Arch{70}),
             rmsnorm::default_config(spec_of(4096, true), 1).to_string());
 }
 

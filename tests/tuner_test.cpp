@@ -56,18 +56,18 @@ TEST(Tuner, CandidatesStartWithTheDefaultAndFitTheBucket) {
                            "rmsnorm:hidden=4096,dtype=f16,residual=1"}) {
     const Family& f = family_of(spec);
     for (int64_t m : {1, 4, 16, 64, 512}) {
-      auto c = tuning_candidates(f, spec, m);
+      auto c = tuning_candidates(f, spec, m, Arch{70});
       ASSERT_FALSE(c.empty());
-      EXPECT_EQ(c[0], f.default_config(spec, m)) << spec << " m=" << m;
+      EXPECT_EQ(c[0], f.default_config(spec, m, Arch{70})) << spec << " m=" << m;
       EXPECT_EQ(std::set<std::string>(c.begin(), c.end()).size(), c.size());
       for (size_t i = 1; i < c.size(); ++i) EXPECT_TRUE(f.fits_bucket(spec, c[i], m)) << c[i];
     }
   }
   // gemv candidates at M=4 all use 4-token tiles; M=512 has tensor-core tiles.
   const std::string g = "gemm:n=4096,k=4096,fmt=awq4";
-  for (const auto& c : tuning_candidates(family_of(g), g, 4)) EXPECT_NE(c.find("mt=4"), std::string::npos) << c;
+  for (const auto& c : tuning_candidates(family_of(g), g, 4, Arch{70})) EXPECT_NE(c.find("mt=4"), std::string::npos) << c;
   bool mma = false;
-  for (const auto& c : tuning_candidates(family_of(g), g, 512)) mma |= c.starts_with("strategy=mma");
+  for (const auto& c : tuning_candidates(family_of(g), g, 512, Arch{70})) mma |= c.starts_with("strategy=mma");
   EXPECT_TRUE(mma);
 }
 

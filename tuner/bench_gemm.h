@@ -25,6 +25,7 @@ struct GemmBenchPoint {
   double cublas_us = 0;         // 0 when no peer ran (epilogues other than none)
   double speedup_vs_cublas = 0;
   double error_vs_cublas = -1;  // ‖ours − cuBLAS‖ / ‖cuBLAS‖ on the same inputs
+  double error_vs_reference = -1;  // the family check's error (GemmRig::check), which must pass
 };
 
 struct GemmBench {
@@ -36,7 +37,7 @@ struct GemmBench {
 
 struct GemmBenchOptions {
   std::string config;  // empty: the family default for each m
-  bool sweep = false;  // time every candidate config whose token tile fits m, keep the fastest
+  bool sweep = false;  // time every tuning candidate for m (tuner::tuning_candidates), keep the fastest
   int jobs = 8;        // parallel compiles for a sweep
 };
 

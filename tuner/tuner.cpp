@@ -12,6 +12,14 @@
 #include "tuner/workload.h"
 
 namespace onecat {
+namespace {
+
+// First round: every candidate briefly; those within kRefineBand of the fastest go on to a
+// full timing (MeasureOptions defaults).
+constexpr MeasureOptions kScreen{3, 10, 3, 10, 50};
+constexpr double kRefineBand = 1.15;
+
+}  // namespace
 
 int64_t bucket_for(int64_t m) {
   if (m < 1) throw InputError("token count must be at least 1 (got " + std::to_string(m) + ")");
@@ -34,10 +42,10 @@ DeviceFingerprint this_device() {
   return f;
 }
 
-std::vector<std::string> tuning_candidates(const Family& family, const std::string& spec, int64_t m) {
-  const std::string def = family.default_config(spec, m);
+std::vector<std::string> tuning_candidates(const Family& family, const std::string& spec, int64_t m, Arch arch) {
+  const std::string def = family.default_config(spec, m, arch);
   std::vector<std::string> out{def};
-  for (const auto& c : family.candidate_configs(spec)) {
+  for (const auto& c : family.candidate_configs(spec, arch)) {
     if (c != def && family.fits_bucket(spec, c, m)) out.push_back(c);
   }
   return out;
@@ -69,10 +77,10 @@ TuningRecord tune_spec(const Family& family, const std::string& spec_text, int64
   rec.generator_version = family.generator_version();
   rec.spec = family.canonical_spec(spec_text);
   rec.bucket = bucket;
-  rec.default_config = family.default_config(rec.spec, bucket);
   const Arch arch{rec.device.sm};
+  rec.default_config = family.default_config(rec.spec, bucket, arch);
 
-  const std::vector<std::string> configs = tuning_candidates(family, rec.spec, bucket);
+  const std::vector<std::string> configs = tuning_candidates(family, rec.spec, bucket, arch);
   std::vector<CompileRequest> reqs;
   for (const auto& c : configs) reqs.push_back(CompileRequest::make(family, rec.spec, c, arch));
   const std::vector<CompileResult> compiled = jit.get_all(reqs, jobs, Parallelism::kThreads);
@@ -102,7 +110,7 @@ TuningRecord tune_spec(const Family& family, const std::string& spec_text, int64
       }
       CheckResult check;
       try {
-        check = check_kernel(family, rec.spec, t.config, *checked, bucket);
+        check = workload->check(*checked, t.config);
       } catch (const Error& e) {
         check.detail = e.what();
       }
@@ -110,11 +118,30 @@ TuningRecord tune_spec(const Family& family, const std::string& spec_text, int64
         t.status = "wrong";
         t.detail = "error " + std::to_string(check.error) + " > " + std::to_string(check.tolerance) + " " + check.detail;
       } else {
-        const Timing tm = measure([&](int k) { workload->launch(kernel, t.config, k); });
+        const Timing tm = measure([&](int k) { workload->launch(kernel, t.config, k); }, kScreen);
         t.status = "ok", t.median_us = tm.median_us, t.min_us = tm.min_us, t.max_us = tm.max_us;
       }
     }
     rec.candidates.push_back(t);
+  }
+  // Second round: the default and every candidate the screen put near the fastest are timed
+  // again in full; their full timings are the ones recorded and compared.
+  double screened_best = INFINITY;
+  for (const auto& t : rec.candidates) {
+    if (t.status == "ok") screened_best = std::min(screened_best, t.median_us);
+  }
+  for (size_t i = 0; i < rec.candidates.size(); ++i) {
+    CandidateTiming& t = rec.candidates[i];
+    if (t.status != "ok") continue;
+    if (t.config != rec.default_config && t.median_us > kRefineBand * screened_best) {
+      t.status = "screened";  // not a contender: its brief timing stays on record
+      t.detail = "brief timing only, " + std::to_string(int(std::lround(100 * (t.median_us / screened_best - 1)))) +
+                 "% slower than the fastest";
+      continue;
+    }
+    const LoadedKernel& kernel = ModuleTable::get().load(compiled[i].binary);
+    const Timing tm = measure([&](int k) { workload->launch(kernel, t.config, k); });
+    t.median_us = tm.median_us, t.min_us = tm.min_us, t.max_us = tm.max_us;
   }
   const int chosen = choose_config(rec.candidates, rec.default_config);
   if (chosen < 0) throw Error("no candidate of " + rec.spec + " at M=" + std::to_string(bucket) + " compiled, passed and ran");

@@ -25,7 +25,7 @@ std::vector<int64_t> default_buckets();  // 1, 2, 4, …, 512, 2048
 DeviceFingerprint this_device();
 
 // The candidates timed for (spec, m): those the family says fit the bucket, default first.
-std::vector<std::string> tuning_candidates(const Family& family, const std::string& spec, int64_t m);
+std::vector<std::string> tuning_candidates(const Family& family, const std::string& spec, int64_t m, Arch arch);
 
 // Among the candidates with status "ok", those within `noise` (relative, of the fastest
 // median, at least the fastest's own spread) of the fastest tie; among them the default

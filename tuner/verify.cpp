@@ -8,11 +8,6 @@
 
 namespace onecat {
 
-CheckResult check_rmsnorm(const std::string& spec, const std::string& config, const LoadedKernel& kernel, int64_t rows,
-                          uint64_t seed);
-CheckResult check_gemm(const std::string& spec, const std::string& config, const LoadedKernel& kernel, int64_t m,
-                       uint64_t seed);
-
 CheckResult check_kernel(const Family& family, const std::string& spec, const std::string& config,
                          const LoadedKernel& kernel, int64_t rows, uint64_t seed) {
   if (seed == 0) seed = std::random_device{}() | 1;

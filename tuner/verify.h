@@ -30,6 +30,12 @@ inline constexpr double kHalfAbsFloor = 1.0 / 16384;
 CheckResult check_kernel(const Family& family, const std::string& spec, const std::string& config,
                          const LoadedKernel& kernel, int64_t rows, uint64_t seed = 0);
 
+// The families' checks (check_kernel picks one).
+CheckResult check_rmsnorm(const std::string& spec, const std::string& config, const LoadedKernel& kernel, int64_t rows,
+                          uint64_t seed);
+CheckResult check_gemm(const std::string& spec, const std::string& config, const LoadedKernel& kernel, int64_t m,
+                       uint64_t seed);
+
 // Compares fp16 outputs (as raw bits) element by element: error = max |gpu - ref| /
 // (|ref| + kHalfAbsFloor); on failure fills detail.
 void compare_half(const uint16_t* gpu, const uint16_t* ref, int64_t count, const char* name, CheckResult& result);

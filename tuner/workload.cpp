@@ -9,7 +9,7 @@
 #include "codegen/rmsnorm/emit.h"
 #include "runtime/cpu/half.h"
 #include "runtime/cuda/error.h"
-#include "tuner/random_weight.h"
+#include "tuner/gemm_rig.h"
 
 namespace onecat {
 namespace {
@@ -34,49 +34,31 @@ int l2_bytes() { return Driver::require_gpu().device_info(0).l2_bytes; }
 
 class GemmWorkload final : public Workload {
  public:
-  GemmWorkload(const std::string& spec_text, int64_t m) : spec_(gemm::Spec::parse(spec_text)), m_(m) {
-    std::mt19937_64 rng(std::random_device{}());
-    w_ = random_packed_weight(spec_, rng);
-    for (int c = rotation_copies(w_.bytes(), l2_bytes()); c > 0; --c) {
-      copies_.push_back({upload(w_.qweight.data(), w_.qweight.size()), upload(w_.scales.data(), w_.scales.size()),
-                         upload(w_.zeros.data(), w_.zeros.size()), upload(w_.perm.data(), w_.perm.size() * 4)});
-    }
-    const int64_t n_out = spec_.out_cols();
-    auto x = random_half(rng, size_t(m * spec_.k), 1.f), b = random_half(rng, size_t(n_out), 1.f);
-    auto r = random_half(rng, size_t(m * n_out), 1.f);
-    x_ = upload(x.data(), x.size() * 2), bias_ = upload(b.data(), b.size() * 2), residual_ = upload(r.data(), r.size() * 2);
-    y_ = DeviceBuffer(size_t(m * n_out) * (spec_.out_f32 ? 4 : 2));
-  }
+  GemmWorkload(std::shared_ptr<GemmRig> rig, int64_t m) : rig_(std::move(rig)) { rig_->prepare(m); }
 
   void launch(const LoadedKernel& kernel, const std::string& config, int i) override {
-    const gemm::Config c = gemm::Config::parse(spec_, config);
-    const Copy& w = copies_[size_t(i) % copies_.size()];
-    CUdeviceptr y = y_.ptr(), x = x_.ptr(), q = w.q.ptr();
-    CUdeviceptr s = w_.scales.empty() ? 0 : w.s.ptr(), z = w_.zeros.empty() ? 0 : w.z.ptr();
-    CUdeviceptr p = w_.perm.empty() ? 0 : w.p.ptr();
-    CUdeviceptr b = spec_.epilogue == gemm::Epilogue::kBias ? bias_.ptr() : 0;
-    CUdeviceptr r = spec_.epilogue == gemm::Epilogue::kResidual ? residual_.ptr() : 0;
-    float global_scale = w_.global_scale;
-    int m = int(m_);
-    void* args[] = {&y, &x, &q, &s, &z, &p, &global_scale, &b, &r, &m};
-    onecat::launch(kernel, gemm::geometry(spec_, c, m_), nullptr, args);
+    rig_->launch(kernel, gemm::Config::parse(rig_->spec(), config), i);
+  }
+
+  CheckResult check(const LoadedKernel& kernel, const std::string& config) override {
+    return rig_->check(kernel, gemm::Config::parse(rig_->spec(), config));
   }
 
  private:
-  struct Copy {
-    DeviceBuffer q, s, z, p;
-  };
-  gemm::Spec spec_;
-  int64_t m_;
-  quant::PackedWeight w_;
-  std::vector<Copy> copies_;
-  DeviceBuffer x_, bias_, residual_, y_;
+  std::shared_ptr<GemmRig> rig_;
 };
+
+// The last gemm spec's rig, for the next bucket of the same spec.
+std::shared_ptr<GemmRig>& kept_rig() {
+  static std::shared_ptr<GemmRig> rig;
+  return rig;
+}
 
 class RmsnormWorkload final : public Workload {
  public:
-  RmsnormWorkload(const std::string& spec_text, int64_t rows) : spec_(rmsnorm::Spec::parse(spec_text)), rows_(rows) {
-    std::mt19937_64 rng(std::random_device{}());
+  RmsnormWorkload(const std::string& spec_text, int64_t rows, uint64_t seed)
+      : spec_(rmsnorm::Spec::parse(spec_text)), rows_(rows), seed_(seed) {
+    std::mt19937_64 rng(seed);
     const size_t n = size_t(rows * spec_.hidden);
     for (int c = rotation_copies(n * 2 * (spec_.residual ? 2 : 1), l2_bytes()); c > 0; --c) {
       auto x = random_half(rng, n, 3.f), r = random_half(rng, n, 3.f);
@@ -97,17 +79,24 @@ class RmsnormWorkload final : public Workload {
     onecat::launch(kernel, rmsnorm::geometry(spec_, c, rows_), nullptr, args);
   }
 
+  CheckResult check(const LoadedKernel& kernel, const std::string& config) override {
+    return check_rmsnorm(spec_.to_string(), config, kernel, rows_, seed_ + 1);
+  }
+
  private:
   struct Input {
     DeviceBuffer x, residual;
   };
   rmsnorm::Spec spec_;
   int64_t rows_;
+  uint64_t seed_;
   std::vector<Input> inputs_;
   DeviceBuffer weight_, out_;
 };
 
 }  // namespace
+
+void release_workloads() { kept_rig().reset(); }
 
 int rotation_copies(size_t bytes, int l2) {
   const double want = std::ceil(kL2Multiple * l2 / double(std::max<size_t>(bytes, 1)));
@@ -115,9 +104,18 @@ int rotation_copies(size_t bytes, int l2) {
   return int(std::clamp(want, 1.0, most));
 }
 
-std::unique_ptr<Workload> make_workload(const Family& family, const std::string& spec, int64_t m) {
-  if (family.name() == "gemm") return std::make_unique<GemmWorkload>(spec, m);
-  if (family.name() == "rmsnorm") return std::make_unique<RmsnormWorkload>(spec, m);
+std::unique_ptr<Workload> make_workload(const Family& family, const std::string& spec, int64_t m, uint64_t seed) {
+  if (seed == 0) seed = std::random_device{}() | 1;
+  if (family.name() == "gemm") {
+    const gemm::Spec s = gemm::Spec::parse(spec);
+    std::shared_ptr<GemmRig>& rig = kept_rig();
+    if (!rig || rig->spec().to_string() != s.to_string()) {
+      rig.reset();  // the previous spec's weights go before the next ones are made
+      rig = std::make_shared<GemmRig>(s, seed, GemmRig::kRotate);
+    }
+    return std::make_unique<GemmWorkload>(rig, m);
+  }
+  if (family.name() == "rmsnorm") return std::make_unique<RmsnormWorkload>(spec, m, seed);
   throw Error("no tuning workload is written for family " + std::string(family.name()));
 }
 

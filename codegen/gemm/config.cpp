@@ -26,7 +26,33 @@ std::optional<std::string> gemv_invalid(const Spec& spec, const Config& c) {
   return std::nullopt;
 }
 
+std::optional<std::string> mma16816_invalid(const Spec& spec, const Config& c) {
+  if (!power_of_two(c.bm) || c.bm < 16 || c.bm > 256) return "bm must be 16, 32, 64, 128 or 256";
+  if (!power_of_two(c.bn) || c.bn < 16 || c.bn > 256) return "bn must be 16, 32, 64, 128 or 256";
+  if (!power_of_two(c.wm) || !power_of_two(c.wn) || c.wm * c.wn > 8) return "wm*wn must be 1, 2, 4 or 8 warps (powers of two)";
+  if (c.bm % (16 * c.wm) != 0 || c.bn % (16 * c.wn) != 0) return "each warp needs whole 16×16 tiles (bm/wm and bn/wn multiples of 16)";
+  const int accumulators = (c.bm / c.wm / 16) * (c.bn / c.wn / 8) * 4;
+  if (accumulators > Config::kMaxMmaAccumulators) {
+    return std::to_string(accumulators) + " accumulators per thread (max " + std::to_string(Config::kMaxMmaAccumulators) + ")";
+  }
+  if (spec.epilogue == Epilogue::kSiluMul && (c.bn / c.wn) % 32 != 0) {
+    return "epi=silu_mul needs warps 32 weight rows wide or a multiple (gate and up pairs of 16)";
+  }
+  if (c.bk != 32 && c.bk != 64) return "bk must be 32 or 64";
+  if (c.bk % spec.per_chunk() != 0) return "bk must hold whole " + std::to_string(spec.per_chunk()) + "-value weight chunks";
+  if (spec.k % c.bk != 0) return "k must be a multiple of bk=" + std::to_string(c.bk);
+  if (c.stages < 2 || c.stages > 4) return "stages must be 2, 3 or 4";
+  const int shared = c.shared_bytes(spec);
+  if (shared > Config::kMaxDynamicSharedBytes) {
+    return "the buffers need " + std::to_string(shared) + " bytes of shared memory (max " +
+           std::to_string(Config::kMaxDynamicSharedBytes) + ")";
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> mma_invalid(const Spec& spec, const Config& c) {
+  if (c.atom == Atom::kM16n8k16) return mma16816_invalid(spec, c);
+  if (c.bk != Config::kMmaBk || c.stages != 2) return "atom=wmma has bk=32 and stages=2";
   if (!power_of_two(c.bm) || c.bm < 16 || c.bm > 128) return "bm must be 16, 32, 64 or 128";
   if (!power_of_two(c.bn) || c.bn < 16 || c.bn > 256) return "bn must be 16, 32, 64, 128 or 256";
   if (!power_of_two(c.wm) || !power_of_two(c.wn) || c.wm * c.wn > 8) return "wm*wn must be 1, 2, 4 or 8 warps (powers of two)";
@@ -55,10 +81,15 @@ Config Config::parse(const Spec& spec, std::string_view text) {
     c.rows = static_cast<int>(r.integer("rows", 1, 8));
     c.warps = static_cast<int>(r.integer("warps", 1, 16));
   } else {
-    c.bm = static_cast<int>(r.integer("bm", 16, 128));
+    c.atom = r.choice_or("atom", "wmma", {"wmma", "m16n8k16"}) == "wmma" ? Atom::kWmma : Atom::kM16n8k16;
+    c.bm = static_cast<int>(r.integer("bm", 16, 256));
     c.bn = static_cast<int>(r.integer("bn", 16, 256));
     c.wm = static_cast<int>(r.integer("wm", 1, 8));
     c.wn = static_cast<int>(r.integer("wn", 1, 8));
+    if (c.atom == Atom::kM16n8k16) {
+      c.bk = static_cast<int>(r.integer("bk", 16, 128));
+      c.stages = static_cast<int>(r.integer("stages", 1, 8));
+    }
   }
   r.finish();
   if (auto why = c.invalid_reason(spec)) {
@@ -71,7 +102,23 @@ std::string Config::to_string() const {
   if (strategy == Strategy::kGemv) {
     return join_fields({{"strategy", "gemv"}, {"mt", std::to_string(mt)}, {"rows", std::to_string(rows)}, {"warps", std::to_string(warps)}});
   }
-  return join_fields({{"strategy", "mma"}, {"bm", std::to_string(bm)}, {"bn", std::to_string(bn)}, {"wm", std::to_string(wm)}, {"wn", std::to_string(wn)}});
+  if (atom == Atom::kWmma) {
+    return join_fields({{"strategy", "mma"}, {"atom", "wmma"}, {"bm", std::to_string(bm)}, {"bn", std::to_string(bn)},
+                        {"wm", std::to_string(wm)}, {"wn", std::to_string(wn)}});
+  }
+  return join_fields({{"strategy", "mma"}, {"atom", "m16n8k16"}, {"bm", std::to_string(bm)}, {"bn", std::to_string(bn)},
+                      {"wm", std::to_string(wm)}, {"wn", std::to_string(wn)}, {"bk", std::to_string(bk)},
+                      {"stages", std::to_string(stages)}});
+}
+
+int Config::shared_bytes(const Spec& spec) const {
+  if (strategy != Strategy::kMma || atom != Atom::kM16n8k16) return 0;
+  // templates/gemm/mma16816.cuh Mma16816Smem: x stages; fp16 weight stages, or raw weight
+  // stages plus two decoded fp16 tiles.
+  const int ld = bk + kMmaPad;
+  const int x = stages * bm * ld * 2;
+  if (spec.format == quant::WeightFormat::kF16) return x + stages * bn * ld * 2;
+  return x + stages * bn * (bk / spec.per_chunk()) * 16 + 2 * bn * ld * 2;
 }
 
 std::optional<std::string> Config::invalid_reason(const Spec& spec) const {

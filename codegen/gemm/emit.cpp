@@ -28,10 +28,19 @@ Emitted emit(const Spec& spec, const Config& c, Arch arch) {
     e.kernel_expression = "onecat::gemv_kernel<" + shape + std::to_string(c.mt) + ", " + std::to_string(c.rows) + ", " +
                           std::to_string(c.warps) + ", " + tail;
     header = "gemm/gemv.cuh";
-  } else {
+  } else if (c.atom == Atom::kWmma) {
     e.kernel_expression = "onecat::mma_kernel<" + shape + std::to_string(c.bm) + ", " + std::to_string(c.bn) + ", " +
                           std::to_string(c.wm) + ", " + std::to_string(c.wn) + ", " + tail;
     header = "gemm/mma.cuh";
+  } else {
+    if (!arch.has_mma_m16n8k16()) {
+      throw InputError("config " + c.to_string() + " uses the m16n8k16 atom, which needs sm_80 or newer (not " + arch.name() +
+                       "); use atom=wmma");
+    }
+    e.kernel_expression = "onecat::mma16816_kernel<" + shape + std::to_string(c.bm) + ", " + std::to_string(c.bn) + ", " +
+                          std::to_string(c.bk) + ", " + std::to_string(c.wm) + ", " + std::to_string(c.wn) + ", " +
+                          std::to_string(c.stages) + ", " + tail;
+    header = "gemm/mma16816.cuh";
   }
   e.source = "// onecat gemm generator v" + std::to_string(kGeneratorVersion) + "\n// spec:   " + spec.to_string() +
              "\n// config: " + c.to_string() + "\n// arch:   " + arch.name() + "\n#include \"" + header + "\"\n";
@@ -48,6 +57,7 @@ LaunchGeometry geometry(const Spec& spec, const Config& c, int64_t m) {
   if (tiles > 65535) throw InputError("gemm: m=" + std::to_string(m) + " exceeds the grid's token tiles");
   g.grid[1] = static_cast<unsigned>(tiles);
   g.block[0] = static_cast<unsigned>(c.threads());
+  g.dynamic_shared_bytes = static_cast<unsigned>(c.shared_bytes(spec));
   return g;
 }
 

@@ -11,7 +11,7 @@
 
 namespace onecat::gemm {
 
-inline constexpr int kGeneratorVersion = 1;
+inline constexpr int kGeneratorVersion = 2;
 
 Emitted emit(const Spec& spec, const Config& config, Arch arch);
 LaunchGeometry geometry(const Spec& spec, const Config& config, int64_t m);

@@ -17,6 +17,25 @@ constexpr int64_t kChunksPerLane = 4;
 // Above this many tokens the tensor-core strategy takes over from gemv.
 constexpr int64_t kGemvMaxM = 16;
 
+static Config mma16816_default(const Spec& spec, int64_t m) {
+  Config c;
+  c.strategy = Strategy::kMma;
+  c.atom = Atom::kM16n8k16;
+  // Warp tiles of 64×64 (bm=128, 4 warps), 32×64 (bm=64) or 32×32 (bm=32); K steps of 32
+  // through four cp.async stages.
+  c.bm = m >= 128 ? 128 : m >= 64 ? 64 : 32;
+  c.bn = 128;
+  c.wm = c.bm == 32 ? 1 : 2;
+  c.wn = c.bm == 32 ? 4 : 2;
+  c.bk = 32;
+  c.stages = 4;
+  while (c.bn > 64 && (spec.out_cols() + c.bn - 1) / c.bn * ((m + c.bm - 1) / c.bm) < kTargetCtas / 2) c.bn /= 2;
+  while (c.wn > 1 && c.invalid_reason(spec)) c.wn /= 2;
+  while (c.stages > 2 && c.invalid_reason(spec)) --c.stages;
+  if (auto why = c.invalid_reason(spec)) throw InputError(spec.to_string() + " has no valid mma config: " + *why);
+  return c;
+}
+
 static Config mma_default(const Spec& spec, int64_t m) {
   Config c;
   c.strategy = Strategy::kMma;
@@ -34,8 +53,10 @@ static Config mma_default(const Spec& spec, int64_t m) {
   return c;
 }
 
-Config default_config(const Spec& spec, int64_t m) {
-  if (m > kGemvMaxM && spec.k % Config::kMmaBk == 0) return mma_default(spec, m);
+Config default_config(const Spec& spec, int64_t m, Arch arch) {
+  if (m > kGemvMaxM && spec.k % Config::kMmaBk == 0) {
+    return arch.has_mma_m16n8k16() ? mma16816_default(spec, m) : mma_default(spec, m);
+  }
   Config c;
   c.mt = 1;
   while (c.mt < std::min<int64_t>(m, 16)) c.mt *= 2;
@@ -53,7 +74,7 @@ Config default_config(const Spec& spec, int64_t m) {
   return c;
 }
 
-std::vector<Config> candidate_configs(const Spec& spec) {
+std::vector<Config> candidate_configs(const Spec& spec, Arch arch) {
   std::vector<Config> out;
   for (int mt : {1, 2, 4, 8, 16}) {
     for (int rows : {1, 2, 4, 8}) {
@@ -63,6 +84,26 @@ std::vector<Config> candidate_configs(const Spec& spec) {
         if (!c.invalid_reason(spec)) out.push_back(c);
       }
     }
+  }
+  if (arch.has_mma_m16n8k16()) {
+    // Warp tiles from 32×32 to 64×128, K steps of 32 or 64, three or four stages.
+    for (int bm : {32, 64, 128, 256}) {
+      for (int bn : {64, 128, 256}) {
+        for (auto [wm, wn] : {std::pair{1, 2}, std::pair{1, 4}, std::pair{2, 1}, std::pair{2, 2}, std::pair{2, 4}, std::pair{4, 2}}) {
+          for (int bk : {32, 64}) {
+            for (int stages : {3, 4}) {
+              Config c;
+              c.strategy = Strategy::kMma;
+              c.atom = Atom::kM16n8k16;
+              c.bm = bm, c.bn = bn, c.wm = wm, c.wn = wn, c.bk = bk, c.stages = stages;
+              if (bm / wm < 32 || bn / wn < 32) continue;
+              if (!c.invalid_reason(spec)) out.push_back(c);
+            }
+          }
+        }
+      }
+    }
+    return out;
   }
   for (int bm : {16, 32, 64, 128}) {
     for (int bn : {32, 64, 128, 256}) {

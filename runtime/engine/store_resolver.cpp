@@ -19,7 +19,7 @@ Dispatcher::Resolver store_resolver(Store& store, JitService& jit, const DeviceF
       entry.config = record->config;
       entry.tuned = true;
     } else {
-      entry.config = family.default_config(spec, bucket);
+      entry.config = family.default_config(spec, bucket, Arch{device.sm});
       if (warned->insert(spec).second) {
         std::fprintf(stderr,
                      "onecat: %s is not tuned for %s; using the default config (tune with `onecat tune`, or import a "

@@ -49,11 +49,21 @@ const LoadedKernel& ModuleTable::load(const KernelBinary& binary) {
 
 void launch(const LoadedKernel& kernel, const LaunchGeometry& g, CUstream stream, void** args) {
   Driver& d = *Driver::find();
-  d.check(d.cuLaunchKernel(kernel.function, g.grid[0], g.grid[1], g.grid[2], g.block[0], g.block[1], g.block[2],
-                           g.dynamic_shared_bytes, stream, args, nullptr),
-          "cuLaunchKernel",
-          "launching " + kernel.lowered_name + " on grid " + std::to_string(g.grid[0]) + "x" + std::to_string(g.grid[1]) +
-              "x" + std::to_string(g.grid[2]) + ", block " + std::to_string(g.block[0]));
+  constexpr unsigned kDefaultSharedLimit = 48 * 1024;
+  constexpr int kMaxDynamicSharedSizeBytes = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+  if (g.dynamic_shared_bytes > kDefaultSharedLimit && kernel.shared_opt_in.load(std::memory_order_relaxed) < g.dynamic_shared_bytes) {
+    d.check(d.cuFuncSetAttribute(kernel.function, kMaxDynamicSharedSizeBytes, int(g.dynamic_shared_bytes)), "cuFuncSetAttribute",
+            "allowing " + kernel.lowered_name + " " + std::to_string(g.dynamic_shared_bytes) + " bytes of shared memory");
+    kernel.shared_opt_in.store(g.dynamic_shared_bytes, std::memory_order_relaxed);
+  }
+  const CUresult r = d.cuLaunchKernel(kernel.function, g.grid[0], g.grid[1], g.grid[2], g.block[0], g.block[1], g.block[2],
+                                      g.dynamic_shared_bytes, stream, args, nullptr);
+  if (r != 0) {  // the message is built only on failure: launches are on the hot path
+    d.check(r, "cuLaunchKernel",
+            "launching " + kernel.lowered_name + " on grid " + std::to_string(g.grid[0]) + "x" + std::to_string(g.grid[1]) +
+                "x" + std::to_string(g.grid[2]) + ", block " + std::to_string(g.block[0]) + ", " +
+                std::to_string(g.dynamic_shared_bytes) + " bytes of dynamic shared memory");
+  }
 }
 
 }  // namespace onecat

@@ -1,6 +1,7 @@
 // Loaded kernels of this process, keyed by a fixed-size digest of the binary key: a
 // launch is one hash-table lookup, never a compile (ARCHITECTURE.md, rule 1).
 #pragma once
+#include <atomic>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -31,6 +32,8 @@ struct LoadedKernel {
   CUfunction function = nullptr;
   std::string lowered_name;
   int registers = 0;  // as the driver reports it for this GPU
+  // Dynamic shared memory the function has been allowed beyond the default 48 KiB.
+  mutable std::atomic<unsigned> shared_opt_in{0};
 };
 
 class ModuleTable {

@@ -174,4 +174,18 @@ struct FmtMxfp4 {
   __device__ static float flush(const Scale& sc) { return sc.s; }
 };
 
+// A weight chunk decoded to fp16 with every scale applied (fp32 scales rounded to fp16:
+// the tensor cores take fp16 operands).
+template <class Fmt>
+__device__ __forceinline__ void decode_chunk_full(const Raw16& raw, const typename Fmt::Scale& sc, half2_t* out) {
+  if constexpr (Fmt::kFlushScaled) {
+    const half2_t f = half2_splat(float_to_half(Fmt::flush(sc)));
+#pragma unroll
+    for (int p = 0; p < Fmt::kPerChunk / 2; ++p) out[p] = hmul2(Fmt::decode(raw, p, sc), f);
+  } else {
+#pragma unroll
+    for (int p = 0; p < Fmt::kPerChunk / 2; ++p) out[p] = Fmt::decode(raw, p, sc);
+  }
+}
+
 }  // namespace onecat

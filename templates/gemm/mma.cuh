@@ -58,20 +58,6 @@ __device__ __forceinline__ void wmma_store_16x16(float* d, int ldd, const WmmaAc
                : "memory");
 }
 
-// A weight chunk decoded to fp16 with every scale applied (fp32 scales rounded to fp16:
-// the tensor cores take fp16 operands).
-template <class Fmt>
-__device__ __forceinline__ void decode_chunk_full(const Raw16& raw, const typename Fmt::Scale& sc, half2_t* out) {
-  if constexpr (Fmt::kFlushScaled) {
-    const half2_t f = half2_splat(float_to_half(Fmt::flush(sc)));
-#pragma unroll
-    for (int p = 0; p < Fmt::kPerChunk / 2; ++p) out[p] = hmul2(Fmt::decode(raw, p, sc), f);
-  } else {
-#pragma unroll
-    for (int p = 0; p < Fmt::kPerChunk / 2; ++p) out[p] = Fmt::decode(raw, p, sc);
-  }
-}
-
 template <class Fmt, int N, int K, int BM, int BN, int WM, int WN, bool OUT_F32, int EPI, bool ACT_ORDER>
 __global__ void __launch_bounds__(WM* WN * 32, 1)
     mma_kernel(void* __restrict__ y, const half_t* __restrict__ x, const void* __restrict__ qweight,

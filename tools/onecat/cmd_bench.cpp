@@ -60,7 +60,7 @@ void add_bench(CLI::App& app) {
         pts.push_back({{"m", p.m}, {"config", p.config}, {"us", p.ours.median_us}, {"us_min", p.ours.min_us},
                        {"us_max", p.ours.max_us}, {"weight_bytes", p.weight_bytes}, {"weight_gbps", p.weight_gbps},
                        {"pct_copy", p.pct_copy}, {"tflops", p.tflops}, {"cublas_us", p.cublas_us},
-                       {"speedup_vs_cublas", p.speedup_vs_cublas}, {"error_vs_cublas", p.error_vs_cublas},
+                       {"speedup_vs_cublas", p.speedup_vs_cublas}, {"error_vs_cublas", p.error_vs_cublas}, {"error_vs_reference", p.error_vs_reference},
                        {"default_config", p.default_config}, {"default_us", p.default_us}, {"candidates", p.candidates}});
       }
       std::cout << nlohmann::json{{"spec", b.spec}, {"device", b.device}, {"copy_gbps", b.copy_gbps}, {"points", pts}}.dump(2)

@@ -34,8 +34,9 @@ void add_kernel_args(CLI::App* cmd, KernelArgs& a, bool many_specs) {
   cmd->add_option("--config", a.config, "Config (default: the family's untuned default)");
 }
 
-std::string config_or_default(const Family& f, const std::string& spec, const std::string& config) {
-  return config.empty() ? f.default_config(spec, 1) : config;
+// The given config, or the family's default for m tokens on arch.
+std::string config_or_default(const Family& f, const std::string& spec, const std::string& config, int64_t m, Arch arch) {
+  return config.empty() ? f.default_config(spec, m, arch) : config;
 }
 
 nlohmann::json result_json(const CompileResult& r) {
@@ -68,7 +69,7 @@ void add_emit(CLI::App& app) {
   cmd->callback([a, ptx] {
     const Family& f = family_of(a->specs[0]);
     Arch arch = resolve_arch(a->arch);
-    CompileRequest req = CompileRequest::make(f, a->specs[0], config_or_default(f, a->specs[0], a->config), arch);
+    CompileRequest req = CompileRequest::make(f, a->specs[0], config_or_default(f, a->specs[0], a->config, 1, arch), arch);
     if (*ptx) {
       std::cout << compile_to_ptx(req, NvrtcRegistry::get().for_arch(arch));
     } else {
@@ -98,7 +99,7 @@ void add_compile(CLI::App& app) {
     std::vector<CompileRequest> reqs;
     for (const auto& spec : a->specs) {
       const Family& f = family_of(spec);
-      std::vector<std::string> configs = *all ? f.candidate_configs(spec) : std::vector{config_or_default(f, spec, a->config)};
+      std::vector<std::string> configs = *all ? f.candidate_configs(spec, arch) : std::vector{config_or_default(f, spec, a->config, 1, arch)};
       for (const auto& c : configs) reqs.push_back(CompileRequest::make(f, spec, c, arch));
     }
     std::unique_ptr<Store> store;
@@ -161,10 +162,10 @@ void add_check(CLI::App& app) {
   cmd->callback([a, rows, seed] {
     const Family& f = family_of(a->specs[0]);
     const std::string spec = f.canonical_spec(a->specs[0]);
-    const std::string config = f.canonical_config(spec, config_or_default(f, spec, a->config));
     Driver& d = Driver::require_gpu();
     use_device(0);
     Arch arch{d.device_info(0).sm};
+    const std::string config = f.canonical_config(spec, config_or_default(f, spec, a->config, *rows, arch));
     Store store(cache_file());
     JitService jit(&store);
     CompileResult compiled = jit.get(CompileRequest::make(f, spec, config, arch));

@@ -17,6 +17,7 @@
 #include "runtime/jit/service.h"
 #include "tools/onecat/commands.h"
 #include "tuner/tuner.h"
+#include "tuner/workload.h"
 
 namespace onecat::cli {
 namespace {
@@ -82,7 +83,7 @@ void compile_only(const TuneArgs& a, const std::vector<std::string>& specs, cons
     const Family& f = family_of(spec);
     std::vector<std::pair<std::string, std::string>> configs;  // config → buckets using it, in bucket order
     for (int64_t b : buckets) {
-      const std::string config = f.default_config(spec, b);
+      const std::string config = f.default_config(spec, b, arch);
       auto it = std::find_if(configs.begin(), configs.end(), [&](const auto& c) { return c.first == config; });
       if (it == configs.end()) it = configs.insert(configs.end(), {config, ""});
       it->second += (it->second.empty() ? "" : ",") + std::to_string(b);
@@ -170,6 +171,7 @@ void tune(const TuneArgs& a, const std::vector<std::string>& specs, const std::v
     progress.tick();
   }
   progress.done();
+  release_workloads();
   nlohmann::json out = nlohmann::json::array();
   if (!a.json) std::printf("%-66s %6s %10s %10s %8s  %s\n", "spec", "M", "default us", "best us", "speedup", "config");
   for (const auto& r : done) {

@@ -1,0 +1,269 @@
+// mma strategy of the gemm family with the sm_80+ atom: mma.sync.m16n8k16 (fp16 in, fp32
+// accumulate) fed by ldmatrix from shared memory. A CTA computes a BM×BN tile of y (tokens ×
+// weight rows) with WM×WN warps; K advances in steps of BK. The x tile and the raw weight
+// tile of each step arrive by cp.async through STAGES shared buffers, so STAGES-1 steps of
+// loads are in flight during the math. fp16 weights are used where they land; other
+// formats are decoded once per step from their raw buffer into one of two fp16 tiles, with
+// the next step's scales already in registers. The epilogue works on the accumulators in
+// registers: the m16n8 layout gives each thread two adjacent outputs of two tokens.
+#pragma once
+#include "common/fp16.cuh"
+#include "common/gmem.cuh"
+#include "gemm/epilogue.cuh"
+#include "gemm/formats.cuh"
+
+namespace onecat {
+
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+  unsigned a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+
+// 16 bytes global → shared, bypassing L1; src_bytes 0 fills zeros (rows past the last token).
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int PENDING>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(PENDING) : "memory");
+}
+
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// d += a · b for one m16n8k16 tile.
+__device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+template <class Fmt>
+struct IsF16Format {
+  static constexpr bool value = false;
+};
+template <>
+struct IsF16Format<FmtF16> {
+  static constexpr bool value = true;
+};
+
+// Shared memory of one CTA, in bytes (the launch passes it as dynamic shared memory).
+template <class Fmt, int BM, int BN, int BK, int STAGES>
+struct Mma16816Smem {
+  static constexpr int kLd = BK + 8;  // halves per shared row: 16 bytes of padding spread ldmatrix rows over banks
+  static constexpr bool kF16 = IsF16Format<Fmt>::value;
+  static constexpr int kChunksPerRow = BK / Fmt::kPerChunk;
+  static constexpr int kX = STAGES * BM * kLd * 2;
+  static constexpr int kRaw = kF16 ? STAGES * BN * kLd * 2 : STAGES * BN * kChunksPerRow * 16;
+  static constexpr int kDecoded = kF16 ? 0 : 2 * BN * kLd * 2;
+  static constexpr int kBytes = kX + kRaw + kDecoded;
+};
+
+template <class Fmt, int N, int K, int BM, int BN, int BK, int WM, int WN, int STAGES, bool OUT_F32, int EPI, bool ACT_ORDER>
+__global__ void __launch_bounds__(WM* WN * 32, 1)
+    mma16816_kernel(void* __restrict__ y, const half_t* __restrict__ x, const void* __restrict__ qweight,
+                    const void* __restrict__ scales, const void* __restrict__ zeros, const int* __restrict__ perm,
+                    float global_scale, const half_t* __restrict__ bias, const half_t* __restrict__ residual, int m) {
+  using Smem = Mma16816Smem<Fmt, BM, BN, BK, STAGES>;
+  constexpr int kThreads = WM * WN * 32;
+  constexpr int kPer = Fmt::kPerChunk;
+  constexpr int kChunksPerRow = K / kPer;
+  constexpr int kChunksPerStep = BK / kPer;  // per weight row
+  constexpr int kLd = Smem::kLd;
+  constexpr bool kF16 = Smem::kF16;
+  constexpr bool kGated = EPI == kEpiSiluMul;
+  constexpr int kOutRows = kGated ? N / 2 : N;
+  constexpr int kTileCols = kGated ? BN / 2 : BN;  // output columns per CTA
+  constexpr int kWarpM = BM / WM, kWarpN = BN / WN;
+  constexpr int kFm = kWarpM / 16, kFn = kWarpN / 8;  // m16 × n8 tiles per warp
+  constexpr int kXLoads = BM * BK / 8;
+  constexpr int kWLoads = BN * kChunksPerStep;
+  constexpr int kSteps = K / BK;
+  static_assert(K % BK == 0 && BK % kPer == 0 && BK % 16 == 0, "K steps of BK in whole chunks");
+  static_assert(kWarpM % 16 == 0 && kWarpN % 16 == 0, "whole ldmatrix tiles per warp");
+  static_assert(!kGated || kWarpN % 32 == 0, "gated warps hold whole 16-row gate/up pairs");
+
+  extern __shared__ __align__(128) unsigned char smem[];
+  half_t* xs = reinterpret_cast<half_t*>(smem);                        // [STAGES][BM][kLd]
+  unsigned char* raw = smem + Smem::kX;                                // [STAGES][BN][kLd] fp16, or raw chunks
+  half_t* wdec = reinterpret_cast<half_t*>(smem + Smem::kX + Smem::kRaw);  // [2][BN][kLd]
+
+  const int tid = threadIdx.x;
+  const int lane = tid % 32, warp = tid / 32;
+  const int wm = warp / WN, wn = warp % WN;
+  const int m0 = blockIdx.y * BM;
+  const int n0 = blockIdx.x * kTileCols;
+
+  auto weight_row = [&](int r) {  // tile row r → weight row, clamped in bounds
+    if constexpr (kGated) {
+      const int o = min(n0 + (r / 32) * 16 + r % 16, kOutRows - 1);
+      return (r / 16) % 2 == 0 ? o : o + kOutRows;
+    } else {
+      return min(n0 + r, N - 1);
+    }
+  };
+
+  auto issue_step = [&](int kt) {  // loads of step kt into stage kt % STAGES
+    const int stage = kt % STAGES;
+    half_t* xst = xs + stage * BM * kLd;
+#pragma unroll
+    for (int i = 0; i < (kXLoads + kThreads - 1) / kThreads; ++i) {
+      const int idx = tid + i * kThreads;
+      if (kXLoads % kThreads == 0 || idx < kXLoads) {
+        const int r = idx / (BK / 8), c = idx % (BK / 8);
+        const bool in = m0 + r < m;
+        const half_t* row = x + static_cast<long long>(in ? m0 + r : 0) * K;
+        if constexpr (ACT_ORDER) {
+          Raw16 v{};
+          if (in) {
+#pragma unroll
+            for (int j = 0; j < 8; ++j) v.h[j] = row[perm[kt * BK + c * 8 + j]].bits;
+          }
+          *reinterpret_cast<Raw16*>(&xst[r * kLd + c * 8]) = v;
+        } else {
+          cp_async16(shared_address(&xst[r * kLd + c * 8]), row + kt * BK + c * 8, in ? 16 : 0);
+        }
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < (kWLoads + kThreads - 1) / kThreads; ++i) {
+      const int idx = tid + i * kThreads;
+      if (kWLoads % kThreads == 0 || idx < kWLoads) {
+        const int r = idx / kChunksPerStep, c = idx % kChunksPerStep;
+        const char* src =
+            static_cast<const char*>(qweight) + (static_cast<long long>(weight_row(r)) * kChunksPerRow + kt * kChunksPerStep + c) * 16;
+        const unsigned dst = kF16 ? shared_address(raw + ((stage * BN + r) * kLd + c * 8) * 2)
+                                  : shared_address(raw + ((stage * BN + r) * kChunksPerStep + c) * 16);
+        cp_async16(dst, src, 16);
+      }
+    }
+  };
+
+  constexpr int kDecodePerThread = kF16 ? 1 : (kWLoads + kThreads - 1) / kThreads;
+  typename Fmt::Scale sc[kDecodePerThread];
+  auto load_scales = [&](int kt) {
+    if constexpr (!kF16) {
+#pragma unroll
+      for (int i = 0; i < kDecodePerThread; ++i) {
+        const int idx = tid + i * kThreads;
+        if (kWLoads % kThreads == 0 || idx < kWLoads) {
+          sc[i] = Fmt::load_scale(scales, zeros, weight_row(idx / kChunksPerStep), kt * kChunksPerStep + idx % kChunksPerStep);
+        }
+      }
+    }
+  };
+  auto decode_step = [&](int kt) {  // raw stage kt % STAGES → fp16 tile kt % 2
+    const int stage = kt % STAGES;
+    half_t* dst_tile = wdec + (kt % 2) * BN * kLd;
+#pragma unroll
+    for (int i = 0; i < kDecodePerThread; ++i) {
+      const int idx = tid + i * kThreads;
+      if (kWLoads % kThreads == 0 || idx < kWLoads) {
+        const int r = idx / kChunksPerStep, c = idx % kChunksPerStep;
+        const Raw16 v = *reinterpret_cast<const Raw16*>(raw + ((stage * BN + r) * kChunksPerStep + c) * 16);
+        half2_t d[kPer / 2];
+        decode_chunk_full<Fmt>(v, sc[i], d);
+        Raw16* dst = reinterpret_cast<Raw16*>(&dst_tile[r * kLd + c * kPer]);
+#pragma unroll
+        for (int p = 0; p < kPer / 8; ++p) {
+          Raw16 o;
+#pragma unroll
+          for (int j = 0; j < 4; ++j) reinterpret_cast<unsigned*>(o.h)[j] = d[p * 4 + j].bits;
+          dst[p] = o;
+        }
+      }
+    }
+  };
+
+  float acc[kFm][kFn][4];
+#pragma unroll
+  for (int i = 0; i < kFm; ++i) {
+#pragma unroll
+    for (int j = 0; j < kFn; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+    }
+  }
+
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < kSteps) issue_step(s);
+    cp_async_commit();
+  }
+  load_scales(0);
+
+  // ldmatrix lane addresses: A rows lane%16, k half lane/16; B rows (n) lane%8 + 8*(lane/16),
+  // k half (lane/8)%2.
+  const int a_row = wm * kWarpM + lane % 16, a_col = (lane / 16) * 8;
+  const int b_row = wn * kWarpN + lane % 8 + (lane / 16) * 8, b_col = ((lane / 8) % 2) * 8;
+
+  for (int kt = 0; kt < kSteps; ++kt) {
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();  // step kt has landed for everyone; step kt-1's buffers are free
+    if (kt + STAGES - 1 < kSteps) issue_step(kt + STAGES - 1);
+    cp_async_commit();
+    const half_t* wtile;
+    if constexpr (kF16) {
+      wtile = reinterpret_cast<const half_t*>(raw) + (kt % STAGES) * BN * kLd;
+    } else {
+      decode_step(kt);
+      if (kt + 1 < kSteps) load_scales(kt + 1);
+      __syncthreads();
+      wtile = wdec + (kt % 2) * BN * kLd;
+    }
+    const half_t* xtile = xs + (kt % STAGES) * BM * kLd;
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 16) {
+      unsigned a[kFm][4];
+#pragma unroll
+      for (int i = 0; i < kFm; ++i) ldmatrix_x4(a[i], shared_address(&xtile[(a_row + i * 16) * kLd + kk + a_col]));
+#pragma unroll
+      for (int j = 0; j < kFn; j += 2) {
+        unsigned b[4];
+        ldmatrix_x4(b, shared_address(&wtile[(b_row + j * 8) * kLd + kk + b_col]));
+#pragma unroll
+        for (int i = 0; i < kFm; ++i) {
+          mma_16816(acc[i][j], a[i], b[0], b[1]);
+          mma_16816(acc[i][j + 1], a[i], b[2], b[3]);
+        }
+      }
+    }
+  }
+  cp_async_wait<0>();
+
+  // Epilogue from registers: acc[i][j][h*2 + e] is token (row lane/4 + 8h of m-tile i),
+  // column 2*(lane%4) + e of n-tile j.
+#pragma unroll
+  for (int i = 0; i < kFm; ++i) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int tok = m0 + wm * kWarpM + i * 16 + lane / 4 + 8 * h;
+      if (tok >= m) continue;
+#pragma unroll
+      for (int j = 0; j < kFn; ++j) {
+        if (kGated && j % 4 >= 2) continue;  // up tiles are read with their gate tiles
+        const int col0 = kGated ? n0 + (wn * kWarpN / 32 + j / 4) * 16 + (j % 4) * 8 + 2 * (lane % 4)
+                                : n0 + wn * kWarpN + j * 8 + 2 * (lane % 4);
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int n = col0 + e;
+          if (n >= kOutRows) continue;
+          float v = acc[i][j][h * 2 + e] * global_scale;
+          const long long out = static_cast<long long>(tok) * kOutRows + n;
+          if constexpr (kGated) v = silu(v) * (acc[i][j + 2][h * 2 + e] * global_scale);
+          if constexpr (EPI == kEpiBias) v += half_to_float(bias[n]);
+          if constexpr (EPI == kEpiResidual) v += half_to_float(residual[out]);
+          store_out<OUT_F32>(y, out, v);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace onecat

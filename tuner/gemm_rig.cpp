@@ -1,0 +1,239 @@
+#include "tuner/gemm_rig.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "codegen/gemm/emit.h"
+#include "runtime/cpu/gemm.h"
+#include "runtime/cpu/half.h"
+#include "runtime/cuda/error.h"
+#include "tuner/random_weight.h"
+#include "tuner/workload.h"
+
+namespace onecat {
+namespace {
+
+// Rows of poisoned output past the end, to catch writes out of bounds.
+constexpr int64_t kGuardRows = 2;
+constexpr unsigned char kPoisonByte = 0xff;  // NaN in fp16 and fp32
+
+// cuBLAS enum values (cublas_api.h, library_types.h).
+constexpr int kOpN = 0, kOpT = 1, kR32F = 0, kR16F = 2, kCompute32F = 68, kGemmDefault = -1;
+
+// Normwise relative error ‖gpu − ref‖₂ / ‖ref‖₂ allowed per format. The kernels sum 4–16
+// fp16 products in fp16 before each fp32 flush (2^-11 relative per add) and int4 rounds
+// (q − z)·s to fp16; the output rounds to fp16 once more (2^-11). Against the cuBLAS
+// reference the weights were rounded to fp16 once more (2^-11 each, random).
+double tolerance(const gemm::Spec& s) {
+  return s.format == quant::WeightFormat::kAwq4 || s.format == quant::WeightFormat::kGptq4 ? 4e-3 : 3e-3;
+}
+
+std::vector<uint16_t> random_half(std::mt19937_64& rng, size_t n, float scale) {
+  std::uniform_real_distribution<float> dist(-scale, scale);
+  std::vector<uint16_t> v(n);
+  for (auto& x : v) x = cpu::float_to_half(dist(rng));
+  return v;
+}
+
+DeviceBuffer upload(const void* data, size_t bytes) {
+  DeviceBuffer b(bytes);
+  if (bytes) b.upload(data, bytes);
+  return b;
+}
+
+void sync(const std::string& what) {
+  Driver& d = *Driver::find();
+  d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", what);
+}
+
+}  // namespace
+
+GemmRig::GemmRig(const gemm::Spec& spec, uint64_t seed, int weight_copies) : spec_(spec), rng_(seed) {
+  w_ = random_packed_weight(spec_, rng_);
+  if (weight_copies == kRotate) weight_copies = rotation_copies(w_.bytes(), Driver::require_gpu().device_info(0).l2_bytes);
+  for (int c = 0; c < std::max(1, weight_copies); ++c) {
+    copies_.push_back({upload(w_.qweight.data(), w_.qweight.size()), upload(w_.scales.data(), w_.scales.size()),
+                       upload(w_.zeros.data(), w_.zeros.size()), upload(w_.perm.data(), w_.perm.size() * 4)});
+  }
+}
+
+GemmRig::~GemmRig() {
+  if (cublas_) Cublas::find()->cublasDestroy(cublas_);
+}
+
+void GemmRig::prepare(int64_t m) {
+  if (m < 1) throw InputError("gemm needs at least one token (m=" + std::to_string(m) + ")");
+  m_ = m;
+  const int64_t n_out = spec_.out_cols();
+  x_ = random_half(rng_, size_t(m * spec_.k), 2.f);
+  bias_ = random_half(rng_, size_t(n_out), 1.f);
+  residual_ = random_half(rng_, size_t(m * n_out), 1.f);
+  d_x_ = upload(x_.data(), x_.size() * 2);
+  d_bias_ = upload(bias_.data(), bias_.size() * 2);
+  d_residual_ = upload(residual_.data(), residual_.size() * 2);
+  d_y_ = DeviceBuffer(size_t((m + kGuardRows) * n_out) * (spec_.out_f32 ? 4 : 2));
+  d_x_perm_ = DeviceBuffer();
+  d_peer_ = DeviceBuffer();
+  reference_.clear();
+}
+
+void GemmRig::launch(const LoadedKernel& kernel, const gemm::Config& config, int copy, CUstream stream) {
+  if (m_ < 1) throw Error("GemmRig::launch before prepare()");
+  const Copy& w = copies_[size_t(copy) % copies_.size()];
+  CUdeviceptr y = d_y_.ptr(), x = d_x_.ptr(), q = w.q.ptr();
+  CUdeviceptr s = w_.scales.empty() ? 0 : w.s.ptr(), z = w_.zeros.empty() ? 0 : w.z.ptr();
+  CUdeviceptr p = w_.perm.empty() ? 0 : w.p.ptr();
+  CUdeviceptr b = spec_.epilogue == gemm::Epilogue::kBias ? d_bias_.ptr() : 0;
+  CUdeviceptr r = spec_.epilogue == gemm::Epilogue::kResidual ? d_residual_.ptr() : 0;
+  float global_scale = w_.global_scale;
+  int m = int(m_);
+  void* args[] = {&y, &x, &q, &s, &z, &p, &global_scale, &b, &r, &m};
+  onecat::launch(kernel, gemm::geometry(spec_, config, m_), stream, args);
+}
+
+void GemmRig::make_fp16_weights() {
+  if (!w16_.empty()) return;
+  Cublas& cublas = Cublas::require();
+  cublas.check(cublas.cublasCreate(&cublas_), "cublasCreate", "creating a cuBLAS handle");
+  const std::vector<float> wf = cpu::dequantize(w_);
+  std::vector<uint16_t> wh(wf.size());
+  for (size_t i = 0; i < wf.size(); ++i) wh[i] = cpu::float_to_half(wf[i]);
+  for (size_t c = 0; c < copies_.size(); ++c) w16_.push_back(upload(wh.data(), wh.size() * 2));
+}
+
+void GemmRig::launch_cublas(int copy) {
+  make_fp16_weights();
+  if (!d_peer_.bytes()) d_peer_ = DeviceBuffer(size_t(m_ * spec_.n) * 2);
+  Cublas& cublas = *Cublas::find();
+  const float alpha = 1.f, beta = 0.f;
+  const DeviceBuffer& wb = w16_[size_t(copy) % w16_.size()];
+  cublas.check(cublas.cublasGemmEx(cublas_, kOpT, kOpN, int(spec_.n), int(m_), int(spec_.k), &alpha,
+                                   reinterpret_cast<const void*>(wb.ptr()), kR16F, int(spec_.k),
+                                   reinterpret_cast<const void*>(d_x_.ptr()), kR16F, int(spec_.k), &beta,
+                                   reinterpret_cast<void*>(d_peer_.ptr()), kR16F, int(spec_.n), kCompute32F, kGemmDefault),
+               "cublasGemmEx", "running the fp16 peer of " + spec_.to_string());
+}
+
+std::vector<float> GemmRig::cublas_product_f32() {
+  make_fp16_weights();
+  Cublas& cublas = *Cublas::find();
+  // The dequantised weights are in packed column order: x goes through the same permutation.
+  CUdeviceptr x = d_x_.ptr();
+  if (!w_.perm.empty()) {
+    std::vector<uint16_t> xp(x_.size());
+    for (int64_t i = 0; i < m_; ++i) {
+      for (int64_t k = 0; k < spec_.k; ++k) xp[size_t(i * spec_.k + k)] = x_[size_t(i * spec_.k + w_.perm[size_t(k)])];
+    }
+    d_x_perm_ = upload(xp.data(), xp.size() * 2);
+    x = d_x_perm_.ptr();
+  }
+  DeviceBuffer out(size_t(m_ * spec_.n) * 4);
+  const float alpha = 1.f, beta = 0.f;
+  cublas.check(cublas.cublasGemmEx(cublas_, kOpT, kOpN, int(spec_.n), int(m_), int(spec_.k), &alpha,
+                                   reinterpret_cast<const void*>(w16_[0].ptr()), kR16F, int(spec_.k),
+                                   reinterpret_cast<const void*>(x), kR16F, int(spec_.k), &beta,
+                                   reinterpret_cast<void*>(out.ptr()), kR32F, int(spec_.n), kCompute32F, kGemmDefault),
+               "cublasGemmEx", "computing the reference of " + spec_.to_string());
+  sync("computing the cuBLAS reference of " + spec_.to_string());
+  std::vector<float> product(size_t(m_ * spec_.n));
+  out.download(product.data(), product.size() * 4);
+  return product;
+}
+
+const std::vector<float>& GemmRig::reference() {
+  if (!reference_.empty()) return reference_;
+  const int64_t n = spec_.n, n_out = spec_.out_cols();
+  reference_.resize(size_t(m_ * n_out));
+  cpu::GemmEpilogue epi;
+  epi.kind = static_cast<cpu::GemmEpilogue::Kind>(static_cast<int>(spec_.epilogue));
+  epi.bias = bias_.data();
+  epi.residual = residual_.data();
+  if (double(m_) * double(n) * double(spec_.k) <= kGemmCpuReferenceMacs) {
+    cpu::gemm(w_, x_.data(), m_, epi, reference_.data());
+    return reference_;
+  }
+  const std::vector<float> p = cublas_product_f32();
+  for (int64_t i = 0; i < m_; ++i) {
+    const float* a = &p[size_t(i * n)];
+    float* y = &reference_[size_t(i * n_out)];
+    for (int64_t j = 0; j < n_out; ++j) {
+      switch (spec_.epilogue) {
+        case gemm::Epilogue::kNone: y[j] = a[j]; break;
+        case gemm::Epilogue::kBias: y[j] = a[j] + cpu::half_to_float(bias_[size_t(j)]); break;
+        case gemm::Epilogue::kResidual: y[j] = a[j] + cpu::half_to_float(residual_[size_t(i * n_out + j)]); break;
+        case gemm::Epilogue::kSiluMul: {
+          const double gate = a[j];
+          y[j] = float(gate / (1.0 + std::exp(-gate)) * a[n_out + j]);
+          break;
+        }
+      }
+    }
+  }
+  return reference_;
+}
+
+CheckResult GemmRig::check(const LoadedKernel& kernel, const gemm::Config& config) {
+  const std::vector<float>& want = reference();
+  const int64_t n_out = spec_.out_cols();
+  const size_t out_elem = spec_.out_f32 ? 4 : 2;
+  const size_t out_bytes = d_y_.bytes();
+  d_y_.fill_bytes(kPoisonByte);
+  launch(kernel, config, 0);
+  sync("running " + spec_.to_string() + " [" + config.to_string() + "]");
+  std::vector<uint8_t> got(out_bytes);
+  d_y_.download(got.data(), out_bytes);
+
+  CheckResult res;
+  res.rows = m_;
+  res.tolerance = tolerance(spec_);
+  res.metric = std::string("|gpu-ref|/|ref| (2-norm), reference: ") +
+               (double(m_) * double(spec_.n) * double(spec_.k) <= kGemmCpuReferenceMacs ? "CPU fp64" : "cuBLAS fp32");
+  double diff2 = 0, ref2 = 0;
+  for (int64_t i = 0; i < m_ * n_out; ++i) {
+    double g;
+    if (spec_.out_f32) {
+      float f;
+      std::memcpy(&f, got.data() + 4 * i, 4);
+      g = f;
+    } else {
+      uint16_t h;
+      std::memcpy(&h, got.data() + 2 * i, 2);
+      g = cpu::half_to_float(h);
+    }
+    // The fp16 output is compared with the reference rounded to fp16 the same way.
+    const double ref = spec_.out_f32 ? want[size_t(i)] : cpu::half_to_float(cpu::float_to_half(want[size_t(i)]));
+    if (!std::isfinite(g) && res.detail.empty()) {
+      res.detail = "y[" + std::to_string(i / n_out) + "][" + std::to_string(i % n_out) + "] = " + std::to_string(g) +
+                   " (never written?), expected " + std::to_string(ref);
+    }
+    diff2 += (g - ref) * (g - ref);
+    ref2 += ref * ref;
+  }
+  for (size_t i = size_t(m_ * n_out) * out_elem; i < out_bytes && res.detail.empty(); ++i) {
+    if (got[i] != kPoisonByte) res.detail = "wrote past the last token (byte " + std::to_string(i) + ")";
+  }
+  res.error = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
+  res.passed = res.detail.empty() && res.error <= res.tolerance;
+  return res;
+}
+
+double GemmRig::error_vs_cublas(const LoadedKernel& kernel, const gemm::Config& config) {
+  if (spec_.epilogue != gemm::Epilogue::kNone || spec_.out_f32 || spec_.act_order) {
+    throw Error("error_vs_cublas needs a plain fp16 product spec, not " + spec_.to_string());
+  }
+  launch(kernel, config, 0);
+  launch_cublas(0);
+  sync("comparing " + spec_.to_string() + " with cuBLAS");
+  std::vector<uint16_t> ours(size_t(m_ * spec_.n)), theirs(size_t(m_ * spec_.n));
+  d_y_.download(ours.data(), ours.size() * 2);
+  d_peer_.download(theirs.data(), theirs.size() * 2);
+  double d2 = 0, r2 = 0;
+  for (size_t i = 0; i < ours.size(); ++i) {
+    const double a = cpu::half_to_float(ours[i]), b = cpu::half_to_float(theirs[i]);
+    d2 += (a - b) * (a - b);
+    r2 += b * b;
+  }
+  return std::sqrt(d2 / std::max(r2, 1e-30));
+}
+
+}  // namespace onecat

@@ -1,0 +1,75 @@
+// Everything a gemm kernel of one spec runs on, on the GPU: random weights in the spec's
+// format (rotated copies, so the L2 never serves a repeat when timing), fresh random
+// x / bias / residual for m tokens, a poisoned output with guard rows behind it, the
+// reference result, and cuBLAS fp16 on the dequantised weights as the speed peer. The
+// checks, the tuner's workload and `onecat bench` all run on one of these, so a spec's
+// weights are made once however many configs and token counts are run on them.
+#pragma once
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "codegen/gemm/config.h"
+#include "codegen/gemm/spec.h"
+#include "models/quant/format.h"
+#include "runtime/cuda/cublas.h"
+#include "runtime/cuda/driver.h"
+#include "runtime/jit/module_table.h"
+#include "tuner/verify.h"
+
+namespace onecat {
+
+// Up to this many multiply-adds the reference is the CPU's (runtime/cpu/gemm, fp64);
+// beyond, cuBLAS with fp32 accumulation on the dequantised weights.
+inline constexpr double kGemmCpuReferenceMacs = double(int64_t(1) << 28);
+
+class GemmRig {
+ public:
+  // weight_copies: how many copies of the packed weights to rotate through (1 for checks),
+  // or kRotate: enough that together they exceed the L2 three times.
+  static constexpr int kRotate = 0;
+  GemmRig(const gemm::Spec& spec, uint64_t seed, int weight_copies);
+  ~GemmRig();
+  GemmRig(const GemmRig&) = delete;
+  GemmRig& operator=(const GemmRig&) = delete;
+
+  const gemm::Spec& spec() const { return spec_; }
+  const quant::PackedWeight& weight() const { return w_; }
+  int weight_copies() const { return int(copies_.size()); }
+  int64_t m() const { return m_; }
+
+  // Fresh random inputs for m tokens; the previous reference is dropped.
+  void prepare(int64_t m);
+  // Enqueues the kernel on weight copy `copy` (mod the number of copies).
+  void launch(const LoadedKernel& kernel, const gemm::Config& config, int copy, CUstream stream = nullptr);
+  // Enqueues cuBLAS fp16 × fp16 → fp16 (plain product, packed column order) on copy `copy`
+  // of the dequantised weights (made on first use, as many copies as the packed ones).
+  void launch_cublas(int copy);
+  // Poisons the output, runs the kernel once, compares with the reference.
+  CheckResult check(const LoadedKernel& kernel, const gemm::Config& config);
+  // ‖kernel − cuBLAS‖ / ‖cuBLAS‖ on copy 0 (plain product specs only).
+  double error_vs_cublas(const LoadedKernel& kernel, const gemm::Config& config);
+
+ private:
+  const std::vector<float>& reference();
+  void make_fp16_weights();
+  std::vector<float> cublas_product_f32();
+
+  struct Copy {
+    DeviceBuffer q, s, z, p;
+  };
+  gemm::Spec spec_;
+  std::mt19937_64 rng_;
+  quant::PackedWeight w_;
+  std::vector<Copy> copies_;
+  int64_t m_ = 0;
+  std::vector<uint16_t> x_, bias_, residual_;
+  DeviceBuffer d_x_, d_x_perm_, d_bias_, d_residual_, d_y_;
+  std::vector<float> reference_;  // [m][out_cols], empty until asked for
+  std::vector<DeviceBuffer> w16_;
+  DeviceBuffer d_peer_;
+  cublasHandle_t cublas_ = nullptr;
+};
+
+}  // namespace onecat
