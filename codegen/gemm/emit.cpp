@@ -52,10 +52,16 @@ LaunchGeometry geometry(const Spec& spec, const Config& c, int64_t m) {
   LaunchGeometry g;
   const int64_t cols = c.strategy == Strategy::kGemv ? c.rows : (spec.epilogue == Epilogue::kSiluMul ? c.bn / 2 : c.bn);
   const int64_t tile_m = c.strategy == Strategy::kGemv ? c.mt : c.bm;
-  g.grid[0] = static_cast<unsigned>((spec.out_cols() + cols - 1) / cols);
+  const int64_t col_tiles = (spec.out_cols() + cols - 1) / cols;
   const int64_t tiles = (m + tile_m - 1) / tile_m;
-  if (tiles > 65535) throw InputError("gemm: m=" + std::to_string(m) + " exceeds the grid's token tiles");
-  g.grid[1] = static_cast<unsigned>(tiles);
+  if (c.strategy == Strategy::kGemv) {
+    if (tiles > 65535) throw InputError("gemm: m=" + std::to_string(m) + " exceeds the grid's token tiles");
+    g.grid[0] = static_cast<unsigned>(col_tiles), g.grid[1] = static_cast<unsigned>(tiles);
+  } else {
+    // mma: token tiles along x (templates/gemm/mma*.cuh), weight tiles along y.
+    if (col_tiles > 65535) throw InputError("gemm: " + spec.to_string() + " has too many weight tiles for the grid");
+    g.grid[0] = static_cast<unsigned>(tiles), g.grid[1] = static_cast<unsigned>(col_tiles);
+  }
   g.block[0] = static_cast<unsigned>(c.threads());
   g.dynamic_shared_bytes = static_cast<unsigned>(c.shared_bytes(spec));
   return g;

@@ -86,17 +86,18 @@ std::vector<Config> candidate_configs(const Spec& spec, Arch arch) {
     }
   }
   if (arch.has_mma_m16n8k16()) {
-    // Warp tiles from 32×32 to 64×128, K steps of 32 or 64, three or four stages.
+    // Four or eight warps with warp tiles from 32×32 to 64×64, K steps of 32 or 64, three
+    // or four stages.
     for (int bm : {32, 64, 128, 256}) {
       for (int bn : {64, 128, 256}) {
-        for (auto [wm, wn] : {std::pair{1, 2}, std::pair{1, 4}, std::pair{2, 1}, std::pair{2, 2}, std::pair{2, 4}, std::pair{4, 2}}) {
+        for (auto [wm, wn] : {std::pair{1, 4}, std::pair{2, 2}, std::pair{2, 4}, std::pair{4, 2}}) {
           for (int bk : {32, 64}) {
             for (int stages : {3, 4}) {
               Config c;
               c.strategy = Strategy::kMma;
               c.atom = Atom::kM16n8k16;
               c.bm = bm, c.bn = bn, c.wm = wm, c.wn = wn, c.bk = bk, c.stages = stages;
-              if (bm / wm < 32 || bn / wn < 32) continue;
+              if (bm / wm < 32 || bn / wn < 32 || bm / wm > 64 || bn / wn > 64) continue;
               if (!c.invalid_reason(spec)) out.push_back(c);
             }
           }

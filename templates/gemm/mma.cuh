@@ -89,8 +89,10 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
   const int tid = threadIdx.x;
   const int warp = tid / 32;
   const int wm = warp / WN, wn = warp % WN;
-  const int m0 = blockIdx.y * BM;
-  const int n0 = blockIdx.x * kTileCols;  // first output column of the tile
+  // Token tiles are the fast grid dimension: CTAs launched together share a weight tile,
+  // which the L2 then serves to all but the first.
+  const int m0 = blockIdx.x * BM;
+  const int n0 = blockIdx.y * kTileCols;  // first output column of the tile
 
   auto weight_row = [&](int r) {  // tile row r → weight row, clamped in bounds
     if constexpr (kGated) {
