@@ -114,18 +114,6 @@ std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape) {
   return s;
 }
 
-// The CUDA device a pointer lives on, or −1 when there is no GPU to ask.
-int pointer_device(uintptr_t ptr, Arg arg) {
-  if (ptr == 0) return -1;
-  Driver* d = Driver::find();
-  if (!d || d->device_count() == 0) return -1;
-  int ordinal = -1;
-  if (d->cuPointerGetAttribute(&ordinal, kPointerDeviceOrdinal, CUdeviceptr(ptr)) != 0) {
-    throw py::value_error(arg.prefix() + "'s data pointer is not CUDA memory");
-  }
-  return ordinal;
-}
-
 py::object torch_tensor_type() {
   py::dict modules = py::module_::import("sys").attr("modules");
   if (!modules.contains("torch")) return py::none();
@@ -175,7 +163,7 @@ ArrayView cuda_interface_view(py::handle obj, Arg arg) {
   } else {
     v.strides = row_major_strides(v.shape);
   }
-  v.device = pointer_device(v.data, arg);
+  v.device_pending = v.data != 0;
   return v;
 }
 
@@ -346,6 +334,38 @@ void require_aligned(const ArrayView& v, int bytes, Arg arg) {
     throw py::value_error(arg.prefix() + "'s data must be " + std::to_string(bytes) +
                           "-byte aligned for this kernel (a fresh tensor is); got an offset view");
   }
+}
+
+}  // namespace onecat::python
+
+namespace onecat::python {
+
+int resolve_devices(std::initializer_list<std::pair<ArrayView*, Arg>> arrays) {
+  int device = -1;
+  const char* first = nullptr;
+  Driver* d = Driver::find();
+  const bool gpu = d && d->device_count() > 0;
+  for (auto [v, arg] : arrays) {
+    if (!v) continue;
+    if (v->device_pending && gpu) {
+      int ordinal = -1;
+      if (d->cuPointerGetAttribute(&ordinal, kPointerDeviceOrdinal, CUdeviceptr(v->data)) != 0) {
+        throw py::value_error(arg.prefix() + "'s data pointer is not CUDA memory");
+      }
+      v->device = ordinal;
+      v->device_pending = false;
+    }
+    if (v->device < 0) continue;
+    if (device >= 0 && v->device != device) {
+      throw py::value_error(arg.prefix() + " is on cuda:" + std::to_string(v->device) + ", " + first + " on cuda:" +
+                            std::to_string(device));
+    }
+    if (device < 0) {
+      device = v->device;
+      first = arg.name;
+    }
+  }
+  return device;
 }
 
 }  // namespace onecat::python

@@ -25,7 +25,8 @@ struct ArrayView {
   std::string dtype_name;  // "float16", "int32", … for messages
   int itemsize = 0;
   bool on_cuda = false;
-  int device = -1;  // CUDA ordinal; -1 on the host, or when no driver can tell
+  int device = -1;  // CUDA ordinal; -1 on the host, or not yet known (device_pending)
+  bool device_pending = false;  // __cuda_array_interface__ does not say: resolve_devices asks the driver
   bool strides_in_bytes_unaligned = false;  // a byte stride that is not a whole element
   std::shared_ptr<void> keep_alive;         // a DLPack capsule or a buffer that owns the view
 
@@ -54,6 +55,11 @@ void require_ndim(const ArrayView& v, size_t ndim, Arg arg);
 void require_shape(const ArrayView& v, const std::vector<int64_t>& shape, Arg arg);
 void require_same_device(const ArrayView& v, int device, Arg arg);
 void require_aligned(const ArrayView& v, int bytes, Arg arg);
+
+// After every other check (so a bad argument is reported before any driver call): finds the
+// device of arrays whose interface does not name it, checks that all are on one GPU, and
+// returns it (−1 when none is known, e.g. without a GPU).
+int resolve_devices(std::initializer_list<std::pair<ArrayView*, Arg>> arrays);
 
 const char* dtype_name(DType t);
 std::string shape_text(const std::vector<int64_t>& shape);

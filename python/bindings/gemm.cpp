@@ -43,7 +43,7 @@ struct PyPackedWeight {
     put(scales, host.scales.data(), host.scales.size());
     put(zeros, host.zeros.data(), host.zeros.size());
     put(perm, host.perm.data(), host.perm.size() * sizeof(int32_t));
-    device = ordinal < 0 ? 0 : ordinal;
+    device = rt.ordinal();
   }
 
   std::string spec(const std::string& epilogue, bool out_f32) const {
@@ -219,7 +219,7 @@ void gemm_op(py::handle y, py::handle x, const PyPackedWeight& w, py::handle bia
              const std::string& epilogue, bool out_f32, uintptr_t stream, const std::string& kernel_spec,
              const std::string& config) {
   const gemm::Epilogue epi = parse_epilogue(epilogue);
-  const ArrayView xv = cuda_array(x, "x", -1);
+  ArrayView xv = cuda_array(x, "x", -1);
   require_dtype(xv, DType::kFloat16, {kGemm, "x"});
   if (xv.shape.empty() || xv.shape.back() != w.host.k) {
     throw py::value_error(std::string(kGemm) + ": x must have K=" + std::to_string(w.host.k) +
@@ -238,7 +238,7 @@ void gemm_op(py::handle y, py::handle x, const PyPackedWeight& w, py::handle bia
   std::vector<int64_t> out_shape = xv.shape;
   out_shape.back() = spec.out_cols();
 
-  const ArrayView yv = cuda_array(y, "out", w.device);
+  ArrayView yv = cuda_array(y, "out", w.device);
   require_dtype(yv, out_f32 ? DType::kFloat32 : DType::kFloat16, {kGemm, "out"});
   require_shape(yv, out_shape, {kGemm, "out"});
   ArrayView bv, rv;
@@ -265,6 +265,13 @@ void gemm_op(py::handle y, py::handle x, const PyPackedWeight& w, py::handle bia
   const int64_t m = xv.numel() / w.host.k;
   if (m > INT_MAX) throw py::value_error(std::string(kGemm) + ": x has " + std::to_string(m) + " rows, more than 2^31 - 1");
 
+  const int device = resolve_devices({{&xv, {kGemm, "x"}}, {&yv, {kGemm, "out"}},
+                                      {epi == gemm::Epilogue::kBias ? &bv : nullptr, {kGemm, "bias"}},
+                                      {epi == gemm::Epilogue::kResidual ? &rv : nullptr, {kGemm, "residual"}}});
+  if (device >= 0 && device != w.device) {
+    throw py::value_error(std::string(kGemm) + ": the arrays are on cuda:" + std::to_string(device) +
+                          " but packed on cuda:" + std::to_string(w.device));
+  }
   Runtime& rt = Runtime::get();
   rt.use_gpu(w.device);
   if (m == 0) return;

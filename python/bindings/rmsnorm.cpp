@@ -35,10 +35,10 @@ ArrayView half_cuda(py::handle obj, const char* name, int device) {
 // kernel_spec/config: set when a compiled kernel (onecat.compile) is called; empty to dispatch.
 void rmsnorm_op(py::handle out, py::handle x, py::handle weight, double eps, py::handle residual, uintptr_t stream,
                 const std::string& kernel_spec, const std::string& config) {
-  const ArrayView xv = half_cuda(x, "x", -1);
+  ArrayView xv = half_cuda(x, "x", -1);
   if (xv.shape.empty()) throw py::value_error(std::string(kOp) + ": x must have at least 1 dimension, got a scalar");
   const int64_t hidden = xv.shape.back();
-  const ArrayView wv = half_cuda(weight, "weight", xv.device);
+  ArrayView wv = half_cuda(weight, "weight", xv.device);
   require_shape(wv, {hidden}, {kOp, "weight"});
   const bool has_residual = !residual.is_none();
   ArrayView rv;
@@ -46,7 +46,7 @@ void rmsnorm_op(py::handle out, py::handle x, py::handle weight, double eps, py:
     rv = half_cuda(residual, "residual", xv.device);
     require_shape(rv, xv.shape, {kOp, "residual"});
   }
-  const ArrayView ov = half_cuda(out, "out", xv.device);
+  ArrayView ov = half_cuda(out, "out", xv.device);
   require_shape(ov, xv.shape, {kOp, "out"});
 
   const std::string spec = spec_for(hidden, has_residual);
@@ -56,8 +56,10 @@ void rmsnorm_op(py::handle out, py::handle x, py::handle weight, double eps, py:
   const int64_t rows = hidden ? xv.numel() / hidden : 0;
   if (rows > INT_MAX) throw py::value_error(std::string(kOp) + ": x has " + std::to_string(rows) + " rows, more than 2^31 - 1");
 
+  const int device = resolve_devices({{&xv, {kOp, "x"}}, {&wv, {kOp, "weight"}}, {&ov, {kOp, "out"}},
+                                      {has_residual ? &rv : nullptr, {kOp, "residual"}}});
   Runtime& rt = Runtime::get();
-  rt.use_gpu(xv.device);
+  rt.use_gpu(device);
   if (rows == 0) return;
   const LoadedKernel* kernel;
   std::string chosen = config;

@@ -28,6 +28,7 @@ class Runtime {
   // raises Error with the CLI's sentence.
   void use_gpu(int ordinal);
   Arch arch() const { return Arch{device_.sm}; }
+  int ordinal() const { return ordinal_; }  // the GPU in use, −1 before the first
   const DeviceFingerprint& device() const { return device_; }
 
   // The dispatched kernel for a canonical spec and m tokens (compiled and loaded on first use).

@@ -250,8 +250,9 @@ def test_compiled_kernel_call(weights):
     torch.cuda.synchronize()
     assert y.dtype == torch.float32
     assert rel_err(y, x.double() @ w.T) <= tolerance("mxfp4", torch.float32)
+    other, _ = weights["f16"]
     with pytest.raises(ValueError, match="this kernel is"):
-        k(x, weights["f16"][0])
+        k(torch.zeros(4, other.k, dtype=torch.float16, device="cuda"), other)
 
 
 # --- rmsnorm -------------------------------------------------------------------------------
