@@ -72,6 +72,7 @@ Driver* Driver::find() {
       l.bind(d->cuMemcpyDtoH, "cuMemcpyDtoH_v2");
       l.bind(d->cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
       l.bind(d->cuMemsetD8, "cuMemsetD8_v2");
+      l.bind(d->cuPointerGetAttribute, "cuPointerGetAttribute");
       l.bind(d->cuStreamSynchronize, "cuStreamSynchronize");
       l.bind(d->cuEventCreate, "cuEventCreate");
       l.bind(d->cuEventRecord, "cuEventRecord");

@@ -28,6 +28,9 @@ enum CuDeviceAttribute : int {
   kAttrComputeCapabilityMinor = 76,
   kAttrMaxSharedPerBlockOptin = 97,
 };
+enum CuPointerAttribute : int {
+  kPointerDeviceOrdinal = 9,
+};
 enum CuFunctionAttribute : int {
   kFuncSharedSizeBytes = 1,
   kFuncLocalSizeBytes = 3,
@@ -89,6 +92,7 @@ class Driver {
   CUresult (*cuMemcpyDtoH)(void*, CUdeviceptr, size_t) = nullptr;
   CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream) = nullptr;
   CUresult (*cuMemsetD8)(CUdeviceptr, unsigned char, size_t) = nullptr;
+  CUresult (*cuPointerGetAttribute)(void*, int, CUdeviceptr) = nullptr;
   CUresult (*cuStreamSynchronize)(CUstream) = nullptr;
   CUresult (*cuEventCreate)(CUevent*, unsigned) = nullptr;
   CUresult (*cuEventRecord)(CUevent, CUstream) = nullptr;

@@ -7,13 +7,9 @@
 #include <iostream>
 #include <memory>
 
-#include "cache/paths.h"
-#include "cache/store.h"
-#include "codegen/family.h"
-#include "runtime/cuda/cublas.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/cuda/error.h"
-#include "runtime/cuda/nvrtc.h"
+#include "runtime/info.h"
 #include "tools/onecat/commands.h"
 
 namespace onecat::cli {
@@ -50,50 +46,6 @@ void Progress::done() {
 }
 
 namespace {
-
-nlohmann::json collect_info() {
-  nlohmann::json j;
-  Driver* d = Driver::find();
-  j["driver"] = d ? nlohmann::json{{"path", d->path()}, {"version", d->version_string()}} : nlohmann::json(nullptr);
-  j["gpus"] = nlohmann::json::array();
-  if (d) {
-    for (int i = 0; i < d->device_count(); ++i) {
-      DeviceInfo g = d->device_info(i);
-      j["gpus"].push_back({{"ordinal", i},
-                           {"name", g.name},
-                           {"arch", Arch{g.sm}.name()},
-                           {"multiprocessors", g.multiprocessors},
-                           {"memory_bytes", g.total_memory},
-                           {"shared_per_block_optin", g.max_shared_per_block_optin},
-                           {"l2_bytes", g.l2_bytes}});
-    }
-  }
-  j["gpu_unavailable_reason"] = Driver::unavailable_reason();
-  j["nvrtc"] = nlohmann::json::array();
-  const NvrtcRegistry& reg = NvrtcRegistry::get();
-  for (const auto& lib : reg.libraries()) {
-    j["nvrtc"].push_back({{"path", lib->path()}, {"version", lib->version()}, {"archs", lib->archs()},
-                          {"targets_sm_70", lib->supports(Arch{70})}});
-  }
-  j["nvrtc_searched"] = nlohmann::json::array();
-  for (const auto& [path, why] : reg.searched()) j["nvrtc_searched"].push_back({{"path", path}, {"error", why}});
-  Cublas* cb = Cublas::find();
-  j["cublas"] = cb ? nlohmann::json{{"path", cb->path()}, {"version", cb->version()}} : nlohmann::json(nullptr);
-  j["families"] = nlohmann::json::array();
-  for (const Family* f : all_families()) j["families"].push_back({{"name", f->name()}, {"generator_version", f->generator_version()}});
-  const std::string path = cache_file();
-  j["cache"] = {{"path", path}};
-  try {
-    Store store(path);
-    Store::Stats st = store.stats();
-    j["cache"]["binaries"] = st.binaries;
-    j["cache"]["cubin_bytes"] = st.cubin_bytes;
-    j["cache"]["by_arch"] = st.by_arch;
-  } catch (const Error& e) {
-    j["cache"]["error"] = e.what();
-  }
-  return j;
-}
 
 void print_info(const nlohmann::json& j) {
   std::cout << "onecat " << "0.1.0\n";
@@ -139,7 +91,7 @@ void add_info(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json, "Print JSON");
   cmd->callback([json] {
-    nlohmann::json j = collect_info();
+    nlohmann::json j = machine_info();
     if (*json) {
       std::cout << j.dump(2) << "\n";
     } else {

@@ -1,0 +1,15 @@
+// Each kernel family's bindings: one file python/bindings/<family>.cpp defining
+// bind_<family>(m), listed here and called from module.cpp, plus one Python module
+// python/onecat/families/<family>.py (docs/python.md, "Adding a family").
+#pragma once
+#include <pybind11/pybind11.h>
+
+namespace onecat::python {
+
+namespace py = pybind11;
+
+void bind_core(py::module_& m);  // info, emit, compile, tune, prepare, cache
+void bind_rmsnorm(py::module_& m);
+void bind_gemm(py::module_& m);
+
+}  // namespace onecat::python

@@ -1,0 +1,101 @@
+#include "python/bindings/runtime.h"
+
+#include "cache/paths.h"
+#include "codegen/family.h"
+#include "runtime/cuda/error.h"
+#include "runtime/cuda/nvrtc.h"
+#include "runtime/engine/store_resolver.h"
+#include "tuner/tuner.h"
+
+namespace onecat::python {
+
+Runtime& Runtime::get() {
+  static Runtime* runtime = new Runtime();  // never destroyed: modules outlive interpreter exit order
+  return *runtime;
+}
+
+void Runtime::use_gpu(int ordinal) {
+  Driver& d = Driver::require_gpu();
+  if (ordinal < 0) ordinal = ordinal_ < 0 ? 0 : ordinal_;
+  if (ordinal_ < 0) {
+    if (ordinal >= d.device_count()) {
+      throw InputError("GPU " + std::to_string(ordinal) + " does not exist (" + std::to_string(d.device_count()) + " found)");
+    }
+    use_device(ordinal);
+    const DeviceInfo info = d.device_info(ordinal);
+    device_.name = info.name;
+    device_.sm = info.sm;
+    device_.multiprocessors = info.multiprocessors;
+    device_.driver = d.version_string();
+    device_.nvrtc_version = NvrtcRegistry::get().for_arch(Arch{info.sm}).version();
+    ordinal_ = ordinal;
+    return;
+  }
+  if (ordinal != ordinal_) {
+    throw InputError("onecat runs kernels on one GPU per process and this one uses cuda:" + std::to_string(ordinal_) +
+                     "; got an array on cuda:" + std::to_string(ordinal) + " (select the GPU with CUDA_VISIBLE_DEVICES)");
+  }
+  use_device(ordinal);
+}
+
+Store& Runtime::store() {
+  if (!store_) store_ = std::make_unique<Store>(cache_file());
+  return *store_;
+}
+
+JitService& Runtime::jit() {
+  if (!jit_) jit_ = std::make_unique<JitService>(&store());
+  return *jit_;
+}
+
+Dispatcher& Runtime::dispatcher() {
+  if (!dispatcher_) dispatcher_ = std::make_unique<Dispatcher>(store_resolver(store(), jit(), device_));
+  return *dispatcher_;
+}
+
+const DispatchEntry& Runtime::kernel_for(const std::string& spec, int64_t m) {
+  Dispatcher& table = dispatcher();
+  auto it = handles_.find(spec);
+  if (it == handles_.end()) it = handles_.emplace(spec, table.add_spec(spec)).first;
+  return table.kernel_for(it->second, m);
+}
+
+const LoadedKernel& Runtime::kernel_with_config(const std::string& spec, const std::string& config) {
+  auto key = std::make_pair(spec, config);
+  if (auto it = configured_.find(key); it != configured_.end()) return *it->second;
+  const CompileResult r = jit().get(CompileRequest::make(family_of(spec), spec, config, arch()));
+  const LoadedKernel& k = ModuleTable::get().load(r.binary);
+  configured_.emplace(key, &k);
+  return k;
+}
+
+std::vector<DispatchEntry> Runtime::prepare(const std::vector<std::string>& specs, const std::vector<int64_t>& buckets,
+                                            int jobs) {
+  // Compile every entry's config at once; the dispatcher then finds each in the store.
+  std::vector<CompileRequest> requests;
+  for (const auto& spec : specs) {
+    const Family& family = family_of(spec);
+    for (int64_t b : buckets) {
+      const auto record = store().find_tuning(tuning_key(device_, std::string(family.name()), family.generator_version(), spec, b));
+      requests.push_back(CompileRequest::make(family, spec, record ? record->config : family.default_config(spec, b), arch()));
+    }
+  }
+  for (const CompileResult& r : jit().get_all(requests, jobs, Parallelism::kThreads)) {
+    if (!r.error.empty()) throw Error(r.error);
+  }
+  std::vector<DispatchEntry> entries;
+  for (const auto& spec : specs) {
+    for (int64_t b : buckets) entries.push_back(kernel_for(spec, b));
+  }
+  return entries;
+}
+
+void Runtime::reset() {
+  dispatcher_.reset();
+  handles_.clear();
+  configured_.clear();
+  jit_.reset();
+  store_.reset();
+}
+
+}  // namespace onecat::python

@@ -1,0 +1,58 @@
+"""onecat: generated, autotuned LLM kernels for NVIDIA Volta (sm_70) and later GPUs.
+
+Hand it torch (or CuPy, or any ``__cuda_array_interface__`` / DLPack) arrays and it runs
+the kernel tuned for their shape, on the caller's current CUDA stream, without copies::
+
+    import torch, onecat
+    x = torch.randn(7, 4096, dtype=torch.float16, device="cuda")
+    w = torch.ones(4096, dtype=torch.float16, device="cuda")
+    y = onecat.rmsnorm(x, w, 1e-6)
+
+``import onecat`` works without a GPU; calls that need one raise ``RuntimeError``.
+See docs/python.md.
+"""
+
+from __future__ import annotations
+
+from . import _env
+
+_env.prepare()
+
+try:
+    from . import _C
+except ImportError as e:  # pragma: no cover - a broken install
+    raise ImportError(
+        "onecat's extension onecat._C is missing or does not load "
+        f"({e}); install the package with `pip install .` from the onecat checkout "
+        "(or build it with -DONECAT_PYTHON=ON, docs/python.md)"
+    ) from e
+
+from . import cache
+from ._core import (
+    Kernel,
+    cache_dir,
+    compile,
+    emit,
+    gpu_available,
+    info,
+    prepare,
+    set_cache_dir,
+    tune,
+)
+from .families import export_families as _export_families
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Kernel",
+    "cache",
+    "cache_dir",
+    "compile",
+    "emit",
+    "gpu_available",
+    "info",
+    "prepare",
+    "set_cache_dir",
+    "tune",
+]
+__all__ += _export_families(globals())

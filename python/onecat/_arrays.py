@@ -1,0 +1,96 @@
+"""Streams, output allocation and dtype names for the ops (no copies, no syncs)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Sequence
+
+#: Anything onecat reads as an array: a torch tensor, or an object with
+#: ``__cuda_array_interface__`` or ``__dlpack__`` (CuPy, Numba, JAX, ...).
+Array = Any
+#: A CUDA stream: an int (``CUstream`` handle, 0 = legacy default stream), a
+#: ``torch.cuda.Stream`` or a ``cupy.cuda.Stream``.
+Stream = Any
+
+_DTYPE_NAMES = {
+    "f16": "float16",
+    "float16": "float16",
+    "half": "float16",
+    "f32": "float32",
+    "float32": "float32",
+    "float": "float32",
+}
+
+
+def _is_torch(x: Any) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def _is_cupy(x: Any) -> bool:
+    return type(x).__module__.split(".")[0] == "cupy"
+
+
+def dtype_name(dtype: Any, op: str, arg: str) -> str:
+    """'float16' or 'float32' from a string, a torch dtype or a NumPy dtype."""
+    text = str(dtype)
+    for prefix in ("torch.", "numpy.", "<class 'numpy.", "dtype('"):
+        if text.startswith(prefix):
+            text = text[len(prefix) :]
+    text = text.rstrip("')>")
+    name = _DTYPE_NAMES.get(text)
+    if name is None:
+        raise ValueError(f"{op}: {arg} must be float16 or float32, got {dtype!r}")
+    return name
+
+
+def stream_handle(stream: Stream, like: Array, op: str) -> int:
+    """The CUstream to queue on: the explicit one, else the current stream of the array's library.
+
+    For torch that is ``torch.cuda.current_stream(device)`` (so ``with torch.cuda.stream(s)``
+    and CUDA graph capture work), for CuPy ``cupy.cuda.get_current_stream()``; otherwise
+    the legacy default stream 0.
+    """
+    if stream is None:
+        if _is_torch(like):
+            torch = sys.modules["torch"]
+            return int(torch.cuda.current_stream(like.device).cuda_stream)
+        if _is_cupy(like):
+            cupy = sys.modules["cupy"]
+            return int(cupy.cuda.get_current_stream().ptr)
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+            return int(torch.cuda.current_stream().cuda_stream)
+        return 0
+    if isinstance(stream, bool):
+        raise TypeError(f"{op}: stream must be an int handle, a torch.cuda.Stream or a cupy Stream, got bool")
+    if isinstance(stream, int):
+        return stream
+    for attr in ("cuda_stream", "ptr"):
+        if hasattr(stream, attr):
+            return int(getattr(stream, attr))
+    raise TypeError(f"{op}: stream must be an int handle, a torch.cuda.Stream or a cupy Stream, got {type(stream).__name__}")
+
+
+def new_like(like: Array, shape: Sequence[int], dtype: str, op: str) -> Array:
+    """An uninitialised output array of the same library and device as `like`."""
+    if _is_torch(like):
+        torch = sys.modules["torch"]
+        return torch.empty(tuple(shape), dtype=getattr(torch, dtype), device=like.device)
+    if _is_cupy(like):
+        cupy = sys.modules["cupy"]
+        with like.device:
+            return cupy.empty(tuple(shape), dtype=dtype)
+    raise TypeError(
+        f"{op}: cannot allocate the output for a {type(like).__name__} input (only for torch and CuPy); pass out="
+    )
+
+
+def array_shape(x: Array, op: str, arg: str) -> tuple[int, ...]:
+    """The shape of any array onecat accepts (to size outputs before the C++ checks)."""
+    shape = getattr(x, "shape", None)
+    if shape is None or isinstance(x, (list, tuple)):
+        from . import _C
+
+        shape = _C.shape_of(x, op, arg)
+    return tuple(int(d) for d in shape)
