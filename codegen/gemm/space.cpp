@@ -86,9 +86,9 @@ std::vector<Config> candidate_configs(const Spec& spec, Arch arch) {
     }
   }
   if (arch.has_mma_m16n8k16()) {
-    // Four or eight warps with warp tiles from 32×32 to 64×64, K steps of 32 or 64, three
-    // or four stages.
-    for (int bm : {32, 64, 128, 256}) {
+    // Four or eight warps with warp tiles from 16×32 (bm=16, for the tokens of a small
+    // bucket) to 64×64, K steps of 32 or 64, three or four stages.
+    for (int bm : {16, 32, 64, 128, 256}) {
       for (int bn : {64, 128, 256}) {
         for (auto [wm, wn] : {std::pair{1, 4}, std::pair{2, 2}, std::pair{2, 4}, std::pair{4, 2}}) {
           for (int bk : {32, 64}) {
@@ -97,7 +97,9 @@ std::vector<Config> candidate_configs(const Spec& spec, Arch arch) {
               c.strategy = Strategy::kMma;
               c.atom = Atom::kM16n8k16;
               c.bm = bm, c.bn = bn, c.wm = wm, c.wn = wn, c.bk = bk, c.stages = stages;
-              if (bm / wm < 32 || bn / wn < 32 || bm / wm > 64 || bn / wn > 64) continue;
+              // One 16-token warp row for small M (bm=16), else warp tiles of 32 to 64 tokens.
+              if (bm == 16 ? wm != 1 : bm / wm < 32) continue;
+              if (bn / wn < 32 || bm / wm > 64 || bn / wn > 64) continue;
               if (!c.invalid_reason(spec)) out.push_back(c);
             }
           }

@@ -137,15 +137,23 @@ void bind_core(py::module_& m) {
   m.def("canonical_config",
         [](const std::string& spec, const std::string& config) { return family_of(spec).canonical_config(spec, config); },
         py::arg("spec"), py::arg("config"));
-  m.def("default_config", [](const std::string& spec, int64_t m) { return family_of(spec).default_config(spec, m); },
-        py::arg("spec"), py::arg("m") = 1);
-  m.def("candidate_configs", [](const std::string& spec) { return family_of(spec).candidate_configs(spec); }, py::arg("spec"));
+  m.def(
+      "default_config",
+      [](const std::string& spec, int64_t m, const std::string& arch) {
+        return family_of(spec).default_config(spec, m, arch_or_gpu(arch));
+      },
+      py::arg("spec"), py::arg("m") = 1, py::arg("arch") = "");
+  m.def(
+      "candidate_configs",
+      [](const std::string& spec, const std::string& arch) { return family_of(spec).candidate_configs(spec, arch_or_gpu(arch)); },
+      py::arg("spec"), py::arg("arch") = "");
 
   m.def(
       "emit",
       [](const std::string& spec, const std::string& config, const std::string& arch, int64_t m) {
         const Family& f = family_of(spec);
-        const CompileRequest r = CompileRequest::make(f, spec, config.empty() ? f.default_config(spec, m) : config, Arch::parse(arch));
+        const Arch target = Arch::parse(arch);
+        const CompileRequest r = CompileRequest::make(f, spec, config.empty() ? f.default_config(spec, m, target) : config, target);
         py::dict d;
         d["spec"] = r.spec;
         d["config"] = r.config;
@@ -183,7 +191,7 @@ void bind_core(py::module_& m) {
         const Family& f = family_of(spec);
         const std::string canonical = f.canonical_spec(spec);
         const Arch target = arch_or_gpu(arch);
-        CompileRequest req = CompileRequest::make(f, canonical, config.empty() ? f.default_config(canonical, m) : config, target);
+        CompileRequest req = CompileRequest::make(f, canonical, config.empty() ? f.default_config(canonical, m, target) : config, target);
         CompiledKernel k;
         k.family = std::string(f.name());
         k.emitted = req.emitted;

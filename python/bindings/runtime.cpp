@@ -77,7 +77,7 @@ std::vector<DispatchEntry> Runtime::prepare(const std::vector<std::string>& spec
     const Family& family = family_of(spec);
     for (int64_t b : buckets) {
       const auto record = store().find_tuning(tuning_key(device_, std::string(family.name()), family.generator_version(), spec, b));
-      requests.push_back(CompileRequest::make(family, spec, record ? record->config : family.default_config(spec, b), arch()));
+      requests.push_back(CompileRequest::make(family, spec, record ? record->config : family.default_config(spec, b, arch()), arch()));
     }
   }
   for (const CompileResult& r : jit().get_all(requests, jobs, Parallelism::kThreads)) {
