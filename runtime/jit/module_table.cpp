@@ -49,6 +49,13 @@ const LoadedKernel& ModuleTable::load(const KernelBinary& binary) {
 
 void launch(const LoadedKernel& kernel, const LaunchGeometry& g, CUstream stream, void** args) {
   Driver& d = *Driver::find();
+  // Above 48 KB a kernel must opt in to its dynamic shared memory (attention's tiles).
+  constexpr unsigned kDefaultDynamicSharedLimit = 48 * 1024;
+  if (g.dynamic_shared_bytes > kDefaultDynamicSharedLimit) {
+    d.check(d.cuFuncSetAttribute(kernel.function, kFuncMaxDynamicSharedBytes, int(g.dynamic_shared_bytes)),
+            "cuFuncSetAttribute", "allowing " + std::to_string(g.dynamic_shared_bytes) + " bytes of shared memory for " +
+                                      kernel.lowered_name);
+  }
   d.check(d.cuLaunchKernel(kernel.function, g.grid[0], g.grid[1], g.grid[2], g.block[0], g.block[1], g.block[2],
                            g.dynamic_shared_bytes, stream, args, nullptr),
           "cuLaunchKernel",
