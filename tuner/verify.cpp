@@ -12,12 +12,15 @@ CheckResult check_rmsnorm(const std::string& spec, const std::string& config, co
                           uint64_t seed);
 CheckResult check_gemm(const std::string& spec, const std::string& config, const LoadedKernel& kernel, int64_t m,
                        uint64_t seed);
+CheckResult check_attention(const std::string& spec, const std::string& config, const LoadedKernel& kernel, int64_t m,
+                            uint64_t seed);
 
 CheckResult check_kernel(const Family& family, const std::string& spec, const std::string& config,
                          const LoadedKernel& kernel, int64_t rows, uint64_t seed) {
   if (seed == 0) seed = std::random_device{}() | 1;
   if (family.name() == "rmsnorm") return check_rmsnorm(spec, config, kernel, rows, seed);
   if (family.name() == "gemm") return check_gemm(spec, config, kernel, rows, seed);
+  if (family.name() == "attention") return check_attention(spec, config, kernel, rows, seed);
   throw Error("no GPU check is written for family " + std::string(family.name()));
 }
 
