@@ -10,6 +10,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -27,10 +28,15 @@ using namespace onecat;
 
 namespace {
 
+// Random fp16 values of magnitude below 2 (exponent field ≤ 14: never inf or NaN), or the
+// fp8 code 0x38 everywhere; a xorshift, since caches of several GB are filled here.
 DeviceBuffer random_buffer(size_t bytes, std::mt19937_64& rng, bool fp8) {
   std::vector<uint16_t> h((bytes + 1) / 2);
-  std::uniform_real_distribution<float> d(-1.f, 1.f);
-  for (auto& x : h) x = fp8 ? uint16_t(0x3838) : cpu::float_to_half(d(rng));  // fp8: code 0x38 (1.0 in E4M3)
+  uint64_t x = rng() | 1;
+  for (auto& v : h) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    v = fp8 ? uint16_t(0x3838) : uint16_t(x & 0xBBFF);
+  }
   DeviceBuffer b(bytes);
   b.upload(h.data(), bytes);
   return b;
@@ -43,14 +49,15 @@ struct Run {
 
 // Times spec (attention op) on `batch` sequences of `ctx` keys and `q` queries each.
 Run time_attention(JitService& jit, const std::string& spec_text, int batch, int ctx, int q, std::mt19937_64& rng,
-                   int l2) {
+                   int l2, std::vector<std::string> configs = {}) {
   const attention::Spec s = attention::Spec::parse(spec_text);
   const Family& f = family_of(spec_text);
   const int64_t m = s.op == attention::Op::kPrefill ? int64_t(batch) * q : batch;
-  const std::string config_text = f.default_config(spec_text, m);
-  const attention::Config c = attention::Config::parse(s, config_text);
+  if (configs.empty()) configs.push_back(f.default_config(spec_text, m));
   const Arch arch{Driver::find()->device_info(0).sm};
-  const LoadedKernel& k = ModuleTable::get().load(jit.get(CompileRequest::make(f, spec_text, config_text, arch)).binary);
+  std::vector<CompileRequest> reqs;
+  for (const auto& cfg : configs) reqs.push_back(CompileRequest::make(f, spec_text, cfg, arch));
+  const auto compiled = jit.get_all(reqs, 16, Parallelism::kThreads);
   const int pages_per_seq = (ctx + s.page - 1) / s.page;
   const size_t page_bytes = size_t(s.kv_heads) * s.page * s.dim * s.kv_bytes();
   const size_t need = size_t(batch) * pages_per_seq * page_bytes;
@@ -71,22 +78,34 @@ Run time_attention(JitService& jit, const std::string& spec_text, int batch, int
   std::vector<float> scales(size_t(s.kv_heads), 1.f);
   DeviceBuffer dsc(scales.size() * 4);
   dsc.upload(scales.data(), scales.size() * 4);
-  const int64_t wf = attention::workspace_floats(s, c, batch), wc = attention::workspace_counters(s, c, batch);
-  DeviceBuffer part(size_t(std::max<int64_t>(wf, 1)) * 4), cnt(size_t(std::max<int64_t>(wc, 1)) * 4);
-  cnt.fill_bytes(0);
-  const LaunchGeometry g = attention::geometry(s, c, batch, q);
-  Timing t = measure([&](int i) {
-    CUdeviceptr out = dout.ptr(), qp = dq.ptr(), kp = kc.ptr(), vp = vc.ptr();
-    CUdeviceptr ks = s.kv == attention::KvType::kF16 ? 0 : dsc.ptr(), vs = ks;
-    CUdeviceptr tp = tab.ptr() + CUdeviceptr(size_t(i % copies) * batch * pages_per_seq * 4);
-    CUdeviceptr lp = dlen.ptr(), cp = s.op == attention::Op::kPrefill ? dcu.ptr() : 0;
-    CUdeviceptr pp = wf ? part.ptr() : 0, np = wc ? cnt.ptr() : 0;
-    int mp = pages_per_seq;
-    float scale = 1.f / std::sqrt(float(s.dim));
-    void* args[] = {&out, &qp, &kp, &vp, &ks, &vs, &tp, &mp, &lp, &cp, &scale, &pp, &np};
-    launch(k, g, nullptr, args);
-  });
-  return {t.median_us, config_text};
+  Run best;
+  for (size_t ci = 0; ci < configs.size(); ++ci) {
+    if (!compiled[ci].error.empty()) continue;
+    const LoadedKernel& k = ModuleTable::get().load(compiled[ci].binary);
+    const attention::Config c = attention::Config::parse(s, configs[ci]);
+    const int64_t wf = attention::workspace_floats(s, c, batch), wc = attention::workspace_counters(s, c, batch);
+    DeviceBuffer part(size_t(std::max<int64_t>(wf, 1)) * 4), cnt(size_t(std::max<int64_t>(wc, 1)) * 4);
+    cnt.fill_bytes(0);
+    const LaunchGeometry g = attention::geometry(s, c, batch, q);
+    MeasureOptions opt;
+    if (s.op == attention::Op::kPrefill) opt.warmup = 2, opt.batch = 3, opt.min_batches = 3, opt.min_total_ms = 30;
+    Timing t = measure(
+        [&](int i) {
+          CUdeviceptr out = dout.ptr(), qp = dq.ptr(), kp = kc.ptr(), vp = vc.ptr();
+          CUdeviceptr ks = s.kv == attention::KvType::kF16 ? 0 : dsc.ptr(), vs = ks;
+          CUdeviceptr tp = tab.ptr() + CUdeviceptr(size_t(i % copies) * batch * pages_per_seq * 4);
+          CUdeviceptr lp = dlen.ptr(), cp = s.op == attention::Op::kPrefill ? dcu.ptr() : 0;
+          CUdeviceptr pp = wf ? part.ptr() : 0, np = wc ? cnt.ptr() : 0;
+          int mp = pages_per_seq;
+          float scale = 1.f / std::sqrt(float(s.dim));
+          void* args[] = {&out, &qp, &kp, &vp, &ks, &vs, &tp, &mp, &lp, &cp, &scale, &pp, &np};
+          launch(k, g, nullptr, args);
+        },
+        opt);
+    if (configs.size() > 1) std::printf("  sweep %s: %.1f us\n", configs[ci].c_str(), t.median_us);
+    if (best.config.empty() || t.median_us < best.us) best = {t.median_us, configs[ci]};
+  }
+  return best;
 }
 
 }  // namespace
@@ -94,6 +113,7 @@ Run time_attention(JitService& jit, const std::string& spec_text, int batch, int
 int main(int argc, char** argv) {
   const std::string out_path = argc > 1 ? argv[1] : "attention_bench.json";
   const bool quick = argc > 2 && std::string(argv[2]) == "quick";
+  const bool sweep = argc > 2 && std::string(argv[2]) == "sweep";
   disable_cuda_compute_cache();
   use_device(0);
   JitService jit(nullptr);
@@ -102,7 +122,21 @@ int main(int argc, char** argv) {
   nlohmann::json res{{"device", dev.name}, {"copy_gbps", measure_copy_bandwidth() / 1e9}};
   std::printf("device %s, copy %.0f GB/s\n", dev.name.c_str(), res["copy_gbps"].get<double>());
   const double copy = res["copy_gbps"].get<double>();
+  auto save = [&] { std::ofstream(out_path) << res.dump(1) << "\n"; };  // after every point: a timeout keeps the rest
 
+  if (sweep) {  // every candidate config at a few points: data for the defaults
+    for (auto [spec, batch, ctx, q] : std::vector<std::tuple<std::string, int, int, int>>{
+             {"attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=f16", 8, 8192, 1},
+             {"attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=f16", 32, 8192, 1},
+             {"attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=e4m3", 8, 8192, 1},
+             {"attention:op=prefill,heads=32,kv_heads=8,dim=128,page=16,kv=f16", 1, 4096, 4096}}) {
+      std::printf("sweep %s batch=%d ctx=%d\n", spec.c_str(), batch, ctx);
+      Run r = time_attention(jit, spec, batch, ctx, q, rng, dev.l2_bytes, family_of(spec).candidate_configs(spec));
+      res["sweep"].push_back({{"spec", spec}, {"batch", batch}, {"ctx", ctx}, {"best_us", r.us}, {"best", r.config}});
+      std::fflush(stdout);
+      save();
+    }
+  }
   struct Geo {
     int heads, kv, dim;
   };
@@ -117,6 +151,7 @@ int main(int argc, char** argv) {
       std::printf("prefill H=%d/%d D=%d S=%d: %.1f us, %.1f TFLOP/s [%s]\n", g.heads, g.kv, g.dim, seq, r.us,
                   flop / r.us / 1e6, r.config.c_str());
       std::fflush(stdout);
+      save();
     }
   }
   for (const char* kv : {"f16", "e4m3"}) {
@@ -134,10 +169,11 @@ int main(int argc, char** argv) {
           std::printf("%s kv=%s batch=%d ctx=%d: %.1f us, %.0f GB/s (%.0f%% of copy) [%s]\n", q == 1 ? "decode" : "verify8",
                       kv, batch, ctx, r.us, gbps, 100 * gbps / copy, r.config.c_str());
           std::fflush(stdout);
+          save();
         }
       }
     }
   }
-  std::ofstream(out_path) << res.dump(1) << "\n";
+  save();
   return 0;
 }

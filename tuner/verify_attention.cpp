@@ -133,7 +133,9 @@ AttentionCase attention_case_for(const std::string& spec_text, int64_t m, uint64
     const int n = int(std::min<int64_t>(m, 3));
     int64_t left = m;
     for (int b = 0; b < n; ++b) {
-      const int q = b + 1 == n ? int(left) : int(std::max<int64_t>(1, left / (n - b) + (b == 0 ? 3 : -1)));
+      // Unequal shares, each at least one token, summing to m.
+      const int64_t share = std::clamp<int64_t>(left / (n - b) + (b == 0 ? 3 : -1), 1, left - (n - b - 1));
+      const int q = b + 1 == n ? int(left) : int(share);
       left -= q;
       const int prefix = b == 1 ? int(std::uniform_int_distribution<int>(1, 300)(rng)) : 0;
       c.q_lens.push_back(q), c.seq_lens.push_back(prefix + q);
