@@ -7,9 +7,10 @@
 namespace onecat::attention {
 namespace {
 
-// Split-KV aims at this many CTAs (two waves on an 80-SM V100, one on a 132-SM H200) when
-// batch × kv_heads alone is fewer.
-constexpr int64_t kTargetCtas = 256;
+// Split-KV aims at this many CTAs when batch × kv_heads alone is fewer: each CTA streams its
+// keys one short tile at a time, so many CTAs must be in flight (H200 sweep at batch 8 / 8K:
+// split 16 took 263 µs, split 4 317 µs, split 1 1106 µs; bench/RESULTS.md).
+constexpr int64_t kTargetCtas = 1024;
 constexpr int kMaxDefaultSplit = 16;
 
 int round16(int v) { return (v + 15) / 16 * 16; }
@@ -33,9 +34,11 @@ Config default_config(const Spec& s, int64_t m) {
   Config c;
   c.op = s.op;
   if (s.op == Op::kKvWrite) return c;
-  // Prefill: 64 rows (4 warps), the widest key tile that fits; decode/verify: the rows of
-  // one sequence, four warp columns and enough splits to fill the GPU.
-  const int first_bm = s.op == Op::kPrefill ? 64 : decode_bm(s);
+  // The widest key tile that fits; decode/verify: one warp column (the H200 sweep's best)
+  // and enough splits to fill the GPU.
+  // Prefill: 128 rows (8 warps) once there are that many (H200 sweep at 4K tokens: bm=128,bn=32
+  // 1764 µs, bm=64,bn=16 1843 µs).
+  const int first_bm = s.op == Op::kPrefill ? (std::max<int64_t>(m, 1) * s.group() > 64 ? 128 : 64) : decode_bm(s);
   if (s.op != Op::kPrefill) {
     const int64_t ctas = std::max<int64_t>(1, m) * s.kv_heads;
     c.split = std::clamp(pow2_ceil((kTargetCtas + ctas - 1) / ctas), 1, kMaxDefaultSplit);
@@ -44,7 +47,7 @@ Config default_config(const Spec& s, int64_t m) {
   // few query rows still get enough loads in flight.
   const std::vector<std::pair<int, int>> shapes =
       s.op == Op::kPrefill ? std::vector<std::pair<int, int>>{{64, 1}, {32, 1}, {16, 1}}
-                           : std::vector<std::pair<int, int>>{{32, 4}, {16, 4}, {32, 2}, {16, 2}, {32, 1}, {16, 1}};
+                           : std::vector<std::pair<int, int>>{{32, 1}, {16, 1}, {32, 2}, {16, 2}, {32, 4}, {16, 4}};
   for (int bm = first_bm; bm <= 128; bm *= 2) {
     for (auto [bn, wn] : shapes) {
       c.bm = bm, c.bn = bn, c.wn = wn;
