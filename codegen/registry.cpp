@@ -1,3 +1,4 @@
+#include "codegen/attention/family.h"
 #include "codegen/gemm/family.h"
 #include "codegen/rmsnorm/family.h"
 #include "codegen/spec_text.h"
@@ -8,7 +9,8 @@ namespace onecat {
 std::vector<const Family*> all_families() {
   static const TypedFamily<rmsnorm::Traits> rmsnorm_family;
   static const TypedFamily<gemm::Traits> gemm_family;
-  return {&rmsnorm_family, &gemm_family};
+  static const TypedFamily<attention::Traits> attention_family;
+  return {&rmsnorm_family, &gemm_family, &attention_family};
 }
 
 const Family& family_of(std::string_view spec) {

@@ -117,7 +117,7 @@ TEST(TuneCli, CompileOnlyPrewarmsTheCacheWithoutAGpu) {
     EXPECT_TRUE(test::contains(r.err, "needs an NVIDIA GPU")) << r.err;
   }
   for (const char* bad : {"--model no-such-model --compile-only --arch sm_70", "--model qwen3-8b --buckets 3 --compile-only",
-                          "--model qwen3-8b --families attention --compile-only", "--model qwen3-8b --arch sm_70"}) {
+                          "--model qwen3-8b --families no_such_family --compile-only", "--model qwen3-8b --arch sm_70"}) {
     r = test::run_command(env + std::string(ONECAT_BIN) + " tune " + bad, dir.path());
     EXPECT_EQ(r.status, 2) << bad << "\n" << r.err;
     EXPECT_TRUE(r.err.starts_with("onecat: error:")) << bad << ": " << r.err;

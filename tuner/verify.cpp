@@ -13,6 +13,7 @@ CheckResult check_kernel(const Family& family, const std::string& spec, const st
   if (seed == 0) seed = std::random_device{}() | 1;
   if (family.name() == "rmsnorm") return check_rmsnorm(spec, config, kernel, rows, seed);
   if (family.name() == "gemm") return check_gemm(spec, config, kernel, rows, seed);
+  if (family.name() == "attention") return check_attention(spec, config, kernel, rows, seed);
   throw Error("no GPU check is written for family " + std::string(family.name()));
 }
 

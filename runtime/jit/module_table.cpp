@@ -50,9 +50,8 @@ const LoadedKernel& ModuleTable::load(const KernelBinary& binary) {
 void launch(const LoadedKernel& kernel, const LaunchGeometry& g, CUstream stream, void** args) {
   Driver& d = *Driver::find();
   constexpr unsigned kDefaultSharedLimit = 48 * 1024;
-  constexpr int kMaxDynamicSharedSizeBytes = 8;  // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
   if (g.dynamic_shared_bytes > kDefaultSharedLimit && kernel.shared_opt_in.load(std::memory_order_relaxed) < g.dynamic_shared_bytes) {
-    d.check(d.cuFuncSetAttribute(kernel.function, kMaxDynamicSharedSizeBytes, int(g.dynamic_shared_bytes)), "cuFuncSetAttribute",
+    d.check(d.cuFuncSetAttribute(kernel.function, kFuncMaxDynamicSharedBytes, int(g.dynamic_shared_bytes)), "cuFuncSetAttribute",
             "allowing " + kernel.lowered_name + " " + std::to_string(g.dynamic_shared_bytes) + " bytes of shared memory");
     kernel.shared_opt_in.store(g.dynamic_shared_bytes, std::memory_order_relaxed);
   }

@@ -1,0 +1,179 @@
+// Attention benchmark on the GPU (issue 6): prefill TFLOP/s (causal work only), decode and
+// verify KV bytes per second against the measured copy bandwidth, default configs.
+// Inputs are random; decode rotates through copies of the paged cache that exceed the L2
+// three times. Writes one JSON object to the file named by the first argument; the torch
+// SDPA peer (bench/attention_sdpa.py) runs in the same device call.
+//   attention_bench OUT.json [quick]
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <numeric>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "codegen/attention/emit.h"
+#include "codegen/family.h"
+#include "runtime/cpu/half.h"
+#include "runtime/cuda/driver.h"
+#include "runtime/jit/module_table.h"
+#include "runtime/jit/service.h"
+#include "tuner/measure.h"
+#include "tuner/workload.h"
+
+using namespace onecat;
+
+namespace {
+
+// Random fp16 values of magnitude below 2 (exponent field ≤ 14: never inf or NaN), or the
+// fp8 code 0x38 everywhere; a xorshift, since caches of several GB are filled here.
+DeviceBuffer random_buffer(size_t bytes, std::mt19937_64& rng, bool fp8) {
+  std::vector<uint16_t> h((bytes + 1) / 2);
+  uint64_t x = rng() | 1;
+  for (auto& v : h) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    v = fp8 ? uint16_t(0x3838) : uint16_t(x & 0xBBFF);
+  }
+  DeviceBuffer b(bytes);
+  b.upload(h.data(), bytes);
+  return b;
+}
+
+struct Run {
+  double us = 0;
+  std::string config;
+};
+
+// Times spec (attention op) on `batch` sequences of `ctx` keys and `q` queries each.
+Run time_attention(JitService& jit, const std::string& spec_text, int batch, int ctx, int q, std::mt19937_64& rng,
+                   int l2, std::vector<std::string> configs = {}) {
+  const attention::Spec s = attention::Spec::parse(spec_text);
+  const Family& f = family_of(spec_text);
+  const int64_t m = s.op == attention::Op::kPrefill ? int64_t(batch) * q : batch;
+  const Arch arch{Driver::find()->device_info(0).sm};
+  if (configs.empty()) configs.push_back(f.default_config(spec_text, m, arch));
+  std::vector<CompileRequest> reqs;
+  for (const auto& cfg : configs) reqs.push_back(CompileRequest::make(f, spec_text, cfg, arch));
+  const auto compiled = jit.get_all(reqs, 16, Parallelism::kThreads);
+  const int pages_per_seq = (ctx + s.page - 1) / s.page;
+  const size_t page_bytes = size_t(s.kv_heads) * s.page * s.dim * s.kv_bytes();
+  const size_t need = size_t(batch) * pages_per_seq * page_bytes;
+  const int copies = rotation_copies(2 * need, l2);
+  const int64_t pages = int64_t(copies) * batch * pages_per_seq;
+  DeviceBuffer kc = random_buffer(size_t(pages) * page_bytes, rng, s.kv != attention::KvType::kF16);
+  DeviceBuffer vc = random_buffer(size_t(pages) * page_bytes, rng, s.kv != attention::KvType::kF16);
+  std::vector<int> table(static_cast<size_t>(pages));
+  std::iota(table.begin(), table.end(), 0);
+  DeviceBuffer tab(table.size() * 4);
+  tab.upload(table.data(), table.size() * 4);
+  std::vector<int> lens(size_t(batch), ctx), cu(size_t(batch) + 1);
+  for (int b = 0; b <= batch; ++b) cu[size_t(b)] = b * q;
+  DeviceBuffer dlen(lens.size() * 4), dcu(cu.size() * 4);
+  dlen.upload(lens.data(), lens.size() * 4), dcu.upload(cu.data(), cu.size() * 4);
+  const size_t qbytes = size_t(batch) * q * s.heads * s.dim * 2;
+  DeviceBuffer dq = random_buffer(qbytes, rng, false), dout(qbytes);
+  std::vector<float> scales(size_t(s.kv_heads), 1.f);
+  DeviceBuffer dsc(scales.size() * 4);
+  dsc.upload(scales.data(), scales.size() * 4);
+  Run best;
+  for (size_t ci = 0; ci < configs.size(); ++ci) {
+    if (!compiled[ci].error.empty()) continue;
+    const LoadedKernel& k = ModuleTable::get().load(compiled[ci].binary);
+    const attention::Config c = attention::Config::parse(s, configs[ci]);
+    const int64_t wf = attention::workspace_floats(s, c, batch), wc = attention::workspace_counters(s, c, batch);
+    DeviceBuffer part(size_t(std::max<int64_t>(wf, 1)) * 4), cnt(size_t(std::max<int64_t>(wc, 1)) * 4);
+    cnt.fill_bytes(0);
+    const LaunchGeometry g = attention::geometry(s, c, batch, q);
+    MeasureOptions opt;
+    if (s.op == attention::Op::kPrefill) opt.warmup = 2, opt.batch = 3, opt.min_batches = 3, opt.min_total_ms = 30;
+    Timing t = measure(
+        [&](int i) {
+          CUdeviceptr out = dout.ptr(), qp = dq.ptr(), kp = kc.ptr(), vp = vc.ptr();
+          CUdeviceptr ks = s.kv == attention::KvType::kF16 ? 0 : dsc.ptr(), vs = ks;
+          CUdeviceptr tp = tab.ptr() + CUdeviceptr(size_t(i % copies) * batch * pages_per_seq * 4);
+          CUdeviceptr lp = dlen.ptr(), cp = s.op == attention::Op::kPrefill ? dcu.ptr() : 0;
+          CUdeviceptr pp = wf ? part.ptr() : 0, np = wc ? cnt.ptr() : 0;
+          int mp = pages_per_seq;
+          float scale = 1.f / std::sqrt(float(s.dim));
+          void* args[] = {&out, &qp, &kp, &vp, &ks, &vs, &tp, &mp, &lp, &cp, &scale, &pp, &np};
+          launch(k, g, nullptr, args);
+        },
+        opt);
+    if (configs.size() > 1) std::printf("  sweep %s: %.1f us\n", configs[ci].c_str(), t.median_us);
+    if (best.config.empty() || t.median_us < best.us) best = {t.median_us, configs[ci]};
+  }
+  return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string out_path = argc > 1 ? argv[1] : "attention_bench.json";
+  const bool quick = argc > 2 && std::string(argv[2]) == "quick";
+  const bool sweep = argc > 2 && std::string(argv[2]) == "sweep";
+  disable_cuda_compute_cache();
+  use_device(0);
+  JitService jit(nullptr);
+  const DeviceInfo dev = Driver::find()->device_info(0);
+  std::mt19937_64 rng(1);
+  nlohmann::json res{{"device", dev.name}, {"copy_gbps", measure_copy_bandwidth() / 1e9}};
+  std::printf("device %s, copy %.0f GB/s\n", dev.name.c_str(), res["copy_gbps"].get<double>());
+  const double copy = res["copy_gbps"].get<double>();
+  auto save = [&] { std::ofstream(out_path) << res.dump(1) << "\n"; };  // after every point: a timeout keeps the rest
+
+  if (sweep) {  // every candidate config at a few points: data for the defaults
+    for (auto [spec, batch, ctx, q] : std::vector<std::tuple<std::string, int, int, int>>{
+             {"attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=f16", 8, 8192, 1},
+             {"attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=f16", 32, 8192, 1},
+             {"attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=e4m3", 8, 8192, 1},
+             {"attention:op=prefill,heads=32,kv_heads=8,dim=128,page=16,kv=f16", 1, 4096, 4096}}) {
+      std::printf("sweep %s batch=%d ctx=%d\n", spec.c_str(), batch, ctx);
+      Run r = time_attention(jit, spec, batch, ctx, q, rng, dev.l2_bytes, family_of(spec).candidate_configs(spec, Arch{dev.sm}));
+      res["sweep"].push_back({{"spec", spec}, {"batch", batch}, {"ctx", ctx}, {"best_us", r.us}, {"best", r.config}});
+      std::fflush(stdout);
+      save();
+    }
+  }
+  struct Geo {
+    int heads, kv, dim;
+  };
+  for (Geo g : {Geo{32, 8, 128}, Geo{24, 4, 256}}) {
+    for (int seq : {4096, 16384}) {
+      const std::string spec = "attention:op=prefill,heads=" + std::to_string(g.heads) + ",kv_heads=" + std::to_string(g.kv) +
+                               ",dim=" + std::to_string(g.dim) + ",page=16,kv=f16";
+      Run r = time_attention(jit, spec, 1, seq, seq, rng, dev.l2_bytes);
+      const double flop = 4.0 * g.heads * g.dim * (double(seq) * (seq + 1) / 2);
+      res["prefill"].push_back({{"heads", g.heads}, {"kv_heads", g.kv}, {"dim", g.dim}, {"seq", seq}, {"us", r.us},
+                                {"tflops", flop / r.us / 1e6}, {"config", r.config}});
+      std::printf("prefill H=%d/%d D=%d S=%d: %.1f us, %.1f TFLOP/s [%s]\n", g.heads, g.kv, g.dim, seq, r.us,
+                  flop / r.us / 1e6, r.config.c_str());
+      std::fflush(stdout);
+      save();
+    }
+  }
+  for (const char* kv : {"f16", "e4m3"}) {
+    for (int batch : {1, 8, 32}) {
+      for (int ctx : quick ? std::vector<int>{8192} : std::vector<int>{1024, 8192, 32768}) {
+        for (int q : {1, 8}) {
+          if (q == 8 && std::string(kv) != "f16") continue;
+          const std::string spec = std::string("attention:op=") + (q == 1 ? "decode" : "verify,q=8") +
+                                   ",heads=32,kv_heads=8,dim=128,page=16,kv=" + kv;
+          Run r = time_attention(jit, spec, batch, ctx, q, rng, dev.l2_bytes);
+          const double bytes = double(batch) * ctx * 8 * 128 * 2 * (std::string(kv) == "f16" ? 2 : 1);
+          const double gbps = bytes / r.us / 1e3;
+          res[q == 1 ? "decode" : "verify"].push_back({{"kv", kv}, {"batch", batch}, {"ctx", ctx}, {"us", r.us},
+                                                       {"kv_gbps", gbps}, {"of_copy", gbps / copy}, {"config", r.config}});
+          std::printf("%s kv=%s batch=%d ctx=%d: %.1f us, %.0f GB/s (%.0f%% of copy) [%s]\n", q == 1 ? "decode" : "verify8",
+                      kv, batch, ctx, r.us, gbps, 100 * gbps / copy, r.config.c_str());
+          std::fflush(stdout);
+          save();
+        }
+      }
+    }
+  }
+  save();
+  return 0;
+}

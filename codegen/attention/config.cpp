@@ -1,0 +1,82 @@
+#include "codegen/attention/config.h"
+
+#include <algorithm>
+
+#include "codegen/spec_text.h"
+#include "runtime/cuda/error.h"
+
+namespace onecat::attention {
+namespace {
+
+bool one_of(int v, std::initializer_list<int> allowed) { return std::find(allowed.begin(), allowed.end(), v) != allowed.end(); }
+
+}  // namespace
+
+Config Config::parse(const Spec& spec, std::string_view text) {
+  FieldReader r(text, "config '" + std::string(text) + "'");
+  Config c;
+  c.op = spec.op;
+  if (spec.op == Op::kKvWrite) {
+    c.threads = static_cast<int>(r.integer("threads", 32, 1024));
+  } else {
+    c.bm = static_cast<int>(r.integer("bm", 16, 128));
+    c.bn = static_cast<int>(r.integer("bn", 16, 64));
+    c.wn = static_cast<int>(r.integer("wn", 1, 8));
+    c.split = static_cast<int>(r.integer("split", 1, kMaxSplit));
+  }
+  r.finish();
+  if (auto why = c.invalid_reason(spec)) {
+    throw InputError("config '" + std::string(text) + "' cannot run " + spec.to_string() + ": " + *why);
+  }
+  return c;
+}
+
+std::string Config::to_string() const {
+  if (op == Op::kKvWrite) return join_fields({{"threads", std::to_string(threads)}});
+  return join_fields({{"bm", std::to_string(bm)}, {"bn", std::to_string(bn)}, {"wn", std::to_string(wn)},
+                      {"split", std::to_string(split)}});
+}
+
+// Must equal the layout in templates/attention/attention.cuh (the template checks it):
+// [Q tile | K tiles | V tiles] (reused by the warp-column merge) | S per warp | stats per warp.
+int Config::shared_bytes(const Spec& spec) const {
+  if (op == Op::kKvWrite) return 0;
+  const int ld = spec.dim + 8;
+  const int tiles = bm * ld * 2 + 2 * wn * bn * ld * 2;
+  const int merge = wn > 1 ? bm * spec.dim * 4 : 0;  // warp columns meet here
+  return std::max(tiles, merge) + warps() * 16 * (bn + 4) * 4 + warps() * 16 * 3 * 4;
+}
+
+int Config::prefetch_bytes(const Spec& spec) const {
+  // Counted as decoded fp16: fp8 codes need as many registers again while they are decoded.
+  return 2 * wn * bn * spec.dim * 2 / std::max(1, cta_threads());
+}
+
+std::optional<std::string> Config::invalid_reason(const Spec& spec) const {
+  if (op != spec.op) return "config is for another op";
+  if (op == Op::kKvWrite) {
+    if (!one_of(threads, {64, 128, 256, 512})) return "threads must be 64, 128, 256 or 512";
+    return std::nullopt;
+  }
+  if (!one_of(bm, {16, 32, 64, 128})) return "bm must be 16, 32, 64 or 128";
+  if (!one_of(bn, {16, 32, 64})) return "bn must be 16, 32 or 64";
+  if (!one_of(wn, {1, 2, 4, 8})) return "wn must be 1, 2, 4 or 8";
+  if (op == Op::kPrefill && split != 1) return "prefill has split=1 (its token tiles fill the GPU)";
+  if (cta_threads() > kMaxThreads) return std::to_string(cta_threads()) + " threads per CTA (max " + std::to_string(kMaxThreads) + ")";
+  if (shared_bytes(spec) > kMaxSharedBytes) {
+    return std::to_string(shared_bytes(spec)) + " bytes of shared memory per CTA (sm_70 allows " +
+           std::to_string(kMaxSharedBytes) + ")";
+  }
+  if (prefetch_bytes(spec) > kMaxPrefetchBytes) {
+    return std::to_string(prefetch_bytes(spec)) + " bytes of prefetched K/V per thread (max " +
+           std::to_string(kMaxPrefetchBytes) + "); use fewer or smaller key tiles, or more rows";
+  }
+  // Per thread: D/2 output accumulators, bn/2 score accumulators and the prefetched tile.
+  const int registers = spec.dim / 2 + bn / 2 + prefetch_bytes(spec) / 4;
+  if (registers > 200) {
+    return "about " + std::to_string(registers) + " registers of accumulators and prefetch per thread (max 200)";
+  }
+  return std::nullopt;
+}
+
+}  // namespace onecat::attention

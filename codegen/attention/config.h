@@ -1,0 +1,43 @@
+// attention config: what the tuner varies.
+//   prefill, decode, verify:  bm=16,bn=16,wn=4,split=4
+//   kv_write:                 threads=256
+// A CTA holds bm query rows of one sequence and one KV head (a row is one (token, query head)
+// pair, so the query heads of a KV head share every K/V load: GQA packing), in bm/16 warp
+// rows of 16; wn warp columns take turns over the key range in tiles of bn keys and merge
+// at the end; split CTAs share a sequence's key range and merge in fp32 through a workspace
+// (decode and verify only).
+#pragma once
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "codegen/attention/spec.h"
+
+namespace onecat::attention {
+
+struct Config {
+  // Volta's opt-in shared-memory limit per CTA (VOLTA.md: 96 KB per SM).
+  static constexpr int kMaxSharedBytes = 96 * 1024;
+  static constexpr int kMaxThreads = 256;  // 256 registers per thread at 256 threads
+  // The next K/V tile waits in registers during the current tile's math (register double
+  // buffering, no cp.async on sm_70): at most 16 registers of it per thread (32 already
+  // spilled next to D=128's 64 output accumulators: ptxas for sm_70, NVRTC 12.8).
+  static constexpr int kMaxPrefetchBytes = 64;
+  static constexpr int kMaxSplit = 32;
+
+  Op op = Op::kDecode;
+  int bm = 16, bn = 16, wn = 4, split = 1;  // attention ops
+  int threads = 256;                        // kv_write
+
+  static Config parse(const Spec& spec, std::string_view text);  // parses and validates
+  std::string to_string() const;
+  std::optional<std::string> invalid_reason(const Spec& spec) const;
+
+  int warps() const { return bm / 16 * wn; }
+  int cta_threads() const { return op == Op::kKvWrite ? threads : warps() * 32; }
+  int shared_bytes(const Spec& spec) const;  // dynamic shared memory of one CTA
+  int prefetch_bytes(const Spec& spec) const;
+  friend bool operator==(const Config&, const Config&) = default;
+};
+
+}  // namespace onecat::attention

@@ -1,0 +1,95 @@
+#include "codegen/attention/space.h"
+
+#include <algorithm>
+
+#include "runtime/cuda/error.h"
+
+namespace onecat::attention {
+namespace {
+
+// Split-KV aims at this many CTAs when batch × kv_heads alone is fewer: each CTA streams its
+// keys one short tile at a time, so many CTAs must be in flight (H200 sweep at batch 8 / 8K:
+// split 16 took 263 µs, split 4 317 µs, split 1 1106 µs; bench/RESULTS.md).
+constexpr int64_t kTargetCtas = 1024;
+constexpr int kMaxDefaultSplit = 16;
+
+int round16(int v) { return (v + 15) / 16 * 16; }
+
+int pow2_ceil(int64_t v) {
+  int p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+// The rows a decode/verify CTA starts from: every query row of a sequence, at most 64.
+int decode_bm(const Spec& s) {
+  int bm = 16;
+  while (bm < std::min(64, round16(s.q * s.group()))) bm *= 2;
+  return bm;
+}
+
+}  // namespace
+
+Config default_config(const Spec& s, int64_t m) {
+  Config c;
+  c.op = s.op;
+  if (s.op == Op::kKvWrite) return c;
+  // The widest key tile that fits; decode/verify: one warp column (the H200 sweep's best)
+  // and enough splits to fill the GPU.
+  // Prefill: 128 rows (8 warps) once there are that many (H200 sweep at 4K tokens: bm=128,bn=32
+  // 1764 µs, bm=64,bn=16 1843 µs).
+  const int first_bm = s.op == Op::kPrefill ? (std::max<int64_t>(m, 1) * s.group() > 64 ? 128 : 64) : decode_bm(s);
+  if (s.op != Op::kPrefill) {
+    const int64_t ctas = std::max<int64_t>(1, m) * s.kv_heads;
+    c.split = std::clamp(pow2_ceil((kTargetCtas + ctas - 1) / ctas), 1, kMaxDefaultSplit);
+  }
+  // (bn, wn), preferred first. Decode's extra row warps (padding rows) only load, so a
+  // few query rows still get enough loads in flight.
+  const std::vector<std::pair<int, int>> shapes =
+      s.op == Op::kPrefill ? std::vector<std::pair<int, int>>{{64, 1}, {32, 1}, {16, 1}}
+                           : std::vector<std::pair<int, int>>{{32, 1}, {16, 1}, {32, 2}, {16, 2}, {32, 4}, {16, 4}};
+  for (int bm = first_bm; bm <= 128; bm *= 2) {
+    for (auto [bn, wn] : shapes) {
+      c.bm = bm, c.bn = bn, c.wn = wn;
+      if (!c.invalid_reason(s)) return c;
+    }
+  }
+  throw InputError(s.to_string() + " has no valid config");
+}
+
+std::vector<Config> candidate_configs(const Spec& s) {
+  std::vector<Config> out;
+  if (s.op == Op::kKvWrite) {
+    for (int t : {64, 128, 256, 512}) {
+      Config c;
+      c.op = s.op;
+      c.threads = t;
+      out.push_back(c);
+    }
+    return out;
+  }
+  const std::vector<int> splits = s.op == Op::kPrefill ? std::vector<int>{1} : std::vector<int>{1, 2, 4, 8, 16};
+  const std::vector<int> wns = s.op == Op::kPrefill ? std::vector<int>{1, 2} : std::vector<int>{1, 2, 4, 8};
+  for (int bm : {16, 32, 64, 128}) {
+    for (int bn : {16, 32, 64}) {
+      for (int wn : wns) {
+        for (int split : splits) {
+          Config c;
+          c.op = s.op, c.bm = bm, c.bn = bn, c.wn = wn, c.split = split;
+          if (!c.invalid_reason(s)) out.push_back(c);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+bool fits_bucket(const Spec& s, const Config& c, int64_t m) {
+  m = std::max<int64_t>(m, 1);
+  if (s.op == Op::kKvWrite) return true;
+  if (s.op == Op::kPrefill) return c.bm <= std::max<int64_t>(64, pow2_ceil(m * s.group()));
+  // Splits only where batch × kv_heads leaves the GPU short of CTAs.
+  return c.split == 1 || m * s.kv_heads * c.split <= 4 * kTargetCtas;
+}
+
+}  // namespace onecat::attention

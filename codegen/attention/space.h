@@ -1,0 +1,16 @@
+// attention search space: the tuner's candidates and the deterministic default per bucket.
+// The bucket m is the token count for prefill and kv_write and the batch (sequences) for
+// decode and verify (docs/attention.md).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "codegen/attention/config.h"
+
+namespace onecat::attention {
+
+Config default_config(const Spec& spec, int64_t m);
+std::vector<Config> candidate_configs(const Spec& spec);
+bool fits_bucket(const Spec& spec, const Config& config, int64_t m);
+
+}  // namespace onecat::attention

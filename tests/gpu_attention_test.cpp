@@ -1,0 +1,128 @@
+// The attention family on the GPU against the CPU reference: every op, GQA ratios 1/4/6/8,
+// head_dim 64/128/256, fp16/E4M3/E5M2 caches with per-tensor and per-head scales, pages of
+// odd sizes, sliding windows, mixed lengths (1, page-aligned, odd) in one batch, empty
+// sequences, split and warp-column merges, and every candidate config of two specs.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <string>
+
+#include "cache/store.h"
+#include "codegen/family.h"
+#include "runtime/cuda/driver.h"
+#include "runtime/jit/module_table.h"
+#include "runtime/jit/service.h"
+#include "tuner/verify_attention.h"
+
+namespace onecat {
+namespace {
+
+Arch gpu_arch() { return Arch{Driver::find()->device_info(0).sm}; }
+
+struct AttentionGpu : ::testing::Test {
+  void SetUp() override {
+    char tmpl[] = "/tmp/onecat-attn-XXXXXX";
+    store = std::make_unique<Store>(std::string(mkdtemp(tmpl)) + "/kernels.sqlite");
+    jit = std::make_unique<JitService>(store.get());
+  }
+  struct Job {
+    std::string spec, config;
+    std::vector<int64_t> ms;
+  };
+  // Compiles every job at once, then checks each at each m.
+  void run(const std::vector<Job>& jobs) {
+    const Arch arch{Driver::find()->device_info(0).sm};
+    std::vector<CompileRequest> reqs;
+    for (const Job& j : jobs) reqs.push_back(CompileRequest::make(family_of(j.spec), j.spec, j.config, arch));
+    auto results = jit->get_all(reqs, 16, Parallelism::kThreads);
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      ASSERT_TRUE(results[i].error.empty()) << jobs[i].spec << " [" << jobs[i].config << "]: " << results[i].error;
+      const LoadedKernel& k = ModuleTable::get().load(results[i].binary);
+      for (int64_t m : jobs[i].ms) {
+        CheckResult r = check_kernel(family_of(jobs[i].spec), jobs[i].spec, jobs[i].config, k, m);
+        EXPECT_TRUE(r.passed) << jobs[i].spec << " [" << jobs[i].config << "] m=" << m << " seed=" << r.seed
+                              << " error=" << r.error << " (tolerance " << r.tolerance << ") " << r.detail;
+      }
+    }
+  }
+  static Job with_default(const std::string& spec, std::vector<int64_t> ms) {
+    return {spec, family_of(spec).default_config(spec, ms.back(), gpu_arch()), ms};
+  }
+  std::unique_ptr<Store> store;
+  std::unique_ptr<JitService> jit;
+};
+
+const char* kGroups[] = {"heads=8,kv_heads=8", "heads=32,kv_heads=8", "heads=24,kv_heads=4", "heads=64,kv_heads=8"};
+const char* kKv[] = {"kv=f16", "kv=e4m3,kv_scale=tensor", "kv=e5m2,kv_scale=head"};
+
+TEST_F(AttentionGpu, DecodeEveryGroupDimAndKvType) {
+  std::vector<Job> jobs;
+  int i = 0;
+  for (const char* g : kGroups) {
+    for (int d : {64, 128, 256}) {
+      for (const char* kv : kKv) {
+        const std::string page = ++i % 3 == 0 ? "page=5" : "page=16";
+        jobs.push_back(with_default("attention:op=decode," + std::string(g) + ",dim=" + std::to_string(d) + "," + page + "," + kv, {1, 5}));
+      }
+    }
+  }
+  run(jobs);
+}
+
+TEST_F(AttentionGpu, DecodeSplitsWarpColumnsAndWindows) {
+  const std::string s = "attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=f16";
+  run({{s, "bm=64,bn=16,wn=1,split=1", {3}},
+       {s, "bm=64,bn=16,wn=2,split=3", {3}},
+       {s, "bm=64,bn=16,wn=2,split=7", {4}},
+       {"attention:op=decode,heads=24,kv_heads=4,dim=128,page=8,kv=e4m3,window=100", "bm=64,bn=16,wn=2,split=4", {5}},
+       with_default("attention:op=decode,heads=16,kv_heads=2,dim=64,page=32,kv=f16,window=33", {6})});
+}
+
+TEST_F(AttentionGpu, Verify) {
+  run({with_default("attention:op=verify,heads=32,kv_heads=8,dim=128,page=16,kv=f16,q=2", {1, 5}),
+       with_default("attention:op=verify,heads=32,kv_heads=8,dim=128,page=16,kv=e4m3,q=8", {1, 5}),
+       with_default("attention:op=verify,heads=24,kv_heads=4,dim=256,page=16,kv=e5m2,kv_scale=head,q=16", {3}),
+       with_default("attention:op=verify,heads=8,kv_heads=8,dim=64,page=5,kv=f16,q=5,window=20", {4})});
+}
+
+TEST_F(AttentionGpu, Prefill) {
+  run({with_default("attention:op=prefill,heads=32,kv_heads=8,dim=128,page=16,kv=f16", {1, 17, 300}),
+       with_default("attention:op=prefill,heads=32,kv_heads=8,dim=128,page=16,kv=e4m3", {33, 200}),
+       with_default("attention:op=prefill,heads=24,kv_heads=4,dim=256,page=16,kv=f16", {1, 130}),
+       with_default("attention:op=prefill,heads=8,kv_heads=8,dim=64,page=7,kv=e5m2,kv_scale=head,window=37", {2, 250}),
+       with_default("attention:op=prefill,heads=64,kv_heads=8,dim=128,page=16,kv=f16,causal=0", {77}),
+       with_default("attention:op=prefill,heads=16,kv_heads=16,dim=128,page=16,kv=f16,window=64", {300})});
+}
+
+TEST_F(AttentionGpu, EmptyAndOneTokenSequences) {
+  const std::string spec = "attention:op=prefill,heads=32,kv_heads=8,dim=128,page=16,kv=f16";
+  const std::string config = family_of(spec).default_config(spec, 16, gpu_arch());
+  const Arch arch{Driver::find()->device_info(0).sm};
+  const LoadedKernel& k = ModuleTable::get().load(jit->get(CompileRequest::make(family_of(spec), spec, config, arch)).binary);
+  // No queries and no keys; one query with a prefix; one query alone; a long one.
+  AttentionCase c{{0, 40, 1, 70}, {0, 1, 1, 70}};
+  CheckResult r = check_attention_case(spec, config, k, c, 12345);
+  EXPECT_TRUE(r.passed) << r.error << " " << r.detail;
+}
+
+TEST_F(AttentionGpu, KvWrite) {
+  std::vector<Job> jobs;
+  for (const char* kv : kKv) {
+    for (const char* geo : {"kv_heads=8,dim=128,page=16", "kv_heads=4,dim=256,page=5", "kv_heads=1,dim=64,page=32"}) {
+      jobs.push_back(with_default("attention:op=kv_write," + std::string(geo) + "," + kv, {1, 77}));
+    }
+  }
+  run(jobs);
+}
+
+TEST_F(AttentionGpu, EveryCandidateConfig) {
+  std::vector<Job> jobs;
+  for (const char* spec : {"attention:op=prefill,heads=24,kv_heads=4,dim=128,page=16,kv=f16",
+                           "attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=e4m3"}) {
+    for (const std::string& config : family_of(spec).candidate_configs(spec, gpu_arch())) jobs.push_back({spec, config, {3}});
+  }
+  run(jobs);
+}
+
+}  // namespace
+}  // namespace onecat
