@@ -3,9 +3,10 @@
 # its own time limit, results under $OUT as they come:
 #   1. build onecat, its GPU tests and the Python extension (one build dir; the image has no
 #      sqlite3.h, so .device/ carries the header, and its own libsqlite3.so.0 is linked);
-#   2. the gemm benchmark on the large shapes (onecat bench, cuBLAS peer in the same run);
+#   2. the GPU tests (the ctest `gpu` binary, run directly);
 #   3. `onecat tune` of qwen3-8b in two quantised forms (records dumped with every candidate);
-#   4. ctest -L gpu; 5. the same tunes again in fresh caches (repeatability); 6. pytest -m gpu.
+#   4. the gemm benchmark on large shapes (onecat bench, cuBLAS peer in the same run);
+#   5. the tunes again in fresh caches (repeatability) and pytest -m gpu.
 #   device run: bash bench/device_all.sh   (carry: .device)
 # Files: machine.txt build.log bench.jsonl tunes.jsonl steps.log gpu_tests.log pytest-gpu.log
 set -uo pipefail
@@ -33,19 +34,13 @@ bin=build-device/onecat
 export ONECAT_CACHE_DIR=$(mktemp -d)/cache
 $bin info >>"$out/machine.txt" 2>&1
 
-step "gemm bench"
-for spec in gemm:n=28672,k=4096,fmt=f16 gemm:n=28672,k=4096,fmt=awq4 gemm:n=28672,k=4096,fmt=fp8b128 \
-  gemm:n=6144,k=4096,fmt=awq4 gemm:n=4096,k=14336,fmt=nvfp4; do
-  timeout 60 $bin bench "$spec" --m 1,16,128,512,2048 --json | "$py" -c 'import json,sys; print(json.dumps(json.load(sys.stdin)))' \
-    >>"$out/bench.jsonl" 2>>"$out/steps.log"
-done
 
 tune() {  # tune MODEL RUN LIMIT: a fresh cache per run, then the records with every candidate
   local model=$1 run=$2 limit=$3 dir
   dir=$(mktemp -d)
   step "tune $model run $run"
   local t0=$(date +%s.%N)
-  ONECAT_CACHE_DIR=$dir timeout "$limit" $bin tune --model "$model" --buckets 1,16,512 --json >"$dir/tune.json" 2>>"$out/steps.log"
+  ONECAT_CACHE_DIR=$dir timeout "$limit" $bin tune --model "$model" --buckets 1,16,512 --budget-s $((limit - 25)) --json >"$dir/tune.json" 2>>"$out/steps.log"
   local rc=$? t1=$(date +%s.%N)
   ONECAT_CACHE_DIR=$dir $bin cache ls --tunings --json >"$dir/records.json" 2>>"$out/steps.log"
   "$py" - "$model" "$run" "$rc" "$t0" "$t1" "$dir" >>"$out/tunes.jsonl" <<'EOF'
@@ -60,18 +55,24 @@ print(json.dumps({"model": model, "run": int(run), "rc": int(rc), "wall_s": floa
                   "summary": load(d + "/tune.json"), "records": load(d + "/records.json")}))
 EOF
 }
-tune qwen3-8b:awq4 1 150
-tune qwen3-8b:fp8 1 150
+step "gpu tests"
+timeout 200 build-device/tests/onecat_gpu_tests >"$out/gpu_tests.log" 2>&1
+step "gpu tests rc=$?"
 
-step "ctest gpu"
-timeout 150 ctest --test-dir build-device -L gpu --output-on-failure >"$out/gpu_tests.log" 2>&1
-step "ctest rc=$?"
+tune qwen3-8b:awq4 1 110
+tune qwen3-8b:fp8 1 110
 
-tune qwen3-8b:awq4 2 150
-tune qwen3-8b:fp8 2 150
+step "gemm bench"
+for spec in gemm:n=28672,k=4096,fmt=f16 gemm:n=28672,k=4096,fmt=awq4 gemm:n=6144,k=4096,fmt=fp8b128 gemm:n=4096,k=14336,fmt=nvfp4; do
+  timeout 40 $bin bench "$spec" --m 1,16,128,512,2048 --json | "$py" -c 'import json,sys; print(json.dumps(json.load(sys.stdin)))' \
+    >>"$out/bench.jsonl" 2>>"$out/steps.log"
+done
+
+tune qwen3-8b:awq4 2 110
 
 step "pytest gpu"
 PYTHONPATH="$root/build-device/python" timeout 120 "$py" -m pytest -m gpu -v -rs -p no:cacheprovider python/tests \
   >"$out/pytest-gpu.log" 2>&1
 step "pytest rc=$?"
+tune qwen3-8b:fp8 2 110
 tail -5 "$out/steps.log"
