@@ -18,6 +18,8 @@ namespace {
 // full timing (MeasureOptions defaults).
 constexpr MeasureOptions kScreen{3, 10, 3, 10, 50};
 constexpr double kRefineBand = 1.15;
+// The widest noise band choose_config allows, relative to the fastest median.
+constexpr double kMaxNoise = 0.05;
 
 }  // namespace
 
@@ -58,7 +60,10 @@ int choose_config(const std::vector<CandidateTiming>& t, const std::string& defa
   }
   if (fastest < 0) return -1;
   const double best = t[fastest].median_us;
-  const double band = best + std::max(noise * best, t[fastest].max_us - t[fastest].min_us);
+  // The fastest's own spread widens the band, up to kMaxNoise: one slow batch must not make
+  // a clearly slower default look equal.
+  const double spread = std::min(t[fastest].max_us - t[fastest].min_us, kMaxNoise * best);
+  const double band = best + std::max(noise * best, spread);
   int chosen = -1;
   for (size_t i = 0; i < t.size(); ++i) {
     if (t[i].status != "ok" || t[i].median_us > band) continue;

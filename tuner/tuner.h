@@ -28,7 +28,7 @@ DeviceFingerprint this_device();
 std::vector<std::string> tuning_candidates(const Family& family, const std::string& spec, int64_t m, Arch arch);
 
 // Among the candidates with status "ok", those within `noise` (relative, of the fastest
-// median, at least the fastest's own spread) of the fastest tie; among them the default
+// median, or the fastest's own spread up to 5%) of the fastest tie; among them the default
 // wins, then the earliest in candidate order. Returns the index into `timings`, or -1 when
 // none is ok.
 int choose_config(const std::vector<CandidateTiming>& timings, const std::string& default_config, double noise = 0.02);
