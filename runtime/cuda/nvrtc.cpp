@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cstdlib>
 #include <mutex>
 #include <set>
@@ -112,11 +113,32 @@ NvrtcRegistry NvrtcRegistry::discover() {
     candidates = venv_candidates(project_venv());
     candidates.insert(candidates.end(), kSystemCandidates.begin(), kSystemCandidates.end());
   }
+  // One NVRTC per major version: a second copy of the same major (another file, e.g. the
+  // one a host process such as torch already loaded) would never be chosen by for_arch and
+  // would share the first one's libnvrtc-builtins by soname.
+  auto loaded_major = [&](int major) -> const NvrtcLib* {
+    for (const auto& lib : reg.libs_) {
+      if (lib->major() == major) return lib.get();
+    }
+    return nullptr;
+  };
   std::set<std::string> loaded;
   for (const auto& c : candidates) {
+    const size_t so = c.rfind("libnvrtc.so.");
+    if (so != std::string::npos && c.find('/', so) == std::string::npos) {
+      const int major = std::atoi(c.c_str() + so + std::strlen("libnvrtc.so."));
+      if (const NvrtcLib* have = major > 0 ? loaded_major(major) : nullptr) {
+        reg.searched_.emplace_back(c, "skipped: NVRTC " + have->version() + " is already loaded from " + have->path());
+        continue;
+      }
+    }
     try {
       auto lib = NvrtcLib::load(c);
       if (!loaded.insert(lib->path()).second) continue;  // same file under another name
+      if (const NvrtcLib* have = loaded_major(lib->major())) {
+        reg.searched_.emplace_back(c, "skipped: NVRTC " + have->version() + " is already loaded from " + have->path());
+        continue;
+      }
       reg.searched_.emplace_back(c, "");
       reg.libs_.push_back(std::move(lib));
     } catch (const Error& e) {
