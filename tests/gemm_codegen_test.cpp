@@ -109,27 +109,35 @@ TEST(GemmConfig, RulesAndDefaults) {
 
 // ARCHITECTURE.md rule 6 / issue: the default configs of the benchmark shapes compile for
 // sm_70 with zero spills, and their PTX reads weights with 128-bit loads.
-TEST(GemmStaticQuality, DefaultConfigsOfBenchmarkShapesDoNotSpillOnSm70) {
-  const Arch sm70{70};
-  const NvrtcLib& nvrtc = NvrtcRegistry::get().for_arch(sm70);
+// Compiles every format's default configs for the shapes and token counts on arch and
+// expects each to build without spills or stack.
+void expect_defaults_compile_without_spills(Arch arch, std::initializer_list<std::pair<int, int>> shapes,
+                                            std::initializer_list<int64_t> ms) {
   std::vector<CompileRequest> reqs;
   for (const char* fmt : kFormats) {
-    for (auto [n, k] : {std::pair{6144, 4096}, std::pair{4096, 4096}, std::pair{28672, 4096}, std::pair{4096, 14336}}) {
+    for (auto [n, k] : shapes) {
       const std::string spec = "gemm:n=" + std::to_string(n) + ",k=" + std::to_string(k) + ",fmt=" + fmt;
       const Family& f = family_of(spec);
       std::set<std::string> configs;
-      for (int64_t m : {1, 2, 4, 8, 16, 32, 64, 512}) configs.insert(f.default_config(spec, m, sm70));
-      for (const auto& c : configs) reqs.push_back(CompileRequest::make(f, spec, c, sm70));
+      for (int64_t m : ms) configs.insert(f.default_config(spec, m, arch));
+      for (const auto& c : configs) reqs.push_back(CompileRequest::make(f, spec, c, arch));
     }
   }
   JitService jit(nullptr);
   auto results = jit.get_all(reqs, 2, Parallelism::kThreads);
   for (size_t i = 0; i < reqs.size(); ++i) {
-    SCOPED_TRACE(reqs[i].spec + " [" + reqs[i].config + "]");
+    SCOPED_TRACE(reqs[i].spec + " [" + reqs[i].config + "] " + arch.name());
     ASSERT_TRUE(results[i].error.empty()) << results[i].error;
     EXPECT_FALSE(results[i].binary.usage.spills()) << results[i].binary.usage.spill_store_bytes << " bytes spilled";
     EXPECT_EQ(results[i].binary.usage.stack_bytes, 0);
   }
+}
+
+TEST(GemmStaticQuality, DefaultConfigsOfBenchmarkShapesDoNotSpillOnSm70) {
+  const Arch sm70{70};
+  const NvrtcLib& nvrtc = NvrtcRegistry::get().for_arch(sm70);
+  expect_defaults_compile_without_spills(
+      sm70, {{6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336}}, {1, 2, 4, 8, 16, 32, 64, 512});
   // One PTX per format and strategy: the weight chunk is one ld.global.nc.v4.u32; gemv
   // multiplies in fp16x2, mma on tensor cores (WMMA, Volta's HMMA on sm_70).
   for (const char* fmt : kFormats) {
@@ -149,23 +157,7 @@ TEST(GemmStaticQuality, DefaultConfigsOfBenchmarkShapesDoNotSpillOnSm70) {
 TEST(GemmStaticQuality, Sm90DefaultsUseTheM16n8k16AtomWithoutSpills) {
   const Arch sm90{90};
   const NvrtcLib& nvrtc = NvrtcRegistry::get().for_arch(sm90);
-  std::vector<CompileRequest> reqs;
-  for (const char* fmt : kFormats) {
-    for (auto [n, k] : {std::pair{6144, 4096}, std::pair{28672, 4096}, std::pair{4096, 14336}}) {
-      const std::string spec = "gemm:n=" + std::to_string(n) + ",k=" + std::to_string(k) + ",fmt=" + fmt;
-      const Family& f = family_of(spec);
-      std::set<std::string> configs;
-      for (int64_t m : {32, 64, 512}) configs.insert(f.default_config(spec, m, sm90));
-      for (const auto& c : configs) reqs.push_back(CompileRequest::make(f, spec, c, sm90));
-    }
-  }
-  JitService jit(nullptr);
-  auto results = jit.get_all(reqs, 2, Parallelism::kThreads);
-  for (size_t i = 0; i < reqs.size(); ++i) {
-    SCOPED_TRACE(reqs[i].spec + " [" + reqs[i].config + "]");
-    ASSERT_TRUE(results[i].error.empty()) << results[i].error;
-    EXPECT_FALSE(results[i].binary.usage.spills()) << results[i].binary.usage.spill_store_bytes << " bytes spilled";
-  }
+  expect_defaults_compile_without_spills(sm90, {{6144, 4096}, {28672, 4096}, {4096, 14336}}, {32, 64, 512});
   for (const char* fmt : {"f16", "awq4", "fp8b128"}) {
     const std::string spec = std::string("gemm:n=4096,k=4096,fmt=") + fmt;
     const Family& f = family_of(spec);

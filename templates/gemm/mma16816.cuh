@@ -102,14 +102,7 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
   const int m0 = blockIdx.x * BM;
   const int n0 = blockIdx.y * kTileCols;
 
-  auto weight_row = [&](int r) {  // tile row r → weight row, clamped in bounds
-    if constexpr (kGated) {
-      const int o = min(n0 + (r / 32) * 16 + r % 16, kOutRows - 1);
-      return (r / 16) % 2 == 0 ? o : o + kOutRows;
-    } else {
-      return min(n0 + r, N - 1);
-    }
-  };
+  auto weight_row = [&](int r) { return tile_weight_row<N, EPI>(n0, r); };
 
   auto issue_step = [&](int kt) {  // loads of step kt into stage kt % STAGES
     const int stage = kt % STAGES;
