@@ -238,6 +238,18 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   m.qk_norm = a == "Qwen3ForCausalLM" || a == "Qwen3MoeForCausalLM";
   // Qwen2 always has q/k/v biases (its config has no attention_bias field); the others say so.
   m.attention_bias = a == "Qwen2ForCausalLM" ? true : f.boolean_or("attention_bias", false);
+  // Qwen2/Qwen3 with use_sliding_window: layers from max_window_layers on (Hugging Face's
+  // default 28) see only the last sliding_window keys. The plan takes one window for every layer.
+  if (a != "LlamaForCausalLM" && f.boolean_or("use_sliding_window", false)) {
+    const int64_t first = f.integer_or("max_window_layers", 28, 0);
+    if (first == 0) {
+      m.sliding_window = f.integer("sliding_window");
+    } else if (first < m.layers) {
+      f.fail("max_window_layers", "is " + std::to_string(first) + ", so only layers " + std::to_string(first) + " to " +
+                                      std::to_string(m.layers - 1) +
+                                      " use the sliding window, which onecat does not support (one window for every layer)");
+    }
+  }
   if (a == "LlamaForCausalLM" && f.boolean_or("mlp_bias", false)) f.fail("mlp_bias", "is true, which onecat does not support");
   if (a == "Qwen3MoeForCausalLM") {
     m.experts = f.integer("num_experts");

@@ -34,6 +34,7 @@ struct ModelConfig {
   bool tie_word_embeddings = false;
   bool qk_norm = false;         // Qwen3, Qwen3Moe: rmsnorm over head_dim on q and k
   bool attention_bias = false;  // Qwen2: bias on q, k and v
+  int64_t sliding_window = 0;   // keys every layer attends to (use_sliding_window); 0: all
   // Mixture of experts (Qwen3Moe), 0 otherwise.
   int64_t experts = 0, experts_per_token = 0, moe_intermediate = 0;
   QuantConfig quant;

@@ -11,6 +11,14 @@ namespace {
 
 std::string s(int64_t v) { return std::to_string(v); }
 
+// The paged KV cache's page: 16 tokens, vLLM's default block size (fine-grained sharing of
+// prefixes, little waste in a sequence's last page).
+constexpr int kPageTokens = 16;
+// Query tokens per sequence of a speculative verify pass: a draft of 7 tokens plus the last
+// accepted one, the speculative-decoding default the plan assumes until the engine (not built
+// yet) chooses its own (attention's verify takes 2..16).
+constexpr int kVerifyTokens = 8;
+
 struct WeightFmt {
   std::string fmt;
   int group = 0;
@@ -71,9 +79,14 @@ class Planner {
     }
     const std::string heads_text = s(q_heads) + " q heads, " + s(kv_heads) + " kv heads, head_dim " + s(m_.head_dim);
     add_unkernelled("layers.rope", "rope", L, "rotary embedding of q and k: " + heads_text);
-    add_unkernelled("layers.attention_prefill", "attention", L,
-                    "prefill passes (causal, paged KV cache): " + heads_text);
-    add_unkernelled("layers.attention_decode", "attention", L, "decode passes (paged KV cache): " + heads_text);
+    // kv_write runs first: seq_lens count a pass's new tokens (docs/attention.md).
+    add_attention("layers.kv_write", "kv_write", q_heads, kv_heads, L,
+                  "writes the pass's new K/V rows into the paged cache: " + heads_text);
+    add_attention("layers.attention_prefill", "prefill", q_heads, kv_heads, L,
+                  "prefill passes (causal, paged KV cache; chunked prefill and cached prefixes alike): " + heads_text);
+    add_attention("layers.attention_decode", "decode", q_heads, kv_heads, L, "decode passes (paged KV cache): " + heads_text);
+    add_attention("layers.attention_verify", "verify", q_heads, kv_heads, L,
+                  "speculative-decoding verify passes, " + s(kVerifyTokens) + " query tokens per sequence: " + heads_text);
     add_gemm("layers.o_proj", m_.hidden, q_heads * m_.head_dim, tp_ > 1, "none", L,
              tp_ > 1 ? "row-parallel: f32 partial sums, all-reduced" : "full weight on one rank");
     if (tp_ > 1) add_unkernelled("layers.attn_allreduce", "allreduce", L, "NCCL all-reduce of o_proj's f32 partial sums");
@@ -159,6 +172,22 @@ class Planner {
   void add_rmsnorm(const std::string& name, int64_t hidden, bool residual, int64_t count, const std::string& note) {
     const std::string spec = "rmsnorm:hidden=" + s(hidden) + ",dtype=f16,residual=" + (residual ? "1" : "0");
     ops_.push_back({name, "rmsnorm", canonical(name, spec), note, count});
+  }
+
+  // One attention op over a paged fp16 cache of kPageTokens-token pages. A shape the family
+  // has no kernel for (e.g. head_dim 96) is listed without a spec, with the family's reason:
+  // the rest of the model still plans and tunes.
+  void add_attention(const std::string& name, const std::string& op, int64_t q_heads, int64_t kv_heads, int64_t count,
+                     const std::string& note) {
+    std::string spec = "attention:op=" + op + (op == "kv_write" ? "" : ",heads=" + s(q_heads)) + ",kv_heads=" + s(kv_heads) +
+                       ",dim=" + s(m_.head_dim) + ",page=" + s(kPageTokens) + ",kv=f16";
+    if (op != "kv_write") spec += ",window=" + s(m_.sliding_window);
+    if (op == "verify") spec += ",q=" + s(kVerifyTokens);
+    try {
+      ops_.push_back({name, "attention", family_of(spec).canonical_spec(spec), note, count});
+    } catch (const InputError& e) {
+      ops_.push_back({name, "attention", std::nullopt, "no kernel for this shape yet (" + std::string(e.what()) + "); " + note, count});
+    }
   }
 
   void add_unkernelled(const std::string& name, const std::string& family, int64_t count, const std::string& note) {

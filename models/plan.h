@@ -6,7 +6,9 @@
 // row-parallel (their f32 partial sums are all-reduced), lm_head is column-parallel over the
 // vocabulary (rounded up), norms and the MoE router are replicated. When kv_heads < tp the
 // KV heads are replicated: each rank holds max(1, kv_heads / tp) of them (tp must then be a
-// multiple of kv_heads).
+// multiple of kv_heads). Attention ops (kv_write, prefill, decode, verify with 8 query tokens)
+// read a paged fp16 KV cache of 16-token pages with the model's sliding window; a head shape the
+// attention family has no kernel for is listed without a spec, with the reason.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -19,7 +21,7 @@ namespace onecat::models {
 
 struct PlannedOp {
   std::string name;                 // e.g. "layers.qkv_proj"
-  std::string family;               // "gemm", "rmsnorm", or one without kernels yet: "attention",
+  std::string family;               // "gemm", "rmsnorm", "attention", or one without kernels yet:
                                     // "moe", "embedding", "rope", "sampling", "allreduce"
   std::optional<std::string> spec;  // canonical spec when the family exists
   std::string note;                 // sharding, shapes, or "no kernel family yet: …"

@@ -341,13 +341,23 @@ TEST(ModelLoad, DirectoryFileAndBuiltin) {
 // ---------------------------------------------------------------------------------------------
 // plans
 
+// The four attention ops of a head_dim-128 model with no sliding window; heads: "heads=H,kv_heads=K".
+void expect_attention_specs(const std::vector<PlannedOp>& plan, const std::string& heads) {
+  const std::string kv_heads = heads.substr(heads.find("kv_heads="));
+  const std::string tail = ",dim=128,page=16,kv=f16,kv_scale=none";
+  EXPECT_EQ(spec_of(plan, "layers.kv_write"), "attention:op=kv_write," + kv_heads + tail);
+  EXPECT_EQ(spec_of(plan, "layers.attention_prefill"), "attention:op=prefill," + heads + tail + ",causal=1,window=0");
+  EXPECT_EQ(spec_of(plan, "layers.attention_decode"), "attention:op=decode," + heads + tail + ",window=0");
+  EXPECT_EQ(spec_of(plan, "layers.attention_verify"), "attention:op=verify," + heads + tail + ",q=8,window=0");
+}
+
 TEST(PlanModel, Qwen3_8bAwqTp1) {
   const auto plan = plan_model(builtin_model("qwen3-8b:awq4"), 1);
   std::vector<std::string> names;
   for (const auto& o : plan) names.push_back(o.name);
   EXPECT_EQ(names, (std::vector<std::string>{"embed_tokens", "layers.input_layernorm", "layers.qkv_proj", "layers.q_norm",
-                                             "layers.k_norm", "layers.rope", "layers.attention_prefill",
-                                             "layers.attention_decode", "layers.o_proj", "layers.post_attention_layernorm",
+                                             "layers.k_norm", "layers.rope", "layers.kv_write", "layers.attention_prefill",
+                                             "layers.attention_decode", "layers.attention_verify", "layers.o_proj", "layers.post_attention_layernorm",
                                              "layers.gate_up_proj", "layers.down_proj", "norm", "lm_head", "sampling"}));
   EXPECT_EQ(spec_of(plan, "layers.qkv_proj"), "gemm:n=6144,k=4096,fmt=awq4,group=128,out=f16,epi=none,act_order=0");
   EXPECT_EQ(spec_of(plan, "layers.o_proj"), "gemm:n=4096,k=4096,fmt=awq4,group=128,out=f16,epi=none,act_order=0");
@@ -362,11 +372,16 @@ TEST(PlanModel, Qwen3_8bAwqTp1) {
   EXPECT_EQ(op(plan, "layers.qkv_proj").count_per_rank, 36);
   EXPECT_EQ(op(plan, "lm_head").count_per_rank, 1);
   EXPECT_EQ(op(plan, "norm").count_per_rank, 1);
-  for (const char* name : {"embed_tokens", "layers.rope", "layers.attention_prefill", "layers.attention_decode", "sampling"}) {
+  for (const char* name : {"embed_tokens", "layers.rope", "sampling"}) {
     EXPECT_FALSE(op(plan, name).spec.has_value()) << name;
     EXPECT_TRUE(test::contains(op(plan, name).note, "no kernel family yet")) << name;
   }
-  EXPECT_EQ(op(plan, "layers.attention_decode").family, "attention");
+  // 32 q heads, 8 KV heads, head_dim 128, 16-token pages of fp16, no sliding window.
+  expect_attention_specs(plan, "heads=32,kv_heads=8");
+  for (const char* name : {"layers.kv_write", "layers.attention_prefill", "layers.attention_decode", "layers.attention_verify"}) {
+    EXPECT_EQ(op(plan, name).family, "attention") << name;
+    EXPECT_EQ(op(plan, name).count_per_rank, 36) << name;
+  }
   EXPECT_EQ(op(plan, "layers.rope").family, "rope");
   EXPECT_EQ(op(plan, "embed_tokens").family, "embedding");
   EXPECT_EQ(op(plan, "sampling").family, "sampling");
@@ -381,6 +396,10 @@ TEST(PlanModel, Qwen3_8bAwqTp1) {
             (std::vector<std::string>{"rmsnorm:hidden=4096,dtype=f16,residual=1",
                                       "gemm:n=6144,k=4096,fmt=awq4,group=128,out=f16,epi=none,act_order=0",
                                       "rmsnorm:hidden=128,dtype=f16,residual=0",
+                                      "attention:op=kv_write,kv_heads=8,dim=128,page=16,kv=f16,kv_scale=none",
+                                      "attention:op=prefill,heads=32,kv_heads=8,dim=128,page=16,kv=f16,kv_scale=none,causal=1,window=0",
+                                      "attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=f16,kv_scale=none,window=0",
+                                      "attention:op=verify,heads=32,kv_heads=8,dim=128,page=16,kv=f16,kv_scale=none,q=8,window=0",
                                       "gemm:n=4096,k=4096,fmt=awq4,group=128,out=f16,epi=none,act_order=0",
                                       "gemm:n=24576,k=4096,fmt=awq4,group=128,out=f16,epi=silu_mul,act_order=0",
                                       "gemm:n=4096,k=12288,fmt=awq4,group=128,out=f16,epi=none,act_order=0",
@@ -396,6 +415,8 @@ TEST(PlanModel, Qwen3_8bTp2) {
   EXPECT_EQ(spec_of(plan, "lm_head"), "gemm:n=75968,k=4096,fmt=f16,group=0,out=f16,epi=none,act_order=0");
   EXPECT_EQ(op(plan, "layers.attn_allreduce").family, "allreduce");
   EXPECT_FALSE(op(plan, "layers.mlp_allreduce").spec.has_value());
+  // 16 q heads and 4 KV heads per rank.
+  expect_attention_specs(plan, "heads=16,kv_heads=4");
 
   const auto f16 = plan_model(builtin_model("qwen3-8b"), 2);
   EXPECT_EQ(spec_of(f16, "layers.qkv_proj"), "gemm:n=3072,k=4096,fmt=f16,group=0,out=f16,epi=none,act_order=0");
@@ -424,7 +445,14 @@ TEST(PlanModel, Llama31_8bFp8) {
   EXPECT_FALSE(has_op(plan, "layers.q_norm"));
   EXPECT_FALSE(has_op(plan, "layers.k_norm"));
   EXPECT_EQ(op(plan, "layers.o_proj").count_per_rank, 32);
+  // The weights' fp8 does not make the KV cache fp8: fp16 stays the default.
+  EXPECT_EQ(spec_of(plan, "layers.attention_decode"),
+            "attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=f16,kv_scale=none,window=0");
+  EXPECT_EQ(op(plan, "layers.attention_prefill").count_per_rank, 32);
   const auto tp8 = plan_model(builtin_model("llama-3.1-8b:fp8"), 8);
+  // 8 KV heads over 8 ranks: one each, with 4 q heads.
+  EXPECT_EQ(spec_of(tp8, "layers.attention_verify"),
+            "attention:op=verify,heads=4,kv_heads=1,dim=128,page=16,kv=f16,kv_scale=none,q=8,window=0");
   EXPECT_EQ(spec_of(tp8, "layers.down_proj"), "gemm:n=4096,k=1792,fmt=fp8b128,group=128,out=f32,epi=none,act_order=0");
   EXPECT_EQ(spec_of(tp8, "lm_head"), "gemm:n=16032,k=4096,fmt=f16,group=0,out=f16,epi=none,act_order=0");
 }
@@ -458,10 +486,50 @@ TEST(PlanModel, Qwen3MoeListsExpertsWithoutSpec) {
   EXPECT_FALSE(has_op(plan, "layers.gate_up_proj"));
   EXPECT_FALSE(has_op(plan, "layers.down_proj"));
   EXPECT_EQ(spec_of(plan, "layers.q_norm"), "rmsnorm:hidden=128,dtype=f16,residual=0");
+  // Attention sees the replicated KV head too: 4 q heads on 1 KV head per rank.
+  EXPECT_EQ(spec_of(plan, "layers.attention_decode"),
+            "attention:op=decode,heads=4,kv_heads=1,dim=128,page=16,kv=f16,kv_scale=none,window=0");
+  EXPECT_EQ(spec_of(plan, "layers.kv_write"), "attention:op=kv_write,kv_heads=1,dim=128,page=16,kv=f16,kv_scale=none");
+  EXPECT_EQ(op(plan, "layers.attention_decode").count_per_rank, 48);
   // At tp 1 nothing is replicated.
   const auto tp1 = plan_model(builtin_model("qwen3-30b-a3b"), 1);
   EXPECT_EQ(spec_of(tp1, "layers.qkv_proj"), "gemm:n=5120,k=2048,fmt=f16,group=0,out=f16,epi=none,act_order=0");
   EXPECT_FALSE(op(tp1, "layers.moe_experts").spec.has_value());
+  EXPECT_EQ(spec_of(tp1, "layers.attention_prefill"),
+            "attention:op=prefill,heads=32,kv_heads=4,dim=128,page=16,kv=f16,kv_scale=none,causal=1,window=0");
+}
+
+TEST(PlanModel, AttentionTakesTheSlidingWindowOrListsAShapeWithoutAKernel) {
+  // Every layer windowed (max_window_layers 0): the window is compiled into every attention op.
+  json j = qwen3_8b_json();
+  j["use_sliding_window"] = true;
+  j["sliding_window"] = 4096;
+  j["max_window_layers"] = 0;
+  const auto plan = plan_model(parse(j), 1);
+  EXPECT_EQ(spec_of(plan, "layers.attention_prefill"),
+            "attention:op=prefill,heads=32,kv_heads=8,dim=128,page=16,kv=f16,kv_scale=none,causal=1,window=4096");
+  EXPECT_EQ(spec_of(plan, "layers.attention_verify"),
+            "attention:op=verify,heads=32,kv_heads=8,dim=128,page=16,kv=f16,kv_scale=none,q=8,window=4096");
+  // use_sliding_window false (Qwen3's released configs) or no windowed layer: full attention.
+  j["use_sliding_window"] = false;
+  EXPECT_EQ(parse(j).sliding_window, 0);
+  j["use_sliding_window"] = true;
+  j["max_window_layers"] = 36;
+  EXPECT_EQ(parse(j).sliding_window, 0);
+  // Only some layers windowed: refused, naming the field.
+  j["max_window_layers"] = 20;
+  expect_throw<InputError>([&] { parse(j); }, {"max_window_layers", "20"});
+
+  // head_dim 96 has no attention kernel: listed without a spec, the gemms still plan.
+  json k = qwen3_8b_json();
+  k["head_dim"] = 96;
+  const auto odd = plan_model(parse(k), 1);
+  for (const char* name : {"layers.kv_write", "layers.attention_prefill", "layers.attention_decode", "layers.attention_verify"}) {
+    EXPECT_FALSE(op(odd, name).spec.has_value()) << name;
+    EXPECT_EQ(op(odd, name).family, "attention") << name;
+    EXPECT_TRUE(test::contains(op(odd, name).note, "no kernel for this shape yet")) << op(odd, name).note;
+  }
+  EXPECT_EQ(spec_of(odd, "layers.qkv_proj"), "gemm:n=4608,k=4096,fmt=f16,group=0,out=f16,epi=none,act_order=0");
 }
 
 TEST(PlanModel, EveryBuiltinPlansAtEveryTp) {
