@@ -1,9 +1,7 @@
 #include "tuner/verify_attention.h"
 
 #include <algorithm>
-#include <cstring>
 #include <cmath>
-#include <numeric>
 #include <random>
 
 #include "codegen/attention/emit.h"
@@ -24,88 +22,20 @@ constexpr int kGuardTokens = 2;
 // key, mask or page moves a row by far more. A row that sees no key must be exactly 0.
 constexpr double kRowTolerance = 1e-2;
 constexpr double kRowFloor = 1e-2;
-constexpr float kQueryRange = 3.f;  // scores of a few units: a peaked softmax, not a flat one
-
-DeviceBuffer upload(const void* data, size_t bytes) {
-  DeviceBuffer b(std::max<size_t>(bytes, 16));
-  if (bytes) b.upload(data, bytes);
-  return b;
-}
-
-cpu::KvDtype dtype_of(const attention::Spec& s) { return cpu::KvDtype(int(s.kv)); }
-
-std::vector<uint16_t> random_half(std::mt19937_64& rng, size_t n, float range) {
-  std::uniform_real_distribution<float> dist(-range, range);
-  std::vector<uint16_t> v(n);
-  for (auto& x : v) x = cpu::float_to_half(dist(rng));
-  return v;
-}
-
-struct Cache {
-  std::vector<uint8_t> k, v;
-  std::vector<float> k_scale, v_scale;
-  cpu::PagedKv view(const attention::Spec& s) {
-    cpu::PagedKv p;
-    p.kv_heads = s.kv_heads, p.dim = s.dim, p.page = s.page, p.dtype = dtype_of(s);
-    p.scale_per_head = s.kv_scale == attention::KvScale::kHead;
-    p.k = k.data(), p.v = v.data(), p.k_scale = k_scale.data(), p.v_scale = v_scale.data();
-    return p;
-  }
-};
-
-// A cache of `pages` pages: random fp16 values in [-1, 1), or fp8 codes of such values over
-// random scales (never NaN or inf codes).
-Cache random_cache(const attention::Spec& s, int64_t pages, std::mt19937_64& rng) {
-  Cache c;
-  const size_t n = size_t(pages) * s.kv_heads * s.page * s.dim;
-  const int scales = s.kv_scale == attention::KvScale::kHead ? s.kv_heads : 1;
-  std::uniform_real_distribution<float> sd(0.004f, 0.02f);
-  for (int i = 0; i < scales; ++i) c.k_scale.push_back(sd(rng)), c.v_scale.push_back(sd(rng));
-  if (c.k_scale.empty()) c.k_scale = c.v_scale = {1.f};
-  if (s.kv == attention::KvType::kF16) {
-    auto k = random_half(rng, n, 1.f), v = random_half(rng, n, 1.f);
-    c.k.resize(n * 2), c.v.resize(n * 2);
-    std::memcpy(c.k.data(), k.data(), n * 2), std::memcpy(c.v.data(), v.data(), n * 2);
-    return c;
-  }
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  c.k.resize(n), c.v.resize(n);
-  const size_t per_head = size_t(s.page) * s.dim;
-  for (size_t i = 0; i < n; ++i) {
-    const int h = scales == 1 ? 0 : int(i / per_head % s.kv_heads);
-    c.k[i] = cpu::fp8_encode(dist(rng) / c.k_scale[size_t(h)], dtype_of(s));
-    c.v[i] = cpu::fp8_encode(dist(rng) / c.v_scale[size_t(h)], dtype_of(s));
-  }
-  return c;
-}
 
 CheckResult check_kv_write(const attention::Spec& s, const attention::Config& cfg, const LoadedKernel& kernel,
                            const AttentionCase& ac, uint64_t seed) {
   std::mt19937_64 rng(seed);
-  const int tokens = ac.q_lens.at(0);
-  const int slots = std::max(ac.seq_lens.at(0), tokens);
-  const int64_t pages = (slots + s.page - 1) / s.page + 1;
-  Cache cache = random_cache(s, pages, rng);
-  // Distinct random slots; every fifth token is padding (slot −1).
-  std::vector<int> order(static_cast<size_t>(pages * s.page));
-  std::iota(order.begin(), order.end(), 0);
-  std::shuffle(order.begin(), order.end(), rng);
-  std::vector<int> slot(static_cast<size_t>(tokens));
-  for (int t = 0; t < tokens; ++t) slot[size_t(t)] = t % 5 == 4 ? -1 : order[size_t(t)];
-  auto k = random_half(rng, size_t(tokens) * s.kv_heads * s.dim, 4.f), v = random_half(rng, k.size(), 4.f);
-
-  DeviceBuffer dk = upload(cache.k.data(), cache.k.size()), dv = upload(cache.v.data(), cache.v.size());
-  DeviceBuffer dks = upload(cache.k_scale.data(), cache.k_scale.size() * 4), dvs = upload(cache.v_scale.data(), cache.v_scale.size() * 4);
-  DeviceBuffer dkn = upload(k.data(), k.size() * 2), dvn = upload(v.data(), v.size() * 2), dslot = upload(slot.data(), slot.size() * 4);
-  CUdeviceptr kc = dk.ptr(), vc = dv.ptr(), kn = dkn.ptr(), vn = dvn.ptr(), sl = dslot.ptr(), ks = dks.ptr(), vs = dvs.ptr();
-  int tok = tokens;
-  void* args[] = {&kc, &vc, &kn, &vn, &sl, &ks, &vs, &tok};
-  launch(kernel, attention::geometry(s, cfg, tokens), nullptr, args);
+  KvWriteBatch b = make_kv_write_batch(s, ac, rng);
+  const DeviceKvWriteBatch in(s, b);
+  launch_kv_write(kernel, s, cfg, b, in);
   Driver& d = *Driver::find();
   d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", "running " + s.to_string() + " [" + cfg.to_string() + "]");
+  HostKvCache& cache = b.cache;
   std::vector<uint8_t> got_k(cache.k.size()), got_v(cache.v.size());
-  dk.download(got_k.data(), got_k.size()), dv.download(got_v.data(), got_v.size());
-  cpu::kv_write(cache.view(s), k.data(), v.data(), slot.data(), tokens);
+  in.cache.k.download(got_k.data(), got_k.size()), in.cache.v.download(got_v.data(), got_v.size());
+  cpu::kv_write(cache.view(s), b.k.data(), b.v.data(), b.slots.data(), b.tokens);
+  const int tokens = b.tokens;
 
   CheckResult r;
   r.rows = tokens, r.seed = seed, r.tolerance = 0, r.metric = "cache bytes differing from the reference (bit-exact)";
@@ -158,56 +88,30 @@ CheckResult check_attention_case(const std::string& spec_text, const std::string
   const attention::Config cfg = attention::Config::parse(s, config_text);
   if (s.op == Op::kKvWrite) return check_kv_write(s, cfg, kernel, ac, seed);
   std::mt19937_64 rng(seed);
-  const int batch = int(ac.seq_lens.size());
-  std::vector<int> cu_q(1, 0), seq_lens = ac.seq_lens;
-  int max_q = 0, max_pages = 1;
-  for (int b = 0; b < batch; ++b) {
-    const int q = s.op == Op::kPrefill ? ac.q_lens.at(size_t(b)) : s.q;
-    cu_q.push_back(cu_q.back() + q), max_q = std::max(max_q, q);
-    max_pages = std::max(max_pages, (seq_lens[size_t(b)] + s.page - 1) / s.page);
-  }
-  const int tokens = cu_q.back();
-  // Pages of all sequences, shuffled, plus spare ones nobody reads.
-  const int64_t pages = int64_t(batch) * max_pages + 3;
-  std::vector<int> order(static_cast<size_t>(pages));
-  std::iota(order.begin(), order.end(), 0);
-  std::shuffle(order.begin(), order.end(), rng);
-  std::vector<int> table(size_t(batch) * max_pages);
-  for (size_t i = 0; i < table.size(); ++i) table[i] = order[i];
-  Cache cache = random_cache(s, pages, rng);
-  const auto q = random_half(rng, size_t(tokens) * s.heads * s.dim, kQueryRange);
-  const float sm_scale = 1.f / std::sqrt(float(s.dim));
+  AttentionBatch b = make_attention_batch(s, ac, rng);
+  const DeviceAttentionBatch in(s, b);
+  const int batch = b.batch, tokens = b.tokens;
 
   const size_t out_elems = size_t(tokens + kGuardTokens) * s.heads * s.dim;
-  DeviceBuffer d_out(out_elems * 2), d_q = upload(q.data(), q.size() * 2);
-  DeviceBuffer dk = upload(cache.k.data(), cache.k.size()), dv = upload(cache.v.data(), cache.v.size());
-  DeviceBuffer dks = upload(cache.k_scale.data(), cache.k_scale.size() * 4), dvs = upload(cache.v_scale.data(), cache.v_scale.size() * 4);
-  DeviceBuffer dtab = upload(table.data(), table.size() * 4), dlen = upload(seq_lens.data(), seq_lens.size() * 4);
-  DeviceBuffer dcu = upload(cu_q.data(), cu_q.size() * 4);
+  DeviceBuffer d_out(out_elems * 2);
   const int64_t wf = attention::workspace_floats(s, cfg, batch), wc = attention::workspace_counters(s, cfg, batch);
   DeviceBuffer d_part(size_t(std::max<int64_t>(wf, 1)) * 4), d_count(size_t(std::max<int64_t>(wc, 1)) * 4);
   d_part.fill_bytes(kPoisonByte);
   d_count.fill_bytes(0);
-
-  CUdeviceptr out = d_out.ptr(), qp = d_q.ptr(), kc = dk.ptr(), vc = dv.ptr(), tab = dtab.ptr(), lens = dlen.ptr();
-  CUdeviceptr ks = s.kv == attention::KvType::kF16 ? 0 : dks.ptr(), vs = s.kv == attention::KvType::kF16 ? 0 : dvs.ptr();
-  CUdeviceptr cu = s.op == Op::kPrefill ? dcu.ptr() : 0, part = wf ? d_part.ptr() : 0, count = wc ? d_count.ptr() : 0;
-  int mp = max_pages;
-  float scale = sm_scale;
-  void* args[] = {&out, &qp, &kc, &vc, &ks, &vs, &tab, &mp, &lens, &cu, &scale, &part, &count};
   Driver& d = *Driver::find();
   std::vector<uint16_t> got(out_elems, 0);
   // Split kernels run twice: the second run needs the counters the first one left at zero.
   for (int run = 0; run < (cfg.split > 1 ? 2 : 1); ++run) {
     d_out.fill_bytes(kPoisonByte);
-    launch(kernel, attention::geometry(s, cfg, batch, max_q), nullptr, args);
+    launch_attention(kernel, s, cfg, b, in, d_out.ptr(), wf ? d_part.ptr() : 0, wc ? d_count.ptr() : 0);
     d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", "running " + s.to_string() + " [" + cfg.to_string() + "]");
   }
   d_out.download(got.data(), got.size() * 2);
 
   std::vector<uint16_t> want(size_t(tokens) * s.heads * s.dim);
-  cpu::AttentionShape shape{s.heads, s.causal, s.window, sm_scale};
-  cpu::attention(want.data(), q.data(), cache.view(s), table.data(), max_pages, seq_lens.data(), cu_q.data(), batch, shape);
+  cpu::AttentionShape shape{s.heads, s.causal, s.window, b.sm_scale};
+  cpu::attention(want.data(), b.q.data(), b.cache.view(s), b.table.data(), b.max_pages, b.seq_lens.data(), b.cu_q.data(),
+                 batch, shape);
 
   CheckResult r;
   r.rows = s.op == Op::kPrefill ? tokens : batch;

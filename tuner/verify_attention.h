@@ -6,16 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "tuner/attention_batch.h"
 #include "tuner/verify.h"
 
 namespace onecat {
-
-// One batch: seq_lens[b] keys per sequence; q_lens[b] query tokens (prefill; decode and
-// verify take the spec's). kv_write writes q_lens[0] tokens into a cache of seq_lens[0] slots.
-struct AttentionCase {
-  std::vector<int> seq_lens;
-  std::vector<int> q_lens;
-};
 
 // The case check_kernel runs for bucket m (m = tokens for prefill and kv_write, sequences for
 // decode and verify): mixed odd lengths, a length-1 (or length-q) sequence, a paged prefix.

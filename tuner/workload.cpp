@@ -5,10 +5,12 @@
 #include <random>
 #include <vector>
 
+#include "codegen/attention/emit.h"
 #include "codegen/gemm/emit.h"
 #include "codegen/rmsnorm/emit.h"
 #include "runtime/cpu/half.h"
 #include "runtime/cuda/error.h"
+#include "tuner/attention_batch.h"
 #include "tuner/gemm_rig.h"
 
 namespace onecat {
@@ -94,6 +96,82 @@ class RmsnormWorkload final : public Workload {
   DeviceBuffer weight_, out_;
 };
 
+// Attention at bucket m (docs/attention.md): decode and verify — m sequences of
+// kAttentionContext keys each; prefill — m new tokens as one sequence with no prefix; kv_write —
+// m tokens into a cache of m + 7 slots. Inputs are made as the check makes them
+// (tuner/attention_batch); the copies rotated through differ in address, not in content.
+class AttentionWorkload final : public Workload {
+ public:
+  AttentionWorkload(const std::string& spec_text, int64_t m, uint64_t seed)
+      : spec_(attention::Spec::parse(spec_text)), m_(std::max<int64_t>(m, 1)), seed_(seed) {
+    std::mt19937_64 rng(seed);
+    const int l2 = l2_bytes();
+    if (spec_.op == attention::Op::kKvWrite) {
+      kv_write_ = make_kv_write_batch(spec_, {{int(m_) + 7}, {int(m_)}}, rng);
+      const size_t bytes = kv_write_.cache.k.size() * 2 + kv_write_.k.size() * 4 + kv_write_.slots.size() * 4;
+      for (int c = rotation_copies(bytes, l2); c > 0; --c) kv_write_inputs_.emplace_back(spec_, kv_write_);
+      return;
+    }
+    const int64_t page_bytes = int64_t(2) * spec_.kv_heads * spec_.page * spec_.dim * spec_.kv_bytes();  // K and V
+    AttentionCase ac;
+    if (spec_.op == attention::Op::kPrefill) {
+      ac = {{int(m_)}, {int(m_)}};
+    } else {
+      // A long context where it fits: at large batches the keys per sequence shrink so the
+      // cache stays within kMaxCacheBytes (whole pages, at least the spec's query tokens).
+      const int64_t pages = std::clamp<int64_t>(kMaxCacheBytes / (m_ * page_bytes), 1, kAttentionContext / spec_.page);
+      const int keys = int(std::max<int64_t>(pages * spec_.page, spec_.q));
+      ac = {std::vector<int>(size_t(m_), keys), std::vector<int>(size_t(m_), spec_.q)};
+    }
+    // Random content for at most kRandomCacheBytes of pages, repeated over the pool on the GPU.
+    batch_ = make_attention_batch(spec_, ac, rng, std::max<int64_t>(1, kRandomCacheBytes / page_bytes));
+    const size_t bytes = size_t(batch_.cache.pages * page_bytes) + batch_.q.size() * 2 + batch_.table.size() * 4;
+    for (int c = rotation_copies(bytes, l2); c > 0; --c) inputs_.emplace_back(spec_, batch_);
+    out_ = DeviceBuffer(std::max<size_t>(batch_.q.size() * 2, 16));
+  }
+
+  void launch(const LoadedKernel& kernel, const std::string& config, int i) override {
+    const attention::Config c = attention::Config::parse(spec_, config);
+    if (spec_.op == attention::Op::kKvWrite) {
+      launch_kv_write(kernel, spec_, c, kv_write_, kv_write_inputs_[size_t(i) % kv_write_inputs_.size()]);
+      return;
+    }
+    const int64_t wf = attention::workspace_floats(spec_, c, batch_.batch);
+    const int64_t wc = attention::workspace_counters(spec_, c, batch_.batch);
+    grow_workspace(wf, wc);
+    launch_attention(kernel, spec_, c, batch_, inputs_[size_t(i) % inputs_.size()], out_.ptr(), wf ? partial_.ptr() : 0,
+                     wc ? counters_.ptr() : 0);
+  }
+
+  CheckResult check(const LoadedKernel& kernel, const std::string& config) override {
+    return check_attention(spec_.to_string(), config, kernel, m_, seed_ + 1);
+  }
+
+ private:
+  static constexpr int64_t kAttentionContext = 4096;
+  static constexpr int64_t kMaxCacheBytes = int64_t(2) << 30;
+  static constexpr int64_t kRandomCacheBytes = int64_t(32) << 20;
+
+  // Split kernels share one workspace; counters are zeroed once and every kernel leaves them
+  // zero, so a larger config only needs a larger buffer.
+  void grow_workspace(int64_t floats, int64_t counters) {
+    if (size_t(floats) * 4 > partial_.bytes()) partial_ = DeviceBuffer(size_t(floats) * 4);
+    if (size_t(counters) * 4 > counters_.bytes()) {
+      counters_ = DeviceBuffer(size_t(counters) * 4);
+      counters_.fill_bytes(0);
+    }
+  }
+
+  attention::Spec spec_;
+  int64_t m_;
+  uint64_t seed_;
+  AttentionBatch batch_;
+  std::vector<DeviceAttentionBatch> inputs_;
+  KvWriteBatch kv_write_;
+  std::vector<DeviceKvWriteBatch> kv_write_inputs_;
+  DeviceBuffer out_, partial_, counters_;
+};
+
 }  // namespace
 
 void release_workloads() { kept_rig().reset(); }
@@ -116,6 +194,7 @@ std::unique_ptr<Workload> make_workload(const Family& family, const std::string&
     return std::make_unique<GemmWorkload>(rig, m);
   }
   if (family.name() == "rmsnorm") return std::make_unique<RmsnormWorkload>(spec, m, seed);
+  if (family.name() == "attention") return std::make_unique<AttentionWorkload>(spec, m, seed);
   throw Error("no tuning workload is written for family " + std::string(family.name()));
 }
 

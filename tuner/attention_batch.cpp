@@ -1,0 +1,166 @@
+#include "tuner/attention_batch.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "codegen/attention/emit.h"
+#include "runtime/cpu/half.h"
+#include "runtime/cuda/error.h"
+
+namespace onecat {
+namespace {
+
+using attention::Op;
+
+constexpr float kQueryRange = 3.f;  // scores of a few units: a peaked softmax, not a flat one
+constexpr float kNewKvRange = 4.f;  // kv_write's rows: beyond fp8's scaled range sometimes
+constexpr int kSparePages = 3;      // pages nobody reads, so a wrong page id reads garbage
+
+cpu::KvDtype dtype_of(const attention::Spec& s) { return cpu::KvDtype(int(s.kv)); }
+
+std::vector<uint16_t> random_half(std::mt19937_64& rng, size_t n, float range) {
+  std::uniform_real_distribution<float> dist(-range, range);
+  std::vector<uint16_t> v(n);
+  for (auto& x : v) x = cpu::float_to_half(dist(rng));
+  return v;
+}
+
+// The first `count` entries of a random permutation of 0 .. n−1.
+std::vector<int> shuffled(int64_t n, size_t count, std::mt19937_64& rng) {
+  std::vector<int> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);
+  order.resize(count);
+  return order;
+}
+
+}  // namespace
+
+cpu::PagedKv HostKvCache::view(const attention::Spec& s) {
+  cpu::PagedKv p;
+  p.kv_heads = s.kv_heads, p.dim = s.dim, p.page = s.page, p.dtype = dtype_of(s);
+  p.scale_per_head = s.kv_scale == attention::KvScale::kHead;
+  p.k = k.data(), p.v = v.data(), p.k_scale = k_scale.data(), p.v_scale = v_scale.data();
+  return p;
+}
+
+HostKvCache random_kv_cache(const attention::Spec& s, int64_t pages, std::mt19937_64& rng, int64_t content_pages) {
+  HostKvCache c;
+  c.pages = pages;
+  if (content_pages <= 0 || content_pages > pages) content_pages = pages;
+  const size_t n = size_t(content_pages) * s.kv_heads * s.page * s.dim;
+  const int scales = s.kv_scale == attention::KvScale::kHead ? s.kv_heads : 1;
+  std::uniform_real_distribution<float> sd(0.004f, 0.02f);
+  for (int i = 0; i < scales; ++i) c.k_scale.push_back(sd(rng)), c.v_scale.push_back(sd(rng));
+  if (s.kv == attention::KvType::kF16) {
+    auto k = random_half(rng, n, 1.f), v = random_half(rng, n, 1.f);
+    c.k.resize(n * 2), c.v.resize(n * 2);
+    std::memcpy(c.k.data(), k.data(), n * 2), std::memcpy(c.v.data(), v.data(), n * 2);
+    return c;
+  }
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  c.k.resize(n), c.v.resize(n);
+  const size_t per_head = size_t(s.page) * s.dim;
+  for (size_t i = 0; i < n; ++i) {
+    const int h = scales == 1 ? 0 : int(i / per_head % s.kv_heads);
+    c.k[i] = cpu::fp8_encode(dist(rng) / c.k_scale[size_t(h)], dtype_of(s));
+    c.v[i] = cpu::fp8_encode(dist(rng) / c.v_scale[size_t(h)], dtype_of(s));
+  }
+  return c;
+}
+
+AttentionBatch make_attention_batch(const attention::Spec& s, const AttentionCase& c, std::mt19937_64& rng,
+                                    int64_t content_pages) {
+  AttentionBatch b;
+  b.batch = int(c.seq_lens.size());
+  b.seq_lens = c.seq_lens;
+  b.cu_q.assign(1, 0);
+  for (int i = 0; i < b.batch; ++i) {
+    const int q = s.op == Op::kPrefill ? c.q_lens.at(size_t(i)) : s.q;
+    b.cu_q.push_back(b.cu_q.back() + q), b.max_q = std::max(b.max_q, q);
+    b.max_pages = std::max(b.max_pages, (b.seq_lens[size_t(i)] + s.page - 1) / s.page);
+  }
+  b.tokens = b.cu_q.back();
+  const int64_t pages = int64_t(b.batch) * b.max_pages + kSparePages;
+  b.table = shuffled(pages, size_t(b.batch) * b.max_pages, rng);
+  b.cache = random_kv_cache(s, pages, rng, content_pages);
+  b.q = random_half(rng, size_t(b.tokens) * s.heads * s.dim, kQueryRange);
+  b.sm_scale = 1.f / std::sqrt(float(s.dim));
+  return b;
+}
+
+KvWriteBatch make_kv_write_batch(const attention::Spec& s, const AttentionCase& c, std::mt19937_64& rng) {
+  KvWriteBatch b;
+  b.tokens = c.q_lens.at(0);
+  const int slots = std::max(c.seq_lens.at(0), b.tokens);
+  const int64_t pages = (slots + s.page - 1) / s.page + 1;
+  b.cache = random_kv_cache(s, pages, rng);
+  const std::vector<int> order = shuffled(pages * s.page, size_t(b.tokens), rng);
+  for (int t = 0; t < b.tokens; ++t) b.slots.push_back(t % 5 == 4 ? -1 : order[size_t(t)]);
+  b.k = random_half(rng, size_t(b.tokens) * s.kv_heads * s.dim, kNewKvRange);
+  b.v = random_half(rng, b.k.size(), kNewKvRange);
+  return b;
+}
+
+DeviceBuffer upload_bytes(const void* data, size_t bytes) {
+  DeviceBuffer b(std::max<size_t>(bytes, 16));
+  if (bytes) b.upload(data, bytes);
+  return b;
+}
+
+DeviceBuffer upload_tiled(const void* block, size_t block_bytes, size_t bytes) {
+  if (block_bytes >= bytes) return upload_bytes(block, bytes);
+  DeviceBuffer b(bytes);
+  Driver& d = *Driver::find();
+  for (size_t at = 0; at < bytes; at += block_bytes) {
+    const size_t n = std::min(block_bytes, bytes - at);
+    d.check(d.cuMemcpyHtoD(b.ptr() + at, block, n), "cuMemcpyHtoD", "filling a K/V cache on the GPU");
+  }
+  return b;
+}
+
+DeviceKvCache::DeviceKvCache(const attention::Spec& s, const HostKvCache& c)
+    : k(upload_tiled(c.k.data(), c.k.size(), size_t(c.pages) * s.kv_heads * s.page * s.dim * s.kv_bytes())),
+      v(upload_tiled(c.v.data(), c.v.size(), size_t(c.pages) * s.kv_heads * s.page * s.dim * s.kv_bytes())),
+      k_scale(upload_bytes(c.k_scale.data(), c.k_scale.size() * 4)),
+      v_scale(upload_bytes(c.v_scale.data(), c.v_scale.size() * 4)) {}
+
+DeviceAttentionBatch::DeviceAttentionBatch(const attention::Spec& s, const AttentionBatch& b)
+    : cache(s, b.cache),
+      q(upload_bytes(b.q.data(), b.q.size() * 2)),
+      table(upload_bytes(b.table.data(), b.table.size() * 4)),
+      seq_lens(upload_bytes(b.seq_lens.data(), b.seq_lens.size() * 4)),
+      cu_q(upload_bytes(b.cu_q.data(), b.cu_q.size() * 4)) {}
+
+DeviceKvWriteBatch::DeviceKvWriteBatch(const attention::Spec& s, const KvWriteBatch& b)
+    : cache(s, b.cache),
+      k(upload_bytes(b.k.data(), b.k.size() * 2)),
+      v(upload_bytes(b.v.data(), b.v.size() * 2)),
+      slots(upload_bytes(b.slots.data(), b.slots.size() * 4)) {}
+
+void launch_attention(const LoadedKernel& kernel, const attention::Spec& s, const attention::Config& c,
+                      const AttentionBatch& b, const DeviceAttentionBatch& in, CUdeviceptr out, CUdeviceptr partial,
+                      CUdeviceptr counters) {
+  const bool fp8 = s.kv != attention::KvType::kF16;
+  CUdeviceptr qp = in.q.ptr(), kc = in.cache.k.ptr(), vc = in.cache.v.ptr(), tab = in.table.ptr(),
+              lens = in.seq_lens.ptr();
+  CUdeviceptr ks = fp8 ? in.cache.k_scale.ptr() : 0, vs = fp8 ? in.cache.v_scale.ptr() : 0;
+  CUdeviceptr cu = s.op == Op::kPrefill ? in.cu_q.ptr() : 0;
+  int max_pages = b.max_pages;
+  float scale = b.sm_scale;
+  void* args[] = {&out, &qp, &kc, &vc, &ks, &vs, &tab, &max_pages, &lens, &cu, &scale, &partial, &counters};
+  launch(kernel, attention::geometry(s, c, b.batch, b.max_q), nullptr, args);
+}
+
+void launch_kv_write(const LoadedKernel& kernel, const attention::Spec& s, const attention::Config& c,
+                     const KvWriteBatch& b, const DeviceKvWriteBatch& in) {
+  CUdeviceptr kc = in.cache.k.ptr(), vc = in.cache.v.ptr(), kn = in.k.ptr(), vn = in.v.ptr(), sl = in.slots.ptr();
+  CUdeviceptr ks = in.cache.k_scale.ptr(), vs = in.cache.v_scale.ptr();
+  int tokens = b.tokens;
+  void* args[] = {&kc, &vc, &kn, &vn, &sl, &ks, &vs, &tokens};
+  launch(kernel, attention::geometry(s, c, b.tokens), nullptr, args);
+}
+
+}  // namespace onecat
