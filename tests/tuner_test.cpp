@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <set>
 
 #include "codegen/family.h"
@@ -123,6 +124,36 @@ TEST(TuneCli, CompileOnlyPrewarmsTheCacheWithoutAGpu) {
     EXPECT_EQ(r.status, 2) << bad << "\n" << r.err;
     EXPECT_TRUE(r.err.starts_with("onecat: error:")) << bad << ": " << r.err;
   }
+}
+
+// The sm_70 prewarm compiles the model's attention kernels too: one per distinct default
+// config over the buckets, each with no spill (qwen3-8b: head_dim 128, fp16 KV cache).
+TEST(TuneCli, CompileOnlyPrewarmsAttention) {
+  test::TempDir dir;
+  const std::string cmd = "ONECAT_CACHE_DIR=" + dir.path() + "/cache ONECAT_DEBUG= " + ONECAT_BIN +
+                          " tune --model qwen3-8b:awq4 --compile-only --arch sm_70 --families attention --buckets 1,16 --json";
+  const test::CommandResult r = test::run_command(cmd, dir.path());
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  std::set<std::string> ops;
+  for (const auto& k : j["kernels"]) {
+    const std::string spec = k["spec"].get<std::string>();
+    ASSERT_TRUE(spec.starts_with("attention:")) << k.dump();
+    EXPECT_TRUE(test::contains(spec, "dim=128") && test::contains(spec, "kv=f16")) << spec;
+    EXPECT_EQ(k["spill_bytes"], 0) << k.dump();
+    EXPECT_GT(k["registers"].get<int>(), 0) << k.dump();
+    ops.insert(spec.substr(0, spec.find(',')));
+  }
+  EXPECT_EQ(ops, (std::set<std::string>{"attention:op=decode", "attention:op=kv_write", "attention:op=prefill",
+                                        "attention:op=verify"}));
+  // Every bucket of every spec has its kernel.
+  std::map<std::string, std::string> buckets;
+  for (const auto& k : j["kernels"]) {
+    auto& b = buckets[k["spec"].get<std::string>()];
+    b += (b.empty() ? "" : ",") + k["buckets"].get<std::string>();
+  }
+  ASSERT_EQ(buckets.size(), 4u);
+  for (const auto& [spec, list] : buckets) EXPECT_EQ(list, "1,16") << spec;
 }
 
 }  // namespace

@@ -26,7 +26,7 @@ struct TuneArgs {
   std::string model;
   int tp = 1;
   std::string buckets;
-  std::string families = "gemm,rmsnorm";
+  std::string families = "gemm,rmsnorm,attention";
   double budget_s = 0;
   bool compile_only = false;
   std::string arch;
@@ -202,8 +202,9 @@ void add_tune(CLI::App& app) {
   cmd->add_option("--model", a->model, "Hugging Face checkpoint dir, its config.json, or a built-in name (e.g. qwen3-8b:awq4)")
       ->required();
   cmd->add_option("--tp", a->tp, "Tensor-parallel degree (1, 2, 4, 8)")->check(CLI::IsMember({1, 2, 4, 8}));
-  cmd->add_option("--buckets", a->buckets, "Token-count buckets (default 1,2,4,...,512,2048)");
-  cmd->add_option("--families", a->families, "Kernel families to tune (default gemm,rmsnorm)");
+  cmd->add_option("--buckets", a->buckets,
+                  "Buckets: tokens; sequences for attention decode/verify (default 1,2,4,...,512,2048)");
+  cmd->add_option("--families", a->families, "Kernel families to tune (default gemm,rmsnorm,attention)");
   cmd->add_option("--budget-s", a->budget_s, "Start no new tuning after this many seconds");
   cmd->add_flag("--compile-only", a->compile_only, "Compile every default config into the cache, no GPU needed");
   cmd->add_option("--arch", a->arch, "Target arch for --compile-only (default: this GPU)");
