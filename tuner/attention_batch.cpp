@@ -27,6 +27,11 @@ std::vector<uint16_t> random_half(std::mt19937_64& rng, size_t n, float range) {
   return v;
 }
 
+template <class T>
+DeviceBuffer upload_vector(const std::vector<T>& v) {
+  return upload_bytes(v.data(), v.size() * sizeof(T));
+}
+
 // The first `count` entries of a random permutation of 0 .. n−1.
 std::vector<int> shuffled(int64_t n, size_t count, std::mt19937_64& rng) {
   std::vector<int> order(static_cast<size_t>(n));
@@ -124,21 +129,18 @@ DeviceBuffer upload_tiled(const void* block, size_t block_bytes, size_t bytes) {
 DeviceKvCache::DeviceKvCache(const attention::Spec& s, const HostKvCache& c)
     : k(upload_tiled(c.k.data(), c.k.size(), size_t(c.pages) * s.kv_heads * s.page * s.dim * s.kv_bytes())),
       v(upload_tiled(c.v.data(), c.v.size(), size_t(c.pages) * s.kv_heads * s.page * s.dim * s.kv_bytes())),
-      k_scale(upload_bytes(c.k_scale.data(), c.k_scale.size() * 4)),
-      v_scale(upload_bytes(c.v_scale.data(), c.v_scale.size() * 4)) {}
+      k_scale(upload_vector(c.k_scale)),
+      v_scale(upload_vector(c.v_scale)) {}
 
 DeviceAttentionBatch::DeviceAttentionBatch(const attention::Spec& s, const AttentionBatch& b)
     : cache(s, b.cache),
-      q(upload_bytes(b.q.data(), b.q.size() * 2)),
-      table(upload_bytes(b.table.data(), b.table.size() * 4)),
-      seq_lens(upload_bytes(b.seq_lens.data(), b.seq_lens.size() * 4)),
-      cu_q(upload_bytes(b.cu_q.data(), b.cu_q.size() * 4)) {}
+      q(upload_vector(b.q)),
+      table(upload_vector(b.table)),
+      seq_lens(upload_vector(b.seq_lens)),
+      cu_q(upload_vector(b.cu_q)) {}
 
 DeviceKvWriteBatch::DeviceKvWriteBatch(const attention::Spec& s, const KvWriteBatch& b)
-    : cache(s, b.cache),
-      k(upload_bytes(b.k.data(), b.k.size() * 2)),
-      v(upload_bytes(b.v.data(), b.v.size() * 2)),
-      slots(upload_bytes(b.slots.data(), b.slots.size() * 4)) {}
+    : cache(s, b.cache), k(upload_vector(b.k)), v(upload_vector(b.v)), slots(upload_vector(b.slots)) {}
 
 void launch_attention(const LoadedKernel& kernel, const attention::Spec& s, const attention::Config& c,
                       const AttentionBatch& b, const DeviceAttentionBatch& in, CUdeviceptr out, CUdeviceptr partial,
