@@ -11,5 +11,6 @@ namespace py = pybind11;
 void bind_core(py::module_& m);  // info, emit, compile, tune, prepare, cache
 void bind_rmsnorm(py::module_& m);
 void bind_gemm(py::module_& m);
+void bind_attention(py::module_& m);
 
 }  // namespace onecat::python
