@@ -152,9 +152,8 @@ def _run(
     window = _int(window, name, "window")
     shape = array_shape(q, name, "q")
     if sm_scale is None:
-        if len(shape) != 3 or shape[2] <= 0:
-            raise ValueError(f"{name}: q must have shape (tokens, heads, dim), got {shape}")
-        sm_scale = 1.0 / math.sqrt(shape[2])
+        # a q that is not [tokens, heads, dim] is reported by the C++ checks
+        sm_scale = 1.0 / math.sqrt(shape[2]) if len(shape) == 3 and shape[2] > 0 else 1.0
     elif isinstance(sm_scale, bool) or not isinstance(sm_scale, Real):
         raise TypeError(f"{name}: sm_scale must be a float, got {type(sm_scale).__name__}")
     partial, counters = _workspace_args(workspace, name)
