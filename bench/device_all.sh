@@ -3,10 +3,11 @@
 # its own time limit, results under $OUT as they come:
 #   1. build onecat, its GPU tests and the Python extension (one build dir; the image has no
 #      sqlite3.h, so .device/ carries the header, and its own libsqlite3.so.0 is linked);
-#   2. the GPU tests (the ctest `gpu` binary, run directly);
+#   2. the GPU tests (the tuner's, pytest -m gpu, then the rest of the ctest `gpu` binary);
 #   3. `onecat tune` of qwen3-8b in two quantised forms (records dumped with every candidate);
 #   4. the gemm benchmark on large shapes (onecat bench, cuBLAS peer in the same run);
-#   5. the tunes again in fresh caches (repeatability) and pytest -m gpu.
+#   5. the tunes again in fresh caches (repeatability).
+# The steps together can outrun one call's 10 minutes: TUNE_S (default 110) bounds each tune.
 #   device run: bash bench/device_all.sh   (carry: .device)
 # Files: machine.txt build.log bench.jsonl tunes.jsonl steps.log gpu_tests.log pytest-gpu.log
 set -uo pipefail
@@ -55,12 +56,20 @@ print(json.dumps({"model": model, "run": int(run), "rc": int(rc), "wall_s": floa
                   "summary": load(d + "/tune.json"), "records": load(d + "/records.json")}))
 EOF
 }
-step "gpu tests"
-timeout 200 build-device/tests/onecat_gpu_tests >"$out/gpu_tests.log" 2>&1
-step "gpu tests rc=$?"
+# The tuner's and the Python package's GPU tests first (never run yet), then the rest.
+step "gpu tests: tuner"
+timeout 240 build-device/tests/onecat_gpu_tests --gtest_filter='TuneGpu.*' >"$out/gpu_tests.log" 2>&1
+step "gpu tests: tuner rc=$?"
+step "pytest gpu"
+PYTHONPATH="$root/build-device/python" PYTHONFAULTHANDLER=1 ONECAT_CRASH_BACKTRACE=1 timeout 150 "$py" -m pytest -m gpu -x -v -rs -p no:cacheprovider \
+  python/tests >"$out/pytest-gpu.log" 2>&1
+step "pytest rc=$?"
+step "gpu tests: the rest"
+timeout 420 build-device/tests/onecat_gpu_tests --gtest_filter='-TuneGpu.*' >>"$out/gpu_tests.log" 2>&1
+step "gpu tests: the rest rc=$?"
 
-tune qwen3-8b:awq4 1 110
-tune qwen3-8b:fp8 1 110
+tune qwen3-8b:awq4 1 ${TUNE_S:-110}
+tune qwen3-8b:fp8 1 ${TUNE_S:-110}
 
 step "gemm bench"
 for spec in gemm:n=28672,k=4096,fmt=f16 gemm:n=28672,k=4096,fmt=awq4 gemm:n=6144,k=4096,fmt=fp8b128 gemm:n=4096,k=14336,fmt=nvfp4; do
@@ -68,11 +77,7 @@ for spec in gemm:n=28672,k=4096,fmt=f16 gemm:n=28672,k=4096,fmt=awq4 gemm:n=6144
     >>"$out/bench.jsonl" 2>>"$out/steps.log"
 done
 
-tune qwen3-8b:awq4 2 110
+tune qwen3-8b:awq4 2 ${TUNE_S:-110}
 
-step "pytest gpu"
-PYTHONPATH="$root/build-device/python" timeout 120 "$py" -m pytest -m gpu -v -rs -p no:cacheprovider python/tests \
-  >"$out/pytest-gpu.log" 2>&1
-step "pytest rc=$?"
-tune qwen3-8b:fp8 2 110
+tune qwen3-8b:fp8 2 ${TUNE_S:-110}
 tail -5 "$out/steps.log"
