@@ -8,6 +8,7 @@
 #include "codegen/attention/emit.h"
 #include "runtime/cpu/half.h"
 #include "runtime/cuda/error.h"
+#include "tuner/random_weight.h"
 
 namespace onecat {
 namespace {
@@ -19,13 +20,6 @@ constexpr float kNewKvRange = 4.f;  // kv_write's rows: beyond fp8's scaled rang
 constexpr int kSparePages = 3;      // pages nobody reads, so a wrong page id reads garbage
 
 cpu::KvDtype dtype_of(const attention::Spec& s) { return cpu::KvDtype(int(s.kv)); }
-
-std::vector<uint16_t> random_half(std::mt19937_64& rng, size_t n, float range) {
-  std::uniform_real_distribution<float> dist(-range, range);
-  std::vector<uint16_t> v(n);
-  for (auto& x : v) x = cpu::float_to_half(dist(rng));
-  return v;
-}
 
 template <class T>
 DeviceBuffer upload_vector(const std::vector<T>& v) {
@@ -60,7 +54,7 @@ HostKvCache random_kv_cache(const attention::Spec& s, int64_t pages, std::mt1993
   std::uniform_real_distribution<float> sd(0.004f, 0.02f);
   for (int i = 0; i < scales; ++i) c.k_scale.push_back(sd(rng)), c.v_scale.push_back(sd(rng));
   if (s.kv == attention::KvType::kF16) {
-    auto k = random_half(rng, n, 1.f), v = random_half(rng, n, 1.f);
+    auto k = random_half(rng, n, -1.f, 1.f), v = random_half(rng, n, -1.f, 1.f);
     c.k.resize(n * 2), c.v.resize(n * 2);
     std::memcpy(c.k.data(), k.data(), n * 2), std::memcpy(c.v.data(), v.data(), n * 2);
     return c;
@@ -91,7 +85,7 @@ AttentionBatch make_attention_batch(const attention::Spec& s, const AttentionCas
   const int64_t pages = int64_t(b.batch) * b.max_pages + kSparePages;
   b.table = shuffled(pages, size_t(b.batch) * b.max_pages, rng);
   b.cache = random_kv_cache(s, pages, rng, content_pages);
-  b.q = random_half(rng, size_t(b.tokens) * s.heads * s.dim, kQueryRange);
+  b.q = random_half(rng, size_t(b.tokens) * s.heads * s.dim, -kQueryRange, kQueryRange);
   b.sm_scale = 1.f / std::sqrt(float(s.dim));
   return b;
 }
@@ -104,8 +98,8 @@ KvWriteBatch make_kv_write_batch(const attention::Spec& s, const AttentionCase& 
   b.cache = random_kv_cache(s, pages, rng);
   const std::vector<int> order = shuffled(pages * s.page, size_t(b.tokens), rng);
   for (int t = 0; t < b.tokens; ++t) b.slots.push_back(t % 5 == 4 ? -1 : order[size_t(t)]);
-  b.k = random_half(rng, size_t(b.tokens) * s.kv_heads * s.dim, kNewKvRange);
-  b.v = random_half(rng, b.k.size(), kNewKvRange);
+  b.k = random_half(rng, size_t(b.tokens) * s.kv_heads * s.dim, -kNewKvRange, kNewKvRange);
+  b.v = random_half(rng, b.k.size(), -kNewKvRange, kNewKvRange);
   return b;
 }
 

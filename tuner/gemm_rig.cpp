@@ -28,19 +28,6 @@ double tolerance(const gemm::Spec& s) {
   return s.format == quant::WeightFormat::kAwq4 || s.format == quant::WeightFormat::kGptq4 ? 4e-3 : 3e-3;
 }
 
-std::vector<uint16_t> random_half(std::mt19937_64& rng, size_t n, float scale) {
-  std::uniform_real_distribution<float> dist(-scale, scale);
-  std::vector<uint16_t> v(n);
-  for (auto& x : v) x = cpu::float_to_half(dist(rng));
-  return v;
-}
-
-DeviceBuffer upload(const void* data, size_t bytes) {
-  DeviceBuffer b(bytes);
-  if (bytes) b.upload(data, bytes);
-  return b;
-}
-
 void sync(const std::string& what) {
   Driver& d = *Driver::find();
   d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", what);
@@ -52,8 +39,10 @@ GemmRig::GemmRig(const gemm::Spec& spec, uint64_t seed, int weight_copies) : spe
   w_ = random_packed_weight(spec_, rng_);
   if (weight_copies == kRotate) weight_copies = rotation_copies(w_.bytes(), Driver::require_gpu().device_info(0).l2_bytes);
   for (int c = 0; c < std::max(1, weight_copies); ++c) {
-    copies_.push_back({upload(w_.qweight.data(), w_.qweight.size()), upload(w_.scales.data(), w_.scales.size()),
-                       upload(w_.zeros.data(), w_.zeros.size()), upload(w_.perm.data(), w_.perm.size() * 4)});
+    copies_.push_back({DeviceBuffer::from_host(w_.qweight.data(), w_.qweight.size()),
+                       DeviceBuffer::from_host(w_.scales.data(), w_.scales.size()),
+                       DeviceBuffer::from_host(w_.zeros.data(), w_.zeros.size()),
+                       DeviceBuffer::from_host(w_.perm.data(), w_.perm.size() * 4)});
   }
 }
 
@@ -65,12 +54,12 @@ void GemmRig::prepare(int64_t m) {
   if (m < 1) throw InputError("gemm needs at least one token (m=" + std::to_string(m) + ")");
   m_ = m;
   const int64_t n_out = spec_.out_cols();
-  x_ = random_half(rng_, size_t(m * spec_.k), 2.f);
-  bias_ = random_half(rng_, size_t(n_out), 1.f);
-  residual_ = random_half(rng_, size_t(m * n_out), 1.f);
-  d_x_ = upload(x_.data(), x_.size() * 2);
-  d_bias_ = upload(bias_.data(), bias_.size() * 2);
-  d_residual_ = upload(residual_.data(), residual_.size() * 2);
+  x_ = random_half(rng_, size_t(m * spec_.k), -2.f, 2.f);
+  bias_ = random_half(rng_, size_t(n_out), -1.f, 1.f);
+  residual_ = random_half(rng_, size_t(m * n_out), -1.f, 1.f);
+  d_x_ = DeviceBuffer::from_host(x_.data(), x_.size() * 2);
+  d_bias_ = DeviceBuffer::from_host(bias_.data(), bias_.size() * 2);
+  d_residual_ = DeviceBuffer::from_host(residual_.data(), residual_.size() * 2);
   d_y_ = DeviceBuffer(size_t((m + kGuardRows) * n_out) * (spec_.out_f32 ? 4 : 2));
   d_x_perm_ = DeviceBuffer();
   d_peer_ = DeviceBuffer();
@@ -98,7 +87,7 @@ void GemmRig::make_fp16_weights() {
   const std::vector<float> wf = cpu::dequantize(w_);
   std::vector<uint16_t> wh(wf.size());
   for (size_t i = 0; i < wf.size(); ++i) wh[i] = cpu::float_to_half(wf[i]);
-  for (size_t c = 0; c < copies_.size(); ++c) w16_.push_back(upload(wh.data(), wh.size() * 2));
+  for (size_t c = 0; c < copies_.size(); ++c) w16_.push_back(DeviceBuffer::from_host(wh.data(), wh.size() * 2));
 }
 
 void GemmRig::launch_cublas(int copy) {
@@ -124,7 +113,7 @@ std::vector<float> GemmRig::cublas_product_f32() {
     for (int64_t i = 0; i < m_; ++i) {
       for (int64_t k = 0; k < spec_.k; ++k) xp[size_t(i * spec_.k + k)] = x_[size_t(i * spec_.k + w_.perm[size_t(k)])];
     }
-    d_x_perm_ = upload(xp.data(), xp.size() * 2);
+    d_x_perm_ = DeviceBuffer::from_host(xp.data(), xp.size() * 2);
     x = d_x_perm_.ptr();
   }
   DeviceBuffer out(size_t(m_ * spec_.n) * 4);

@@ -98,4 +98,11 @@ quant::PackedWeight random_packed_weight(const gemm::Spec& s, std::mt19937_64& r
   return w;
 }
 
+std::vector<uint16_t> random_half(std::mt19937_64& rng, size_t n, float lo, float hi) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<uint16_t> v(n);
+  for (auto& x : v) x = cpu::float_to_half(dist(rng));
+  return v;
+}
+
 }  // namespace onecat

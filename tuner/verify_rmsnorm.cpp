@@ -4,6 +4,7 @@
 #include "codegen/rmsnorm/emit.h"
 #include "runtime/cpu/half.h"
 #include "runtime/cpu/rmsnorm.h"
+#include "tuner/random_weight.h"
 #include "tuner/verify.h"
 
 namespace onecat {
@@ -13,13 +14,6 @@ namespace {
 constexpr int64_t kGuardRows = 2;
 constexpr unsigned char kPoisonByte = 0xff;  // 0xffff is an fp16 NaN
 constexpr float kEps = 1e-6f;
-
-std::vector<uint16_t> random_half(std::mt19937_64& rng, int64_t n, float lo, float hi) {
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<uint16_t> v(static_cast<size_t>(n));
-  for (auto& x : v) x = cpu::float_to_half(dist(rng));
-  return v;
-}
 
 }  // namespace
 
@@ -32,9 +26,9 @@ CheckResult check_rmsnorm(const std::string& spec_text, const std::string& confi
   const size_t bytes = size_t(padded) * 2;
 
   std::mt19937_64 rng(seed);
-  std::vector<uint16_t> x = random_half(rng, n, -3.f, 3.f);
-  std::vector<uint16_t> residual = random_half(rng, n, -3.f, 3.f);
-  std::vector<uint16_t> weight = random_half(rng, spec.hidden, -1.5f, 1.5f);
+  std::vector<uint16_t> x = random_half(rng, size_t(n), -3.f, 3.f);
+  std::vector<uint16_t> residual = random_half(rng, size_t(n), -3.f, 3.f);
+  std::vector<uint16_t> weight = random_half(rng, size_t(spec.hidden), -1.5f, 1.5f);
 
   DeviceBuffer d_out(bytes), d_x(bytes), d_res(bytes), d_w(size_t(spec.hidden) * 2);
   d_out.fill_bytes(kPoisonByte);

@@ -12,25 +12,13 @@
 #include "runtime/cuda/error.h"
 #include "tuner/attention_batch.h"
 #include "tuner/gemm_rig.h"
+#include "tuner/random_weight.h"
 
 namespace onecat {
 namespace {
 
 constexpr double kL2Multiple = 3.0;
 constexpr size_t kMaxRotationBytes = size_t(8) << 30;
-
-DeviceBuffer upload(const void* data, size_t bytes) {
-  DeviceBuffer b(bytes);
-  if (bytes) b.upload(data, bytes);
-  return b;
-}
-
-std::vector<uint16_t> random_half(std::mt19937_64& rng, size_t n, float scale) {
-  std::uniform_real_distribution<float> dist(-scale, scale);
-  std::vector<uint16_t> v(n);
-  for (auto& x : v) x = cpu::float_to_half(dist(rng));
-  return v;
-}
 
 int l2_bytes() { return Driver::require_gpu().device_info(0).l2_bytes; }
 
@@ -63,11 +51,11 @@ class RmsnormWorkload final : public Workload {
     std::mt19937_64 rng(seed);
     const size_t n = size_t(rows * spec_.hidden);
     for (int c = rotation_copies(n * 2 * (spec_.residual ? 2 : 1), l2_bytes()); c > 0; --c) {
-      auto x = random_half(rng, n, 3.f), r = random_half(rng, n, 3.f);
-      inputs_.push_back({upload(x.data(), n * 2), upload(r.data(), n * 2)});
+      auto x = random_half(rng, n, -3.f, 3.f), r = random_half(rng, n, -3.f, 3.f);
+      inputs_.push_back({DeviceBuffer::from_host(x.data(), n * 2), DeviceBuffer::from_host(r.data(), n * 2)});
     }
-    auto w = random_half(rng, size_t(spec_.hidden), 1.5f);
-    weight_ = upload(w.data(), w.size() * 2);
+    auto w = random_half(rng, size_t(spec_.hidden), -1.5f, 1.5f);
+    weight_ = DeviceBuffer::from_host(w.data(), w.size() * 2);
     out_ = DeviceBuffer(n * 2);
   }
 

@@ -195,6 +195,12 @@ void DeviceBuffer::download(void* host, size_t bytes) const {
   d.check(d.cuMemcpyDtoH(host, ptr_, bytes), "cuMemcpyDtoH", "copying " + human_bytes(bytes) + " from the GPU");
 }
 
+DeviceBuffer DeviceBuffer::from_host(const void* data, size_t bytes) {
+  DeviceBuffer b(bytes);
+  if (bytes) b.upload(data, bytes);
+  return b;
+}
+
 void DeviceBuffer::fill_bytes(unsigned char value) {
   Driver& d = *Driver::find();
   d.check(d.cuMemsetD8(ptr_, value, bytes_), "cuMemsetD8", "filling " + human_bytes(bytes_) + " on the GPU");

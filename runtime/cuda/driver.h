@@ -122,6 +122,8 @@ class DeviceBuffer {
  public:
   DeviceBuffer() = default;
   explicit DeviceBuffer(size_t bytes);
+  // A buffer of `bytes` holding a copy of host memory (empty, with no allocation, for 0).
+  static DeviceBuffer from_host(const void* data, size_t bytes);
   DeviceBuffer(DeviceBuffer&& other) noexcept;
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
   ~DeviceBuffer();
