@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# One device call on a two-GPU machine (kind nvidia-h200-x2): two lanes run side by side,
+# each on its own GPU (CUDA_VISIBLE_DEVICES), so GPU tests and whole-model tunes share one
+# call's 10 minutes. Every step ends before DEADLINE seconds (default 560) after the start.
+#   device run: bash bench/device_x2.sh "LANE0" "LANE1"   (carry: .device)
+# A lane is a space-separated list of steps, run in order:
+#   tests-tune       the tuner's GPU tests (gtest TuneGpu.*)
+#   pytest           the Python package's GPU tests (pytest -m gpu)
+#   tests-rest       the other GPU tests (gtest -TuneGpu.*)
+#   tests-FILTER     gtest with --gtest_filter=FILTER (e.g. tests-GemmGpu.*)
+#   tune:MODEL:RUN   onecat tune --model MODEL --buckets $BUCKETS (default 1,16,512) into the
+#                    cache build-device/tune-MODEL-RUN (kept on a warm machine: a tune cut by
+#                    the deadline resumes there in the next call), records to tunes.jsonl
+#   bench@SPEC@MS    onecat bench SPEC --m MS --sweep --json >> bench.jsonl
+#   attn-bench[@MODE] build-device/attention_bench (MODE quick|sweep) -> attention_bench.json
+# Files under $OUT: machine.txt build.log steps.log lane0.log lane1.log tunes.jsonl bench.jsonl
+#   attention_bench.json
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+out=${OUT:-$root/device-out}
+mkdir -p "$out"
+cd "$root"
+export PYTHONUNBUFFERED=1
+start=$(date +%s)
+deadline=$((start + ${DEADLINE:-560}))
+py=$(command -v python3)
+step() { echo "[$(date +%T)] $*" >>"$out/steps.log"; }
+left() { echo $((deadline - $(date +%s))); }
+{
+  nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.mem --format=csv
+  git rev-parse HEAD 2>/dev/null || true
+  "$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1
+} >"$out/machine.txt" 2>&1
+
+lib=$(ldconfig -p 2>/dev/null | awk '/libsqlite3\.so\.0 .*x86-64/ {print $NF; exit}')
+[ -n "$lib" ] || lib="$root/.device/libsqlite3.a"
+step "build (SQLite: $lib)"
+cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DONECAT_PYTHON=ON -DONECAT_WERROR=OFF \
+  -DPython_EXECUTABLE="$py" -DSQLite3_INCLUDE_DIR="$root/.device" -DSQLite3_LIBRARY="$lib" >"$out/build.log" 2>&1 &&
+  cmake --build build-device -j "$(nproc)" --target onecat onecat_gpu_tests attention_bench _C >>"$out/build.log" 2>&1 ||
+  { tail -40 "$out/build.log"; exit 1; }
+step "built in $(( $(date +%s) - start )) s"
+bin=$root/build-device/onecat
+$bin info >>"$out/machine.txt" 2>&1
+
+tune() {  # tune MODEL RUN GPU
+  local model=$1 run=$2 dir="$root/build-device/tune-${1//[:\/]/-}-$2"
+  mkdir -p "$dir"
+  step "gpu$3 tune $model run $run ($(left) s left)"
+  local t0=$(date +%s.%N)
+  ONECAT_CACHE_DIR=$dir timeout "$(left)" $bin tune --model "$model" --buckets "${BUCKETS:-1,16,512}" --json >"$dir/tune.json" 2>>"$dir/tune.err"
+  local rc=$? t1=$(date +%s.%N)
+  ONECAT_CACHE_DIR=$dir $bin cache ls --tunings --json >"$dir/records.json" 2>>"$dir/tune.err"
+  step "gpu$3 tune $model run $run rc=$rc"
+  "$py" - "$model" "$run" "$rc" "$t0" "$t1" "$dir" >>"$out/tunes.jsonl" <<'EOF'
+import json, sys
+model, run, rc, t0, t1, d = sys.argv[1:]
+def load(p):
+    try:
+        return json.load(open(p))
+    except Exception as e:
+        return {"error": str(e)}
+err = open(d + "/tune.err", errors="replace").read()
+print(json.dumps({"model": model, "run": int(run), "rc": int(rc), "wall_s": float(t1) - float(t0),
+                  "summary": load(d + "/tune.json"), "records": load(d + "/records.json"), "stderr_tail": err[-3000:]}))
+EOF
+}
+
+lane() {  # lane GPU STEPS...
+  local gpu=$1; shift
+  export CUDA_VISIBLE_DEVICES=$gpu
+  export ONECAT_CACHE_DIR="$root/build-device/cache-gpu$gpu"
+  for s in "$@"; do
+    [ "$(left)" -gt 15 ] || { step "gpu$gpu skip $s: deadline"; continue; }
+    step "gpu$gpu $s ($(left) s left)"
+    case $s in
+      tests-tune) timeout "$(left)" build-device/tests/onecat_gpu_tests --gtest_filter='TuneGpu.*' ;;
+      tests-rest) timeout "$(left)" build-device/tests/onecat_gpu_tests --gtest_filter='-TuneGpu.*' ;;
+      tests-*) timeout "$(left)" build-device/tests/onecat_gpu_tests --gtest_filter="${s#tests-}" ;;
+      pytest) PYTHONPATH="$root/build-device/python" PYTHONFAULTHANDLER=1 ONECAT_CRASH_BACKTRACE=1 \
+                timeout "$(left)" "$py" -m pytest -m gpu -v -rs -p no:cacheprovider python/tests ;;
+      tune:*) IFS=: read -r _ m q r <<<"$s"; tune "$m:$q" "$r" "$gpu" ;;
+      bench@*) IFS=@ read -r _ spec ms <<<"$s"
+               timeout "$(left)" $bin bench "$spec" --m "$ms" --sweep --json | "$py" -c 'import json,sys; print(json.dumps(json.load(sys.stdin)))' >>"$out/bench.jsonl" ;;
+      attn-bench*) timeout "$(left)" build-device/attention_bench "$out/attention_bench.json" "${s#attn-bench@}" ;;
+      *) echo "unknown step $s" ;;
+    esac
+    step "gpu$gpu $s rc=$?"
+  done
+}
+read -r -a lane0 <<<"${1:-}"
+read -r -a lane1 <<<"${2:-}"
+lane 0 "${lane0[@]}" >"$out/lane0.log" 2>&1 &
+lane 1 "${lane1[@]}" >"$out/lane1.log" 2>&1 &
+wait
+cat "$out/steps.log"
