@@ -5,7 +5,8 @@
 #   device run: bash bench/device_x2.sh "LANE0" "LANE1"   (carry: .device)
 # A lane is a space-separated list of steps, run in order:
 #   tests-tune       the tuner's GPU tests (gtest TuneGpu.*)
-#   pytest           the Python package's GPU tests (pytest -m gpu)
+#   pytest           the Python package's GPU tests (pytest -m gpu, output not captured)
+#   pysmoke          bench/py_smoke.py: the package step by step, native frames of a crash
 #   tests-rest       the other GPU tests (gtest -TuneGpu.*)
 #   tests-FILTER     gtest with --gtest_filter=FILTER (e.g. tests-GemmGpu.*)
 #   tune:MODEL:RUN   onecat tune --model MODEL --buckets $BUCKETS (default 1,16,512) into the
@@ -78,7 +79,8 @@ lane() {  # lane GPU STEPS...
       tests-rest) timeout "$(left)" build-device/tests/onecat_gpu_tests --gtest_filter='-TuneGpu.*' ;;
       tests-*) timeout "$(left)" build-device/tests/onecat_gpu_tests --gtest_filter="${s#tests-}" ;;
       pytest) PYTHONPATH="$root/build-device/python" PYTHONFAULTHANDLER=1 ONECAT_CRASH_BACKTRACE=1 \
-                timeout "$(left)" "$py" -m pytest -m gpu -v -rs -p no:cacheprovider python/tests ;;
+                timeout "$(left)" "$py" -m pytest -m gpu -v -s -rs -p no:cacheprovider python/tests ;;
+      pysmoke) PYTHONPATH="$root/build-device/python" timeout "$(left)" "$py" bench/py_smoke.py ;;
       tune:*) IFS=: read -r _ m q r <<<"$s"; tune "$m:$q" "$r" "$gpu" ;;
       bench@*) IFS=@ read -r _ spec ms <<<"$s"
                timeout "$(left)" $bin bench "$spec" --m "$ms" --sweep --json | "$py" -c 'import json,sys; print(json.dumps(json.load(sys.stdin)))' >>"$out/bench.jsonl" ;;

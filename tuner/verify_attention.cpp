@@ -82,14 +82,23 @@ AttentionCase attention_case_for(const std::string& spec_text, int64_t m, uint64
   return c;
 }
 
-CheckResult check_attention_case(const std::string& spec_text, const std::string& config_text, const LoadedKernel& kernel,
-                                 const AttentionCase& ac, uint64_t seed) {
-  const attention::Spec s = attention::Spec::parse(spec_text);
-  const attention::Config cfg = attention::Config::parse(s, config_text);
-  if (s.op == Op::kKvWrite) return check_kv_write(s, cfg, kernel, ac, seed);
+AttentionCheck::AttentionCheck(const std::string& spec_text, const AttentionCase& ac, uint64_t seed)
+    : spec_(attention::Spec::parse(spec_text)), case_(ac), seed_(seed) {
+  if (spec_.op == Op::kKvWrite) return;
   std::mt19937_64 rng(seed);
-  AttentionBatch b = make_attention_batch(s, ac, rng);
-  const DeviceAttentionBatch in(s, b);
+  batch_ = make_attention_batch(spec_, ac, rng);
+  input_ = std::make_unique<DeviceAttentionBatch>(spec_, batch_);
+  want_.resize(size_t(batch_.tokens) * spec_.heads * spec_.dim);
+  cpu::AttentionShape shape{spec_.heads, spec_.causal, spec_.window, batch_.sm_scale};
+  cpu::attention(want_.data(), batch_.q.data(), batch_.cache.view(spec_), batch_.table.data(), batch_.max_pages,
+                 batch_.seq_lens.data(), batch_.cu_q.data(), batch_.batch, shape);
+}
+
+CheckResult AttentionCheck::run(const std::string& config_text, const LoadedKernel& kernel) {
+  const attention::Spec& s = spec_;
+  const attention::Config cfg = attention::Config::parse(s, config_text);
+  if (s.op == Op::kKvWrite) return check_kv_write(s, cfg, kernel, case_, seed_);
+  const AttentionBatch& b = batch_;
   const int batch = b.batch, tokens = b.tokens;
 
   const size_t out_elems = size_t(tokens + kGuardTokens) * s.heads * s.dim;
@@ -103,19 +112,15 @@ CheckResult check_attention_case(const std::string& spec_text, const std::string
   // Split kernels run twice: the second run needs the counters the first one left at zero.
   for (int run = 0; run < (cfg.split > 1 ? 2 : 1); ++run) {
     d_out.fill_bytes(kPoisonByte);
-    launch_attention(kernel, s, cfg, b, in, d_out.ptr(), wf ? d_part.ptr() : 0, wc ? d_count.ptr() : 0);
+    launch_attention(kernel, s, cfg, b, *input_, d_out.ptr(), wf ? d_part.ptr() : 0, wc ? d_count.ptr() : 0);
     d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", "running " + s.to_string() + " [" + cfg.to_string() + "]");
   }
   d_out.download(got.data(), got.size() * 2);
-
-  std::vector<uint16_t> want(size_t(tokens) * s.heads * s.dim);
-  cpu::AttentionShape shape{s.heads, s.causal, s.window, b.sm_scale};
-  cpu::attention(want.data(), b.q.data(), b.cache.view(s), b.table.data(), b.max_pages, b.seq_lens.data(), b.cu_q.data(),
-                 batch, shape);
+  const std::vector<uint16_t>& want = want_;
 
   CheckResult r;
   r.rows = s.op == Op::kPrefill ? tokens : batch;
-  r.seed = seed;
+  r.seed = seed_;
   r.tolerance = kRowTolerance;
   r.metric = "max over (token, head) rows of |gpu-ref|_2 / max(|ref|_2, 1e-2)";
   const int64_t rows = int64_t(tokens) * s.heads;
@@ -143,6 +148,11 @@ CheckResult check_attention_case(const std::string& spec_text, const std::string
   }
   r.passed = r.detail.empty() && r.error <= r.tolerance;
   return r;
+}
+
+CheckResult check_attention_case(const std::string& spec, const std::string& config, const LoadedKernel& kernel,
+                                 const AttentionCase& ac, uint64_t seed) {
+  return AttentionCheck(spec, ac, seed).run(config, kernel);
 }
 
 CheckResult check_attention(const std::string& spec, const std::string& config, const LoadedKernel& kernel, int64_t m,

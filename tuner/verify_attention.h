@@ -3,6 +3,7 @@
 // outputs with guard rows, every split kernel run twice (its counters must reset).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,5 +18,23 @@ AttentionCase attention_case_for(const std::string& spec, int64_t m, uint64_t se
 
 CheckResult check_attention_case(const std::string& spec, const std::string& config, const LoadedKernel& kernel,
                                  const AttentionCase& c, uint64_t seed);
+
+// One case's inputs on the GPU and its CPU reference, made once, for checking many configs of
+// one spec (the tuner checks every candidate of a bucket against the same reference: at large
+// buckets the fp64 reference takes far longer than the kernels). kv_write remakes its cache
+// per check (the kernel writes into it).
+class AttentionCheck {
+ public:
+  AttentionCheck(const std::string& spec, const AttentionCase& c, uint64_t seed);
+  CheckResult run(const std::string& config, const LoadedKernel& kernel);
+
+ private:
+  attention::Spec spec_;
+  AttentionCase case_;
+  uint64_t seed_;
+  AttentionBatch batch_;
+  std::unique_ptr<DeviceAttentionBatch> input_;
+  std::vector<uint16_t> want_;
+};
 
 }  // namespace onecat

@@ -13,6 +13,7 @@
 #include "tuner/attention_batch.h"
 #include "tuner/gemm_rig.h"
 #include "tuner/random_weight.h"
+#include "tuner/verify_attention.h"
 
 namespace onecat {
 namespace {
@@ -131,8 +132,13 @@ class AttentionWorkload final : public Workload {
                      wc ? counters_.ptr() : 0);
   }
 
+  // Every candidate is checked against one reference, made at the first check.
   CheckResult check(const LoadedKernel& kernel, const std::string& config) override {
-    return check_attention(spec_.to_string(), config, kernel, m_, seed_ + 1);
+    if (!checker_) {
+      const std::string spec = spec_.to_string();
+      checker_ = std::make_unique<AttentionCheck>(spec, attention_case_for(spec, m_, seed_ + 1), seed_ + 1);
+    }
+    return checker_->run(config, kernel);
   }
 
  private:
@@ -158,6 +164,7 @@ class AttentionWorkload final : public Workload {
   KvWriteBatch kv_write_;
   std::vector<DeviceKvWriteBatch> kv_write_inputs_;
   DeviceBuffer out_, partial_, counters_;
+  std::unique_ptr<AttentionCheck> checker_;
 };
 
 }  // namespace

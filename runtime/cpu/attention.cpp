@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "runtime/cpu/half.h"
+#include "runtime/cpu/parallel.h"
 #include "runtime/cuda/error.h"
 
 namespace onecat::cpu {
@@ -88,39 +89,41 @@ void attention(uint16_t* out, const uint16_t* q, const PagedKv& c, const int* bl
                const int* seq_lens, const int* cu_q, int batch, const AttentionShape& s) {
   if (s.heads % c.kv_heads != 0) throw Error("attention reference: heads must be a multiple of kv_heads");
   const int group = s.heads / c.kv_heads, dim = c.dim;
-  std::vector<double> scores, acc(static_cast<size_t>(dim));
-  for (int b = 0; b < batch; ++b) {
+  // One work item per query token (its sequence found from cu_q); tokens run in parallel.
+  const int64_t tokens = cu_q[batch];
+  parallel_for(tokens, [&](int64_t token) {
+    const int b = int(std::upper_bound(cu_q, cu_q + batch + 1, int(token)) - cu_q) - 1;
+    const int t = int(token) - cu_q[b];
     const int q_len = cu_q[b + 1] - cu_q[b], len = seq_lens[b];
     auto cached = [&](bool is_v, int j, int kvh, int d) {
       return c.value(is_v, block_table[int64_t(b) * max_pages + j / c.page], kvh, j % c.page, d);
     };
-    for (int t = 0; t < q_len; ++t) {
-      const int pos = len - q_len + t;
-      const int hi = s.causal ? std::min(len, pos + 1) : len;
-      const int lo = s.window > 0 ? std::max(0, pos - s.window + 1) : 0;
-      for (int h = 0; h < s.heads; ++h) {
-        const int kvh = h / group;
-        const uint16_t* qrow = q + (int64_t(cu_q[b] + t) * s.heads + h) * dim;
-        uint16_t* orow = out + (int64_t(cu_q[b] + t) * s.heads + h) * dim;
-        scores.assign(size_t(std::max(0, hi - lo)), 0.0);
-        double mx = -INFINITY;
-        for (int j = lo; j < hi; ++j) {
-          double dot = 0;
-          for (int d = 0; d < dim; ++d) dot += double(half_to_float(qrow[d])) * cached(false, j, kvh, d);
-          scores[size_t(j - lo)] = dot * s.sm_scale;
-          mx = std::max(mx, scores[size_t(j - lo)]);
-        }
-        std::fill(acc.begin(), acc.end(), 0.0);
-        double sum = 0;
-        for (int j = lo; j < hi; ++j) {
-          const double p = std::exp(scores[size_t(j - lo)] - mx);
-          sum += p;
-          for (int d = 0; d < dim; ++d) acc[size_t(d)] += p * cached(true, j, kvh, d);
-        }
-        for (int d = 0; d < dim; ++d) orow[d] = float_to_half(sum > 0 ? float(acc[size_t(d)] / sum) : 0.f);
+    std::vector<double> scores, acc(static_cast<size_t>(dim));
+    const int pos = len - q_len + t;
+    const int hi = s.causal ? std::min(len, pos + 1) : len;
+    const int lo = s.window > 0 ? std::max(0, pos - s.window + 1) : 0;
+    for (int h = 0; h < s.heads; ++h) {
+      const int kvh = h / group;
+      const uint16_t* qrow = q + (token * s.heads + h) * dim;
+      uint16_t* orow = out + (token * s.heads + h) * dim;
+      scores.assign(size_t(std::max(0, hi - lo)), 0.0);
+      double mx = -INFINITY;
+      for (int j = lo; j < hi; ++j) {
+        double dot = 0;
+        for (int d = 0; d < dim; ++d) dot += double(half_to_float(qrow[d])) * cached(false, j, kvh, d);
+        scores[size_t(j - lo)] = dot * s.sm_scale;
+        mx = std::max(mx, scores[size_t(j - lo)]);
       }
+      std::fill(acc.begin(), acc.end(), 0.0);
+      double sum = 0;
+      for (int j = lo; j < hi; ++j) {
+        const double p = std::exp(scores[size_t(j - lo)] - mx);
+        sum += p;
+        for (int d = 0; d < dim; ++d) acc[size_t(d)] += p * cached(true, j, kvh, d);
+      }
+      for (int d = 0; d < dim; ++d) orow[d] = float_to_half(sum > 0 ? float(acc[size_t(d)] / sum) : 0.f);
     }
-  }
+  });
 }
 
 }  // namespace onecat::cpu
