@@ -1,6 +1,6 @@
 #include "runtime/jit/ptxas_report.h"
 
-#include <regex>
+#include <cctype>
 #include <sstream>
 
 #include "runtime/cuda/error.h"
@@ -8,10 +8,32 @@
 namespace onecat {
 namespace {
 
+// The number written just before " unit" in line ("37 registers"), 0 where there is none.
+// Plain string search, no std::regex (see codegen/arch.cpp).
 int number_before(const std::string& line, const std::string& unit) {
-  std::smatch m;
-  std::regex re("(\\d+) " + unit);
-  return std::regex_search(line, m, re) ? std::stoi(m[1]) : 0;
+  const std::string key = " " + unit;
+  for (size_t at = line.find(key); at != std::string::npos; at = line.find(key, at + 1)) {
+    size_t begin = at;
+    while (begin > 0 && std::isdigit(static_cast<unsigned char>(line[begin - 1]))) --begin;
+    if (begin < at) return std::stoi(line.substr(begin, at - begin));
+  }
+  return 0;
+}
+
+// The function a report line names: 'X' after "Compiling entry function ", or the word after
+// "Function properties for ". Empty for other lines.
+std::string function_named(const std::string& line) {
+  static const std::string entry = "Compiling entry function '", props = "Function properties for ";
+  if (size_t at = line.find(entry); at != std::string::npos) {
+    const size_t begin = at + entry.size(), end = line.find('\'', begin);
+    if (end != std::string::npos && end > begin) return line.substr(begin, end - begin);
+  }
+  if (size_t at = line.find(props); at != std::string::npos) {
+    size_t end = at + props.size();
+    while (end < line.size() && !std::isspace(static_cast<unsigned char>(line[end]))) ++end;
+    return line.substr(at + props.size(), end - at - props.size());
+  }
+  return "";
 }
 
 }  // namespace
@@ -28,11 +50,8 @@ ResourceUsage parse_ptxas_report(const std::string& log, const std::string& lowe
   bool found = false;
   ResourceUsage usage;
   while (std::getline(in, line)) {
-    static const std::regex entry_re("Compiling entry function '([^']+)'");
-    static const std::regex props_re("Function properties for (\\S+)");
-    std::smatch m;
-    if (std::regex_search(line, m, entry_re) || std::regex_search(line, m, props_re)) {
-      current = m[1];
+    if (std::string name = function_named(line); !name.empty()) {
+      current = name;
       continue;
     }
     bool ours = lowered_name.empty() || current == lowered_name;
