@@ -3,10 +3,13 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <chrono>
+
 #include "cache/store.h"
 #include "codegen/family.h"
 #include "runtime/engine/store_resolver.h"
 #include "runtime/jit/service.h"
+#include "tuner/measure.h"
 #include "tuner/tuner.h"
 #include "tuner/workload.h"
 
@@ -87,6 +90,29 @@ TEST_F(TuneGpu, TunesAttention) {
     EXPECT_TRUE(store->find_tuning(rec.key).has_value()) << spec;
   }
   release_workloads();
+}
+
+// Timing measures the GPU, not the launching thread: a 5-µs kernel launched by a thread that
+// takes 30 µs per launch still times at about 5 µs once each batch waits behind the spin
+// kernel, and at the thread's rate without it.
+TEST(MeasureGpu, TimesTheGpuNotTheLaunchRate) {
+  use_device(0);
+  auto slow_launch = [](int) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(30);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    gpu_spin(5000);
+  };
+  const Timing fast = measure([](int) { gpu_spin(5000); });
+  EXPECT_GT(fast.median_us, 4.0);
+  EXPECT_LT(fast.median_us, 9.0);
+  const Timing queued = measure(slow_launch);
+  EXPECT_GT(queued.median_us, 4.0);
+  EXPECT_LT(queued.median_us, 9.0) << "the batch ran at the launching thread's pace";
+  MeasureOptions unqueued;
+  unqueued.queue_ahead = false;
+  const Timing paced = measure(slow_launch, unqueued);
+  EXPECT_GT(paced.median_us, 25.0) << "without the spin kernel the events time the launch rate";
 }
 
 }  // namespace

@@ -1,9 +1,13 @@
 #include "tuner/measure.h"
 
 #include <algorithm>
+#include <chrono>
+#include <map>
+#include <mutex>
 #include <vector>
 
 #include "runtime/cuda/driver.h"
+#include "runtime/cuda/error.h"
 
 namespace onecat {
 namespace {
@@ -23,18 +27,71 @@ class Event {
   CUevent event_ = nullptr;
 };
 
+// Spins one thread until `ns` nanoseconds of %globaltimer have passed. PTX 6.0 for sm_70: the
+// driver compiles it for whichever GPU the context has (no NVRTC needed).
+constexpr const char* kSpinPtx = R"(.version 6.0
+.target sm_70
+.address_size 64
+.visible .entry onecat_spin(.param .u64 onecat_spin_ns)
+{
+  .reg .pred %p<2>;
+  .reg .b64 %rd<5>;
+  ld.param.u64 %rd1, [onecat_spin_ns];
+  mov.u64 %rd2, %globaltimer;
+$Lspin:
+  mov.u64 %rd3, %globaltimer;
+  sub.s64 %rd4, %rd3, %rd2;
+  setp.lt.u64 %p1, %rd4, %rd1;
+  @%p1 bra $Lspin;
+  ret;
+}
+)";
+
+CUfunction spin_function() {
+  Driver& d = Driver::require_gpu();
+  CUcontext ctx = nullptr;
+  d.check(d.cuCtxGetCurrent(&ctx), "cuCtxGetCurrent", "finding the context for the timing spin kernel");
+  if (!ctx) throw Error("timing needs a current CUDA context (select a GPU first)");
+  static std::mutex mutex;
+  static std::map<CUcontext, CUfunction> functions;  // modules stay loaded for the process
+  std::lock_guard lock(mutex);
+  if (auto it = functions.find(ctx); it != functions.end()) return it->second;
+  CUmodule module = nullptr;
+  CUfunction f = nullptr;
+  d.check(d.cuModuleLoadData(&module, kSpinPtx), "cuModuleLoadData", "loading the timing spin kernel (PTX)");
+  d.check(d.cuModuleGetFunction(&f, module, "onecat_spin"), "cuModuleGetFunction", "finding the timing spin kernel");
+  functions.emplace(ctx, f);
+  return f;
+}
+
 }  // namespace
+
+void gpu_spin(uint64_t ns) {
+  Driver& d = Driver::require_gpu();
+  unsigned long long arg = ns;
+  void* args[] = {&arg};
+  d.check(d.cuLaunchKernel(spin_function(), 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr), "cuLaunchKernel",
+          "launching the timing spin kernel");
+}
 
 Timing measure(const std::function<void(int)>& run, const MeasureOptions& o) {
   Driver& d = Driver::require_gpu();
   int launch = 0;
-  for (int i = 0; i < o.warmup; ++i) run(launch++);
+  run(launch++);  // first use (a lazily loaded module) is not part of the launch rate below
+  const auto enqueue_start = std::chrono::steady_clock::now();
+  for (int i = 1; i < o.warmup; ++i) run(launch++);
+  const double enqueue_ns_per_launch =
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - enqueue_start).count() /
+      std::max(1, o.warmup - 1);
   d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", "warming up");
+  // Long enough for the CPU to enqueue a batch four times over, at least 20 µs, at most 20 ms.
+  const uint64_t spin_ns = uint64_t(std::clamp(4.0 * enqueue_ns_per_launch * o.batch + 20e3, 20e3, 20e6));
   Event start, stop;
   std::vector<double> per_launch_us;
   double total_ms = 0;
   while ((int(per_launch_us.size()) < o.min_batches || total_ms < o.min_total_ms) &&
          int(per_launch_us.size()) < o.max_batches) {
+    if (o.queue_ahead) gpu_spin(spin_ns);
     d.check(d.cuEventRecord(start.get(), nullptr), "cuEventRecord", "timing");
     for (int i = 0; i < o.batch; ++i) run(launch++);
     d.check(d.cuEventRecord(stop.get(), nullptr), "cuEventRecord", "timing");

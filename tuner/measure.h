@@ -2,7 +2,14 @@
 // (single launches of a few microseconds are below the events' resolution), repeated until
 // a minimum time and count, reported as the median per launch with its spread. Callers
 // rotate their inputs between launches so the L2 never serves a repeat (METHOD.md).
+//
+// Each batch is queued behind a spin kernel that holds the GPU until the CPU has enqueued the
+// whole batch, so the batch's launches run back to back and the events time the GPU, not the
+// CPU's launch rate: kernels of a few microseconds otherwise measure the launching thread
+// (seen on the H200: 4-µs RMSNorm configs moved 20–40 % between two tunes run beside other
+// CPU work). Back-to-back is how the engine runs them, inside CUDA graphs.
 #pragma once
+#include <cstdint>
 #include <functional>
 
 namespace onecat {
@@ -20,10 +27,15 @@ struct MeasureOptions {
   int min_batches = 10;
   double min_total_ms = 100;
   int max_batches = 2000;
+  bool queue_ahead = true;  // each batch behind a spin kernel (above)
 };
 
 // run(i) enqueues launch number i on the default stream.
 Timing measure(const std::function<void(int)>& run, const MeasureOptions& options = {});
+
+// Keeps the current context's GPU busy for `ns` nanoseconds of its global timer, on the
+// legacy default stream (a one-thread kernel, PTX loaded through the driver once per context).
+void gpu_spin(uint64_t ns);
 
 // Device-to-device copy bandwidth in bytes per second (read + write), as METHOD.md counts it.
 double measure_copy_bandwidth(size_t bytes = size_t(1) << 30);

@@ -53,6 +53,8 @@ def stream_handle(stream: Stream, like: Array, op: str) -> int:
     """
     if stream is None:
         if _is_torch(like):
+            if like.device.type != "cuda":
+                return 0  # no stream to find: the argument checks reject the array, naming it
             torch = sys.modules["torch"]
             return int(torch.cuda.current_stream(like.device).cuda_stream)
         if _is_cupy(like):
