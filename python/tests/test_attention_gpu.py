@@ -212,3 +212,71 @@ def test_kv_write_e4m3():
     untouched[slots.cpu().long()] = False
     rows = before.permute(0, 2, 1, 3).reshape(pages * PAGE, -1)
     assert torch.equal(k_cache.permute(0, 2, 1, 3).reshape(pages * PAGE, -1)[untouched.cuda()], rows[untouched.cuda()])
+
+
+def test_decode_on_a_side_stream_and_in_a_graph():
+    """Decode queued on a non-default stream, and captured in a CUDA graph then replayed on new
+    queries: the same result as eager, and the split counters left zero by both."""
+    g = gen()
+    seq_lens = [1, 17, 100, 33, 300]
+    table, lens, k, v, _, _ = make_batch(g, seq_lens)
+    q = queries(g, len(seq_lens))
+    spec = onecat.attention.attention_spec("decode", heads=HEADS, kv_heads=KV_HEADS, dim=DIM, page=PAGE)
+    ws = onecat.attention.workspace(spec, len(seq_lens), like=q)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        out = poisoned(len(seq_lens))
+        onecat.attention.decode(q, k, v, table, lens, workspace=ws, out=out)
+    s.synchronize()
+    check(out, reference(q, k, v, None, None, "f16", table, seq_lens, [1] * len(seq_lens)))
+
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    captured = poisoned(len(seq_lens))
+    with torch.cuda.graph(graph):
+        onecat.attention.decode(q, k, v, table, lens, workspace=ws, out=captured)
+    q.copy_(queries(g, len(seq_lens)))
+    graph.replay()
+    torch.cuda.synchronize()
+    eager = poisoned(len(seq_lens))
+    onecat.attention.decode(q, k, v, table, lens, workspace=ws, out=eager)
+    torch.cuda.synchronize()
+    assert torch.equal(captured, eager)
+    check(eager, reference(q, k, v, None, None, "f16", table, seq_lens, [1] * len(seq_lens)))
+    assert int(ws.counters.abs().sum()) == 0
+
+
+def test_prefill_and_kv_write_in_a_graph():
+    """kv_write then prefill over the written pages, captured together and replayed."""
+    g = gen()
+    q_lens = [5, 64, 1]
+    seq_lens = list(q_lens)
+    table, lens, k, v, _, _ = make_batch(g, seq_lens)
+    cu = torch.tensor([0, *itertools.accumulate(q_lens)], dtype=torch.int32).cuda()
+    tokens = sum(q_lens)
+    # Each token's slot: its sequence's page from the table, its position in that sequence.
+    slots = []
+    for b, n in enumerate(q_lens):
+        for pos in range(n):
+            slots.append(int(table[b, pos // PAGE]) * PAGE + pos % PAGE)
+    slots = torch.tensor(slots, dtype=torch.int32).cuda()
+    kn = torch.randn(tokens, KV_HEADS, DIM, generator=g).half().cuda()
+    vn = torch.randn(tokens, KV_HEADS, DIM, generator=g).half().cuda()
+    q = queries(g, tokens)
+
+    def step(out):
+        onecat.kv_write(kn, vn, k, v, slots)
+        onecat.attention.prefill(q, k, v, table, lens, cu, max_q=max(q_lens), out=out)
+
+    step(poisoned(tokens))  # warm-up: kernels compiled and loaded outside the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    captured = poisoned(tokens)
+    with torch.cuda.graph(graph):
+        step(captured)
+    kn.copy_(torch.randn(tokens, KV_HEADS, DIM, generator=g).half())
+    q.copy_(queries(g, tokens))
+    graph.replay()
+    torch.cuda.synchronize()
+    check(captured, reference(q, k, v, None, None, "f16", table, seq_lens, q_lens))
