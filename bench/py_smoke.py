@@ -3,7 +3,7 @@
 Each case runs in its own interpreter (a crash ends only that case) with faulthandler and
 ONECAT_CRASH_BACKTRACE on, prints each step before it runs, the NVRTC/CUDA libraries the
 process has mapped, and resolves the crashing thread's native frames with addr2line.
-    PYTHONPATH=build-device/python python3 bench/py_smoke.py [OUT_JSON]   (bench/device_x2.sh step pysmoke)
+    PYTHONPATH=build-device/python python3 bench/py_smoke.py [OUT_JSON]   (bench/device.sh step pysmoke)
 """
 
 from __future__ import annotations

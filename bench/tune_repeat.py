@@ -1,6 +1,6 @@
 """Repeatability and speedups of `onecat tune` runs (issue 4's report).
 
-Reads JSON lines as bench/device_x2.sh writes them to tunes.jsonl (one per tune: model, run,
+Reads JSON lines as bench/device.sh writes them to tunes.jsonl (one per tune: model, run,
 rc, wall_s, summary = `onecat tune --json`, records = `onecat cache ls --tunings --json`) and
 prints, per model: each run's tune time and geometric-mean tuned/default speedup per family,
 then for every (spec, bucket) whose choices differ between runs 1 and 2, how much slower each

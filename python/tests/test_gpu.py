@@ -1,6 +1,6 @@
 """GPU tests (marker gpu): every bound op against a torch reference on random data.
 
-Run on the device with bench/python_device.sh. Outputs are poisoned (NaN) before each
+Run on the device with `bash bench/device.sh pytest`. Outputs are poisoned (NaN) before each
 call, so an element the kernel never writes fails; the reference uses the CPU decoder's
 weights (PackedWeight.dequantize) and float64 sums.
 """

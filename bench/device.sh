@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# One device call on a two-GPU machine (kind nvidia-h200-x2): two lanes run side by side,
-# each on its own GPU (CUDA_VISIBLE_DEVICES), so GPU tests and whole-model tunes share one
-# call's 10 minutes. Every step ends before DEADLINE seconds (default 560) after the start.
-#   device run: bash bench/device_x2.sh "LANE0" "LANE1"   (carry: .device)
+# Everything the project runs on the device, in one call: build (onecat, the GPU tests, the
+# attention benchmark, the Python module), then two lanes of steps. On a two-GPU machine
+# (kind nvidia-h200-x2) the lanes run side by side, each on its own GPU (CUDA_VISIBLE_DEVICES),
+# so GPU tests and whole-model tunes share one call's 10 minutes; on one GPU lane 1 runs after
+# lane 0. Every step ends before DEADLINE seconds (default 560) after the start.
+#   device run: bash bench/device.sh "LANE0" "LANE1"   (carry: .device)
+# e.g. bash bench/device.sh "tests-tune pytest tests-rest" "tune:qwen3-8b:awq4:1 gemm-bench"
 # A lane is a space-separated list of steps, run in order:
 #   tests-tune       the tuner's GPU tests (gtest TuneGpu.*)
 #   pytest           the Python package's GPU tests (pytest -m gpu, output not captured)
@@ -14,8 +17,10 @@
 #                    the deadline resumes there in the next call), records to tunes.jsonl
 #   bench@SPEC@MS    onecat bench SPEC --m MS --sweep --json >> bench.jsonl
 #   attn-bench[@MODE] build-device/attention_bench (MODE quick|sweep) -> attention_bench.json
-# Files under $OUT: machine.txt build.log steps.log lane0.log lane1.log tunes.jsonl bench.jsonl
-#   attention_bench.json
+#   sdpa[@MODE]      torch SDPA on the same attention shapes (bench/attention_sdpa.py) -> attention_sdpa.json
+#   gemm-bench       bench/gemm_bench.sh (the 8B linear set; FORMATS/SHAPES select) -> gemm_bench.jsonl
+# Files under $OUT (at most 8 come back): machine.txt build.log steps.log lane0.log lane1.log
+#   and those the steps write (tunes.jsonl bench.jsonl attention_bench.json ...).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${OUT:-$root/device-out}
@@ -85,6 +90,8 @@ lane() {  # lane GPU STEPS...
       bench@*) IFS=@ read -r _ spec ms <<<"$s"
                timeout "$(left)" $bin bench "$spec" --m "$ms" --sweep --json | "$py" -c 'import json,sys; print(json.dumps(json.load(sys.stdin)))' >>"$out/bench.jsonl" ;;
       attn-bench*) timeout "$(left)" build-device/attention_bench "$out/attention_bench.json" "${s#attn-bench@}" ;;
+      sdpa*) timeout "$(left)" "$py" bench/attention_sdpa.py "$out/attention_sdpa.json" "${s#sdpa@}" ;;
+      gemm-bench) OUT=$out timeout "$(left)" bash bench/gemm_bench.sh "$bin" ;;
       *) echo "unknown step $s" ;;
     esac
     step "gpu$gpu $s rc=$?"
@@ -92,7 +99,12 @@ lane() {  # lane GPU STEPS...
 }
 read -r -a lane0 <<<"${1:-}"
 read -r -a lane1 <<<"${2:-}"
-lane 0 "${lane0[@]}" >"$out/lane0.log" 2>&1 &
-lane 1 "${lane1[@]}" >"$out/lane1.log" 2>&1 &
-wait
+if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ]; then
+  lane 0 "${lane0[@]}" >"$out/lane0.log" 2>&1 &
+  lane 1 "${lane1[@]}" >"$out/lane1.log" 2>&1 &
+  wait
+else
+  lane 0 "${lane0[@]}" >"$out/lane0.log" 2>&1
+  lane 0 "${lane1[@]}" >"$out/lane1.log" 2>&1
+fi
 cat "$out/steps.log"
