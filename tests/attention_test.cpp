@@ -87,6 +87,37 @@ TEST(AttentionConfig, RulesDefaultsAndCandidates) {
       }
     }
   }
+  // The sm_80+ atom: its own text, rules and defaults; sm_70 never gets it.
+  const attention::Config m = attention::Config::parse(p, "atom=m16n8k16,bm=128,bn=64,wn=1,stages=2,split=1");
+  EXPECT_EQ(m.to_string(), "atom=m16n8k16,bm=128,bn=64,wn=1,stages=2,split=1");
+  EXPECT_EQ(m.shared_bytes(p), 128 * 128 * 2 + 2 * 2 * 64 * 128 * 2);
+  EXPECT_EQ(attention::Config::parse(d, "bm=64,bn=16,wn=1,split=4").to_string(), "bm=64,bn=16,wn=1,split=4");
+  expect_throw<InputError>([&] { attention::Config::parse(p, "atom=m16n8k16,bm=128,bn=64,wn=1,stages=5,split=1"); },
+                           {"stages must be"});
+  expect_throw<InputError>([&] { attention::Config::parse(p, "atom=m16n8k16,bm=128,bn=64,wn=1,stages=3,split=1"); },
+                           {"bytes of shared memory"});
+  expect_throw<InputError>([&] { attention::Config::parse(d, "bm=64,bn=16,wn=1,stages=2,split=1"); }, {"unknown field 'stages'"});
+  expect_throw<InputError>([&] { family_of(p.to_string()).emit(p.to_string(), m.to_string(), Arch{70}); }, {"needs sm_80"});
+  for (const char* spec : {"attention:op=prefill,heads=32,kv_heads=8,dim=128,page=16,kv=f16",
+                           "attention:op=decode,heads=24,kv_heads=4,dim=256,page=16,kv=e4m3",
+                           "attention:op=verify,heads=64,kv_heads=8,dim=64,page=16,kv=e5m2,q=16"}) {
+    const Family& f = family_of(spec);
+    for (int64_t mm : {1, 8, 4096}) {
+      EXPECT_EQ(f.default_config(spec, mm, Arch{70}).find("atom="), std::string::npos) << spec;
+      EXPECT_EQ(f.default_config(spec, mm, Arch{90}).rfind("atom=m16n8k16,", 0), 0u) << spec;
+    }
+    const auto c70 = f.candidate_configs(spec, Arch{70});
+    const auto c90 = f.candidate_configs(spec, Arch{90});
+    EXPECT_GT(c90.size(), c70.size()) << spec;
+    for (const auto& c : c70) EXPECT_EQ(c.find("atom="), std::string::npos) << spec;
+  }
+  EXPECT_EQ(family_of("attention:op=prefill,heads=32,kv_heads=8,dim=128,page=16,kv=f16")
+                .default_config("attention:op=prefill,heads=32,kv_heads=8,dim=128,page=16,kv=f16", 4096, Arch{90}),
+            "atom=m16n8k16,bm=128,bn=64,wn=1,stages=2,split=1");
+  EXPECT_EQ(family_of("attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=f16")
+                .default_config("attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=f16", 8, Arch{90}),
+            "atom=m16n8k16,bm=16,bn=16,wn=2,stages=4,split=16");
+
   // Split-KV workspace: per (sequence, KV head, row block, split) a bm × (dim + 2) fp32 slab.
   const attention::Config c = attention::Config::parse(d, "bm=64,bn=16,wn=1,split=4");
   EXPECT_EQ(attention::workspace_floats(d, c, 3), 3 * 8 * 1 * 4 * 64 * 130);
@@ -247,6 +278,47 @@ TEST(AttentionStaticQuality, DefaultConfigsDoNotSpillOnSm70) {
     EXPECT_NE(ptx.find("wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32"), std::string::npos) << spec;
     EXPECT_NE(ptx.find("wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32"), std::string::npos) << spec;
     EXPECT_NE(ptx.find("ld.global.nc.v4.u32"), std::string::npos) << spec;
+  }
+}
+
+// The sm_80+ atom: the default configs of the benchmark shapes (and of dim 64, fp8 and
+// windowed specs) compile for sm_90 with zero spills, and the PTX multiplies with
+// mma.sync.m16n8k16 fed by ldmatrix (.trans for V) from cp.async stages.
+TEST(AttentionStaticQuality, Sm90DefaultsUseTheM16n8k16AtomWithoutSpills) {
+  const Arch sm90{90};
+  std::vector<CompileRequest> reqs;
+  std::vector<std::string> specs = {"attention:op=prefill,heads=8,kv_heads=8,dim=64,page=16,kv=f16,window=512",
+                                    "attention:op=decode,heads=8,kv_heads=8,dim=64,page=16,kv=e4m3"};
+  for (const char* geo : {"heads=32,kv_heads=8,dim=128", "heads=24,kv_heads=4,dim=256"}) {
+    for (const char* kv : {"kv=f16", "kv=e4m3", "kv=e5m2,kv_scale=head"}) {
+      for (const char* op : {"op=prefill", "op=decode", "op=verify,q=8"}) {
+        specs.push_back(std::string("attention:") + op + "," + geo + ",page=16," + kv);
+      }
+    }
+  }
+  for (const auto& spec : specs) {
+    const Family& f = family_of(spec);
+    std::set<std::string> configs;
+    for (int64_t m : {8, 4096}) configs.insert(f.default_config(spec, m, sm90));
+    for (const auto& c : configs) reqs.push_back(CompileRequest::make(f, spec, c, sm90));
+  }
+  JitService jit(nullptr);
+  auto results = jit.get_all(reqs, 2, Parallelism::kThreads);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    SCOPED_TRACE(reqs[i].spec + " [" + reqs[i].config + "]");
+    ASSERT_TRUE(results[i].error.empty()) << results[i].error;
+    EXPECT_FALSE(results[i].binary.usage.spills()) << results[i].binary.usage.spill_store_bytes << " bytes spilled";
+  }
+  const NvrtcLib& nvrtc = NvrtcRegistry::get().for_arch(sm90);
+  for (const char* spec : {"attention:op=prefill,heads=32,kv_heads=8,dim=128,page=16,kv=f16",
+                           "attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=e4m3"}) {
+    const Family& f = family_of(spec);
+    const std::string ptx = compile_to_ptx(CompileRequest::make(f, spec, f.default_config(spec, 4096, sm90), sm90), nvrtc);
+    EXPECT_NE(ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"), std::string::npos) << spec;
+    EXPECT_NE(ptx.find("ldmatrix.sync.aligned.m8n8.x4.shared.b16"), std::string::npos) << spec;
+    EXPECT_NE(ptx.find("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"), std::string::npos) << spec;
+    EXPECT_NE(ptx.find("cp.async.cg.shared.global"), std::string::npos) << spec;
+    EXPECT_EQ(ptx.find("wmma."), std::string::npos) << spec;
   }
 }
 

@@ -19,9 +19,11 @@ Config Config::parse(const Spec& spec, std::string_view text) {
   if (spec.op == Op::kKvWrite) {
     c.threads = static_cast<int>(r.integer("threads", 32, 1024));
   } else {
+    c.atom = r.choice_or("atom", "wmma", {"wmma", "m16n8k16"}) == "wmma" ? Atom::kWmma : Atom::kM16n8k16;
     c.bm = static_cast<int>(r.integer("bm", 16, 128));
     c.bn = static_cast<int>(r.integer("bn", 16, 64));
     c.wn = static_cast<int>(r.integer("wn", 1, 8));
+    if (c.atom == Atom::kM16n8k16) c.stages = static_cast<int>(r.integer("stages", 2, 8));
     c.split = static_cast<int>(r.integer("split", 1, kMaxSplit));
   }
   r.finish();
@@ -33,6 +35,11 @@ Config Config::parse(const Spec& spec, std::string_view text) {
 
 std::string Config::to_string() const {
   if (op == Op::kKvWrite) return join_fields({{"threads", std::to_string(threads)}});
+  if (atom == Atom::kM16n8k16) {
+    return join_fields({{"atom", "m16n8k16"}, {"bm", std::to_string(bm)}, {"bn", std::to_string(bn)},
+                        {"wn", std::to_string(wn)}, {"stages", std::to_string(stages)}, {"split", std::to_string(split)}});
+  }
+  // atom=wmma keeps the text (and so the cache keys) it had before there was a second atom.
   return join_fields({{"bm", std::to_string(bm)}, {"bn", std::to_string(bn)}, {"wn", std::to_string(wn)},
                       {"split", std::to_string(split)}});
 }
@@ -41,6 +48,15 @@ std::string Config::to_string() const {
 // [Q tile | K tiles | V tiles] (reused by the warp-column merge) | S per warp | stats per warp.
 int Config::shared_bytes(const Spec& spec) const {
   if (op == Op::kKvWrite) return 0;
+  if (atom == Atom::kM16n8k16) {
+    // Must equal templates/attention/attention_sm80.cuh: [Q tile | K stages | V stages | fp8:
+    // decoded K and V], after the key loop reused for the warp-column merge and row stats.
+    const int keys = wn * bn;
+    const int pipe = 2 * stages * keys * spec.dim * spec.kv_bytes() + (spec.kv == KvType::kF16 ? 0 : 2 * keys * spec.dim * 2);
+    const int main = bm * spec.dim * 2 + pipe;
+    const int end = (wn - 1) * bm * spec.dim * 4 + wn * bm * 2 * 4 + 16;
+    return std::max(main, end);
+  }
   const int ld = spec.dim + 8;
   const int tiles = bm * ld * 2 + 2 * wn * bn * ld * 2;
   const int merge = wn > 1 ? bm * spec.dim * 4 : 0;  // warp columns meet here
@@ -48,8 +64,23 @@ int Config::shared_bytes(const Spec& spec) const {
 }
 
 int Config::prefetch_bytes(const Spec& spec) const {
+  if (atom == Atom::kM16n8k16) return 0;  // cp.async: the next tiles wait in shared memory
   // Counted as decoded fp16: fp8 codes need as many registers again while they are decoded.
   return 2 * wn * bn * spec.dim * 2 / std::max(1, cta_threads());
+}
+
+std::optional<std::string> Config::m16n8k16_invalid_reason(const Spec& spec) const {
+  if (!one_of(stages, {2, 3, 4})) return "stages must be 2, 3 or 4";
+  if (shared_bytes(spec) > kMaxSharedBytes) {
+    return std::to_string(shared_bytes(spec)) + " bytes of shared memory per CTA (every sm_80+ part grants " +
+           std::to_string(kMaxSharedBytes) + "; sm_86/89: 99 KiB)";
+  }
+  // Per thread: D/2 output accumulators, bn/2 scores and (D <= 128) D/4 registers of Q fragments.
+  const int registers = spec.dim / 2 + bn / 2 + (spec.dim <= 128 ? spec.dim / 4 : 0);
+  if (registers > 176) {
+    return "about " + std::to_string(registers) + " registers of accumulators and Q fragments per thread (max 176)";
+  }
+  return std::nullopt;
 }
 
 std::optional<std::string> Config::invalid_reason(const Spec& spec) const {
@@ -63,6 +94,7 @@ std::optional<std::string> Config::invalid_reason(const Spec& spec) const {
   if (!one_of(wn, {1, 2, 4, 8})) return "wn must be 1, 2, 4 or 8";
   if (op == Op::kPrefill && split != 1) return "prefill has split=1 (its token tiles fill the GPU)";
   if (cta_threads() > kMaxThreads) return std::to_string(cta_threads()) + " threads per CTA (max " + std::to_string(kMaxThreads) + ")";
+  if (atom == Atom::kM16n8k16) return m16n8k16_invalid_reason(spec);
   if (shared_bytes(spec) > kMaxSharedBytes) {
     return std::to_string(shared_bytes(spec)) + " bytes of shared memory per CTA (sm_70 allows " +
            std::to_string(kMaxSharedBytes) + ")";

@@ -1,11 +1,14 @@
 // attention config: what the tuner varies.
-//   prefill, decode, verify:  bm=16,bn=16,wn=4,split=4
+//   prefill, decode, verify:  bm=16,bn=16,wn=4,split=4                         atom=wmma (any arch; sm_70's)
+//                             atom=m16n8k16,bm=64,bn=64,wn=1,stages=2,split=1  sm_80+ (attention_sm80.cuh)
 //   kv_write:                 threads=256
 // A CTA holds bm query rows of one sequence and one KV head (a row is one (token, query head)
 // pair, so the query heads of a KV head share every K/V load: GQA packing), in bm/16 warp
 // rows of 16; wn warp columns take turns over the key range in tiles of bn keys and merge
 // at the end; split CTAs share a sequence's key range and merge in fp32 through a workspace
-// (decode and verify only).
+// (decode and verify only). atom=wmma (the text without `atom`): WMMA m16n16k16, register
+// double buffering, S and P through shared memory. atom=m16n8k16: mma.sync with ldmatrix,
+// `stages` cp.async K/V buffers, S and P in registers.
 #pragma once
 #include <optional>
 #include <string>
@@ -14,6 +17,8 @@
 #include "codegen/attention/spec.h"
 
 namespace onecat::attention {
+
+enum class Atom { kWmma, kM16n8k16 };
 
 struct Config {
   // Volta's opt-in shared-memory limit per CTA (VOLTA.md: 96 KB per SM).
@@ -26,7 +31,9 @@ struct Config {
   static constexpr int kMaxSplit = 32;
 
   Op op = Op::kDecode;
+  Atom atom = Atom::kWmma;                  // attention ops
   int bm = 16, bn = 16, wn = 4, split = 1;  // attention ops
+  int stages = 2;                           // atom=m16n8k16 (wmma: 2, register double buffering)
   int threads = 256;                        // kv_write
 
   static Config parse(const Spec& spec, std::string_view text);  // parses and validates
@@ -37,6 +44,7 @@ struct Config {
   int cta_threads() const { return op == Op::kKvWrite ? threads : warps() * 32; }
   int shared_bytes(const Spec& spec) const;  // dynamic shared memory of one CTA
   int prefetch_bytes(const Spec& spec) const;
+  std::optional<std::string> m16n8k16_invalid_reason(const Spec& spec) const;
   friend bool operator==(const Config&, const Config&) = default;
 };
 

@@ -20,6 +20,17 @@ Emitted emit(const Spec& s, const Config& c, Arch arch) {
     e.kernel_expression = "onecat::kv_write_kernel<" + n(s.kv_heads) + ", " + n(s.dim) + ", " + n(s.page) + ", " +
                           n(int(s.kv)) + ", " + b(per_head) + ", " + n(c.threads) + ">";
     header = "attention/kv_write.cuh";
+  } else if (c.atom == Atom::kM16n8k16) {
+    if (!arch.has_mma_m16n8k16()) {
+      throw InputError("config " + c.to_string() + " uses the m16n8k16 atom, which needs sm_80 or newer (not " +
+                       arch.name() + "); use an atom=wmma config");
+    }
+    const int qlen = s.op == Op::kPrefill ? 0 : s.q;
+    e.kernel_expression = "onecat::attention_sm80_kernel<" + n(s.heads) + ", " + n(s.kv_heads) + ", " + n(s.dim) +
+                          ", " + n(s.page) + ", " + n(int(s.kv)) + ", " + b(per_head) + ", " + b(s.causal) + ", " +
+                          n(s.window) + ", " + n(qlen) + ", " + n(c.bm) + ", " + n(c.bn) + ", " + n(c.wn) + ", " +
+                          n(c.stages) + ", " + n(c.split) + ", " + n(c.shared_bytes(s)) + ">";
+    header = "attention/attention_sm80.cuh";
   } else {
     const int qlen = s.op == Op::kPrefill ? 0 : s.q;
     e.kernel_expression = "onecat::attention_kernel<" + n(s.heads) + ", " + n(s.kv_heads) + ", " + n(s.dim) + ", " +

@@ -28,9 +28,66 @@ int decode_bm(const Spec& s) {
   return bm;
 }
 
+struct Shape {
+  int bm, bn, wn, stages;
+};
+
+// atom=m16n8k16 (sm_80+), not yet measured on the GPU: FlashAttention-2's shapes for prefill
+// (128 rows of 8 warps × 64 keys at D ≤ 128; 64 × 32 at D = 256, Q staying in shared
+// memory), two stages (96 KiB; ~228 registers per thread at D=128 allow one 8-warp CTA per
+// SM). Decode/verify: the sequence's rows,
+// warp columns that take side-by-side 16-key tiles, the most stages that fit (bytes in flight
+// per SM are what a memory-bound kernel needs).
+Config m16n8k16_default(const Spec& s, int64_t m) {
+  Config c;
+  c.op = s.op;
+  c.atom = Atom::kM16n8k16;
+  std::vector<Shape> shapes;
+  if (s.op == Op::kPrefill) {
+    const int bm = std::max<int64_t>(m, 1) * s.group() > 64 && s.dim <= 128 ? 128 : 64;
+    shapes = {{bm, 64, 1, 3}, {bm, 64, 1, 2}, {64, 64, 1, 2}, {64, 32, 1, 2}, {64, 16, 1, 2}};
+  } else {
+    const int64_t ctas = std::max<int64_t>(1, m) * s.kv_heads;
+    c.split = std::clamp(pow2_ceil((kTargetCtas + ctas - 1) / ctas), 1, kMaxDefaultSplit);
+    const int bm = decode_bm(s);
+    // (4, 3) after (2, 4): at fp8 D=128 it spills 4 bytes with NVRTC 12.8 for sm_90.
+    shapes = {{bm, 16, 2, 4}, {bm, 16, 4, 3}, {bm, 16, 4, 2}, {bm, 16, 2, 3}, {bm, 16, 2, 2}, {bm, 16, 1, 4}, {bm, 16, 1, 2}};
+  }
+  for (const Shape& sh : shapes) {
+    c.bm = sh.bm, c.bn = sh.bn, c.wn = sh.wn, c.stages = sh.stages;
+    if (!c.invalid_reason(s)) return c;
+  }
+  throw InputError(s.to_string() + " has no valid m16n8k16 config");
+}
+
+std::vector<Config> m16n8k16_candidates(const Spec& s) {
+  std::vector<Config> out;
+  const bool prefill = s.op == Op::kPrefill;
+  const std::vector<int> bms = prefill ? std::vector<int>{64, 128} : std::vector<int>{decode_bm(s), std::min(64, 2 * decode_bm(s))};
+  const std::vector<int> bns = prefill ? std::vector<int>{32, 64} : std::vector<int>{16, 32};
+  const std::vector<int> wns = prefill ? std::vector<int>{1} : std::vector<int>{1, 2, 4};
+  const std::vector<int> splits = prefill ? std::vector<int>{1} : std::vector<int>{1, 4, 16};
+  for (int bm : bms) {
+    for (int bn : bns) {
+      for (int wn : wns) {
+        for (int stages : {2, 3, 4}) {
+          for (int split : splits) {
+            Config c;
+            c.op = s.op, c.atom = Atom::kM16n8k16, c.bm = bm, c.bn = bn, c.wn = wn, c.stages = stages, c.split = split;
+            const bool seen = std::find(out.begin(), out.end(), c) != out.end();
+            if (!seen && !c.invalid_reason(s)) out.push_back(c);
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
-Config default_config(const Spec& s, int64_t m) {
+Config default_config(const Spec& s, int64_t m, Arch arch) {
+  if (s.op != Op::kKvWrite && arch.has_mma_m16n8k16()) return m16n8k16_default(s, m);
   Config c;
   c.op = s.op;
   if (s.op == Op::kKvWrite) return c;
@@ -57,8 +114,9 @@ Config default_config(const Spec& s, int64_t m) {
   throw InputError(s.to_string() + " has no valid config");
 }
 
-std::vector<Config> candidate_configs(const Spec& s) {
+std::vector<Config> candidate_configs(const Spec& s, Arch arch) {
   std::vector<Config> out;
+  if (s.op != Op::kKvWrite && arch.has_mma_m16n8k16()) out = m16n8k16_candidates(s);
   if (s.op == Op::kKvWrite) {
     for (int t : {64, 128, 256, 512}) {
       Config c;

@@ -5,12 +5,14 @@
 #include <cstdint>
 #include <vector>
 
+#include "codegen/arch.h"
 #include "codegen/attention/config.h"
 
 namespace onecat::attention {
 
-Config default_config(const Spec& spec, int64_t m);
-std::vector<Config> candidate_configs(const Spec& spec);
+// sm_80+ gets the m16n8k16 atom (its candidates add to the WMMA ones); sm_70 WMMA only.
+Config default_config(const Spec& spec, int64_t m, Arch arch);
+std::vector<Config> candidate_configs(const Spec& spec, Arch arch);
 bool fits_bucket(const Spec& spec, const Config& config, int64_t m);
 
 }  // namespace onecat::attention

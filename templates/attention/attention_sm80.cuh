@@ -1,0 +1,452 @@
+// Paged attention for prefill, decode and verify on sm_80+ (atom=m16n8k16; docs/attention.md):
+// a FlashAttention-2-style body with the same rows, positions, masks, splits and ABI as the
+// WMMA kernel (attention.cuh).
+//
+// A CTA owns BM query rows of one sequence b and one KV head (row r: token r / G, query head
+// r % G: the G query heads of a KV head share every K/V load). Each warp keeps 16 rows. K/V
+// stages of WN·BN keys arrive by cp.async (zero-filled past the range) into STAGES XOR-swizzled
+// shared buffers, STAGES-1 stages in flight during the math; fp8 stages are decoded once per
+// stage into an fp16 tile. WN warp columns take the stage's BN-key tiles side by side and merge
+// at the end. Per tile a warp computes S = Q·Kᵀ with mma.sync.m16n8k16 (Q fragments in
+// registers for D ≤ 128, K by ldmatrix), the online softmax in fp32 on the accumulators
+// (exp2f, the softmax scale, log2 e and the K scale folded into one factor), and O += P·V with
+// P converted in registers straight into A fragments (no shared round trip) and V by
+// ldmatrix.trans. Tiles wholly outside a warp's causal/window range are skipped, tiles wholly
+// inside skip the mask. Splits write fp32 (max, sum, O) partials and the last CTA of a
+// (sequence, head, row block) merges them. Rows that see no key produce zeros, never NaN.
+#pragma once
+#include "attention/kv_format.cuh"
+#include "attention/mma16816.cuh"
+#include "common/fp16.cuh"
+#include "common/gmem.cuh"
+
+namespace onecat {
+
+template <int HEADS, int KVH, int D, int PAGE, int KV, bool SCALE_PER_HEAD, bool CAUSAL, int WINDOW, int QLEN, int BM,
+          int BN, int WN, int STAGES, int SPLIT, int SMEM_BYTES>
+__global__ void __launch_bounds__(BM / 16 * WN * 32)
+    attention_sm80_kernel(half_t* __restrict__ out, const half_t* __restrict__ q, const void* __restrict__ k_cache,
+                          const void* __restrict__ v_cache, const float* __restrict__ k_scale,
+                          const float* __restrict__ v_scale, const int* __restrict__ block_table, int max_pages,
+                          const int* __restrict__ seq_lens, const int* __restrict__ cu_q, float sm_scale,
+                          float* __restrict__ partial, int* __restrict__ counters) {
+  constexpr int G = HEADS / KVH;
+  constexpr int WM = BM / 16;
+  constexpr int kThreads = WM * WN * 32;
+  using Fmt = KvFormat<KV>;
+  constexpr bool kF16 = KV == kKvF16;
+  constexpr int kKeys = WN * BN;                // keys per stage
+  constexpr int kRowBytes = D * Fmt::kBytes;    // one cached K or V row
+  constexpr int kCpr = kRowBytes / 16;          // 16-byte chunks per cached row
+  constexpr int kStageChunks = kKeys * kCpr;    // of K (and of V) per stage
+  constexpr int kStageBytes = kKeys * kRowBytes;
+  constexpr int kQBytes = BM * D * 2;
+  constexpr int kTileBytes = kKeys * D * 2;     // a stage decoded to fp16 (fp8 only)
+  constexpr int kPipeBytes = 2 * STAGES * kStageBytes + (kF16 ? 0 : 2 * kTileBytes);
+  // After the key loop the whole buffer is free: warp-column partial O, then (m, l) per row.
+  constexpr int kMergeBytes = (WN - 1) * BM * D * 4;
+  constexpr int kStatBytes = WN * BM * 2 * 4;
+  constexpr int kMainBytes = kQBytes + kPipeBytes;
+  constexpr int kEndBytes = kMergeBytes + kStatBytes + 16;
+  static_assert((kMainBytes > kEndBytes ? kMainBytes : kEndBytes) == SMEM_BYTES, "codegen's shared size");
+  constexpr bool kQInRegs = D <= 128;  // D=256 keeps Q in shared memory: 64 more registers would spill
+  constexpr int kKSteps = D / 16;
+  // Q from shared memory (D = 256): fully unrolled, ptxas hoists every K fragment and spills.
+  constexpr int kKUnroll = kQInRegs ? kKSteps : 2;
+  constexpr int kNTiles = BN / 8;
+  constexpr int kDTiles = D / 8;
+  constexpr float kLog2e = 1.4426950408889634f;
+  const float kNegInf = __int_as_float(0xff800000);
+
+  extern __shared__ __align__(128) unsigned char smem[];
+  unsigned char* q_s = smem;
+  unsigned char* k_pipe = smem + kQBytes;  // [STAGES][kStageBytes]: fp16 swizzled, fp8 raw
+  unsigned char* v_pipe = k_pipe + STAGES * kStageBytes;
+  unsigned char* k16 = v_pipe + STAGES * kStageBytes;  // fp8: the current stage in fp16, swizzled
+  unsigned char* v16 = k16 + kTileBytes;
+  float* merge = reinterpret_cast<float*>(smem);             // after the loop: [WN-1][BM][D]
+  float* stat = reinterpret_cast<float*>(smem + kMergeBytes);  // after the loop: [WN][BM][2]
+  int* is_last = reinterpret_cast<int*>(smem + kMergeBytes + kStatBytes);
+
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int wm = warp % WM, wn = warp / WM;
+  const int gid = lane / 4, tig = lane % 4;
+  const int kvh = blockIdx.y;
+  const int b = blockIdx.z / SPLIT, split = blockIdx.z % SPLIT;
+  const int rb = QLEN ? blockIdx.x : gridDim.x - 1 - blockIdx.x;  // prefill: longest causal rows first
+  int tok0, q_len;
+  if constexpr (QLEN == 0) {
+    tok0 = cu_q[b];
+    q_len = cu_q[b + 1] - tok0;
+  } else {
+    tok0 = b * QLEN;
+    q_len = QLEN;
+  }
+  const int row0 = rb * BM;
+  if (row0 >= q_len * G) return;  // the whole CTA, splits alike
+  const int seq_len = seq_lens[b];
+  const int t_first = row0 / G, t_last = min(q_len - 1, (row0 + BM - 1) / G);
+  const int pos0 = seq_len - q_len;  // position of query token 0
+  int hi = CAUSAL ? min(seq_len, pos0 + t_last + 1) : seq_len;
+  const int lo = WINDOW > 0 ? max(0, pos0 + t_first - WINDOW + 1) : 0;
+  if (hi < lo) hi = lo;
+  const int n_tiles = (hi - lo + BN - 1) / BN;
+  const int per_split = (n_tiles + SPLIT - 1) / SPLIT;
+  const int tile_begin = min(n_tiles, split * per_split), tile_end = min(n_tiles, tile_begin + per_split);
+  const int iters = (tile_end - tile_begin + WN - 1) / WN;
+  const int key_end = min(hi, lo + tile_end * BN);  // keys past it are zero-filled and never seen
+
+  float ks_factor = Fmt::kDecodeFactor, vs_factor = Fmt::kDecodeFactor;
+  if constexpr (!kF16) {
+    ks_factor *= k_scale[SCALE_PER_HEAD ? kvh : 0];
+    vs_factor *= v_scale[SCALE_PER_HEAD ? kvh : 0];
+  }
+  const float qk_scale = sm_scale * ks_factor * kLog2e;
+
+  // Q tile (rows past the sequence's queries are zero), swizzled like K and V.
+  for (int c = tid; c < BM * (D / 8); c += kThreads) {
+    const int r = c / (D / 8), part = c % (D / 8);
+    const int t = (row0 + r) / G, h = (row0 + r) % G;
+    Chunk<16> v{};
+    if (t < q_len) v = gmem_load_nc<16>(q + ((long long)(tok0 + t) * HEADS + kvh * G + h) * D + part * 8);
+    *reinterpret_cast<Chunk<16>*>(q_s + attn_swizzle<D>(r, part)) = v;
+  }
+
+  // Stage `it` (tiles tile_begin + it·WN ..) → buffer it % STAGES; one page-table read per chunk.
+  const int* table = block_table + (long long)b * max_pages;
+  const char* kc = static_cast<const char*>(k_cache);
+  const char* vc = static_cast<const char*>(v_cache);
+  auto issue_stage = [&](int it) {
+    const int stage = it % STAGES;
+    const unsigned kdst = attn_smem(k_pipe + stage * kStageBytes), vdst = attn_smem(v_pipe + stage * kStageBytes);
+    const int key_base = lo + (tile_begin + it * WN) * BN;
+#pragma unroll
+    for (int i = 0; i < (kStageChunks + kThreads - 1) / kThreads; ++i) {
+      const int c = tid + i * kThreads;
+      if (kStageChunks % kThreads != 0 && c >= kStageChunks) break;
+      const int key = c / kCpr, part = c % kCpr;
+      const int j = key_base + key;
+      const bool ok = j < key_end;
+      long long off = 0;
+      if (ok) off = (((long long)table[j / PAGE] * KVH + kvh) * PAGE + j % PAGE) * kRowBytes + part * 16;
+      const unsigned at = kF16 ? unsigned(attn_swizzle<D>(key, part)) : unsigned(c * 16);
+      attn_cp_async16(kdst + at, kc + off, ok ? 16 : 0);
+      attn_cp_async16(vdst + at, vc + off, ok ? 16 : 0);
+    }
+  };
+  // fp8: the landed stage's codes → fp16 (exact; the 2^8 of E4M3 is in the factors).
+  auto decode_stage = [&](int it) {
+    const int stage = it % STAGES;
+#pragma unroll
+    for (int i = 0; i < (kStageChunks + kThreads - 1) / kThreads; ++i) {
+      const int c = tid + i * kThreads;
+      if (kStageChunks % kThreads != 0 && c >= kStageChunks) break;
+      const int key = c / kCpr, part = c % kCpr;  // 16 codes: fp16 chunks 2·part, 2·part + 1
+#pragma unroll
+      for (int kv = 0; kv < 2; ++kv) {
+        const uint4 raw = *reinterpret_cast<const uint4*>((kv ? v_pipe : k_pipe) + stage * kStageBytes + c * 16);
+        uint4 h0, h1;
+        attn_fp8x4_to_half2x2<KV>(raw.x, h0.x, h0.y);
+        attn_fp8x4_to_half2x2<KV>(raw.y, h0.z, h0.w);
+        attn_fp8x4_to_half2x2<KV>(raw.z, h1.x, h1.y);
+        attn_fp8x4_to_half2x2<KV>(raw.w, h1.z, h1.w);
+        unsigned char* dst = kv ? v16 : k16;
+        *reinterpret_cast<uint4*>(dst + attn_swizzle<D>(key, 2 * part)) = h0;
+        *reinterpret_cast<uint4*>(dst + attn_swizzle<D>(key, 2 * part + 1)) = h1;
+      }
+    }
+  };
+
+  // This thread's two rows (gid, gid + 8 of the warp) and the keys each sees: [lo_r, hi_r).
+  int hi_r[2], lo_r[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int t = (row0 + wm * 16 + gid + 8 * r) / G;
+    const int pos = pos0 + t;
+    hi_r[r] = t < q_len ? (CAUSAL ? pos + 1 : seq_len) : 0;
+    lo_r[r] = WINDOW > 0 ? pos - WINDOW + 1 : 0;
+  }
+  // Warp-wide bounds: a tile past every row's range is skipped, one inside every row's range
+  // needs no mask.
+  int w_hi_min = min(hi_r[0], hi_r[1]), w_hi_max = max(hi_r[0], hi_r[1]);
+  int w_lo_min = min(lo_r[0], lo_r[1]), w_lo_max = max(lo_r[0], lo_r[1]);
+#pragma unroll
+  for (int o = 16; o >= 1; o /= 2) {
+    w_hi_min = min(w_hi_min, __shfl_xor_sync(0xffffffffu, w_hi_min, o));
+    w_hi_max = max(w_hi_max, __shfl_xor_sync(0xffffffffu, w_hi_max, o));
+    w_lo_min = min(w_lo_min, __shfl_xor_sync(0xffffffffu, w_lo_min, o));
+    w_lo_max = max(w_lo_max, __shfl_xor_sync(0xffffffffu, w_lo_max, o));
+  }
+
+  float o_acc[kDTiles][4];
+#pragma unroll
+  for (int n = 0; n < kDTiles; ++n) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) o_acc[n][e] = 0.f;
+  }
+  float m_run[2] = {kNegInf, kNegInf}, l_run[2] = {0.f, 0.f};  // l: this thread's columns only
+
+  __syncthreads();  // Q is in shared memory
+  // ldmatrix lane roles. A (Q): matrix i = lane / 8 holds rows (i % 2)·8.., k chunk i / 2.
+  const int a_row = wm * 16 + (lane / 8 % 2) * 8 + lane % 8, a_chunk = lane / 16;
+  // B of Q·Kᵀ (K rows): matrix i holds keys (i / 2)·8.., d chunk i % 2.
+  const int bk_key = (lane / 16) * 8 + lane % 8, bk_chunk = lane / 8 % 2;
+  // B of P·V (V rows, transposed): matrix i holds keys (i % 2)·8.., d chunk i / 2.
+  const int bv_key = (lane / 8 % 2) * 8 + lane % 8, bv_chunk = lane / 16;
+  const unsigned q_base = attn_smem(q_s);
+  unsigned q_frag[kQInRegs ? kKSteps : 1][4];
+  if constexpr (kQInRegs) {
+#pragma unroll
+    for (int kk = 0; kk < kKSteps; ++kk) attn_ldmatrix_x4(q_frag[kk], q_base + attn_swizzle<D>(a_row, 2 * kk + a_chunk));
+  }
+
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < iters) issue_stage(s);
+    attn_cp_async_commit();
+  }
+  const bool warp_has_rows = (row0 + wm * 16) / G < q_len;  // else all 16 rows are padding
+  for (int it = 0; it < iters; ++it) {
+    attn_cp_async_wait<STAGES - 2>();
+    __syncthreads();  // stage `it` landed for every thread; every warp is done with it - 1
+    if (it + STAGES - 1 < iters) issue_stage(it + STAGES - 1);
+    attn_cp_async_commit();
+    unsigned k_base, v_base;
+    if constexpr (kF16) {
+      k_base = attn_smem(k_pipe + (it % STAGES) * kStageBytes);
+      v_base = attn_smem(v_pipe + (it % STAGES) * kStageBytes);
+    } else {
+      decode_stage(it);
+      __syncthreads();
+      k_base = attn_smem(k16);
+      v_base = attn_smem(v16);
+    }
+    const int tile = tile_begin + it * WN + wn;
+    const int key0 = lo + tile * BN;
+    // Warp-uniform: no divergence around mma.sync.
+    if (!warp_has_rows || tile >= tile_end || key0 >= w_hi_max || key0 + BN <= w_lo_min) continue;
+    const int key_row0 = wn * BN;  // the warp's keys in the stage
+
+    float s[kNTiles][4];
+#pragma unroll
+    for (int n = 0; n < kNTiles; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[n][e] = 0.f;
+    }
+#pragma unroll kKUnroll
+    for (int kk = 0; kk < kKSteps; ++kk) {
+      unsigned a[4];
+      if constexpr (kQInRegs) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) a[e] = q_frag[kk][e];
+      } else {
+        attn_ldmatrix_x4(a, q_base + attn_swizzle<D>(a_row, 2 * kk + a_chunk));
+      }
+#pragma unroll
+      for (int np = 0; np < BN / 16; ++np) {
+        unsigned bk[4];
+        attn_ldmatrix_x4(bk, k_base + attn_swizzle<D>(key_row0 + 16 * np + bk_key, 2 * kk + bk_chunk));
+        attn_mma16816(s[2 * np], a, bk[0], bk[1]);
+        attn_mma16816(s[2 * np + 1], a, bk[2], bk[3]);
+      }
+    }
+
+    // Online softmax in the log2 domain; element e of a tile is row e / 2, key 2·tig + e % 2.
+    const bool need_mask = key0 + BN > w_hi_min || (WINDOW > 0 && key0 < w_lo_max);
+#pragma unroll
+    for (int n = 0; n < kNTiles; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int j = key0 + n * 8 + 2 * tig + e % 2;
+        const float v = s[n][e] * qk_scale;
+        s[n][e] = !need_mask || (j < hi_r[e / 2] && j >= lo_r[e / 2]) ? v : kNegInf;
+      }
+    }
+    float alpha[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float mx = kNegInf;
+#pragma unroll
+      for (int n = 0; n < kNTiles; ++n) mx = fmaxf(mx, fmaxf(s[n][2 * r], s[n][2 * r + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float m_new = fmaxf(m_run[r], mx);
+      const float base = m_new == kNegInf ? 0.f : m_new;  // a row with nothing seen yet stays at 0
+      alpha[r] = m_run[r] == kNegInf ? 0.f : exp2f(m_run[r] - base);
+      m_run[r] = m_new;
+      float sum = 0.f;
+#pragma unroll
+      for (int n = 0; n < kNTiles; ++n) {
+        s[n][2 * r] = exp2f(s[n][2 * r] - base);
+        s[n][2 * r + 1] = exp2f(s[n][2 * r + 1] - base);
+        sum += s[n][2 * r] + s[n][2 * r + 1];
+      }
+      l_run[r] = l_run[r] * alpha[r] + sum;
+    }
+#pragma unroll
+    for (int n = 0; n < kDTiles; ++n) {
+      o_acc[n][0] *= alpha[0];
+      o_acc[n][1] *= alpha[0];
+      o_acc[n][2] *= alpha[1];
+      o_acc[n][3] *= alpha[1];
+    }
+
+    // O += P·V: the score accumulators of key tiles 2j, 2j+1 are the A fragment of k-step j.
+#pragma unroll
+    for (int j = 0; j < BN / 16; ++j) {
+      const unsigned p[4] = {attn_pack_half2(s[2 * j][0], s[2 * j][1]), attn_pack_half2(s[2 * j][2], s[2 * j][3]),
+                             attn_pack_half2(s[2 * j + 1][0], s[2 * j + 1][1]),
+                             attn_pack_half2(s[2 * j + 1][2], s[2 * j + 1][3])};
+#pragma unroll
+      for (int dp = 0; dp < D / 16; ++dp) {
+        unsigned bv[4];
+        attn_ldmatrix_x4_trans(bv, v_base + attn_swizzle<D>(key_row0 + 16 * j + bv_key, 2 * dp + bv_chunk));
+        attn_mma16816(o_acc[2 * dp], p, bv[0], bv[1]);
+        attn_mma16816(o_acc[2 * dp + 1], p, bv[2], bv[3]);
+      }
+    }
+  }
+  attn_cp_async_wait<0>();
+  __syncthreads();  // the buffers are free for the merge
+
+  // Row sums over the quad, then the warp columns meet: common max, rescale, sum.
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    l_run[r] += __shfl_xor_sync(0xffffffffu, l_run[r], 1);
+    l_run[r] += __shfl_xor_sync(0xffffffffu, l_run[r], 2);
+  }
+  const int lrow[2] = {wm * 16 + gid, wm * 16 + gid + 8};  // rows within the CTA
+  if (tig == 0) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      stat[(wn * BM + lrow[r]) * 2] = m_run[r];
+      stat[(wn * BM + lrow[r]) * 2 + 1] = l_run[r];
+    }
+  }
+  __syncthreads();
+  float row_max[2], row_sum[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    row_max[r] = kNegInf;
+    row_sum[r] = 0.f;
+#pragma unroll
+    for (int w = 0; w < WN; ++w) row_max[r] = fmaxf(row_max[r], stat[(w * BM + lrow[r]) * 2]);
+#pragma unroll
+    for (int w = 0; w < WN; ++w) {
+      const float mw = stat[(w * BM + lrow[r]) * 2];
+      row_sum[r] += mw == kNegInf ? 0.f : stat[(w * BM + lrow[r]) * 2 + 1] * exp2f(mw - row_max[r]);
+    }
+  }
+  if constexpr (WN > 1) {
+    float f[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) f[r] = m_run[r] == kNegInf ? 0.f : exp2f(m_run[r] - row_max[r]);
+#pragma unroll
+    for (int n = 0; n < kDTiles; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o_acc[n][e] *= f[e / 2];
+    }
+    if (wn > 0) {
+#pragma unroll
+      for (int n = 0; n < kDTiles; ++n) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          *reinterpret_cast<float2*>(merge + ((wn - 1) * BM + lrow[r]) * D + n * 8 + 2 * tig) =
+              make_float2(o_acc[n][2 * r], o_acc[n][2 * r + 1]);
+        }
+      }
+    }
+    __syncthreads();
+    if (wn == 0) {
+#pragma unroll 1
+      for (int w = 1; w < WN; ++w) {
+#pragma unroll
+        for (int n = 0; n < kDTiles; ++n) {
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            const float2 v = *reinterpret_cast<const float2*>(merge + ((w - 1) * BM + lrow[r]) * D + n * 8 + 2 * tig);
+            o_acc[n][2 * r] += v.x;
+            o_acc[n][2 * r + 1] += v.y;
+          }
+        }
+      }
+    }
+  }
+
+  int t_r[2], h_r[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    t_r[r] = (row0 + lrow[r]) / G;
+    h_r[r] = (row0 + lrow[r]) % G;
+  }
+  if constexpr (SPLIT == 1) {
+    if (wn != 0) return;
+    // out = O / l · v-scale, two halves per store (a quad writes 16 contiguous bytes of a row).
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      if (t_r[r] >= q_len) continue;
+      const float inv = row_sum[r] > 0.f ? vs_factor / row_sum[r] : 0.f;
+      half_t* dst = out + ((long long)(tok0 + t_r[r]) * HEADS + kvh * G + h_r[r]) * D + 2 * tig;
+#pragma unroll
+      for (int n = 0; n < kDTiles; ++n) {
+        Chunk<4> v;
+        v.h[0] = float_to_half(o_acc[n][2 * r] * inv).bits;
+        v.h[1] = float_to_half(o_acc[n][2 * r + 1] * inv).bits;
+        gmem_store<4>(dst + n * 8, v);
+      }
+    }
+  } else {
+    // Partials of (b, kvh, rb): [SPLIT][BM][D] O and [SPLIT][BM][2] (max, sum), then the
+    // last CTA of the slot merges (rows past the queries are neither written nor read).
+    constexpr int kRowBlocks = (QLEN * G + BM - 1) / BM;
+    const long long slot = ((long long)b * KVH + kvh) * kRowBlocks + rb;
+    float* part_o = partial + slot * SPLIT * BM * (D + 2);
+    float* part_ml = part_o + SPLIT * BM * D;
+    if (wn == 0) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        if (t_r[r] >= q_len) continue;
+        float* dst = part_o + (split * BM + lrow[r]) * D + 2 * tig;
+#pragma unroll
+        for (int n = 0; n < kDTiles; ++n) __stcg(reinterpret_cast<float2*>(dst + n * 8), make_float2(o_acc[n][2 * r], o_acc[n][2 * r + 1]));
+        if (tig == 0) __stcg(reinterpret_cast<float2*>(part_ml + (split * BM + lrow[r]) * 2), make_float2(row_max[r], row_sum[r]));
+      }
+    }
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) {
+      *is_last = atomicAdd(counters + slot, 1) == SPLIT - 1;
+      if (*is_last) counters[slot] = 0;  // ready for the next launch
+    }
+    __syncthreads();
+    if (!*is_last) return;
+    __threadfence();
+    for (int c = tid; c < BM * (D / 8); c += kThreads) {
+      const int r = c / (D / 8), part = c % (D / 8);
+      const int row = row0 + r, t = row / G, h = row % G;
+      if (t >= q_len) continue;
+      float mx = kNegInf;
+#pragma unroll 4
+      for (int sp = 0; sp < SPLIT; ++sp) mx = fmaxf(mx, __ldcg(part_ml + (sp * BM + r) * 2));
+      float acc[8] = {}, total = 0.f;
+#pragma unroll 4
+      for (int sp = 0; sp < SPLIT; ++sp) {
+        const float2 ml = __ldcg(reinterpret_cast<const float2*>(part_ml + (sp * BM + r) * 2));
+        if (ml.x == kNegInf) continue;
+        const float f = exp2f(ml.x - mx);
+        total += ml.y * f;
+        const float4* src = reinterpret_cast<const float4*>(part_o + (sp * BM + r) * D + part * 8);
+        const float4 x0 = __ldcg(src), x1 = __ldcg(src + 1);
+        acc[0] += x0.x * f, acc[1] += x0.y * f, acc[2] += x0.z * f, acc[3] += x0.w * f;
+        acc[4] += x1.x * f, acc[5] += x1.y * f, acc[6] += x1.z * f, acc[7] += x1.w * f;
+      }
+      const float inv = total > 0.f ? vs_factor / total : 0.f;
+      Chunk<16> v;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) v.h[e] = float_to_half(acc[e] * inv).bits;
+      gmem_store<16>(out + ((long long)(tok0 + t) * HEADS + kvh * G + h) * D + part * 8, v);
+    }
+  }
+}
+
+}  // namespace onecat
