@@ -241,9 +241,18 @@ TEST(GemmStaticQuality, Sm90TcSmallCompilesWithoutSpills) {
     const std::string spec = std::string("gemm:n=4096,k=4096,fmt=") + fmt;
     const Family& f = family_of(spec);
     const std::string ptx = compile_to_ptx(CompileRequest::make(f, spec, f.default_config(spec, 16, sm90), sm90), nvrtc);
-    EXPECT_NE(ptx.find("ld.global.nc.v4.u32"), std::string::npos) << fmt;
+    EXPECT_NE(ptx.find("ld.global.nc.v4.u32"), std::string::npos) << fmt;  // x
+    EXPECT_NE(ptx.find("cp.async.cg.shared.global"), std::string::npos) << fmt;  // weights, stages=3
     EXPECT_NE(ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"), std::string::npos) << fmt;
+    // stages=1: the weight chunks themselves are 128-bit loads into registers.
+    const std::string reg = compile_to_ptx(CompileRequest::make(f, spec, "strategy=tc_small,mt=8,rows=16,warps=8,stages=1", sm90), nvrtc);
+    EXPECT_EQ(reg.find("cp.async"), std::string::npos) << fmt;
+    EXPECT_NE(reg.find("ld.global.nc.v4.u32"), std::string::npos) << fmt;
   }
+  EXPECT_EQ(family_of("gemm:n=6144,k=4096,fmt=fp8b128").default_config("gemm:n=6144,k=4096,fmt=fp8b128", 16, sm90),
+            "strategy=tc_small,mt=16,rows=16,warps=8,stages=3");
+  EXPECT_EQ(family_of("gemm:n=28672,k=4096,fmt=awq4").default_config("gemm:n=28672,k=4096,fmt=awq4", 16, sm90),
+            "strategy=tc_small,mt=16,rows=32,warps=8,stages=3");
 }
 
 }  // namespace
