@@ -5,6 +5,7 @@
 #include <set>
 
 #include "codegen/family.h"
+#include "codegen/gemm/emit.h"
 #include "codegen/gemm/space.h"
 #include "runtime/cuda/error.h"
 #include "runtime/cuda/nvrtc.h"
@@ -107,6 +108,52 @@ TEST(GemmConfig, RulesAndDefaults) {
   }
 }
 
+TEST(GemmConfig, TcSmallRulesDefaultsAndCandidates) {
+  const gemm::Spec s = gemm::Spec::parse("gemm:n=4096,k=4096,fmt=awq4");
+  EXPECT_EQ(gemm::Config::parse(s, "strategy=tc_small,mt=8,rows=32,warps=4,stages=3").to_string(),
+            "strategy=tc_small,mt=8,rows=32,warps=4,stages=3");
+  expect_throw<InputError>([&] { gemm::Config::parse(s, "strategy=tc_small,mt=8,rows=32,warps=16,stages=3"); }, {"bytes of shared memory"});
+  expect_throw<InputError>([&] { gemm::Config::parse(s, "strategy=tc_small,mt=8,rows=32,warps=4"); }, {"missing field 'stages'"});
+  expect_throw<InputError>([&] { gemm::Config::parse(s, "strategy=tc_small,mt=4,rows=32,warps=8,stages=1"); }, {"mt must be 8 or 16"});
+  expect_throw<InputError>([&] { gemm::Config::parse(s, "strategy=tc_small,mt=8,rows=48,warps=8,stages=1"); }, {"rows must be 16, 32 or 64"});
+  expect_throw<InputError>([&] { gemm::Config::parse(s, "strategy=tc_small,mt=16,rows=32,warps=8,stages=1"); }, {"registers of x and weights"});
+  const gemm::Spec gated = gemm::Spec::parse("gemm:n=4096,k=4096,fmt=fp8b128,epi=silu_mul");
+  expect_throw<InputError>([&] { gemm::Config::parse(gated, "strategy=tc_small,mt=16,rows=64,warps=4,stages=1"); }, {"accumulators"});
+  // k=256 int4: 8 chunks per row are 2 k-blocks.
+  expect_throw<InputError>(
+      [&] { gemm::Config::parse(gemm::Spec::parse("gemm:n=64,k=256,fmt=awq4"), "strategy=tc_small,mt=8,rows=16,warps=4,stages=1"); },
+      {"more warps than K has k-blocks"});
+  expect_throw<InputError>(
+      [&] { family_of("gemm:n=4096,k=4096,fmt=awq4").emit("gemm:n=4096,k=4096,fmt=awq4", "strategy=tc_small,mt=8,rows=16,warps=8,stages=3", Arch{70}); },
+      {"sm_80 or newer", "sm_70"});
+  // Launch: weight-row tiles along x (output columns: half the weight rows for silu_mul), token tiles along y.
+  const LaunchGeometry g = gemm::geometry(gated, gemm::Config::parse(gated, "strategy=tc_small,mt=8,rows=32,warps=4,stages=1"), 9);
+  EXPECT_EQ(g.grid[0], 2048u / 32);
+  EXPECT_EQ(g.grid[1], 2u);
+  EXPECT_EQ(g.block[0], 128u);
+  for (const char* fmt : kFormats) {
+    for (auto [n, k] : {std::pair{6144, 4096}, std::pair{4096, 14336}, std::pair{333, 1024}, std::pair{4097, 256}}) {
+      const std::string spec = "gemm:n=" + std::to_string(n) + ",k=" + std::to_string(k) + ",fmt=" + fmt;
+      const Family& f = family_of(spec);
+      // sm_80+: tc_small from 5 to 16 tokens, gemv below; sm_70 never offers it.
+      for (int64_t m : {1, 2, 4, 5, 8, 9, 16}) {
+        EXPECT_EQ(f.default_config(spec, m, Arch{90}).starts_with("strategy=tc_small"), m >= 5) << spec << " m=" << m;
+        EXPECT_TRUE(f.default_config(spec, m, Arch{70}).starts_with("strategy=gemv")) << spec << " m=" << m;
+      }
+      EXPECT_NE(f.default_config(spec, 8, Arch{90}).find("mt=8,"), std::string::npos);
+      EXPECT_NE(f.default_config(spec, 16, Arch{90}).find("mt=16,"), std::string::npos);
+      int tc90 = 0;
+      for (const auto& c : f.candidate_configs(spec, Arch{90})) tc90 += c.starts_with("strategy=tc_small");
+      EXPECT_GT(tc90, 0) << spec;
+      for (const auto& c : f.candidate_configs(spec, Arch{70})) EXPECT_FALSE(c.starts_with("strategy=tc_small")) << c;
+      const gemm::Spec ps = gemm::Spec::parse(spec);
+      EXPECT_TRUE(gemm::fits_bucket(ps, gemm::Config::parse(ps, f.default_config(spec, 16, Arch{90})), 16));
+      EXPECT_FALSE(gemm::fits_bucket(ps, gemm::Config::parse(ps, f.default_config(spec, 16, Arch{90})), 8));
+      EXPECT_FALSE(gemm::fits_bucket(ps, gemm::Config::parse(ps, f.default_config(spec, 16, Arch{90})), 32));
+    }
+  }
+}
+
 // ARCHITECTURE.md rule 6 / issue: the default configs of the benchmark shapes compile for
 // sm_70 with zero spills, and their PTX reads weights with 128-bit loads.
 // Compiles every format's default configs for the shapes and token counts on arch and
@@ -166,6 +213,46 @@ TEST(GemmStaticQuality, Sm90DefaultsUseTheM16n8k16AtomWithoutSpills) {
     EXPECT_NE(ptx.find("ldmatrix.sync.aligned.m8n8.x4.shared.b16"), std::string::npos) << fmt;
     EXPECT_NE(ptx.find("cp.async.cg.shared.global"), std::string::npos) << fmt;
   }
+}
+
+// tc_small (sm_80+, M ≤ 16): its defaults for the benchmark shapes, and every candidate of two
+// specs (one gated), compile for sm_90 without spills; the PTX reads weights with one 128-bit
+// ld.global.nc per chunk and multiplies on mma.sync.m16n8k16 (no shared memory in the loop).
+TEST(GemmStaticQuality, Sm90TcSmallCompilesWithoutSpills) {
+  const Arch sm90{90};
+  const NvrtcLib& nvrtc = NvrtcRegistry::get().for_arch(sm90);
+  expect_defaults_compile_without_spills(sm90, {{6144, 4096}, {28672, 4096}, {4096, 14336}}, {1, 8, 16});
+  std::vector<CompileRequest> reqs;
+  for (const char* spec : {"gemm:n=4096,k=4096,fmt=awq4", "gemm:n=4096,k=4096,fmt=nvfp4,epi=silu_mul"}) {
+    const Family& f = family_of(spec);
+    for (const auto& c : f.candidate_configs(spec, sm90)) {
+      if (c.starts_with("strategy=tc_small")) reqs.push_back(CompileRequest::make(f, spec, c, sm90));
+    }
+  }
+  JitService jit(nullptr);
+  auto results = jit.get_all(reqs, 2, Parallelism::kThreads);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    SCOPED_TRACE(reqs[i].spec + " [" + reqs[i].config + "]");
+    ASSERT_TRUE(results[i].error.empty()) << results[i].error;
+    EXPECT_FALSE(results[i].binary.usage.spills()) << results[i].binary.usage.spill_store_bytes << " bytes spilled";
+    EXPECT_EQ(results[i].binary.usage.stack_bytes, 0);
+  }
+  for (const char* fmt : kFormats) {
+    const std::string spec = std::string("gemm:n=4096,k=4096,fmt=") + fmt;
+    const Family& f = family_of(spec);
+    const std::string ptx = compile_to_ptx(CompileRequest::make(f, spec, f.default_config(spec, 16, sm90), sm90), nvrtc);
+    EXPECT_NE(ptx.find("ld.global.nc.v4.u32"), std::string::npos) << fmt;  // x
+    EXPECT_NE(ptx.find("cp.async.cg.shared.global"), std::string::npos) << fmt;  // weights, stages=3
+    EXPECT_NE(ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"), std::string::npos) << fmt;
+    // stages=1: the weight chunks themselves are 128-bit loads into registers.
+    const std::string reg = compile_to_ptx(CompileRequest::make(f, spec, "strategy=tc_small,mt=8,rows=16,warps=8,stages=1", sm90), nvrtc);
+    EXPECT_EQ(reg.find("cp.async"), std::string::npos) << fmt;
+    EXPECT_NE(reg.find("ld.global.nc.v4.u32"), std::string::npos) << fmt;
+  }
+  EXPECT_EQ(family_of("gemm:n=6144,k=4096,fmt=fp8b128").default_config("gemm:n=6144,k=4096,fmt=fp8b128", 16, sm90),
+            "strategy=tc_small,mt=16,rows=16,warps=8,stages=3");
+  EXPECT_EQ(family_of("gemm:n=28672,k=4096,fmt=awq4").default_config("gemm:n=28672,k=4096,fmt=awq4", 16, sm90),
+            "strategy=tc_small,mt=16,rows=32,warps=8,stages=3");
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 
 #include "cache/store.h"
 #include "codegen/family.h"
+#include "codegen/gemm/config.h"
+#include "runtime/cuda/error.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/jit/module_table.h"
 #include "runtime/jit/service.h"
@@ -42,6 +44,15 @@ struct GemmGpu : ::testing::Test {
 };
 
 const char* kFormats[] = {"f16", "awq4", "gptq4", "fp8b32", "fp8b128", "nvfp4", "mxfp4"};
+
+bool valid_for(const std::string& spec, const std::string& config) {
+  try {
+    gemm::Config::parse(gemm::Spec::parse(spec), config);
+    return true;
+  } catch (const InputError&) {
+    return false;
+  }
+}
 
 TEST_F(GemmGpu, EveryFormatOddShapesDefaultConfigs) {
   for (const char* fmt : kFormats) {
@@ -84,7 +95,44 @@ TEST_F(GemmGpu, EveryCandidateConfig) {
     std::vector<CompileRequest> reqs;
     for (const std::string& config : configs) reqs.push_back(CompileRequest::make(family_of(spec), spec, config, arch()));
     jit->get_all(reqs, 16, Parallelism::kThreads);
-    for (const std::string& config : configs) expect_pass(spec, config, config.starts_with("strategy=mma") ? 45 : 7);
+    for (const std::string& config : configs) {
+      // tc_small: 13 tokens use both 8-token operands of mt=16, 45 several token tiles.
+      if (config.starts_with("strategy=tc_small")) {
+        for (int64_t m : {int64_t(config.find("mt=16") != std::string::npos ? 13 : 7), int64_t(45)}) expect_pass(spec, config, m);
+      } else {
+        expect_pass(spec, config, config.starts_with("strategy=mma") ? 45 : 7);
+      }
+    }
+  }
+}
+
+// The sm_80+ small-M tensor-core strategy on its own (the defaults use it only for 5..16
+// tokens): every format, odd N and K (a partial last k-block: 1040 fp8 values are 65 chunks),
+// one and two 8-token operands, every epilogue, groups and act-order.
+TEST_F(GemmGpu, TcSmallEveryFormatEpilogueAndOddShape) {
+  if (!arch().has_mma_m16n8k16()) GTEST_SKIP() << "tc_small needs sm_80+";
+  const std::vector<std::string> configs = {"strategy=tc_small,mt=8,rows=16,warps=2,stages=1", "strategy=tc_small,mt=8,rows=32,warps=4,stages=3",
+                                            "strategy=tc_small,mt=16,rows=16,warps=8,stages=3", "strategy=tc_small,mt=16,rows=16,warps=4,stages=4"};
+  auto check_all = [&](const std::string& spec, std::initializer_list<int64_t> ms) {
+    for (const std::string& config : configs) {
+      if (!valid_for(spec, config)) continue;  // e.g. more warps than K has k-blocks for
+      for (int64_t m : ms) expect_pass(spec, config, m);
+    }
+  };
+  for (const char* fmt : kFormats) {
+    for (auto [n, k] : {std::pair{333, 1024}, std::pair{4097, 256}, std::pair{2560, 9728}}) {
+      check_all("gemm:n=" + std::to_string(n) + ",k=" + std::to_string(k) + ",fmt=" + fmt, {1, 3, 8, 9, 16});
+    }
+  }
+  for (const char* spec : {"gemm:n=1000,k=2048,fmt=awq4,group=64", "gemm:n=1000,k=2048,fmt=gptq4,group=32",
+                           "gemm:n=1000,k=2048,fmt=fp8b128,group=0", "gemm:n=300,k=1040,fmt=fp8b128,group=128",
+                           "gemm:n=777,k=1024,fmt=gptq4,group=128,act_order=1"}) {
+    check_all(spec, {2, 11});
+  }
+  for (const char* fmt : {"f16", "awq4", "fp8b128", "nvfp4", "mxfp4"}) {
+    for (const char* epi : {"epi=bias", "epi=residual", "epi=silu_mul", "out=f32"}) {
+      check_all(std::string("gemm:n=1026,k=1024,fmt=") + fmt + "," + epi, {1, 6, 16});
+    }
   }
 }
 

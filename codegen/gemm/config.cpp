@@ -70,16 +70,46 @@ std::optional<std::string> mma_invalid(const Spec& spec, const Config& c) {
   return std::nullopt;
 }
 
+// templates/gemm/tc_small.cuh: k-blocks of four 16-byte chunks per row, split over the warps.
+std::optional<std::string> tc_small_invalid(const Spec& spec, const Config& c) {
+  if (c.mt != 8 && c.mt != 16) return "mt must be 8 or 16 (one or two 8-token mma operands)";
+  if (c.rows != 16 && c.rows != 32 && c.rows != 64) return "rows must be 16, 32 or 64";
+  if (!power_of_two(c.warps) || c.warps > 16) return "warps must be 1, 2, 4, 8 or 16";
+  if (c.stages < 1 || c.stages > 4) return "stages must be 1 (registers) to 4";
+  if (c.tc_small_accumulators(spec) > Config::kMaxTcSmallAccumulators) {
+    return std::to_string(c.tc_small_accumulators(spec)) + " accumulators per thread (max " +
+           std::to_string(Config::kMaxTcSmallAccumulators) + ")";
+  }
+  if (c.tc_small_accumulators(spec) + c.tc_small_stage_regs(spec) > Config::kMaxTcSmallAccumulatorAndStageRegs) {
+    return std::to_string(c.tc_small_accumulators(spec)) + " accumulators and " + std::to_string(c.tc_small_stage_regs(spec)) +
+           " registers of x and weights per k-block (max " + std::to_string(Config::kMaxTcSmallAccumulatorAndStageRegs) +
+           " together)";
+  }
+  if (c.tc_small_stage_regs(spec) > Config::kMaxTcSmallStageRegs) {
+    return "a k-block would hold " + std::to_string(c.tc_small_stage_regs(spec)) + " registers of x and weights (max " +
+           std::to_string(Config::kMaxTcSmallStageRegs) + ")";
+  }
+  const int64_t blocks = (spec.k / spec.per_chunk() + 3) / 4;
+  if (blocks < c.warps) return "more warps than K has k-blocks of four chunks for";
+  if (c.tc_small_shared_bytes(spec) > Config::kMaxSharedBytes) {
+    return "the weight ring or the cross-warp reduction needs " + std::to_string(c.tc_small_shared_bytes(spec)) +
+           " bytes of shared memory (max 48 KiB)";
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Config Config::parse(const Spec& spec, std::string_view text) {
   FieldReader r(text, "config '" + std::string(text) + "'");
   Config c;
-  c.strategy = r.choice("strategy", {"gemv", "mma"}) == "mma" ? Strategy::kMma : Strategy::kGemv;
-  if (c.strategy == Strategy::kGemv) {
+  const std::string strategy = r.choice("strategy", {"gemv", "mma", "tc_small"});
+  c.strategy = strategy == "mma" ? Strategy::kMma : strategy == "tc_small" ? Strategy::kTcSmall : Strategy::kGemv;
+  if (c.strategy != Strategy::kMma) {
     c.mt = static_cast<int>(r.integer("mt", 1, 16));
-    c.rows = static_cast<int>(r.integer("rows", 1, 8));
+    c.rows = static_cast<int>(r.integer("rows", 1, 64));
     c.warps = static_cast<int>(r.integer("warps", 1, 16));
+    if (c.strategy == Strategy::kTcSmall) c.stages = static_cast<int>(r.integer("stages", 1, 4));
   } else {
     c.atom = r.choice_or("atom", "wmma", {"wmma", "m16n8k16"}) == "wmma" ? Atom::kWmma : Atom::kM16n8k16;
     c.bm = static_cast<int>(r.integer("bm", 16, 256));
@@ -99,7 +129,11 @@ Config Config::parse(const Spec& spec, std::string_view text) {
 }
 
 std::string Config::to_string() const {
-  if (strategy == Strategy::kGemv) {
+  if (strategy != Strategy::kMma) {
+    if (strategy == Strategy::kTcSmall) {
+      return join_fields({{"strategy", "tc_small"}, {"mt", std::to_string(mt)}, {"rows", std::to_string(rows)},
+                          {"warps", std::to_string(warps)}, {"stages", std::to_string(stages)}});
+    }
     return join_fields({{"strategy", "gemv"}, {"mt", std::to_string(mt)}, {"rows", std::to_string(rows)}, {"warps", std::to_string(warps)}});
   }
   if (atom == Atom::kWmma) {
@@ -122,7 +156,12 @@ int Config::shared_bytes(const Spec& spec) const {
 }
 
 std::optional<std::string> Config::invalid_reason(const Spec& spec) const {
-  return strategy == Strategy::kGemv ? gemv_invalid(spec, *this) : mma_invalid(spec, *this);
+  switch (strategy) {
+    case Strategy::kGemv: return gemv_invalid(spec, *this);
+    case Strategy::kTcSmall: return tc_small_invalid(spec, *this);
+    case Strategy::kMma: break;
+  }
+  return mma_invalid(spec, *this);
 }
 
 }  // namespace onecat::gemm

@@ -2,11 +2,15 @@
 //   strategy=gemv,mt=1,rows=2,warps=4                            small M (templates/gemm/gemv.cuh)
 //   strategy=mma,atom=wmma,bm=64,bn=128,wm=2,wn=2                larger M, any arch (templates/gemm/mma.cuh)
 //   strategy=mma,atom=m16n8k16,bm=128,bn=128,wm=2,wn=2,bk=32,stages=4   sm_80+ (templates/gemm/mma16816.cuh)
+//   strategy=tc_small,mt=16,rows=16,warps=8,stages=3             M ≤ 16, sm_80+ (templates/gemm/tc_small.cuh)
 // gemv: a CTA of `warps` warps owns `rows` output rows and a tile of `mt` tokens; its warps
 // split K, each lane streaming 16-byte chunks of weight rows.
 // mma: a CTA computes a bm (tokens) × bn (weight rows) tile with wm × wn warps on tensor
 // cores. atom=wmma (Volta's instruction on sm_70): K in steps of 32, register prefetch and
 // two shared buffers. atom=m16n8k16 (sm_80+): K in steps of bk, `stages` cp.async buffers.
+// tc_small: a CTA of `warps` warps owns `rows` output rows (16, 32 or 64) and `mt` tokens (8
+// or 16) on mma.m16n8k16 with W as the A operand; its warps split K, decoding weight chunks
+// in registers straight into fragments.
 #pragma once
 #include <optional>
 #include <string>
@@ -16,7 +20,7 @@
 
 namespace onecat::gemm {
 
-enum class Strategy { kGemv, kMma };
+enum class Strategy { kGemv, kMma, kTcSmall };
 enum class Atom { kWmma, kM16n8k16 };
 
 struct Config {
@@ -35,12 +39,12 @@ struct Config {
   static constexpr int kMaxDynamicSharedBytes = 96 * 1024;
 
   Strategy strategy = Strategy::kGemv;
-  int mt = 1;     // gemv: tokens per CTA (the M bucket's size)
-  int rows = 2;   // gemv: output rows per CTA
-  int warps = 4;  // gemv: warps per CTA, splitting K
+  int mt = 1;     // gemv, tc_small: tokens per CTA (gemv: the M bucket's size; tc_small: 8 or 16)
+  int rows = 2;   // gemv, tc_small: output rows per CTA
+  int warps = 4;  // gemv, tc_small: warps per CTA, splitting K
   int bm = 64, bn = 128, wm = 2, wn = 2;  // mma
   Atom atom = Atom::kWmma;                // mma
-  int bk = 32, stages = 2;                // mma with atom=m16n8k16 (wmma: 32 and 2)
+  int bk = 32, stages = 2;                // mma with atom=m16n8k16 (wmma: 32 and 2); tc_small: 1 = registers, 2..4 = cp.async ring
 
   static Config parse(const Spec& spec, std::string_view text);  // parses and validates
   std::string to_string() const;
@@ -49,7 +53,27 @@ struct Config {
   int slots(const Spec& spec) const { return spec.epilogue == Epilogue::kSiluMul ? 2 * rows : rows; }
   // Dynamic shared memory of an m16n8k16 CTA (0 for the other kernels, whose is static).
   int shared_bytes(const Spec& spec) const;
-  int threads() const { return strategy == Strategy::kGemv ? warps * 32 : wm * wn * 32; }
+  int threads() const { return strategy == Strategy::kMma ? wm * wn * 32 : warps * 32; }
+  // tc_small: 16-row weight tiles per CTA and fp32 accumulators per thread.
+  int tc_small_tiles(const Spec& spec) const { return slots(spec) / 16; }
+  int tc_small_accumulators(const Spec& spec) const { return tc_small_tiles(spec) * (mt / 8) * 4; }
+  static constexpr int kMaxTcSmallAccumulators = 32;
+  // tc_small: registers of one k-block's x pieces and (stages=1) raw weight chunks, held twice:
+  // the next block is in flight during this one's math.
+  int tc_small_stage_regs(const Spec& spec) const {
+    return (stages == 1 ? tc_small_tiles(spec) * 2 * 4 : 0) + (mt / 8) * spec.per_chunk() / 2;
+  }
+  static constexpr int kMaxTcSmallStageRegs = 40;
+  // Both together, which with the decoded chunks, scales and addresses stays under 255
+  // registers without spills on sm_90 (64 spilled for nvfp4 silu_mul, mt=16, rows=32).
+  static constexpr int kMaxTcSmallAccumulatorAndStageRegs = 56;
+  // tc_small: static shared memory, the larger of the weight ring (stages ≥ 2) and the
+  // cross-warp partial sums (templates/gemm/tc_small.cuh).
+  int tc_small_shared_bytes(const Spec& spec) const {
+    const int ring = stages > 1 ? stages * tc_small_tiles(spec) * 2 * threads() * 16 : 0;
+    const int partial = warps * tc_small_accumulators(spec) * 32 * 4;
+    return ring > partial ? ring : partial;
+  }
   friend bool operator==(const Config&, const Config&) = default;
 };
 

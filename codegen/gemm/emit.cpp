@@ -28,6 +28,14 @@ Emitted emit(const Spec& spec, const Config& c, Arch arch) {
     e.kernel_expression = "onecat::gemv_kernel<" + shape + std::to_string(c.mt) + ", " + std::to_string(c.rows) + ", " +
                           std::to_string(c.warps) + ", " + tail;
     header = "gemm/gemv.cuh";
+  } else if (c.strategy == Strategy::kTcSmall) {
+    if (!arch.has_mma_m16n8k16()) {
+      throw InputError("config " + c.to_string() + " runs on mma.m16n8k16, which needs sm_80 or newer (not " + arch.name() +
+                       "); use strategy=gemv");
+    }
+    e.kernel_expression = "onecat::tc_small_kernel<" + shape + std::to_string(c.mt) + ", " + std::to_string(c.rows) + ", " +
+                          std::to_string(c.warps) + ", " + std::to_string(c.stages) + ", " + tail;
+    header = "gemm/tc_small.cuh";
   } else if (c.atom == Atom::kWmma) {
     e.kernel_expression = "onecat::mma_kernel<" + shape + std::to_string(c.bm) + ", " + std::to_string(c.bn) + ", " +
                           std::to_string(c.wm) + ", " + std::to_string(c.wn) + ", " + tail;
@@ -50,11 +58,12 @@ Emitted emit(const Spec& spec, const Config& c, Arch arch) {
 LaunchGeometry geometry(const Spec& spec, const Config& c, int64_t m) {
   if (m < 1) throw InputError("gemm needs at least one token (m=" + std::to_string(m) + ")");
   LaunchGeometry g;
-  const int64_t cols = c.strategy == Strategy::kGemv ? c.rows : (spec.epilogue == Epilogue::kSiluMul ? c.bn / 2 : c.bn);
-  const int64_t tile_m = c.strategy == Strategy::kGemv ? c.mt : c.bm;
+  const bool gemv_like = c.strategy != Strategy::kMma;  // gemv and tc_small: rows × mt tiles, weight tiles along x
+  const int64_t cols = gemv_like ? c.rows : (spec.epilogue == Epilogue::kSiluMul ? c.bn / 2 : c.bn);
+  const int64_t tile_m = gemv_like ? c.mt : c.bm;
   const int64_t col_tiles = (spec.out_cols() + cols - 1) / cols;
   const int64_t tiles = (m + tile_m - 1) / tile_m;
-  if (c.strategy == Strategy::kGemv) {
+  if (gemv_like) {
     if (tiles > 65535) throw InputError("gemm: m=" + std::to_string(m) + " exceeds the grid's token tiles");
     g.grid[0] = static_cast<unsigned>(col_tiles), g.grid[1] = static_cast<unsigned>(tiles);
   } else {

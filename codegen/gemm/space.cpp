@@ -16,6 +16,8 @@ constexpr int64_t kChunksPerLane = 4;
 
 // Above this many tokens the tensor-core strategy takes over from gemv.
 constexpr int64_t kGemvMaxM = 16;
+// From this many tokens up to kGemvMaxM, sm_80+ defaults to tc_small instead of gemv.
+constexpr int64_t kTcSmallMinM = 5;
 
 static Config mma16816_default(const Spec& spec, int64_t m) {
   Config c;
@@ -33,6 +35,29 @@ static Config mma16816_default(const Spec& spec, int64_t m) {
   while (c.wn > 1 && c.invalid_reason(spec)) c.wn /= 2;
   while (c.stages > 2 && c.invalid_reason(spec)) --c.stages;
   if (auto why = c.invalid_reason(spec)) throw InputError(spec.to_string() + " has no valid mma config: " + *why);
+  return c;
+}
+
+// tc_small (sm_80+) for a bucket of 2..16 tokens: each weight chunk is decoded once for all
+// tokens (gemv decodes it once per token). The widest row tile that still gives every SM
+// about two CTAs (wider tiles reread x from L2 less often), warps enough that each takes a
+// few k-blocks.
+static Config tc_small_default(const Spec& spec, int64_t m) {
+  Config c;
+  c.strategy = Strategy::kTcSmall;
+  c.mt = m <= 8 ? 8 : 16;
+  c.rows = 64;
+  while (c.rows > 16 && (spec.out_cols() + c.rows - 1) / c.rows < kTargetCtas) c.rows /= 2;
+  const int64_t blocks = (spec.k / spec.per_chunk() + 3) / 4;
+  c.warps = 8;
+  while (c.warps > 1 && blocks / c.warps < 2) c.warps /= 2;
+  // Weights through a three-slot cp.async ring: two k-blocks in flight without registers.
+  c.stages = 3;
+  while (c.rows > 16 && c.invalid_reason(spec)) c.rows /= 2;
+  while (c.warps > 2 && c.invalid_reason(spec)) c.warps /= 2;
+  while (c.stages > 1 && c.invalid_reason(spec)) --c.stages;
+  while (c.warps > 1 && c.invalid_reason(spec)) c.warps /= 2;
+  if (auto why = c.invalid_reason(spec)) throw InputError(spec.to_string() + " has no valid tc_small config: " + *why);
   return c;
 }
 
@@ -57,6 +82,7 @@ Config default_config(const Spec& spec, int64_t m, Arch arch) {
   if (m > kGemvMaxM && spec.k % Config::kMmaBk == 0) {
     return arch.has_mma_m16n8k16() ? mma16816_default(spec, m) : mma_default(spec, m);
   }
+  if (arch.has_mma_m16n8k16() && m >= kTcSmallMinM) return tc_small_default(spec, m);
   Config c;
   c.mt = 1;
   while (c.mt < std::min<int64_t>(m, 16)) c.mt *= 2;
@@ -86,6 +112,20 @@ std::vector<Config> candidate_configs(const Spec& spec, Arch arch) {
     }
   }
   if (arch.has_mma_m16n8k16()) {
+    // tc_small: both token tiles, every row tile, 2 to 16 warps splitting K, weights through
+    // registers (stages=1) or a three-slot cp.async ring.
+    for (int mt : {8, 16}) {
+      for (int rows : {16, 32, 64}) {
+        for (int warps : {2, 4, 8, 16}) {
+          for (int stages : {1, 3}) {
+            Config c;
+            c.strategy = Strategy::kTcSmall;
+            c.mt = mt, c.rows = rows, c.warps = warps, c.stages = stages;
+            if (!c.invalid_reason(spec)) out.push_back(c);
+          }
+        }
+      }
+    }
     // Four or eight warps with warp tiles from 16×32 (bm=16, for the tokens of a small
     // bucket) to 64×64, K steps of 32 or 64, three or four stages.
     for (int bm : {16, 32, 64, 128, 256}) {
@@ -127,6 +167,7 @@ bool fits_bucket(const Spec&, const Config& c, int64_t m) {
     while (tile < std::min<int64_t>(m, 16)) tile *= 2;
     return c.mt == tile;
   }
+  if (c.strategy == Strategy::kTcSmall) return m <= 16 && c.mt == (m <= 8 ? 8 : 16);
   // Tensor-core tiles only beyond a few tokens, and no taller than twice the bucket.
   return m > 8 && c.bm <= 2 * std::max<int64_t>(m, 16);
 }

@@ -5,6 +5,11 @@
 //   half2_t decode(raw, pair, scale)   W[row][k0 + 2p], W[row][k0 + 2p + 1], scaled where fp16 is exact
 //   float flush(scale)  the factor applied in fp32 to the chunk's fp16 partial sum
 //   kFlushScaled        false when flush() is always 1
+//   kWordScaled         decode = decode_unscaled · word_scale(scale): gemv sums each word's
+//                       (4 pairs') unscaled products and scales that partial once
+//   kScaleSpanK         k values over which a row's Scale is the same (0: none to exploit);
+//                       then decode = decode_unscaled · block_scale(scale) with an fp32
+//                       block_scale, which tc_small applies to a k-block's fp32 partial sums
 // Decoding happens in registers (no shared memory), as Volta's best GEMV kernels do.
 #pragma once
 #include "common/fp16.cuh"
@@ -40,6 +45,8 @@ __device__ __forceinline__ half2_t e2m1x2_to_half2_scaled(unsigned word) {
 }
 
 struct FmtF16 {
+  static constexpr bool kWordScaled = false;
+  static constexpr int kScaleSpanK = 0;
   static constexpr int kPerChunk = 8;
   static constexpr bool kFlushScaled = false;
   struct Scale {};
@@ -53,24 +60,33 @@ template <int K, int GROUP>
 struct FmtInt4 {
   static constexpr int kPerChunk = 32;
   static constexpr bool kFlushScaled = false;
+  static constexpr bool kWordScaled = true;  // decode_unscaled + word_scale (gemv)
+  static constexpr int kScaleSpanK = GROUP;
   static_assert(GROUP % kPerChunk == 0, "a chunk must lie in one group");
   struct Scale {
     half2_t s2;
-    half2_t z2;  // 1024 + z in both halves
+    half2_t z2;   // 1024 + z in both halves (codes in the low nibble of a byte)
+    half2_t zh2;  // -(64 + z) in both halves (codes in the high nibble)
   };
   __device__ static Scale load_scale(const void* scales, const void* zeros, int row, int chunk) {
     const long long i = static_cast<long long>(row) * (K / GROUP) + chunk * kPerChunk / GROUP;
     const half_t s = static_cast<const half_t*>(scales)[i];
-    const half_t z = static_cast<const half_t*>(zeros)[i];
-    return {half2_splat(s), half2_splat(float_to_half(1024.f + half_to_float(z)))};
+    const float z = half_to_float(static_cast<const half_t*>(zeros)[i]);
+    return {half2_splat(s), half2_splat(float_to_half(1024.f + z)), half2_splat(float_to_half(-64.f - z))};
   }
-  __device__ static half2_t decode(const Raw16& raw, int p, const Scale& sc) {
-    // Codes of k = 2i, 2i+1 sit at bits 4i and 16 + 4i (interleaved order); OR-ing them into
-    // 0x6400 (1024.0) gives 1024 + q exactly; subtracting 1024 + z is exact too.
+  // q - z, exact. Codes of k = 2i, 2i+1 sit at bits 4i and 16 + 4i (interleaved order). One
+  // AND-OR (a single lop3) puts a pair into the mantissa of 0x6400 (1024.0): codes at bits
+  // 0/16 give 1024 + q and codes at bits 4/20 give 1024 + 16q, so a word needs one shift
+  // (by 8) for its four pairs; 1024 + q − (1024 + z) and (1024 + 16q)/16 − (64 + z) are exact.
+  __device__ static half2_t decode_unscaled(const Raw16& raw, int p, const Scale& sc) {
     const unsigned w = raw_word(raw, p / 4);
-    const half2_t q = half2_t{((w >> (4 * (p % 4))) & 0x000f000fu) | 0x64006400u};
-    return hmul2(hsub2(q, sc.z2), sc.s2);
+    const unsigned v = p % 4 >= 2 ? w >> 8 : w;
+    if (p % 2 == 0) return hsub2(half2_t{(v & 0x000f000fu) | 0x64006400u}, sc.z2);
+    return hfma2(half2_t{(v & 0x00f000f0u) | 0x64006400u}, half2_t{0x2c002c00u} /* 1/16 */, sc.zh2);
   }
+  __device__ static half2_t word_scale(const Scale& sc) { return sc.s2; }
+  __device__ static float block_scale(const Scale& sc) { return half_to_float(half_t{static_cast<unsigned short>(sc.s2.bits)}); }
+  __device__ static half2_t decode(const Raw16& raw, int p, const Scale& sc) { return hmul2(decode_unscaled(raw, p, sc), sc.s2); }
   __device__ static float flush(const Scale&) { return 1.f; }
 };
 
@@ -78,6 +94,8 @@ struct FmtInt4 {
 // guarantees it), so the scaled value is an exact fp16.
 template <int K>
 struct FmtFp8B32 {
+  static constexpr bool kWordScaled = false;
+  static constexpr int kScaleSpanK = 0;
   static constexpr int kPerChunk = 16;
   static constexpr bool kFlushScaled = false;
   struct Scale {
@@ -97,6 +115,8 @@ struct FmtFp8B32 {
 // fp8b128: E4M3 with an fp32 scale per 128×128 block (BLOCK=128) or per row (BLOCK=0).
 template <int K, int BLOCK>
 struct FmtFp8B128 {
+  static constexpr bool kWordScaled = false;
+  static constexpr int kScaleSpanK = BLOCK == 0 ? (1 << 30) : BLOCK;  // per channel: all of K
   static constexpr int kPerChunk = 16;
   static constexpr bool kFlushScaled = true;
   static_assert(BLOCK == 0 || BLOCK % kPerChunk == 0, "a chunk must lie in one block");
@@ -117,12 +137,16 @@ struct FmtFp8B128 {
     return p % 2 == 0 ? e4m3x2_to_half2_scaled<0>(w) : e4m3x2_to_half2_scaled<1>(w);
   }
   __device__ static float flush(const Scale& sc) { return sc.s; }
+  __device__ static half2_t decode_unscaled(const Raw16& raw, int p, const Scale& sc) { return decode(raw, p, sc); }
+  __device__ static float block_scale(const Scale& sc) { return sc.s; }
 };
 
 // nvfp4: E2M1 with an E4M3 scale per 16 along K and an fp32 global scale (applied by the
 // kernel's epilogue). decode = e2m1 · 2^-14 · (s · 2^6) = e2m1 · s · 2^-8, exact in fp16.
 template <int K>
 struct FmtNvfp4 {
+  static constexpr bool kWordScaled = false;
+  static constexpr int kScaleSpanK = 0;
   static constexpr int kPerChunk = 32;
   static constexpr bool kFlushScaled = true;
   struct Scale {
@@ -152,6 +176,8 @@ struct FmtNvfp4 {
 // exceeds fp16's) together with the 2^14 the decode leaves out.
 template <int K>
 struct FmtMxfp4 {
+  static constexpr bool kWordScaled = false;
+  static constexpr int kScaleSpanK = 0;
   static constexpr int kPerChunk = 32;
   static constexpr bool kFlushScaled = true;
   struct Scale {

@@ -80,8 +80,20 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
 #pragma unroll
       for (int s = 0; s < kSlots; ++s) {
         half2_t h{0u};
+        if constexpr (Fmt::kWordScaled) {
+          // One scale multiply per word (4 pairs) instead of per pair; a word's unscaled partial
+          // stays far from fp16's range (|q - z| ≤ 16, 4 products per half).
 #pragma unroll
-        for (int p = 0; p < kPairs; ++p) h = hfma2(Fmt::decode(raw[s], p, sc[s]), xs[p], h);
+          for (int wd = 0; wd < kPairs / 4; ++wd) {
+            half2_t hw{0u};
+#pragma unroll
+            for (int p = 4 * wd; p < 4 * wd + 4; ++p) hw = hfma2(Fmt::decode_unscaled(raw[s], p, sc[s]), xs[p], hw);
+            h = hfma2(hw, Fmt::word_scale(sc[s]), h);
+          }
+        } else {
+#pragma unroll
+          for (int p = 0; p < kPairs; ++p) h = hfma2(Fmt::decode(raw[s], p, sc[s]), xs[p], h);
+        }
         if constexpr (Fmt::kFlushScaled) {
           acc[i][s] += Fmt::flush(sc[s]) * half2_sum(h);
         } else {

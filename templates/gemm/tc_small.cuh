@@ -1,0 +1,292 @@
+// tc_small strategy of the gemm family, for decode-size M (≤ 16 tokens per CTA) on sm_80+:
+// y[M,N] = x[M,K] · W[N,K]^T on mma.sync.m16n8k16 with the operands swapped (W is the
+// 16-row A operand, x the 8-column B operand), so one instruction covers 16 weight rows × 8
+// tokens and M=1..8 wastes no weight decode.
+//
+// A CTA of WARPS warps owns ROWS output rows (2·ROWS weight rows for silu_mul: 16 gate rows,
+// then the matching 16 up rows, tile_weight_row) and MT tokens (8 or 16, blockIdx.y); its
+// warps split K (warp w takes k-blocks w, w + WARPS, …) and meet in shared memory in fp32.
+// A k-block is four consecutive 16-byte chunks of a weight row, one per lane of a quad
+// (lane = 4·g + t: rows g and g+8 of each 16-row tile, chunk 4·kb + t). The weights stay in
+// the common packed layout: a dot product does not care in which order k is summed, so lane
+// t feeds the mma's k slots {2t, 2t+1, 2t+8, 2t+9} of step j with k = chunk·kPer + 4j + {0..3}
+// of its own chunk, and reads x at the same k (one 8-byte piece per step). Weight chunks move
+// as whole 16 bytes: with STAGES=1 one ld.global.nc straight into registers, loaded one
+// k-block ahead (register double buffering); with STAGES ≥ 2 by cp.async into a ring of
+// STAGES slots private to each thread in shared memory, STAGES-1 k-blocks ahead: no
+// registers held for loads in flight, and no barrier (a thread reads only its own copies).
+// Scales and x are loaded into registers one k-block ahead. Chunks decode in registers
+// straight into A fragments.
+#pragma once
+#include "common/fp16.cuh"
+#include "common/gmem.cuh"
+#include "common/reduce.cuh"
+#include "gemm/epilogue.cuh"
+#include "gemm/formats.cuh"
+
+namespace onecat {
+
+// d += a · b, m16n8k16, fp16 operands, fp32 accumulators (PTX ISA "Matrix Fragments for
+// mma.m16n8k16": a0/a2 rows g, a1/a3 rows g+8; a0/a1 k 2t..2t+1, a2/a3 k 2t+8..2t+9;
+// b0 k 2t..2t+1, b1 k 2t+8..2t+9, column g; d0/d1 row g, d2/d3 row g+8, columns 2t, 2t+1).
+__device__ __forceinline__ unsigned tc_small_smem_address(const void* p) {
+  unsigned a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+
+// 16 bytes global → shared bypassing L1 (weights are read once); src_bytes 0 stores zeros.
+__device__ __forceinline__ void tc_small_cp_async16(unsigned dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+__device__ __forceinline__ void tc_small_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int PENDING>
+__device__ __forceinline__ void tc_small_cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(PENDING) : "memory");
+}
+
+__device__ __forceinline__ void tc_small_mma(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0,
+                                             unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+template <class Fmt, int N, int K, int MT, int ROWS, int WARPS, int STAGES, bool OUT_F32, int EPI, bool ACT_ORDER>
+__global__ void __launch_bounds__(WARPS* kWarpSize, 1)
+    tc_small_kernel(void* __restrict__ y, const half_t* __restrict__ x, const void* __restrict__ qweight,
+                    const void* __restrict__ scales, const void* __restrict__ zeros, const int* __restrict__ perm,
+                    float global_scale, const half_t* __restrict__ bias, const half_t* __restrict__ residual, int m) {
+  constexpr int kPer = Fmt::kPerChunk;
+  constexpr int kPairs = kPer / 2;
+  constexpr int kChunks = K / kPer;
+  constexpr int kBlocks = (kChunks + 3) / 4;  // k-blocks of four chunks (the last may be partial)
+  constexpr bool kGated = EPI == kEpiSiluMul;
+  constexpr int kOutRows = kGated ? N / 2 : N;
+  constexpr int kTiles = (kGated ? 2 * ROWS : ROWS) / 16;  // 16-row weight tiles (mma A operands)
+  constexpr int kTokGroups = MT / 8;                       // 8-token mma B operands
+  constexpr int kXLoads = kPer / 8;                        // 16-byte x pieces per token per chunk
+  constexpr int kAcc = kTiles * kTokGroups * 4;
+  // A row's scale is the same over a whole k-block (int4 group 128, fp8b128): the mma sums
+  // unscaled weights (exact small integers for int4) and the fp32 scale multiplies the
+  // k-block's partial sums, instead of an fp16 multiply per weight pair.
+  constexpr bool kBlockScaled = Fmt::kScaleSpanK > 0 && Fmt::kScaleSpanK % (4 * kPer) == 0;
+  static_assert(K % kPer == 0 && kPer % 8 == 0, "whole 16-byte chunks of k");
+  static_assert(ROWS % 16 == 0 && (MT == 8 || MT == 16), "16-row tiles, 8 or 16 tokens");
+  static_assert(kBlocks >= WARPS, "every warp has a k-block");
+  static_assert(STAGES >= 1 && STAGES <= 4, "1 (registers) to 4 (cp.async ring) stages");
+
+  const int warp = threadIdx.x / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
+  const int g = lane / 4, t = lane % 4;
+  const int n0 = blockIdx.x * ROWS;  // first output column of the CTA
+  const int m0 = blockIdx.y * MT;
+
+  const char* wbytes = static_cast<const char*>(qweight);
+  long long wrow[kTiles][2];  // byte offset of the lane's weight rows g and g+8 of each tile
+  int srow[kTiles][2];
+#pragma unroll
+  for (int i = 0; i < kTiles; ++i) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      srow[i][h] = tile_weight_row<N, EPI>(n0, i * 16 + g + 8 * h);  // clamped: loads stay in bounds
+      wrow[i][h] = static_cast<long long>(srow[i][h]) * kChunks * 16;
+    }
+  }
+  const half_t* xrow[kTokGroups];
+  bool xin[kTokGroups];
+#pragma unroll
+  for (int h = 0; h < kTokGroups; ++h) {
+    const int tok = m0 + h * 8 + g;
+    xin[h] = tok < m;
+    xrow[h] = x + static_cast<long long>(xin[h] ? tok : 0) * K;
+  }
+
+  struct Stage {
+    Raw16 w[kTiles][2];
+    typename Fmt::Scale sc[kTiles][2];
+    Raw16 xv[kTokGroups][kXLoads];
+  };
+  auto load = [&](int kb, Stage& s) {
+    const int c = kb * 4 + t;
+    const bool in = kChunks % 4 == 0 || c < kChunks;  // lanes past the last chunk load a real one and zero it
+    const int cc = in ? c : kChunks - 1;
+#pragma unroll
+    for (int i = 0; i < kTiles; ++i) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        if constexpr (STAGES == 1) {
+          s.w[i][h] = gmem_load_nc<16>(wbytes + wrow[i][h] + cc * 16);
+          const unsigned keep = in ? 0xffffffffu : 0u;
+#pragma unroll
+          for (int j = 0; j < 4; ++j) reinterpret_cast<unsigned*>(s.w[i][h].h)[j] &= keep;
+        }
+        s.sc[i][h] = Fmt::load_scale(scales, zeros, srow[i][h], cc);
+      }
+    }
+#pragma unroll
+    for (int h = 0; h < kTokGroups; ++h) {
+#pragma unroll
+      for (int q = 0; q < kXLoads; ++q) {
+        if constexpr (ACT_ORDER) {
+          Raw16 v{};
+#pragma unroll
+          for (int j = 0; j < 8; ++j) v.h[j] = xrow[h][perm[cc * kPer + q * 8 + j]].bits;
+          s.xv[h][q] = v;
+        } else {
+          s.xv[h][q] = gmem_load_nc<16>(xrow[h] + cc * kPer + q * 8);
+        }
+        // Tokens past m and chunks past K read as zeros (AND per word, not a select per half).
+        const unsigned keep = in && xin[h] ? 0xffffffffu : 0u;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) reinterpret_cast<unsigned*>(s.xv[h][q].h)[j] &= keep;
+      }
+    }
+  };
+
+  float acc[kTiles][kTokGroups][4];
+#pragma unroll
+  for (int i = 0; i < kTiles; ++i) {
+#pragma unroll
+    for (int h = 0; h < kTokGroups; ++h) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[i][h][e] = 0.f;
+    }
+  }
+  auto compute = [&](const Stage& s) {
+#pragma unroll
+    for (int i = 0; i < kTiles; ++i) {
+      half2_t lo[kPairs], hi[kPairs];  // rows g and g+8
+      if constexpr (kBlockScaled) {
+#pragma unroll
+        for (int p = 0; p < kPairs; ++p) {
+          lo[p] = Fmt::decode_unscaled(s.w[i][0], p, s.sc[i][0]);
+          hi[p] = Fmt::decode_unscaled(s.w[i][1], p, s.sc[i][1]);
+        }
+      } else {
+        decode_chunk_full<Fmt>(s.w[i][0], s.sc[i][0], lo);
+        decode_chunk_full<Fmt>(s.w[i][1], s.sc[i][1], hi);
+      }
+      auto mmas = [&](float (&sum)[kTokGroups][4]) {
+#pragma unroll
+        for (int j = 0; j < kPer / 4; ++j) {
+#pragma unroll
+          for (int h = 0; h < kTokGroups; ++h) {
+            const unsigned b0 = raw_word(s.xv[h][j / 2], (2 * j) % 4);
+            const unsigned b1 = raw_word(s.xv[h][j / 2], (2 * j + 1) % 4);
+            tc_small_mma(sum[h], lo[2 * j].bits, hi[2 * j].bits, lo[2 * j + 1].bits, hi[2 * j + 1].bits, b0, b1);
+          }
+        }
+      };
+      if constexpr (kBlockScaled) {
+        float part[kTokGroups][4];
+#pragma unroll
+        for (int h = 0; h < kTokGroups; ++h) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) part[h][e] = 0.f;
+        }
+        mmas(part);
+        // d0, d1 are the lane's row g, d2, d3 its row g+8: the rows whose scales it loaded.
+        const float s_lo = Fmt::block_scale(s.sc[i][0]), s_hi = Fmt::block_scale(s.sc[i][1]);
+#pragma unroll
+        for (int h = 0; h < kTokGroups; ++h) {
+          acc[i][h][0] += s_lo * part[h][0];
+          acc[i][h][1] += s_lo * part[h][1];
+          acc[i][h][2] += s_hi * part[h][2];
+          acc[i][h][3] += s_hi * part[h][3];
+        }
+      } else {
+        mmas(acc[i]);
+      }
+    }
+  };
+
+  // One shared buffer: first the weight ring (STAGES ≥ 2: ring[slot][chunk][thread], so a
+  // warp's 16-byte slots are contiguous), then the warps' partial sums partial[warp][acc][lane].
+  constexpr int kRingBytes = STAGES > 1 ? STAGES * kTiles * 2 * WARPS * kWarpSize * 16 : 0;
+  constexpr int kPartialBytes = WARPS * kAcc * kWarpSize * 4;
+  __shared__ __align__(16) unsigned char smem[kRingBytes > kPartialBytes ? kRingBytes : kPartialBytes];
+  Raw16 (*ring)[kTiles * 2][WARPS * kWarpSize] = reinterpret_cast<Raw16 (*)[kTiles * 2][WARPS * kWarpSize]>(smem);
+  float (*partial)[kAcc][kWarpSize] = reinterpret_cast<float (*)[kAcc][kWarpSize]>(smem);
+  auto issue_weights = [&](int kb, int slot) {
+    const int c = kb * 4 + t;
+    const bool in = kChunks % 4 == 0 || c < kChunks;  // lanes past the last chunk get zeros
+    const int cc = in ? c : kChunks - 1;
+#pragma unroll
+    for (int i = 0; i < kTiles; ++i) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        tc_small_cp_async16(tc_small_smem_address(&ring[slot][i * 2 + h][threadIdx.x]), wbytes + wrow[i][h] + cc * 16, in ? 16 : 0);
+      }
+    }
+  };
+
+  const int iters = (kBlocks - warp + WARPS - 1) / WARPS;  // this warp's k-blocks: warp, warp + WARPS, …
+  if constexpr (STAGES > 1) {
+#pragma unroll
+    for (int it = 0; it < STAGES - 1; ++it) {
+      if (it < iters) issue_weights(warp + it * WARPS, it);
+      tc_small_cp_async_commit();  // empty groups keep the wait count uniform
+    }
+  }
+  Stage cur;
+  load(warp, cur);
+  for (int it = 0; it < iters; ++it) {
+    const int kb = warp + it * WARPS;
+    if constexpr (STAGES > 1) {
+      if (it + STAGES - 1 < iters) issue_weights(kb + (STAGES - 1) * WARPS, (it + STAGES - 1) % STAGES);
+      tc_small_cp_async_commit();
+    }
+    Stage next;
+    if (it + 1 < iters) load(kb + WARPS, next);
+    if constexpr (STAGES > 1) {
+      tc_small_cp_async_wait<STAGES - 1>();  // this thread's copies of k-block kb have landed
+#pragma unroll
+      for (int i = 0; i < kTiles; ++i) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) cur.w[i][h] = ring[it % STAGES][i * 2 + h][threadIdx.x];
+      }
+    }
+    compute(cur);
+    cur = next;
+  }
+
+  // Warps meet in shared memory (lane fastest: no bank conflicts); the CTA's threads then
+  // walk the accumulators (a, lane) and finish each (token, row) once.
+  if constexpr (STAGES > 1) __syncthreads();  // every warp is done with the ring
+#pragma unroll
+  for (int i = 0; i < kTiles; ++i) {
+#pragma unroll
+    for (int h = 0; h < kTokGroups; ++h) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) partial[warp][(i * kTokGroups + h) * 4 + e][lane] = acc[i][h][e];
+    }
+  }
+  __syncthreads();
+  for (int idx = threadIdx.x; idx < kAcc * kWarpSize; idx += WARPS * kWarpSize) {
+    const int a = idx / kWarpSize, ln = idx % kWarpSize;
+    const int i = a / (kTokGroups * 4), h = (a / 4) % kTokGroups, e = a % 4;
+    if (kGated && i % 2 == 1) continue;  // up tiles are read with their gate tiles
+    const int r = ln / 4 + 8 * (e / 2);   // row within the 16-row tile
+    const int tok = m0 + h * 8 + 2 * (ln % 4) + e % 2;
+    const int n = kGated ? n0 + (i / 2) * 16 + r : n0 + i * 16 + r;
+    if (tok >= m || n >= kOutRows) continue;
+    float v = 0.f;
+#pragma unroll
+    for (int wp = 0; wp < WARPS; ++wp) v += partial[wp][a][ln];
+    v *= global_scale;
+    const long long out = static_cast<long long>(tok) * kOutRows + n;
+    if constexpr (kGated) {
+      float up = 0.f;
+#pragma unroll
+      for (int wp = 0; wp < WARPS; ++wp) up += partial[wp][a + kTokGroups * 4][ln];
+      v = silu(v) * (up * global_scale);
+    }
+    if constexpr (EPI == kEpiBias) v += half_to_float(bias[n]);
+    if constexpr (EPI == kEpiResidual) v += half_to_float(residual[out]);
+    store_out<OUT_F32>(y, out, v);
+  }
+}
+
+}  // namespace onecat
