@@ -109,6 +109,17 @@ TEST(GemmConfig, RulesAndDefaults) {
 }
 
 TEST(GemmConfig, TcSmallRulesDefaultsAndCandidates) {
+  {
+    // Not yet checked on a GPU: without ONECAT_UNVERIFIED=1, no tc_small default or candidate.
+    const test::ScopedEnv off("ONECAT_UNVERIFIED", std::nullopt);
+    const gemm::Spec s = gemm::Spec::parse("gemm:n=4096,k=4096,fmt=awq4");
+    const Family& f = family_of(s.to_string());
+    EXPECT_EQ(f.default_config(s.to_string(), 16, Arch{90}).find("tc_small"), std::string::npos);
+    for (const auto& c : f.candidate_configs(s.to_string(), Arch{90})) EXPECT_EQ(c.find("tc_small"), std::string::npos) << c;
+    EXPECT_EQ(f.emit(s.to_string(), f.default_config(s.to_string(), 1, Arch{90}), Arch{90}).kernel_expression.find("FmtInt4<4096, 128, true>"),
+              std::string::npos);
+  }
+  const test::ScopedEnv on("ONECAT_UNVERIFIED", "1");  // codegen/unverified.h
   const gemm::Spec s = gemm::Spec::parse("gemm:n=4096,k=4096,fmt=awq4");
   EXPECT_EQ(gemm::Config::parse(s, "strategy=tc_small,mt=8,rows=32,warps=4,stages=3").to_string(),
             "strategy=tc_small,mt=8,rows=32,warps=4,stages=3");
@@ -219,6 +230,7 @@ TEST(GemmStaticQuality, Sm90DefaultsUseTheM16n8k16AtomWithoutSpills) {
 // specs (one gated), compile for sm_90 without spills; the PTX reads weights with one 128-bit
 // ld.global.nc per chunk and multiplies on mma.sync.m16n8k16 (no shared memory in the loop).
 TEST(GemmStaticQuality, Sm90TcSmallCompilesWithoutSpills) {
+  const test::ScopedEnv on("ONECAT_UNVERIFIED", "1");  // codegen/unverified.h
   const Arch sm90{90};
   const NvrtcLib& nvrtc = NvrtcRegistry::get().for_arch(sm90);
   expect_defaults_compile_without_spills(sm90, {{6144, 4096}, {28672, 4096}, {4096, 14336}}, {1, 8, 16});

@@ -1,5 +1,6 @@
 #include "codegen/gemm/emit.h"
 
+#include "codegen/unverified.h"
 #include "runtime/cuda/error.h"
 
 namespace onecat::gemm {
@@ -9,7 +10,9 @@ std::string format_type(const Spec& s) {
   switch (s.format) {
     case WeightFormat::kF16: return "onecat::FmtF16";
     case WeightFormat::kAwq4:
-    case WeightFormat::kGptq4: return "onecat::FmtInt4<" + k + ", " + std::to_string(s.group) + ">";
+    case WeightFormat::kGptq4:
+      // The LOP3 decode is not yet checked on a GPU (templates/gemm/formats.cuh).
+      return "onecat::FmtInt4<" + k + ", " + std::to_string(s.group) + (unverified_kernels() ? ", true>" : ">");
     case WeightFormat::kFp8B32: return "onecat::FmtFp8B32<" + k + ">";
     case WeightFormat::kFp8B128: return "onecat::FmtFp8B128<" + k + ", " + std::to_string(s.group) + ">";
     case WeightFormat::kNvfp4: return "onecat::FmtNvfp4<" + k + ">";

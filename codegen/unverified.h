@@ -1,0 +1,18 @@
+// Kernels written but not yet run on a GPU stay out of the family defaults and the tuning
+// candidates unless ONECAT_UNVERIFIED=1 (the GPU test binary sets it, bench/device.sh passes
+// it on): a kernel no GPU has checked must not reach a user's `onecat tune` or dispatch, where
+// a fault would end the process. An explicit config still compiles and runs (onecat check,
+// bench --config). Where it is used today: the attention family's atom=m16n8k16 (sm_80+), the
+// gemm family's strategy=tc_small (sm_80+) and its LOP3 int4 decode (FmtInt4<…, true>).
+#pragma once
+#include <cstdlib>
+#include <cstring>
+
+namespace onecat {
+
+inline bool unverified_kernels() {
+  const char* v = std::getenv("ONECAT_UNVERIFIED");
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
+}  // namespace onecat
