@@ -41,11 +41,19 @@ std::optional<std::string> mma16816_invalid(const Spec& spec, const Config& c) {
   if (c.bk != 32 && c.bk != 64) return "bk must be 32 or 64";
   if (c.bk % spec.per_chunk() != 0) return "bk must hold whole " + std::to_string(spec.per_chunk()) + "-value weight chunks";
   if (spec.k % c.bk != 0) return "k must be a multiple of bk=" + std::to_string(c.bk);
-  if (c.stages < 2 || c.stages > 4) return "stages must be 2, 3 or 4";
+  if (c.stages < 2 || c.stages > 5) return "stages must be 2, 3, 4 or 5";
+  if (spec.format != quant::WeightFormat::kF16 && c.stages < 3) {
+    return "fmt=" + std::string(quant::format_name(spec.format)) + " needs stages=3 or 4 (its decode runs one step ahead of the math)";
+  }
   const int shared = c.shared_bytes(spec);
   if (shared > Config::kMaxDynamicSharedBytes) {
     return "the buffers need " + std::to_string(shared) + " bytes of shared memory (max " +
            std::to_string(Config::kMaxDynamicSharedBytes) + ")";
+  }
+  if (accumulators == Config::kMaxMmaAccumulators && c.bk == 64) {
+    // Measured with ptxas for sm_90: 128 accumulators, two fragment buffers and the cp.async
+    // addresses of a 64-wide K step exceed 255 registers and spill.
+    return "warp tiles of 64×64 need bk=32 (with bk=64 they spill registers)";
   }
   return std::nullopt;
 }
@@ -114,11 +122,10 @@ std::string Config::to_string() const {
 int Config::shared_bytes(const Spec& spec) const {
   if (strategy != Strategy::kMma || atom != Atom::kM16n8k16) return 0;
   // templates/gemm/mma16816.cuh Mma16816Smem: x stages; fp16 weight stages, or raw weight
-  // stages plus two decoded fp16 tiles.
-  const int ld = bk + kMmaPad;
-  const int x = stages * bm * ld * 2;
-  if (spec.format == quant::WeightFormat::kF16) return x + stages * bn * ld * 2;
-  return x + stages * bn * (bk / spec.per_chunk()) * 16 + 2 * bn * ld * 2;
+  // stages plus two decoded fp16 tiles; fp16 rows are bk halves (swizzled, no padding).
+  const int x = stages * bm * bk * 2;
+  if (spec.format == quant::WeightFormat::kF16) return x + stages * bn * bk * 2;
+  return x + stages * bn * (bk / spec.per_chunk()) * 16 + 2 * bn * bk * 2;
 }
 
 std::optional<std::string> Config::invalid_reason(const Spec& spec) const {

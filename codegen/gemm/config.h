@@ -1,12 +1,13 @@
 // gemm config: what the tuner varies. Two strategies:
 //   strategy=gemv,mt=1,rows=2,warps=4                            small M (templates/gemm/gemv.cuh)
 //   strategy=mma,atom=wmma,bm=64,bn=128,wm=2,wn=2                larger M, any arch (templates/gemm/mma.cuh)
-//   strategy=mma,atom=m16n8k16,bm=128,bn=128,wm=2,wn=2,bk=32,stages=4   sm_80+ (templates/gemm/mma16816.cuh)
+//   strategy=mma,atom=m16n8k16,bm=128,bn=256,wm=2,wn=4,bk=32,stages=4   sm_80+ (templates/gemm/mma16816.cuh)
 // gemv: a CTA of `warps` warps owns `rows` output rows and a tile of `mt` tokens; its warps
 // split K, each lane streaming 16-byte chunks of weight rows.
 // mma: a CTA computes a bm (tokens) × bn (weight rows) tile with wm × wn warps on tensor
 // cores. atom=wmma (Volta's instruction on sm_70): K in steps of 32, register prefetch and
-// two shared buffers. atom=m16n8k16 (sm_80+): K in steps of bk, `stages` cp.async buffers.
+// two shared buffers. atom=m16n8k16 (sm_80+): K in steps of bk, `stages` cp.async buffers
+// (unpadded, swizzled), decoded formats decoded one step ahead (so they need stages ≥ 3).
 #pragma once
 #include <optional>
 #include <string>
@@ -30,7 +31,7 @@ struct Config {
   // mma: fp32 accumulators per thread (8 per 16×16 fragment); 128 leaves room for operands.
   static constexpr int kMaxMmaAccumulators = 128;
   static constexpr int kMmaBk = 32;   // K step (templates/gemm/mma.cuh kMmaBk)
-  static constexpr int kMmaPad = 8;   // halves of padding per shared row
+  static constexpr int kMmaPad = 8;   // halves of padding per shared row (atom=wmma)
   // m16n8k16: dynamic shared memory per CTA, kept under what every sm_80+ part grants (sm_86/89: 99 KiB).
   static constexpr int kMaxDynamicSharedBytes = 96 * 1024;
 
