@@ -11,7 +11,7 @@
 
 namespace onecat::gemm {
 
-inline constexpr int kGeneratorVersion = 2;
+inline constexpr int kGeneratorVersion = 3;  // 3: m16n8k16 pipeline rebuilt (swizzle, decode ahead), stages up to 5
 
 Emitted emit(const Spec& spec, const Config& config, Arch arch);
 LaunchGeometry geometry(const Spec& spec, const Config& config, int64_t m);
