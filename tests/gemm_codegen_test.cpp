@@ -2,6 +2,7 @@
 // quality of its sm_70 code (no spills, 128-bit weight loads) for the benchmark shape set.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "codegen/family.h"
@@ -86,6 +87,66 @@ TEST(GemmConfig, RulesAndDefaults) {
       },
       {"sm_80 or newer", "sm_70"});
   expect_throw<InputError>([&] { gemm::Config::parse(s, "strategy=gemv,mt=1,rows=2,warps=16"); }, {"more warps than K"});
+  // pipe=2 (not yet run on a GPU, codegen/unverified.h): unpadded swizzled tiles, so 128×256
+  // with bk=32 and four stages fills the 96 KiB exactly with fp16 weights; decoded formats
+  // decode one step ahead (≥ 3 stages). pipe=1 keeps its padded rows and 2–4 stages.
+  const gemm::Spec f16 = gemm::Spec::parse("gemm:n=4096,k=4096,fmt=f16");
+  const std::string wide = "strategy=mma,atom=m16n8k16,bm=128,bn=256,wm=2,wn=4,bk=32,stages=4,pipe=2";
+  EXPECT_EQ(gemm::Config::parse(f16, wide).to_string(), wide);
+  EXPECT_EQ(gemm::Config::parse(f16, "strategy=mma,atom=m16n8k16,bm=128,bn=128,wm=2,wn=2,bk=32,stages=4,pipe=1").to_string(),
+            "strategy=mma,atom=m16n8k16,bm=128,bn=128,wm=2,wn=2,bk=32,stages=4");
+  EXPECT_EQ(gemm::Config::parse(f16, wide).shared_bytes(f16), 96 * 1024);
+  EXPECT_EQ(gemm::Config::parse(s, wide).shared_bytes(s), 32 * 1024 + 4 * 256 * 16 + 2 * 256 * 32 * 2);
+  EXPECT_EQ(gemm::Config::parse(s, wide).threads(), 256);
+  EXPECT_EQ(gemm::Config::parse(f16, "strategy=mma,atom=m16n8k16,bm=128,bn=128,wm=2,wn=4,bk=64,stages=3,pipe=2").shared_bytes(f16),
+            96 * 1024);
+  expect_throw<InputError>([&] { gemm::Config::parse(f16, "strategy=mma,atom=m16n8k16,bm=128,bn=256,wm=2,wn=4,bk=32,stages=4"); },
+                           {"shared memory"});  // padded rows: pipe=1 does not fit
+  expect_throw<InputError>(
+      [&] { gemm::Config::parse(s, "strategy=mma,atom=m16n8k16,bm=128,bn=128,wm=2,wn=2,bk=32,stages=2,pipe=2"); }, {"needs stages=3"});
+  expect_throw<InputError>(
+      [&] { gemm::Config::parse(f16, "strategy=mma,atom=m16n8k16,bm=128,bn=128,wm=2,wn=2,bk=64,stages=3,pipe=2"); }, {"need bk=32"});
+  expect_throw<InputError>(
+      [&] { gemm::Config::parse(f16, "strategy=mma,atom=m16n8k16,bm=64,bn=128,wm=2,wn=2,bk=32,stages=5"); }, {"stages must be"});
+  expect_throw<InputError>(
+      [&] { gemm::Config::parse(f16, "strategy=mma,atom=m16n8k16,bm=64,bn=128,wm=2,wn=2,bk=32,stages=6,pipe=2"); }, {"stages must be"});
+  expect_throw<InputError>(
+      [&] { gemm::Config::parse(f16, "strategy=mma,atom=m16n8k16,bm=64,bn=128,wm=2,wn=2,bk=32,stages=3,pipe=3"); }, {"pipe"});
+  {
+    const Family& g = family_of("gemm:n=28672,k=4096,fmt=awq4");
+    const std::string old_default = "strategy=mma,atom=m16n8k16,bm=128,bn=128,wm=2,wn=2,bk=32,stages=4";
+    {
+      // Without ONECAT_UNVERIFIED=1: the GPU-checked pipe=1 default and no pipe=2 candidate.
+      const test::ScopedEnv off("ONECAT_UNVERIFIED", std::nullopt);
+      EXPECT_EQ(g.default_config("gemm:n=28672,k=4096,fmt=awq4", 512, Arch{90}), old_default);
+      for (const auto& c : g.candidate_configs("gemm:n=28672,k=4096,fmt=awq4", Arch{90})) {
+        EXPECT_EQ(c.find("pipe="), std::string::npos) << c;
+      }
+    }
+    const test::ScopedEnv on("ONECAT_UNVERIFIED", "1");
+    // The 8-warp 128×256 default from 128 tokens where it gives every SM a CTA, else 128×128;
+    // decoded formats take a fifth stage where it fits (their decode runs a step ahead).
+    const std::string wide5 = "strategy=mma,atom=m16n8k16,bm=128,bn=256,wm=2,wn=4,bk=32,stages=5,pipe=2";
+    EXPECT_EQ(gemm::Config::parse(s, wide5).shared_bytes(s), 40 * 1024 + 5 * 256 * 16 + 2 * 256 * 32 * 2);
+    EXPECT_EQ(g.default_config("gemm:n=28672,k=4096,fmt=awq4", 512, Arch{90}), wide5);
+    EXPECT_EQ(g.default_config("gemm:n=28672,k=4096,fmt=awq4", 2048, Arch{80}), wide5);
+    EXPECT_EQ(g.default_config("gemm:n=28672,k=4096,fmt=fp8b128", 512, Arch{90}), wide);
+    EXPECT_EQ(g.default_config("gemm:n=28672,k=4096,fmt=f16", 512, Arch{90}), wide);
+    EXPECT_EQ(g.default_config("gemm:n=57344,k=4096,fmt=f16,epi=silu_mul", 512, Arch{90}), wide);
+    EXPECT_EQ(g.default_config("gemm:n=28672,k=4096,fmt=awq4", 128, Arch{90}), old_default);
+    for (const char* fmt : kFormats) {
+      const std::string spec = std::string("gemm:n=28672,k=4096,fmt=") + fmt;
+      const auto candidates = family_of(spec).candidate_configs(spec, Arch{90});
+      for (const char* c : {"strategy=mma,atom=m16n8k16,bm=128,bn=256,wm=2,wn=4,bk=32,stages=4,pipe=2",
+                            "strategy=mma,atom=m16n8k16,bm=256,bn=128,wm=4,wn=2,bk=32,stages=4,pipe=2",
+                            "strategy=mma,atom=m16n8k16,bm=128,bn=128,wm=2,wn=4,bk=64,stages=3,pipe=2",
+                            "strategy=mma,atom=m16n8k16,bm=128,bn=128,wm=2,wn=2,bk=32,stages=4"}) {
+        // fp8 at bk=64: 16-byte chunks of 16 values make the raw stages too big for 96 KiB.
+        if (std::string(fmt).starts_with("fp8") && std::string(c).find("bk=64") != std::string::npos) continue;
+        EXPECT_NE(std::find(candidates.begin(), candidates.end(), c), candidates.end()) << fmt << " " << c;
+      }
+    }
+  }
   for (const char* fmt : kFormats) {
     for (auto [n, k] : {std::pair{6144, 4096}, std::pair{4096, 14336}, std::pair{333, 1024}, std::pair{28672, 4096}}) {
       const std::string spec = "gemm:n=" + std::to_string(n) + ",k=" + std::to_string(k) + ",fmt=" + fmt;
@@ -265,6 +326,49 @@ TEST(GemmStaticQuality, Sm90TcSmallCompilesWithoutSpills) {
             "strategy=tc_small,mt=16,rows=16,warps=8,stages=3");
   EXPECT_EQ(family_of("gemm:n=28672,k=4096,fmt=awq4").default_config("gemm:n=28672,k=4096,fmt=awq4", 16, sm90),
             "strategy=tc_small,mt=16,rows=32,warps=8,stages=3");
+}
+
+// The 8-warp pipe=2 m16n8k16 tiles (128×256 with 4 or 5 stages, 256×128, 128×128 at bk=64)
+// compile for sm_90 without spills or stack for every format, epilogue, act-order and an odd
+// shape, and their PTX keeps cp.async, ldmatrix and mma.sync.m16n8k16.
+TEST(GemmStaticQuality, Sm90EightWarpTilesCompileWithoutSpills) {
+  const Arch sm90{90};
+  const NvrtcLib& nvrtc = NvrtcRegistry::get().for_arch(sm90);
+  const std::string wide = "strategy=mma,atom=m16n8k16,bm=128,bn=256,wm=2,wn=4,bk=32,stages=4,pipe=2";
+  std::vector<std::pair<std::string, std::string>> jobs;
+  for (const char* fmt : kFormats) jobs.emplace_back(std::string("gemm:n=28672,k=4096,fmt=") + fmt, wide);
+  for (const char* fmt : {"awq4", "gptq4", "nvfp4", "mxfp4"}) {
+    jobs.emplace_back(std::string("gemm:n=28672,k=4096,fmt=") + fmt, "strategy=mma,atom=m16n8k16,bm=128,bn=256,wm=2,wn=4,bk=32,stages=5,pipe=2");
+  }
+  for (const char* fmt : {"f16", "awq4", "fp8b128", "nvfp4"}) {
+    jobs.emplace_back(std::string("gemm:n=28672,k=4096,fmt=") + fmt, "strategy=mma,atom=m16n8k16,bm=256,bn=128,wm=4,wn=2,bk=32,stages=4,pipe=2");
+  }
+  for (const char* fmt : {"f16", "awq4", "nvfp4"}) {  // fp8's raw stages do not fit 96 KiB at bk=64
+    jobs.emplace_back(std::string("gemm:n=28672,k=4096,fmt=") + fmt, "strategy=mma,atom=m16n8k16,bm=128,bn=128,wm=2,wn=4,bk=64,stages=3,pipe=2");
+  }
+  jobs.emplace_back("gemm:n=28672,k=4096,fmt=fp8b128", "strategy=mma,atom=m16n8k16,bm=128,bn=128,wm=2,wn=4,bk=32,stages=4,pipe=2");
+  for (const char* spec : {"gemm:n=28672,k=4096,fmt=awq4,epi=silu_mul", "gemm:n=4096,k=4096,fmt=fp8b32,epi=bias",
+                           "gemm:n=4096,k=4096,fmt=mxfp4,epi=residual", "gemm:n=4096,k=4096,fmt=f16,out=f32",
+                           "gemm:n=4096,k=4096,fmt=gptq4,act_order=1", "gemm:n=333,k=1024,fmt=f16"}) {
+    jobs.emplace_back(spec, wide);
+  }
+  std::vector<CompileRequest> reqs;
+  for (const auto& [spec, config] : jobs) reqs.push_back(CompileRequest::make(family_of(spec), spec, config, sm90));
+  JitService jit(nullptr);
+  auto results = jit.get_all(reqs, 2, Parallelism::kThreads);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    SCOPED_TRACE(reqs[i].spec + " [" + reqs[i].config + "]");
+    ASSERT_TRUE(results[i].error.empty()) << results[i].error;
+    EXPECT_FALSE(results[i].binary.usage.spills()) << results[i].binary.usage.spill_store_bytes << " bytes spilled";
+    EXPECT_EQ(results[i].binary.usage.stack_bytes, 0);
+  }
+  for (const char* fmt : {"f16", "awq4"}) {
+    const std::string spec = std::string("gemm:n=28672,k=4096,fmt=") + fmt;
+    const std::string ptx = compile_to_ptx(CompileRequest::make(family_of(spec), spec, wide, sm90), nvrtc);
+    EXPECT_NE(ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"), std::string::npos) << fmt;
+    EXPECT_NE(ptx.find("ldmatrix.sync.aligned.m8n8.x4.shared.b16"), std::string::npos) << fmt;
+    EXPECT_NE(ptx.find("cp.async.cg.shared.global"), std::string::npos) << fmt;
+  }
 }
 
 }  // namespace

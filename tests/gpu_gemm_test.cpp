@@ -84,6 +84,21 @@ TEST_F(GemmGpu, ActOrder) {
   for (int64_t m : {1, 4, 9, 50}) expect_defaults_pass(spec, m);
 }
 
+// Shapes whose default from 128 tokens on sm_80+ is the 8-warp 128×256 tile: odd N, several
+// token tiles with a partial last one, every format, every epilogue, act-order.
+TEST_F(GemmGpu, EightWarpDefaultsOddShapes) {
+  for (const char* fmt : kFormats) {
+    const std::string spec = std::string("gemm:n=4097,k=1024,fmt=") + fmt;
+    for (int64_t m : {1000, 1031}) expect_defaults_pass(spec, m);
+  }
+  for (const char* spec : {"gemm:n=8194,k=1024,fmt=awq4,epi=silu_mul", "gemm:n=8194,k=1024,fmt=f16,epi=silu_mul",
+                           "gemm:n=4097,k=1024,fmt=fp8b128,epi=bias", "gemm:n=4097,k=1024,fmt=nvfp4,epi=residual",
+                           "gemm:n=4097,k=1024,fmt=fp8b32,out=f32", "gemm:n=4097,k=1024,fmt=gptq4,group=128,act_order=1",
+                           "gemm:n=4097,k=2048,fmt=awq4,group=64"}) {
+    expect_defaults_pass(spec, 1000);
+  }
+}
+
 TEST_F(GemmGpu, EveryCandidateConfig) {
   for (const char* spec : {"gemm:n=515,k=1024,fmt=awq4", "gemm:n=515,k=1024,fmt=fp8b32", "gemm:n=515,k=1024,fmt=f16",
                            "gemm:n=514,k=1024,fmt=nvfp4,epi=silu_mul"}) {
@@ -101,6 +116,11 @@ TEST_F(GemmGpu, EveryCandidateConfig) {
         for (int64_t m : {int64_t(config.find("mt=16") != std::string::npos ? 13 : 7), int64_t(45)}) expect_pass(spec, config, m);
       } else {
         expect_pass(spec, config, config.starts_with("strategy=mma") ? 45 : 7);
+        // 8-warp m16n8k16 tiles also over several token tiles, the last one partial.
+        if (config.find("m16n8k16") != std::string::npos && (config.find("wm=2,wn=4") != std::string::npos ||
+                                                               config.find("wm=4,wn=2") != std::string::npos)) {
+          expect_pass(spec, config, 300);
+        }
       }
     }
   }

@@ -41,11 +41,21 @@ std::optional<std::string> mma16816_invalid(const Spec& spec, const Config& c) {
   if (c.bk != 32 && c.bk != 64) return "bk must be 32 or 64";
   if (c.bk % spec.per_chunk() != 0) return "bk must hold whole " + std::to_string(spec.per_chunk()) + "-value weight chunks";
   if (spec.k % c.bk != 0) return "k must be a multiple of bk=" + std::to_string(c.bk);
-  if (c.stages < 2 || c.stages > 4) return "stages must be 2, 3 or 4";
+  if (c.pipe != 1 && c.pipe != 2) return "pipe must be 1 or 2";
+  if (c.pipe == 1 && (c.stages < 2 || c.stages > 4)) return "stages must be 2, 3 or 4 (pipe=1)";
+  if (c.pipe == 2 && (c.stages < 2 || c.stages > 5)) return "stages must be 2, 3, 4 or 5";
+  if (c.pipe == 2 && spec.format != quant::WeightFormat::kF16 && c.stages < 3) {
+    return "fmt=" + std::string(quant::format_name(spec.format)) + " needs stages=3 or more with pipe=2 (its decode runs one step ahead of the math)";
+  }
   const int shared = c.shared_bytes(spec);
   if (shared > Config::kMaxDynamicSharedBytes) {
     return "the buffers need " + std::to_string(shared) + " bytes of shared memory (max " +
            std::to_string(Config::kMaxDynamicSharedBytes) + ")";
+  }
+  if (c.pipe == 2 && accumulators == Config::kMaxMmaAccumulators && c.bk == 64) {
+    // Measured with ptxas for sm_90: 128 accumulators, two fragment buffers and the cp.async
+    // addresses of a 64-wide K step exceed 255 registers and spill.
+    return "warp tiles of 64×64 need bk=32 (with bk=64 they spill registers)";
   }
   return std::nullopt;
 }
@@ -119,6 +129,7 @@ Config Config::parse(const Spec& spec, std::string_view text) {
     if (c.atom == Atom::kM16n8k16) {
       c.bk = static_cast<int>(r.integer("bk", 16, 128));
       c.stages = static_cast<int>(r.integer("stages", 1, 8));
+      c.pipe = static_cast<int>(r.integer_or("pipe", 1, 1, 2));
     }
   }
   r.finish();
@@ -140,16 +151,19 @@ std::string Config::to_string() const {
     return join_fields({{"strategy", "mma"}, {"atom", "wmma"}, {"bm", std::to_string(bm)}, {"bn", std::to_string(bn)},
                         {"wm", std::to_string(wm)}, {"wn", std::to_string(wn)}});
   }
-  return join_fields({{"strategy", "mma"}, {"atom", "m16n8k16"}, {"bm", std::to_string(bm)}, {"bn", std::to_string(bn)},
-                      {"wm", std::to_string(wm)}, {"wn", std::to_string(wn)}, {"bk", std::to_string(bk)},
-                      {"stages", std::to_string(stages)}});
+  std::vector<std::pair<std::string, std::string>> fields = {
+      {"strategy", "mma"}, {"atom", "m16n8k16"}, {"bm", std::to_string(bm)}, {"bn", std::to_string(bn)}, {"wm", std::to_string(wm)},
+      {"wn", std::to_string(wn)}, {"bk", std::to_string(bk)}, {"stages", std::to_string(stages)}};
+  if (pipe != 1) fields.emplace_back("pipe", std::to_string(pipe));  // pipe=1 configs keep their text (and cache keys)
+  return join_fields(fields);
 }
 
 int Config::shared_bytes(const Spec& spec) const {
   if (strategy != Strategy::kMma || atom != Atom::kM16n8k16) return 0;
-  // templates/gemm/mma16816.cuh Mma16816Smem: x stages; fp16 weight stages, or raw weight
-  // stages plus two decoded fp16 tiles.
-  const int ld = bk + kMmaPad;
+  // templates/gemm/mma16816{,_v2}.cuh Mma16816Smem: x stages; fp16 weight stages, or raw weight
+  // stages plus two decoded fp16 tiles. fp16 rows: bk + kMmaPad halves (pipe=1), bk halves
+  // swizzled (pipe=2).
+  const int ld = pipe == 1 ? bk + kMmaPad : bk;
   const int x = stages * bm * ld * 2;
   if (spec.format == quant::WeightFormat::kF16) return x + stages * bn * ld * 2;
   return x + stages * bn * (bk / spec.per_chunk()) * 16 + 2 * bn * ld * 2;

@@ -2,12 +2,17 @@
 //   strategy=gemv,mt=1,rows=2,warps=4                            small M (templates/gemm/gemv.cuh)
 //   strategy=mma,atom=wmma,bm=64,bn=128,wm=2,wn=2                larger M, any arch (templates/gemm/mma.cuh)
 //   strategy=mma,atom=m16n8k16,bm=128,bn=128,wm=2,wn=2,bk=32,stages=4   sm_80+ (templates/gemm/mma16816.cuh)
+//   strategy=mma,atom=m16n8k16,bm=128,bn=256,wm=2,wn=4,bk=32,stages=4,pipe=2   (mma16816_v2.cuh)
 //   strategy=tc_small,mt=16,rows=16,warps=8,stages=3             M ≤ 16, sm_80+ (templates/gemm/tc_small.cuh)
 // gemv: a CTA of `warps` warps owns `rows` output rows and a tile of `mt` tokens; its warps
 // split K, each lane streaming 16-byte chunks of weight rows.
 // mma: a CTA computes a bm (tokens) × bn (weight rows) tile with wm × wn warps on tensor
 // cores. atom=wmma (Volta's instruction on sm_70): K in steps of 32, register prefetch and
-// two shared buffers. atom=m16n8k16 (sm_80+): K in steps of bk, `stages` cp.async buffers.
+// two shared buffers. atom=m16n8k16 (sm_80+): K in steps of bk, `stages` cp.async buffers;
+// pipe=1 (the default, GPU-checked): padded shared rows, decode within the step (two barriers
+// per step); pipe=2 (not yet run on a GPU, offered only with ONECAT_UNVERIFIED=1): unpadded
+// swizzled rows, decode one step ahead (one barrier per step, decoded formats need stages ≥ 3),
+// fragment double buffering, up to 5 stages.
 // tc_small: a CTA of `warps` warps owns `rows` output rows (16, 32 or 64) and `mt` tokens (8
 // or 16) on mma.m16n8k16 with W as the A operand; its warps split K, decoding weight chunks
 // in registers straight into fragments.
@@ -45,6 +50,7 @@ struct Config {
   int bm = 64, bn = 128, wm = 2, wn = 2;  // mma
   Atom atom = Atom::kWmma;                // mma
   int bk = 32, stages = 2;                // mma with atom=m16n8k16 (wmma: 32 and 2); tc_small: 1 = registers, 2..4 = cp.async ring
+  int pipe = 1;                           // mma with atom=m16n8k16: the pipeline (above)
 
   static Config parse(const Spec& spec, std::string_view text);  // parses and validates
   std::string to_string() const;

@@ -48,10 +48,11 @@ Emitted emit(const Spec& spec, const Config& c, Arch arch) {
       throw InputError("config " + c.to_string() + " uses the m16n8k16 atom, which needs sm_80 or newer (not " + arch.name() +
                        "); use atom=wmma");
     }
-    e.kernel_expression = "onecat::mma16816_kernel<" + shape + std::to_string(c.bm) + ", " + std::to_string(c.bn) + ", " +
-                          std::to_string(c.bk) + ", " + std::to_string(c.wm) + ", " + std::to_string(c.wn) + ", " +
-                          std::to_string(c.stages) + ", " + tail;
-    header = "gemm/mma16816.cuh";
+    // pipe=2 (not yet run on a GPU) lives in its own header and namespace.
+    e.kernel_expression = std::string(c.pipe == 2 ? "onecat::pipe2::" : "onecat::") + "mma16816_kernel<" + shape +
+                          std::to_string(c.bm) + ", " + std::to_string(c.bn) + ", " + std::to_string(c.bk) + ", " +
+                          std::to_string(c.wm) + ", " + std::to_string(c.wn) + ", " + std::to_string(c.stages) + ", " + tail;
+    header = c.pipe == 2 ? "gemm/mma16816_v2.cuh" : "gemm/mma16816.cuh";
   }
   e.source = "// onecat gemm generator v" + std::to_string(kGeneratorVersion) + "\n// spec:   " + spec.to_string() +
              "\n// config: " + c.to_string() + "\n// arch:   " + arch.name() + "\n#include \"" + header + "\"\n";

@@ -11,7 +11,7 @@
 
 namespace onecat::gemm {
 
-inline constexpr int kGeneratorVersion = 2;
+inline constexpr int kGeneratorVersion = 3;  // 3: tc_small, pipe=2 (swizzled, decode ahead, up to 5 stages)
 
 Emitted emit(const Spec& spec, const Config& config, Arch arch);
 LaunchGeometry geometry(const Spec& spec, const Config& config, int64_t m);

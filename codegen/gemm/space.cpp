@@ -20,10 +20,32 @@ constexpr int64_t kGemvMaxM = 16;
 // From this many tokens up to kGemvMaxM, sm_80+ defaults to tc_small instead of gemv.
 constexpr int64_t kTcSmallMinM = 5;
 
+// CTAs an mma config launches for m tokens (templates/gemm/mma*.cuh: a gated tile covers bn/2 outputs).
+static int64_t mma_ctas(const Spec& spec, const Config& c, int64_t m) {
+  const int64_t cols = spec.epilogue == Epilogue::kSiluMul ? c.bn / 2 : c.bn;
+  return (spec.out_cols() + cols - 1) / cols * ((m + c.bm - 1) / c.bm);
+}
+
 static Config mma16816_default(const Spec& spec, int64_t m) {
   Config c;
   c.strategy = Strategy::kMma;
   c.atom = Atom::kM16n8k16;
+  // Many tokens, pipe=2 (not yet run on a GPU, so only with ONECAT_UNVERIFIED=1): 8 warps of
+  // 64×64 on a 128×256 tile (CUTLASS's large sm_80 fp16 tile), K steps of 32 through four
+  // stages, as long as every SM still gets a CTA of its own (one such CTA fills an SM's
+  // registers).
+  if (m >= 128 && unverified_kernels()) {
+    c.bm = 128, c.bn = 256, c.wm = 2, c.wn = 4, c.bk = 32, c.stages = 4, c.pipe = 2;
+    if (mma_ctas(spec, c, m) >= kTargetCtas / 2 && !c.invalid_reason(spec)) {
+      // Decoded formats wait for their raw weights a step earlier (the decode runs ahead):
+      // a fifth stage, where it fits, gives their loads as much time in flight as fp16's.
+      Config deeper = c;
+      deeper.stages = 5;
+      if (spec.format != quant::WeightFormat::kF16 && !deeper.invalid_reason(spec)) return deeper;
+      return c;
+    }
+    c.pipe = 1;
+  }
   // Warp tiles of 64×64 (bm=128, 4 warps), 32×64 (bm=64) or 32×32 (bm=32); K steps of 32
   // through four cp.async stages.
   c.bm = m >= 128 ? 128 : m >= 64 ? 64 : 32;
@@ -130,20 +152,24 @@ std::vector<Config> candidate_configs(const Spec& spec, Arch arch) {
       }
     }
     // Four or eight warps with warp tiles from 16×32 (bm=16, for the tokens of a small
-    // bucket) to 64×64, K steps of 32 or 64, three or four stages.
-    for (int bm : {16, 32, 64, 128, 256}) {
-      for (int bn : {64, 128, 256}) {
-        for (auto [wm, wn] : {std::pair{1, 4}, std::pair{2, 2}, std::pair{2, 4}, std::pair{4, 2}}) {
-          for (int bk : {32, 64}) {
-            for (int stages : {3, 4}) {
-              Config c;
-              c.strategy = Strategy::kMma;
-              c.atom = Atom::kM16n8k16;
-              c.bm = bm, c.bn = bn, c.wm = wm, c.wn = wn, c.bk = bk, c.stages = stages;
-              // One 16-token warp row for small M (bm=16), else warp tiles of 32 to 64 tokens.
-              if (bm == 16 ? wm != 1 : bm / wm < 32) continue;
-              if (bn / wn < 32 || bm / wm > 64 || bn / wn > 64) continue;
-              if (!c.invalid_reason(spec)) out.push_back(c);
+    // bucket) to 64×64, K steps of 32 or 64, three or four stages (pipe=1); the same shapes
+    // with three to five stages on pipe=2, not yet run on a GPU (codegen/unverified.h).
+    for (int pipe : {1, 2}) {
+      if (pipe == 2 && !unverified_kernels()) continue;
+      for (int bm : {16, 32, 64, 128, 256}) {
+        for (int bn : {64, 128, 256}) {
+          for (auto [wm, wn] : {std::pair{1, 4}, std::pair{2, 2}, std::pair{2, 4}, std::pair{4, 2}}) {
+            for (int bk : {32, 64}) {
+              for (int stages : {3, 4, 5}) {
+                Config c;
+                c.strategy = Strategy::kMma;
+                c.atom = Atom::kM16n8k16;
+                c.bm = bm, c.bn = bn, c.wm = wm, c.wn = wn, c.bk = bk, c.stages = stages, c.pipe = pipe;
+                // One 16-token warp row for small M (bm=16), else warp tiles of 32 to 64 tokens.
+                if (bm == 16 ? wm != 1 : bm / wm < 32) continue;
+                if (bn / wn < 32 || bm / wm > 64 || bn / wn > 64) continue;
+                if (!c.invalid_reason(spec)) out.push_back(c);
+              }
             }
           }
         }

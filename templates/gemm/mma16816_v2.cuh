@@ -1,0 +1,348 @@
+// pipe=2 of the mma strategy with the sm_80+ atom (not yet run on a GPU; codegen/unverified.h):
+// mma.sync.m16n8k16 (fp16 in, fp32
+// accumulate) fed by ldmatrix from shared memory. A CTA computes a BM×BN tile of y (tokens ×
+// weight rows) with WM×WN warps; K advances in steps of BK. The x tile and the raw weight
+// tile of each step arrive by cp.async through STAGES shared buffers, so STAGES-1 steps of
+// loads are in flight during the math. fp16 tiles in shared memory have no padding: their
+// 16-byte chunks are XOR-swizzled per row (SwizzledTile), so ldmatrix and cp.async touch
+// every bank once. fp16 weights are used where they land; other formats are decoded from
+// their raw buffer into one of two fp16 tiles one step ahead (step kt+1 during step kt), so
+// a K step costs one __syncthreads whatever the format. Fragments are double-buffered in
+// registers: the next k16 slice's ldmatrix is issued before this slice's mma. The epilogue
+// works on the accumulators in registers: the m16n8 layout gives each thread two adjacent
+// outputs of two tokens.
+#pragma once
+#include "common/fp16.cuh"
+#include "common/gmem.cuh"
+#include "gemm/epilogue.cuh"
+#include "gemm/formats.cuh"
+
+namespace onecat::pipe2 {
+
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+  unsigned a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+
+// 16 bytes global → shared, bypassing L1; src_bytes 0 fills zeros (rows past the last token).
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int PENDING>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(PENDING) : "memory");
+}
+
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// d += a · b for one m16n8k16 tile (not volatile: it only reads and writes registers, so
+// the compiler may interleave it with the next fragments' ldmatrix).
+__device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  asm(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+template <class Fmt>
+struct IsF16Format {
+  static constexpr bool value = false;
+};
+template <>
+struct IsF16Format<FmtF16> {
+  static constexpr bool value = true;
+};
+
+// An fp16 tile of rows of BK halves in shared memory (x stages, fp16 weight stages, decoded
+// weight tiles), unpadded: the 16-byte chunk c of row r is stored at chunk c ^ row_xor(r).
+// ldmatrix reads one chunk of 8 consecutive rows, and a warp's cp.async writes whole rows;
+// with BK=64 (128-byte rows) row_xor = r % 8 puts 8 consecutive rows' chunk c in 8 different
+// 16-byte bank groups, with BK=32 (two 64-byte rows per 128 bytes) row_xor = (r/2) % 4 does.
+// row_xor(r + 16) == row_xor(r), so a lane's swizzle is the same for all its 16-row tiles.
+template <int BK>
+struct SwizzledTile {
+  static constexpr int kChunks = BK / 8;
+  static_assert(kChunks == 4 || kChunks == 8, "BK is 32 or 64");
+  __device__ static __forceinline__ int row_xor(int r) { return kChunks == 8 ? (r & 7) : ((r >> 1) & 3); }
+  // Offset in halves of chunk c (8 halves) of row r.
+  __device__ static __forceinline__ int offset(int r, int c) { return r * BK + ((c ^ row_xor(r)) << 3); }
+};
+
+// Shared memory of one CTA, in bytes (the launch passes it as dynamic shared memory);
+// codegen/gemm/config.cpp Config::shared_bytes mirrors it.
+template <class Fmt, int BM, int BN, int BK, int STAGES>
+struct Mma16816Smem {
+  static constexpr bool kF16 = IsF16Format<Fmt>::value;
+  static constexpr int kChunksPerRow = BK / Fmt::kPerChunk;
+  static constexpr int kX = STAGES * BM * BK * 2;
+  static constexpr int kRaw = kF16 ? STAGES * BN * BK * 2 : STAGES * BN * kChunksPerRow * 16;
+  static constexpr int kDecoded = kF16 ? 0 : 2 * BN * BK * 2;
+  static constexpr int kBytes = kX + kRaw + kDecoded;
+};
+
+template <class Fmt, int N, int K, int BM, int BN, int BK, int WM, int WN, int STAGES, bool OUT_F32, int EPI, bool ACT_ORDER>
+__global__ void __launch_bounds__(WM* WN * 32, 1)
+    mma16816_kernel(void* __restrict__ y, const half_t* __restrict__ x, const void* __restrict__ qweight,
+                    const void* __restrict__ scales, const void* __restrict__ zeros, const int* __restrict__ perm,
+                    float global_scale, const half_t* __restrict__ bias, const half_t* __restrict__ residual, int m) {
+  using Smem = Mma16816Smem<Fmt, BM, BN, BK, STAGES>;
+  using Tile = SwizzledTile<BK>;
+  constexpr int kThreads = WM * WN * 32;
+  constexpr int kPer = Fmt::kPerChunk;
+  constexpr int kChunksPerRow = K / kPer;
+  constexpr int kChunksPerStep = BK / kPer;  // per weight row
+  constexpr bool kF16 = Smem::kF16;
+  constexpr bool kGated = EPI == kEpiSiluMul;
+  constexpr int kOutRows = kGated ? N / 2 : N;
+  constexpr int kTileCols = kGated ? BN / 2 : BN;  // output columns per CTA
+  constexpr int kWarpM = BM / WM, kWarpN = BN / WN;
+  constexpr int kFm = kWarpM / 16, kFn = kWarpN / 8;  // m16 × n8 tiles per warp
+  constexpr int kJp = kFn / 2;                        // n16 pairs: one ldmatrix.x4 of weights each
+  constexpr int kKs = BK / 16;                        // k16 slices per step
+  constexpr int kXLoads = BM * BK / 8;
+  constexpr int kWLoads = BN * kChunksPerStep;
+  constexpr int kSteps = K / BK;
+  constexpr int kXStageHalves = BM * BK, kWStageHalves = BN * BK;
+  static_assert(K % BK == 0 && BK % kPer == 0 && BK % 16 == 0, "K steps of BK in whole chunks");
+  static_assert(kWarpM % 16 == 0 && kWarpN % 16 == 0, "whole ldmatrix tiles per warp");
+  static_assert(!kGated || kWarpN % 32 == 0, "gated warps hold whole 16-row gate/up pairs");
+  static_assert(kF16 || STAGES >= 3, "decoded formats need 3 stages: the decode runs one step ahead of the math");
+  static_assert(kKs % 2 == 0 && (kKs * kJp) % 2 == 0, "fragment buffer parity restarts every step");
+
+  extern __shared__ __align__(128) unsigned char smem[];
+  half_t* xs = reinterpret_cast<half_t*>(smem);                            // [STAGES][BM][BK] swizzled
+  unsigned char* raw = smem + Smem::kX;                                    // [STAGES][BN][BK] swizzled fp16, or raw chunks
+  half_t* wdec = reinterpret_cast<half_t*>(smem + Smem::kX + Smem::kRaw);  // [2][BN][BK] swizzled
+
+  const int tid = threadIdx.x;
+  const int lane = tid % 32, warp = tid / 32;
+  const int wm = warp / WN, wn = warp % WN;
+  // Token tiles are the fast grid dimension: CTAs launched together share a weight tile,
+  // which the L2 then serves to all but the first.
+  const int m0 = blockIdx.x * BM;
+  const int n0 = blockIdx.y * kTileCols;
+
+  auto weight_row = [&](int r) { return tile_weight_row<N, EPI>(n0, r); };
+
+  auto issue_step = [&](int kt) {  // loads of step kt into stage kt % STAGES
+    const int stage = kt % STAGES;
+    half_t* xst = xs + stage * kXStageHalves;
+#pragma unroll
+    for (int i = 0; i < (kXLoads + kThreads - 1) / kThreads; ++i) {
+      const int idx = tid + i * kThreads;
+      if (kXLoads % kThreads == 0 || idx < kXLoads) {
+        const int r = idx / (BK / 8), c = idx % (BK / 8);
+        const bool in = m0 + r < m;
+        const half_t* row = x + static_cast<long long>(in ? m0 + r : 0) * K;
+        half_t* dst = xst + Tile::offset(r, c);
+        if constexpr (ACT_ORDER) {
+          Raw16 v{};
+          if (in) {
+#pragma unroll
+            for (int j = 0; j < 8; ++j) v.h[j] = row[perm[kt * BK + c * 8 + j]].bits;
+          }
+          *reinterpret_cast<Raw16*>(dst) = v;
+        } else {
+          cp_async16(shared_address(dst), row + kt * BK + c * 8, in ? 16 : 0);
+        }
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < (kWLoads + kThreads - 1) / kThreads; ++i) {
+      const int idx = tid + i * kThreads;
+      if (kWLoads % kThreads == 0 || idx < kWLoads) {
+        const int r = idx / kChunksPerStep, c = idx % kChunksPerStep;
+        const char* src =
+            static_cast<const char*>(qweight) + (static_cast<long long>(weight_row(r)) * kChunksPerRow + kt * kChunksPerStep + c) * 16;
+        const unsigned dst = kF16 ? shared_address(reinterpret_cast<half_t*>(raw) + stage * kWStageHalves + Tile::offset(r, c))
+                                  : shared_address(raw + ((stage * BN + r) * kChunksPerStep + c) * 16);
+        cp_async16(dst, src, 16);
+      }
+    }
+  };
+
+  constexpr int kDecodePerThread = kF16 ? 1 : (kWLoads + kThreads - 1) / kThreads;
+  typename Fmt::Scale sc[kDecodePerThread];
+  auto load_scales = [&](int kt) {
+    if constexpr (!kF16) {
+#pragma unroll
+      for (int i = 0; i < kDecodePerThread; ++i) {
+        const int idx = tid + i * kThreads;
+        if (kWLoads % kThreads == 0 || idx < kWLoads) {
+          sc[i] = Fmt::load_scale(scales, zeros, weight_row(idx / kChunksPerStep), kt * kChunksPerStep + idx % kChunksPerStep);
+        }
+      }
+    }
+  };
+  auto decode_step = [&](int kt) {  // raw stage kt % STAGES → fp16 tile kt % 2
+    if constexpr (!kF16) {
+      const int stage = kt % STAGES;
+      half_t* dst_tile = wdec + (kt % 2) * kWStageHalves;
+#pragma unroll
+      for (int i = 0; i < kDecodePerThread; ++i) {
+        const int idx = tid + i * kThreads;
+        if (kWLoads % kThreads == 0 || idx < kWLoads) {
+          const int r = idx / kChunksPerStep, c = idx % kChunksPerStep;
+          const Raw16 v = *reinterpret_cast<const Raw16*>(raw + ((stage * BN + r) * kChunksPerStep + c) * 16);
+          half2_t d[kPer / 2];
+          decode_chunk_full<Fmt>(v, sc[i], d);
+#pragma unroll
+          for (int p = 0; p < kPer / 8; ++p) {
+            Raw16 o;
+#pragma unroll
+            for (int j = 0; j < 4; ++j) reinterpret_cast<unsigned*>(o.h)[j] = d[p * 4 + j].bits;
+            *reinterpret_cast<Raw16*>(dst_tile + Tile::offset(r, c * (kPer / 8) + p)) = o;
+          }
+        }
+      }
+    }
+  };
+
+  float acc[kFm][kFn][4];
+#pragma unroll
+  for (int i = 0; i < kFm; ++i) {
+#pragma unroll
+    for (int j = 0; j < kFn; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+    }
+  }
+
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < kSteps) issue_step(s);
+    cp_async_commit();
+  }
+  if constexpr (!kF16) {  // step 0's weights decoded before the loop; the loop decodes one ahead
+    load_scales(0);
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    decode_step(0);
+    if (kSteps > 1) load_scales(1);
+  }
+  // Step 0's x (and fp16 weights), its decoded tile and step 1's raw weights are visible.
+  if constexpr (kF16) {
+    cp_async_wait<STAGES - 2>();
+  } else {
+    cp_async_wait<STAGES - 3>();
+  }
+  __syncthreads();
+
+  // ldmatrix lane addresses. A (x, row-major m16×k16): rows lane%16, k chunk lane/16. B
+  // (weights, n rows × k): rows lane%8 + 8*(lane/16), k chunk (lane/8)%2. A lane's chunk in
+  // k16 slice ks is 2*ks + its chunk, swizzled: (2*ks) ^ (chunk ^ row_xor(row)), since the
+  // chunk is 0 or 1 and 2*ks even.
+  const int a_row = wm * kWarpM + lane % 16;
+  const int b_row = wn * kWarpN + lane % 8 + (lane / 16) * 8;
+  const int a_sw = (lane / 16) ^ Tile::row_xor(a_row);
+  const int b_sw = ((lane / 8) % 2) ^ Tile::row_xor(b_row);
+  const unsigned xs_lane = shared_address(xs) + a_row * BK * 2;
+  const unsigned w_lane = (kF16 ? shared_address(raw) : shared_address(wdec)) + b_row * BK * 2;
+  auto x_addr = [&](int kt) { return xs_lane + (kt % STAGES) * (kXStageHalves * 2); };
+  auto w_addr = [&](int kt) { return w_lane + (kF16 ? kt % STAGES : kt % 2) * (kWStageHalves * 2); };
+  auto load_a = [&](unsigned(&f)[kFm][4], unsigned xa, int ks) {
+#pragma unroll
+    for (int i = 0; i < kFm; ++i) ldmatrix_x4(f[i], xa + i * 16 * BK * 2 + (((2 * ks) ^ a_sw) << 4));
+  };
+  auto load_b = [&](unsigned(&f)[4], unsigned wa, int ks, int jp) {
+    ldmatrix_x4(f, wa + jp * 16 * BK * 2 + (((2 * ks) ^ b_sw) << 4));
+  };
+
+  // Fragments of two k16 slices in registers: slice g+1's are requested before slice g's
+  // mma, across steps too (kKs and kKs*kJp are even, so the buffer parity restarts each step).
+  unsigned a[2][kFm][4];
+  unsigned b[2][4];
+  load_a(a[0], x_addr(0), 0);
+  load_b(b[0], w_addr(0), 0, 0);
+  for (int kt = 0; kt < kSteps; ++kt) {
+    const bool more = kt + 1 < kSteps;
+    const unsigned xa = x_addr(kt), wa = w_addr(kt);
+    const unsigned xa_next = x_addr(kt + 1), wa_next = w_addr(kt + 1);
+#pragma unroll
+    for (int ks = 0; ks < kKs; ++ks) {
+      if (ks == kKs - 1) {
+        // This step's fragments are all in registers. After this barrier step kt+1's x (and
+        // fp16 weights) and its decoded tile are visible (decoded formats: step kt+2's raw
+        // weights too), and every warp has read its last fragment of step kt-1's stage.
+        if constexpr (kF16) {
+          cp_async_wait<STAGES - 2>();
+        } else {
+          cp_async_wait<STAGES - 3>();
+        }
+        __syncthreads();
+      }
+      if (ks == 0) {
+        // Step kt-1's stage was last read before the previous barrier: refill it. Its decoded
+        // tile too: decode step kt+1 into it (raw weights visible since that barrier).
+        if (kt + STAGES - 1 < kSteps) issue_step(kt + STAGES - 1);
+        cp_async_commit();
+        if constexpr (!kF16) {
+          if (more) {
+            decode_step(kt + 1);
+            if (kt + 2 < kSteps) load_scales(kt + 2);
+          }
+        }
+      }
+#pragma unroll
+      for (int jp = 0; jp < kJp; ++jp) {
+        const int t = ks * kJp + jp;
+        if (jp == 0) {
+          if (ks + 1 < kKs) {
+            load_a(a[(ks + 1) % 2], xa, ks + 1);
+          } else if (more) {
+            load_a(a[(ks + 1) % 2], xa_next, 0);
+          }
+        }
+        if (jp + 1 < kJp) {
+          load_b(b[(t + 1) % 2], wa, ks, jp + 1);
+        } else if (ks + 1 < kKs) {
+          load_b(b[(t + 1) % 2], wa, ks + 1, 0);
+        } else if (more) {
+          load_b(b[(t + 1) % 2], wa_next, 0, 0);
+        }
+#pragma unroll
+        for (int i = 0; i < kFm; ++i) {
+          mma_16816(acc[i][2 * jp], a[ks % 2][i], b[t % 2][0], b[t % 2][1]);
+          mma_16816(acc[i][2 * jp + 1], a[ks % 2][i], b[t % 2][2], b[t % 2][3]);
+        }
+      }
+    }
+  }
+  cp_async_wait<0>();
+
+  // Epilogue from registers: acc[i][j][h*2 + e] is token (row lane/4 + 8h of m-tile i),
+  // column 2*(lane%4) + e of n-tile j.
+#pragma unroll
+  for (int i = 0; i < kFm; ++i) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int tok = m0 + wm * kWarpM + i * 16 + lane / 4 + 8 * h;
+      if (tok >= m) continue;
+#pragma unroll
+      for (int j = 0; j < kFn; ++j) {
+        if (kGated && j % 4 >= 2) continue;  // up tiles are read with their gate tiles
+        const int col0 = kGated ? n0 + (wn * kWarpN / 32 + j / 4) * 16 + (j % 4) * 8 + 2 * (lane % 4)
+                                : n0 + wn * kWarpN + j * 8 + 2 * (lane % 4);
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int n = col0 + e;
+          if (n >= kOutRows) continue;
+          float v = acc[i][j][h * 2 + e] * global_scale;
+          const long long out = static_cast<long long>(tok) * kOutRows + n;
+          if constexpr (kGated) v = silu(v) * (acc[i][j + 2][h * 2 + e] * global_scale);
+          if constexpr (EPI == kEpiBias) v += half_to_float(bias[n]);
+          if constexpr (EPI == kEpiResidual) v += half_to_float(residual[out]);
+          store_out<OUT_F32>(y, out, v);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace onecat::pipe2
