@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
   const char* vc = static_cast<const char*>(v_cache);
   auto issue_stage = [&](int it) {
     const int stage = it % STAGES;
-    const unsigned kdst = attn_smem(k_pipe + stage * kStageBytes), vdst = attn_smem(v_pipe + stage * kStageBytes);
+    const unsigned kdst = sm80::smem_address(k_pipe + stage * kStageBytes), vdst = sm80::smem_address(v_pipe + stage * kStageBytes);
     const int key_base = lo + (tile_begin + it * WN) * BN;
 #pragma unroll
     for (int i = 0; i < (kStageChunks + kThreads - 1) / kThreads; ++i) {
@@ -130,8 +130,8 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
       long long off = 0;
       if (ok) off = (((long long)table[j / PAGE] * KVH + kvh) * PAGE + j % PAGE) * kRowBytes + part * 16;
       const unsigned at = kF16 ? unsigned(attn_swizzle<D>(key, part)) : unsigned(c * 16);
-      attn_cp_async16(kdst + at, kc + off, ok ? 16 : 0);
-      attn_cp_async16(vdst + at, vc + off, ok ? 16 : 0);
+      sm80::cp_async16(kdst + at, kc + off, ok ? 16 : 0);
+      sm80::cp_async16(vdst + at, vc + off, ok ? 16 : 0);
     }
   };
   // fp8: the landed stage's codes → fp16 (exact; the 2^8 of E4M3 is in the factors).
@@ -193,33 +193,33 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
   const int bk_key = (lane / 16) * 8 + lane % 8, bk_chunk = lane / 8 % 2;
   // B of P·V (V rows, transposed): matrix i holds keys (i % 2)·8.., d chunk i / 2.
   const int bv_key = (lane / 8 % 2) * 8 + lane % 8, bv_chunk = lane / 16;
-  const unsigned q_base = attn_smem(q_s);
+  const unsigned q_base = sm80::smem_address(q_s);
   unsigned q_frag[kQInRegs ? kKSteps : 1][4];
   if constexpr (kQInRegs) {
 #pragma unroll
-    for (int kk = 0; kk < kKSteps; ++kk) attn_ldmatrix_x4(q_frag[kk], q_base + attn_swizzle<D>(a_row, 2 * kk + a_chunk));
+    for (int kk = 0; kk < kKSteps; ++kk) sm80::ldmatrix_x4(q_frag[kk], q_base + attn_swizzle<D>(a_row, 2 * kk + a_chunk));
   }
 
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
     if (s < iters) issue_stage(s);
-    attn_cp_async_commit();
+    sm80::cp_async_commit();
   }
   const bool warp_has_rows = (row0 + wm * 16) / G < q_len;  // else all 16 rows are padding
   for (int it = 0; it < iters; ++it) {
-    attn_cp_async_wait<STAGES - 2>();
+    sm80::cp_async_wait<STAGES - 2>();
     __syncthreads();  // stage `it` landed for every thread; every warp is done with it - 1
     if (it + STAGES - 1 < iters) issue_stage(it + STAGES - 1);
-    attn_cp_async_commit();
+    sm80::cp_async_commit();
     unsigned k_base, v_base;
     if constexpr (kF16) {
-      k_base = attn_smem(k_pipe + (it % STAGES) * kStageBytes);
-      v_base = attn_smem(v_pipe + (it % STAGES) * kStageBytes);
+      k_base = sm80::smem_address(k_pipe + (it % STAGES) * kStageBytes);
+      v_base = sm80::smem_address(v_pipe + (it % STAGES) * kStageBytes);
     } else {
       decode_stage(it);
       __syncthreads();
-      k_base = attn_smem(k16);
-      v_base = attn_smem(v16);
+      k_base = sm80::smem_address(k16);
+      v_base = sm80::smem_address(v16);
     }
     const int tile = tile_begin + it * WN + wn;
     const int key0 = lo + tile * BN;
@@ -240,14 +240,14 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
 #pragma unroll
         for (int e = 0; e < 4; ++e) a[e] = q_frag[kk][e];
       } else {
-        attn_ldmatrix_x4(a, q_base + attn_swizzle<D>(a_row, 2 * kk + a_chunk));
+        sm80::ldmatrix_x4(a, q_base + attn_swizzle<D>(a_row, 2 * kk + a_chunk));
       }
 #pragma unroll
       for (int np = 0; np < BN / 16; ++np) {
         unsigned bk[4];
-        attn_ldmatrix_x4(bk, k_base + attn_swizzle<D>(key_row0 + 16 * np + bk_key, 2 * kk + bk_chunk));
-        attn_mma16816(s[2 * np], a, bk[0], bk[1]);
-        attn_mma16816(s[2 * np + 1], a, bk[2], bk[3]);
+        sm80::ldmatrix_x4(bk, k_base + attn_swizzle<D>(key_row0 + 16 * np + bk_key, 2 * kk + bk_chunk));
+        sm80::mma_16816(s[2 * np], a, bk[0], bk[1]);
+        sm80::mma_16816(s[2 * np + 1], a, bk[2], bk[3]);
       }
     }
 
@@ -300,13 +300,13 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
 #pragma unroll
       for (int dp = 0; dp < D / 16; ++dp) {
         unsigned bv[4];
-        attn_ldmatrix_x4_trans(bv, v_base + attn_swizzle<D>(key_row0 + 16 * j + bv_key, 2 * dp + bv_chunk));
-        attn_mma16816(o_acc[2 * dp], p, bv[0], bv[1]);
-        attn_mma16816(o_acc[2 * dp + 1], p, bv[2], bv[3]);
+        sm80::ldmatrix_x4_trans(bv, v_base + attn_swizzle<D>(key_row0 + 16 * j + bv_key, 2 * dp + bv_chunk));
+        sm80::mma_16816(o_acc[2 * dp], p, bv[0], bv[1]);
+        sm80::mma_16816(o_acc[2 * dp + 1], p, bv[2], bv[3]);
       }
     }
   }
-  attn_cp_async_wait<0>();
+  sm80::cp_async_wait<0>();
   __syncthreads();  // the buffers are free for the merge
 
   // Row sums over the quad, then the warp columns meet: common max, rescale, sum.

@@ -9,40 +9,18 @@
 #pragma once
 #include "common/fp16.cuh"
 #include "common/gmem.cuh"
+#include "common/sm80.cuh"
 #include "gemm/epilogue.cuh"
 #include "gemm/formats.cuh"
 
 namespace onecat {
 
-__device__ __forceinline__ unsigned shared_address(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
-}
-
-// 16 bytes global → shared, bypassing L1; src_bytes 0 fills zeros (rows past the last token).
-__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int PENDING>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(PENDING) : "memory");
-}
-
-__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
-// d += a · b for one m16n8k16 tile.
-__device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
+using sm80::cp_async16;
+using sm80::cp_async_commit;
+using sm80::cp_async_wait;
+using sm80::ldmatrix_x4;
+using sm80::mma_16816;
+__device__ __forceinline__ unsigned shared_address(const void* p) { return sm80::smem_address(p); }
 
 template <class Fmt>
 struct IsF16Format {

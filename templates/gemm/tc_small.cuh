@@ -21,37 +21,12 @@
 #include "common/fp16.cuh"
 #include "common/gmem.cuh"
 #include "common/reduce.cuh"
+#include "common/sm80.cuh"
 #include "gemm/epilogue.cuh"
 #include "gemm/formats.cuh"
 
 namespace onecat {
 
-// d += a · b, m16n8k16, fp16 operands, fp32 accumulators (PTX ISA "Matrix Fragments for
-// mma.m16n8k16": a0/a2 rows g, a1/a3 rows g+8; a0/a1 k 2t..2t+1, a2/a3 k 2t+8..2t+9;
-// b0 k 2t..2t+1, b1 k 2t+8..2t+9, column g; d0/d1 row g, d2/d3 row g+8, columns 2t, 2t+1).
-__device__ __forceinline__ unsigned tc_small_smem_address(const void* p) {
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
-}
-
-// 16 bytes global → shared bypassing L1 (weights are read once); src_bytes 0 stores zeros.
-__device__ __forceinline__ void tc_small_cp_async16(unsigned dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
-__device__ __forceinline__ void tc_small_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int PENDING>
-__device__ __forceinline__ void tc_small_cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(PENDING) : "memory");
-}
-
-__device__ __forceinline__ void tc_small_mma(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0,
-                                             unsigned b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
 
 template <class Fmt, int N, int K, int MT, int ROWS, int WARPS, int STAGES, bool OUT_F32, int EPI, bool ACT_ORDER>
 __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
@@ -175,7 +150,7 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
           for (int h = 0; h < kTokGroups; ++h) {
             const unsigned b0 = raw_word(s.xv[h][j / 2], (2 * j) % 4);
             const unsigned b1 = raw_word(s.xv[h][j / 2], (2 * j + 1) % 4);
-            tc_small_mma(sum[h], lo[2 * j].bits, hi[2 * j].bits, lo[2 * j + 1].bits, hi[2 * j + 1].bits, b0, b1);
+            sm80::mma_16816(sum[h], lo[2 * j].bits, hi[2 * j].bits, lo[2 * j + 1].bits, hi[2 * j + 1].bits, b0, b1);
           }
         }
       };
@@ -217,7 +192,7 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
     for (int i = 0; i < kTiles; ++i) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        tc_small_cp_async16(tc_small_smem_address(&ring[slot][i * 2 + h][threadIdx.x]), wbytes + wrow[i][h] + cc * 16, in ? 16 : 0);
+        sm80::cp_async16(sm80::smem_address(&ring[slot][i * 2 + h][threadIdx.x]), wbytes + wrow[i][h] + cc * 16, in ? 16 : 0);
       }
     }
   };
@@ -227,7 +202,7 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
 #pragma unroll
     for (int it = 0; it < STAGES - 1; ++it) {
       if (it < iters) issue_weights(warp + it * WARPS, it);
-      tc_small_cp_async_commit();  // empty groups keep the wait count uniform
+      sm80::cp_async_commit();  // empty groups keep the wait count uniform
     }
   }
   Stage cur;
@@ -236,12 +211,12 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
     const int kb = warp + it * WARPS;
     if constexpr (STAGES > 1) {
       if (it + STAGES - 1 < iters) issue_weights(kb + (STAGES - 1) * WARPS, (it + STAGES - 1) % STAGES);
-      tc_small_cp_async_commit();
+      sm80::cp_async_commit();
     }
     Stage next;
     if (it + 1 < iters) load(kb + WARPS, next);
     if constexpr (STAGES > 1) {
-      tc_small_cp_async_wait<STAGES - 1>();  // this thread's copies of k-block kb have landed
+      sm80::cp_async_wait<STAGES - 1>();  // this thread's copies of k-block kb have landed
 #pragma unroll
       for (int i = 0; i < kTiles; ++i) {
 #pragma unroll
