@@ -1,6 +1,7 @@
 #include "tuner/tuner.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "runtime/cuda/driver.h"
@@ -74,7 +75,16 @@ int choose_config(const std::vector<CandidateTiming>& t, const std::string& defa
 }
 
 TuningRecord tune_spec(const Family& family, const std::string& spec_text, int64_t bucket, JitService& jit, int jobs,
-                       const TuneHooks& hooks) {
+                       const TuneHooks& hooks, TunePhases* phases) {
+  TunePhases local;
+  TunePhases& ph = phases ? *phases : local;
+  ph = {};
+  auto clock = std::chrono::steady_clock::now();
+  auto lap = [&clock](double& into) {  // adds the time since the last lap to `into`
+    const auto now = std::chrono::steady_clock::now();
+    into += std::chrono::duration<double>(now - clock).count();
+    clock = now;
+  };
   use_device(0);
   TuningRecord rec;
   rec.device = this_device();
@@ -89,8 +99,10 @@ TuningRecord tune_spec(const Family& family, const std::string& spec_text, int64
   std::vector<CompileRequest> reqs;
   for (const auto& c : configs) reqs.push_back(CompileRequest::make(family, rec.spec, c, arch));
   const std::vector<CompileResult> compiled = jit.get_all(reqs, jobs, Parallelism::kThreads);
+  lap(ph.compile);
 
   std::unique_ptr<Workload> workload = make_workload(family, rec.spec, bucket);
+  lap(ph.inputs);
   for (size_t i = 0; i < configs.size(); ++i) {
     CandidateTiming t;
     t.config = configs[i];
@@ -114,11 +126,13 @@ TuningRecord tune_spec(const Family& family, const std::string& spec_text, int64
         if (checked == &kernel) throw Error("cannot sabotage the only candidate");
       }
       CheckResult check;
+      lap(ph.timing);  // loading and anything before: counted with the timings
       try {
         check = workload->check(*checked, t.config);
       } catch (const Error& e) {
         check.detail = e.what();
       }
+      lap(ph.check);
       if (!check.passed) {
         t.status = "wrong";
         t.detail = "error " + std::to_string(check.error) + " > " + std::to_string(check.tolerance) + " " + check.detail;
@@ -148,6 +162,7 @@ TuningRecord tune_spec(const Family& family, const std::string& spec_text, int64
     const Timing tm = measure([&](int k) { workload->launch(kernel, t.config, k); });
     t.median_us = tm.median_us, t.min_us = tm.min_us, t.max_us = tm.max_us;
   }
+  lap(ph.timing);
   const int chosen = choose_config(rec.candidates, rec.default_config);
   if (chosen < 0) throw Error("no candidate of " + rec.spec + " at M=" + std::to_string(bucket) + " compiled, passed and ran");
   rec.config = rec.candidates[chosen].config;

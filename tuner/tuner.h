@@ -38,8 +38,17 @@ struct TuneHooks {
   std::function<bool(const std::string& config)> sabotage;
 };
 
-// Tunes (spec, bucket) on GPU 0. Throws Error when no candidate survives.
+// Where one tune_spec's wall time went, in seconds (reported by `onecat tune --json`).
+struct TunePhases {
+  double compile = 0;  // candidates compiled (or found in the cache)
+  double inputs = 0;   // the workload: weights, inputs and their rotated copies
+  double check = 0;    // every candidate checked against the reference (the reference made once)
+  double timing = 0;   // screening and full timings
+};
+
+// Tunes (spec, bucket) on GPU 0. Throws Error when no candidate survives. `phases`, when
+// given, receives where the time went.
 TuningRecord tune_spec(const Family& family, const std::string& spec, int64_t bucket, JitService& jit, int jobs,
-                       const TuneHooks& hooks = {});
+                       const TuneHooks& hooks = {}, TunePhases* phases = nullptr);
 
 }  // namespace onecat

@@ -154,6 +154,7 @@ void tune(const TuneArgs& a, const std::vector<std::string>& specs, const std::v
   const auto start = std::chrono::steady_clock::now();
   Progress progress("tuning", todo.size());
   std::vector<TuningRecord> done;
+  std::vector<TunePhases> phases;
   std::vector<std::string> failures, skipped;
   for (const Job& job : todo) {
     if (a.budget_s > 0 && seconds_since(start) > a.budget_s) {
@@ -161,10 +162,12 @@ void tune(const TuneArgs& a, const std::vector<std::string>& specs, const std::v
       continue;
     }
     try {
-      TuningRecord rec = tune_spec(family_of(job.spec), job.spec, job.bucket, jit, a.jobs);
+      TunePhases ph;
+      TuningRecord rec = tune_spec(family_of(job.spec), job.spec, job.bucket, jit, a.jobs, {}, &ph);
       rec.key = job.key;
       store.put_tuning(rec);  // at once: an interrupted run keeps what it finished
       done.push_back(std::move(rec));
+      phases.push_back(ph);
     } catch (const Error& e) {
       failures.push_back(job.spec + " M=" + std::to_string(job.bucket) + ": " + e.what());
     }
@@ -174,10 +177,13 @@ void tune(const TuneArgs& a, const std::vector<std::string>& specs, const std::v
   release_workloads();
   nlohmann::json out = nlohmann::json::array();
   if (!a.json) std::printf("%-66s %6s %10s %10s %8s  %s\n", "spec", "M", "default us", "best us", "speedup", "config");
-  for (const auto& r : done) {
+  for (size_t i = 0; i < done.size(); ++i) {
+    const TuningRecord& r = done[i];
+    const TunePhases& ph = phases[i];
     const double speedup = r.best_us > 0 ? r.default_us / r.best_us : 0;
     out.push_back({{"spec", r.spec}, {"bucket", r.bucket}, {"default_us", r.default_us}, {"best_us", r.best_us},
-                   {"speedup", speedup}, {"config", r.config}, {"candidates", r.candidates.size()}});
+                   {"speedup", speedup}, {"config", r.config}, {"candidates", r.candidates.size()},
+                   {"seconds", {{"compile", ph.compile}, {"inputs", ph.inputs}, {"check", ph.check}, {"timing", ph.timing}}}});
     if (!a.json) {
       std::printf("%-66s %6lld %10.2f %10.2f %8.2f  %s\n", r.spec.c_str(), (long long)r.bucket, r.default_us, r.best_us,
                   speedup, r.config.c_str());
