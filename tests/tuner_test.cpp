@@ -3,14 +3,20 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <map>
+#include <random>
 #include <set>
 
 #include "codegen/family.h"
+#include "runtime/cpu/half.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/cuda/error.h"
 #include "runtime/engine/dispatch.h"
 #include "tests/test_util.h"
+#include "tuner/output_compare.h"
 #include "tuner/tuner.h"
 
 namespace onecat {
@@ -154,6 +160,44 @@ TEST(TuneCli, CompileOnlyPrewarmsAttention) {
   }
   ASSERT_EQ(buckets.size(), 4u);
   for (const auto& [spec, list] : buckets) EXPECT_EQ(list, "1,16") << spec;
+}
+
+// The gemm checks' output comparison (many threads, fixed chunks) gives the serial sums, finds
+// the first non-finite output wherever it lies, and reads fp16 and fp32 outputs.
+TEST(OutputCompare, MatchesASerialSumAndFindsTheFirstNonFinite) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<float> u(-3.f, 3.f);
+  const int64_t count = 300000;  // several chunks, the last one partial
+  std::vector<float> want(static_cast<size_t>(count));
+  for (auto& w : want) w = u(rng);
+  const std::vector<float> rounded = round_to_half(want);
+  std::vector<uint16_t> got16(static_cast<size_t>(count));
+  std::vector<float> got32(static_cast<size_t>(count));
+  double diff2 = 0, ref2 = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    EXPECT_EQ(rounded[size_t(i)], cpu::half_to_float(cpu::float_to_half(want[size_t(i)])));
+    got32[size_t(i)] = want[size_t(i)] + (i % 3 == 0 ? 0.01f : 0.f);
+    got16[size_t(i)] = cpu::float_to_half(got32[size_t(i)]);
+    const double g = cpu::half_to_float(got16[size_t(i)]);
+    diff2 += (g - rounded[size_t(i)]) * (g - rounded[size_t(i)]);
+    ref2 += double(rounded[size_t(i)]) * rounded[size_t(i)];
+  }
+  const OutputDiff h = compare_outputs(reinterpret_cast<const uint8_t*>(got16.data()), false, rounded.data(), count);
+  EXPECT_NEAR(h.diff2, diff2, 1e-9 * diff2);
+  EXPECT_NEAR(h.ref2, ref2, 1e-12 * ref2);
+  EXPECT_EQ(h.first_nonfinite, -1);
+  const OutputDiff again = compare_outputs(reinterpret_cast<const uint8_t*>(got16.data()), false, rounded.data(), count);
+  EXPECT_EQ(again.diff2, h.diff2) << "the same sums on every run";
+  const OutputDiff exact = compare_outputs(reinterpret_cast<const uint8_t*>(want.data()), true, want.data(), count);
+  EXPECT_EQ(exact.diff2, 0.0);
+  got32[250001] = std::numeric_limits<float>::quiet_NaN();
+  got32[70000] = std::numeric_limits<float>::infinity();
+  const OutputDiff bad = compare_outputs(reinterpret_cast<const uint8_t*>(got32.data()), true, want.data(), count);
+  EXPECT_EQ(bad.first_nonfinite, 70000);
+  EXPECT_TRUE(std::isinf(bad.nonfinite_value));
+  got16[299999] = 0xffff;  // fp16 NaN (the poison byte pattern)
+  const OutputDiff poisoned = compare_outputs(reinterpret_cast<const uint8_t*>(got16.data()), false, rounded.data(), count);
+  EXPECT_EQ(poisoned.first_nonfinite, 299999);
 }
 
 }  // namespace

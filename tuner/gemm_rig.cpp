@@ -7,6 +7,7 @@
 #include "runtime/cpu/gemm.h"
 #include "runtime/cpu/half.h"
 #include "runtime/cuda/error.h"
+#include "tuner/output_compare.h"
 #include "tuner/random_weight.h"
 #include "tuner/workload.h"
 
@@ -64,6 +65,7 @@ void GemmRig::prepare(int64_t m) {
   d_x_perm_ = DeviceBuffer();
   d_peer_ = DeviceBuffer();
   reference_.clear();
+  reference_half_.clear();
 }
 
 void GemmRig::launch(const LoadedKernel& kernel, const gemm::Config& config, int copy, CUstream stream) {
@@ -161,6 +163,11 @@ const std::vector<float>& GemmRig::reference() {
   return reference_;
 }
 
+const std::vector<float>& GemmRig::reference_as_output() {
+  if (reference_half_.empty()) reference_half_ = round_to_half(reference());
+  return reference_half_;
+}
+
 CheckResult GemmRig::check(const LoadedKernel& kernel, const gemm::Config& config) {
   const std::vector<float>& want = reference();
   const int64_t n_out = spec_.out_cols();
@@ -177,27 +184,15 @@ CheckResult GemmRig::check(const LoadedKernel& kernel, const gemm::Config& confi
   res.tolerance = tolerance(spec_);
   res.metric = std::string("|gpu-ref|/|ref| (2-norm), reference: ") +
                (double(m_) * double(spec_.n) * double(spec_.k) <= kGemmCpuReferenceMacs ? "CPU fp64" : "cuBLAS fp32");
-  double diff2 = 0, ref2 = 0;
-  for (int64_t i = 0; i < m_ * n_out; ++i) {
-    double g;
-    if (spec_.out_f32) {
-      float f;
-      std::memcpy(&f, got.data() + 4 * i, 4);
-      g = f;
-    } else {
-      uint16_t h;
-      std::memcpy(&h, got.data() + 2 * i, 2);
-      g = cpu::half_to_float(h);
-    }
-    // The fp16 output is compared with the reference rounded to fp16 the same way.
-    const double ref = spec_.out_f32 ? want[size_t(i)] : cpu::half_to_float(cpu::float_to_half(want[size_t(i)]));
-    if (!std::isfinite(g) && res.detail.empty()) {
-      res.detail = "y[" + std::to_string(i / n_out) + "][" + std::to_string(i % n_out) + "] = " + std::to_string(g) +
-                   " (never written?), expected " + std::to_string(ref);
-    }
-    diff2 += (g - ref) * (g - ref);
-    ref2 += ref * ref;
+  // The fp16 output is compared with the reference rounded to fp16 the same way.
+  const std::vector<float>& ref = spec_.out_f32 ? want : reference_as_output();
+  const OutputDiff d = compare_outputs(got.data(), spec_.out_f32, ref.data(), m_ * n_out);
+  if (d.first_nonfinite >= 0) {
+    const int64_t i = d.first_nonfinite;
+    res.detail = "y[" + std::to_string(i / n_out) + "][" + std::to_string(i % n_out) + "] = " +
+                 std::to_string(d.nonfinite_value) + " (never written?), expected " + std::to_string(ref[size_t(i)]);
   }
+  const double diff2 = d.diff2, ref2 = d.ref2;
   for (size_t i = size_t(m_ * n_out) * out_elem; i < out_bytes && res.detail.empty(); ++i) {
     if (got[i] != kPoisonByte) res.detail = "wrote past the last token (byte " + std::to_string(i) + ")";
   }

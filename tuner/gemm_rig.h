@@ -53,6 +53,7 @@ class GemmRig {
 
  private:
   const std::vector<float>& reference();
+  const std::vector<float>& reference_as_output();  // rounded to fp16 as an fp16 output holds it
   void make_fp16_weights();
   std::vector<float> cublas_product_f32();
 
@@ -67,6 +68,7 @@ class GemmRig {
   std::vector<uint16_t> x_, bias_, residual_;
   DeviceBuffer d_x_, d_x_perm_, d_bias_, d_residual_, d_y_;
   std::vector<float> reference_;  // [m][out_cols], empty until asked for
+  std::vector<float> reference_half_;  // reference_ rounded to fp16, for fp16 outputs
   std::vector<DeviceBuffer> w16_;
   DeviceBuffer d_peer_;
   cublasHandle_t cublas_ = nullptr;

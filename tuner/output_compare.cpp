@@ -1,0 +1,60 @@
+#include "tuner/output_compare.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "runtime/cpu/half.h"
+#include "runtime/cpu/parallel.h"
+
+namespace onecat {
+namespace {
+
+constexpr int64_t kChunk = int64_t(1) << 16;
+
+}  // namespace
+
+OutputDiff compare_outputs(const uint8_t* got, bool got_f32, const float* want, int64_t count) {
+  const int64_t chunks = (count + kChunk - 1) / kChunk;
+  std::vector<OutputDiff> part(size_t(std::max<int64_t>(chunks, 1)));
+  cpu::parallel_for(chunks, [&](int64_t c) {
+    OutputDiff& d = part[size_t(c)];
+    const int64_t end = std::min(count, (c + 1) * kChunk);
+    for (int64_t i = c * kChunk; i < end; ++i) {
+      double g;
+      if (got_f32) {
+        float f;
+        std::memcpy(&f, got + 4 * i, 4);
+        g = f;
+      } else {
+        uint16_t h;
+        std::memcpy(&h, got + 2 * i, 2);
+        g = cpu::half_to_float(h);
+      }
+      if (!std::isfinite(g) && d.first_nonfinite < 0) d.first_nonfinite = i, d.nonfinite_value = g;
+      const double ref = want[size_t(i)];
+      d.diff2 += (g - ref) * (g - ref);
+      d.ref2 += ref * ref;
+    }
+  });
+  OutputDiff total;
+  for (const OutputDiff& d : part) {  // in chunk order: the same sums on every run
+    total.diff2 += d.diff2;
+    total.ref2 += d.ref2;
+    if (total.first_nonfinite < 0 && d.first_nonfinite >= 0) {
+      total.first_nonfinite = d.first_nonfinite, total.nonfinite_value = d.nonfinite_value;
+    }
+  }
+  return total;
+}
+
+std::vector<float> round_to_half(const std::vector<float>& v) {
+  std::vector<float> out(v.size());
+  const int64_t n = int64_t(v.size()), chunks = (n + kChunk - 1) / kChunk;
+  cpu::parallel_for(chunks, [&](int64_t c) {
+    const int64_t end = std::min(n, (c + 1) * kChunk);
+    for (int64_t i = c * kChunk; i < end; ++i) out[size_t(i)] = cpu::half_to_float(cpu::float_to_half(v[size_t(i)]));
+  });
+  return out;
+}
+
+}  // namespace onecat
