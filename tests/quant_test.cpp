@@ -427,7 +427,7 @@ TEST(QuantPack, Mxfp4) {
     SCOPED_TRACE("N=" + std::to_string(n) + " K=" + std::to_string(k));
     std::vector<uint8_t> blocks(static_cast<size_t>(n * k / 2)), scales(static_cast<size_t>(n * k / 32));
     for (auto& v : blocks) v = rng.u8();
-    for (auto& v : scales) v = uint8_t(rng.uniform_int(0, 254));
+    for (auto& v : scales) v = uint8_t(rng.uniform_int(0, quant::kMxfp4MaxScaleByte));
     const PackedWeight p = quant::pack_mxfp4(n, k, blocks, scales);
     EXPECT_EQ(p.group, 32);
     expect_matrix(cpu::dequantize(p), n, k, [&](int64_t r, int64_t c) {
@@ -515,6 +515,11 @@ TEST(QuantPack, RefusesMxfp4NanScale) {
   std::vector<uint8_t> blocks(static_cast<size_t>(n * k / 2)), scales(static_cast<size_t>(n * k / 32), 127);
   scales[5] = 255;
   expect_throw<InputError>([&] { quant::pack_mxfp4(n, k, blocks, scales); }, {"mxfp4", "scales[2][1]", "255"});
+  // Weights past fp16's range: 6 · 2^14 > 65504.
+  scales[5] = 141;
+  expect_throw<InputError>([&] { quant::pack_mxfp4(n, k, blocks, scales); }, {"mxfp4", "scales[2][1]", "141", "65504"});
+  scales[5] = quant::kMxfp4MaxScaleByte;
+  EXPECT_EQ(quant::pack_mxfp4(n, k, blocks, scales).scales[5], quant::kMxfp4MaxScaleByte);
 }
 
 TEST(QuantPack, RefusesBadShapes) {

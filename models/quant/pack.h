@@ -48,6 +48,8 @@ PackedWeight pack_nvfp4(int64_t n, int64_t k, std::span<const uint8_t> weight, s
 
 // mxfp4, OCP MX (gpt-oss): blocks [N][K/2] u8 (low nibble = even k), scales [N][K/32] UE8M0.
 // Refuses the NaN scale 255.
+// The largest UE8M0 scale byte pack_mxfp4 takes: 2^13, so 6 · 2^13 = 49152 fits fp16.
+inline constexpr uint8_t kMxfp4MaxScaleByte = 140;
 PackedWeight pack_mxfp4(int64_t n, int64_t k, std::span<const uint8_t> blocks, std::span<const uint8_t> scales);
 
 }  // namespace onecat::quant

@@ -123,6 +123,7 @@ struct FmtFp8B32 {
 // fp8b128: E4M3 with an fp32 scale per 128×128 block (BLOCK=128) or per row (BLOCK=0).
 template <int K, int BLOCK>
 struct FmtFp8B128 {
+  static constexpr bool kPow2Tile = false;
   static constexpr bool kWordScaled = false;
   static constexpr int kScaleSpanK = BLOCK == 0 ? (1 << 30) : BLOCK;  // per channel: all of K
   static constexpr int kPerChunk = 16;
@@ -153,6 +154,7 @@ struct FmtFp8B128 {
 // kernel's epilogue). decode = e2m1 · 2^-14 · (s · 2^6) = e2m1 · s · 2^-8, exact in fp16.
 template <int K>
 struct FmtNvfp4 {
+  static constexpr bool kPow2Tile = false;
   static constexpr bool kWordScaled = false;
   static constexpr int kScaleSpanK = 0;
   static constexpr int kPerChunk = 32;
@@ -184,6 +186,9 @@ struct FmtNvfp4 {
 // exceeds fp16's) together with the 2^14 the decode leaves out.
 template <int K>
 struct FmtMxfp4 {
+  // The fp16 tile (decode_chunk_full) takes the scale as two exact power-of-two steps: 2^(e-113)
+  // itself overflows fp16 from e = 129 (a block scale of 4), although the weights fit.
+  static constexpr bool kPow2Tile = true;
   static constexpr bool kWordScaled = false;
   static constexpr int kScaleSpanK = 0;
   static constexpr int kPerChunk = 32;
@@ -206,6 +211,9 @@ struct FmtMxfp4 {
     }
   }
   __device__ static float flush(const Scale& sc) { return sc.s; }
+  // 2^(e-127): exact in fp16 for e in [103, 142]; the packer refuses e > 140 (weights past
+  // fp16's range), smaller ones give weights fp16 cannot hold anyway (0).
+  __device__ static float block_pow2(const Scale& sc) { return sc.s * 0x1p-14f; }
 };
 
 // A weight chunk decoded to fp16 with every scale applied (fp32 scales rounded to fp16:
@@ -213,9 +221,17 @@ struct FmtMxfp4 {
 template <class Fmt>
 __device__ __forceinline__ void decode_chunk_full(const Raw16& raw, const typename Fmt::Scale& sc, half2_t* out) {
   if constexpr (Fmt::kFlushScaled) {
-    const half2_t f = half2_splat(float_to_half(Fmt::flush(sc)));
+    if constexpr (Fmt::kPow2Tile) {
+      // decode · 2^14 restores the exact E2M1 value, then · 2^(e-127): both steps exact.
+      const half2_t up = half2_t{0x74007400u};  // 2^14 in both halves
+      const half2_t f = half2_splat(float_to_half(Fmt::block_pow2(sc)));
 #pragma unroll
-    for (int p = 0; p < Fmt::kPerChunk / 2; ++p) out[p] = hmul2(Fmt::decode(raw, p, sc), f);
+      for (int p = 0; p < Fmt::kPerChunk / 2; ++p) out[p] = hmul2(hmul2(Fmt::decode(raw, p, sc), up), f);
+    } else {
+      const half2_t f = half2_splat(float_to_half(Fmt::flush(sc)));
+#pragma unroll
+      for (int p = 0; p < Fmt::kPerChunk / 2; ++p) out[p] = hmul2(Fmt::decode(raw, p, sc), f);
+    }
   } else {
 #pragma unroll
     for (int p = 0; p < Fmt::kPerChunk / 2; ++p) out[p] = Fmt::decode(raw, p, sc);
