@@ -246,17 +246,6 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
     const unsigned xa_next = x_addr(kt + 1), wa_next = w_addr(kt + 1);
 #pragma unroll
     for (int ks = 0; ks < kKs; ++ks) {
-      if (ks == kKs - 1) {
-        // This step's fragments are all in registers. After this barrier step kt+1's x (and
-        // fp16 weights) and its decoded tile are visible (decoded formats: step kt+2's raw
-        // weights too), and every warp has read its last fragment of step kt-1's stage.
-        if constexpr (kF16) {
-          cp_async_wait<STAGES - 2>();
-        } else {
-          cp_async_wait<STAGES - 3>();
-        }
-        __syncthreads();
-      }
       if (ks == 0) {
         // Step kt-1's stage was last read before the previous barrier: refill it. Its decoded
         // tile too: decode step kt+1 into it (raw weights visible since that barrier).
@@ -272,12 +261,24 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
 #pragma unroll
       for (int jp = 0; jp < kJp; ++jp) {
         const int t = ks * kJp + jp;
-        if (jp == 0) {
-          if (ks + 1 < kKs) {
-            load_a(a[(ks + 1) % 2], xa, ks + 1);
-          } else if (more) {
-            load_a(a[(ks + 1) % 2], xa_next, 0);
+        if (ks == kKs - 1 && jp == kJp - 1) {
+          // This step's fragments are all in registers (the last n16 pair's weights were
+          // requested in the previous iteration; a barrier at the start of the last slice would
+          // let other warps refill the stage while pairs 1.. of that slice are still read).
+          // After this barrier step kt+1's x (and fp16 weights) and its decoded tile are
+          // visible (decoded formats: step kt+2's raw weights too), and every warp has read its
+          // last fragment of step kt's stage and decoded tile.
+          if constexpr (kF16) {
+            cp_async_wait<STAGES - 2>();
+          } else {
+            cp_async_wait<STAGES - 3>();
           }
+          __syncthreads();
+        }
+        if (jp == 0 && ks + 1 < kKs) {
+          load_a(a[(ks + 1) % 2], xa, ks + 1);
+        } else if (jp == kJp - 1 && ks + 1 == kKs && more) {
+          load_a(a[(ks + 1) % 2], xa_next, 0);  // after the barrier: step kt+1's x
         }
         if (jp + 1 < kJp) {
           load_b(b[(t + 1) % 2], wa, ks, jp + 1);
