@@ -16,6 +16,7 @@
 // first); its q_len query tokens are the last q_len positions. Rows that see no key (padding
 // rows, or seq_lens[b] = 0) produce zeros, never NaN.
 #pragma once
+#include "attention/cta.cuh"
 #include "attention/kv_format.cuh"
 #include "attention/wmma.cuh"
 #include "common/fp16.cuh"
@@ -63,27 +64,11 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int wm = warp % WM, wn = warp / WM;
   const int kvh = blockIdx.y;
-  const int b = blockIdx.z / SPLIT, split = blockIdx.z % SPLIT;
-  const int rb = QLEN ? blockIdx.x : gridDim.x - 1 - blockIdx.x;  // prefill: longest causal rows first
-  int tok0, q_len;
-  if constexpr (QLEN == 0) {
-    tok0 = cu_q[b];
-    q_len = cu_q[b + 1] - tok0;
-  } else {
-    tok0 = b * QLEN;
-    q_len = QLEN;
-  }
-  const int row0 = rb * BM;
-  if (row0 >= q_len * G) return;  // the whole CTA, splits alike
-  const int seq_len = seq_lens[b];
-  const int t_first = row0 / G, t_last = min(q_len - 1, (row0 + BM - 1) / G);
+  AttnCta cta;
+  if (!attn_cta<G, BM, BN, QLEN, CAUSAL, WINDOW, SPLIT>(seq_lens, cu_q, cta)) return;  // the whole CTA, splits alike
+  const int b = cta.b, split = cta.split, rb = cta.rb, tok0 = cta.tok0, q_len = cta.q_len, row0 = cta.row0;
+  const int seq_len = cta.seq_len, lo = cta.lo, hi = cta.hi, tile_begin = cta.tile_begin, tile_end = cta.tile_end;
   const int pos0 = seq_len - q_len;  // position of query token 0
-  int hi = CAUSAL ? min(seq_len, pos0 + t_last + 1) : seq_len;
-  int lo = WINDOW > 0 ? max(0, pos0 + t_first - WINDOW + 1) : 0;
-  if (hi < lo) hi = lo;
-  const int n_tiles = (hi - lo + BN - 1) / BN;
-  const int per_split = (n_tiles + SPLIT - 1) / SPLIT;
-  const int tile_begin = min(n_tiles, split * per_split), tile_end = min(n_tiles, tile_begin + per_split);
   const int iters = (tile_end - tile_begin + WN - 1) / WN;
 
   float ks_factor = Fmt::kDecodeFactor, vs_factor = Fmt::kDecodeFactor;
@@ -354,40 +339,9 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
         part_ml[(split * BM + wm * 16 + my_r) * 2 + 1] = row_sum;
       }
     }
-    __threadfence();
-    __syncthreads();
-    int* is_last = reinterpret_cast<int*>(stats);  // the stats are read: free
-    if (tid == 0) {
-      *is_last = atomicAdd(counters + slot, 1) == SPLIT - 1;
-      if (*is_last) counters[slot] = 0;  // ready for the next launch
-    }
-    __syncthreads();
-    if (!*is_last) return;
-    __threadfence();
-    for (int c = tid; c < BM * (D / 8); c += kThreads) {
-      const int r = c / (D / 8), part = c % (D / 8);
-      const int row = row0 + r, t = row / G, h = row % G;
-      if (t >= q_len) continue;
-      float mx = kNegInf;
-#pragma unroll 4
-      for (int s = 0; s < SPLIT; ++s) mx = fmaxf(mx, __ldcg(part_ml + (s * BM + r) * 2));
-      float acc[8] = {}, total = 0.f;
-#pragma unroll 4
-      for (int s = 0; s < SPLIT; ++s) {
-        const float ms = __ldcg(part_ml + (s * BM + r) * 2);
-        if (ms == kNegInf) continue;
-        const float f = exp2f(ms - mx);
-        total += __ldcg(part_ml + (s * BM + r) * 2 + 1) * f;
-        const float* src = part_o + (s * BM + r) * D + part * 8;
-#pragma unroll
-        for (int e = 0; e < 8; ++e) acc[e] += __ldcg(src + e) * f;
-      }
-      const float inv = total > 0.f ? vs_factor / total : 0.f;
-      Chunk<16> v;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) v.h[e] = float_to_half(acc[e] * inv).bits;
-      gmem_store<16>(out + ((long long)(tok0 + t) * HEADS + kvh * G + h) * D + part * 8, v);
-    }
+    // The stats are read by now: their first int is free for the last-CTA flag.
+    attn_merge_splits<HEADS, KVH, G, D, BM, SPLIT, kThreads>(out, part_o, part_ml, counters, slot,
+                                                               reinterpret_cast<int*>(stats), cta, kvh, vs_factor);
   }
 }
 

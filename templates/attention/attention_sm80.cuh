@@ -15,6 +15,7 @@
 // inside skip the mask. Splits write fp32 (max, sum, O) partials and the last CTA of a
 // (sequence, head, row block) merges them. Rows that see no key produce zeros, never NaN.
 #pragma once
+#include "attention/cta.cuh"
 #include "attention/kv_format.cuh"
 #include "attention/mma16816.cuh"
 #include "common/fp16.cuh"
@@ -72,27 +73,11 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
   const int wm = warp % WM, wn = warp / WM;
   const int gid = lane / 4, tig = lane % 4;
   const int kvh = blockIdx.y;
-  const int b = blockIdx.z / SPLIT, split = blockIdx.z % SPLIT;
-  const int rb = QLEN ? blockIdx.x : gridDim.x - 1 - blockIdx.x;  // prefill: longest causal rows first
-  int tok0, q_len;
-  if constexpr (QLEN == 0) {
-    tok0 = cu_q[b];
-    q_len = cu_q[b + 1] - tok0;
-  } else {
-    tok0 = b * QLEN;
-    q_len = QLEN;
-  }
-  const int row0 = rb * BM;
-  if (row0 >= q_len * G) return;  // the whole CTA, splits alike
-  const int seq_len = seq_lens[b];
-  const int t_first = row0 / G, t_last = min(q_len - 1, (row0 + BM - 1) / G);
+  AttnCta cta;
+  if (!attn_cta<G, BM, BN, QLEN, CAUSAL, WINDOW, SPLIT>(seq_lens, cu_q, cta)) return;  // the whole CTA, splits alike
+  const int b = cta.b, split = cta.split, rb = cta.rb, tok0 = cta.tok0, q_len = cta.q_len, row0 = cta.row0;
+  const int seq_len = cta.seq_len, lo = cta.lo, hi = cta.hi, tile_begin = cta.tile_begin, tile_end = cta.tile_end;
   const int pos0 = seq_len - q_len;  // position of query token 0
-  int hi = CAUSAL ? min(seq_len, pos0 + t_last + 1) : seq_len;
-  const int lo = WINDOW > 0 ? max(0, pos0 + t_first - WINDOW + 1) : 0;
-  if (hi < lo) hi = lo;
-  const int n_tiles = (hi - lo + BN - 1) / BN;
-  const int per_split = (n_tiles + SPLIT - 1) / SPLIT;
-  const int tile_begin = min(n_tiles, split * per_split), tile_end = min(n_tiles, tile_begin + per_split);
   const int iters = (tile_end - tile_begin + WN - 1) / WN;
   const int key_end = min(hi, lo + tile_end * BN);  // keys past it are zero-filled and never seen
 
@@ -412,40 +397,8 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
         if (tig == 0) __stcg(reinterpret_cast<float2*>(part_ml + (split * BM + lrow[r]) * 2), make_float2(row_max[r], row_sum[r]));
       }
     }
-    __threadfence();
-    __syncthreads();
-    if (tid == 0) {
-      *is_last = atomicAdd(counters + slot, 1) == SPLIT - 1;
-      if (*is_last) counters[slot] = 0;  // ready for the next launch
-    }
-    __syncthreads();
-    if (!*is_last) return;
-    __threadfence();
-    for (int c = tid; c < BM * (D / 8); c += kThreads) {
-      const int r = c / (D / 8), part = c % (D / 8);
-      const int row = row0 + r, t = row / G, h = row % G;
-      if (t >= q_len) continue;
-      float mx = kNegInf;
-#pragma unroll 4
-      for (int sp = 0; sp < SPLIT; ++sp) mx = fmaxf(mx, __ldcg(part_ml + (sp * BM + r) * 2));
-      float acc[8] = {}, total = 0.f;
-#pragma unroll 4
-      for (int sp = 0; sp < SPLIT; ++sp) {
-        const float2 ml = __ldcg(reinterpret_cast<const float2*>(part_ml + (sp * BM + r) * 2));
-        if (ml.x == kNegInf) continue;
-        const float f = exp2f(ml.x - mx);
-        total += ml.y * f;
-        const float4* src = reinterpret_cast<const float4*>(part_o + (sp * BM + r) * D + part * 8);
-        const float4 x0 = __ldcg(src), x1 = __ldcg(src + 1);
-        acc[0] += x0.x * f, acc[1] += x0.y * f, acc[2] += x0.z * f, acc[3] += x0.w * f;
-        acc[4] += x1.x * f, acc[5] += x1.y * f, acc[6] += x1.z * f, acc[7] += x1.w * f;
-      }
-      const float inv = total > 0.f ? vs_factor / total : 0.f;
-      Chunk<16> v;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) v.h[e] = float_to_half(acc[e] * inv).bits;
-      gmem_store<16>(out + ((long long)(tok0 + t) * HEADS + kvh * G + h) * D + part * 8, v);
-    }
+    attn_merge_splits<HEADS, KVH, G, D, BM, SPLIT, kThreads>(out, part_o, part_ml, counters, slot, is_last, cta, kvh,
+                                                               vs_factor);
   }
 }
 
