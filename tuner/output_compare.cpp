@@ -16,10 +16,9 @@ constexpr int64_t kChunk = int64_t(1) << 16;
 OutputDiff compare_outputs(const uint8_t* got, bool got_f32, const float* want, int64_t count) {
   const int64_t chunks = (count + kChunk - 1) / kChunk;
   std::vector<OutputDiff> part(size_t(std::max<int64_t>(chunks, 1)));
-  cpu::parallel_for(chunks, [&](int64_t c) {
-    OutputDiff& d = part[size_t(c)];
-    const int64_t end = std::min(count, (c + 1) * kChunk);
-    for (int64_t i = c * kChunk; i < end; ++i) {
+  cpu::parallel_chunks(count, kChunk, [&](int64_t begin, int64_t end) {
+    OutputDiff& d = part[size_t(begin / kChunk)];
+    for (int64_t i = begin; i < end; ++i) {
       double g;
       if (got_f32) {
         float f;
@@ -49,10 +48,8 @@ OutputDiff compare_outputs(const uint8_t* got, bool got_f32, const float* want, 
 
 std::vector<float> round_to_half(const std::vector<float>& v) {
   std::vector<float> out(v.size());
-  const int64_t n = int64_t(v.size()), chunks = (n + kChunk - 1) / kChunk;
-  cpu::parallel_for(chunks, [&](int64_t c) {
-    const int64_t end = std::min(n, (c + 1) * kChunk);
-    for (int64_t i = c * kChunk; i < end; ++i) out[size_t(i)] = cpu::half_to_float(cpu::float_to_half(v[size_t(i)]));
+  cpu::parallel_chunks(int64_t(v.size()), kChunk, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[size_t(i)] = cpu::half_to_float(cpu::float_to_half(v[size_t(i)]));
   });
   return out;
 }

@@ -85,11 +85,16 @@ std::vector<Config> m16n8k16_candidates(const Spec& s) {
   return out;
 }
 
+// The m16n8k16 atom serves attention ops (not kv_write) on sm_80+; not yet checked on a GPU,
+// so only with ONECAT_UNVERIFIED=1 (codegen/unverified.h).
+bool offers_m16n8k16(const Spec& s, Arch arch) {
+  return s.op != Op::kKvWrite && arch.has_mma_m16n8k16() && unverified_kernels();
+}
+
 }  // namespace
 
 Config default_config(const Spec& s, int64_t m, Arch arch) {
-  // atom=m16n8k16 is not yet checked on a GPU: offered only with ONECAT_UNVERIFIED=1.
-  if (s.op != Op::kKvWrite && arch.has_mma_m16n8k16() && unverified_kernels()) return m16n8k16_default(s, m);
+  if (offers_m16n8k16(s, arch)) return m16n8k16_default(s, m);
   Config c;
   c.op = s.op;
   if (s.op == Op::kKvWrite) return c;
@@ -118,7 +123,7 @@ Config default_config(const Spec& s, int64_t m, Arch arch) {
 
 std::vector<Config> candidate_configs(const Spec& s, Arch arch) {
   std::vector<Config> out;
-  if (s.op != Op::kKvWrite && arch.has_mma_m16n8k16() && unverified_kernels()) out = m16n8k16_candidates(s);
+  if (offers_m16n8k16(s, arch)) out = m16n8k16_candidates(s);
   if (s.op == Op::kKvWrite) {
     for (int t : {64, 128, 256, 512}) {
       Config c;

@@ -139,14 +139,16 @@ std::vector<Config> candidate_configs(const Spec& spec, Arch arch) {
     // tc_small, not yet checked on a GPU (codegen/unverified.h): both token tiles, every row
     // tile, 2 to 16 warps splitting K, weights through registers (stages=1) or a three-slot
     // cp.async ring.
-    for (int mt : {8, 16}) {
-      for (int rows : {16, 32, 64}) {
-        for (int warps : {2, 4, 8, 16}) {
-          for (int stages : {1, 3}) {
-            Config c;
-            c.strategy = Strategy::kTcSmall;
-            c.mt = mt, c.rows = rows, c.warps = warps, c.stages = stages;
-            if (unverified_kernels() && !c.invalid_reason(spec)) out.push_back(c);
+    if (unverified_kernels()) {
+      for (int mt : {8, 16}) {
+        for (int rows : {16, 32, 64}) {
+          for (int warps : {2, 4, 8, 16}) {
+            for (int stages : {1, 3}) {
+              Config c;
+              c.strategy = Strategy::kTcSmall;
+              c.mt = mt, c.rows = rows, c.warps = warps, c.stages = stages;
+              if (!c.invalid_reason(spec)) out.push_back(c);
+            }
           }
         }
       }

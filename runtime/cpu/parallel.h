@@ -1,5 +1,6 @@
 // parallel_for(n, fn): fn(i) for i in [0, n) on every hardware thread, each index once, in no
-// particular order. For the CPU references, whose work items (rows, tokens) are independent.
+// particular order; parallel_chunks: the same over fixed chunks of indices. For the CPU
+// references and checks, whose work items (rows, tokens, outputs) are independent.
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -33,6 +34,13 @@ void parallel_for(int64_t n, Fn&& fn) {
   work();
   for (auto& t : pool) t.join();
   if (error) std::rethrow_exception(error);
+}
+
+// fn(begin, end) over [0, n) in fixed chunks of `chunk` indices, the chunks in parallel; chunk
+// c is [c·chunk, min(n, (c+1)·chunk)), so per-chunk results can be combined in a fixed order.
+template <typename Fn>
+void parallel_chunks(int64_t n, int64_t chunk, Fn&& fn) {
+  parallel_for((n + chunk - 1) / chunk, [&](int64_t c) { fn(c * chunk, std::min(n, (c + 1) * chunk)); });
 }
 
 }  // namespace onecat::cpu
