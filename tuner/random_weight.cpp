@@ -91,8 +91,17 @@ quant::PackedWeight random_packed_weight(const gemm::Spec& s, std::mt19937_64& r
     case WeightFormat::kMxfp4: {
       random_bytes(w.qweight, n * k / 2);
       w.scales.resize(n * k / 32);
-      // 2^-7 … 2^3: block scales of 4 and 8 too, past fp16's range as one factor (formats.cuh)
-      for (auto& e : w.scales) e = static_cast<uint8_t>(120 + rng() % 11);
+      // 2^-7 … 2^3: block scales of 2, 4 and 8 too, past fp16's range as one factor (formats.cuh).
+      // A block with a scale ≥ 2 keeps its codes to 0 and ±0.5, so its weights stay as large as
+      // the others' and no product (SiLU(gate)·up over K = 1024 and more) overflows fp16.
+      // Blocks are 16 consecutive bytes of the packed row (8 codes per u32, 4 u32 per block).
+      for (size_t b = 0; b < w.scales.size(); ++b) {
+        const uint8_t e = static_cast<uint8_t>(120 + rng() % 11);
+        w.scales[b] = e;
+        if (e >= 128) {
+          for (size_t i = 16 * b; i < 16 * b + 16; ++i) w.qweight[i] &= 0x99;
+        }
+      }
       break;
     }
   }
