@@ -18,7 +18,8 @@
 #   bench@SPEC@MS    onecat bench SPEC --m MS --sweep --json >> bench.jsonl
 #   attn-bench[@MODE] build-device/attention_bench (MODE quick|sweep) -> attention_bench.json
 #   sdpa[@MODE]      torch SDPA on the same attention shapes (bench/attention_sdpa.py) -> attention_sdpa.json
-#   gemm-bench       bench/gemm_bench.sh (the 8B linear set; FORMATS/SHAPES select) -> gemm_bench.jsonl
+#   gemm-bench       bench/gemm_bench.sh (the 8B linear set; FORMATS/SHAPES select, SWEEP_MS the
+#                    swept token counts, DEFAULT_MS those at the default config) -> gemm_bench.jsonl
 # Files under $OUT (at most 8 come back): machine.txt build.log steps.log lane0.log lane1.log
 #   and those the steps write (tunes.jsonl bench.jsonl attention_bench.json ...).
 set -uo pipefail
@@ -94,7 +95,7 @@ lane() {  # lane GPU STEPS...
                timeout "$(left)" $bin bench "$spec" --m "$ms" --sweep --json | "$py" -c 'import json,sys; print(json.dumps(json.load(sys.stdin)))' >>"$out/bench.jsonl" ;;
       attn-bench*) timeout "$(left)" build-device/attention_bench "$out/attention_bench.json" "${s#attn-bench@}" ;;
       sdpa*) timeout "$(left)" "$py" bench/attention_sdpa.py "$out/attention_sdpa.json" "${s#sdpa@}" ;;
-      gemm-bench) OUT=$out timeout "$(left)" bash bench/gemm_bench.sh "$bin" ;;
+      gemm-bench) OUT=$out timeout "$(left)" bash bench/gemm_bench.sh "$bin" "${SWEEP_MS:-1,16}" "${DEFAULT_MS-2,4,8,32,128,512,2048}" ;;
       *) echo "unknown step $s" ;;
     esac
     step "gpu$gpu $s rc=$?"

@@ -19,8 +19,6 @@ namespace {
 // full timing (MeasureOptions defaults).
 constexpr MeasureOptions kScreen{3, 10, 3, 10, 50};
 constexpr double kRefineBand = 1.15;
-// The widest noise band choose_config allows, relative to the fastest median.
-constexpr double kMaxNoise = 0.05;
 
 }  // namespace
 
@@ -54,17 +52,14 @@ std::vector<std::string> tuning_candidates(const Family& family, const std::stri
   return out;
 }
 
-int choose_config(const std::vector<CandidateTiming>& t, const std::string& default_config, double noise) {
+int choose_config(const std::vector<CandidateTiming>& t, const std::string& default_config, double noise, double floor_us) {
   int fastest = -1;
   for (size_t i = 0; i < t.size(); ++i) {
     if (t[i].status == "ok" && (fastest < 0 || t[i].median_us < t[fastest].median_us)) fastest = int(i);
   }
   if (fastest < 0) return -1;
   const double best = t[fastest].median_us;
-  // The fastest's own spread widens the band, up to kMaxNoise: one slow batch must not make
-  // a clearly slower default look equal.
-  const double spread = std::min(t[fastest].max_us - t[fastest].min_us, kMaxNoise * best);
-  const double band = best + std::max(noise * best, spread);
+  const double band = best + std::max(noise * best, floor_us);
   int chosen = -1;
   for (size_t i = 0; i < t.size(); ++i) {
     if (t[i].status != "ok" || t[i].median_us > band) continue;
