@@ -6,6 +6,11 @@ prints, per model: each run's tune time and geometric-mean tuned/default speedup
 then for every (spec, bucket) whose choices differ between runs 1 and 2, how much slower each
 run's choice was in the other run, and how many pairs are within the tolerance (3 %).
     python3 bench/tune_repeat.py bench/data/tune-qwen3-8b-2026-11-29.jsonl.gz
+With --rechoose NOISE,FLOOR_US every run's choice is made again from its recorded timings by
+tuner/tuner.cpp's rule (choose_config: among the fully timed candidates within NOISE of the
+fastest median or FLOOR_US, whichever is wider, the default, then the earliest in candidate
+order), e.g. to compare runs tuned before and after a change of the rule's band:
+    python3 bench/tune_repeat.py --rechoose 0.01,0.2 FILES
 """
 
 from __future__ import annotations
@@ -36,12 +41,28 @@ def slower(times: dict[str, dict], mine: str, other: str) -> tuple[float, str]:
     return o["median_us"] / times[mine]["median_us"] - 1, o["status"]
 
 
+def choose(record: dict, noise: float, floor_us: float) -> str:
+    """tuner/tuner.cpp's choose_config on one record's candidates (kept in candidate order)."""
+    ok = [c for c in record["candidates"] if c["status"] == "ok"]
+    best = min(c["median_us"] for c in ok)
+    band = best + max(noise * best, floor_us)
+    inside = [c["config"] for c in ok if c["median_us"] <= band]
+    return record["default_config"] if record["default_config"] in inside else inside[0]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("files", nargs="+")
     ap.add_argument("--tolerance", type=float, default=0.03)
+    ap.add_argument("--rechoose", metavar="NOISE,FLOOR_US", help="choose again from the recorded timings")
     args = ap.parse_args()
     runs = load(args.files)
+    if args.rechoose:
+        noise, floor_us = map(float, args.rechoose.split(","))
+        for d in runs.values():
+            for r in d["records"]:
+                r["config"] = choose(r, noise, floor_us)
+                r["best_us"] = next(c["median_us"] for c in r["candidates"] if c["config"] == r["config"])
     for model in sorted({m for m, _ in runs}):
         print(f"## {model}")
         for run in sorted(r for m, r in runs if m == model):

@@ -60,7 +60,7 @@ KvWriteBatch make_kv_write_batch(const attention::Spec& s, const AttentionCase& 
 
 // At least 16 bytes, so an empty input still has an address.
 DeviceBuffer upload_bytes(const void* data, size_t bytes);
-// A buffer of `bytes` filled with `block` repeated (the last copy cut short).
+// A buffer of `bytes` filled with `block` repeated (the last copy cut short), on the GPU.
 DeviceBuffer upload_tiled(const void* block, size_t block_bytes, size_t bytes);
 
 struct DeviceKvCache {

@@ -51,10 +51,16 @@ class RmsnormWorkload final : public Workload {
       : spec_(rmsnorm::Spec::parse(spec_text)), rows_(rows), seed_(seed) {
     std::mt19937_64 rng(seed);
     const size_t n = size_t(rows * spec_.hidden);
-    for (int c = rotation_copies(n * 2 * (spec_.residual ? 2 : 1), l2_bytes()); c > 0; --c) {
-      auto x = random_half(rng, n, -3.f, 3.f), r = random_half(rng, n, -3.f, 3.f);
-      inputs_.push_back({DeviceBuffer::from_host(x.data(), n * 2), DeviceBuffer::from_host(r.data(), n * 2)});
-    }
+    // Copy c of x (and of the residual) starts at c · stride_ of one buffer; the copies hold
+    // the same random values at different addresses (upload_tiled repeats them on the GPU).
+    stride_ = (n * 2 + 255) / 256 * 256;
+    copies_ = rotation_copies(n * 2 * (spec_.residual ? 2 : 1), l2_bytes());
+    auto tiled = [&] {
+      std::vector<uint16_t> v = random_half(rng, stride_ / 2, -3.f, 3.f);
+      return upload_tiled(v.data(), stride_, stride_ * size_t(copies_));
+    };
+    x_ = tiled();
+    if (spec_.residual) residual_ = tiled();
     auto w = random_half(rng, size_t(spec_.hidden), -1.5f, 1.5f);
     weight_ = DeviceBuffer::from_host(w.data(), w.size() * 2);
     out_ = DeviceBuffer(n * 2);
@@ -62,8 +68,8 @@ class RmsnormWorkload final : public Workload {
 
   void launch(const LoadedKernel& kernel, const std::string& config, int i) override {
     const rmsnorm::Config c = rmsnorm::Config::parse(spec_, config);
-    const Input& in = inputs_[size_t(i) % inputs_.size()];
-    CUdeviceptr out = out_.ptr(), x = in.x.ptr(), res = spec_.residual ? in.residual.ptr() : 0, w = weight_.ptr();
+    const CUdeviceptr at = CUdeviceptr(size_t(i % copies_) * stride_);
+    CUdeviceptr out = out_.ptr(), x = x_.ptr() + at, res = spec_.residual ? residual_.ptr() + at : 0, w = weight_.ptr();
     float eps = 1e-6f;
     int rows = int(rows_);
     void* args[] = {&out, &x, &res, &w, &eps, &rows};
@@ -75,14 +81,12 @@ class RmsnormWorkload final : public Workload {
   }
 
  private:
-  struct Input {
-    DeviceBuffer x, residual;
-  };
   rmsnorm::Spec spec_;
   int64_t rows_;
   uint64_t seed_;
-  std::vector<Input> inputs_;
-  DeviceBuffer weight_, out_;
+  size_t stride_ = 0;
+  int copies_ = 1;
+  DeviceBuffer x_, residual_, weight_, out_;
 };
 
 // Attention at bucket m (docs/attention.md): decode and verify — m sequences of
