@@ -52,14 +52,14 @@ std::vector<std::string> tuning_candidates(const Family& family, const std::stri
   return out;
 }
 
-int choose_config(const std::vector<CandidateTiming>& t, const std::string& default_config, double noise, double floor_us) {
+int choose_config(const std::vector<CandidateTiming>& t, const std::string& default_config, double noise) {
   int fastest = -1;
   for (size_t i = 0; i < t.size(); ++i) {
     if (t[i].status == "ok" && (fastest < 0 || t[i].median_us < t[fastest].median_us)) fastest = int(i);
   }
   if (fastest < 0) return -1;
   const double best = t[fastest].median_us;
-  const double band = best + std::max(noise * best, floor_us);
+  const double band = best * (1 + noise);
   int chosen = -1;
   for (size_t i = 0; i < t.size(); ++i) {
     if (t[i].status != "ok" || t[i].median_us > band) continue;

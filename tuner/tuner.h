@@ -28,17 +28,15 @@ DeviceFingerprint this_device();
 std::vector<std::string> tuning_candidates(const Family& family, const std::string& spec, int64_t m, Arch arch);
 
 // Among the candidates with status "ok", those within the measured run-to-run noise of the
-// fastest median tie: `noise` relative (large kernels: the same candidate's median moved by
-// under 1% between two tunes on the H200) or `floor_us` absolute, whichever is wider (kernels
-// of 2–3 µs: medians moved by up to 0.15 µs between the two GPUs of one machine, while the
-// candidates of one spec all lay within 0.3 µs; bench/RESULTS.md, "Tuning qwen3-8b"). Among
-// them the default wins, then the earliest in candidate order. Returns the index into
-// `timings`, or -1 when none is ok. The medians of many batches are the noise estimate's
-// basis, not a candidate's min–max spread: one slow batch must not widen the band.
+// fastest median tie: `noise`, relative (two tunes of qwen3-8b on one H200 GPU: a candidate's
+// median moved by 0.2–0.8% (median per family), 0.6–1.6% at the 90th percentile, 2-µs kernels
+// included; bench/RESULTS.md, "Tuning qwen3-8b"). Among them the default wins, then the earliest in candidate order. Returns the
+// index into `timings`, or -1 when none is ok. A candidate's min–max spread does not widen the
+// band: the median of many batches already absorbs a slow one, and a wider band lets a choice
+// sit further from the fastest, which the next tune may not repeat.
 inline constexpr double kChoiceNoise = 0.01;
-inline constexpr double kChoiceFloorUs = 0.2;
 int choose_config(const std::vector<CandidateTiming>& timings, const std::string& default_config,
-                  double noise = kChoiceNoise, double floor_us = kChoiceFloorUs);
+                  double noise = kChoiceNoise);
 
 struct TuneHooks {
   // Tests: candidates for which the check runs a deliberately wrong kernel.
