@@ -8,7 +8,7 @@
 set -euo pipefail
 onecat=${1:-build/onecat}
 sweep_ms=${2:-1,16}
-default_ms=${3:-2,4,8,32,128,512,2048}
+default_ms=${3-2,4,8,32,128,512,2048}
 out=${OUT:-bench-out}
 mkdir -p "$out"
 read -r -a shapes <<<"${SHAPES:-6144x4096 4096x4096 28672x4096 4096x14336}"

@@ -69,7 +69,7 @@ TEST(GemmConfig, RulesAndDefaults) {
   EXPECT_EQ(family_of("gemm:n=4096,k=4096,fmt=awq4").default_config("gemm:n=4096,k=4096,fmt=awq4", 512, Arch{70}),
             "strategy=mma,atom=wmma,bm=128,bn=128,wm=2,wn=4");
   EXPECT_EQ(family_of("gemm:n=4096,k=4096,fmt=awq4").default_config("gemm:n=4096,k=4096,fmt=awq4", 512, Arch{90}),
-            "strategy=mma,atom=m16n8k16,bm=128,bn=128,wm=2,wn=2,bk=32,stages=4");
+            "strategy=mma,atom=m16n8k16,bm=128,bn=64,wm=2,wn=2,bk=64,stages=4,pipe=2");
   // The atom is the config's: text without one is WMMA (older records), m16n8k16 needs sm_80+.
   EXPECT_EQ(gemm::Config::parse(s, "strategy=mma,bm=64,bn=128,wm=2,wn=2").to_string(),
             "strategy=mma,atom=wmma,bm=64,bn=128,wm=2,wn=2");
@@ -87,7 +87,7 @@ TEST(GemmConfig, RulesAndDefaults) {
       },
       {"sm_80 or newer", "sm_70"});
   expect_throw<InputError>([&] { gemm::Config::parse(s, "strategy=gemv,mt=1,rows=2,warps=16"); }, {"more warps than K"});
-  // pipe=2 (not yet run on a GPU, codegen/unverified.h): unpadded swizzled tiles, so 128×256
+  // pipe=2: unpadded swizzled tiles, so 128×256
   // with bk=32 and four stages fills the 96 KiB exactly with fp16 weights; decoded formats
   // decode one step ahead (≥ 3 stages). pipe=1 keeps its padded rows and 2–4 stages.
   const gemm::Spec f16 = gemm::Spec::parse("gemm:n=4096,k=4096,fmt=f16");
@@ -114,26 +114,24 @@ TEST(GemmConfig, RulesAndDefaults) {
       [&] { gemm::Config::parse(f16, "strategy=mma,atom=m16n8k16,bm=64,bn=128,wm=2,wn=2,bk=32,stages=3,pipe=3"); }, {"pipe"});
   {
     const Family& g = family_of("gemm:n=28672,k=4096,fmt=awq4");
-    const std::string old_default = "strategy=mma,atom=m16n8k16,bm=128,bn=128,wm=2,wn=2,bk=32,stages=4";
-    {
-      // Without ONECAT_UNVERIFIED=1: the GPU-checked pipe=1 default and no pipe=2 candidate.
-      const test::ScopedEnv off("ONECAT_UNVERIFIED", std::nullopt);
-      EXPECT_EQ(g.default_config("gemm:n=28672,k=4096,fmt=awq4", 512, Arch{90}), old_default);
-      for (const auto& c : g.candidate_configs("gemm:n=28672,k=4096,fmt=awq4", Arch{90})) {
-        EXPECT_EQ(c.find("pipe="), std::string::npos) << c;
-      }
+    const std::string pipe1 = "strategy=mma,atom=m16n8k16,bm=128,bn=128,wm=2,wn=2,bk=32,stages=4";
+    // From 512 tokens pipe=2 on 128×128 tiles (K steps of 32) where that still gives two CTAs
+    // per target, else 128×64 (K steps of 64); below kTargetCtas CTAs even then, and below
+    // 512 tokens, pipe=1.
+    const std::string tile128 = "strategy=mma,atom=m16n8k16,bm=128,bn=128,wm=2,wn=2,bk=32,stages=4,pipe=2";
+    const std::string tile64 = "strategy=mma,atom=m16n8k16,bm=128,bn=64,wm=2,wn=2,bk=64,stages=4,pipe=2";
+    for (const char* fmt : kFormats) {
+      const std::string big = std::string("gemm:n=28672,k=4096,fmt=") + fmt;
+      EXPECT_EQ(g.default_config(big, 512, Arch{90}), tile128) << fmt;
+      EXPECT_EQ(g.default_config(big, 2048, Arch{80}), tile128) << fmt;
+      EXPECT_EQ(g.default_config(big, 128, Arch{90}), pipe1) << fmt;
     }
-    const test::ScopedEnv on("ONECAT_UNVERIFIED", "1");
-    // The 8-warp 128×256 default from 128 tokens where it gives every SM a CTA, else 128×128;
-    // decoded formats take a fifth stage where it fits (their decode runs a step ahead).
-    const std::string wide5 = "strategy=mma,atom=m16n8k16,bm=128,bn=256,wm=2,wn=4,bk=32,stages=5,pipe=2";
-    EXPECT_EQ(gemm::Config::parse(s, wide5).shared_bytes(s), 40 * 1024 + 5 * 256 * 16 + 2 * 256 * 32 * 2);
-    EXPECT_EQ(g.default_config("gemm:n=28672,k=4096,fmt=awq4", 512, Arch{90}), wide5);
-    EXPECT_EQ(g.default_config("gemm:n=28672,k=4096,fmt=awq4", 2048, Arch{80}), wide5);
-    EXPECT_EQ(g.default_config("gemm:n=28672,k=4096,fmt=fp8b128", 512, Arch{90}), wide);
-    EXPECT_EQ(g.default_config("gemm:n=28672,k=4096,fmt=f16", 512, Arch{90}), wide);
-    EXPECT_EQ(g.default_config("gemm:n=57344,k=4096,fmt=f16,epi=silu_mul", 512, Arch{90}), wide);
-    EXPECT_EQ(g.default_config("gemm:n=28672,k=4096,fmt=awq4", 128, Arch{90}), old_default);
+    EXPECT_EQ(g.default_config("gemm:n=57344,k=4096,fmt=f16,epi=silu_mul", 512, Arch{90}), tile128);
+    for (const char* fmt : {"awq4", "nvfp4", "f16"}) {
+      const std::string narrow = std::string("gemm:n=4096,k=4096,fmt=") + fmt;
+      EXPECT_EQ(g.default_config(narrow, 512, Arch{90}), tile64) << fmt;
+      EXPECT_EQ(g.default_config(narrow, 256, Arch{90}).find("pipe=2"), std::string::npos) << fmt;
+    }
     for (const char* fmt : kFormats) {
       const std::string spec = std::string("gemm:n=28672,k=4096,fmt=") + fmt;
       const auto candidates = family_of(spec).candidate_configs(spec, Arch{90});
@@ -170,17 +168,6 @@ TEST(GemmConfig, RulesAndDefaults) {
 }
 
 TEST(GemmConfig, TcSmallRulesDefaultsAndCandidates) {
-  {
-    // Not yet checked on a GPU: without ONECAT_UNVERIFIED=1, no tc_small default or candidate.
-    const test::ScopedEnv off("ONECAT_UNVERIFIED", std::nullopt);
-    const gemm::Spec s = gemm::Spec::parse("gemm:n=4096,k=4096,fmt=awq4");
-    const Family& f = family_of(s.to_string());
-    EXPECT_EQ(f.default_config(s.to_string(), 16, Arch{90}).find("tc_small"), std::string::npos);
-    for (const auto& c : f.candidate_configs(s.to_string(), Arch{90})) EXPECT_EQ(c.find("tc_small"), std::string::npos) << c;
-    EXPECT_EQ(f.emit(s.to_string(), f.default_config(s.to_string(), 1, Arch{90}), Arch{90}).kernel_expression.find("FmtInt4<4096, 128, true>"),
-              std::string::npos);
-  }
-  const test::ScopedEnv on("ONECAT_UNVERIFIED", "1");  // codegen/unverified.h
   const gemm::Spec s = gemm::Spec::parse("gemm:n=4096,k=4096,fmt=awq4");
   EXPECT_EQ(gemm::Config::parse(s, "strategy=tc_small,mt=8,rows=32,warps=4,stages=3").to_string(),
             "strategy=tc_small,mt=8,rows=32,warps=4,stages=3");
@@ -207,9 +194,9 @@ TEST(GemmConfig, TcSmallRulesDefaultsAndCandidates) {
     for (auto [n, k] : {std::pair{6144, 4096}, std::pair{4096, 14336}, std::pair{333, 1024}, std::pair{4097, 256}}) {
       const std::string spec = "gemm:n=" + std::to_string(n) + ",k=" + std::to_string(k) + ",fmt=" + fmt;
       const Family& f = family_of(spec);
-      // sm_80+: tc_small from 5 to 16 tokens, gemv below; sm_70 never offers it.
-      for (int64_t m : {1, 2, 4, 5, 8, 9, 16}) {
-        EXPECT_EQ(f.default_config(spec, m, Arch{90}).starts_with("strategy=tc_small"), m >= 5) << spec << " m=" << m;
+      // sm_80+: tc_small from 3 to 16 tokens, gemv below; sm_70 never offers it.
+      for (int64_t m : {1, 2, 3, 4, 5, 8, 9, 16}) {
+        EXPECT_EQ(f.default_config(spec, m, Arch{90}).starts_with("strategy=tc_small"), m >= 3) << spec << " m=" << m;
         EXPECT_TRUE(f.default_config(spec, m, Arch{70}).starts_with("strategy=gemv")) << spec << " m=" << m;
       }
       EXPECT_NE(f.default_config(spec, 8, Arch{90}).find("mt=8,"), std::string::npos);
@@ -221,7 +208,9 @@ TEST(GemmConfig, TcSmallRulesDefaultsAndCandidates) {
       const gemm::Spec ps = gemm::Spec::parse(spec);
       EXPECT_TRUE(gemm::fits_bucket(ps, gemm::Config::parse(ps, f.default_config(spec, 16, Arch{90})), 16));
       EXPECT_FALSE(gemm::fits_bucket(ps, gemm::Config::parse(ps, f.default_config(spec, 16, Arch{90})), 8));
-      EXPECT_FALSE(gemm::fits_bucket(ps, gemm::Config::parse(ps, f.default_config(spec, 16, Arch{90})), 32));
+      // A 16-token tile serves buckets 16 and 32 (two CTA rows), not 64.
+      EXPECT_TRUE(gemm::fits_bucket(ps, gemm::Config::parse(ps, f.default_config(spec, 16, Arch{90})), 32));
+      EXPECT_FALSE(gemm::fits_bucket(ps, gemm::Config::parse(ps, f.default_config(spec, 16, Arch{90})), 64));
     }
   }
 }
@@ -291,7 +280,6 @@ TEST(GemmStaticQuality, Sm90DefaultsUseTheM16n8k16AtomWithoutSpills) {
 // specs (one gated), compile for sm_90 without spills; the PTX reads weights with one 128-bit
 // ld.global.nc per chunk and multiplies on mma.sync.m16n8k16 (no shared memory in the loop).
 TEST(GemmStaticQuality, Sm90TcSmallCompilesWithoutSpills) {
-  const test::ScopedEnv on("ONECAT_UNVERIFIED", "1");  // codegen/unverified.h
   const Arch sm90{90};
   const NvrtcLib& nvrtc = NvrtcRegistry::get().for_arch(sm90);
   expect_defaults_compile_without_spills(sm90, {{6144, 4096}, {28672, 4096}, {4096, 14336}}, {1, 8, 16});

@@ -9,8 +9,8 @@
 // mma: a CTA computes a bm (tokens) × bn (weight rows) tile with wm × wn warps on tensor
 // cores. atom=wmma (Volta's instruction on sm_70): K in steps of 32, register prefetch and
 // two shared buffers. atom=m16n8k16 (sm_80+): K in steps of bk, `stages` cp.async buffers;
-// pipe=1 (the default, GPU-checked): padded shared rows, decode within the step (two barriers
-// per step); pipe=2 (not yet run on a GPU, offered only with ONECAT_UNVERIFIED=1): unpadded
+// pipe=1 (the default below 512 tokens): padded shared rows, decode within the step (two barriers
+// per step); pipe=2 (the default from 512 tokens): unpadded
 // swizzled rows, decode one step ahead (one barrier per step, decoded formats need stages ≥ 3),
 // fragment double buffering, up to 5 stages.
 // tc_small: a CTA of `warps` warps owns `rows` output rows (16, 32 or 64) and `mt` tokens (8

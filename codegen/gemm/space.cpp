@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "codegen/unverified.h"
 #include "runtime/cuda/error.h"
 
 namespace onecat::gemm {
@@ -18,7 +17,7 @@ constexpr int64_t kChunksPerLane = 4;
 // Above this many tokens the tensor-core strategy takes over from gemv.
 constexpr int64_t kGemvMaxM = 16;
 // From this many tokens up to kGemvMaxM, sm_80+ defaults to tc_small instead of gemv.
-constexpr int64_t kTcSmallMinM = 5;
+constexpr int64_t kTcSmallMinM = 3;
 
 // CTAs an mma config launches for m tokens (templates/gemm/mma*.cuh: a gated tile covers bn/2 outputs).
 static int64_t mma_ctas(const Spec& spec, const Config& c, int64_t m) {
@@ -30,20 +29,18 @@ static Config mma16816_default(const Spec& spec, int64_t m) {
   Config c;
   c.strategy = Strategy::kMma;
   c.atom = Atom::kM16n8k16;
-  // Many tokens, pipe=2 (not yet run on a GPU, so only with ONECAT_UNVERIFIED=1): 8 warps of
-  // 64×64 on a 128×256 tile (CUTLASS's large sm_80 fp16 tile), K steps of 32 through four
-  // stages, as long as every SM still gets a CTA of its own (one such CTA fills an SM's
-  // registers).
-  if (m >= 128 && unverified_kernels()) {
-    c.bm = 128, c.bn = 256, c.wm = 2, c.wn = 4, c.bk = 32, c.stages = 4, c.pipe = 2;
-    if (mma_ctas(spec, c, m) >= kTargetCtas / 2 && !c.invalid_reason(spec)) {
-      // Decoded formats wait for their raw weights a step earlier (the decode runs ahead):
-      // a fifth stage, where it fits, gives their loads as much time in flight as fp16's.
-      Config deeper = c;
-      deeper.stages = 5;
-      if (spec.format != quant::WeightFormat::kF16 && !deeper.invalid_reason(spec)) return deeper;
-      return c;
-    }
+  // Many tokens, pipe=2: 4 warps of 64×32 or 64×64 on a 128×64 or 128×128 tile, stages=4.
+  // From the H200 tunes of qwen3-8b at M=512 (bench/RESULTS.md), where this was the fastest
+  // config of every linear layer: 128×128 with K steps of 32 where that still gives two CTAs
+  // per target (N ≥ ~16K), else 128×64 with K steps of 64 (1.3–1.6× the pipe=1 128×128 tile).
+  // Below kTargetCtas CTAs even at 128×64, and below 512 tokens (not yet swept), the pipe=1
+  // rules below.
+  if (m >= 512) {
+    c.bm = 128, c.wm = 2, c.wn = 2, c.stages = 4, c.pipe = 2;
+    c.bn = 128, c.bk = 32;
+    if (mma_ctas(spec, c, m) < 2 * kTargetCtas) c.bn = 64, c.bk = 64;
+    if (c.invalid_reason(spec)) c.bk = 32;
+    if (mma_ctas(spec, c, m) >= kTargetCtas && !c.invalid_reason(spec)) return c;
     c.pipe = 1;
   }
   // Warp tiles of 64×64 (bm=128, 4 warps), 32×64 (bm=64) or 32×32 (bm=32); K steps of 32
@@ -105,8 +102,7 @@ Config default_config(const Spec& spec, int64_t m, Arch arch) {
   if (m > kGemvMaxM && spec.k % Config::kMmaBk == 0) {
     return arch.has_mma_m16n8k16() ? mma16816_default(spec, m) : mma_default(spec, m);
   }
-  // tc_small is not yet checked on a GPU: offered only with ONECAT_UNVERIFIED=1.
-  if (arch.has_mma_m16n8k16() && m >= kTcSmallMinM && unverified_kernels()) return tc_small_default(spec, m);
+  if (arch.has_mma_m16n8k16() && m >= kTcSmallMinM) return tc_small_default(spec, m);
   Config c;
   c.mt = 1;
   while (c.mt < std::min<int64_t>(m, 16)) c.mt *= 2;
@@ -136,28 +132,24 @@ std::vector<Config> candidate_configs(const Spec& spec, Arch arch) {
     }
   }
   if (arch.has_mma_m16n8k16()) {
-    // tc_small, not yet checked on a GPU (codegen/unverified.h): both token tiles, every row
-    // tile, 2 to 16 warps splitting K, weights through registers (stages=1) or a three-slot
-    // cp.async ring.
-    if (unverified_kernels()) {
-      for (int mt : {8, 16}) {
-        for (int rows : {16, 32, 64}) {
-          for (int warps : {2, 4, 8, 16}) {
-            for (int stages : {1, 3}) {
-              Config c;
-              c.strategy = Strategy::kTcSmall;
-              c.mt = mt, c.rows = rows, c.warps = warps, c.stages = stages;
-              if (!c.invalid_reason(spec)) out.push_back(c);
-            }
+    // tc_small: both token tiles, every row tile, 2 to 16 warps splitting K, weights through
+    // registers (stages=1) or a three-slot cp.async ring.
+    for (int mt : {8, 16}) {
+      for (int rows : {16, 32, 64}) {
+        for (int warps : {2, 4, 8, 16}) {
+          for (int stages : {1, 3}) {
+            Config c;
+            c.strategy = Strategy::kTcSmall;
+            c.mt = mt, c.rows = rows, c.warps = warps, c.stages = stages;
+            if (!c.invalid_reason(spec)) out.push_back(c);
           }
         }
       }
     }
     // Four or eight warps with warp tiles from 16×32 (bm=16, for the tokens of a small
     // bucket) to 64×64, K steps of 32 or 64, three or four stages (pipe=1); the same shapes
-    // with three to five stages on pipe=2, not yet run on a GPU (codegen/unverified.h).
+    // with three to five stages on pipe=2.
     for (int pipe : {1, 2}) {
-      if (pipe == 2 && !unverified_kernels()) continue;
       for (int bm : {16, 32, 64, 128, 256}) {
         for (int bn : {64, 128, 256}) {
           for (auto [wm, wn] : {std::pair{1, 4}, std::pair{2, 2}, std::pair{2, 4}, std::pair{4, 2}}) {
@@ -198,7 +190,8 @@ bool fits_bucket(const Spec&, const Config& c, int64_t m) {
     while (tile < std::min<int64_t>(m, 16)) tile *= 2;
     return c.mt == tile;
   }
-  if (c.strategy == Strategy::kTcSmall) return m <= 16 && c.mt == (m <= 8 ? 8 : 16);
+  // tc_small up to two 16-token tiles (M=32: the second CTA row reads the weights from L2).
+  if (c.strategy == Strategy::kTcSmall) return m <= 32 && c.mt == (m <= 8 ? 8 : 16);
   // Tensor-core tiles only beyond a few tokens, and no taller than twice the bucket.
   return m > 8 && c.bm <= 2 * std::max<int64_t>(m, 16);
 }

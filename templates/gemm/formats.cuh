@@ -55,15 +55,13 @@ struct FmtF16 {
   __device__ static float flush(const Scale&) { return 1.f; }
 };
 
-// awq4 and gptq4: (q - z) * s per group of GROUP along K.
-// LOP3 = true: the cheaper decode (one AND-OR per pair, one shift per word, one scale multiply
-// per word in gemv), written for the sm_80+ small-M work and not yet checked on a GPU; emitted
-// only with ONECAT_UNVERIFIED=1 (codegen/unverified.h). LOP3 = false: the GPU-checked decode.
-template <int K, int GROUP, bool LOP3 = false>
+// awq4 and gptq4: (q - z) * s per group of GROUP along K. One AND-OR (a single lop3) per pair,
+// one shift per word, and in gemv one scale multiply per word (decode_unscaled + word_scale).
+template <int K, int GROUP>
 struct FmtInt4 {
   static constexpr int kPerChunk = 32;
   static constexpr bool kFlushScaled = false;
-  static constexpr bool kWordScaled = LOP3;  // decode_unscaled + word_scale (gemv)
+  static constexpr bool kWordScaled = true;  // decode_unscaled + word_scale (gemv)
   static constexpr int kScaleSpanK = GROUP;
   static_assert(GROUP % kPerChunk == 0, "a chunk must lie in one group");
   struct Scale {
@@ -77,20 +75,15 @@ struct FmtInt4 {
     const float z = half_to_float(static_cast<const half_t*>(zeros)[i]);
     return {half2_splat(s), half2_splat(float_to_half(1024.f + z)), half2_splat(float_to_half(-64.f - z))};
   }
-  // q - z, exact. Codes of k = 2i, 2i+1 sit at bits 4i and 16 + 4i (interleaved order); OR-ing
-  // them into 0x6400 (1024.0) gives 1024 + q exactly, and subtracting 1024 + z is exact too.
-  // LOP3: one AND-OR (a single lop3) puts a pair into the mantissa of 0x6400: codes at bits
+  // q - z, exact. Codes of k = 2i, 2i+1 sit at bits 4i and 16 + 4i (interleaved order). One
+  // AND-OR (a single lop3) puts a pair into the mantissa of 0x6400 (1024.0): codes at bits
   // 0/16 give 1024 + q and codes at bits 4/20 give 1024 + 16q, so a word needs one shift (by
-  // 8) for its four pairs; (1024 + 16q)/16 − (64 + z) is exact as well.
+  // 8) for its four pairs; (1024 + q) − (1024 + z) and (1024 + 16q)/16 − (64 + z) are exact.
   __device__ static half2_t decode_unscaled(const Raw16& raw, int p, const Scale& sc) {
     const unsigned w = raw_word(raw, p / 4);
-    if constexpr (LOP3) {
-      const unsigned v = p % 4 >= 2 ? w >> 8 : w;
-      if (p % 2 == 0) return hsub2(half2_t{(v & 0x000f000fu) | 0x64006400u}, sc.z2);
-      return hfma2(half2_t{(v & 0x00f000f0u) | 0x64006400u}, half2_t{0x2c002c00u} /* 1/16 */, sc.zh2);
-    } else {
-      return hsub2(half2_t{((w >> (4 * (p % 4))) & 0x000f000fu) | 0x64006400u}, sc.z2);
-    }
+    const unsigned v = p % 4 >= 2 ? w >> 8 : w;
+    if (p % 2 == 0) return hsub2(half2_t{(v & 0x000f000fu) | 0x64006400u}, sc.z2);
+    return hfma2(half2_t{(v & 0x00f000f0u) | 0x64006400u}, half2_t{0x2c002c00u} /* 1/16 */, sc.zh2);
   }
   __device__ static half2_t word_scale(const Scale& sc) { return sc.s2; }
   __device__ static float block_scale(const Scale& sc) { return half_to_float(half_t{static_cast<unsigned short>(sc.s2.bits)}); }

