@@ -1,9 +1,14 @@
 // Attention benchmark on the GPU (issue 6): prefill TFLOP/s (causal work only), decode and
-// verify KV bytes per second against the measured copy bandwidth, default configs.
+// verify KV bytes per second against the measured copy bandwidth: the default config, or with
+// `best` the fastest of every candidate config at each point (as a tune would find it).
 // Inputs are random; decode rotates through copies of the paged cache that exceed the L2
 // three times. Writes one JSON object to the file named by the first argument; the torch
 // SDPA peer (bench/attention_sdpa.py) runs in the same device call.
-//   attention_bench OUT.json [quick]
+//   attention_bench OUT.json [quick|sweep|best]
+//   quick: contexts of 8K only; sweep: first every candidate at four points, then the default
+//   at every point; best: contexts of 8K, every candidate at every point (the default's time
+//   is kept beside the best).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -19,6 +24,7 @@
 #include "codegen/family.h"
 #include "runtime/cpu/half.h"
 #include "runtime/cuda/driver.h"
+#include "runtime/cuda/error.h"
 #include "runtime/jit/module_table.h"
 #include "runtime/jit/service.h"
 #include "tuner/measure.h"
@@ -45,7 +51,10 @@ DeviceBuffer random_buffer(size_t bytes, std::mt19937_64& rng, bool fp8) {
 struct Run {
   double us = 0;
   std::string config;
+  double default_us = 0;  // with every candidate timed: the default config's time
 };
+
+bool g_every_candidate = false;  // `best`: each point times every candidate config
 
 // Times spec (attention op) on `batch` sequences of `ctx` keys and `q` queries each.
 Run time_attention(JitService& jit, const std::string& spec_text, int batch, int ctx, int q, std::mt19937_64& rng,
@@ -54,7 +63,14 @@ Run time_attention(JitService& jit, const std::string& spec_text, int batch, int
   const Family& f = family_of(spec_text);
   const int64_t m = s.op == attention::Op::kPrefill ? int64_t(batch) * q : batch;
   const Arch arch{Driver::find()->device_info(0).sm};
-  if (configs.empty()) configs.push_back(f.default_config(spec_text, m, arch));
+  const std::string def = f.default_config(spec_text, m, arch);
+  const bool screen = configs.empty() && g_every_candidate;
+  if (configs.empty()) configs.push_back(def);
+  if (screen) {
+    for (const auto& c : f.candidate_configs(spec_text, arch)) {
+      if (c != def && f.fits_bucket(spec_text, c, m)) configs.push_back(c);
+    }
+  }
   std::vector<CompileRequest> reqs;
   for (const auto& cfg : configs) reqs.push_back(CompileRequest::make(f, spec_text, cfg, arch));
   const auto compiled = jit.get_all(reqs, 16, Parallelism::kThreads);
@@ -78,32 +94,52 @@ Run time_attention(JitService& jit, const std::string& spec_text, int batch, int
   std::vector<float> scales(size_t(s.kv_heads), 1.f);
   DeviceBuffer dsc(scales.size() * 4);
   dsc.upload(scales.data(), scales.size() * 4);
-  Run best;
-  for (size_t ci = 0; ci < configs.size(); ++ci) {
-    if (!compiled[ci].error.empty()) continue;
+  MeasureOptions full;
+  if (s.op == attention::Op::kPrefill) full.warmup = 2, full.batch = 3, full.min_batches = 3, full.min_total_ms = 30;
+  // Screening (every candidate): a few short batches each; the fastest few then in full.
+  const MeasureOptions brief{2, 3, 3, 5, 10};
+  auto time_config = [&](size_t ci, const MeasureOptions& opt) {
     const LoadedKernel& k = ModuleTable::get().load(compiled[ci].binary);
     const attention::Config c = attention::Config::parse(s, configs[ci]);
     const int64_t wf = attention::workspace_floats(s, c, batch), wc = attention::workspace_counters(s, c, batch);
     DeviceBuffer part(size_t(std::max<int64_t>(wf, 1)) * 4), cnt(size_t(std::max<int64_t>(wc, 1)) * 4);
     cnt.fill_bytes(0);
     const LaunchGeometry g = attention::geometry(s, c, batch, q);
-    MeasureOptions opt;
-    if (s.op == attention::Op::kPrefill) opt.warmup = 2, opt.batch = 3, opt.min_batches = 3, opt.min_total_ms = 30;
-    Timing t = measure(
-        [&](int i) {
-          CUdeviceptr out = dout.ptr(), qp = dq.ptr(), kp = kc.ptr(), vp = vc.ptr();
-          CUdeviceptr ks = s.kv == attention::KvType::kF16 ? 0 : dsc.ptr(), vs = ks;
-          CUdeviceptr tp = tab.ptr() + CUdeviceptr(size_t(i % copies) * batch * pages_per_seq * 4);
-          CUdeviceptr lp = dlen.ptr(), cp = s.op == attention::Op::kPrefill ? dcu.ptr() : 0;
-          CUdeviceptr pp = wf ? part.ptr() : 0, np = wc ? cnt.ptr() : 0;
-          int mp = pages_per_seq;
-          float scale = 1.f / std::sqrt(float(s.dim));
-          void* args[] = {&out, &qp, &kp, &vp, &ks, &vs, &tp, &mp, &lp, &cp, &scale, &pp, &np};
-          launch(k, g, nullptr, args);
-        },
-        opt);
-    if (configs.size() > 1) std::printf("  sweep %s: %.1f us\n", configs[ci].c_str(), t.median_us);
-    if (best.config.empty() || t.median_us < best.us) best = {t.median_us, configs[ci]};
+    return measure(
+               [&](int i) {
+                 CUdeviceptr out = dout.ptr(), qp = dq.ptr(), kp = kc.ptr(), vp = vc.ptr();
+                 CUdeviceptr ks = s.kv == attention::KvType::kF16 ? 0 : dsc.ptr(), vs = ks;
+                 CUdeviceptr tp = tab.ptr() + CUdeviceptr(size_t(i % copies) * batch * pages_per_seq * 4);
+                 CUdeviceptr lp = dlen.ptr(), cp = s.op == attention::Op::kPrefill ? dcu.ptr() : 0;
+                 CUdeviceptr pp = wf ? part.ptr() : 0, np = wc ? cnt.ptr() : 0;
+                 int mp = pages_per_seq;
+                 float scale = 1.f / std::sqrt(float(s.dim));
+                 void* args[] = {&out, &qp, &kp, &vp, &ks, &vs, &tp, &mp, &lp, &cp, &scale, &pp, &np};
+                 launch(k, g, nullptr, args);
+               },
+               opt)
+        .median_us;
+  };
+  std::vector<std::pair<double, size_t>> timed;  // (µs, config index)
+  for (size_t ci = 0; ci < configs.size(); ++ci) {
+    if (!compiled[ci].error.empty()) continue;
+    const double us = time_config(ci, screen ? brief : full);
+    if (configs.size() > 1 && !screen) std::printf("  sweep %s: %.1f us\n", configs[ci].c_str(), us);
+    timed.push_back({us, ci});
+  }
+  if (timed.empty()) throw Error("no config of " + spec_text + " compiled");
+  std::sort(timed.begin(), timed.end());
+  if (screen) {  // the fastest three and the default again, in full
+    std::vector<std::pair<double, size_t>> again;
+    for (size_t i = 0; i < timed.size(); ++i) {
+      if (i < 3 || configs[timed[i].second] == def) again.push_back({time_config(timed[i].second, full), timed[i].second});
+    }
+    timed = again;
+    std::sort(timed.begin(), timed.end());
+  }
+  Run best{timed.front().first, configs[timed.front().second]};
+  for (const auto& [us, ci] : timed) {
+    if (configs[ci] == def) best.default_us = us;
   }
   return best;
 }
@@ -112,8 +148,9 @@ Run time_attention(JitService& jit, const std::string& spec_text, int batch, int
 
 int main(int argc, char** argv) {
   const std::string out_path = argc > 1 ? argv[1] : "attention_bench.json";
-  const bool quick = argc > 2 && std::string(argv[2]) == "quick";
+  const bool quick = argc > 2 && (std::string(argv[2]) == "quick" || std::string(argv[2]) == "best");
   const bool sweep = argc > 2 && std::string(argv[2]) == "sweep";
+  g_every_candidate = argc > 2 && std::string(argv[2]) == "best";
   disable_cuda_compute_cache();
   use_device(0);
   JitService jit(nullptr);
@@ -147,7 +184,7 @@ int main(int argc, char** argv) {
       Run r = time_attention(jit, spec, 1, seq, seq, rng, dev.l2_bytes);
       const double flop = 4.0 * g.heads * g.dim * (double(seq) * (seq + 1) / 2);
       res["prefill"].push_back({{"heads", g.heads}, {"kv_heads", g.kv}, {"dim", g.dim}, {"seq", seq}, {"us", r.us},
-                                {"tflops", flop / r.us / 1e6}, {"config", r.config}});
+                                {"tflops", flop / r.us / 1e6}, {"config", r.config}, {"default_us", r.default_us}});
       std::printf("prefill H=%d/%d D=%d S=%d: %.1f us, %.1f TFLOP/s [%s]\n", g.heads, g.kv, g.dim, seq, r.us,
                   flop / r.us / 1e6, r.config.c_str());
       std::fflush(stdout);
@@ -165,7 +202,8 @@ int main(int argc, char** argv) {
           const double bytes = double(batch) * ctx * 8 * 128 * 2 * (std::string(kv) == "f16" ? 2 : 1);
           const double gbps = bytes / r.us / 1e3;
           res[q == 1 ? "decode" : "verify"].push_back({{"kv", kv}, {"batch", batch}, {"ctx", ctx}, {"us", r.us},
-                                                       {"kv_gbps", gbps}, {"of_copy", gbps / copy}, {"config", r.config}});
+                                                       {"kv_gbps", gbps}, {"of_copy", gbps / copy}, {"config", r.config},
+                                                       {"default_us", r.default_us}});
           std::printf("%s kv=%s batch=%d ctx=%d: %.1f us, %.0f GB/s (%.0f%% of copy) [%s]\n", q == 1 ? "decode" : "verify8",
                       kv, batch, ctx, r.us, gbps, 100 * gbps / copy, r.config.c_str());
           std::fflush(stdout);

@@ -16,7 +16,7 @@
 #                    cache build-device/tune-MODEL-RUN (kept on a warm machine: a tune cut by
 #                    the deadline resumes there in the next call), records to tunes.jsonl
 #   bench@SPEC@MS    onecat bench SPEC --m MS --sweep --json >> bench.jsonl
-#   attn-bench[@MODE] build-device/attention_bench (MODE quick|sweep) -> attention_bench.json
+#   attn-bench[@MODE] build-device/attention_bench (MODE quick, sweep or best) -> attention_bench.json
 #   sdpa[@MODE]      torch SDPA on the same attention shapes (bench/attention_sdpa.py) -> attention_sdpa.json
 #   gemm-bench       bench/gemm_bench.sh (the 8B linear set; FORMATS/SHAPES select, SWEEP_MS the
 #                    swept token counts, DEFAULT_MS those at the default config) -> gemm_bench.jsonl
