@@ -84,8 +84,8 @@ TEST_F(GemmGpu, ActOrder) {
   for (int64_t m : {1, 4, 9, 50}) expect_defaults_pass(spec, m);
 }
 
-// Shapes whose default from 128 tokens on sm_80+ is the 8-warp 128×256 tile: odd N, several
-// token tiles with a partial last one, every format, every epilogue, act-order.
+// Shapes whose default from 512 tokens on sm_80+ is a pipe=2 tile (128×64 here: N ≈ 4K): odd
+// N, several token tiles with a partial last one, every format, every epilogue, act-order.
 TEST_F(GemmGpu, EightWarpDefaultsOddShapes) {
   for (const char* fmt : kFormats) {
     const std::string spec = std::string("gemm:n=4097,k=1024,fmt=") + fmt;
@@ -126,8 +126,7 @@ TEST_F(GemmGpu, EveryCandidateConfig) {
   }
 }
 
-// The sm_80+ small-M tensor-core strategy on its own (the defaults use it only for 5..16
-// tokens): every format, odd N and K (a partial last k-block: 1040 fp8 values are 65 chunks),
+// The sm_80+ small-M tensor-core strategy on its own (the defaults use it for 3..16 tokens): every format, odd N and K (a partial last k-block: 1040 fp8 values are 65 chunks),
 // one and two 8-token operands, every epilogue, groups and act-order.
 TEST_F(GemmGpu, TcSmallEveryFormatEpilogueAndOddShape) {
   if (!arch().has_mma_m16n8k16()) GTEST_SKIP() << "tc_small needs sm_80+";
