@@ -209,6 +209,23 @@ TEST(AttentionReference, PagedDecodeAndPrefillAgreeWithDenseAndWriteNoNaN) {
     for (auto& x : knew) x = cpu::float_to_half(dist(rng));
     for (auto& x : vnew) x = cpu::float_to_half(dist(rng));
     cpu::kv_write(cache, knew.data(), vnew.data(), slots.data(), kLen);
+    // A whole row at once (the reference's inner loops) gives exactly the per-element values.
+    const std::vector<float> lut = cpu::fp8_lut(dt);
+    std::vector<float> row(kDim);
+    for (int page = 0; page < pages; ++page) {
+      for (int h = 0; h < kKv; ++h) {
+        for (int r = 0; r < kPage; ++r) {
+          for (bool is_v : {false, true}) {
+            cache.row(is_v, page, h, r, lut.data(), row.data());
+            for (int d = 0; d < kDim; ++d) {
+              const float want = cache.value(is_v, page, h, r, d);
+              if (std::isnan(want)) EXPECT_TRUE(std::isnan(row[size_t(d)]));
+              else EXPECT_EQ(row[size_t(d)], want) << page << " " << h << " " << r << " " << d;
+            }
+          }
+        }
+      }
+    }
     std::vector<uint16_t> q(size_t(kLen) * kHeads * kDim);
     for (auto& x : q) x = cpu::float_to_half(2 * dist(rng));
     const float scale = 0.125f;

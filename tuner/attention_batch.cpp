@@ -59,14 +59,15 @@ HostKvCache random_kv_cache(const attention::Spec& s, int64_t pages, std::mt1993
     std::memcpy(c.k.data(), k.data(), n * 2), std::memcpy(c.v.data(), v.data(), n * 2);
     return c;
   }
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
   c.k.resize(n), c.v.resize(n);
   const size_t per_head = size_t(s.page) * s.dim;
-  for (size_t i = 0; i < n; ++i) {
-    const int h = scales == 1 ? 0 : int(i / per_head % s.kv_heads);
-    c.k[i] = cpu::fp8_encode(dist(rng) / c.k_scale[size_t(h)], dtype_of(s));
-    c.v[i] = cpu::fp8_encode(dist(rng) / c.v_scale[size_t(h)], dtype_of(s));
-  }
+  fill_random_chunks(rng, n, [&](size_t begin, size_t end, SplitMix64& r) {
+    for (size_t i = begin; i < end; ++i) {
+      const int h = scales == 1 ? 0 : int(i / per_head % s.kv_heads);
+      c.k[i] = cpu::fp8_encode(r.uniform(-1.f, 1.f) / c.k_scale[size_t(h)], dtype_of(s));
+      c.v[i] = cpu::fp8_encode(r.uniform(-1.f, 1.f) / c.v_scale[size_t(h)], dtype_of(s));
+    }
+  });
   return c;
 }
 

@@ -6,6 +6,7 @@
 
 #include "models/quant/e4m3.h"
 #include "runtime/cpu/half.h"
+#include "runtime/cpu/parallel.h"
 
 namespace onecat {
 namespace {
@@ -17,11 +18,14 @@ void put_half(std::vector<uint8_t>& v, size_t i, float f) {
   std::memcpy(v.data() + 2 * i, &h, 2);
 }
 
-// A random E4M3 byte that is not NaN.
-uint8_t random_e4m3(std::mt19937_64& rng) {
-  uint8_t b;
-  do b = static_cast<uint8_t>(rng()); while (quant::e4m3_is_nan(b));
-  return b;
+// Random bytes, E4M3 codes other than NaN where `e4m3` (fill_random_chunks: one draw of rng).
+void random_bytes(std::mt19937_64& rng, std::vector<uint8_t>& v, size_t count, bool e4m3 = false) {
+  v.resize(count);
+  fill_random_chunks(rng, count, [&](size_t begin, size_t end, SplitMix64& r) {
+    for (size_t i = begin; i < end; ++i) {
+      do v[i] = static_cast<uint8_t>(r.next() >> 56); while (e4m3 && quant::e4m3_is_nan(v[i]));
+    }
+  });
 }
 
 }  // namespace
@@ -33,19 +37,16 @@ quant::PackedWeight random_packed_weight(const gemm::Spec& s, std::mt19937_64& r
   w.k = s.k;
   w.group = s.group;
   const size_t n = size_t(s.n), k = size_t(s.k);
-  std::uniform_real_distribution<float> unit(-1.f, 1.f);
-  auto random_bytes = [&](std::vector<uint8_t>& v, size_t count) {
-    v.resize(count);
-    for (auto& b : v) b = static_cast<uint8_t>(rng());
-  };
   switch (s.format) {
-    case WeightFormat::kF16:
+    case WeightFormat::kF16: {
+      const std::vector<uint16_t> h = random_half(rng, n * k, -0.1f, 0.1f);
       w.qweight.resize(n * k * 2);
-      for (size_t i = 0; i < n * k; ++i) put_half(w.qweight, i, 0.1f * unit(rng));
+      std::memcpy(w.qweight.data(), h.data(), n * k * 2);
       break;
+    }
     case WeightFormat::kAwq4:
     case WeightFormat::kGptq4: {
-      random_bytes(w.qweight, n * k / 2);
+      random_bytes(rng, w.qweight, n * k / 2);
       const size_t groups = n * (k / s.group);
       w.scales.resize(groups * 2);
       w.zeros.resize(groups * 2);
@@ -62,15 +63,13 @@ quant::PackedWeight random_packed_weight(const gemm::Spec& s, std::mt19937_64& r
       break;
     }
     case WeightFormat::kFp8B32: {
-      w.qweight.resize(n * k);
-      for (auto& b : w.qweight) b = random_e4m3(rng);
+      random_bytes(rng, w.qweight, n * k, true);
       w.scales.resize(((n + 31) / 32) * (k / 32));
       for (auto& e : w.scales) e = static_cast<uint8_t>(static_cast<int8_t>(-10 + int(rng() % 7)));  // 2^-10 … 2^-4
       break;
     }
     case WeightFormat::kFp8B128: {
-      w.qweight.resize(n * k);
-      for (auto& b : w.qweight) b = random_e4m3(rng);
+      random_bytes(rng, w.qweight, n * k, true);
       const size_t count = s.group == 0 ? n : ((n + 127) / 128) * ((k + 127) / 128);
       w.scales.resize(count * 4);
       std::uniform_real_distribution<float> scale(1e-4f, 1e-3f);
@@ -81,7 +80,7 @@ quant::PackedWeight random_packed_weight(const gemm::Spec& s, std::mt19937_64& r
       break;
     }
     case WeightFormat::kNvfp4: {
-      random_bytes(w.qweight, n * k / 2);
+      random_bytes(rng, w.qweight, n * k / 2);
       w.scales.resize(n * k / 16);
       // Positive E4M3 scales between 2^-2 and 2^5, as ModelOpt's per-block scales are.
       for (auto& b : w.scales) b = static_cast<uint8_t>(((5 + rng() % 8) << 3) | (rng() & 7));
@@ -89,7 +88,7 @@ quant::PackedWeight random_packed_weight(const gemm::Spec& s, std::mt19937_64& r
       break;
     }
     case WeightFormat::kMxfp4: {
-      random_bytes(w.qweight, n * k / 2);
+      random_bytes(rng, w.qweight, n * k / 2);
       w.scales.resize(n * k / 32);
       // 2^-7 … 2^3: block scales of 2, 4 and 8 too, past fp16's range as one factor (formats.cuh).
       // A block with a scale ≥ 2 keeps its codes to 0 and ±0.5, so its weights stay as large as
@@ -108,10 +107,19 @@ quant::PackedWeight random_packed_weight(const gemm::Spec& s, std::mt19937_64& r
   return w;
 }
 
+void fill_random_chunks(std::mt19937_64& rng, size_t n, const std::function<void(size_t, size_t, SplitMix64&)>& fill) {
+  const uint64_t base = rng();
+  cpu::parallel_chunks(int64_t(n), kRandomChunk, [&](int64_t begin, int64_t end) {
+    SplitMix64 stream{base ^ (0x9e3779b97f4a7c15ull * uint64_t(begin / kRandomChunk + 1))};
+    fill(size_t(begin), size_t(end), stream);
+  });
+}
+
 std::vector<uint16_t> random_half(std::mt19937_64& rng, size_t n, float lo, float hi) {
-  std::uniform_real_distribution<float> dist(lo, hi);
   std::vector<uint16_t> v(n);
-  for (auto& x : v) x = cpu::float_to_half(dist(rng));
+  fill_random_chunks(rng, n, [&](size_t begin, size_t end, SplitMix64& r) {
+    for (size_t i = begin; i < end; ++i) v[i] = cpu::float_to_half(r.uniform(lo, hi));
+  });
   return v;
 }
 

@@ -64,6 +64,25 @@ float PagedKv::value(bool is_v, int64_t page_id, int head, int row, int d) const
   return fp8_decode(static_cast<const uint8_t*>(base)[at], dtype) * scale[scale_per_head ? head : 0];
 }
 
+void PagedKv::row(bool is_v, int64_t page_id, int head, int r, const float* lut, float* out) const {
+  const int64_t at = ((page_id * kv_heads + head) * page + r) * dim;
+  if (dtype == KvDtype::kF16) {
+    const uint16_t* src = static_cast<const uint16_t*>(is_v ? v : k) + at;
+    for (int d = 0; d < dim; ++d) out[d] = half_to_float(src[d]);
+    return;
+  }
+  const uint8_t* src = static_cast<const uint8_t*>(is_v ? v : k) + at;
+  const float scale = (is_v ? v_scale : k_scale)[scale_per_head ? head : 0];
+  for (int d = 0; d < dim; ++d) out[d] = lut[src[d]] * scale;
+}
+
+std::vector<float> fp8_lut(KvDtype dtype) {
+  std::vector<float> lut;
+  if (dtype == KvDtype::kF16) return lut;
+  for (int code = 0; code < 256; ++code) lut.push_back(fp8_decode(uint8_t(code), dtype));
+  return lut;
+}
+
 void kv_write(const PagedKv& c, const uint16_t* k, const uint16_t* v, const int* slot_mapping, int64_t tokens) {
   for (int64_t t = 0; t < tokens; ++t) {
     const int slot = slot_mapping[t];
@@ -90,38 +109,49 @@ void attention(uint16_t* out, const uint16_t* q, const PagedKv& c, const int* bl
   if (s.heads % c.kv_heads != 0) throw Error("attention reference: heads must be a multiple of kv_heads");
   const int group = s.heads / c.kv_heads, dim = c.dim;
   // One work item per query token (its sequence found from cu_q); tokens run in parallel.
+  // The token's visible K and V rows of one KV head are decoded once into floats and serve
+  // the group's query heads (the same values and the same fp64 sums, in the same order, as
+  // reading each element through PagedKv::value).
+  const std::vector<float> lut = fp8_lut(c.dtype);
   const int64_t tokens = cu_q[batch];
   parallel_for(tokens, [&](int64_t token) {
     const int b = int(std::upper_bound(cu_q, cu_q + batch + 1, int(token)) - cu_q) - 1;
     const int t = int(token) - cu_q[b];
     const int q_len = cu_q[b + 1] - cu_q[b], len = seq_lens[b];
-    auto cached = [&](bool is_v, int j, int kvh, int d) {
-      return c.value(is_v, block_table[int64_t(b) * max_pages + j / c.page], kvh, j % c.page, d);
-    };
-    std::vector<double> scores, acc(static_cast<size_t>(dim));
     const int pos = len - q_len + t;
     const int hi = s.causal ? std::min(len, pos + 1) : len;
     const int lo = s.window > 0 ? std::max(0, pos - s.window + 1) : 0;
-    for (int h = 0; h < s.heads; ++h) {
-      const int kvh = h / group;
-      const uint16_t* qrow = q + (token * s.heads + h) * dim;
-      uint16_t* orow = out + (token * s.heads + h) * dim;
-      scores.assign(size_t(std::max(0, hi - lo)), 0.0);
-      double mx = -INFINITY;
+    const int n = std::max(0, hi - lo);
+    std::vector<float> kf(size_t(n) * dim), vf(size_t(n) * dim);
+    std::vector<double> scores(static_cast<size_t>(n)), acc(static_cast<size_t>(dim)), qd(static_cast<size_t>(dim));
+    for (int kvh = 0; kvh < c.kv_heads; ++kvh) {
       for (int j = lo; j < hi; ++j) {
-        double dot = 0;
-        for (int d = 0; d < dim; ++d) dot += double(half_to_float(qrow[d])) * cached(false, j, kvh, d);
-        scores[size_t(j - lo)] = dot * s.sm_scale;
-        mx = std::max(mx, scores[size_t(j - lo)]);
+        const int64_t page_id = block_table[int64_t(b) * max_pages + j / c.page];
+        c.row(false, page_id, kvh, j % c.page, lut.data(), kf.data() + size_t(j - lo) * dim);
+        c.row(true, page_id, kvh, j % c.page, lut.data(), vf.data() + size_t(j - lo) * dim);
       }
-      std::fill(acc.begin(), acc.end(), 0.0);
-      double sum = 0;
-      for (int j = lo; j < hi; ++j) {
-        const double p = std::exp(scores[size_t(j - lo)] - mx);
-        sum += p;
-        for (int d = 0; d < dim; ++d) acc[size_t(d)] += p * cached(true, j, kvh, d);
+      for (int h = kvh * group; h < (kvh + 1) * group; ++h) {
+        const uint16_t* qrow = q + (token * s.heads + h) * dim;
+        uint16_t* orow = out + (token * s.heads + h) * dim;
+        for (int d = 0; d < dim; ++d) qd[size_t(d)] = double(half_to_float(qrow[d]));
+        double mx = -INFINITY;
+        for (int j = 0; j < n; ++j) {
+          const float* krow = kf.data() + size_t(j) * dim;
+          double dot = 0;
+          for (int d = 0; d < dim; ++d) dot += qd[size_t(d)] * double(krow[d]);
+          scores[size_t(j)] = dot * s.sm_scale;
+          mx = std::max(mx, scores[size_t(j)]);
+        }
+        std::fill(acc.begin(), acc.end(), 0.0);
+        double sum = 0;
+        for (int j = 0; j < n; ++j) {
+          const double p = std::exp(scores[size_t(j)] - mx);
+          sum += p;
+          const float* vrow = vf.data() + size_t(j) * dim;
+          for (int d = 0; d < dim; ++d) acc[size_t(d)] += p * double(vrow[d]);
+        }
+        for (int d = 0; d < dim; ++d) orow[d] = float_to_half(sum > 0 ? float(acc[size_t(d)] / sum) : 0.f);
       }
-      for (int d = 0; d < dim; ++d) orow[d] = float_to_half(sum > 0 ? float(acc[size_t(d)] / sum) : 0.f);
     }
   });
 }

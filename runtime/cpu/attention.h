@@ -28,7 +28,13 @@ struct PagedKv {
 
   // Cached value of K (is_v = false) or V at cache row (page, head, row), element d.
   float value(bool is_v, int64_t page_id, int head, int row, int d) const;
+  // The whole row's dim values into out, each equal to value(is_v, page_id, head, row, d);
+  // fp8 decodes through lut (fp8_lut of the cache's dtype).
+  void row(bool is_v, int64_t page_id, int head, int row, const float* lut, float* out) const;
 };
+
+// fp8_decode of the 256 codes of dtype (empty for fp16).
+std::vector<float> fp8_lut(KvDtype dtype);
 
 // kv_write: token i's K/V rows (fp16 [tokens][kv_heads][dim]) into slot slot_mapping[i]
 // (page = slot / page size, row = slot % page size); negative slots are skipped. fp8 caches
