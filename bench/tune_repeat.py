@@ -6,11 +6,12 @@ prints, per model: each run's tune time and geometric-mean tuned/default speedup
 then for every (spec, bucket) whose choices differ between runs 1 and 2, how much slower each
 run's choice was in the other run, and how many pairs are within the tolerance (3 %).
     python3 bench/tune_repeat.py bench/data/tune-qwen3-8b-2026-11-29.jsonl.gz
-With --rechoose NOISE,FLOOR_US every run's choice is made again from its recorded timings by
-tuner/tuner.cpp's rule (choose_config: among the fully timed candidates within NOISE of the
-fastest median or FLOOR_US, whichever is wider, the default, then the earliest in candidate
-order), e.g. to compare runs tuned before and after a change of the rule's band:
-    python3 bench/tune_repeat.py --rechoose 0.01,0.2 FILES
+With --rechoose NOISE,FLOOR_US every run's choice is made again from its recorded timings:
+among the fully timed candidates within NOISE (relative) of the fastest median or FLOOR_US,
+whichever is wider, the default, then the earliest in candidate order. tuner/tuner.cpp's
+choose_config is this rule with 0.01,0 (FLOOR_US is for trying other bands). E.g. to compare
+runs tuned before and after a change of the rule:
+    python3 bench/tune_repeat.py --rechoose 0.01,0 FILES
 """
 
 from __future__ import annotations
