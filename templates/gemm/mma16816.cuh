@@ -210,33 +210,9 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
   }
   cp_async_wait<0>();
 
-  // Epilogue from registers: acc[i][j][h*2 + e] is token (row lane/4 + 8h of m-tile i),
-  // column 2*(lane%4) + e of n-tile j.
-#pragma unroll
-  for (int i = 0; i < kFm; ++i) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int tok = m0 + wm * kWarpM + i * 16 + lane / 4 + 8 * h;
-      if (tok >= m) continue;
-#pragma unroll
-      for (int j = 0; j < kFn; ++j) {
-        if (kGated && j % 4 >= 2) continue;  // up tiles are read with their gate tiles
-        const int col0 = kGated ? n0 + (wn * kWarpN / 32 + j / 4) * 16 + (j % 4) * 8 + 2 * (lane % 4)
-                                : n0 + wn * kWarpN + j * 8 + 2 * (lane % 4);
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int n = col0 + e;
-          if (n >= kOutRows) continue;
-          float v = acc[i][j][h * 2 + e] * global_scale;
-          const long long out = static_cast<long long>(tok) * kOutRows + n;
-          if constexpr (kGated) v = silu(v) * (acc[i][j + 2][h * 2 + e] * global_scale);
-          if constexpr (EPI == kEpiBias) v += half_to_float(bias[n]);
-          if constexpr (EPI == kEpiResidual) v += half_to_float(residual[out]);
-          store_out<OUT_F32>(y, out, v);
-        }
-      }
-    }
-  }
+  // Epilogue from registers (the m16n8 layout: two adjacent outputs of two tokens per thread).
+  store_mma16816_tile<kFm, kFn, kWarpN, kOutRows, EPI, OUT_F32>(acc, y, m, m0 + wm * kWarpM, n0, wn, lane, global_scale,
+                                                               bias, residual);
 }
 
 }  // namespace onecat
