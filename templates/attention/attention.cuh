@@ -71,21 +71,13 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
   const int pos0 = seq_len - q_len;  // position of query token 0
   const int iters = (tile_end - tile_begin + WN - 1) / WN;
 
-  float ks_factor = Fmt::kDecodeFactor, vs_factor = Fmt::kDecodeFactor;
-  if constexpr (KV != kKvF16) {
-    ks_factor *= k_scale[SCALE_PER_HEAD ? kvh : 0];
-    vs_factor *= v_scale[SCALE_PER_HEAD ? kvh : 0];
-  }
+  float ks_factor, vs_factor;
+  attn_kv_factors<KV, SCALE_PER_HEAD>(k_scale, v_scale, kvh, ks_factor, vs_factor);
   const float qk_scale = sm_scale * ks_factor * kLog2e;
 
   // Q tile: rows past the sequence's queries are zero.
-  for (int c = tid; c < BM * (D / 8); c += kThreads) {
-    const int r = c / (D / 8), part = c % (D / 8);
-    const int t = (row0 + r) / G, h = (row0 + r) % G;
-    Chunk<16> v{};
-    if (t < q_len) v = gmem_load_nc<16>(q + ((long long)(tok0 + t) * HEADS + kvh * G + h) * D + part * 8);
-    *reinterpret_cast<Chunk<16>*>(qs + r * kLd + part * 8) = v;
-  }
+  attn_load_q<HEADS, G, D, BM, kThreads>(
+      q, cta, kvh, tid, [&](int r, int part) { return reinterpret_cast<Chunk<16>*>(qs + r * kLd + part * 8); });
 
   // K/V tiles: chunk c of the CTA's WN tiles → (warp column, key, 16-byte part).
   const int* table = block_table + (long long)b * max_pages;

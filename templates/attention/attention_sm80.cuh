@@ -81,21 +81,13 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
   const int iters = (tile_end - tile_begin + WN - 1) / WN;
   const int key_end = min(hi, lo + tile_end * BN);  // keys past it are zero-filled and never seen
 
-  float ks_factor = Fmt::kDecodeFactor, vs_factor = Fmt::kDecodeFactor;
-  if constexpr (!kF16) {
-    ks_factor *= k_scale[SCALE_PER_HEAD ? kvh : 0];
-    vs_factor *= v_scale[SCALE_PER_HEAD ? kvh : 0];
-  }
+  float ks_factor, vs_factor;
+  attn_kv_factors<KV, SCALE_PER_HEAD>(k_scale, v_scale, kvh, ks_factor, vs_factor);
   const float qk_scale = sm_scale * ks_factor * kLog2e;
 
   // Q tile (rows past the sequence's queries are zero), swizzled like K and V.
-  for (int c = tid; c < BM * (D / 8); c += kThreads) {
-    const int r = c / (D / 8), part = c % (D / 8);
-    const int t = (row0 + r) / G, h = (row0 + r) % G;
-    Chunk<16> v{};
-    if (t < q_len) v = gmem_load_nc<16>(q + ((long long)(tok0 + t) * HEADS + kvh * G + h) * D + part * 8);
-    *reinterpret_cast<Chunk<16>*>(q_s + attn_swizzle<D>(r, part)) = v;
-  }
+  attn_load_q<HEADS, G, D, BM, kThreads>(
+      q, cta, kvh, tid, [&](int r, int part) { return reinterpret_cast<Chunk<16>*>(q_s + attn_swizzle<D>(r, part)); });
 
   // Stage `it` (tiles tile_begin + it·WN ..) → buffer it % STAGES; one page-table read per chunk.
   const int* table = block_table + (long long)b * max_pages;

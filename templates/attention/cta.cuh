@@ -1,7 +1,8 @@
 // What the two attention kernels (WMMA attention.cuh, m16n8k16 attention_sm80.cuh) share
-// outside their math: which rows and keys a CTA owns, and the split-KV merge by the last CTA
-// of a (sequence, KV head, row block).
+// outside their math: which rows and keys a CTA owns, its query tile, the K/V decode factors,
+// and the split-KV merge by the last CTA of a (sequence, KV head, row block).
 #pragma once
+#include "attention/kv_format.cuh"
 #include "common/fp16.cuh"
 #include "common/gmem.cuh"
 
@@ -39,6 +40,32 @@ __device__ __forceinline__ bool attn_cta(const int* __restrict__ seq_lens, const
   const int per_split = (n_tiles + SPLIT - 1) / SPLIT;
   c.tile_begin = min(n_tiles, c.split * per_split), c.tile_end = min(n_tiles, c.tile_begin + per_split);
   return true;
+}
+
+// The CTA's BM×D query tile, in 16-byte parts of 8 halves: row r is token c.row0 + r / G's
+// query head kvh·G + (c.row0 + r) % G; rows past the sequence's queries are zero. Part `part`
+// of row r goes to dst(r, part), a Chunk<16>* in shared memory (the kernel's own layout).
+template <int HEADS, int G, int D, int BM, int THREADS, class Dst>
+__device__ __forceinline__ void attn_load_q(const half_t* __restrict__ q, const AttnCta& c, int kvh, int tid, Dst dst) {
+  for (int i = tid; i < BM * (D / 8); i += THREADS) {
+    const int r = i / (D / 8), part = i % (D / 8);
+    const int t = (c.row0 + r) / G, h = (c.row0 + r) % G;
+    Chunk<16> v{};
+    if (t < c.q_len) v = gmem_load_nc<16>(q + ((long long)(c.tok0 + t) * HEADS + kvh * G + h) * D + part * 8);
+    *dst(r, part) = v;
+  }
+}
+
+// What a decoded K and V element is multiplied by: the format's decode factor, times the
+// tensor's or KV head kvh's scale for fp8.
+template <int KV, bool SCALE_PER_HEAD>
+__device__ __forceinline__ void attn_kv_factors(const float* __restrict__ k_scale, const float* __restrict__ v_scale,
+                                                int kvh, float& k_factor, float& v_factor) {
+  k_factor = KvFormat<KV>::kDecodeFactor, v_factor = KvFormat<KV>::kDecodeFactor;
+  if constexpr (KV != kKvF16) {
+    k_factor *= k_scale[SCALE_PER_HEAD ? kvh : 0];
+    v_factor *= v_scale[SCALE_PER_HEAD ? kvh : 0];
+  }
 }
 
 // After every split wrote its partials of the slot — part_o [SPLIT][BM][D] O (scaled to its
