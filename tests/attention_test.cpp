@@ -17,7 +17,7 @@
 #include "runtime/cuda/error.h"
 #include "runtime/cuda/nvrtc.h"
 #include "runtime/jit/compiler.h"
-#include "runtime/jit/service.h"
+#include "tests/compile_checks.h"
 #include "tests/test_util.h"
 
 namespace onecat {
@@ -290,13 +290,7 @@ TEST(AttentionStaticQuality, DefaultConfigsDoNotSpillOnSm70) {
       }
     }
   }
-  JitService jit(nullptr);
-  auto results = jit.get_all(reqs, 2, Parallelism::kThreads);
-  for (size_t i = 0; i < reqs.size(); ++i) {
-    SCOPED_TRACE(reqs[i].spec + " [" + reqs[i].config + "]");
-    ASSERT_TRUE(results[i].error.empty()) << results[i].error;
-    EXPECT_FALSE(results[i].binary.usage.spills()) << results[i].binary.usage.spill_store_bytes << " bytes spilled";
-  }
+  ASSERT_NO_FATAL_FAILURE(test::expect_compile_without_spills(reqs, false));
   const NvrtcLib& nvrtc = NvrtcRegistry::get().for_arch(sm70);
   for (const char* spec : {"attention:op=prefill,heads=32,kv_heads=8,dim=128,page=16,kv=f16",
                            "attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=e4m3"}) {
@@ -330,13 +324,7 @@ TEST(AttentionStaticQuality, Sm90DefaultsUseTheM16n8k16AtomWithoutSpills) {
     for (int64_t m : {8, 4096}) configs.insert(f.default_config(spec, m, sm90));
     for (const auto& c : configs) reqs.push_back(CompileRequest::make(f, spec, c, sm90));
   }
-  JitService jit(nullptr);
-  auto results = jit.get_all(reqs, 2, Parallelism::kThreads);
-  for (size_t i = 0; i < reqs.size(); ++i) {
-    SCOPED_TRACE(reqs[i].spec + " [" + reqs[i].config + "]");
-    ASSERT_TRUE(results[i].error.empty()) << results[i].error;
-    EXPECT_FALSE(results[i].binary.usage.spills()) << results[i].binary.usage.spill_store_bytes << " bytes spilled";
-  }
+  ASSERT_NO_FATAL_FAILURE(test::expect_compile_without_spills(reqs, false));
   const NvrtcLib& nvrtc = NvrtcRegistry::get().for_arch(sm90);
   for (const char* spec : {"attention:op=prefill,heads=32,kv_heads=8,dim=128,page=16,kv=f16",
                            "attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=e4m3"}) {

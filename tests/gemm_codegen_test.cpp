@@ -11,7 +11,7 @@
 #include "runtime/cuda/error.h"
 #include "runtime/cuda/nvrtc.h"
 #include "runtime/jit/compiler.h"
-#include "runtime/jit/service.h"
+#include "tests/compile_checks.h"
 #include "tests/test_util.h"
 
 namespace onecat {
@@ -231,14 +231,7 @@ void expect_defaults_compile_without_spills(Arch arch, std::initializer_list<std
       for (const auto& c : configs) reqs.push_back(CompileRequest::make(f, spec, c, arch));
     }
   }
-  JitService jit(nullptr);
-  auto results = jit.get_all(reqs, 2, Parallelism::kThreads);
-  for (size_t i = 0; i < reqs.size(); ++i) {
-    SCOPED_TRACE(reqs[i].spec + " [" + reqs[i].config + "] " + arch.name());
-    ASSERT_TRUE(results[i].error.empty()) << results[i].error;
-    EXPECT_FALSE(results[i].binary.usage.spills()) << results[i].binary.usage.spill_store_bytes << " bytes spilled";
-    EXPECT_EQ(results[i].binary.usage.stack_bytes, 0);
-  }
+  ASSERT_NO_FATAL_FAILURE(test::expect_compile_without_spills(reqs, true));
 }
 
 TEST(GemmStaticQuality, DefaultConfigsOfBenchmarkShapesDoNotSpillOnSm70) {
@@ -290,14 +283,7 @@ TEST(GemmStaticQuality, Sm90TcSmallCompilesWithoutSpills) {
       if (c.starts_with("strategy=tc_small")) reqs.push_back(CompileRequest::make(f, spec, c, sm90));
     }
   }
-  JitService jit(nullptr);
-  auto results = jit.get_all(reqs, 2, Parallelism::kThreads);
-  for (size_t i = 0; i < reqs.size(); ++i) {
-    SCOPED_TRACE(reqs[i].spec + " [" + reqs[i].config + "]");
-    ASSERT_TRUE(results[i].error.empty()) << results[i].error;
-    EXPECT_FALSE(results[i].binary.usage.spills()) << results[i].binary.usage.spill_store_bytes << " bytes spilled";
-    EXPECT_EQ(results[i].binary.usage.stack_bytes, 0);
-  }
+  ASSERT_NO_FATAL_FAILURE(test::expect_compile_without_spills(reqs, true));
   for (const char* fmt : kFormats) {
     const std::string spec = std::string("gemm:n=4096,k=4096,fmt=") + fmt;
     const Family& f = family_of(spec);
@@ -342,14 +328,7 @@ TEST(GemmStaticQuality, Sm90EightWarpTilesCompileWithoutSpills) {
   }
   std::vector<CompileRequest> reqs;
   for (const auto& [spec, config] : jobs) reqs.push_back(CompileRequest::make(family_of(spec), spec, config, sm90));
-  JitService jit(nullptr);
-  auto results = jit.get_all(reqs, 2, Parallelism::kThreads);
-  for (size_t i = 0; i < reqs.size(); ++i) {
-    SCOPED_TRACE(reqs[i].spec + " [" + reqs[i].config + "]");
-    ASSERT_TRUE(results[i].error.empty()) << results[i].error;
-    EXPECT_FALSE(results[i].binary.usage.spills()) << results[i].binary.usage.spill_store_bytes << " bytes spilled";
-    EXPECT_EQ(results[i].binary.usage.stack_bytes, 0);
-  }
+  ASSERT_NO_FATAL_FAILURE(test::expect_compile_without_spills(reqs, true));
   for (const char* fmt : {"f16", "awq4"}) {
     const std::string spec = std::string("gemm:n=28672,k=4096,fmt=") + fmt;
     const std::string ptx = compile_to_ptx(CompileRequest::make(family_of(spec), spec, wide, sm90), nvrtc);
