@@ -12,6 +12,7 @@
 #include "common/sm80.cuh"
 #include "gemm/epilogue.cuh"
 #include "gemm/formats.cuh"
+#include "gemm/mma16816_loads.cuh"
 
 namespace onecat {
 
@@ -20,16 +21,6 @@ using sm80::cp_async_commit;
 using sm80::cp_async_wait;
 using sm80::ldmatrix_x4;
 using sm80::mma_16816;
-__device__ __forceinline__ unsigned shared_address(const void* p) { return sm80::smem_address(p); }
-
-template <class Fmt>
-struct IsF16Format {
-  static constexpr bool value = false;
-};
-template <>
-struct IsF16Format<FmtF16> {
-  static constexpr bool value = true;
-};
 
 // Shared memory of one CTA, in bytes (the launch passes it as dynamic shared memory).
 template <class Fmt, int BM, int BN, int BK, int STAGES>
@@ -51,7 +42,6 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
   using Smem = Mma16816Smem<Fmt, BM, BN, BK, STAGES>;
   constexpr int kThreads = WM * WN * 32;
   constexpr int kPer = Fmt::kPerChunk;
-  constexpr int kChunksPerRow = K / kPer;
   constexpr int kChunksPerStep = BK / kPer;  // per weight row
   constexpr int kLd = Smem::kLd;
   constexpr bool kF16 = Smem::kF16;
@@ -60,8 +50,6 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
   constexpr int kTileCols = kGated ? BN / 2 : BN;  // output columns per CTA
   constexpr int kWarpM = BM / WM, kWarpN = BN / WN;
   constexpr int kFm = kWarpM / 16, kFn = kWarpN / 8;  // m16 × n8 tiles per warp
-  constexpr int kXLoads = BM * BK / 8;
-  constexpr int kWLoads = BN * kChunksPerStep;
   constexpr int kSteps = K / BK;
   static_assert(K % BK == 0 && BK % kPer == 0 && BK % 16 == 0, "K steps of BK in whole chunks");
   static_assert(kWarpM % 16 == 0 && kWarpN % 16 == 0, "whole ldmatrix tiles per warp");
@@ -80,78 +68,21 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
   const int m0 = blockIdx.x * BM;
   const int n0 = blockIdx.y * kTileCols;
 
-  auto weight_row = [&](int r) { return tile_weight_row<N, EPI>(n0, r); };
-
+  using Loads = Mma16816Loads<Fmt, N, K, BM, BN, BK, kThreads, EPI, ACT_ORDER>;
   auto issue_step = [&](int kt) {  // loads of step kt into stage kt % STAGES
     const int stage = kt % STAGES;
     half_t* xst = xs + stage * BM * kLd;
-#pragma unroll
-    for (int i = 0; i < (kXLoads + kThreads - 1) / kThreads; ++i) {
-      const int idx = tid + i * kThreads;
-      if (kXLoads % kThreads == 0 || idx < kXLoads) {
-        const int r = idx / (BK / 8), c = idx % (BK / 8);
-        const bool in = m0 + r < m;
-        const half_t* row = x + static_cast<long long>(in ? m0 + r : 0) * K;
-        if constexpr (ACT_ORDER) {
-          Raw16 v{};
-          if (in) {
-#pragma unroll
-            for (int j = 0; j < 8; ++j) v.h[j] = row[perm[kt * BK + c * 8 + j]].bits;
-          }
-          *reinterpret_cast<Raw16*>(&xst[r * kLd + c * 8]) = v;
-        } else {
-          cp_async16(shared_address(&xst[r * kLd + c * 8]), row + kt * BK + c * 8, in ? 16 : 0);
-        }
-      }
-    }
-#pragma unroll
-    for (int i = 0; i < (kWLoads + kThreads - 1) / kThreads; ++i) {
-      const int idx = tid + i * kThreads;
-      if (kWLoads % kThreads == 0 || idx < kWLoads) {
-        const int r = idx / kChunksPerStep, c = idx % kChunksPerStep;
-        const char* src =
-            static_cast<const char*>(qweight) + (static_cast<long long>(weight_row(r)) * kChunksPerRow + kt * kChunksPerStep + c) * 16;
-        const unsigned dst = kF16 ? shared_address(raw + ((stage * BN + r) * kLd + c * 8) * 2)
-                                  : shared_address(raw + ((stage * BN + r) * kChunksPerStep + c) * 16);
-        cp_async16(dst, src, 16);
-      }
-    }
+    Loads::x_step(x, perm, m, m0, kt, tid, [&](int r, int c) { return &xst[r * kLd + c * 8]; });
+    Loads::weight_step(qweight, n0, kt, tid, [&](int r, int c) {
+      return kF16 ? shared_address(raw + ((stage * BN + r) * kLd + c * 8) * 2)
+                  : shared_address(raw + ((stage * BN + r) * kChunksPerStep + c) * 16);
+    });
   };
-
-  constexpr int kDecodePerThread = kF16 ? 1 : (kWLoads + kThreads - 1) / kThreads;
-  typename Fmt::Scale sc[kDecodePerThread];
-  auto load_scales = [&](int kt) {
-    if constexpr (!kF16) {
-#pragma unroll
-      for (int i = 0; i < kDecodePerThread; ++i) {
-        const int idx = tid + i * kThreads;
-        if (kWLoads % kThreads == 0 || idx < kWLoads) {
-          sc[i] = Fmt::load_scale(scales, zeros, weight_row(idx / kChunksPerStep), kt * kChunksPerStep + idx % kChunksPerStep);
-        }
-      }
-    }
-  };
+  typename Loads::Scale sc[Loads::kDecodePerThread];
+  auto load_scales = [&](int kt) { Loads::scales_step(sc, scales, zeros, n0, kt, tid); };
   auto decode_step = [&](int kt) {  // raw stage kt % STAGES → fp16 tile kt % 2
-    const int stage = kt % STAGES;
     half_t* dst_tile = wdec + (kt % 2) * BN * kLd;
-#pragma unroll
-    for (int i = 0; i < kDecodePerThread; ++i) {
-      const int idx = tid + i * kThreads;
-      if (kWLoads % kThreads == 0 || idx < kWLoads) {
-        const int r = idx / kChunksPerStep, c = idx % kChunksPerStep;
-        const Raw16 v = *reinterpret_cast<const Raw16*>(raw + ((stage * BN + r) * kChunksPerStep + c) * 16);
-        half2_t d[kPer / 2];
-        decode_chunk_full<Fmt>(v, sc[i], d);
-        Raw16* dst = reinterpret_cast<Raw16*>(&dst_tile[r * kLd + c * kPer]);
-#pragma unroll
-        for (int p = 0; p < kPer / 8; ++p) {
-          Raw16 o;
-#pragma unroll
-          for (int j = 0; j < 4; ++j) reinterpret_cast<unsigned*>(o.h)[j] = d[p * 4 + j].bits;
-          dst[p] = o;
-        }
-      }
-    }
+    Loads::decode_stage(sc, raw, kt % STAGES, tid, [&](int r, int c8) { return &dst_tile[r * kLd + c8 * 8]; });
   };
 
   float acc[kFm][kFn][4];

@@ -17,6 +17,7 @@
 #include "common/sm80.cuh"
 #include "gemm/epilogue.cuh"
 #include "gemm/formats.cuh"
+#include "gemm/mma16816_loads.cuh"
 
 namespace onecat::pipe2 {
 
@@ -24,20 +25,10 @@ using sm80::cp_async16;
 using sm80::cp_async_commit;
 using sm80::cp_async_wait;
 using sm80::ldmatrix_x4;
-__device__ __forceinline__ unsigned shared_address(const void* p) { return sm80::smem_address(p); }
 // Not volatile: the compiler may interleave it with the next fragments' ldmatrix.
 __device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
   sm80::mma_16816<false>(d, a, b0, b1);
 }
-
-template <class Fmt>
-struct IsF16Format {
-  static constexpr bool value = false;
-};
-template <>
-struct IsF16Format<FmtF16> {
-  static constexpr bool value = true;
-};
 
 // An fp16 tile of rows of BK halves in shared memory (x stages, fp16 weight stages, decoded
 // weight tiles), unpadded: the 16-byte chunk c of row r is stored at chunk c ^ row_xor(r).
@@ -75,7 +66,6 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
   using Tile = SwizzledTile<BK>;
   constexpr int kThreads = WM * WN * 32;
   constexpr int kPer = Fmt::kPerChunk;
-  constexpr int kChunksPerRow = K / kPer;
   constexpr int kChunksPerStep = BK / kPer;  // per weight row
   constexpr bool kF16 = Smem::kF16;
   constexpr bool kGated = EPI == kEpiSiluMul;
@@ -85,8 +75,6 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
   constexpr int kFm = kWarpM / 16, kFn = kWarpN / 8;  // m16 × n8 tiles per warp
   constexpr int kJp = kFn / 2;                        // n16 pairs: one ldmatrix.x4 of weights each
   constexpr int kKs = BK / 16;                        // k16 slices per step
-  constexpr int kXLoads = BM * BK / 8;
-  constexpr int kWLoads = BN * kChunksPerStep;
   constexpr int kSteps = K / BK;
   constexpr int kXStageHalves = BM * BK, kWStageHalves = BN * BK;
   static_assert(K % BK == 0 && BK % kPer == 0 && BK % 16 == 0, "K steps of BK in whole chunks");
@@ -108,79 +96,22 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
   const int m0 = blockIdx.x * BM;
   const int n0 = blockIdx.y * kTileCols;
 
-  auto weight_row = [&](int r) { return tile_weight_row<N, EPI>(n0, r); };
-
+  using Loads = Mma16816Loads<Fmt, N, K, BM, BN, BK, kThreads, EPI, ACT_ORDER>;
   auto issue_step = [&](int kt) {  // loads of step kt into stage kt % STAGES
     const int stage = kt % STAGES;
     half_t* xst = xs + stage * kXStageHalves;
-#pragma unroll
-    for (int i = 0; i < (kXLoads + kThreads - 1) / kThreads; ++i) {
-      const int idx = tid + i * kThreads;
-      if (kXLoads % kThreads == 0 || idx < kXLoads) {
-        const int r = idx / (BK / 8), c = idx % (BK / 8);
-        const bool in = m0 + r < m;
-        const half_t* row = x + static_cast<long long>(in ? m0 + r : 0) * K;
-        half_t* dst = xst + Tile::offset(r, c);
-        if constexpr (ACT_ORDER) {
-          Raw16 v{};
-          if (in) {
-#pragma unroll
-            for (int j = 0; j < 8; ++j) v.h[j] = row[perm[kt * BK + c * 8 + j]].bits;
-          }
-          *reinterpret_cast<Raw16*>(dst) = v;
-        } else {
-          cp_async16(shared_address(dst), row + kt * BK + c * 8, in ? 16 : 0);
-        }
-      }
-    }
-#pragma unroll
-    for (int i = 0; i < (kWLoads + kThreads - 1) / kThreads; ++i) {
-      const int idx = tid + i * kThreads;
-      if (kWLoads % kThreads == 0 || idx < kWLoads) {
-        const int r = idx / kChunksPerStep, c = idx % kChunksPerStep;
-        const char* src =
-            static_cast<const char*>(qweight) + (static_cast<long long>(weight_row(r)) * kChunksPerRow + kt * kChunksPerStep + c) * 16;
-        const unsigned dst = kF16 ? shared_address(reinterpret_cast<half_t*>(raw) + stage * kWStageHalves + Tile::offset(r, c))
-                                  : shared_address(raw + ((stage * BN + r) * kChunksPerStep + c) * 16);
-        cp_async16(dst, src, 16);
-      }
-    }
+    Loads::x_step(x, perm, m, m0, kt, tid, [&](int r, int c) { return xst + Tile::offset(r, c); });
+    Loads::weight_step(qweight, n0, kt, tid, [&](int r, int c) {
+      return kF16 ? shared_address(reinterpret_cast<half_t*>(raw) + stage * kWStageHalves + Tile::offset(r, c))
+                  : shared_address(raw + ((stage * BN + r) * kChunksPerStep + c) * 16);
+    });
   };
-
-  constexpr int kDecodePerThread = kF16 ? 1 : (kWLoads + kThreads - 1) / kThreads;
-  typename Fmt::Scale sc[kDecodePerThread];
-  auto load_scales = [&](int kt) {
-    if constexpr (!kF16) {
-#pragma unroll
-      for (int i = 0; i < kDecodePerThread; ++i) {
-        const int idx = tid + i * kThreads;
-        if (kWLoads % kThreads == 0 || idx < kWLoads) {
-          sc[i] = Fmt::load_scale(scales, zeros, weight_row(idx / kChunksPerStep), kt * kChunksPerStep + idx % kChunksPerStep);
-        }
-      }
-    }
-  };
+  typename Loads::Scale sc[Loads::kDecodePerThread];
+  auto load_scales = [&](int kt) { Loads::scales_step(sc, scales, zeros, n0, kt, tid); };
   auto decode_step = [&](int kt) {  // raw stage kt % STAGES → fp16 tile kt % 2
     if constexpr (!kF16) {
-      const int stage = kt % STAGES;
       half_t* dst_tile = wdec + (kt % 2) * kWStageHalves;
-#pragma unroll
-      for (int i = 0; i < kDecodePerThread; ++i) {
-        const int idx = tid + i * kThreads;
-        if (kWLoads % kThreads == 0 || idx < kWLoads) {
-          const int r = idx / kChunksPerStep, c = idx % kChunksPerStep;
-          const Raw16 v = *reinterpret_cast<const Raw16*>(raw + ((stage * BN + r) * kChunksPerStep + c) * 16);
-          half2_t d[kPer / 2];
-          decode_chunk_full<Fmt>(v, sc[i], d);
-#pragma unroll
-          for (int p = 0; p < kPer / 8; ++p) {
-            Raw16 o;
-#pragma unroll
-            for (int j = 0; j < 4; ++j) reinterpret_cast<unsigned*>(o.h)[j] = d[p * 4 + j].bits;
-            *reinterpret_cast<Raw16*>(dst_tile + Tile::offset(r, c * (kPer / 8) + p)) = o;
-          }
-        }
-      }
+      Loads::decode_stage(sc, raw, kt % STAGES, tid, [&](int r, int c8) { return dst_tile + Tile::offset(r, c8); });
     }
   };
 
