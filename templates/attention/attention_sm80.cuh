@@ -375,10 +375,8 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
   } else {
     // Partials of (b, kvh, rb): [SPLIT][BM][D] O and [SPLIT][BM][2] (max, sum), then the
     // last CTA of the slot merges (rows past the queries are neither written nor read).
-    constexpr int kRowBlocks = (QLEN * G + BM - 1) / BM;
-    const long long slot = ((long long)b * KVH + kvh) * kRowBlocks + rb;
-    float* part_o = partial + slot * SPLIT * BM * (D + 2);
-    float* part_ml = part_o + SPLIT * BM * D;
+    float *part_o, *part_ml;
+    const long long slot = attn_split_slot<KVH, G, D, BM, QLEN, SPLIT>(partial, cta, kvh, part_o, part_ml);
     if (wn == 0) {
 #pragma unroll
       for (int r = 0; r < 2; ++r) {

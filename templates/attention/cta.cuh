@@ -68,6 +68,18 @@ __device__ __forceinline__ void attn_kv_factors(const float* __restrict__ k_scal
   }
 }
 
+// The split-KV workspace of the CTA's (sequence, KV head, row block) slot in partial:
+// [SPLIT][BM][D] partial O, then [SPLIT][BM][2] (max, sum). Returns the slot's index.
+template <int KVH, int G, int D, int BM, int QLEN, int SPLIT>
+__device__ __forceinline__ long long attn_split_slot(float* partial, const AttnCta& c, int kvh, float*& part_o,
+                                                     float*& part_ml) {
+  constexpr int kRowBlocks = (QLEN * G + BM - 1) / BM;
+  const long long slot = ((long long)c.b * KVH + kvh) * kRowBlocks + c.rb;
+  part_o = partial + slot * SPLIT * BM * (D + 2);
+  part_ml = part_o + SPLIT * BM * D;
+  return slot;
+}
+
 // After every split wrote its partials of the slot — part_o [SPLIT][BM][D] O (scaled to its
 // row max) and part_ml [SPLIT][BM][2] (max, sum) — the last CTA to finish merges them in fp32
 // and writes fp16 rows (times v_factor / sum; rows that saw no key: 0) and resets the slot's
