@@ -28,6 +28,7 @@
 #include "runtime/jit/module_table.h"
 #include "runtime/jit/service.h"
 #include "tuner/measure.h"
+#include "tuner/random_weight.h"
 #include "tuner/workload.h"
 
 using namespace onecat;
@@ -35,14 +36,13 @@ using namespace onecat;
 namespace {
 
 // Random fp16 values of magnitude below 2 (exponent field ≤ 14: never inf or NaN), or the
-// fp8 code 0x38 everywhere; a xorshift, since caches of several GB are filled here.
+// fp8 code 0x38 everywhere; random bits (fill_random_chunks), since caches of several GB are
+// filled here.
 DeviceBuffer random_buffer(size_t bytes, std::mt19937_64& rng, bool fp8) {
   std::vector<uint16_t> h((bytes + 1) / 2);
-  uint64_t x = rng() | 1;
-  for (auto& v : h) {
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-    v = fp8 ? uint16_t(0x3838) : uint16_t(x & 0xBBFF);
-  }
+  fill_random_chunks(rng, h.size(), [&](size_t begin, size_t end, SplitMix64& r) {
+    for (size_t i = begin; i < end; ++i) h[i] = fp8 ? uint16_t(0x3838) : uint16_t(r.next() & 0xBBFF);
+  });
   DeviceBuffer b(bytes);
   b.upload(h.data(), bytes);
   return b;

@@ -54,9 +54,9 @@ HostKvCache random_kv_cache(const attention::Spec& s, int64_t pages, std::mt1993
   std::uniform_real_distribution<float> sd(0.004f, 0.02f);
   for (int i = 0; i < scales; ++i) c.k_scale.push_back(sd(rng)), c.v_scale.push_back(sd(rng));
   if (s.kv == attention::KvType::kF16) {
-    auto k = random_half(rng, n, -1.f, 1.f), v = random_half(rng, n, -1.f, 1.f);
     c.k.resize(n * 2), c.v.resize(n * 2);
-    std::memcpy(c.k.data(), k.data(), n * 2), std::memcpy(c.v.data(), v.data(), n * 2);
+    random_half_into(rng, c.k.data(), n, -1.f, 1.f);
+    random_half_into(rng, c.v.data(), n, -1.f, 1.f);
     return c;
   }
   c.k.resize(n), c.v.resize(n);

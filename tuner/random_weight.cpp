@@ -38,12 +38,10 @@ quant::PackedWeight random_packed_weight(const gemm::Spec& s, std::mt19937_64& r
   w.group = s.group;
   const size_t n = size_t(s.n), k = size_t(s.k);
   switch (s.format) {
-    case WeightFormat::kF16: {
-      const std::vector<uint16_t> h = random_half(rng, n * k, -0.1f, 0.1f);
+    case WeightFormat::kF16:
       w.qweight.resize(n * k * 2);
-      std::memcpy(w.qweight.data(), h.data(), n * k * 2);
+      random_half_into(rng, w.qweight.data(), n * k, -0.1f, 0.1f);
       break;
-    }
     case WeightFormat::kAwq4:
     case WeightFormat::kGptq4: {
       random_bytes(rng, w.qweight, n * k / 2);
@@ -115,11 +113,19 @@ void fill_random_chunks(std::mt19937_64& rng, size_t n, const std::function<void
   });
 }
 
+void random_half_into(std::mt19937_64& rng, void* out, size_t n, float lo, float hi) {
+  unsigned char* bytes = static_cast<unsigned char*>(out);
+  fill_random_chunks(rng, n, [&](size_t begin, size_t end, SplitMix64& r) {
+    for (size_t i = begin; i < end; ++i) {
+      const uint16_t h = cpu::float_to_half(r.uniform(lo, hi));
+      std::memcpy(bytes + 2 * i, &h, 2);
+    }
+  });
+}
+
 std::vector<uint16_t> random_half(std::mt19937_64& rng, size_t n, float lo, float hi) {
   std::vector<uint16_t> v(n);
-  fill_random_chunks(rng, n, [&](size_t begin, size_t end, SplitMix64& r) {
-    for (size_t i = begin; i < end; ++i) v[i] = cpu::float_to_half(r.uniform(lo, hi));
-  });
+  random_half_into(rng, v.data(), n, lo, hi);
   return v;
 }
 

@@ -33,7 +33,9 @@ struct SplitMix64 {
 inline constexpr int64_t kRandomChunk = int64_t(1) << 16;
 void fill_random_chunks(std::mt19937_64& rng, size_t n, const std::function<void(size_t, size_t, SplitMix64&)>& fill);
 
-// n fp16 values (as bits) drawn uniformly from [lo, hi) (fill_random_chunks; one draw of rng).
+// n fp16 values (as bits) drawn uniformly from [lo, hi) (fill_random_chunks; one draw of rng),
+// returned or written to out (n · 2 bytes, any alignment).
 std::vector<uint16_t> random_half(std::mt19937_64& rng, size_t n, float lo, float hi);
+void random_half_into(std::mt19937_64& rng, void* out, size_t n, float lo, float hi);
 
 }  // namespace onecat
