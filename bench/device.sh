@@ -28,9 +28,6 @@ out=${OUT:-$root/device-out}
 mkdir -p "$out"
 cd "$root"
 export PYTHONUNBUFFERED=1
-# Kernels not yet checked on a GPU (codegen/unverified.h) are offered here unless the caller
-# says ONECAT_UNVERIFIED=0: the device is where they get checked.
-export ONECAT_UNVERIFIED=${ONECAT_UNVERIFIED:-1}
 start=$(date +%s)
 deadline=$((start + ${DEADLINE:-560}))
 py=$(command -v python3)

@@ -13,8 +13,6 @@ int main(int argc, char** argv) {
     std::printf("SKIP: GPU tests need an NVIDIA GPU: %s\n", reason.c_str());
     return 77;
   }
-  // The GPU tests check the kernels not yet verified on a GPU too (codegen/unverified.h).
-  setenv("ONECAT_UNVERIFIED", "1", 0);
   onecat::use_device(0);
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();

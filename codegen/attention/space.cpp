@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "codegen/unverified.h"
 #include "runtime/cuda/error.h"
 
 namespace onecat::attention {
@@ -85,10 +84,10 @@ std::vector<Config> m16n8k16_candidates(const Spec& s) {
   return out;
 }
 
-// The m16n8k16 atom serves attention ops (not kv_write) on sm_80+; not yet checked on a GPU,
-// so only with ONECAT_UNVERIFIED=1 (codegen/unverified.h).
+// The m16n8k16 atom serves attention ops (not kv_write) on sm_80+ (its GPU tests passed on the
+// H200, 2026-11-30).
 bool offers_m16n8k16(const Spec& s, Arch arch) {
-  return s.op != Op::kKvWrite && arch.has_mma_m16n8k16() && unverified_kernels();
+  return s.op != Op::kKvWrite && arch.has_mma_m16n8k16();
 }
 
 }  // namespace
