@@ -92,3 +92,103 @@ for w in [0x01234567,0x89ABCDEF,0xFF7F8000,0x12FE80C3]:
     f=lambda x:(x&0x80008000)|((x>>1)&0x3F803F80)
     assert f(lo)==e4m3(c[0])|(e4m3(c[1])<<16) and f(hi)==e4m3(c[2])|(e4m3(c[3])<<16), hex(w)
 print("fp8 ok")
+
+# fp8 stages read straight into fragments (BM = 16, attention_sm80.cuh kDirect): Q·Kᵀ over the
+# permuted d, P·V over permuted output columns, from raw stages laid out by attn_fp8_k_at /
+# attn_fp8_v_at; the codes go through the same prmt/mask ops as the kernel; bank conflicts of
+# every shared load (128-bit: 4 phases of 8 lanes, 64-bit: 2 of 16, 32-bit: 1 of 32).
+def prmt2(a,b,sel):
+    bs=[(a>>(8*i))&255 for i in range(4)]+[(b>>(8*i))&255 for i in range(4)]
+    return sum(bs[(sel>>(4*i))&7]<<(8*i) for i in range(4))
+def half_val(h):
+    s=-1. if h&0x8000 else 1.; e=(h>>10)&31; m=h&1023
+    return s*(m/1024*2.**-14 if e==0 else (1+m/1024)*2.**(e-15))
+def dec_word(x,kv):  # fp16x2 bits after the kernel's mask -> (lo, hi) values
+    x=(x&0x80008000)|((x>>1)&0x3F803F80) if kv=='e4m3' else x&0xFF00FF00
+    return half_val(x&0xFFFF),half_val(x>>16)
+def code_val(c,kv): return half_val(e4m3(c) if kv=='e4m3' else c<<8)
+def k_at(Dd,key,ch): return key*Dd+((ch^(((key&1)<<2) if Dd>=128 else 0))<<4)
+def v_at(Dd,key,ch):
+    x=(key&6) if Dd==128 else ((((key>>1)&1)|(key&4)) if Dd==256 else 0)
+    return key*Dd+((ch^x)<<4)
+def conflicts(addrs,width):  # addrs per lane (byte), width bytes per lane -> worst wavefronts in a phase
+    per=128//width; worst=1
+    for ph in range(0,32,per):
+        banks={}
+        for a in addrs[ph:ph+per]:
+            for w in range(a//4,(a+width)//4): banks.setdefault(w%32,set()).add(w)
+        worst=max(worst,max(len(v) for v in banks.values()))
+    return worst
+def word(buf,off): return int.from_bytes(bytes(buf[off:off+4]),'little')
+for kv in ('e4m3','e5m2'):
+  for Dd in (64,128,256):
+    for BNd,WN_,wn in ((16,2,1),(32,2,1),(16,1,0)):
+        KEYS_=WN_*BNd; r0=wn*BNd
+        codes=lambda shape: rng.integers(0,256,shape)
+        Kc=codes((KEYS_,Dd)); Vc=codes((KEYS_,Dd))
+        for c in (0x7F,0xFF,0x7C,0xFC): Kc[Kc==c]=0; Vc[Vc==c]=0  # no NaN/inf codes
+        Kf=np.vectorize(lambda c:code_val(c,kv))(Kc); Vf=np.vectorize(lambda c:code_val(c,kv))(Vc)
+        Qd=rng.standard_normal((16,Dd)).round(2)
+        kst=bytearray(KEYS_*Dd); vst=bytearray(KEYS_*Dd)
+        for key in range(KEYS_):
+            for ch in range(Dd//16):
+                kst[k_at(Dd,key,ch):k_at(Dd,key,ch)+16]=bytes(int(x) for x in Kc[key,16*ch:16*ch+16])
+                vst[v_at(Dd,key,ch):v_at(Dd,key,ch)+16]=bytes(int(x) for x in Vc[key,16*ch:16*ch+16])
+        def qfrag(kk,T):
+            g,t=T//4,T%4; d=64*(kk//4)+16*t+4*(kk%4)
+            return ((Qd[g,d],Qd[g,d+1]),(Qd[g+8,d],Qd[g+8,d+1]),(Qd[g,d+2],Qd[g,d+3]),(Qd[g+8,d+2],Qd[g+8,d+3]))
+        s=[[[0.]*4 for _ in range(32)] for n in range(BNd//8)]
+        for h in range(Dd//64):
+            for n in range(BNd//8):
+                addrs=[k_at(Dd,r0+8*n+T//4,4*h+T%4) for T in lanes]
+                assert conflicts(addrs,16)==1,(kv,Dd,BNd,'K')
+                for i in range(4):
+                    kk=4*h+i; a=[qfrag(kk,T) for T in lanes]
+                    b0=[];b1=[]
+                    for T in lanes:
+                        w=word(kst,addrs[T]+4*i)
+                        lo=prmt(w,0x1404);hi=prmt(w,0x3424)
+                        b0.append(dec_word(lo,kv));b1.append(dec_word(hi,kv))
+                    mma(s[n],a,b0,b1)
+        S=Qd@Kf[r0:r0+BNd].T
+        err=max(abs(s[n][T][e]-S[T//4+8*(e//2),n*8+2*(T%4)+e%2]) for n in range(BNd//8) for T in lanes for e in range(4))
+        assert err<1e-9,(kv,Dd,BNd,'QK',err)
+        o=[[[0.]*4 for _ in range(32)] for n in range(Dd//8)]
+        vb=Dd//8
+        for j in range(BNd//16):
+            p=[((s[2*j][T][0],s[2*j][T][1]),(s[2*j][T][2],s[2*j][T][3]),(s[2*j+1][T][0],s[2*j+1][T][1]),(s[2*j+1][T][2],s[2*j+1][T][3])) for T in lanes]
+            rows=[]
+            for rr in range(4):
+                keys=[r0+16*j+2*(T%4)+rr%2+8*(rr//2) for T in lanes]
+                if Dd==64:
+                    addrs=[keys[T]*Dd+8*(T//4) for T in lanes]
+                    assert conflicts(addrs,8)<=4,(kv,Dd,'V64')
+                    rows.append([[word(vst,addrs[T]+4*w) for w in range(2)] for T in lanes])
+                else:
+                    ws=[[] for _ in lanes]
+                    for c in range(Dd//128):
+                        addrs=[v_at(Dd,keys[T],(T//4)*(Dd//128)+c) for T in lanes]
+                        assert conflicts(addrs,16)==1,(kv,Dd,BNd,'V',rr,c)
+                        for T in lanes: ws[T]+= [word(vst,addrs[T]+4*w) for w in range(4)]
+                    rows.append(ws)
+            for w in range(Dd//32):
+                for k in range(4):
+                    sel=k*0x11|(k+4)*0x1100
+                    b0=[dec_word(prmt2(rows[0][T][w],rows[1][T][w],sel),kv) for T in lanes]
+                    b1=[dec_word(prmt2(rows[2][T][w],rows[3][T][w],sel),kv) for T in lanes]
+                    mma(o[4*w+k],p,b0,b1)
+        O=S@Vf[r0:r0+BNd]
+        err=0
+        for n in range(Dd//8):
+            for T in lanes:
+                g,t=T//4,T%4
+                for e in range(4):
+                    d=(2*t+e%2)*(Dd//8)+n  # the kernel's store of column 2·tig + e of d-tile n
+                    err=max(err,abs(o[n][T][e]-O[g+8*(e//2),d]))
+        assert err<1e-6*max(1,abs(O).max()),(kv,Dd,BNd,'PV',err)
+    # the cp.async writes: a thread's 16-byte chunk (key, part) of each stage, 8 lanes a phase
+    for Dd in (64,128,256):
+        for f in (k_at,v_at):
+            addrs=[f(Dd,c//(Dd//16),c%(Dd//16)) for c in range(32)]
+            assert conflicts(addrs,16)==1,(Dd,f.__name__,'cp.async')
+print("fp8 direct fragments ok (QK, PV, bank conflicts)")

@@ -49,10 +49,12 @@ std::string Config::to_string() const {
 int Config::shared_bytes(const Spec& spec) const {
   if (op == Op::kKvWrite) return 0;
   if (atom == Atom::kM16n8k16) {
-    // Must equal templates/attention/attention_sm80.cuh: [Q tile | K stages | V stages | fp8:
-    // decoded K and V], after the key loop reused for the warp-column merge and row stats.
+    // Must equal templates/attention/attention_sm80.cuh: [Q tile | K stages | V stages | fp8
+    // with more than one row warp or D = 256: decoded K and V], after the key loop reused for
+    // the warp-column merge and row stats.
     const int keys = wn * bn;
-    const int pipe = 2 * stages * keys * spec.dim * spec.kv_bytes() + (spec.kv == KvType::kF16 ? 0 : 2 * keys * spec.dim * 2);
+    const bool fp8_tile = spec.kv != KvType::kF16 && (bm > 16 || spec.dim > 128);
+    const int pipe = 2 * stages * keys * spec.dim * spec.kv_bytes() + (fp8_tile ? 2 * keys * spec.dim * 2 : 0);
     const int main = bm * spec.dim * 2 + pipe;
     const int end = (wn - 1) * bm * spec.dim * 4 + wn * bm * 2 * 4 + 16;
     return std::max(main, end);

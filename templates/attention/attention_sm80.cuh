@@ -5,8 +5,10 @@
 // A CTA owns BM query rows of one sequence b and one KV head (row r: token r / G, query head
 // r % G: the G query heads of a KV head share every K/V load). Each warp keeps 16 rows. K/V
 // stages of WN·BN keys arrive by cp.async (zero-filled past the range) into STAGES XOR-swizzled
-// shared buffers, STAGES-1 stages in flight during the math; fp8 stages are decoded once per
-// stage into an fp16 tile. WN warp columns take the stage's BN-key tiles side by side and merge
+// shared buffers, STAGES-1 stages in flight during the math. fp8 stages: with one row warp
+// (BM = 16, decode) and D ≤ 128 each warp decodes its keys' codes from the raw stage straight into B
+// fragments (Q·Kᵀ over a permuted d, P·V over permuted output columns: below); with more row
+// warps a stage is decoded once into an fp16 tile that they share. WN warp columns take the stage's BN-key tiles side by side and merge
 // at the end. Per tile a warp computes S = Q·Kᵀ with mma.sync.m16n8k16 (Q fragments in
 // registers for D ≤ 128, K by ldmatrix), the online softmax in fp32 on the accumulators
 // (exp2f, the softmax scale, log2 e and the K scale folded into one factor), and O += P·V with
@@ -36,6 +38,9 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
   constexpr int kThreads = WM * WN * 32;
   using Fmt = KvFormat<KV>;
   constexpr bool kF16 = KV == kKvF16;
+  // fp8 with one row warp: fragments straight from the raw stage (no fp16 tile, no second
+  // barrier). Not at D = 256: 128 accumulators leave too few registers (ptxas spills).
+  constexpr bool kDirect = !kF16 && BM == 16 && D <= 128;
   constexpr int kKeys = WN * BN;                // keys per stage
   constexpr int kRowBytes = D * Fmt::kBytes;    // one cached K or V row
   constexpr int kCpr = kRowBytes / 16;          // 16-byte chunks per cached row
@@ -43,7 +48,7 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
   constexpr int kStageBytes = kKeys * kRowBytes;
   constexpr int kQBytes = BM * D * 2;
   constexpr int kTileBytes = kKeys * D * 2;     // a stage decoded to fp16 (fp8 only)
-  constexpr int kPipeBytes = 2 * STAGES * kStageBytes + (kF16 ? 0 : 2 * kTileBytes);
+  constexpr int kPipeBytes = 2 * STAGES * kStageBytes + (kF16 || kDirect ? 0 : 2 * kTileBytes);
   // After the key loop the whole buffer is free: warp-column partial O, then (m, l) per row.
   constexpr int kMergeBytes = (WN - 1) * BM * D * 4;
   constexpr int kStatBytes = WN * BM * 2 * 4;
@@ -63,7 +68,7 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
   unsigned char* q_s = smem;
   unsigned char* k_pipe = smem + kQBytes;  // [STAGES][kStageBytes]: fp16 swizzled, fp8 raw
   unsigned char* v_pipe = k_pipe + STAGES * kStageBytes;
-  unsigned char* k16 = v_pipe + STAGES * kStageBytes;  // fp8: the current stage in fp16, swizzled
+  unsigned char* k16 = v_pipe + STAGES * kStageBytes;  // fp8 tile: the current stage in fp16, swizzled
   unsigned char* v16 = k16 + kTileBytes;
   float* merge = reinterpret_cast<float*>(smem);             // after the loop: [WN-1][BM][D]
   float* stat = reinterpret_cast<float*>(smem + kMergeBytes);  // after the loop: [WN][BM][2]
@@ -107,8 +112,8 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
       long long off = 0;
       if (ok) off = (((long long)table[j / PAGE] * KVH + kvh) * PAGE + j % PAGE) * kRowBytes + part * 16;
       const unsigned at = kF16 ? unsigned(attn_swizzle<D>(key, part)) : unsigned(c * 16);
-      sm80::cp_async16(kdst + at, kc + off, ok ? 16 : 0);
-      sm80::cp_async16(vdst + at, vc + off, ok ? 16 : 0);
+      sm80::cp_async16(kdst + (kDirect ? unsigned(attn_fp8_k_at<D>(key, part)) : at), kc + off, ok ? 16 : 0);
+      sm80::cp_async16(vdst + (kDirect ? unsigned(attn_fp8_v_at<D>(key, part)) : at), vc + off, ok ? 16 : 0);
     }
   };
   // fp8: the landed stage's codes → fp16 (exact; the 2^8 of E4M3 is in the factors).
@@ -171,10 +176,27 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
   // B of P·V (V rows, transposed): matrix i holds keys (i % 2)·8.., d chunk i / 2.
   const int bv_key = (lane / 8 % 2) * 8 + lane % 8, bv_chunk = lane / 16;
   const unsigned q_base = sm80::smem_address(q_s);
+  // Direct fp8: k-step kk of Q·Kᵀ sums d = 64·(kk / 4) + 16·tig + 4·(kk % 4) + 0..3 in the
+  // k slots 2·tig, +1, +8, +9 of a fragment, so a thread's K bytes of four k-steps are one
+  // 16-byte load (the sum is the same in any order of d); Q's fragments follow that order.
+  auto q_frag_direct = [&](int kk, unsigned (&a)[4]) {
+    const int d = 64 * (kk / 4) + 16 * tig + 4 * (kk % 4);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int r = gid + 8 * (e % 2), dd = d + 2 * (e / 2);
+      a[e] = *reinterpret_cast<const unsigned*>(q_s + attn_swizzle<D>(r, dd / 8) + (dd % 8) * 2);
+    }
+  };
   unsigned q_frag[kQInRegs ? kKSteps : 1][4];
   if constexpr (kQInRegs) {
 #pragma unroll
-    for (int kk = 0; kk < kKSteps; ++kk) sm80::ldmatrix_x4(q_frag[kk], q_base + attn_swizzle<D>(a_row, 2 * kk + a_chunk));
+    for (int kk = 0; kk < kKSteps; ++kk) {
+      if constexpr (kDirect) {
+        q_frag_direct(kk, q_frag[kk]);
+      } else {
+        sm80::ldmatrix_x4(q_frag[kk], q_base + attn_swizzle<D>(a_row, 2 * kk + a_chunk));
+      }
+    }
   }
 
 #pragma unroll
@@ -189,7 +211,7 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
     if (it + STAGES - 1 < iters) issue_stage(it + STAGES - 1);
     sm80::cp_async_commit();
     unsigned k_base, v_base;
-    if constexpr (kF16) {
+    if constexpr (kF16 || kDirect) {
       k_base = sm80::smem_address(k_pipe + (it % STAGES) * kStageBytes);
       v_base = sm80::smem_address(v_pipe + (it % STAGES) * kStageBytes);
     } else {
@@ -210,6 +232,32 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
 #pragma unroll
       for (int e = 0; e < 4; ++e) s[n][e] = 0.f;
     }
+    if constexpr (kDirect) {
+      const unsigned char* ks = k_pipe + (it % STAGES) * kStageBytes;
+#pragma unroll
+      for (int h = 0; h < D / 64; ++h) {
+        uint4 raw[kNTiles];
+#pragma unroll
+        for (int n = 0; n < kNTiles; ++n) raw[n] = *reinterpret_cast<const uint4*>(ks + attn_fp8_k_at<D>(key_row0 + 8 * n + gid, 4 * h + tig));
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          unsigned a[4];
+          if constexpr (kQInRegs) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) a[e] = q_frag[4 * h + i][e];
+          } else {
+            q_frag_direct(4 * h + i, a);
+          }
+#pragma unroll
+          for (int n = 0; n < kNTiles; ++n) {
+            const unsigned w = i == 0 ? raw[n].x : i == 1 ? raw[n].y : i == 2 ? raw[n].z : raw[n].w;
+            unsigned b0, b1;
+            attn_fp8x4_to_half2x2<KV>(w, b0, b1);
+            sm80::mma_16816(s[n], a, b0, b1);
+          }
+        }
+      }
+    } else {
 #pragma unroll kKUnroll
     for (int kk = 0; kk < kKSteps; ++kk) {
       unsigned a[4];
@@ -226,6 +274,7 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
         sm80::mma_16816(s[2 * np], a, bk[0], bk[1]);
         sm80::mma_16816(s[2 * np + 1], a, bk[2], bk[3]);
       }
+    }
     }
 
     // Online softmax in the log2 domain; element e of a tile is row e / 2, key 2·tig + e % 2.
@@ -274,6 +323,37 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
       const unsigned p[4] = {attn_pack_half2(s[2 * j][0], s[2 * j][1]), attn_pack_half2(s[2 * j][2], s[2 * j][3]),
                              attn_pack_half2(s[2 * j + 1][0], s[2 * j + 1][1]),
                              attn_pack_half2(s[2 * j + 1][2], s[2 * j + 1][3])};
+      if constexpr (kDirect) {
+        // Output column n of d-tile dt is d = n·D/8 + dt: a thread (n = gid) needs D/8
+        // contiguous bytes of each of its four key rows 2·tig, +1, +8, +9, and byte dt of two
+        // rows makes one fp16x2 of the B fragment. Read 16 bytes of the rows at a time (D = 64: 8).
+        const unsigned char* vs = v_pipe + (it % STAGES) * kStageBytes;
+        constexpr int kPart = D == 64 ? 2 : 4;  // words per row and read
+#pragma unroll
+        for (int c = 0; c < D / 32 / kPart; ++c) {
+          unsigned v[4][kPart];
+#pragma unroll
+          for (int rr = 0; rr < 4; ++rr) {
+            const int key = key_row0 + 16 * j + 2 * tig + (rr % 2) + 8 * (rr / 2);
+            if constexpr (D == 64) {
+              const uint2 x = *reinterpret_cast<const uint2*>(vs + key * D + 8 * gid);
+              v[rr][0] = x.x, v[rr][1] = x.y;
+            } else {
+              const uint4 x = *reinterpret_cast<const uint4*>(vs + attn_fp8_v_at<D>(key, gid * (D / 128) + c));
+              v[rr][0] = x.x, v[rr][1] = x.y, v[rr][2] = x.z, v[rr][3] = x.w;
+            }
+          }
+#pragma unroll
+          for (int wi = 0; wi < kPart; ++wi) {
+            const int dt = 4 * (c * kPart + wi);  // d-tiles dt..dt+3: bytes dt..dt+3 of the D/8 read
+            sm80::mma_16816(o_acc[dt + 0], p, attn_fp8_pair_to_half2<KV, 0>(v[0][wi], v[1][wi]), attn_fp8_pair_to_half2<KV, 0>(v[2][wi], v[3][wi]));
+            sm80::mma_16816(o_acc[dt + 1], p, attn_fp8_pair_to_half2<KV, 1>(v[0][wi], v[1][wi]), attn_fp8_pair_to_half2<KV, 1>(v[2][wi], v[3][wi]));
+            sm80::mma_16816(o_acc[dt + 2], p, attn_fp8_pair_to_half2<KV, 2>(v[0][wi], v[1][wi]), attn_fp8_pair_to_half2<KV, 2>(v[2][wi], v[3][wi]));
+            sm80::mma_16816(o_acc[dt + 3], p, attn_fp8_pair_to_half2<KV, 3>(v[0][wi], v[1][wi]), attn_fp8_pair_to_half2<KV, 3>(v[2][wi], v[3][wi]));
+          }
+        }
+        continue;
+      }
 #pragma unroll
       for (int dp = 0; dp < D / 16; ++dp) {
         unsigned bv[4];
@@ -363,13 +443,18 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
     for (int r = 0; r < 2; ++r) {
       if (t_r[r] >= q_len) continue;
       const float inv = row_sum[r] > 0.f ? vs_factor / row_sum[r] : 0.f;
-      half_t* dst = out + ((long long)(tok0 + t_r[r]) * HEADS + kvh * G + h_r[r]) * D + 2 * tig;
+      half_t* dst = out + ((long long)(tok0 + t_r[r]) * HEADS + kvh * G + h_r[r]) * D;
 #pragma unroll
       for (int n = 0; n < kDTiles; ++n) {
-        Chunk<4> v;
-        v.h[0] = float_to_half(o_acc[n][2 * r] * inv).bits;
-        v.h[1] = float_to_half(o_acc[n][2 * r + 1] * inv).bits;
-        gmem_store<4>(dst + n * 8, v);
+        if constexpr (kDirect) {  // columns 2·tig, +1 of d-tile n are d = (2·tig + e)·D/8 + n
+          dst[2 * tig * (D / 8) + n] = float_to_half(o_acc[n][2 * r] * inv);
+          dst[(2 * tig + 1) * (D / 8) + n] = float_to_half(o_acc[n][2 * r + 1] * inv);
+        } else {
+          Chunk<4> v;
+          v.h[0] = float_to_half(o_acc[n][2 * r] * inv).bits;
+          v.h[1] = float_to_half(o_acc[n][2 * r + 1] * inv).bits;
+          gmem_store<4>(dst + 2 * tig + n * 8, v);
+        }
       }
     }
   } else {
@@ -381,9 +466,16 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
 #pragma unroll
       for (int r = 0; r < 2; ++r) {
         if (t_r[r] >= q_len) continue;
-        float* dst = part_o + (split * BM + lrow[r]) * D + 2 * tig;
+        float* dst = part_o + (split * BM + lrow[r]) * D;
 #pragma unroll
-        for (int n = 0; n < kDTiles; ++n) __stcg(reinterpret_cast<float2*>(dst + n * 8), make_float2(o_acc[n][2 * r], o_acc[n][2 * r + 1]));
+        for (int n = 0; n < kDTiles; ++n) {
+          if constexpr (kDirect) {
+            __stcg(dst + 2 * tig * (D / 8) + n, o_acc[n][2 * r]);
+            __stcg(dst + (2 * tig + 1) * (D / 8) + n, o_acc[n][2 * r + 1]);
+          } else {
+            __stcg(reinterpret_cast<float2*>(dst + 2 * tig + n * 8), make_float2(o_acc[n][2 * r], o_acc[n][2 * r + 1]));
+          }
+        }
         if (tig == 0) __stcg(reinterpret_cast<float2*>(part_ml + (split * BM + lrow[r]) * 2), make_float2(row_max[r], row_sum[r]));
       }
     }

@@ -37,4 +37,29 @@ __device__ __forceinline__ void attn_fp8x4_to_half2x2(unsigned w, unsigned& lo, 
   }
 }
 
+// Code K of each of two fp8 words a and b → fp16x2 {a's, b's}, exact as above: one prmt puts
+// the codes in the high bytes (the low bytes are masked off).
+template <int KV, int K>
+__device__ __forceinline__ unsigned attn_fp8_pair_to_half2(unsigned a, unsigned b) {
+  unsigned r;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "n"(K * 0x11 | (K + 4) * 0x1100));
+  if constexpr (KV == kKvE4m3) return (r & 0x80008000u) | ((r >> 1) & 0x3F803F80u);
+  return r & 0xFF00FF00u;
+}
+
+// fp8 stages read straight into fragments (one row warp, attention_sm80.cuh): byte offset of
+// 16-byte chunk `chunk` of key row `key` (D bytes). K is read as 16 bytes at chunk 4·h + tig by
+// rows key, key + 1 in one quarter warp: chunk ^ 4 on odd rows keeps them apart. V is read as
+// D/8 bytes at gid·D/8 by the rows 2·tig (+1, +8, +9): the XOR spreads rows 0, 2, 4, 6 over the
+// eight 16-byte bank groups. D = 64 stays unswizzled (two rows share a 128-byte line).
+template <int D>
+__device__ __forceinline__ int attn_fp8_k_at(int key, int chunk) {
+  return key * D + ((chunk ^ (D >= 128 ? (key & 1) << 2 : 0)) << 4);
+}
+template <int D>
+__device__ __forceinline__ int attn_fp8_v_at(int key, int chunk) {
+  const int x = D == 128 ? (key & 6) : D == 256 ? (((key >> 1) & 1) | (key & 4)) : 0;
+  return key * D + ((chunk ^ x) << 4);
+}
+
 }  // namespace onecat
