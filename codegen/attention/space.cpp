@@ -66,7 +66,7 @@ std::vector<Config> m16n8k16_candidates(const Spec& s) {
   const std::vector<int> bms = prefill ? std::vector<int>{64, 128} : std::vector<int>{decode_bm(s), std::min(64, 2 * decode_bm(s))};
   const std::vector<int> bns = prefill ? std::vector<int>{32, 64} : std::vector<int>{16, 32};
   const std::vector<int> wns = prefill ? std::vector<int>{1} : std::vector<int>{1, 2, 4};
-  const std::vector<int> splits = prefill ? std::vector<int>{1} : std::vector<int>{1, 4, 16};
+  const std::vector<int> splits = prefill ? std::vector<int>{1} : std::vector<int>{1, 4, 8, 16};
   for (int bm : bms) {
     for (int bn : bns) {
       for (int wn : wns) {
