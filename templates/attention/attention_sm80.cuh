@@ -6,10 +6,10 @@
 // r % G: the G query heads of a KV head share every K/V load). Each warp keeps 16 rows. K/V
 // stages of WN·BN keys arrive by cp.async (zero-filled past the range) into STAGES XOR-swizzled
 // shared buffers, STAGES-1 stages in flight during the math. fp8 stages: with one row warp
-// (BM = 16, decode) and D ≤ 128 each warp decodes its keys' codes from the raw stage straight into B
-// fragments (Q·Kᵀ over a permuted d, P·V over permuted output columns: below); with more row
-// warps a stage is decoded once into an fp16 tile that they share. WN warp columns take the stage's BN-key tiles side by side and merge
-// at the end. Per tile a warp computes S = Q·Kᵀ with mma.sync.m16n8k16 (Q fragments in
+// (BM = 16, decode) and D ≤ 128 each warp decodes its keys' codes from the raw stage straight
+// into B fragments (Q·Kᵀ over a permuted d, P·V over permuted output columns: below); else a
+// stage is decoded once into an fp16 tile that the warps share. WN warp columns take the
+// stage's BN-key tiles side by side and merge at the end. Per tile a warp computes S = Q·Kᵀ with mma.sync.m16n8k16 (Q fragments in
 // registers for D ≤ 128, K by ldmatrix), the online softmax in fp32 on the accumulators
 // (exp2f, the softmax scale, log2 e and the K scale folded into one factor), and O += P·V with
 // P converted in registers straight into A fragments (no shared round trip) and V by
@@ -111,9 +111,14 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
       const bool ok = j < key_end;
       long long off = 0;
       if (ok) off = (((long long)table[j / PAGE] * KVH + kvh) * PAGE + j % PAGE) * kRowBytes + part * 16;
-      const unsigned at = kF16 ? unsigned(attn_swizzle<D>(key, part)) : unsigned(c * 16);
-      sm80::cp_async16(kdst + (kDirect ? unsigned(attn_fp8_k_at<D>(key, part)) : at), kc + off, ok ? 16 : 0);
-      sm80::cp_async16(vdst + (kDirect ? unsigned(attn_fp8_v_at<D>(key, part)) : at), vc + off, ok ? 16 : 0);
+      unsigned at_k, at_v;
+      if constexpr (kDirect) {
+        at_k = attn_fp8_k_at<D>(key, part), at_v = attn_fp8_v_at<D>(key, part);
+      } else {
+        at_k = at_v = kF16 ? unsigned(attn_swizzle<D>(key, part)) : unsigned(c * 16);
+      }
+      sm80::cp_async16(kdst + at_k, kc + off, ok ? 16 : 0);
+      sm80::cp_async16(vdst + at_v, vc + off, ok ? 16 : 0);
     }
   };
   // fp8: the landed stage's codes → fp16 (exact; the 2^8 of E4M3 is in the factors).
@@ -241,13 +246,9 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
         for (int n = 0; n < kNTiles; ++n) raw[n] = *reinterpret_cast<const uint4*>(ks + attn_fp8_k_at<D>(key_row0 + 8 * n + gid, 4 * h + tig));
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-          unsigned a[4];
-          if constexpr (kQInRegs) {
+          unsigned a[4];  // kDirect: D <= 128, so Q's fragments are in registers
 #pragma unroll
-            for (int e = 0; e < 4; ++e) a[e] = q_frag[4 * h + i][e];
-          } else {
-            q_frag_direct(4 * h + i, a);
-          }
+          for (int e = 0; e < 4; ++e) a[e] = q_frag[4 * h + i][e];
 #pragma unroll
           for (int n = 0; n < kNTiles; ++n) {
             const unsigned w = i == 0 ? raw[n].x : i == 1 ? raw[n].y : i == 2 ? raw[n].z : raw[n].w;
@@ -328,7 +329,7 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
         // contiguous bytes of each of its four key rows 2·tig, +1, +8, +9, and byte dt of two
         // rows makes one fp16x2 of the B fragment. Read 16 bytes of the rows at a time (D = 64: 8).
         const unsigned char* vs = v_pipe + (it % STAGES) * kStageBytes;
-        constexpr int kPart = D == 64 ? 2 : 4;  // words per row and read
+        constexpr int kPart = D == 64 ? 2 : 4;  // words per row and read (one read: D <= 128)
 #pragma unroll
         for (int c = 0; c < D / 32 / kPart; ++c) {
           unsigned v[4][kPart];

@@ -47,19 +47,20 @@ __device__ __forceinline__ unsigned attn_fp8_pair_to_half2(unsigned a, unsigned 
   return r & 0xFF00FF00u;
 }
 
-// fp8 stages read straight into fragments (one row warp, attention_sm80.cuh): byte offset of
-// 16-byte chunk `chunk` of key row `key` (D bytes). K is read as 16 bytes at chunk 4·h + tig by
-// rows key, key + 1 in one quarter warp: chunk ^ 4 on odd rows keeps them apart. V is read as
-// D/8 bytes at gid·D/8 by the rows 2·tig (+1, +8, +9): the XOR spreads rows 0, 2, 4, 6 over the
-// eight 16-byte bank groups. D = 64 stays unswizzled (two rows share a 128-byte line).
+// fp8 stages read straight into fragments (one row warp, D ≤ 128; attention_sm80.cuh): byte
+// offset of 16-byte chunk `chunk` of key row `key` (D bytes). K is read as 16 bytes at chunk
+// 4·h + tig by rows key, key + 1 in one quarter warp: chunk ^ 4 on odd rows keeps them apart.
+// V is read as D/8 bytes at gid·D/8 by the rows 2·tig (+1, +8, +9): key & 6 spreads rows 0, 2,
+// 4, 6 over the eight 16-byte bank groups. D = 64 stays unswizzled (two rows share a 128-byte line).
 template <int D>
 __device__ __forceinline__ int attn_fp8_k_at(int key, int chunk) {
-  return key * D + ((chunk ^ (D >= 128 ? (key & 1) << 2 : 0)) << 4);
+  static_assert(D == 64 || D == 128, "direct fp8 fragments: D <= 128");
+  return key * D + ((chunk ^ (D == 128 ? (key & 1) << 2 : 0)) << 4);
 }
 template <int D>
 __device__ __forceinline__ int attn_fp8_v_at(int key, int chunk) {
-  const int x = D == 128 ? (key & 6) : D == 256 ? (((key >> 1) & 1) | (key & 4)) : 0;
-  return key * D + ((chunk ^ x) << 4);
+  static_assert(D == 64 || D == 128, "direct fp8 fragments: D <= 128");
+  return key * D + ((chunk ^ (D == 128 ? (key & 6) : 0)) << 4);
 }
 
 }  // namespace onecat
