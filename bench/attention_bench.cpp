@@ -8,6 +8,8 @@
 //   quick: contexts of 8K only; sweep: first every candidate at four points, then the default
 //   at every point; best: every candidate at every point (the default's time is kept beside
 //   the best).
+//   attention_bench OUT.json one SPEC BATCH CTX Q [CONFIG]: one point, default config or CONFIG
+//   (what bench/ncu_profile.sh runs under the profiler).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -161,6 +163,16 @@ int main(int argc, char** argv) {
   const double copy = res["copy_gbps"].get<double>();
   auto save = [&] { std::ofstream(out_path) << res.dump(1) << "\n"; };  // after every point: a timeout keeps the rest
 
+  if (argc > 2 && std::string(argv[2]) == "one") {  // one SPEC BATCH CTX Q [CONFIG]: one point (profiling)
+    if (argc < 7) throw Error("usage: attention_bench OUT.json one SPEC BATCH CTX Q [CONFIG]");
+    std::vector<std::string> cfg;
+    if (argc > 7) cfg.push_back(argv[7]);
+    const Run r = time_attention(jit, argv[3], std::stoi(argv[4]), std::stoi(argv[5]), std::stoi(argv[6]), rng, dev.l2_bytes, cfg);
+    std::printf("%s batch=%s ctx=%s q=%s: %.1f us [%s]\n", argv[3], argv[4], argv[5], argv[6], r.us, r.config.c_str());
+    res["one"] = {{"spec", argv[3]}, {"us", r.us}, {"config", r.config}};
+    save();
+    return 0;
+  }
   if (sweep) {  // every candidate config at a few points: data for the defaults
     for (auto [spec, batch, ctx, q] : std::vector<std::tuple<std::string, int, int, int>>{
              {"attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=f16", 8, 8192, 1},

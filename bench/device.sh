@@ -18,6 +18,7 @@
 #   bench@SPEC@MS    onecat bench SPEC --m MS --sweep --json >> bench.jsonl
 #   attn-bench[@MODE] build-device/attention_bench (MODE quick, sweep or best) -> attention_bench.json
 #   sdpa[@MODE]      torch SDPA on the same attention shapes (bench/attention_sdpa.py) -> attention_sdpa.json
+#   ncu              bench/ncu_profile.sh: Nsight Compute on one launch of each listed kernel -> ncu.txt
 #   gemm-bench       bench/gemm_bench.sh (the 8B linear set; FORMATS/SHAPES select, SWEEP_MS the
 #                    swept token counts, DEFAULT_MS those at the default config) -> gemm_bench.jsonl
 # Files under $OUT (at most 8 come back): machine.txt build.log steps.log lane0.log lane1.log
@@ -92,6 +93,7 @@ lane() {  # lane GPU STEPS...
                timeout "$(left)" $bin bench "$spec" --m "$ms" --sweep --json | "$py" -c 'import json,sys; print(json.dumps(json.load(sys.stdin)))' >>"$out/bench.jsonl" ;;
       attn-bench*) timeout "$(left)" build-device/attention_bench "$out/attention_bench.json" "${s#attn-bench@}" ;;
       sdpa*) timeout "$(left)" "$py" bench/attention_sdpa.py "$out/attention_sdpa.json" "${s#sdpa@}" ;;
+      ncu) OUT=$out timeout "$(left)" bash bench/ncu_profile.sh "$root/build-device" ;;
       gemm-bench) OUT=$out timeout "$(left)" bash bench/gemm_bench.sh "$bin" "${SWEEP_MS:-1,16}" "${DEFAULT_MS-2,4,8,32,128,512,2048}" ;;
       *) echo "unknown step $s" ;;
     esac

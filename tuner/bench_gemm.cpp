@@ -62,6 +62,7 @@ GemmBench bench_gemm(const std::string& spec_text, const std::vector<int64_t>& m
       for (size_t i = 0; i < reqs.size(); ++i) {
         if (!built[i].error.empty() || built[i].binary.usage.spills()) continue;
         const double us = measure(runner(reqs[i].config), quick).median_us;
+        pt.swept.emplace_back(reqs[i].config, us);
         if (us < best) best = us, pt.config = reqs[i].config;
       }
       pt.candidates = int(reqs.size());

@@ -17,6 +17,7 @@ struct GemmBenchPoint {
   std::string default_config;  // the family default for this m
   double default_us = 0;       // its time, when a sweep chose another config
   int candidates = 0;          // configs timed by a sweep
+  std::vector<std::pair<std::string, double>> swept;  // each timed candidate and its brief median (µs)
   Timing ours;
   double weight_bytes = 0;      // bytes of packed weight read per launch
   double weight_gbps = 0;       // weight bytes per second

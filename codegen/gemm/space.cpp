@@ -110,10 +110,24 @@ Config default_config(const Spec& spec, int64_t m, Arch arch) {
   c.rows = std::max(1, std::min(Config::kMaxWeightRegs / Config::kRegsPerChunk, Config::kMaxAccumulators / c.mt) / 2);
   if (spec.epilogue == Epilogue::kSiluMul) c.rows = std::max(1, c.rows / 2);
   while (c.rows > 1 && (spec.out_cols() + c.rows - 1) / c.rows < kTargetCtas) c.rows /= 2;
-  // Enough chunks per lane that the reduction across the CTA is paid rarely.
   const int64_t chunks = spec.k / spec.per_chunk();
-  c.warps = 1;
-  while (c.warps < 8 && chunks / (int64_t(c.warps) * 2 * 32) >= kChunksPerLane) c.warps *= 2;
+  if (c.mt == 1) {
+    // One token (H200 sweeps of the 8B linear set, bench/RESULTS.md 2026-11-30): four rows per
+    // CTA (two with silu_mul), and warps enough for about two chunks per lane, at most four,
+    // as many as split the chunks evenly (K = 14336 in 4-bit: 448 chunks, 2 warps; without an
+    // even split a power of two) — within
+    // 3 % of the best config on each shape, where the rule below was 10–40 % off.
+    c.rows = spec.epilogue == Epilogue::kSiluMul ? 2 : 4;
+    while (c.rows > 1 && (spec.out_cols() + c.rows - 1) / c.rows < kTargetCtas) c.rows /= 2;
+    const int most = int(std::clamp<int64_t>(chunks / 64, 1, 4));
+    c.warps = most;
+    while (c.warps > 1 && chunks % (int64_t(c.warps) * 32) != 0) --c.warps;
+    if (c.warps == 1) c.warps = most == 3 ? 2 : most;  // no even split: a partial last iteration
+  } else {
+    // Enough chunks per lane that the reduction across the CTA is paid rarely.
+    c.warps = 1;
+    while (c.warps < 8 && chunks / (int64_t(c.warps) * 2 * 32) >= kChunksPerLane) c.warps *= 2;
+  }
   if ((spec.out_cols() + c.rows - 1) / c.rows < kTargetCtas) c.warps = std::min(c.warps * 2, 16);
   while (c.warps > 1 && c.invalid_reason(spec)) c.warps /= 2;
   if (auto why = c.invalid_reason(spec)) throw InputError(spec.to_string() + " has no valid gemv config: " + *why);
@@ -122,12 +136,19 @@ Config default_config(const Spec& spec, int64_t m, Arch arch) {
 
 std::vector<Config> candidate_configs(const Spec& spec, Arch arch) {
   std::vector<Config> out;
+  // gemv: powers of two of warps, and the other counts that split K's chunks evenly over the
+  // lanes (K = 14336 in 4-bit formats: 448 chunks, two per lane with 7 warps); each with and
+  // without the L2 prefetch of a lane's later chunks.
+  const int64_t chunks = spec.k / spec.per_chunk();
   for (int mt : {1, 2, 4, 8, 16}) {
     for (int rows : {1, 2, 4, 8}) {
-      for (int warps : {1, 2, 4, 8, 16}) {
-        Config c;
-        c.mt = mt, c.rows = rows, c.warps = warps;
-        if (!c.invalid_reason(spec)) out.push_back(c);
+      for (int warps = 1; warps <= 16; ++warps) {
+        if ((warps & (warps - 1)) != 0 && chunks % (int64_t(warps) * 32) != 0) continue;
+        for (int prefetch : {0, 1}) {
+          Config c;
+          c.mt = mt, c.rows = rows, c.warps = warps, c.prefetch = prefetch;
+          if (!c.invalid_reason(spec)) out.push_back(c);
+        }
       }
     }
   }

@@ -14,6 +14,30 @@ __device__ __forceinline__ float group_sum(float v) {
   return v;
 }
 
+// Sums each of V values (a power of two ≤ 32) over the 32 lanes of a warp with V - 1 + log2(32/V)
+// shuffles instead of 5·V: each step sends half of the values still held to the partner lane
+// and keeps the other half (a transpose as it reduces). On return lane l holds the sum of
+// value l / (32 / V) in v[0] (every 32/V consecutive lanes hold the same sum).
+template <int V>
+__device__ __forceinline__ void warp_sum_transposed(float (&v)[V]) {
+  static_assert(V >= 1 && V <= 32 && (V & (V - 1)) == 0, "V is a power of two up to 32");
+  const int lane = threadIdx.x % kWarpSize;
+  constexpr int kSteps = V >= 32 ? 5 : V >= 16 ? 4 : V >= 8 ? 3 : V >= 4 ? 2 : V >= 2 ? 1 : 0;
+#pragma unroll
+  for (int step = 0; step < kSteps; ++step) {
+    const int n = V >> step, offset = (kWarpSize / 2) >> step;
+    const bool upper = lane & offset;  // this lane keeps the upper half of its values
+#pragma unroll
+    for (int i = 0; i < V / 2; ++i) {
+      if (i >= n / 2) break;
+      const float send = upper ? v[i] : v[i + n / 2];
+      const float keep = upper ? v[i + n / 2] : v[i];
+      v[i] = keep + __shfl_xor_sync(0xffffffffu, send, offset);
+    }
+  }
+  v[0] = group_sum<kWarpSize / V>(v[0]);
+}
+
 // Sum over THREADS consecutive threads of a CTA holding ROWS such groups side by side.
 // For THREADS > 32 the warps of a row meet in shared memory; every thread of the CTA must call it.
 template <int THREADS, int ROWS>

@@ -27,6 +27,15 @@ __device__ __forceinline__ unsigned prmt(unsigned a, unsigned b, unsigned select
   return d;
 }
 
+// (a & MASK) | BITS as one lop3. Written out because ptxas does not merge a PTX and + or whose
+// two constants are both immediates (a LOP3 encodes one): it issued two LOP3s per int4 pair.
+template <unsigned MASK, unsigned BITS>
+__device__ __forceinline__ unsigned and_or(unsigned a) {
+  unsigned d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xea;" : "=r"(d) : "r"(a), "n"(MASK), "n"(BITS));
+  return d;
+}
+
 // Two E4M3 bytes (k, k+1) of a word → fp16 pair of value·2^-8 (exact): the byte's sign goes
 // to bit 15 and its 7 magnitude bits to bits 13..7 (VOLTA.md, integer decode).
 template <int PAIR_IN_WORD>
@@ -72,8 +81,10 @@ struct FmtInt4 {
   __device__ static Scale load_scale(const void* scales, const void* zeros, int row, int chunk) {
     const long long i = static_cast<long long>(row) * (K / GROUP) + chunk * kPerChunk / GROUP;
     const half_t s = static_cast<const half_t*>(scales)[i];
-    const float z = half_to_float(static_cast<const half_t*>(zeros)[i]);
-    return {half2_splat(s), half2_splat(float_to_half(1024.f + z)), half2_splat(float_to_half(-64.f - z))};
+    const half2_t z = half2_splat(static_cast<const half_t*>(zeros)[i]);
+    // 1024 + z and -64 - z in fp16 with one rounding each (one FMA), as fp32 then fp16 would round.
+    return {half2_splat(s), hfma2(z, half2_t{0x3c003c00u} /* 1 */, half2_t{0x64006400u} /* 1024 */),
+            hfma2(z, half2_t{0xbc00bc00u} /* -1 */, half2_t{0xd400d400u} /* -64 */)};
   }
   // q - z, exact. Codes of k = 2i, 2i+1 sit at bits 4i and 16 + 4i (interleaved order). One
   // AND-OR (a single lop3) puts a pair into the mantissa of 0x6400 (1024.0): codes at bits
@@ -82,8 +93,8 @@ struct FmtInt4 {
   __device__ static half2_t decode_unscaled(const Raw16& raw, int p, const Scale& sc) {
     const unsigned w = raw_word(raw, p / 4);
     const unsigned v = p % 4 >= 2 ? w >> 8 : w;
-    if (p % 2 == 0) return hsub2(half2_t{(v & 0x000f000fu) | 0x64006400u}, sc.z2);
-    return hfma2(half2_t{(v & 0x00f000f0u) | 0x64006400u}, half2_t{0x2c002c00u} /* 1/16 */, sc.zh2);
+    if (p % 2 == 0) return hsub2(half2_t{and_or<0x000f000fu, 0x64006400u>(v)}, sc.z2);
+    return hfma2(half2_t{and_or<0x00f000f0u, 0x64006400u>(v)}, half2_t{0x2c002c00u} /* 1/16 */, sc.zh2);
   }
   __device__ static half2_t word_scale(const Scale& sc) { return sc.s2; }
   __device__ static float block_scale(const Scale& sc) { return half_to_float(half_t{static_cast<unsigned short>(sc.s2.bits)}); }

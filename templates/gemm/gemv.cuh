@@ -1,6 +1,7 @@
 // gemv strategy of the gemm family, for small M: y[M,N] = x[M,K] · W[N,K]^T.
 // A CTA of WARPS warps owns ROWS output rows and one tile of MT tokens (blockIdx.y); its
-// warps split K. Each lane streams 16-byte chunks of each row with one load, decodes them in
+// warps split K. Each lane streams 16-byte chunks of each row with one load (PREFETCH: the
+// chunks of its later iterations are requested into L2 at the start), decodes them in
 // registers to fp16 pairs, and multiplies with fp16x2 FMAs into a partial sum that is
 // flushed to fp32 once per chunk (8–32 products), so weights never touch shared memory and
 // the instruction count per byte stays low enough to run at memory speed. With MT > 1 a
@@ -14,7 +15,7 @@
 
 namespace onecat {
 
-template <class Fmt, int N, int K, int MT, int ROWS, int WARPS, bool OUT_F32, int EPI, bool ACT_ORDER>
+template <class Fmt, int N, int K, int MT, int ROWS, int WARPS, bool PREFETCH, bool OUT_F32, int EPI, bool ACT_ORDER>
 __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
     gemv_kernel(void* __restrict__ y, const half_t* __restrict__ x, const void* __restrict__ qweight,
                 const void* __restrict__ scales, const void* __restrict__ zeros, const int* __restrict__ perm,
@@ -22,6 +23,9 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
   constexpr int kPer = Fmt::kPerChunk;
   constexpr int kPairs = kPer / 2;
   constexpr int kChunks = K / kPer;
+  constexpr int kThreads = WARPS * kWarpSize;
+  constexpr int kIters = (kChunks + kThreads - 1) / kThreads;  // chunks per lane per row
+  constexpr bool kEvenSplit = kChunks % kThreads == 0;
   constexpr bool kGated = EPI == kEpiSiluMul;
   constexpr int kOutRows = kGated ? N / 2 : N;
   constexpr int kSlots = kGated ? 2 * ROWS : ROWS;  // weight rows a CTA reads
@@ -35,7 +39,8 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
   int row[kSlots];
 #pragma unroll
   for (int s = 0; s < kSlots; ++s) {
-    const int r = min(out_row0 + s % ROWS, kOutRows - 1);  // clamped: loads stay in bounds
+    // Clamped where the last CTA has fewer rows (loads stay in bounds).
+    const int r = kOutRows % ROWS == 0 ? out_row0 + s % ROWS : min(out_row0 + s % ROWS, kOutRows - 1);
     row[s] = (kGated && s >= ROWS) ? r + kOutRows : r;
   }
 
@@ -46,18 +51,38 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
     for (int s = 0; s < kSlots; ++s) acc[i][s] = 0.f;
   }
 
+  // Iteration `it` reads chunk it·kThreads + threadIdx.x of every row: the ROWS 16-byte loads
+  // are issued together. With PREFETCH the chunks of every later iteration are requested into
+  // L2 first (no registers held), so the lane's whole share of K is in flight from the start.
   const char* wbytes = static_cast<const char*>(qweight);
-  for (int c = warp * kWarpSize + lane; c < kChunks; c += WARPS * kWarpSize) {
-    // All rows' chunks are loaded first (ROWS 16-byte loads in flight per thread); each is
-    // decoded right where it is used, so registers hold raw chunks and one token's x only,
-    // and one x load serves every row.
+  auto chunk_address = [&](int s, int c) { return wbytes + (static_cast<long long>(row[s]) * kChunks + c) * 16; };
+  struct Stage {
     Raw16 raw[kSlots];
     typename Fmt::Scale sc[kSlots];
+  };
+  auto load = [&](int it, Stage& st) {
+    const int c = it * kThreads + threadIdx.x;
+    if (!kEvenSplit && c >= kChunks) return;
 #pragma unroll
     for (int s = 0; s < kSlots; ++s) {
-      raw[s] = gmem_load_nc<16>(wbytes + (static_cast<long long>(row[s]) * kChunks + c) * 16);
-      sc[s] = Fmt::load_scale(scales, zeros, row[s], c);
+      st.raw[s] = gmem_load_nc<16>(chunk_address(s, c));
+      st.sc[s] = Fmt::load_scale(scales, zeros, row[s], c);
     }
+  };
+  if constexpr (PREFETCH) {
+#pragma unroll 1
+    for (int it = 1; it < kIters; ++it) {
+      const int c = it * kThreads + threadIdx.x;
+      if (!kEvenSplit && c >= kChunks) break;
+#pragma unroll
+      for (int s = 0; s < kSlots; ++s) gmem_prefetch_l2(chunk_address(s, c));
+    }
+  }
+  // Each chunk is decoded right where it is used, so registers hold raw chunks and one
+  // token's x only, and one x load serves every row.
+  auto compute = [&](int it, const Stage& st) {
+    const int c = it * kThreads + threadIdx.x;
+    if (!kEvenSplit && c >= kChunks) return;
 #pragma unroll
     for (int i = 0; i < MT; ++i) {
       if (m0 + i >= m) continue;
@@ -87,30 +112,54 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
           for (int wd = 0; wd < kPairs / 4; ++wd) {
             half2_t hw{0u};
 #pragma unroll
-            for (int p = 4 * wd; p < 4 * wd + 4; ++p) hw = hfma2(Fmt::decode_unscaled(raw[s], p, sc[s]), xs[p], hw);
-            h = hfma2(hw, Fmt::word_scale(sc[s]), h);
+            for (int p = 4 * wd; p < 4 * wd + 4; ++p) hw = hfma2(Fmt::decode_unscaled(st.raw[s], p, st.sc[s]), xs[p], hw);
+            h = hfma2(hw, Fmt::word_scale(st.sc[s]), h);
           }
         } else {
 #pragma unroll
-          for (int p = 0; p < kPairs; ++p) h = hfma2(Fmt::decode(raw[s], p, sc[s]), xs[p], h);
+          for (int p = 0; p < kPairs; ++p) h = hfma2(Fmt::decode(st.raw[s], p, st.sc[s]), xs[p], h);
         }
         if constexpr (Fmt::kFlushScaled) {
-          acc[i][s] += Fmt::flush(sc[s]) * half2_sum(h);
+          acc[i][s] += Fmt::flush(st.sc[s]) * half2_sum(h);
         } else {
           acc[i][s] += half2_sum(h);
         }
       }
     }
+  };
+  // Short loops (the usual K at one token) unroll completely; others stay loops (with many
+  // tokens × rows a full unroll spills on sm_70).
+  constexpr int kUnroll = kIters <= (MT * kSlots <= 8 ? 8 : 2) ? kIters : 1;
+  Stage cur;
+  load(0, cur);
+#pragma unroll kUnroll
+  for (int it = 0; it < kIters; ++it) {
+    compute(it, cur);
+    if (it + 1 < kIters) load(it + 1, cur);
   }
 
-  // Lanes, then warps, meet in shared memory; one thread per (token, row) finishes.
+  // Lanes, then warps, meet in shared memory; one thread per (token, row) finishes. Up to 32
+  // (token, row) sums per lane reduce in one transposing pass (V - 1 + log2(32/V) shuffles).
   __shared__ float partial[WARPS][MT][kSlots];
+  constexpr int kSums = MT * kSlots;
+  if constexpr (kSums <= kWarpSize && (kSums & (kSums - 1)) == 0) {
+    float v[kSums];
 #pragma unroll
-  for (int i = 0; i < MT; ++i) {
+    for (int i = 0; i < MT; ++i) {
 #pragma unroll
-    for (int s = 0; s < kSlots; ++s) {
-      const float v = group_sum<kWarpSize>(acc[i][s]);
-      if (lane == 0) partial[warp][i][s] = v;
+      for (int s = 0; s < kSlots; ++s) v[i * kSlots + s] = acc[i][s];
+    }
+    warp_sum_transposed<kSums>(v);
+    constexpr int kLanesPerSum = kWarpSize / kSums;
+    if (lane % kLanesPerSum == 0) (&partial[warp][0][0])[lane / kLanesPerSum] = v[0];
+  } else {
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+#pragma unroll
+      for (int s = 0; s < kSlots; ++s) {
+        const float v = group_sum<kWarpSize>(acc[i][s]);
+        if (lane == 0) partial[warp][i][s] = v;
+      }
     }
   }
   __syncthreads();

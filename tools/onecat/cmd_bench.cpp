@@ -57,11 +57,13 @@ void add_bench(CLI::App& app) {
     if (*json) {
       nlohmann::json pts = nlohmann::json::array();
       for (const auto& p : b.points) {
+        nlohmann::json swept = nlohmann::json::array();
+        for (const auto& [c, us] : p.swept) swept.push_back({{"config", c}, {"us", us}});
         pts.push_back({{"m", p.m}, {"config", p.config}, {"us", p.ours.median_us}, {"us_min", p.ours.min_us},
                        {"us_max", p.ours.max_us}, {"weight_bytes", p.weight_bytes}, {"weight_gbps", p.weight_gbps},
                        {"pct_copy", p.pct_copy}, {"tflops", p.tflops}, {"cublas_us", p.cublas_us},
                        {"speedup_vs_cublas", p.speedup_vs_cublas}, {"error_vs_cublas", p.error_vs_cublas}, {"error_vs_reference", p.error_vs_reference},
-                       {"default_config", p.default_config}, {"default_us", p.default_us}, {"candidates", p.candidates}});
+                       {"default_config", p.default_config}, {"default_us", p.default_us}, {"candidates", p.candidates}, {"swept", swept}});
       }
       std::cout << nlohmann::json{{"spec", b.spec}, {"device", b.device}, {"copy_gbps", b.copy_gbps}, {"points", pts}}.dump(2)
                 << "\n";
