@@ -12,7 +12,6 @@ std::optional<std::string> gemv_invalid(const Spec& spec, const Config& c) {
   if (!power_of_two(c.mt) || c.mt > 16) return "mt must be 1, 2, 4, 8 or 16";
   if (!power_of_two(c.rows) || c.rows > 8) return "rows must be 1, 2, 4 or 8";
   if (c.warps < 1 || c.warps > 16) return "warps must be 1 to 16";
-  if (c.prefetch != 0 && c.prefetch != 1) return "prefetch must be 0 or 1";
   if (c.slots(spec) * Config::kRegsPerChunk > Config::kMaxWeightRegs) {
     return "rows=" + std::to_string(c.rows) + " would hold " + std::to_string(c.slots(spec) * Config::kRegsPerChunk) +
            " registers of weight chunks (max " + std::to_string(Config::kMaxWeightRegs) + ")";
@@ -24,7 +23,6 @@ std::optional<std::string> gemv_invalid(const Spec& spec, const Config& c) {
   if (c.warps * c.mt * c.slots(spec) * 4 > Config::kMaxSharedBytes) return "the cross-warp reduction needs too much shared memory";
   const int64_t chunks = spec.k / spec.per_chunk();
   if (c.warps > 1 && chunks <= int64_t(c.warps / 2) * 32) return "more warps than K has chunks for";
-  if (c.prefetch && chunks <= int64_t(c.warps) * 32) return "prefetch=1 needs two chunks per lane (K has too few)";
   return std::nullopt;
 }
 
@@ -122,7 +120,6 @@ Config Config::parse(const Spec& spec, std::string_view text) {
     c.rows = static_cast<int>(r.integer("rows", 1, 64));
     c.warps = static_cast<int>(r.integer("warps", 1, 16));
     if (c.strategy == Strategy::kTcSmall) c.stages = static_cast<int>(r.integer("stages", 1, 4));
-    if (c.strategy == Strategy::kGemv) c.prefetch = static_cast<int>(r.integer_or("prefetch", 0, 0, 1));
   } else {
     c.atom = r.choice_or("atom", "wmma", {"wmma", "m16n8k16"}) == "wmma" ? Atom::kWmma : Atom::kM16n8k16;
     c.bm = static_cast<int>(r.integer("bm", 16, 256));
@@ -148,10 +145,7 @@ std::string Config::to_string() const {
       return join_fields({{"strategy", "tc_small"}, {"mt", std::to_string(mt)}, {"rows", std::to_string(rows)},
                           {"warps", std::to_string(warps)}, {"stages", std::to_string(stages)}});
     }
-    std::vector<std::pair<std::string, std::string>> fields = {
-        {"strategy", "gemv"}, {"mt", std::to_string(mt)}, {"rows", std::to_string(rows)}, {"warps", std::to_string(warps)}};
-    if (prefetch != 0) fields.emplace_back("prefetch", std::to_string(prefetch));  // prefetch=0 configs keep their text (and cache keys)
-    return join_fields(fields);
+    return join_fields({{"strategy", "gemv"}, {"mt", std::to_string(mt)}, {"rows", std::to_string(rows)}, {"warps", std::to_string(warps)}});
   }
   if (atom == Atom::kWmma) {
     return join_fields({{"strategy", "mma"}, {"atom", "wmma"}, {"bm", std::to_string(bm)}, {"bn", std::to_string(bn)},

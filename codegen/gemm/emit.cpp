@@ -27,7 +27,7 @@ Emitted emit(const Spec& spec, const Config& c, Arch arch) {
   std::string header;
   if (c.strategy == Strategy::kGemv) {
     e.kernel_expression = "onecat::gemv_kernel<" + shape + std::to_string(c.mt) + ", " + std::to_string(c.rows) + ", " +
-                          std::to_string(c.warps) + ", " + (c.prefetch ? "true" : "false") + ", " + tail;
+                          std::to_string(c.warps) + ", " + tail;
     header = "gemm/gemv.cuh";
   } else if (c.strategy == Strategy::kTcSmall) {
     if (!arch.has_mma_m16n8k16()) {

@@ -137,18 +137,15 @@ Config default_config(const Spec& spec, int64_t m, Arch arch) {
 std::vector<Config> candidate_configs(const Spec& spec, Arch arch) {
   std::vector<Config> out;
   // gemv: powers of two of warps, and the other counts that split K's chunks evenly over the
-  // lanes (K = 14336 in 4-bit formats: 448 chunks, two per lane with 7 warps); each with and
-  // without the L2 prefetch of a lane's later chunks.
+  // lanes (K = 14336 in 4-bit formats: 448 chunks, two per lane with 7 warps).
   const int64_t chunks = spec.k / spec.per_chunk();
   for (int mt : {1, 2, 4, 8, 16}) {
     for (int rows : {1, 2, 4, 8}) {
       for (int warps = 1; warps <= 16; ++warps) {
         if ((warps & (warps - 1)) != 0 && chunks % (int64_t(warps) * 32) != 0) continue;
-        for (int prefetch : {0, 1}) {
-          Config c;
-          c.mt = mt, c.rows = rows, c.warps = warps, c.prefetch = prefetch;
-          if (!c.invalid_reason(spec)) out.push_back(c);
-        }
+        Config c;
+        c.mt = mt, c.rows = rows, c.warps = warps;
+        if (!c.invalid_reason(spec)) out.push_back(c);
       }
     }
   }

@@ -31,10 +31,6 @@ __device__ __forceinline__ Chunk<BYTES> gmem_load_nc(const void* ptr) {
   return c;
 }
 
-// Asks the L2 for the 128-byte line holding ptr without waiting for it or holding a register:
-// a later load of it then waits for the L2 instead of DRAM.
-__device__ __forceinline__ void gmem_prefetch_l2(const void* ptr) { asm volatile("prefetch.global.L2 [%0];" ::"l"(ptr)); }
-
 // Coherent path: for buffers the same launch also writes (an in-place residual).
 template <int BYTES>
 __device__ __forceinline__ Chunk<BYTES> gmem_load(const void* ptr) {

@@ -1,7 +1,6 @@
 // gemv strategy of the gemm family, for small M: y[M,N] = x[M,K] · W[N,K]^T.
 // A CTA of WARPS warps owns ROWS output rows and one tile of MT tokens (blockIdx.y); its
-// warps split K. Each lane streams 16-byte chunks of each row with one load (PREFETCH: the
-// chunks of its later iterations are requested into L2 at the start), decodes them in
+// warps split K. Each lane streams 16-byte chunks of each row with one load, decodes them in
 // registers to fp16 pairs, and multiplies with fp16x2 FMAs into a partial sum that is
 // flushed to fp32 once per chunk (8–32 products), so weights never touch shared memory and
 // the instruction count per byte stays low enough to run at memory speed. With MT > 1 a
@@ -15,7 +14,7 @@
 
 namespace onecat {
 
-template <class Fmt, int N, int K, int MT, int ROWS, int WARPS, bool PREFETCH, bool OUT_F32, int EPI, bool ACT_ORDER>
+template <class Fmt, int N, int K, int MT, int ROWS, int WARPS, bool OUT_F32, int EPI, bool ACT_ORDER>
 __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
     gemv_kernel(void* __restrict__ y, const half_t* __restrict__ x, const void* __restrict__ qweight,
                 const void* __restrict__ scales, const void* __restrict__ zeros, const int* __restrict__ perm,
@@ -52,8 +51,8 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
   }
 
   // Iteration `it` reads chunk it·kThreads + threadIdx.x of every row: the ROWS 16-byte loads
-  // are issued together. With PREFETCH the chunks of every later iteration are requested into
-  // L2 first (no registers held), so the lane's whole share of K is in flight from the start.
+  // are issued together. (Holding the next iteration's chunks in registers as well, or asking
+  // L2 for them at the start, was measured on the H200 and gained nothing: bench/RESULTS.md.)
   const char* wbytes = static_cast<const char*>(qweight);
   auto chunk_address = [&](int s, int c) { return wbytes + (static_cast<long long>(row[s]) * kChunks + c) * 16; };
   struct Stage {
@@ -69,15 +68,6 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
       st.sc[s] = Fmt::load_scale(scales, zeros, row[s], c);
     }
   };
-  if constexpr (PREFETCH) {
-#pragma unroll 1
-    for (int it = 1; it < kIters; ++it) {
-      const int c = it * kThreads + threadIdx.x;
-      if (!kEvenSplit && c >= kChunks) break;
-#pragma unroll
-      for (int s = 0; s < kSlots; ++s) gmem_prefetch_l2(chunk_address(s, c));
-    }
-  }
   // Each chunk is decoded right where it is used, so registers hold raw chunks and one
   // token's x only, and one x load serves every row.
   auto compute = [&](int it, const Stage& st) {
