@@ -1,12 +1,11 @@
 // gemm config: what the tuner varies. Two strategies:
-//   strategy=gemv,mt=1,rows=2,warps=4[,prefetch=1]               small M (templates/gemm/gemv.cuh)
+//   strategy=gemv,mt=1,rows=2,warps=4                            small M (templates/gemm/gemv.cuh)
 //   strategy=mma,atom=wmma,bm=64,bn=128,wm=2,wn=2                larger M, any arch (templates/gemm/mma.cuh)
 //   strategy=mma,atom=m16n8k16,bm=128,bn=128,wm=2,wn=2,bk=32,stages=4   sm_80+ (templates/gemm/mma16816.cuh)
 //   strategy=mma,atom=m16n8k16,bm=128,bn=256,wm=2,wn=4,bk=32,stages=4,pipe=2   (mma16816_v2.cuh)
 //   strategy=tc_small,mt=16,rows=16,warps=8,stages=3             M ≤ 16, sm_80+ (templates/gemm/tc_small.cuh)
 // gemv: a CTA of `warps` warps (1 to 16) owns `rows` output rows and a tile of `mt` tokens;
-// its warps split K, each lane streaming 16-byte chunks of weight rows; prefetch=1 (written
-// only when 1) requests the chunks of a lane's later iterations into L2 before its first loads.
+// its warps split K, each lane streaming 16-byte chunks of weight rows.
 // mma: a CTA computes a bm (tokens) × bn (weight rows) tile with wm × wn warps on tensor
 // cores. atom=wmma (Volta's instruction on sm_70): K in steps of 32, register prefetch and
 // two shared buffers. atom=m16n8k16 (sm_80+): K in steps of bk, `stages` cp.async buffers;
@@ -52,7 +51,6 @@ struct Config {
   Atom atom = Atom::kWmma;                // mma
   int bk = 32, stages = 2;                // mma with atom=m16n8k16 (wmma: 32 and 2); tc_small: 1 = registers, 2..4 = cp.async ring
   int pipe = 1;                           // mma with atom=m16n8k16: the pipeline (above)
-  int prefetch = 0;                       // gemv: 1 = request a lane's later chunks into L2 at the start
 
   static Config parse(const Spec& spec, std::string_view text);  // parses and validates
   std::string to_string() const;
