@@ -298,8 +298,11 @@ TEST(GemmStaticQuality, Sm90TcSmallCompilesWithoutSpills) {
   }
   EXPECT_EQ(family_of("gemm:n=6144,k=4096,fmt=fp8b128").default_config("gemm:n=6144,k=4096,fmt=fp8b128", 16, sm90),
             "strategy=tc_small,mt=16,rows=16,warps=8,stages=3");
+  // Int4 on many rows: 64-row tiles of four warps; other formats 32 rows of four warps.
   EXPECT_EQ(family_of("gemm:n=28672,k=4096,fmt=awq4").default_config("gemm:n=28672,k=4096,fmt=awq4", 16, sm90),
-            "strategy=tc_small,mt=16,rows=32,warps=8,stages=3");
+            "strategy=tc_small,mt=16,rows=64,warps=4,stages=3");
+  EXPECT_EQ(family_of("gemm:n=28672,k=4096,fmt=mxfp4").default_config("gemm:n=28672,k=4096,fmt=mxfp4", 16, sm90),
+            "strategy=tc_small,mt=16,rows=32,warps=4,stages=3");
 }
 
 // The 8-warp pipe=2 m16n8k16 tiles (128×256 with 4 or 5 stages, 256×128, 128×128 at bk=64)

@@ -66,11 +66,17 @@ static Config tc_small_default(const Spec& spec, int64_t m) {
   Config c;
   c.strategy = Strategy::kTcSmall;
   c.mt = m <= 8 ? 8 : 16;
-  c.rows = 64;
+  // 64-row tiles for int4 only: at M=16 on 28672×4096 (H200, bench/RESULTS.md 2026-11-30) they
+  // took awq4 from 48 to 41 µs, but fp8b128 from 46 to 55 and mxfp4 from 42 to 46.
+  const bool int4 = spec.format == quant::WeightFormat::kAwq4 || spec.format == quant::WeightFormat::kGptq4;
+  c.rows = int4 ? 64 : 32;
   while (c.rows > 16 && (spec.out_cols() + c.rows - 1) / c.rows < kTargetCtas) c.rows /= 2;
   const int64_t blocks = (spec.k / spec.per_chunk() + 3) / 4;
   c.warps = 8;
   while (c.warps > 1 && blocks / c.warps < 2) c.warps /= 2;
+  // Row tiles of 32 or more leave CTAs enough: four warps (same measurement: 10 % faster than
+  // eight for awq4, mxfp4 and fp8b128 at 32 rows).
+  if (c.rows >= 32) c.warps = std::min(c.warps, 4);
   // Weights through a three-slot cp.async ring: two k-blocks in flight without registers.
   c.stages = 3;
   while (c.rows > 16 && c.invalid_reason(spec)) c.rows /= 2;
