@@ -49,7 +49,7 @@ std::string canonical(const std::string& op, const std::string& spec) {
 
 class Planner {
  public:
-  Planner(const ModelConfig& m, int tp) : m_(m), tp_(tp), w_(weight_format(m.quant)) {}
+  Planner(const ModelConfig& m, int tp, KvCacheDtype kv) : m_(m), tp_(tp), kv_(kv), w_(weight_format(m.quant)) {}
 
   std::vector<PlannedOp> run() {
     check();
@@ -174,13 +174,15 @@ class Planner {
     ops_.push_back({name, "rmsnorm", canonical(name, spec), note, count});
   }
 
-  // One attention op over a paged fp16 cache of kPageTokens-token pages. A shape the family
+  // One attention op over a paged cache of kPageTokens-token pages (fp16, or fp8 with a
+  // per-tensor scale). A shape the family
   // has no kernel for (e.g. head_dim 96) is listed without a spec, with the family's reason:
   // the rest of the model still plans and tunes.
   void add_attention(const std::string& name, const std::string& op, int64_t q_heads, int64_t kv_heads, int64_t count,
                      const std::string& note) {
     std::string spec = "attention:op=" + op + (op == "kv_write" ? "" : ",heads=" + s(q_heads)) + ",kv_heads=" + s(kv_heads) +
-                       ",dim=" + s(m_.head_dim) + ",page=" + s(kPageTokens) + ",kv=f16";
+                       ",dim=" + s(m_.head_dim) + ",page=" + s(kPageTokens) +
+                       (kv_ == KvCacheDtype::kF16 ? ",kv=f16" : kv_ == KvCacheDtype::kE4m3 ? ",kv=e4m3,kv_scale=tensor" : ",kv=e5m2,kv_scale=tensor");
     if (op != "kv_write") spec += ",window=" + s(m_.sliding_window);
     if (op == "verify") spec += ",q=" + s(kVerifyTokens);
     try {
@@ -196,13 +198,21 @@ class Planner {
 
   const ModelConfig& m_;
   int tp_;
+  KvCacheDtype kv_;
   WeightFmt w_;
   std::vector<PlannedOp> ops_;
 };
 
 }  // namespace
 
-std::vector<PlannedOp> plan_model(const ModelConfig& model, int tp) { return Planner(model, tp).run(); }
+std::vector<PlannedOp> plan_model(const ModelConfig& model, int tp, KvCacheDtype kv) { return Planner(model, tp, kv).run(); }
+
+KvCacheDtype parse_kv_cache_dtype(const std::string& text) {
+  if (text == "auto" || text == "f16" || text == "fp16") return KvCacheDtype::kF16;
+  if (text == "fp8" || text == "fp8_e4m3" || text == "e4m3") return KvCacheDtype::kE4m3;
+  if (text == "fp8_e5m2" || text == "e5m2") return KvCacheDtype::kE5m2;
+  throw InputError("--kv-cache-dtype: '" + text + "' is not a KV cache type (auto, fp8, fp8_e4m3 or fp8_e5m2)");
+}
 
 std::vector<std::string> unique_specs(const std::vector<PlannedOp>& plan) {
   std::vector<std::string> out;

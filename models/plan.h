@@ -7,8 +7,9 @@
 // vocabulary (rounded up), norms and the MoE router are replicated. When kv_heads < tp the
 // KV heads are replicated: each rank holds max(1, kv_heads / tp) of them (tp must then be a
 // multiple of kv_heads). Attention ops (kv_write, prefill, decode, verify with 8 query tokens)
-// read a paged fp16 KV cache of 16-token pages with the model's sliding window; a head shape the
-// attention family has no kernel for is listed without a spec, with the reason.
+// read a paged KV cache of 16-token pages (fp16, or fp8 with one scale per tensor: KvCacheDtype)
+// with the model's sliding window; a head shape the attention family has no kernel for is
+// listed without a spec, with the reason.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -28,9 +29,15 @@ struct PlannedOp {
   int64_t count_per_rank = 0;       // how many times it runs per forward pass
 };
 
+// The KV cache's element type, as vLLM's --kv-cache-dtype names it: auto (fp16), fp8 or
+// fp8_e4m3 (E4M3), fp8_e5m2 (E5M2); fp8 caches carry one scale per tensor (kv_scale=tensor).
+enum class KvCacheDtype { kF16, kE4m3, kE5m2 };
+// Parses those names (and f16, e4m3, e5m2); InputError listing them otherwise.
+KvCacheDtype parse_kv_cache_dtype(const std::string& text);
+
 // tp: 1, 2, 4 or 8. Throws InputError naming the dimension and tp when a dimension does not
 // shard, and the op when its family rejects a shape.
-std::vector<PlannedOp> plan_model(const ModelConfig& model, int tp);
+std::vector<PlannedOp> plan_model(const ModelConfig& model, int tp, KvCacheDtype kv = KvCacheDtype::kF16);
 
 // The specs of a plan, each once, in first-seen order.
 std::vector<std::string> unique_specs(const std::vector<PlannedOp>& plan);

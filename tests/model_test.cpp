@@ -406,6 +406,33 @@ TEST(PlanModel, Qwen3_8bAwqTp1) {
                                       "gemm:n=151936,k=4096,fmt=f16,group=0,out=f16,epi=none,act_order=0"}));
 }
 
+// --kv-cache-dtype: every attention op reads (kv_write writes) an fp8 cache with one scale per
+// tensor; the rest of the plan is the same; vLLM's names parse, others are refused.
+TEST(PlanModel, Fp8KvCache) {
+  const auto f16 = plan_model(builtin_model("qwen3-8b:awq4"), 1);
+  for (auto [kv, text] : {std::pair{KvCacheDtype::kE4m3, "kv=e4m3,kv_scale=tensor"}, std::pair{KvCacheDtype::kE5m2, "kv=e5m2,kv_scale=tensor"}}) {
+    const auto plan = plan_model(builtin_model("qwen3-8b:awq4"), 1, kv);
+    ASSERT_EQ(plan.size(), f16.size());
+    for (size_t i = 0; i < plan.size(); ++i) {
+      ASSERT_EQ(plan[i].name, f16[i].name);
+      if (plan[i].family != "attention") {
+        EXPECT_EQ(plan[i].spec, f16[i].spec) << plan[i].name;
+        continue;
+      }
+      ASSERT_TRUE(plan[i].spec.has_value()) << plan[i].name;
+      EXPECT_TRUE(test::contains(*plan[i].spec, text)) << *plan[i].spec;
+      std::string want = *f16[i].spec;
+      want.replace(want.find("kv=f16,kv_scale=none"), std::string("kv=f16,kv_scale=none").size(), text);
+      EXPECT_EQ(*plan[i].spec, want);
+    }
+  }
+  EXPECT_EQ(parse_kv_cache_dtype("auto"), KvCacheDtype::kF16);
+  EXPECT_EQ(parse_kv_cache_dtype("fp8"), KvCacheDtype::kE4m3);
+  EXPECT_EQ(parse_kv_cache_dtype("fp8_e4m3"), KvCacheDtype::kE4m3);
+  EXPECT_EQ(parse_kv_cache_dtype("fp8_e5m2"), KvCacheDtype::kE5m2);
+  expect_throw<InputError>([] { parse_kv_cache_dtype("int8"); }, {"'int8' is not a KV cache type", "fp8_e5m2"});
+}
+
 TEST(PlanModel, Qwen3_8bTp2) {
   const auto plan = plan_model(builtin_model("qwen3-8b:awq4"), 2);
   EXPECT_EQ(spec_of(plan, "layers.qkv_proj"), "gemm:n=3072,k=4096,fmt=awq4,group=128,out=f16,epi=none,act_order=0");

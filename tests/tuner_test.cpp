@@ -127,7 +127,8 @@ TEST(TuneCli, CompileOnlyPrewarmsTheCacheWithoutAGpu) {
     EXPECT_TRUE(test::contains(r.err, "needs an NVIDIA GPU")) << r.err;
   }
   for (const char* bad : {"--model no-such-model --compile-only --arch sm_70", "--model qwen3-8b --buckets 3 --compile-only",
-                          "--model qwen3-8b --families no_such_family --compile-only", "--model qwen3-8b --arch sm_70"}) {
+                          "--model qwen3-8b --families no_such_family --compile-only", "--model qwen3-8b --arch sm_70",
+                          "--model qwen3-8b --kv-cache-dtype int8 --compile-only --arch sm_70"}) {
     r = test::run_command(env + std::string(ONECAT_BIN) + " tune " + bad, dir.path());
     EXPECT_EQ(r.status, 2) << bad << "\n" << r.err;
     EXPECT_TRUE(r.err.starts_with("onecat: error:")) << bad << ": " << r.err;
@@ -135,11 +136,15 @@ TEST(TuneCli, CompileOnlyPrewarmsTheCacheWithoutAGpu) {
 }
 
 // The sm_70 prewarm compiles the model's attention kernels too: one per distinct default
-// config over the buckets, each with no spill (qwen3-8b: head_dim 128, fp16 KV cache).
-TEST(TuneCli, CompileOnlyPrewarmsAttention) {
+// config over the buckets, each with no spill (qwen3-8b: head_dim 128, fp16 KV cache, or fp8
+// E4M3 with a per-tensor scale under --kv-cache-dtype fp8).
+class TuneCliKv : public ::testing::TestWithParam<std::pair<std::string, std::string>> {};
+
+TEST_P(TuneCliKv, CompileOnlyPrewarmsAttention) {
+  const auto [flag, kv] = GetParam();
   test::TempDir dir;
   const std::string cmd = "ONECAT_CACHE_DIR=" + dir.path() + "/cache ONECAT_DEBUG= " + ONECAT_BIN +
-                          " tune --model qwen3-8b:awq4 --compile-only --arch sm_70 --families attention --buckets 1,16 --json";
+                          " tune --model qwen3-8b:awq4 --compile-only --arch sm_70 --families attention --buckets 1,16 --json" + flag;
   const test::CommandResult r = test::run_command(cmd, dir.path());
   ASSERT_EQ(r.status, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
@@ -147,7 +152,7 @@ TEST(TuneCli, CompileOnlyPrewarmsAttention) {
   for (const auto& k : j["kernels"]) {
     const std::string spec = k["spec"].get<std::string>();
     ASSERT_TRUE(spec.starts_with("attention:")) << k.dump();
-    EXPECT_TRUE(test::contains(spec, "dim=128") && test::contains(spec, "kv=f16")) << spec;
+    EXPECT_TRUE(test::contains(spec, "dim=128") && test::contains(spec, kv)) << spec;
     EXPECT_EQ(k["spill_bytes"], 0) << k.dump();
     EXPECT_GT(k["registers"].get<int>(), 0) << k.dump();
     ops.insert(spec.substr(0, spec.find(',')));
@@ -163,6 +168,10 @@ TEST(TuneCli, CompileOnlyPrewarmsAttention) {
   ASSERT_EQ(buckets.size(), 4u);
   for (const auto& [spec, list] : buckets) EXPECT_EQ(list, "1,16") << spec;
 }
+
+INSTANTIATE_TEST_SUITE_P(KvCache, TuneCliKv,
+                         ::testing::Values(std::pair<std::string, std::string>{"", "kv=f16,kv_scale=none"},
+                                           std::pair<std::string, std::string>{" --kv-cache-dtype fp8", "kv=e4m3,kv_scale=tensor"}));
 
 // The gemm checks' output comparison (many threads, fixed chunks) gives the serial sums, finds
 // the first non-finite output wherever it lies, and reads fp16 and fp32 outputs.

@@ -25,6 +25,7 @@ namespace {
 struct TuneArgs {
   std::string model;
   int tp = 1;
+  std::string kv_cache_dtype = "auto";
   std::string buckets;
   std::string families = "gemm,rmsnorm,attention";
   double budget_s = 0;
@@ -208,6 +209,8 @@ void add_tune(CLI::App& app) {
   cmd->add_option("--model", a->model, "Hugging Face checkpoint dir, its config.json, or a built-in name (e.g. qwen3-8b:awq4)")
       ->required();
   cmd->add_option("--tp", a->tp, "Tensor-parallel degree (1, 2, 4, 8)")->check(CLI::IsMember({1, 2, 4, 8}));
+  cmd->add_option("--kv-cache-dtype", a->kv_cache_dtype,
+                  "KV cache type of the attention kernels: auto (fp16), fp8 (= fp8_e4m3) or fp8_e5m2, per-tensor scale");
   cmd->add_option("--buckets", a->buckets,
                   "Buckets: tokens; sequences for attention decode/verify (default 1,2,4,...,512,2048)");
   cmd->add_option("--families", a->families, "Kernel families to tune (default gemm,rmsnorm,attention)");
@@ -219,7 +222,7 @@ void add_tune(CLI::App& app) {
   cmd->callback([a] {
     if (!a->arch.empty() && !a->compile_only) throw InputError("--arch goes with --compile-only (tuning runs on this GPU)");
     const models::ModelConfig model = models::load_model(a->model);
-    const std::vector<models::PlannedOp> plan = models::plan_model(model, a->tp);
+    const std::vector<models::PlannedOp> plan = models::plan_model(model, a->tp, models::parse_kv_cache_dtype(a->kv_cache_dtype));
     std::set<std::string> families;
     for (const auto& f : split(a->families)) {
       bool known = false;
