@@ -72,13 +72,16 @@ TEST_F(TuneGpu, AWrongCandidateIsRecordedAndNeverChosen) {
   EXPECT_NE(rec.config, target);
 }
 
-// Attention through the tuner's AttentionWorkload (docs/tuner.md: not yet run on a GPU when it
-// was written): a small decode spec and a kv_write spec tune end to end, every candidate checks
-// right, and the record is stored.
+// Attention through the tuner's AttentionWorkload: a small decode spec and a kv_write spec tune
+// end to end, every candidate checks right, and the record is stored; the same for an fp8
+// (E4M3, per-tensor scale) decode and kv_write, what `onecat tune --kv-cache-dtype fp8` plans
+// (added 2026-11-30 without GPU time left: first run in the next device call).
 TEST_F(TuneGpu, TunesAttention) {
   const DeviceFingerprint device = this_device();
   for (auto [spec, bucket] : {std::pair{"attention:op=decode,heads=8,kv_heads=2,dim=128,page=16,kv=f16", int64_t(4)},
-                              std::pair{"attention:op=kv_write,kv_heads=2,dim=128,page=16,kv=f16", int64_t(16)}}) {
+                              std::pair{"attention:op=kv_write,kv_heads=2,dim=128,page=16,kv=f16", int64_t(16)},
+                              std::pair{"attention:op=decode,heads=8,kv_heads=2,dim=128,page=16,kv=e4m3,kv_scale=tensor", int64_t(4)},
+                              std::pair{"attention:op=kv_write,kv_heads=2,dim=128,page=16,kv=e4m3,kv_scale=tensor", int64_t(16)}}) {
     const Family& f = family_of(spec);
     TuningRecord rec = tune_spec(f, f.canonical_spec(spec), bucket, *jit, 8);
     rec.key = tuning_key(device, rec.family, rec.generator_version, rec.spec, rec.bucket);
