@@ -119,16 +119,18 @@ Config default_config(const Spec& spec, int64_t m, Arch arch) {
   const int64_t chunks = spec.k / spec.per_chunk();
   if (c.mt == 1) {
     // One token (H200 sweeps of the 8B linear set, bench/RESULTS.md 2026-11-30): four rows per
-    // CTA (two with silu_mul), and warps enough for about two chunks per lane, at most four,
-    // as many as split the chunks evenly (K = 14336 in 4-bit: 448 chunks, 2 warps; without an
-    // even split a power of two) — within
-    // 3 % of the best config on each shape, where the rule below was 10–40 % off.
-    c.rows = spec.epilogue == Epilogue::kSiluMul ? 2 : 4;
+    // CTA (eight for the E2M1 formats; half with silu_mul), and warps enough for about two
+    // chunks per lane, at most four (eight for 4-bit formats), as many as split the chunks
+    // evenly (K = 14336 in 4-bit: 448 chunks, 7 warps; without an even split a power of two):
+    // within 0–6 % of the best config on each shape, where the rule below was 10–40 % off.
+    const bool e2m1 = spec.format == quant::WeightFormat::kNvfp4 || spec.format == quant::WeightFormat::kMxfp4;
+    c.rows = (e2m1 ? 8 : 4) / (spec.epilogue == Epilogue::kSiluMul ? 2 : 1);
     while (c.rows > 1 && (spec.out_cols() + c.rows - 1) / c.rows < kTargetCtas) c.rows /= 2;
-    const int most = int(std::clamp<int64_t>(chunks / 64, 1, 4));
+    const int most = int(std::clamp<int64_t>(chunks / 64, 1, spec.per_chunk() == 32 ? 8 : 4));
     c.warps = most;
     while (c.warps > 1 && chunks % (int64_t(c.warps) * 32) != 0) --c.warps;
-    if (c.warps == 1) c.warps = most == 3 ? 2 : most;  // no even split: a partial last iteration
+    // No even split: a power of two, with a partial last iteration.
+    if (c.warps == 1) c.warps = most >= 8 ? 8 : most >= 4 ? 4 : most >= 2 ? 2 : 1;
   } else {
     // Enough chunks per lane that the reduction across the CTA is paid rarely.
     c.warps = 1;
