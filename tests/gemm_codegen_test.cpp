@@ -87,6 +87,27 @@ TEST(GemmConfig, RulesAndDefaults) {
       },
       {"sm_80 or newer", "sm_70"});
   expect_throw<InputError>([&] { gemm::Config::parse(s, "strategy=gemv,mt=1,rows=2,warps=16"); }, {"more warps than K"});
+  // gemv: any warp count from 1 to 16; the candidates add the non-powers of two that split K's
+  // chunks evenly over the lanes (448 chunks at K = 14336 in 4-bit: 7 and 14 warps).
+  const gemm::Spec wide_k = gemm::Spec::parse("gemm:n=4096,k=14336,fmt=awq4");
+  EXPECT_EQ(gemm::Config::parse(wide_k, "strategy=gemv,mt=1,rows=4,warps=7").to_string(), "strategy=gemv,mt=1,rows=4,warps=7");
+  expect_throw<InputError>([&] { gemm::Config::parse(wide_k, "strategy=gemv,mt=1,rows=4,warps=17"); }, {"out of range"});
+  std::set<int> gemv_warps;
+  for (const auto& c : family_of("gemm:n=4096,k=14336,fmt=awq4").candidate_configs("gemm:n=4096,k=14336,fmt=awq4", Arch{90})) {
+    if (c.starts_with("strategy=gemv")) gemv_warps.insert(gemm::Config::parse(wide_k, c).warps);
+  }
+  EXPECT_EQ(gemv_warps, (std::set<int>{1, 2, 4, 7, 8, 14, 16}));
+  // One-token defaults: 4 rows (8 for the E2M1 formats), warps for about two chunks per lane
+  // with an even split where one exists (the 8B shapes: bench/RESULTS.md 2026-11-30).
+  const std::pair<const char*, const char*> one_token[] = {
+      {"gemm:n=28672,k=4096,fmt=awq4", "strategy=gemv,mt=1,rows=4,warps=2"},
+      {"gemm:n=4096,k=14336,fmt=awq4", "strategy=gemv,mt=1,rows=4,warps=7"},
+      {"gemm:n=4096,k=14336,fmt=fp8b128", "strategy=gemv,mt=1,rows=4,warps=4"},
+      {"gemm:n=28672,k=4096,fmt=mxfp4", "strategy=gemv,mt=1,rows=8,warps=2"},
+      {"gemm:n=4096,k=14336,fmt=nvfp4", "strategy=gemv,mt=1,rows=8,warps=7"},
+      {"gemm:n=2560,k=9728,fmt=awq4", "strategy=gemv,mt=1,rows=4,warps=4"},  // 304 chunks: no even split
+  };
+  for (auto [spec, want] : one_token) EXPECT_EQ(family_of(spec).default_config(spec, 1, Arch{70}), want) << spec;
   // pipe=2: unpadded swizzled tiles, so 128×256
   // with bk=32 and four stages fills the 96 KiB exactly with fp16 weights; decoded formats
   // decode one step ahead (≥ 3 stages). pipe=1 keeps its padded rows and 2–4 stages.
