@@ -34,6 +34,10 @@ def mma(acc,a,b0,b1):
     for T in range(32):
         g,t=T//4,T%4
         acc[T][0]+=C[g,2*t];acc[T][1]+=C[g,2*t+1];acc[T][2]+=C[g+8,2*t];acc[T][3]+=C[g+8,2*t+1]
+def frag_err(acc,ref,col=lambda n,t,e: n*8+2*t+e%2):
+    # largest |acc - ref| over accumulator tiles acc[n][lane][e]: element e of lane T is row
+    # T//4 + 8·(e//2) of ref and column col(n, T%4, e) (the m16n8 layout by default)
+    return max(abs(acc[n][T][e]-ref[T//4+8*(e//2),col(n,T%4,e)]) for n in range(len(acc)) for T in range(32) for e in range(4))
 BM=32; wm=1
 Q=rng.standard_normal((BM,D)).round(2);K=rng.standard_normal((KEYS,D)).round(2);V=rng.standard_normal((KEYS,D)).round(2)
 qb=store_tile(Q);kb=store_tile(K);vb=store_tile(V)
@@ -49,13 +53,7 @@ for kk in range(D//16):
         mma(s[2*np_],a,[bk[T][0] for T in lanes],[bk[T][1] for T in lanes])
         mma(s[2*np_+1],a,[bk[T][2] for T in lanes],[bk[T][3] for T in lanes])
 S=Q[wm*16:wm*16+16]@K[WNOFF:WNOFF+BN].T
-err=0
-for n in range(BN//8):
-    for T in lanes:
-        g,t=T//4,T%4
-        for e in range(4):
-            err=max(err,abs(s[n][T][e]-S[g+8*(e//2),n*8+2*t+e%2]))
-print("QK err",err)
+print("QK err",frag_err(s,S))
 # PV with P = S (as given)
 o=[[[0.]*4 for _ in range(32)] for n in range(D//8)]
 for j in range(BN//16):
@@ -65,13 +63,7 @@ for j in range(BN//16):
         mma(o[2*dp],p,[bv[T][0] for T in lanes],[bv[T][1] for T in lanes])
         mma(o[2*dp+1],p,[bv[T][2] for T in lanes],[bv[T][3] for T in lanes])
 O=S@V[WNOFF:WNOFF+BN]
-err=0
-for n in range(D//8):
-    for T in lanes:
-        g,t=T//4,T%4
-        for e in range(4):
-            err=max(err,abs(o[n][T][e]-O[g+8*(e//2),n*8+2*t+e%2]))
-print("PV err",err)
+print("PV err",frag_err(o,O))
 # bank conflicts: ldmatrix matrix rows -> 16B bank groups distinct
 for kk in range(D//16):
   for i in range(4):
@@ -149,7 +141,7 @@ for kv in ('e4m3','e5m2'):
                         b0.append(dec_word(lo,kv));b1.append(dec_word(hi,kv))
                     mma(s[n],a,b0,b1)
         S=Qd@Kf[r0:r0+BNd].T
-        err=max(abs(s[n][T][e]-S[T//4+8*(e//2),n*8+2*(T%4)+e%2]) for n in range(BNd//8) for T in lanes for e in range(4))
+        err=frag_err(s,S)
         assert err<1e-9,(kv,Dd,BNd,'QK',err)
         o=[[[0.]*4 for _ in range(32)] for n in range(Dd//8)]
         vb=Dd//8
@@ -173,13 +165,8 @@ for kv in ('e4m3','e5m2'):
                     b1=[dec_word(prmt2(rows[2][T][w],rows[3][T][w],sel),kv) for T in lanes]
                     mma(o[4*w+k],p,b0,b1)
         O=S@Vf[r0:r0+BNd]
-        err=0
-        for n in range(Dd//8):
-            for T in lanes:
-                g,t=T//4,T%4
-                for e in range(4):
-                    d=(2*t+e%2)*(Dd//8)+n  # the kernel's store of column 2·tig + e of d-tile n
-                    err=max(err,abs(o[n][T][e]-O[g+8*(e//2),d]))
+        # the kernel's store: column 2·tig + e of d-tile n is d = (2·tig + e%2)·D/8 + n
+        err=frag_err(o,O,lambda n,t,e: (2*t+e%2)*(Dd//8)+n)
         assert err<1e-6*max(1,abs(O).max()),(kv,Dd,BNd,'PV',err)
     # the cp.async writes: a thread's 16-byte chunk (key, part) of each stage, 8 lanes a phase
     for Dd in (64,128):
