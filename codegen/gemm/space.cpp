@@ -1,6 +1,7 @@
 #include "codegen/gemm/space.h"
 
 #include <algorithm>
+#include <bit>
 
 #include "runtime/cuda/error.h"
 
@@ -112,25 +113,24 @@ Config default_config(const Spec& spec, int64_t m, Arch arch) {
   Config c;
   c.mt = 1;
   while (c.mt < std::min<int64_t>(m, 16)) c.mt *= 2;
-  // Eight rows per CTA share each load of x (fewer with many tokens: accumulators).
-  c.rows = std::max(1, std::min(Config::kMaxWeightRegs / Config::kRegsPerChunk, Config::kMaxAccumulators / c.mt) / 2);
+  // One token (H200 sweeps of the 8B linear set, bench/RESULTS.md 2026-11-30): four rows per
+  // CTA (eight for the E2M1 formats), and warps enough for about two chunks per lane, at most
+  // four (eight for 4-bit formats), as many as split the chunks evenly (K = 14336 in 4-bit:
+  // 448 chunks, 7 warps; without an even split a power of two): within 0–6 % of the best
+  // config on each shape, where the many-token rule below was 10–40 % off. Several tokens:
+  // eight rows share each load of x (fewer with many tokens: accumulators). Half the rows
+  // with silu_mul, and fewer where they would leave too few CTAs.
+  const bool e2m1 = spec.format == quant::WeightFormat::kNvfp4 || spec.format == quant::WeightFormat::kMxfp4;
+  c.rows = c.mt == 1 ? (e2m1 ? 8 : 4)
+                     : std::max(1, std::min(Config::kMaxWeightRegs / Config::kRegsPerChunk, Config::kMaxAccumulators / c.mt) / 2);
   if (spec.epilogue == Epilogue::kSiluMul) c.rows = std::max(1, c.rows / 2);
   while (c.rows > 1 && (spec.out_cols() + c.rows - 1) / c.rows < kTargetCtas) c.rows /= 2;
   const int64_t chunks = spec.k / spec.per_chunk();
   if (c.mt == 1) {
-    // One token (H200 sweeps of the 8B linear set, bench/RESULTS.md 2026-11-30): four rows per
-    // CTA (eight for the E2M1 formats; half with silu_mul), and warps enough for about two
-    // chunks per lane, at most four (eight for 4-bit formats), as many as split the chunks
-    // evenly (K = 14336 in 4-bit: 448 chunks, 7 warps; without an even split a power of two):
-    // within 0–6 % of the best config on each shape, where the rule below was 10–40 % off.
-    const bool e2m1 = spec.format == quant::WeightFormat::kNvfp4 || spec.format == quant::WeightFormat::kMxfp4;
-    c.rows = (e2m1 ? 8 : 4) / (spec.epilogue == Epilogue::kSiluMul ? 2 : 1);
-    while (c.rows > 1 && (spec.out_cols() + c.rows - 1) / c.rows < kTargetCtas) c.rows /= 2;
     const int most = int(std::clamp<int64_t>(chunks / 64, 1, spec.per_chunk() == 32 ? 8 : 4));
     c.warps = most;
     while (c.warps > 1 && chunks % (int64_t(c.warps) * 32) != 0) --c.warps;
-    // No even split: a power of two, with a partial last iteration.
-    if (c.warps == 1) c.warps = most >= 8 ? 8 : most >= 4 ? 4 : most >= 2 ? 2 : 1;
+    if (c.warps == 1) c.warps = int(std::bit_floor(unsigned(most)));  // no even split: a partial last iteration
   } else {
     // Enough chunks per lane that the reduction across the CTA is paid rarely.
     c.warps = 1;
@@ -150,7 +150,7 @@ std::vector<Config> candidate_configs(const Spec& spec, Arch arch) {
   for (int mt : {1, 2, 4, 8, 16}) {
     for (int rows : {1, 2, 4, 8}) {
       for (int warps = 1; warps <= 16; ++warps) {
-        if ((warps & (warps - 1)) != 0 && chunks % (int64_t(warps) * 32) != 0) continue;
+        if (!std::has_single_bit(unsigned(warps)) && chunks % (int64_t(warps) * 32) != 0) continue;
         Config c;
         c.mt = mt, c.rows = rows, c.warps = warps;
         if (!c.invalid_reason(spec)) out.push_back(c);
