@@ -16,6 +16,7 @@
 #                    cache build-device/tune-MODEL-RUN (kept on a warm machine: a tune cut by
 #                    the deadline resumes there in the next call), records to tunes.jsonl
 #   bench@SPEC@MS    onecat bench SPEC --m MS --sweep --json >> bench.jsonl
+#   attn-points@FILE build-device/attention_bench one SPEC BATCH CTX Q [CONFIG] per line of FILE
 #   attn-bench[@MODE] build-device/attention_bench (MODE quick, sweep or best) -> attention_bench.json
 #   sdpa[@MODE]      torch SDPA on the same attention shapes (bench/attention_sdpa.py) -> attention_sdpa.json
 #   ncu              bench/ncu_profile.sh: Nsight Compute on one launch of each listed kernel -> ncu.txt
@@ -91,6 +92,10 @@ lane() {  # lane GPU STEPS...
       tune:*) IFS=: read -r _ m q r <<<"$s"; tune "$m:$q" "$r" "$gpu" ;;
       bench@*) IFS=@ read -r _ spec ms <<<"$s"
                timeout "$(left)" $bin bench "$spec" --m "$ms" --sweep --json | "$py" -c 'import json,sys; print(json.dumps(json.load(sys.stdin)))' >>"$out/bench.jsonl" ;;
+      attn-points@*) while read -r spec batch ctx q config; do  # FILE: lines SPEC BATCH CTX Q [CONFIG]
+          [ -z "$spec" ] || [ "${spec:0:1}" = "#" ] || timeout "$(left)" build-device/attention_bench /tmp/one.json one \
+            "$spec" "$batch" "$ctx" "$q" $config
+        done <"${s#attn-points@}" ;;
       attn-bench*) timeout "$(left)" build-device/attention_bench "$out/attention_bench.json" "${s#attn-bench@}" ;;
       sdpa*) timeout "$(left)" "$py" bench/attention_sdpa.py "$out/attention_sdpa.json" "${s#sdpa@}" ;;
       ncu) OUT=$out timeout "$(left)" bash bench/ncu_profile.sh "$root/build-device" ;;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Nsight Compute on one launch of each kernel below (device.sh step `ncu`): speed of light,
-# memory, occupancy, warp stall reasons and scheduler statistics, as text in $OUT/ncu.txt.
+# memory, occupancy, warp stall reasons (each reason's warps per issued instruction) and scheduler statistics, as text in $OUT/ncu.txt.
 # Clocks are left alone (--clock-control none, METHOD.md). Each target is one line:
 #   LABEL | KERNEL-NAME-REGEX | command (onecat bench SPEC --m M --config C, or attention_bench one ...)
 # NCU_TARGETS (a file of such lines, commands relative to the repository root) replaces the list below.
@@ -33,6 +33,7 @@ while IFS='|' read -r label regex cmd; do
   timeout 120 "$ncu" --clock-control none -k "regex:$regex" --launch-skip 3 --launch-count 1 \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
     --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis \
+    --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
     $cmd >>"$out/ncu.txt" 2>&1
   echo "=== $label rc=$?" >>"$out/ncu.txt"
 done <"$targets"
