@@ -99,6 +99,27 @@ TEST(AttentionConfig, RulesDefaultsAndCandidates) {
   expect_throw<InputError>([&] { attention::Config::parse(p, "atom=m16n8k16,bm=128,bn=64,wn=1,stages=3,split=1"); },
                            {"bytes of shared memory"});
   expect_throw<InputError>([&] { attention::Config::parse(d, "bm=64,bn=16,wn=1,stages=2,split=1"); }, {"unknown field 'stages'"});
+  // 32-row warps: their own text (16-row configs keep theirs), half the warps, D = 64 only.
+  const attention::Spec p64 = attention::Spec::parse("attention:op=prefill,heads=32,kv_heads=8,dim=64,page=16,kv=f16");
+  const attention::Config w32 = attention::Config::parse(p64, "atom=m16n8k16,bm=128,bn=32,wn=1,wr=32,stages=2,split=1");
+  EXPECT_EQ(w32.to_string(), "atom=m16n8k16,bm=128,bn=32,wn=1,wr=32,stages=2,split=1");
+  EXPECT_EQ(w32.warps(), 4);
+  EXPECT_EQ(attention::Config::parse(p, "atom=m16n8k16,bm=128,bn=64,wn=1,wr=16,stages=2,split=1").to_string(), m.to_string());
+  expect_throw<InputError>([&] { attention::Config::parse(p64, "atom=m16n8k16,bm=16,bn=32,wn=1,wr=32,stages=2,split=1"); },
+                           {"multiple of wr"});
+  expect_throw<InputError>([&] { attention::Config::parse(p64, "atom=m16n8k16,bm=64,bn=32,wn=1,wr=24,stages=2,split=1"); },
+                           {"wr must be 16 or 32"});
+  expect_throw<InputError>(
+      [&] { attention::Config::parse(p, "atom=m16n8k16,bm=64,bn=32,wn=1,wr=32,stages=2,split=1"); }, {"wr=32 needs D <= 64"});
+  expect_throw<InputError>([&] { attention::Config::parse(d, "bm=64,bn=16,wn=1,wr=32,split=1"); }, {"unknown field 'wr'"});
+  {
+    const auto c90 = family_of(p64.to_string()).candidate_configs(p64.to_string(), Arch{90});
+    EXPECT_NE(std::find(c90.begin(), c90.end(), w32.to_string()), c90.end());
+    for (const char* other : {"attention:op=decode,heads=32,kv_heads=8,dim=64,page=16,kv=f16",
+                              "attention:op=prefill,heads=32,kv_heads=8,dim=128,page=16,kv=f16"}) {
+      for (const auto& c : family_of(other).candidate_configs(other, Arch{90})) EXPECT_EQ(c.find("wr="), std::string::npos) << c;
+    }
+  }
   expect_throw<InputError>([&] { family_of(p.to_string()).emit(p.to_string(), m.to_string(), Arch{70}); }, {"needs sm_80"});
   {
     // sm_80+ tunes over the WMMA candidates and the m16n8k16 ones.
@@ -127,6 +148,9 @@ TEST(AttentionConfig, RulesDefaultsAndCandidates) {
   EXPECT_EQ(family_of("attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=f16")
                 .default_config("attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=f16", 8, Arch{90}),
             "atom=m16n8k16,bm=16,bn=16,wn=2,stages=4,split=16");
+  EXPECT_EQ(family_of("attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=e4m3")
+                .default_config("attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=e4m3", 8, Arch{90}),
+            "atom=m16n8k16,bm=16,bn=16,wn=2,stages=4,split=8");  // fp8: half the CTAs
 
   // Split-KV workspace: per (sequence, KV head, row block, split) a bm × (dim + 2) fp32 slab.
   const attention::Config c = attention::Config::parse(d, "bm=64,bn=16,wn=1,split=4");

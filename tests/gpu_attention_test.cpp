@@ -121,11 +121,12 @@ TEST_F(AttentionGpu, PrefillWmma) {
 }
 
 // The m16n8k16 atom's knobs one at a time: stages 2–4, warp columns, split merges, narrow and
-// wide key tiles, windows and pages unaligned to the tiles (skipped on a GPU without it).
+// wide key tiles, 16- and 32-row warps, windows and pages unaligned to the tiles (skipped on a GPU without it).
 TEST_F(AttentionGpu, M16n8k16Knobs) {
   if (!gpu_arch().has_mma_m16n8k16()) GTEST_SKIP() << "needs sm_80+";
   const std::string d = "attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=f16";
   const std::string p = "attention:op=prefill,heads=24,kv_heads=4,dim=128,page=7,kv=e4m3,kv_scale=head";
+  const std::string p64 = "attention:op=prefill,heads=24,kv_heads=4,dim=64,page=7,kv=e4m3,kv_scale=head";
   run({{d, "atom=m16n8k16,bm=16,bn=16,wn=1,stages=2,split=1", {3}},
        {d, "atom=m16n8k16,bm=16,bn=32,wn=2,stages=2,split=7", {4}},
        {d, "atom=m16n8k16,bm=16,bn=16,wn=4,stages=2,split=5", {2}},
@@ -135,7 +136,18 @@ TEST_F(AttentionGpu, M16n8k16Knobs) {
        {p, "atom=m16n8k16,bm=64,bn=64,wn=1,stages=2,split=1", {1, 150}},
        {p, "atom=m16n8k16,bm=128,bn=32,wn=1,stages=2,split=1", {90}},
        {p, "atom=m16n8k16,bm=64,bn=16,wn=2,stages=4,split=1", {90}},
-       {"attention:op=prefill,heads=8,kv_heads=8,dim=64,page=16,kv=f16,window=40", "atom=m16n8k16,bm=128,bn=64,wn=1,stages=3,split=1", {260}}});
+       {"attention:op=prefill,heads=8,kv_heads=8,dim=64,page=16,kv=f16,window=40", "atom=m16n8k16,bm=128,bn=64,wn=1,stages=3,split=1", {260}},
+       // Eight row warps over f16: D 256 with 16-key tiles, three stages, no mask, windows.
+       {"attention:op=prefill,heads=24,kv_heads=4,dim=256,page=16,kv=f16", "atom=m16n8k16,bm=128,bn=16,wn=1,stages=2,split=1", {1, 200}},
+       {"attention:op=prefill,heads=32,kv_heads=8,dim=128,page=9,kv=f16", "atom=m16n8k16,bm=128,bn=32,wn=1,stages=3,split=1", {3, 170}},
+       {"attention:op=prefill,heads=32,kv_heads=8,dim=128,page=16,kv=f16,causal=0", "atom=m16n8k16,bm=128,bn=64,wn=1,stages=2,split=1", {100}},
+       {"attention:op=prefill,heads=16,kv_heads=2,dim=64,page=16,kv=f16,window=33", "atom=m16n8k16,bm=128,bn=64,wn=1,stages=4,split=1", {130}},
+       // 32-row warps (D = 64): fp8 tiles, warp columns, split merges, windows, non-causal GQA 8.
+       {p64, "atom=m16n8k16,bm=128,bn=32,wn=1,wr=32,stages=2,split=1", {1, 150}},
+       {p64, "atom=m16n8k16,bm=64,bn=16,wn=2,wr=32,stages=3,split=1", {90}},
+       {"attention:op=decode,heads=32,kv_heads=8,dim=64,page=16,kv=e5m2", "atom=m16n8k16,bm=32,bn=16,wn=2,wr=32,stages=4,split=3", {3}},
+       {"attention:op=prefill,heads=8,kv_heads=8,dim=64,page=16,kv=f16,window=40", "atom=m16n8k16,bm=128,bn=64,wn=1,wr=32,stages=3,split=1", {260}},
+       {"attention:op=prefill,heads=64,kv_heads=8,dim=64,page=16,kv=f16,causal=0", "atom=m16n8k16,bm=128,bn=32,wn=1,wr=32,stages=4,split=1", {77}}});
 }
 
 TEST_F(AttentionGpu, EmptyAndOneTokenSequences) {
@@ -164,6 +176,7 @@ TEST_F(AttentionGpu, KvWrite) {
 TEST_F(AttentionGpu, EveryCandidateConfig) {
   std::vector<Job> jobs;
   for (const char* spec : {"attention:op=prefill,heads=24,kv_heads=4,dim=128,page=16,kv=f16",
+                           "attention:op=prefill,heads=8,kv_heads=2,dim=64,page=16,kv=f16",
                            "attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=e4m3"}) {
     for (const std::string& config : family_of(spec).candidate_configs(spec, gpu_arch())) jobs.push_back({spec, config, {3}});
   }

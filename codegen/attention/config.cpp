@@ -23,7 +23,10 @@ Config Config::parse(const Spec& spec, std::string_view text) {
     c.bm = static_cast<int>(r.integer("bm", 16, 128));
     c.bn = static_cast<int>(r.integer("bn", 16, 64));
     c.wn = static_cast<int>(r.integer("wn", 1, 8));
-    if (c.atom == Atom::kM16n8k16) c.stages = static_cast<int>(r.integer("stages", 2, 8));
+    if (c.atom == Atom::kM16n8k16) {
+      c.stages = static_cast<int>(r.integer("stages", 2, 8));
+      c.wr = static_cast<int>(r.integer_or("wr", 16, 16, 32));
+    }
     c.split = static_cast<int>(r.integer("split", 1, kMaxSplit));
   }
   r.finish();
@@ -36,8 +39,12 @@ Config Config::parse(const Spec& spec, std::string_view text) {
 std::string Config::to_string() const {
   if (op == Op::kKvWrite) return join_fields({{"threads", std::to_string(threads)}});
   if (atom == Atom::kM16n8k16) {
-    return join_fields({{"atom", "m16n8k16"}, {"bm", std::to_string(bm)}, {"bn", std::to_string(bn)},
-                        {"wn", std::to_string(wn)}, {"stages", std::to_string(stages)}, {"split", std::to_string(split)}});
+    std::vector<std::pair<std::string, std::string>> f = {{"atom", "m16n8k16"}, {"bm", std::to_string(bm)}, {"bn", std::to_string(bn)},
+                                                          {"wn", std::to_string(wn)}};
+    if (wr != 16) f.push_back({"wr", std::to_string(wr)});  // 16-row configs keep their text (and cache keys)
+    f.push_back({"stages", std::to_string(stages)});
+    f.push_back({"split", std::to_string(split)});
+    return join_fields(f);
   }
   // atom=wmma keeps the text (and so the cache keys) it had before there was a second atom.
   return join_fields({{"bm", std::to_string(bm)}, {"bn", std::to_string(bn)}, {"wn", std::to_string(wn)},
@@ -73,14 +80,20 @@ int Config::prefetch_bytes(const Spec& spec) const {
 
 std::optional<std::string> Config::m16n8k16_invalid_reason(const Spec& spec) const {
   if (!one_of(stages, {2, 3, 4})) return "stages must be 2, 3 or 4";
+  if (!one_of(wr, {16, 32})) return "wr must be 16 or 32";
+  if (bm % wr != 0) return "bm must be a multiple of wr";
+  // A 32-row warp keeps Q in shared memory and twice the accumulators: at D = 128 that spills
+  // (NVRTC 12.8, sm_90), so D = 64 only.
+  if (wr == 32 && spec.dim > 64) return "wr=32 needs D <= 64 (2·D/2 output accumulators per thread spill at D = 128)";
   if (shared_bytes(spec) > kMaxSharedBytes) {
     return std::to_string(shared_bytes(spec)) + " bytes of shared memory per CTA (every sm_80+ part grants " +
            std::to_string(kMaxSharedBytes) + "; sm_86/89: 99 KiB)";
   }
-  // Per thread: D/2 output accumulators, bn/2 scores and (D <= 128) D/4 registers of Q fragments.
-  const int registers = spec.dim / 2 + bn / 2 + (spec.dim <= 128 ? spec.dim / 4 : 0);
-  if (registers > 176) {
-    return "about " + std::to_string(registers) + " registers of accumulators and Q fragments per thread (max 176)";
+  // Per thread and 16-row m-tile: D/2 output accumulators and bn/2 scores; with 16-row warps at
+  // D <= 128 also D/4 registers of Q fragments (32-row warps read Q from shared memory).
+  const int registers = wr / 16 * (spec.dim / 2 + bn / 2) + (wr == 16 && spec.dim <= 128 ? spec.dim / 4 : 0);
+  if (registers > 192) {
+    return "about " + std::to_string(registers) + " registers of accumulators and Q fragments per thread (max 192)";
   }
   return std::nullopt;
 }

@@ -1,10 +1,11 @@
 // attention config: what the tuner varies.
 //   prefill, decode, verify:  bm=16,bn=16,wn=4,split=4                         atom=wmma (any arch; sm_70's)
 //                             atom=m16n8k16,bm=64,bn=64,wn=1,stages=2,split=1  sm_80+ (attention_sm80.cuh)
+//                             atom=m16n8k16,bm=128,bn=64,wn=1,wr=32,...       32-row warps (D = 64)
 //   kv_write:                 threads=256
 // A CTA holds bm query rows of one sequence and one KV head (a row is one (token, query head)
 // pair, so the query heads of a KV head share every K/V load: GQA packing), in bm/16 warp
-// rows of 16; wn warp columns take turns over the key range in tiles of bn keys and merge
+// rows of 16 (m16n8k16: wr rows, 16 or 32); wn warp columns take turns over the key range in tiles of bn keys and merge
 // at the end; split CTAs share a sequence's key range and merge in fp32 through a workspace
 // (decode and verify only). atom=wmma (the text without `atom`): WMMA m16n16k16, register
 // double buffering, S and P through shared memory. atom=m16n8k16: mma.sync with ldmatrix,
@@ -34,13 +35,14 @@ struct Config {
   Atom atom = Atom::kWmma;                  // attention ops
   int bm = 16, bn = 16, wn = 4, split = 1;  // attention ops
   int stages = 2;                           // atom=m16n8k16 (wmma: 2, register double buffering)
+  int wr = 16;                              // atom=m16n8k16: rows per warp, 16 or 32 (two m-tiles share each K/V fragment)
   int threads = 256;                        // kv_write
 
   static Config parse(const Spec& spec, std::string_view text);  // parses and validates
   std::string to_string() const;
   std::optional<std::string> invalid_reason(const Spec& spec) const;
 
-  int warps() const { return bm / 16 * wn; }
+  int warps() const { return bm / wr * wn; }
   int cta_threads() const { return op == Op::kKvWrite ? threads : warps() * 32; }
   int shared_bytes(const Spec& spec) const;  // dynamic shared memory of one CTA
   int prefetch_bytes(const Spec& spec) const;

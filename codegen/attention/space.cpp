@@ -11,6 +11,10 @@ namespace {
 // keys one short tile at a time, so many CTAs must be in flight (H200 sweep at batch 8 / 8K:
 // split 16 took 263 µs, split 4 317 µs, split 1 1106 µs; bench/RESULTS.md).
 constexpr int64_t kTargetCtas = 1024;
+// fp8 caches on the m16n8k16 kernel aim at half as many: at 512 its default took 19.1 / 59.2 /
+// 33.0 µs (batch 8 / 1K, 8 / 8K, 32 / 1K; 8 KV heads) against 28.2 / 67.3 / 42.1 at 1024 and
+// within 2 % elsewhere, while fp16 lost up to 21 % at 512 (H200, 2026-11-30, bench/RESULTS.md).
+constexpr int64_t kTargetCtasFp8M16n8k16 = 512;
 constexpr int kMaxDefaultSplit = 16;
 
 int round16(int v) { return (v + 15) / 16 * 16; }
@@ -48,7 +52,8 @@ Config m16n8k16_default(const Spec& s, int64_t m) {
     shapes = {{bm, 64, 1, 3}, {bm, 64, 1, 2}, {64, 64, 1, 2}, {64, 32, 1, 2}, {64, 16, 1, 2}};
   } else {
     const int64_t ctas = std::max<int64_t>(1, m) * s.kv_heads;
-    c.split = std::clamp(pow2_ceil((kTargetCtas + ctas - 1) / ctas), 1, kMaxDefaultSplit);
+    const int64_t target = s.kv == KvType::kF16 ? kTargetCtas : kTargetCtasFp8M16n8k16;
+    c.split = std::clamp(pow2_ceil((target + ctas - 1) / ctas), 1, kMaxDefaultSplit);
     const int bm = decode_bm(s);
     // (4, 3) after (2, 4): at fp8 D=128 it spills 4 bytes with NVRTC 12.8 for sm_90.
     shapes = {{bm, 16, 2, 4}, {bm, 16, 4, 3}, {bm, 16, 4, 2}, {bm, 16, 2, 3}, {bm, 16, 2, 2}, {bm, 16, 1, 4}, {bm, 16, 1, 2}};
@@ -67,15 +72,20 @@ std::vector<Config> m16n8k16_candidates(const Spec& s) {
   const std::vector<int> bns = prefill ? std::vector<int>{32, 64} : std::vector<int>{16, 32};
   const std::vector<int> wns = prefill ? std::vector<int>{1} : std::vector<int>{1, 2, 4};
   const std::vector<int> splits = prefill ? std::vector<int>{1} : std::vector<int>{1, 4, 8, 16};
-  for (int bm : bms) {
-    for (int bn : bns) {
-      for (int wn : wns) {
-        for (int stages : {2, 3, 4}) {
-          for (int split : splits) {
-            Config c;
-            c.op = s.op, c.atom = Atom::kM16n8k16, c.bm = bm, c.bn = bn, c.wn = wn, c.stages = stages, c.split = split;
-            const bool seen = std::find(out.begin(), out.end(), c) != out.end();
-            if (!seen && !c.invalid_reason(s)) out.push_back(c);
+  // 32-row warps (FlashAttention-2's: every K/V fragment feeds two m-tiles) for prefill.
+  const std::vector<int> wrs = prefill && s.dim <= 64 ? std::vector<int>{16, 32} : std::vector<int>{16};
+  for (int wr : wrs) {
+    for (int bm : bms) {
+      for (int bn : bns) {
+        for (int wn : wns) {
+          for (int stages : {2, 3, 4}) {
+            for (int split : splits) {
+              Config c;
+              c.op = s.op, c.atom = Atom::kM16n8k16, c.bm = bm, c.bn = bn, c.wn = wn, c.wr = wr, c.stages = stages;
+              c.split = split;
+              const bool seen = std::find(out.begin(), out.end(), c) != out.end();
+              if (!seen && !c.invalid_reason(s)) out.push_back(c);
+            }
           }
         }
       }

@@ -64,7 +64,7 @@ def make_batch(g, seq_lens, kv="f16", scale="head"):
     return table.int().cuda(), torch.tensor(seq_lens, dtype=torch.int32).cuda(), k, v, ks, vs
 
 
-def reference(q, k, v, ks, vs, kv, table, seq_lens, q_lens, causal=True, window=0):
+def reference(q, k, v, ks, vs, kv, table, seq_lens, q_lens, causal=True, window=0, sm_scale=None):
     """float64 [tokens, heads, dim]; sequence b's queries are its last q_lens[b] positions."""
     kd, vd = decoded(k, ks, kv), decoded(v, vs, kv)
     qd = q.double()
@@ -78,7 +78,7 @@ def reference(q, k, v, ks, vs, kv, table, seq_lens, q_lens, causal=True, window=
         keys = keys.repeat_interleave(group, 0)  # [heads, keys, dim]
         vals = vals.repeat_interleave(group, 0)
         qs = qd[t0 : t0 + n_q].transpose(0, 1)  # [heads, n_q, dim]
-        s = qs @ keys.transpose(1, 2) / math.sqrt(DIM)
+        s = qs @ keys.transpose(1, 2) * (1 / math.sqrt(DIM) if sm_scale is None else sm_scale)
         pos = torch.arange(n_keys - n_q, n_keys, device=q.device).view(-1, 1)
         j = torch.arange(n_keys, device=q.device).view(1, -1)
         seen = torch.ones(n_q, n_keys, dtype=torch.bool, device=q.device)
@@ -171,6 +171,31 @@ def test_prefill(kv, window):
     onecat.attention.prefill(q, k, v, table, lens, cu, max_q=max(q_lens), window=window, out=out, **fp8)
     torch.cuda.synchronize()
     check(out, reference(q, k, v, ks, vs, kv, table, seq_lens, q_lens, window=window))
+
+
+@pytest.mark.parametrize("sm_scale", [-0.2, 0.0, 0.5])
+def test_any_sm_scale(sm_scale):
+    """Negative and zero scales too (torch's SDPA takes any): zero gives every seen key one weight."""
+    g = gen()
+    q_lens, prefix = [37, 3], [0, 50]
+    seq_lens = [a + b for a, b in zip(q_lens, prefix)]
+    table, lens, k, v, ks, vs = make_batch(g, seq_lens, "e4m3", "head")
+    cu = torch.tensor([0, *itertools.accumulate(q_lens)], dtype=torch.int32).cuda()
+    q = queries(g, sum(q_lens))
+    out = poisoned(q.shape[0])
+    onecat.attention.prefill(q, k, v, table, lens, cu, max_q=max(q_lens), sm_scale=sm_scale, out=out,
+                             kv="e4m3", k_scale=ks, v_scale=vs)
+    torch.cuda.synchronize()
+    check(out, reference(q, k, v, ks, vs, "e4m3", table, seq_lens, q_lens, sm_scale=sm_scale))
+    spec = onecat.attention.attention_spec("decode", heads=HEADS, kv_heads=KV_HEADS, dim=DIM, page=PAGE, kv="e4m3",
+                                           kv_scale="head")
+    ws = onecat.attention.workspace(spec, len(seq_lens), like=q)
+    qd = q[:2].contiguous()
+    out = poisoned(2)
+    onecat.attention.decode(qd, k, v, table, lens, workspace=ws, sm_scale=sm_scale, out=out, kv="e4m3", k_scale=ks,
+                            v_scale=vs)
+    torch.cuda.synchronize()
+    check(out, reference(qd, k, v, ks, vs, "e4m3", table, seq_lens, [1, 1], sm_scale=sm_scale))
 
 
 def test_kv_write_f16_exact():

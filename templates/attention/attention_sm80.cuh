@@ -3,15 +3,18 @@
 // WMMA kernel (attention.cuh).
 //
 // A CTA owns BM query rows of one sequence b and one KV head (row r: token r / G, query head
-// r % G: the G query heads of a KV head share every K/V load). Each warp keeps 16 rows. K/V
+// r % G: the G query heads of a KV head share every K/V load). Each warp keeps 16·MT rows (MT
+// m-tiles share every K/V fragment; MT = 2 only at D = 64, where it does not spill). K/V
 // stages of WN·BN keys arrive by cp.async (zero-filled past the range) into STAGES XOR-swizzled
 // shared buffers, STAGES-1 stages in flight during the math. fp8 stages: with one row warp
 // (BM = 16, decode) and D ≤ 128 each warp decodes its keys' codes from the raw stage straight
 // into B fragments (Q·Kᵀ over a permuted d, P·V over permuted output columns: below); else a
 // stage is decoded once into an fp16 tile that the warps share. WN warp columns take the
-// stage's BN-key tiles side by side and merge at the end. Per tile a warp computes S = Q·Kᵀ with mma.sync.m16n8k16 (Q fragments in
-// registers for D ≤ 128, K by ldmatrix), the online softmax in fp32 on the accumulators
-// (exp2f, the softmax scale, log2 e and the K scale folded into one factor), and O += P·V with
+// stage's BN-key tiles side by side and merge at the end. Per tile a warp computes S = Q·Kᵀ
+// with mma.sync.m16n8k16 (Q fragments in registers for 16-row warps at D ≤ 128, K by
+// ldmatrix), the online softmax in fp32 on the accumulators (max over the unscaled scores,
+// then one FMA and one ex2.approx.ftz per score with the softmax scale, log2 e and the K scale
+// folded into one positive factor), and O += P·V with
 // P converted in registers straight into A fragments (no shared round trip) and V by
 // ldmatrix.trans. Tiles wholly outside a warp's causal/window range are skipped, tiles wholly
 // inside skip the mask. Splits write fp32 (max, sum, O) partials and the last CTA of a
@@ -25,16 +28,33 @@
 
 namespace onecat {
 
+// t[0] = op over t[0..N): as a tree (N a power of two), or in order.
+template <bool TREE, int N, class Op>
+__device__ __forceinline__ void attn_tree(float (&t)[N], Op op) {
+  if constexpr (TREE) {
+#pragma unroll
+    for (int w = N / 2; w >= 1; w /= 2) {
+#pragma unroll
+      for (int n = 0; n < w; ++n) t[n] = op(t[n], t[n + w]);
+    }
+  } else {
+#pragma unroll
+    for (int n = 1; n < N; ++n) t[0] = op(t[0], t[n]);
+  }
+}
+
 template <int HEADS, int KVH, int D, int PAGE, int KV, bool SCALE_PER_HEAD, bool CAUSAL, int WINDOW, int QLEN, int BM,
-          int BN, int WN, int STAGES, int SPLIT, int SMEM_BYTES>
-__global__ void __launch_bounds__(BM / 16 * WN * 32)
+          int BN, int WN, int MT, int STAGES, int SPLIT, int SMEM_BYTES>
+__global__ void __launch_bounds__(BM / (16 * MT) * WN * 32)
     attention_sm80_kernel(half_t* __restrict__ out, const half_t* __restrict__ q, const void* __restrict__ k_cache,
                           const void* __restrict__ v_cache, const float* __restrict__ k_scale,
                           const float* __restrict__ v_scale, const int* __restrict__ block_table, int max_pages,
                           const int* __restrict__ seq_lens, const int* __restrict__ cu_q, float sm_scale,
                           float* __restrict__ partial, int* __restrict__ counters) {
   constexpr int G = HEADS / KVH;
-  constexpr int WM = BM / 16;
+  static_assert(MT == 1 || MT == 2, "a warp keeps 16 or 32 rows");
+  constexpr int kWarpRows = 16 * MT;  // MT m-tiles of 16 rows share every K/V fragment
+  constexpr int WM = BM / kWarpRows;
   constexpr int kThreads = WM * WN * 32;
   using Fmt = KvFormat<KV>;
   constexpr bool kF16 = KV == kKvF16;
@@ -55,10 +75,12 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
   constexpr int kMainBytes = kQBytes + kPipeBytes;
   constexpr int kEndBytes = kMergeBytes + kStatBytes + 16;
   static_assert((kMainBytes > kEndBytes ? kMainBytes : kEndBytes) == SMEM_BYTES, "codegen's shared size");
-  constexpr bool kQInRegs = D <= 128;  // D=256 keeps Q in shared memory: 64 more registers would spill
+  // D=256 keeps Q in shared memory (64 more registers would spill), and so do 32-row warps
+  // (their 128 output accumulators at D=128 leave no room for Q).
+  constexpr bool kQInRegs = D <= 128 && MT == 1;
   constexpr int kKSteps = D / 16;
   // Q from shared memory (D = 256): fully unrolled, ptxas hoists every K fragment and spills.
-  constexpr int kKUnroll = kQInRegs ? kKSteps : 2;
+  constexpr int kKUnroll = kQInRegs ? kKSteps : MT == 2 ? 1 : 2;
   constexpr int kNTiles = BN / 8;
   constexpr int kDTiles = D / 8;
   constexpr float kLog2e = 1.4426950408889634f;
@@ -88,11 +110,22 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
 
   float ks_factor, vs_factor;
   attn_kv_factors<KV, SCALE_PER_HEAD>(k_scale, v_scale, kvh, ks_factor, vs_factor);
-  const float qk_scale = sm_scale * ks_factor * kLog2e;
+  float qk_scale = sm_scale * ks_factor * kLog2e;
+  // The softmax takes its max over unscaled scores, so it needs qk_scale > 0: a negative scale
+  // negates Q instead (exact in fp16) and zero becomes one too small to matter (all p = 1).
+  const bool negate_q = qk_scale <= 0.f;
+  if (negate_q) qk_scale = qk_scale < 0.f ? -qk_scale : 1e-30f;
 
   // Q tile (rows past the sequence's queries are zero), swizzled like K and V.
-  attn_load_q<HEADS, G, D, BM, kThreads>(
-      q, cta, kvh, tid, [&](int r, int part) { return reinterpret_cast<Chunk<16>*>(q_s + attn_swizzle<D>(r, part)); });
+  auto q_chunk = [&](int r, int part) { return reinterpret_cast<Chunk<16>*>(q_s + attn_swizzle<D>(r, part)); };
+  attn_load_q<HEADS, G, D, BM, kThreads>(q, cta, kvh, tid, q_chunk);
+  if (negate_q) {  // the chunks this thread just wrote (attn_load_q's order)
+    for (int i = tid; i < BM * (D / 8); i += kThreads) {
+      unsigned* w = reinterpret_cast<unsigned*>(q_chunk(i / (D / 8), i % (D / 8)));
+#pragma unroll
+      for (int e = 0; e < 4; ++e) w[e] ^= 0x80008000u;
+    }
+  }
 
   // Stage `it` (tiles tile_begin + it·WN ..) → buffer it % STAGES; one page-table read per chunk.
   const int* table = block_table + (long long)b * max_pages;
@@ -144,19 +177,23 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
     }
   };
 
-  // This thread's two rows (gid, gid + 8 of the warp) and the keys each sees: [lo_r, hi_r).
-  int hi_r[2], lo_r[2];
+  // This thread's rows (gid, gid + 8 of each of the warp's m-tiles) and the keys each sees: [lo_r, hi_r).
+  int hi_r[MT][2], lo_r[MT][2];
+  int w_hi_min = 0x7fffffff, w_hi_max = -0x7fffffff, w_lo_min = 0x7fffffff, w_lo_max = -0x7fffffff;
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int t = (row0 + wm * 16 + gid + 8 * r) / G;
-    const int pos = pos0 + t;
-    hi_r[r] = t < q_len ? (CAUSAL ? pos + 1 : seq_len) : 0;
-    lo_r[r] = WINDOW > 0 ? pos - WINDOW + 1 : 0;
+  for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int t = (row0 + wm * kWarpRows + 16 * mt + gid + 8 * r) / G;
+      const int pos = pos0 + t;
+      hi_r[mt][r] = t < q_len ? (CAUSAL ? pos + 1 : seq_len) : 0;
+      lo_r[mt][r] = WINDOW > 0 ? pos - WINDOW + 1 : 0;
+      w_hi_min = min(w_hi_min, hi_r[mt][r]), w_hi_max = max(w_hi_max, hi_r[mt][r]);
+      w_lo_min = min(w_lo_min, lo_r[mt][r]), w_lo_max = max(w_lo_max, lo_r[mt][r]);
+    }
   }
   // Warp-wide bounds: a tile past every row's range is skipped, one inside every row's range
   // needs no mask.
-  int w_hi_min = min(hi_r[0], hi_r[1]), w_hi_max = max(hi_r[0], hi_r[1]);
-  int w_lo_min = min(lo_r[0], lo_r[1]), w_lo_max = max(lo_r[0], lo_r[1]);
 #pragma unroll
   for (int o = 16; o >= 1; o /= 2) {
     w_hi_min = min(w_hi_min, __shfl_xor_sync(0xffffffffu, w_hi_min, o));
@@ -165,17 +202,22 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
     w_lo_max = max(w_lo_max, __shfl_xor_sync(0xffffffffu, w_lo_max, o));
   }
 
-  float o_acc[kDTiles][4];
+  float o_acc[MT][kDTiles][4];
+  float m_run[MT][2], l_run[MT][2];  // l: this thread's columns only
 #pragma unroll
-  for (int n = 0; n < kDTiles; ++n) {
+  for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) o_acc[n][e] = 0.f;
+    for (int n = 0; n < kDTiles; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o_acc[mt][n][e] = 0.f;
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) m_run[mt][r] = kNegInf, l_run[mt][r] = 0.f;
   }
-  float m_run[2] = {kNegInf, kNegInf}, l_run[2] = {0.f, 0.f};  // l: this thread's columns only
 
   __syncthreads();  // Q is in shared memory
-  // ldmatrix lane roles. A (Q): matrix i = lane / 8 holds rows (i % 2)·8.., k chunk i / 2.
-  const int a_row = wm * 16 + (lane / 8 % 2) * 8 + lane % 8, a_chunk = lane / 16;
+  // ldmatrix lane roles. A (Q, m-tile 0): matrix i = lane / 8 holds rows (i % 2)·8.., k chunk i / 2.
+  const int a_row = wm * kWarpRows + (lane / 8 % 2) * 8 + lane % 8, a_chunk = lane / 16;
   // B of Q·Kᵀ (K rows): matrix i holds keys (i / 2)·8.., d chunk i % 2.
   const int bk_key = (lane / 16) * 8 + lane % 8, bk_chunk = lane / 8 % 2;
   // B of P·V (V rows, transposed): matrix i holds keys (i % 2)·8.., d chunk i / 2.
@@ -209,7 +251,24 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
     if (s < iters) issue_stage(s);
     sm80::cp_async_commit();
   }
-  const bool warp_has_rows = (row0 + wm * 16) / G < q_len;  // else all 16 rows are padding
+  const bool warp_has_rows = (row0 + wm * kWarpRows) / G < q_len;  // else all the warp's rows are padding
+  // O += P·V (fp16 V by ldmatrix.trans): the score accumulators of key tiles 2j, 2j+1 packed
+  // to fp16 are the A fragment of k-step j.
+  auto pv = [&](const unsigned (&pk)[BN / 16][MT][4], unsigned v_base, int key_row0) {
+#pragma unroll
+    for (int j = 0; j < BN / 16; ++j) {
+#pragma unroll
+      for (int dp = 0; dp < D / 16; ++dp) {
+        unsigned bv[4];
+        sm80::ldmatrix_x4_trans(bv, v_base + attn_swizzle<D>(key_row0 + 16 * j + bv_key, 2 * dp + bv_chunk));
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          sm80::mma_16816(o_acc[mt][2 * dp], pk[j][mt], bv[0], bv[1]);
+          sm80::mma_16816(o_acc[mt][2 * dp + 1], pk[j][mt], bv[2], bv[3]);
+        }
+      }
+    }
+  };
   for (int it = 0; it < iters; ++it) {
     sm80::cp_async_wait<STAGES - 2>();
     __syncthreads();  // stage `it` landed for every thread; every warp is done with it - 1
@@ -231,11 +290,14 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
     if (!warp_has_rows || tile >= tile_end || key0 >= w_hi_max || key0 + BN <= w_lo_min) continue;
     const int key_row0 = wn * BN;  // the warp's keys in the stage
 
-    float s[kNTiles][4];
+    float s[MT][kNTiles][4];
 #pragma unroll
-    for (int n = 0; n < kNTiles; ++n) {
+    for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) s[n][e] = 0.f;
+      for (int n = 0; n < kNTiles; ++n) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[mt][n][e] = 0.f;
+      }
     }
     if constexpr (kDirect) {
       const unsigned char* ks = k_pipe + (it % STAGES) * kStageBytes;
@@ -254,77 +316,104 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
             const unsigned w = i == 0 ? raw[n].x : i == 1 ? raw[n].y : i == 2 ? raw[n].z : raw[n].w;
             unsigned b0, b1;
             attn_fp8x4_to_half2x2<KV>(w, b0, b1);
-            sm80::mma_16816(s[n], a, b0, b1);
+            sm80::mma_16816(s[0][n], a, b0, b1);
           }
         }
       }
     } else {
 #pragma unroll kKUnroll
     for (int kk = 0; kk < kKSteps; ++kk) {
-      unsigned a[4];
-      if constexpr (kQInRegs) {
+      unsigned a[MT][4];
 #pragma unroll
-        for (int e = 0; e < 4; ++e) a[e] = q_frag[kk][e];
-      } else {
-        sm80::ldmatrix_x4(a, q_base + attn_swizzle<D>(a_row, 2 * kk + a_chunk));
+      for (int mt = 0; mt < MT; ++mt) {
+        if constexpr (kQInRegs) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) a[mt][e] = q_frag[kk][e];
+        } else {
+          sm80::ldmatrix_x4(a[mt], q_base + attn_swizzle<D>(a_row + 16 * mt, 2 * kk + a_chunk));
+        }
       }
 #pragma unroll
       for (int np = 0; np < BN / 16; ++np) {
         unsigned bk[4];
         sm80::ldmatrix_x4(bk, k_base + attn_swizzle<D>(key_row0 + 16 * np + bk_key, 2 * kk + bk_chunk));
-        sm80::mma_16816(s[2 * np], a, bk[0], bk[1]);
-        sm80::mma_16816(s[2 * np + 1], a, bk[2], bk[3]);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          sm80::mma_16816(s[mt][2 * np], a[mt], bk[0], bk[1]);
+          sm80::mma_16816(s[mt][2 * np + 1], a[mt], bk[2], bk[3]);
+        }
       }
     }
     }
 
     // Online softmax in the log2 domain; element e of a tile is row e / 2, key 2·tig + e % 2.
+    // The max is taken over the unscaled scores (qk_scale > 0: a negative or zero factor was
+    // folded into Q above) and each p = 2^(s·qk_scale − max) is one FMA and one EX2.
     const bool need_mask = key0 + BN > w_hi_min || (WINDOW > 0 && key0 < w_lo_max);
+    float alpha[MT][2];
 #pragma unroll
-    for (int n = 0; n < kNTiles; ++n) {
+    for (int mt = 0; mt < MT; ++mt) {
+      if (need_mask) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int j = key0 + n * 8 + 2 * tig + e % 2;
-        const float v = s[n][e] * qk_scale;
-        s[n][e] = !need_mask || (j < hi_r[e / 2] && j >= lo_r[e / 2]) ? v : kNegInf;
+        for (int n = 0; n < kNTiles; ++n) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int j = key0 + n * 8 + 2 * tig + e % 2;
+            if (!(j < hi_r[mt][e / 2] && j >= lo_r[mt][e / 2])) s[mt][n][e] = kNegInf;
+          }
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        // Max and sum as trees for 16-row warps (a chain of dependent fmaxf / adds stalls the
+        // warp on each); 32-row warps interleave four rows' chains and keep the registers.
+        float t[kNTiles];
+#pragma unroll
+        for (int n = 0; n < kNTiles; ++n) t[n] = fmaxf(s[mt][n][2 * r], s[mt][n][2 * r + 1]);
+        attn_tree<MT == 1, kNTiles>(t, [](float a, float b) { return fmaxf(a, b); });
+        float mx = t[0];
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float m_new = fmaxf(m_run[mt][r], mx * qk_scale);
+        const float base = m_new == kNegInf ? 0.f : m_new;  // a row with nothing seen yet stays at 0
+        alpha[mt][r] = m_run[mt][r] == kNegInf ? 0.f : attn_exp2(m_run[mt][r] - base);
+        m_run[mt][r] = m_new;
+#pragma unroll
+        for (int n = 0; n < kNTiles; ++n) {
+          s[mt][n][2 * r] = attn_exp2(fmaf(s[mt][n][2 * r], qk_scale, -base));
+          s[mt][n][2 * r + 1] = attn_exp2(fmaf(s[mt][n][2 * r + 1], qk_scale, -base));
+          t[n] = s[mt][n][2 * r] + s[mt][n][2 * r + 1];
+        }
+        attn_tree<MT == 1, kNTiles>(t, [](float a, float b) { return a + b; });
+        l_run[mt][r] = l_run[mt][r] * alpha[mt][r] + t[0];
       }
     }
-    float alpha[2];
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float mx = kNegInf;
+    for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-      for (int n = 0; n < kNTiles; ++n) mx = fmaxf(mx, fmaxf(s[n][2 * r], s[n][2 * r + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float m_new = fmaxf(m_run[r], mx);
-      const float base = m_new == kNegInf ? 0.f : m_new;  // a row with nothing seen yet stays at 0
-      alpha[r] = m_run[r] == kNegInf ? 0.f : exp2f(m_run[r] - base);
-      m_run[r] = m_new;
-      float sum = 0.f;
-#pragma unroll
-      for (int n = 0; n < kNTiles; ++n) {
-        s[n][2 * r] = exp2f(s[n][2 * r] - base);
-        s[n][2 * r + 1] = exp2f(s[n][2 * r + 1] - base);
-        sum += s[n][2 * r] + s[n][2 * r + 1];
+      for (int n = 0; n < kDTiles; ++n) {
+        o_acc[mt][n][0] *= alpha[mt][0];
+        o_acc[mt][n][1] *= alpha[mt][0];
+        o_acc[mt][n][2] *= alpha[mt][1];
+        o_acc[mt][n][3] *= alpha[mt][1];
       }
-      l_run[r] = l_run[r] * alpha[r] + sum;
-    }
-#pragma unroll
-    for (int n = 0; n < kDTiles; ++n) {
-      o_acc[n][0] *= alpha[0];
-      o_acc[n][1] *= alpha[0];
-      o_acc[n][2] *= alpha[1];
-      o_acc[n][3] *= alpha[1];
     }
 
-    // O += P·V: the score accumulators of key tiles 2j, 2j+1 are the A fragment of k-step j.
+    unsigned pk[BN / 16][MT][4];
 #pragma unroll
     for (int j = 0; j < BN / 16; ++j) {
-      const unsigned p[4] = {attn_pack_half2(s[2 * j][0], s[2 * j][1]), attn_pack_half2(s[2 * j][2], s[2 * j][3]),
-                             attn_pack_half2(s[2 * j + 1][0], s[2 * j + 1][1]),
-                             attn_pack_half2(s[2 * j + 1][2], s[2 * j + 1][3])};
-      if constexpr (kDirect) {
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        pk[j][mt][0] = attn_pack_half2(s[mt][2 * j][0], s[mt][2 * j][1]);
+        pk[j][mt][1] = attn_pack_half2(s[mt][2 * j][2], s[mt][2 * j][3]);
+        pk[j][mt][2] = attn_pack_half2(s[mt][2 * j + 1][0], s[mt][2 * j + 1][1]);
+        pk[j][mt][3] = attn_pack_half2(s[mt][2 * j + 1][2], s[mt][2 * j + 1][3]);
+      }
+    }
+    if constexpr (kDirect) {  // MT = 1 (one 16-row warp)
+#pragma unroll
+      for (int j = 0; j < BN / 16; ++j) {
+        const unsigned (&p)[MT][4] = pk[j];
         // Output column n of d-tile dt is d = n·D/8 + dt: a thread (n = gid) needs D/8
         // contiguous bytes of each of its four key rows 2·tig, +1, +8, +9, and byte dt of two
         // rows makes one fp16x2 of the B fragment. Read 16 bytes of the rows at a time (D = 64: 8).
@@ -347,21 +436,15 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
 #pragma unroll
           for (int wi = 0; wi < kPart; ++wi) {
             const int dt = 4 * (c * kPart + wi);  // d-tiles dt..dt+3: bytes dt..dt+3 of the D/8 read
-            sm80::mma_16816(o_acc[dt + 0], p, attn_fp8_pair_to_half2<KV, 0>(v[0][wi], v[1][wi]), attn_fp8_pair_to_half2<KV, 0>(v[2][wi], v[3][wi]));
-            sm80::mma_16816(o_acc[dt + 1], p, attn_fp8_pair_to_half2<KV, 1>(v[0][wi], v[1][wi]), attn_fp8_pair_to_half2<KV, 1>(v[2][wi], v[3][wi]));
-            sm80::mma_16816(o_acc[dt + 2], p, attn_fp8_pair_to_half2<KV, 2>(v[0][wi], v[1][wi]), attn_fp8_pair_to_half2<KV, 2>(v[2][wi], v[3][wi]));
-            sm80::mma_16816(o_acc[dt + 3], p, attn_fp8_pair_to_half2<KV, 3>(v[0][wi], v[1][wi]), attn_fp8_pair_to_half2<KV, 3>(v[2][wi], v[3][wi]));
+            sm80::mma_16816(o_acc[0][dt + 0], p[0], attn_fp8_pair_to_half2<KV, 0>(v[0][wi], v[1][wi]), attn_fp8_pair_to_half2<KV, 0>(v[2][wi], v[3][wi]));
+            sm80::mma_16816(o_acc[0][dt + 1], p[0], attn_fp8_pair_to_half2<KV, 1>(v[0][wi], v[1][wi]), attn_fp8_pair_to_half2<KV, 1>(v[2][wi], v[3][wi]));
+            sm80::mma_16816(o_acc[0][dt + 2], p[0], attn_fp8_pair_to_half2<KV, 2>(v[0][wi], v[1][wi]), attn_fp8_pair_to_half2<KV, 2>(v[2][wi], v[3][wi]));
+            sm80::mma_16816(o_acc[0][dt + 3], p[0], attn_fp8_pair_to_half2<KV, 3>(v[0][wi], v[1][wi]), attn_fp8_pair_to_half2<KV, 3>(v[2][wi], v[3][wi]));
           }
         }
-        continue;
       }
-#pragma unroll
-      for (int dp = 0; dp < D / 16; ++dp) {
-        unsigned bv[4];
-        sm80::ldmatrix_x4_trans(bv, v_base + attn_swizzle<D>(key_row0 + 16 * j + bv_key, 2 * dp + bv_chunk));
-        sm80::mma_16816(o_acc[2 * dp], p, bv[0], bv[1]);
-        sm80::mma_16816(o_acc[2 * dp + 1], p, bv[2], bv[3]);
-      }
+    } else {
+      pv(pk, v_base, key_row0);
     }
   }
   sm80::cp_async_wait<0>();
@@ -369,48 +452,65 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
 
   // Row sums over the quad, then the warp columns meet: common max, rescale, sum.
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    l_run[r] += __shfl_xor_sync(0xffffffffu, l_run[r], 1);
-    l_run[r] += __shfl_xor_sync(0xffffffffu, l_run[r], 2);
-  }
-  const int lrow[2] = {wm * 16 + gid, wm * 16 + gid + 8};  // rows within the CTA
-  if (tig == 0) {
+  for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      stat[(wn * BM + lrow[r]) * 2] = m_run[r];
-      stat[(wn * BM + lrow[r]) * 2 + 1] = l_run[r];
+      l_run[mt][r] += __shfl_xor_sync(0xffffffffu, l_run[mt][r], 1);
+      l_run[mt][r] += __shfl_xor_sync(0xffffffffu, l_run[mt][r], 2);
+    }
+  }
+  int lrow[MT][2];  // rows within the CTA
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    lrow[mt][0] = wm * kWarpRows + 16 * mt + gid;
+    lrow[mt][1] = lrow[mt][0] + 8;
+  }
+  if (tig == 0) {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        stat[(wn * BM + lrow[mt][r]) * 2] = m_run[mt][r];
+        stat[(wn * BM + lrow[mt][r]) * 2 + 1] = l_run[mt][r];
+      }
     }
   }
   __syncthreads();
-  float row_max[2], row_sum[2];
+  float row_max[MT][2], row_sum[MT][2];
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    row_max[r] = kNegInf;
-    row_sum[r] = 0.f;
+  for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-    for (int w = 0; w < WN; ++w) row_max[r] = fmaxf(row_max[r], stat[(w * BM + lrow[r]) * 2]);
+    for (int r = 0; r < 2; ++r) {
+      row_max[mt][r] = kNegInf;
+      row_sum[mt][r] = 0.f;
 #pragma unroll
-    for (int w = 0; w < WN; ++w) {
-      const float mw = stat[(w * BM + lrow[r]) * 2];
-      row_sum[r] += mw == kNegInf ? 0.f : stat[(w * BM + lrow[r]) * 2 + 1] * exp2f(mw - row_max[r]);
+      for (int w = 0; w < WN; ++w) row_max[mt][r] = fmaxf(row_max[mt][r], stat[(w * BM + lrow[mt][r]) * 2]);
+#pragma unroll
+      for (int w = 0; w < WN; ++w) {
+        const float mw = stat[(w * BM + lrow[mt][r]) * 2];
+        row_sum[mt][r] += mw == kNegInf ? 0.f : stat[(w * BM + lrow[mt][r]) * 2 + 1] * exp2f(mw - row_max[mt][r]);
+      }
     }
   }
   if constexpr (WN > 1) {
-    float f[2];
 #pragma unroll
-    for (int r = 0; r < 2; ++r) f[r] = m_run[r] == kNegInf ? 0.f : exp2f(m_run[r] - row_max[r]);
+    for (int mt = 0; mt < MT; ++mt) {
+      float f[2];
 #pragma unroll
-    for (int n = 0; n < kDTiles; ++n) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) o_acc[n][e] *= f[e / 2];
-    }
-    if (wn > 0) {
+      for (int r = 0; r < 2; ++r) f[r] = m_run[mt][r] == kNegInf ? 0.f : exp2f(m_run[mt][r] - row_max[mt][r]);
 #pragma unroll
       for (int n = 0; n < kDTiles; ++n) {
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          *reinterpret_cast<float2*>(merge + ((wn - 1) * BM + lrow[r]) * D + n * 8 + 2 * tig) =
-              make_float2(o_acc[n][2 * r], o_acc[n][2 * r + 1]);
+        for (int e = 0; e < 4; ++e) o_acc[mt][n][e] *= f[e / 2];
+      }
+      if (wn > 0) {
+#pragma unroll
+        for (int n = 0; n < kDTiles; ++n) {
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            *reinterpret_cast<float2*>(merge + ((wn - 1) * BM + lrow[mt][r]) * D + n * 8 + 2 * tig) =
+                make_float2(o_acc[mt][n][2 * r], o_acc[mt][n][2 * r + 1]);
+          }
         }
       }
     }
@@ -419,42 +519,43 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
 #pragma unroll 1
       for (int w = 1; w < WN; ++w) {
 #pragma unroll
-        for (int n = 0; n < kDTiles; ++n) {
+        for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-          for (int r = 0; r < 2; ++r) {
-            const float2 v = *reinterpret_cast<const float2*>(merge + ((w - 1) * BM + lrow[r]) * D + n * 8 + 2 * tig);
-            o_acc[n][2 * r] += v.x;
-            o_acc[n][2 * r + 1] += v.y;
+          for (int n = 0; n < kDTiles; ++n) {
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+              const float2 v = *reinterpret_cast<const float2*>(merge + ((w - 1) * BM + lrow[mt][r]) * D + n * 8 + 2 * tig);
+              o_acc[mt][n][2 * r] += v.x;
+              o_acc[mt][n][2 * r + 1] += v.y;
+            }
           }
         }
       }
     }
   }
 
-  int t_r[2], h_r[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    t_r[r] = (row0 + lrow[r]) / G;
-    h_r[r] = (row0 + lrow[r]) % G;
-  }
   if constexpr (SPLIT == 1) {
     if (wn != 0) return;
     // out = O / l · v-scale, two halves per store (a quad writes 16 contiguous bytes of a row).
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      if (t_r[r] >= q_len) continue;
-      const float inv = row_sum[r] > 0.f ? vs_factor / row_sum[r] : 0.f;
-      half_t* dst = out + ((long long)(tok0 + t_r[r]) * HEADS + kvh * G + h_r[r]) * D;
+    for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-      for (int n = 0; n < kDTiles; ++n) {
-        if constexpr (kDirect) {  // columns 2·tig, +1 of d-tile n are d = (2·tig + e)·D/8 + n
-          dst[2 * tig * (D / 8) + n] = float_to_half(o_acc[n][2 * r] * inv);
-          dst[(2 * tig + 1) * (D / 8) + n] = float_to_half(o_acc[n][2 * r + 1] * inv);
-        } else {
-          Chunk<4> v;
-          v.h[0] = float_to_half(o_acc[n][2 * r] * inv).bits;
-          v.h[1] = float_to_half(o_acc[n][2 * r + 1] * inv).bits;
-          gmem_store<4>(dst + 2 * tig + n * 8, v);
+      for (int r = 0; r < 2; ++r) {
+        const int t = (row0 + lrow[mt][r]) / G, h = (row0 + lrow[mt][r]) % G;
+        if (t >= q_len) continue;
+        const float inv = row_sum[mt][r] > 0.f ? vs_factor / row_sum[mt][r] : 0.f;
+        half_t* dst = out + ((long long)(tok0 + t) * HEADS + kvh * G + h) * D;
+#pragma unroll
+        for (int n = 0; n < kDTiles; ++n) {
+          if constexpr (kDirect) {  // columns 2·tig, +1 of d-tile n are d = (2·tig + e)·D/8 + n
+            dst[2 * tig * (D / 8) + n] = float_to_half(o_acc[mt][n][2 * r] * inv);
+            dst[(2 * tig + 1) * (D / 8) + n] = float_to_half(o_acc[mt][n][2 * r + 1] * inv);
+          } else {
+            Chunk<4> v;
+            v.h[0] = float_to_half(o_acc[mt][n][2 * r] * inv).bits;
+            v.h[1] = float_to_half(o_acc[mt][n][2 * r + 1] * inv).bits;
+            gmem_store<4>(dst + 2 * tig + n * 8, v);
+          }
         }
       }
     }
@@ -465,19 +566,24 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
     const long long slot = attn_split_slot<KVH, G, D, BM, QLEN, SPLIT>(partial, cta, kvh, part_o, part_ml);
     if (wn == 0) {
 #pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        if (t_r[r] >= q_len) continue;
-        float* dst = part_o + (split * BM + lrow[r]) * D;
+      for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-        for (int n = 0; n < kDTiles; ++n) {
-          if constexpr (kDirect) {
-            __stcg(dst + 2 * tig * (D / 8) + n, o_acc[n][2 * r]);
-            __stcg(dst + (2 * tig + 1) * (D / 8) + n, o_acc[n][2 * r + 1]);
-          } else {
-            __stcg(reinterpret_cast<float2*>(dst + 2 * tig + n * 8), make_float2(o_acc[n][2 * r], o_acc[n][2 * r + 1]));
+        for (int r = 0; r < 2; ++r) {
+          if ((row0 + lrow[mt][r]) / G >= q_len) continue;
+          float* dst = part_o + (split * BM + lrow[mt][r]) * D;
+#pragma unroll
+          for (int n = 0; n < kDTiles; ++n) {
+            if constexpr (kDirect) {
+              __stcg(dst + 2 * tig * (D / 8) + n, o_acc[mt][n][2 * r]);
+              __stcg(dst + (2 * tig + 1) * (D / 8) + n, o_acc[mt][n][2 * r + 1]);
+            } else {
+              __stcg(reinterpret_cast<float2*>(dst + 2 * tig + n * 8), make_float2(o_acc[mt][n][2 * r], o_acc[mt][n][2 * r + 1]));
+            }
+          }
+          if (tig == 0) {
+            __stcg(reinterpret_cast<float2*>(part_ml + (split * BM + lrow[mt][r]) * 2), make_float2(row_max[mt][r], row_sum[mt][r]));
           }
         }
-        if (tig == 0) __stcg(reinterpret_cast<float2*>(part_ml + (split * BM + lrow[r]) * 2), make_float2(row_max[r], row_sum[r]));
       }
     }
     attn_merge_splits<HEADS, KVH, G, D, BM, SPLIT, kThreads>(out, part_o, part_ml, counters, slot, is_last, cta, kvh,
