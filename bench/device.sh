@@ -17,6 +17,7 @@
 #                    the deadline resumes there in the next call), records to tunes.jsonl
 #   bench@SPEC@MS    onecat bench SPEC --m MS --sweep --json >> bench.jsonl
 #   attn-points@FILE build-device/attention_bench one SPEC BATCH CTX Q [CONFIG] per line of FILE
+#   gemm-points@FILE onecat bench SPEC --m M --config CONFIG per line (SPEC M CONFIG) of FILE
 #   attn-bench[@MODE] build-device/attention_bench (MODE quick, sweep or best) -> attention_bench.json
 #   sdpa[@MODE]      torch SDPA on the same attention shapes (bench/attention_sdpa.py) -> attention_sdpa.json
 #   ncu              bench/ncu_profile.sh: Nsight Compute on one launch of each listed kernel -> ncu.txt
@@ -96,6 +97,9 @@ lane() {  # lane GPU STEPS...
           [ -z "$spec" ] || [ "${spec:0:1}" = "#" ] || timeout "$(left)" build-device/attention_bench /tmp/one.json one \
             "$spec" "$batch" "$ctx" "$q" $config
         done <"${s#attn-points@}" ;;
+      gemm-points@*) while read -r spec m config; do  # FILE: lines SPEC M CONFIG
+          [ -z "$spec" ] || [ "${spec:0:1}" = "#" ] || timeout "$(left)" "$bin" bench "$spec" --m "$m" --config "$config"
+        done <"${s#gemm-points@}" ;;
       attn-bench*) timeout "$(left)" build-device/attention_bench "$out/attention_bench.json" "${s#attn-bench@}" ;;
       sdpa*) timeout "$(left)" "$py" bench/attention_sdpa.py "$out/attention_sdpa.json" "${s#sdpa@}" ;;
       ncu) OUT=$out timeout "$(left)" bash bench/ncu_profile.sh "$root/build-device" ;;
