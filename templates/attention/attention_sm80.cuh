@@ -79,7 +79,7 @@ __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32)
   // (their 128 output accumulators at D=128 leave no room for Q).
   constexpr bool kQInRegs = D <= 128 && MT == 1;
   constexpr int kKSteps = D / 16;
-  // Q from shared memory (D = 256): fully unrolled, ptxas hoists every K fragment and spills.
+  // Q from shared memory (D = 256, 32-row warps): fully unrolled, ptxas hoists every K fragment and spills.
   constexpr int kKUnroll = kQInRegs ? kKSteps : MT == 2 ? 1 : 2;
   constexpr int kNTiles = BN / 8;
   constexpr int kDTiles = D / 8;
@@ -117,15 +117,9 @@ __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32)
   if (negate_q) qk_scale = qk_scale < 0.f ? -qk_scale : 1e-30f;
 
   // Q tile (rows past the sequence's queries are zero), swizzled like K and V.
-  auto q_chunk = [&](int r, int part) { return reinterpret_cast<Chunk<16>*>(q_s + attn_swizzle<D>(r, part)); };
-  attn_load_q<HEADS, G, D, BM, kThreads>(q, cta, kvh, tid, q_chunk);
-  if (negate_q) {  // the chunks this thread just wrote (attn_load_q's order)
-    for (int i = tid; i < BM * (D / 8); i += kThreads) {
-      unsigned* w = reinterpret_cast<unsigned*>(q_chunk(i / (D / 8), i % (D / 8)));
-#pragma unroll
-      for (int e = 0; e < 4; ++e) w[e] ^= 0x80008000u;
-    }
-  }
+  attn_load_q<HEADS, G, D, BM, kThreads>(
+      q, cta, kvh, tid, [&](int r, int part) { return reinterpret_cast<Chunk<16>*>(q_s + attn_swizzle<D>(r, part)); },
+      negate_q);
 
   // Stage `it` (tiles tile_begin + it·WN ..) → buffer it % STAGES; one page-table read per chunk.
   const int* table = block_table + (long long)b * max_pages;
@@ -252,23 +246,6 @@ __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32)
     sm80::cp_async_commit();
   }
   const bool warp_has_rows = (row0 + wm * kWarpRows) / G < q_len;  // else all the warp's rows are padding
-  // O += P·V (fp16 V by ldmatrix.trans): the score accumulators of key tiles 2j, 2j+1 packed
-  // to fp16 are the A fragment of k-step j.
-  auto pv = [&](const unsigned (&pk)[BN / 16][MT][4], unsigned v_base, int key_row0) {
-#pragma unroll
-    for (int j = 0; j < BN / 16; ++j) {
-#pragma unroll
-      for (int dp = 0; dp < D / 16; ++dp) {
-        unsigned bv[4];
-        sm80::ldmatrix_x4_trans(bv, v_base + attn_swizzle<D>(key_row0 + 16 * j + bv_key, 2 * dp + bv_chunk));
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          sm80::mma_16816(o_acc[mt][2 * dp], pk[j][mt], bv[0], bv[1]);
-          sm80::mma_16816(o_acc[mt][2 * dp + 1], pk[j][mt], bv[2], bv[3]);
-        }
-      }
-    }
-  };
   for (int it = 0; it < iters; ++it) {
     sm80::cp_async_wait<STAGES - 2>();
     __syncthreads();  // stage `it` landed for every thread; every warp is done with it - 1
@@ -399,21 +376,18 @@ __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32)
       }
     }
 
-    unsigned pk[BN / 16][MT][4];
+    // O += P·V: the score accumulators of key tiles 2j, 2j+1 are the A fragment of k-step j.
 #pragma unroll
     for (int j = 0; j < BN / 16; ++j) {
+      unsigned p[MT][4];
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
-        pk[j][mt][0] = attn_pack_half2(s[mt][2 * j][0], s[mt][2 * j][1]);
-        pk[j][mt][1] = attn_pack_half2(s[mt][2 * j][2], s[mt][2 * j][3]);
-        pk[j][mt][2] = attn_pack_half2(s[mt][2 * j + 1][0], s[mt][2 * j + 1][1]);
-        pk[j][mt][3] = attn_pack_half2(s[mt][2 * j + 1][2], s[mt][2 * j + 1][3]);
+        p[mt][0] = attn_pack_half2(s[mt][2 * j][0], s[mt][2 * j][1]);
+        p[mt][1] = attn_pack_half2(s[mt][2 * j][2], s[mt][2 * j][3]);
+        p[mt][2] = attn_pack_half2(s[mt][2 * j + 1][0], s[mt][2 * j + 1][1]);
+        p[mt][3] = attn_pack_half2(s[mt][2 * j + 1][2], s[mt][2 * j + 1][3]);
       }
-    }
-    if constexpr (kDirect) {  // MT = 1 (one 16-row warp)
-#pragma unroll
-      for (int j = 0; j < BN / 16; ++j) {
-        const unsigned (&p)[MT][4] = pk[j];
+      if constexpr (kDirect) {  // MT = 1 (one 16-row warp)
         // Output column n of d-tile dt is d = n·D/8 + dt: a thread (n = gid) needs D/8
         // contiguous bytes of each of its four key rows 2·tig, +1, +8, +9, and byte dt of two
         // rows makes one fp16x2 of the B fragment. Read 16 bytes of the rows at a time (D = 64: 8).
@@ -442,9 +416,18 @@ __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32)
             sm80::mma_16816(o_acc[0][dt + 3], p[0], attn_fp8_pair_to_half2<KV, 3>(v[0][wi], v[1][wi]), attn_fp8_pair_to_half2<KV, 3>(v[2][wi], v[3][wi]));
           }
         }
+      } else {
+#pragma unroll
+        for (int dp = 0; dp < D / 16; ++dp) {
+          unsigned bv[4];
+          sm80::ldmatrix_x4_trans(bv, v_base + attn_swizzle<D>(key_row0 + 16 * j + bv_key, 2 * dp + bv_chunk));
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            sm80::mma_16816(o_acc[mt][2 * dp], p[mt], bv[0], bv[1]);
+            sm80::mma_16816(o_acc[mt][2 * dp + 1], p[mt], bv[2], bv[3]);
+          }
+        }
       }
-    } else {
-      pv(pk, v_base, key_row0);
     }
   }
   sm80::cp_async_wait<0>();

@@ -44,14 +44,20 @@ __device__ __forceinline__ bool attn_cta(const int* __restrict__ seq_lens, const
 
 // The CTA's BM×D query tile, in 16-byte parts of 8 halves: row r is token c.row0 + r / G's
 // query head kvh·G + (c.row0 + r) % G; rows past the sequence's queries are zero. Part `part`
-// of row r goes to dst(r, part), a Chunk<16>* in shared memory (the kernel's own layout).
+// of row r goes to dst(r, part), a Chunk<16>* in shared memory (the kernel's own layout);
+// with negate, as -Q (exact: the sign bits flip).
 template <int HEADS, int G, int D, int BM, int THREADS, class Dst>
-__device__ __forceinline__ void attn_load_q(const half_t* __restrict__ q, const AttnCta& c, int kvh, int tid, Dst dst) {
+__device__ __forceinline__ void attn_load_q(const half_t* __restrict__ q, const AttnCta& c, int kvh, int tid, Dst dst,
+                                            bool negate = false) {
   for (int i = tid; i < BM * (D / 8); i += THREADS) {
     const int r = i / (D / 8), part = i % (D / 8);
     const int t = (c.row0 + r) / G, h = (c.row0 + r) % G;
     Chunk<16> v{};
     if (t < c.q_len) v = gmem_load_nc<16>(q + ((long long)(c.tok0 + t) * HEADS + kvh * G + h) * D + part * 8);
+    if (negate) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) v.h[e] ^= 0x8000u;
+    }
     *dst(r, part) = v;
   }
 }
