@@ -376,17 +376,23 @@ __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32)
       }
     }
 
-    // O += P·V: the score accumulators of key tiles 2j, 2j+1 are the A fragment of k-step j.
+    // O += P·V: the score accumulators of key tiles 2j, 2j+1 are the A fragment of k-step j,
+    // all packed to fp16 before the first P·V mma (packed per k-step, ptxas capped a D=64
+    // window kernel at 128 registers and spilled 28 bytes).
+    unsigned pk[BN / 16][MT][4];
 #pragma unroll
     for (int j = 0; j < BN / 16; ++j) {
-      unsigned p[MT][4];
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
-        p[mt][0] = attn_pack_half2(s[mt][2 * j][0], s[mt][2 * j][1]);
-        p[mt][1] = attn_pack_half2(s[mt][2 * j][2], s[mt][2 * j][3]);
-        p[mt][2] = attn_pack_half2(s[mt][2 * j + 1][0], s[mt][2 * j + 1][1]);
-        p[mt][3] = attn_pack_half2(s[mt][2 * j + 1][2], s[mt][2 * j + 1][3]);
+        pk[j][mt][0] = attn_pack_half2(s[mt][2 * j][0], s[mt][2 * j][1]);
+        pk[j][mt][1] = attn_pack_half2(s[mt][2 * j][2], s[mt][2 * j][3]);
+        pk[j][mt][2] = attn_pack_half2(s[mt][2 * j + 1][0], s[mt][2 * j + 1][1]);
+        pk[j][mt][3] = attn_pack_half2(s[mt][2 * j + 1][2], s[mt][2 * j + 1][3]);
       }
+    }
+#pragma unroll
+    for (int j = 0; j < BN / 16; ++j) {
+      const unsigned (&p)[MT][4] = pk[j];
       if constexpr (kDirect) {  // MT = 1 (one 16-row warp)
         // Output column n of d-tile dt is d = n·D/8 + dt: a thread (n = gid) needs D/8
         // contiguous bytes of each of its four key rows 2·tig, +1, +8, +9, and byte dt of two
