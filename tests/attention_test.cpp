@@ -112,29 +112,6 @@ TEST(AttentionConfig, RulesDefaultsAndCandidates) {
   expect_throw<InputError>(
       [&] { attention::Config::parse(p, "atom=m16n8k16,bm=64,bn=32,wn=1,wr=32,stages=2,split=1"); }, {"wr=32 needs D <= 64"});
   expect_throw<InputError>([&] { attention::Config::parse(d, "bm=64,bn=16,wn=1,wr=32,split=1"); }, {"unknown field 'wr'"});
-  // Softmax sub-tiles: their own text (configs without keep theirs), whole 16-key steps, not
-  // with fp8's per-tile direct fragments, prefill candidates only.
-  const attention::Config sub2 = attention::Config::parse(p, "atom=m16n8k16,bm=128,bn=64,wn=1,sub=2,stages=2,split=1");
-  EXPECT_EQ(sub2.to_string(), "atom=m16n8k16,bm=128,bn=64,wn=1,sub=2,stages=2,split=1");
-  EXPECT_EQ(sub2.shared_bytes(p), m.shared_bytes(p));
-  EXPECT_EQ(attention::Config::parse(p, "atom=m16n8k16,bm=128,bn=64,wn=1,sub=1,stages=2,split=1").to_string(), m.to_string());
-  EXPECT_EQ(attention::Config::parse(p, "atom=m16n8k16,bm=64,bn=64,wn=1,sub=4,stages=2,split=1").sub, 4);
-  expect_throw<InputError>([&] { attention::Config::parse(p, "atom=m16n8k16,bm=128,bn=32,wn=1,sub=4,stages=2,split=1"); },
-                           {"whole 16-key steps"});
-  expect_throw<InputError>([&] { attention::Config::parse(p, "atom=m16n8k16,bm=128,bn=64,wn=1,sub=3,stages=2,split=1"); },
-                           {"sub must be 1, 2 or 4"});
-  const attention::Spec d8 = attention::Spec::parse("attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=e4m3");
-  expect_throw<InputError>([&] { attention::Config::parse(d8, "atom=m16n8k16,bm=16,bn=32,wn=1,sub=2,stages=2,split=4"); },
-                           {"sub>1 needs"});
-  EXPECT_EQ(attention::Config::parse(d8, "atom=m16n8k16,bm=32,bn=32,wn=1,sub=2,stages=2,split=4").sub, 2);
-  expect_throw<InputError>([&] { attention::Config::parse(d, "bm=64,bn=16,wn=1,sub=2,split=1"); }, {"unknown field 'sub'"});
-  {
-    const auto c90 = family_of(p.to_string()).candidate_configs(p.to_string(), Arch{90});
-    EXPECT_NE(std::find(c90.begin(), c90.end(), sub2.to_string()), c90.end());
-    for (const auto& c : family_of(d8.to_string()).candidate_configs(d8.to_string(), Arch{90})) {
-      EXPECT_EQ(c.find("sub="), std::string::npos) << c;
-    }
-  }
   {
     const auto c90 = family_of(p64.to_string()).candidate_configs(p64.to_string(), Arch{90});
     EXPECT_NE(std::find(c90.begin(), c90.end(), w32.to_string()), c90.end());

@@ -26,7 +26,6 @@ Config Config::parse(const Spec& spec, std::string_view text) {
     if (c.atom == Atom::kM16n8k16) {
       c.stages = static_cast<int>(r.integer("stages", 2, 8));
       c.wr = static_cast<int>(r.integer_or("wr", 16, 16, 32));
-      c.sub = static_cast<int>(r.integer_or("sub", 1, 1, 4));
     }
     c.split = static_cast<int>(r.integer("split", 1, kMaxSplit));
   }
@@ -43,7 +42,6 @@ std::string Config::to_string() const {
     std::vector<std::pair<std::string, std::string>> f = {{"atom", "m16n8k16"}, {"bm", std::to_string(bm)}, {"bn", std::to_string(bn)},
                                                           {"wn", std::to_string(wn)}};
     if (wr != 16) f.push_back({"wr", std::to_string(wr)});  // 16-row configs keep their text (and cache keys)
-    if (sub != 1) f.push_back({"sub", std::to_string(sub)});  // so do configs without sub-tiles
     f.push_back({"stages", std::to_string(stages)});
     f.push_back({"split", std::to_string(split)});
     return join_fields(f);
@@ -84,10 +82,6 @@ std::optional<std::string> Config::m16n8k16_invalid_reason(const Spec& spec) con
   if (!one_of(stages, {2, 3, 4})) return "stages must be 2, 3 or 4";
   if (!one_of(wr, {16, 32})) return "wr must be 16 or 32";
   if (bm % wr != 0) return "bm must be a multiple of wr";
-  if (!one_of(sub, {1, 2, 4})) return "sub must be 1, 2 or 4";
-  if (bn % (16 * sub) != 0) return "sub must split bn into sub-tiles of whole 16-key steps";
-  // fp8 with one row warp at D <= 128 decodes a warp's keys straight into fragments, as one tile.
-  if (sub > 1 && spec.kv != KvType::kF16 && bm == 16 && spec.dim <= 128) return "sub>1 needs an fp16 cache, bm > 16 or D = 256 (fp8 with one 16-row warp decodes a warp's keys as one tile)";
   // A 32-row warp keeps Q in shared memory and twice the accumulators: at D = 128 that spills
   // (NVRTC 12.8, sm_90), so D = 64 only.
   if (wr == 32 && spec.dim > 64) return "wr=32 needs D <= 64 (2·D/2 output accumulators per thread spill at D = 128)";

@@ -2,7 +2,6 @@
 //   prefill, decode, verify:  bm=16,bn=16,wn=4,split=4                         atom=wmma (any arch; sm_70's)
 //                             atom=m16n8k16,bm=64,bn=64,wn=1,stages=2,split=1  sm_80+ (attention_sm80.cuh)
 //                             atom=m16n8k16,bm=128,bn=64,wn=1,wr=32,...       32-row warps (D = 64)
-//                             atom=m16n8k16,bm=128,bn=64,wn=1,sub=2,...      two 32-key softmax sub-tiles
 //   kv_write:                 threads=256
 // A CTA holds bm query rows of one sequence and one KV head (a row is one (token, query head)
 // pair, so the query heads of a KV head share every K/V load: GQA packing), in bm/16 warp
@@ -37,7 +36,6 @@ struct Config {
   int bm = 16, bn = 16, wn = 4, split = 1;  // attention ops
   int stages = 2;                           // atom=m16n8k16 (wmma: 2, register double buffering)
   int wr = 16;                              // atom=m16n8k16: rows per warp, 16 or 32 (two m-tiles share each K/V fragment)
-  int sub = 1;                              // atom=m16n8k16: softmax sub-tiles per bn keys (the next one's Q·Kᵀ overlaps)
   int threads = 256;                        // kv_write
 
   static Config parse(const Spec& spec, std::string_view text);  // parses and validates

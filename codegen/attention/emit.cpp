@@ -29,7 +29,7 @@ Emitted emit(const Spec& s, const Config& c, Arch arch) {
     e.kernel_expression = "onecat::attention_sm80_kernel<" + n(s.heads) + ", " + n(s.kv_heads) + ", " + n(s.dim) +
                           ", " + n(s.page) + ", " + n(int(s.kv)) + ", " + b(per_head) + ", " + b(s.causal) + ", " +
                           n(s.window) + ", " + n(qlen) + ", " + n(c.bm) + ", " + n(c.bn) + ", " + n(c.wn) + ", " +
-                          n(c.wr / 16) + ", " + n(c.sub) + ", " + n(c.stages) + ", " + n(c.split) + ", " + n(c.shared_bytes(s)) + ">";
+                          n(c.wr / 16) + ", " + n(c.stages) + ", " + n(c.split) + ", " + n(c.shared_bytes(s)) + ">";
     header = "attention/attention_sm80.cuh";
   } else {
     const int qlen = s.op == Op::kPrefill ? 0 : s.q;

@@ -74,21 +74,17 @@ std::vector<Config> m16n8k16_candidates(const Spec& s) {
   const std::vector<int> splits = prefill ? std::vector<int>{1} : std::vector<int>{1, 4, 8, 16};
   // 32-row warps (FlashAttention-2's: every K/V fragment feeds two m-tiles) for prefill.
   const std::vector<int> wrs = prefill && s.dim <= 64 ? std::vector<int>{16, 32} : std::vector<int>{16};
-  // Softmax sub-tiles (the next one's Q·Kᵀ overlapping this one's softmax) for prefill.
-  const std::vector<int> subs = prefill ? std::vector<int>{1, 2} : std::vector<int>{1};
-  for (int sub : subs) {
-    for (int wr : wrs) {
-      for (int bm : bms) {
-        for (int bn : bns) {
-          for (int wn : wns) {
-            for (int stages : {2, 3, 4}) {
-              for (int split : splits) {
-                Config c;
-                c.op = s.op, c.atom = Atom::kM16n8k16, c.bm = bm, c.bn = bn, c.wn = wn, c.wr = wr, c.sub = sub, c.stages = stages;
-                c.split = split;
-                const bool seen = std::find(out.begin(), out.end(), c) != out.end();
-                if (!seen && !c.invalid_reason(s)) out.push_back(c);
-              }
+  for (int wr : wrs) {
+    for (int bm : bms) {
+      for (int bn : bns) {
+        for (int wn : wns) {
+          for (int stages : {2, 3, 4}) {
+            for (int split : splits) {
+              Config c;
+              c.op = s.op, c.atom = Atom::kM16n8k16, c.bm = bm, c.bn = bn, c.wn = wn, c.wr = wr, c.stages = stages;
+              c.split = split;
+              const bool seen = std::find(out.begin(), out.end(), c) != out.end();
+              if (!seen && !c.invalid_reason(s)) out.push_back(c);
             }
           }
         }

@@ -16,8 +16,7 @@
 // then one FMA and one ex2.approx.ftz per score with the softmax scale, log2 e and the K scale
 // folded into one positive factor), and O += P·V with
 // P converted in registers straight into A fragments (no shared round trip) and V by
-// ldmatrix.trans. With SUB > 1 a warp's BN keys are SUB sub-tiles, each its own softmax step,
-// and sub-tile u+1's Q·Kᵀ is issued before sub-tile u's softmax (overlap inside the warp). Tiles wholly outside a warp's causal/window range are skipped, tiles wholly
+// ldmatrix.trans. Tiles wholly outside a warp's causal/window range are skipped, tiles wholly
 // inside skip the mask. Splits write fp32 (max, sum, O) partials and the last CTA of a
 // (sequence, head, row block) merges them. Rows that see no key produce zeros, never NaN.
 #pragma once
@@ -45,7 +44,7 @@ __device__ __forceinline__ void attn_tree(float (&t)[N], Op op) {
 }
 
 template <int HEADS, int KVH, int D, int PAGE, int KV, bool SCALE_PER_HEAD, bool CAUSAL, int WINDOW, int QLEN, int BM,
-          int BN, int WN, int MT, int SUB, int STAGES, int SPLIT, int SMEM_BYTES>
+          int BN, int WN, int MT, int STAGES, int SPLIT, int SMEM_BYTES>
 __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32)
     attention_sm80_kernel(half_t* __restrict__ out, const half_t* __restrict__ q, const void* __restrict__ k_cache,
                           const void* __restrict__ v_cache, const float* __restrict__ k_scale,
@@ -84,9 +83,6 @@ __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32)
   constexpr int kKUnroll = kQInRegs ? kKSteps : MT == 2 ? 1 : 2;
   constexpr int kNTiles = BN / 8;
   constexpr int kDTiles = D / 8;
-  constexpr int kSubKeys = BN / SUB, kSubN = kSubKeys / 8;  // a sub-tile of the warp's BN keys
-  static_assert(kSubKeys % 16 == 0 && kSubKeys * SUB == BN, "sub-tiles of whole 16-key P·V steps");
-  static_assert(SUB == 1 || !kDirect, "direct fp8 fragments take the warp's keys as one tile");
   constexpr float kLog2e = 1.4426950408889634f;
   const float kNegInf = __int_as_float(0xff800000);
 
@@ -271,201 +267,173 @@ __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32)
     if (!warp_has_rows || tile >= tile_end || key0 >= w_hi_max || key0 + BN <= w_lo_min) continue;
     const int key_row0 = wn * BN;  // the warp's keys in the stage
 
-    // The warp's BN keys as SUB sub-tiles of kSubKeys, each with its own online-softmax step.
-    // Sub-tile u+1's Q·Kᵀ is issued before sub-tile u's softmax and P·V, in one basic block
-    // (tiles that need a mask and tiles that do not are separate copies of it), so ptxas can
-    // overlap the tensor-core work of one sub-tile with the FMA/EX2 work of the other: with
-    // two warps per scheduler the QK → softmax → PV chain of a tile is otherwise exposed.
-    float s[SUB][MT][kSubN][4];
-    auto qk = [&](int u) {
+    float s[MT][kNTiles][4];
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
+    for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-        for (int n = 0; n < kSubN; ++n) {
+      for (int n = 0; n < kNTiles; ++n) {
 #pragma unroll
-          for (int e = 0; e < 4; ++e) s[u][mt][n][e] = 0.f;
+        for (int e = 0; e < 4; ++e) s[mt][n][e] = 0.f;
+      }
+    }
+    if constexpr (kDirect) {
+      const unsigned char* ks = k_pipe + (it % STAGES) * kStageBytes;
+#pragma unroll
+      for (int h = 0; h < D / 64; ++h) {
+        uint4 raw[kNTiles];
+#pragma unroll
+        for (int n = 0; n < kNTiles; ++n) raw[n] = *reinterpret_cast<const uint4*>(ks + attn_fp8_k_at<D>(key_row0 + 8 * n + gid, 4 * h + tig));
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          unsigned a[4];  // kDirect: D <= 128, so Q's fragments are in registers
+#pragma unroll
+          for (int e = 0; e < 4; ++e) a[e] = q_frag[4 * h + i][e];
+#pragma unroll
+          for (int n = 0; n < kNTiles; ++n) {
+            const unsigned w = i == 0 ? raw[n].x : i == 1 ? raw[n].y : i == 2 ? raw[n].z : raw[n].w;
+            unsigned b0, b1;
+            attn_fp8x4_to_half2x2<KV>(w, b0, b1);
+            sm80::mma_16816(s[0][n], a, b0, b1);
+          }
         }
       }
-      if constexpr (kDirect) {  // SUB = 1
-        const unsigned char* ks = k_pipe + (it % STAGES) * kStageBytes;
+    } else {
+#pragma unroll kKUnroll
+    for (int kk = 0; kk < kKSteps; ++kk) {
+      unsigned a[MT][4];
 #pragma unroll
-        for (int h = 0; h < D / 64; ++h) {
-          uint4 raw[kNTiles];
+      for (int mt = 0; mt < MT; ++mt) {
+        if constexpr (kQInRegs) {
 #pragma unroll
-          for (int n = 0; n < kNTiles; ++n) raw[n] = *reinterpret_cast<const uint4*>(ks + attn_fp8_k_at<D>(key_row0 + 8 * n + gid, 4 * h + tig));
+          for (int e = 0; e < 4; ++e) a[mt][e] = q_frag[kk][e];
+        } else {
+          sm80::ldmatrix_x4(a[mt], q_base + attn_swizzle<D>(a_row + 16 * mt, 2 * kk + a_chunk));
+        }
+      }
 #pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            unsigned a[4];  // kDirect: D <= 128, so Q's fragments are in registers
+      for (int np = 0; np < BN / 16; ++np) {
+        unsigned bk[4];
+        sm80::ldmatrix_x4(bk, k_base + attn_swizzle<D>(key_row0 + 16 * np + bk_key, 2 * kk + bk_chunk));
 #pragma unroll
-            for (int e = 0; e < 4; ++e) a[e] = q_frag[4 * h + i][e];
+        for (int mt = 0; mt < MT; ++mt) {
+          sm80::mma_16816(s[mt][2 * np], a[mt], bk[0], bk[1]);
+          sm80::mma_16816(s[mt][2 * np + 1], a[mt], bk[2], bk[3]);
+        }
+      }
+    }
+    }
+
+    // Online softmax in the log2 domain; element e of a tile is row e / 2, key 2·tig + e % 2.
+    // The max is taken over the unscaled scores (qk_scale > 0: a negative or zero factor was
+    // folded into Q above) and each p = 2^(s·qk_scale − max) is one FMA and one EX2.
+    const bool need_mask = key0 + BN > w_hi_min || (WINDOW > 0 && key0 < w_lo_max);
+    float alpha[MT][2];
 #pragma unroll
-            for (int n = 0; n < kNTiles; ++n) {
-              const unsigned w = i == 0 ? raw[n].x : i == 1 ? raw[n].y : i == 2 ? raw[n].z : raw[n].w;
-              unsigned b0, b1;
-              attn_fp8x4_to_half2x2<KV>(w, b0, b1);
-              sm80::mma_16816(s[0][0][n], a, b0, b1);
+    for (int mt = 0; mt < MT; ++mt) {
+      if (need_mask) {
+#pragma unroll
+        for (int n = 0; n < kNTiles; ++n) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int j = key0 + n * 8 + 2 * tig + e % 2;
+            if (!(j < hi_r[mt][e / 2] && j >= lo_r[mt][e / 2])) s[mt][n][e] = kNegInf;
+          }
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        // Max and sum as trees for 16-row warps (a chain of dependent fmaxf / adds stalls the
+        // warp on each); 32-row warps interleave four rows' chains and keep the registers.
+        float t[kNTiles];
+#pragma unroll
+        for (int n = 0; n < kNTiles; ++n) t[n] = fmaxf(s[mt][n][2 * r], s[mt][n][2 * r + 1]);
+        attn_tree<MT == 1, kNTiles>(t, [](float a, float b) { return fmaxf(a, b); });
+        float mx = t[0];
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float m_new = fmaxf(m_run[mt][r], mx * qk_scale);
+        const float base = m_new == kNegInf ? 0.f : m_new;  // a row with nothing seen yet stays at 0
+        alpha[mt][r] = m_run[mt][r] == kNegInf ? 0.f : attn_exp2(m_run[mt][r] - base);
+        m_run[mt][r] = m_new;
+#pragma unroll
+        for (int n = 0; n < kNTiles; ++n) {
+          s[mt][n][2 * r] = attn_exp2(fmaf(s[mt][n][2 * r], qk_scale, -base));
+          s[mt][n][2 * r + 1] = attn_exp2(fmaf(s[mt][n][2 * r + 1], qk_scale, -base));
+          t[n] = s[mt][n][2 * r] + s[mt][n][2 * r + 1];
+        }
+        attn_tree<MT == 1, kNTiles>(t, [](float a, float b) { return a + b; });
+        l_run[mt][r] = l_run[mt][r] * alpha[mt][r] + t[0];
+      }
+    }
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+      for (int n = 0; n < kDTiles; ++n) {
+        o_acc[mt][n][0] *= alpha[mt][0];
+        o_acc[mt][n][1] *= alpha[mt][0];
+        o_acc[mt][n][2] *= alpha[mt][1];
+        o_acc[mt][n][3] *= alpha[mt][1];
+      }
+    }
+
+    // O += P·V: the score accumulators of key tiles 2j, 2j+1 are the A fragment of k-step j,
+    // all packed to fp16 before the first P·V mma (packed per k-step, ptxas capped a D=64
+    // window kernel at 128 registers and spilled 28 bytes).
+    unsigned pk[BN / 16][MT][4];
+#pragma unroll
+    for (int j = 0; j < BN / 16; ++j) {
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt) {
+        pk[j][mt][0] = attn_pack_half2(s[mt][2 * j][0], s[mt][2 * j][1]);
+        pk[j][mt][1] = attn_pack_half2(s[mt][2 * j][2], s[mt][2 * j][3]);
+        pk[j][mt][2] = attn_pack_half2(s[mt][2 * j + 1][0], s[mt][2 * j + 1][1]);
+        pk[j][mt][3] = attn_pack_half2(s[mt][2 * j + 1][2], s[mt][2 * j + 1][3]);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < BN / 16; ++j) {
+      const unsigned (&p)[MT][4] = pk[j];
+      if constexpr (kDirect) {  // MT = 1 (one 16-row warp)
+        // Output column n of d-tile dt is d = n·D/8 + dt: a thread (n = gid) needs D/8
+        // contiguous bytes of each of its four key rows 2·tig, +1, +8, +9, and byte dt of two
+        // rows makes one fp16x2 of the B fragment. Read 16 bytes of the rows at a time (D = 64: 8).
+        const unsigned char* vs = v_pipe + (it % STAGES) * kStageBytes;
+        constexpr int kPart = D == 64 ? 2 : 4;  // words per row and read (one read: D <= 128)
+#pragma unroll
+        for (int c = 0; c < D / 32 / kPart; ++c) {
+          unsigned v[4][kPart];
+#pragma unroll
+          for (int rr = 0; rr < 4; ++rr) {
+            const int key = key_row0 + 16 * j + 2 * tig + (rr % 2) + 8 * (rr / 2);
+            if constexpr (D == 64) {
+              const uint2 x = *reinterpret_cast<const uint2*>(vs + key * D + 8 * gid);
+              v[rr][0] = x.x, v[rr][1] = x.y;
+            } else {
+              const uint4 x = *reinterpret_cast<const uint4*>(vs + attn_fp8_v_at<D>(key, gid * (D / 128) + c));
+              v[rr][0] = x.x, v[rr][1] = x.y, v[rr][2] = x.z, v[rr][3] = x.w;
             }
+          }
+#pragma unroll
+          for (int wi = 0; wi < kPart; ++wi) {
+            const int dt = 4 * (c * kPart + wi);  // d-tiles dt..dt+3: bytes dt..dt+3 of the D/8 read
+            sm80::mma_16816(o_acc[0][dt + 0], p[0], attn_fp8_pair_to_half2<KV, 0>(v[0][wi], v[1][wi]), attn_fp8_pair_to_half2<KV, 0>(v[2][wi], v[3][wi]));
+            sm80::mma_16816(o_acc[0][dt + 1], p[0], attn_fp8_pair_to_half2<KV, 1>(v[0][wi], v[1][wi]), attn_fp8_pair_to_half2<KV, 1>(v[2][wi], v[3][wi]));
+            sm80::mma_16816(o_acc[0][dt + 2], p[0], attn_fp8_pair_to_half2<KV, 2>(v[0][wi], v[1][wi]), attn_fp8_pair_to_half2<KV, 2>(v[2][wi], v[3][wi]));
+            sm80::mma_16816(o_acc[0][dt + 3], p[0], attn_fp8_pair_to_half2<KV, 3>(v[0][wi], v[1][wi]), attn_fp8_pair_to_half2<KV, 3>(v[2][wi], v[3][wi]));
           }
         }
       } else {
-#pragma unroll kKUnroll
-        for (int kk = 0; kk < kKSteps; ++kk) {
-          unsigned a[MT][4];
+#pragma unroll
+        for (int dp = 0; dp < D / 16; ++dp) {
+          unsigned bv[4];
+          sm80::ldmatrix_x4_trans(bv, v_base + attn_swizzle<D>(key_row0 + 16 * j + bv_key, 2 * dp + bv_chunk));
 #pragma unroll
           for (int mt = 0; mt < MT; ++mt) {
-            if constexpr (kQInRegs) {
-#pragma unroll
-              for (int e = 0; e < 4; ++e) a[mt][e] = q_frag[kk][e];
-            } else {
-              sm80::ldmatrix_x4(a[mt], q_base + attn_swizzle<D>(a_row + 16 * mt, 2 * kk + a_chunk));
-            }
-          }
-#pragma unroll
-          for (int np = 0; np < kSubKeys / 16; ++np) {
-            unsigned bk[4];
-            sm80::ldmatrix_x4(bk, k_base + attn_swizzle<D>(key_row0 + u * kSubKeys + 16 * np + bk_key, 2 * kk + bk_chunk));
-#pragma unroll
-            for (int mt = 0; mt < MT; ++mt) {
-              sm80::mma_16816(s[u][mt][2 * np], a[mt], bk[0], bk[1]);
-              sm80::mma_16816(s[u][mt][2 * np + 1], a[mt], bk[2], bk[3]);
-            }
+            sm80::mma_16816(o_acc[mt][2 * dp], p[mt], bv[0], bv[1]);
+            sm80::mma_16816(o_acc[mt][2 * dp + 1], p[mt], bv[2], bv[3]);
           }
         }
       }
-    };
-
-    // Online softmax of sub-tile u in the log2 domain, then O += P·V; element e of an n-tile is
-    // row e / 2, key 2·tig + e % 2. The max is taken over the unscaled scores (qk_scale > 0: a
-    // negative or zero factor was folded into Q above) and each p = 2^(s·qk_scale − max) is one
-    // FMA and one EX2.
-    auto softmax_pv = [&](int u, bool mask) {
-      const int key0u = key0 + u * kSubKeys;
-      float alpha[MT][2];
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-        if (mask) {
-#pragma unroll
-          for (int n = 0; n < kSubN; ++n) {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const int j = key0u + n * 8 + 2 * tig + e % 2;
-              if (!(j < hi_r[mt][e / 2] && j >= lo_r[mt][e / 2])) s[u][mt][n][e] = kNegInf;
-            }
-          }
-        }
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          // Max and sum as trees for 16-row warps (a chain of dependent fmaxf / adds stalls the
-          // warp on each); 32-row warps interleave four rows' chains and keep the registers.
-          float t[kSubN];
-#pragma unroll
-          for (int n = 0; n < kSubN; ++n) t[n] = fmaxf(s[u][mt][n][2 * r], s[u][mt][n][2 * r + 1]);
-          attn_tree<MT == 1, kSubN>(t, [](float a, float b) { return fmaxf(a, b); });
-          float mx = t[0];
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-          const float m_new = fmaxf(m_run[mt][r], mx * qk_scale);
-          const float base = m_new == kNegInf ? 0.f : m_new;  // a row with nothing seen yet stays at 0
-          alpha[mt][r] = m_run[mt][r] == kNegInf ? 0.f : attn_exp2(m_run[mt][r] - base);
-          m_run[mt][r] = m_new;
-#pragma unroll
-          for (int n = 0; n < kSubN; ++n) {
-            s[u][mt][n][2 * r] = attn_exp2(fmaf(s[u][mt][n][2 * r], qk_scale, -base));
-            s[u][mt][n][2 * r + 1] = attn_exp2(fmaf(s[u][mt][n][2 * r + 1], qk_scale, -base));
-            t[n] = s[u][mt][n][2 * r] + s[u][mt][n][2 * r + 1];
-          }
-          attn_tree<MT == 1, kSubN>(t, [](float a, float b) { return a + b; });
-          l_run[mt][r] = l_run[mt][r] * alpha[mt][r] + t[0];
-        }
-      }
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt) {
-#pragma unroll
-        for (int n = 0; n < kDTiles; ++n) {
-          o_acc[mt][n][0] *= alpha[mt][0];
-          o_acc[mt][n][1] *= alpha[mt][0];
-          o_acc[mt][n][2] *= alpha[mt][1];
-          o_acc[mt][n][3] *= alpha[mt][1];
-        }
-      }
-
-      // O += P·V: the score accumulators of key tiles 2j, 2j+1 are the A fragment of k-step j,
-      // all packed to fp16 before the first P·V mma (packed per k-step, ptxas capped a D=64
-      // window kernel at 128 registers and spilled 28 bytes).
-      unsigned pk[kSubKeys / 16][MT][4];
-#pragma unroll
-      for (int j = 0; j < kSubKeys / 16; ++j) {
-#pragma unroll
-        for (int mt = 0; mt < MT; ++mt) {
-          pk[j][mt][0] = attn_pack_half2(s[u][mt][2 * j][0], s[u][mt][2 * j][1]);
-          pk[j][mt][1] = attn_pack_half2(s[u][mt][2 * j][2], s[u][mt][2 * j][3]);
-          pk[j][mt][2] = attn_pack_half2(s[u][mt][2 * j + 1][0], s[u][mt][2 * j + 1][1]);
-          pk[j][mt][3] = attn_pack_half2(s[u][mt][2 * j + 1][2], s[u][mt][2 * j + 1][3]);
-        }
-      }
-      const int vkey0 = key_row0 + u * kSubKeys;  // the sub-tile's keys in the stage
-#pragma unroll
-      for (int j = 0; j < kSubKeys / 16; ++j) {
-        const unsigned (&p)[MT][4] = pk[j];
-        if constexpr (kDirect) {  // MT = 1 (one 16-row warp)
-          // Output column n of d-tile dt is d = n·D/8 + dt: a thread (n = gid) needs D/8
-          // contiguous bytes of each of its four key rows 2·tig, +1, +8, +9, and byte dt of two
-          // rows makes one fp16x2 of the B fragment. Read 16 bytes of the rows at a time (D = 64: 8).
-          const unsigned char* vs = v_pipe + (it % STAGES) * kStageBytes;
-          constexpr int kPart = D == 64 ? 2 : 4;  // words per row and read (one read: D <= 128)
-#pragma unroll
-          for (int c = 0; c < D / 32 / kPart; ++c) {
-            unsigned v[4][kPart];
-#pragma unroll
-            for (int rr = 0; rr < 4; ++rr) {
-              const int key = vkey0 + 16 * j + 2 * tig + (rr % 2) + 8 * (rr / 2);
-              if constexpr (D == 64) {
-                const uint2 x = *reinterpret_cast<const uint2*>(vs + key * D + 8 * gid);
-                v[rr][0] = x.x, v[rr][1] = x.y;
-              } else {
-                const uint4 x = *reinterpret_cast<const uint4*>(vs + attn_fp8_v_at<D>(key, gid * (D / 128) + c));
-                v[rr][0] = x.x, v[rr][1] = x.y, v[rr][2] = x.z, v[rr][3] = x.w;
-              }
-            }
-#pragma unroll
-            for (int wi = 0; wi < kPart; ++wi) {
-              const int dt = 4 * (c * kPart + wi);  // d-tiles dt..dt+3: bytes dt..dt+3 of the D/8 read
-              sm80::mma_16816(o_acc[0][dt + 0], p[0], attn_fp8_pair_to_half2<KV, 0>(v[0][wi], v[1][wi]), attn_fp8_pair_to_half2<KV, 0>(v[2][wi], v[3][wi]));
-              sm80::mma_16816(o_acc[0][dt + 1], p[0], attn_fp8_pair_to_half2<KV, 1>(v[0][wi], v[1][wi]), attn_fp8_pair_to_half2<KV, 1>(v[2][wi], v[3][wi]));
-              sm80::mma_16816(o_acc[0][dt + 2], p[0], attn_fp8_pair_to_half2<KV, 2>(v[0][wi], v[1][wi]), attn_fp8_pair_to_half2<KV, 2>(v[2][wi], v[3][wi]));
-              sm80::mma_16816(o_acc[0][dt + 3], p[0], attn_fp8_pair_to_half2<KV, 3>(v[0][wi], v[1][wi]), attn_fp8_pair_to_half2<KV, 3>(v[2][wi], v[3][wi]));
-            }
-          }
-        } else {
-#pragma unroll
-          for (int dp = 0; dp < D / 16; ++dp) {
-            unsigned bv[4];
-            sm80::ldmatrix_x4_trans(bv, v_base + attn_swizzle<D>(vkey0 + 16 * j + bv_key, 2 * dp + bv_chunk));
-#pragma unroll
-            for (int mt = 0; mt < MT; ++mt) {
-              sm80::mma_16816(o_acc[mt][2 * dp], p[mt], bv[0], bv[1]);
-              sm80::mma_16816(o_acc[mt][2 * dp + 1], p[mt], bv[2], bv[3]);
-            }
-          }
-        }
-      }
-    };
-
-    auto run_tile = [&](bool mask) {
-      qk(0);
-#pragma unroll
-      for (int u = 0; u < SUB; ++u) {
-        if (u + 1 < SUB) qk(u + 1);
-        softmax_pv(u, mask);
-      }
-    };
-    const bool need_mask = key0 + BN > w_hi_min || (WINDOW > 0 && key0 < w_lo_max);
-    if constexpr (SUB == 1) {
-      run_tile(need_mask);
-    } else if (need_mask) {  // two straight-line copies: a branch inside would split the overlap
-      run_tile(true);
-    } else {
-      run_tile(false);
     }
   }
   sm80::cp_async_wait<0>();
