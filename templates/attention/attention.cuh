@@ -110,15 +110,20 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
         *reinterpret_cast<Chunk<16>*>(ks + at) = kr[i];
         *reinterpret_cast<Chunk<16>*>(vs + at) = vr[i];
       } else {
+        // 16 codes → two chunks of 8 halves, four codes (one word) per conversion.
         Chunk<16> klo, khi, vlo, vhi;
-        const unsigned char* kb = reinterpret_cast<const unsigned char*>(kr[i].h);
-        const unsigned char* vb = reinterpret_cast<const unsigned char*>(vr[i].h);
+        const unsigned* kw = reinterpret_cast<const unsigned*>(kr[i].h);
+        const unsigned* vw = reinterpret_cast<const unsigned*>(vr[i].h);
+        unsigned* klo_w = reinterpret_cast<unsigned*>(klo.h);
+        unsigned* khi_w = reinterpret_cast<unsigned*>(khi.h);
+        unsigned* vlo_w = reinterpret_cast<unsigned*>(vlo.h);
+        unsigned* vhi_w = reinterpret_cast<unsigned*>(vhi.h);
 #pragma unroll
-        for (int e = 0; e < 8; ++e) {
-          klo.h[e] = Fmt::decode(kb[e]);
-          khi.h[e] = Fmt::decode(kb[8 + e]);
-          vlo.h[e] = Fmt::decode(vb[e]);
-          vhi.h[e] = Fmt::decode(vb[8 + e]);
+        for (int j = 0; j < 2; ++j) {
+          attn_fp8x4_to_half2x2<KV>(kw[j], klo_w[2 * j], klo_w[2 * j + 1]);
+          attn_fp8x4_to_half2x2<KV>(kw[2 + j], khi_w[2 * j], khi_w[2 * j + 1]);
+          attn_fp8x4_to_half2x2<KV>(vw[j], vlo_w[2 * j], vlo_w[2 * j + 1]);
+          attn_fp8x4_to_half2x2<KV>(vw[2 + j], vhi_w[2 * j], vhi_w[2 * j + 1]);
         }
         *reinterpret_cast<Chunk<16>*>(ks + at) = klo;
         *reinterpret_cast<Chunk<16>*>(ks + at + 8) = khi;

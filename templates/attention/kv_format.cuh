@@ -37,6 +37,40 @@ struct KvFormat<kKvE5m2> {
   __device__ __forceinline__ static unsigned short decode(unsigned b) { return (b & 0xFF) << 8; }
 };
 
+// Four fp8 codes (a 32-bit word, code 0 in the low byte) → two fp16x2 words (codes 0,1 and
+// 2,3), the same values as KvFormat<KV>::decode: E5M2 is the top byte of an fp16; E4M3 moves
+// the E5M2 form's magnitude one bit down (code · 2^-8, VOLTA.md) and keeps the sign. For E4M3
+// the prmt puts each code in the low byte of its half and its sign, replicated by prmt's
+// sign mode (selector bit 3), in the high byte: one shift left by 7 then brings the magnitude
+// to bits 7..13 and the sign to bit 15, and one AND clears the rest (3 instructions per half2,
+// not 4: a two-mask AND/OR needs two LOP3s).
+template <int KV>
+__device__ __forceinline__ void attn_fp8x4_to_half2x2(unsigned w, unsigned& lo, unsigned& hi) {
+  if constexpr (KV == kKvE4m3) {
+    asm("prmt.b32 %0, %1, 0, 0x9180;" : "=r"(lo) : "r"(w));  // bytes: c0, sign(c0), c1, sign(c1)
+    asm("prmt.b32 %0, %1, 0, 0xB3A2;" : "=r"(hi) : "r"(w));  // bytes: c2, sign(c2), c3, sign(c3)
+    lo = (lo << 7) & 0xBF80BF80u;
+    hi = (hi << 7) & 0xBF80BF80u;
+  } else {
+    asm("prmt.b32 %0, %1, 0, 0x1404;" : "=r"(lo) : "r"(w));  // bytes: 0, c0, 0, c1
+    asm("prmt.b32 %0, %1, 0, 0x3424;" : "=r"(hi) : "r"(w));  // bytes: 0, c2, 0, c3
+  }
+}
+
+// Code K of each of two fp8 words a and b → fp16x2 {a's, b's}, exact as above: one prmt puts
+// the codes in the high bytes (E5M2, the low bytes masked off) or, for E4M3, the codes in the
+// low bytes and their replicated signs in the high bytes.
+template <int KV, int K>
+__device__ __forceinline__ unsigned attn_fp8_pair_to_half2(unsigned a, unsigned b) {
+  unsigned r;
+  if constexpr (KV == kKvE4m3) {
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "n"(K | (8 | K) << 4 | (4 + K) << 8 | (12 + K) << 12));
+    return (r << 7) & 0xBF80BF80u;
+  }
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "n"(K * 0x11 | (K + 4) * 0x1100));
+  return r & 0xFF00FF00u;
+}
+
 // Round-to-nearest-even fp8 code of x (already divided by the scale), saturating.
 template <int KV>
 __device__ __forceinline__ unsigned fp8_encode(float x) {

@@ -32,29 +32,6 @@ __device__ __forceinline__ int attn_swizzle(int row, int chunk) {
   return row * (D * 2) + ((chunk ^ (row & 7)) << 4);
 }
 
-// Four fp8 codes (a 32-bit word, code 0 in the low byte) → two fp16x2 words (codes 0,1 and
-// 2,3), the same values as KvFormat<KV>::decode: E5M2 is the top byte of an fp16; E4M3 moves
-// the E5M2 form's magnitude one bit down (code · 2^-8, VOLTA.md) and keeps the sign.
-template <int KV>
-__device__ __forceinline__ void attn_fp8x4_to_half2x2(unsigned w, unsigned& lo, unsigned& hi) {
-  asm("prmt.b32 %0, %1, 0, 0x1404;" : "=r"(lo) : "r"(w));  // bytes: 0, c0, 0, c1
-  asm("prmt.b32 %0, %1, 0, 0x3424;" : "=r"(hi) : "r"(w));  // bytes: 0, c2, 0, c3
-  if constexpr (KV == kKvE4m3) {
-    lo = (lo & 0x80008000u) | ((lo >> 1) & 0x3F803F80u);
-    hi = (hi & 0x80008000u) | ((hi >> 1) & 0x3F803F80u);
-  }
-}
-
-// Code K of each of two fp8 words a and b → fp16x2 {a's, b's}, exact as above: one prmt puts
-// the codes in the high bytes (the low bytes are masked off).
-template <int KV, int K>
-__device__ __forceinline__ unsigned attn_fp8_pair_to_half2(unsigned a, unsigned b) {
-  unsigned r;
-  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "n"(K * 0x11 | (K + 4) * 0x1100));
-  if constexpr (KV == kKvE4m3) return (r & 0x80008000u) | ((r >> 1) & 0x3F803F80u);
-  return r & 0xFF00FF00u;
-}
-
 // fp8 stages read straight into fragments (one row warp, D ≤ 128; attention_sm80.cuh): byte
 // offset of 16-byte chunk `chunk` of key row `key` (D bytes). K is read as 16 bytes at chunk
 // 4·h + tig by rows key, key + 1 in one quarter warp: chunk ^ 4 on odd rows keeps them apart.
