@@ -73,30 +73,43 @@ for kk in range(D//16):
     assert len(set((x//16)%8 for x in ad))==8
 print("no ldmatrix bank conflicts")
 # fp8 decode check
-def prmt(w,sel):
-    bs=[(w>>(8*i))&255 for i in range(4)]+[0]*4
-    return sum(bs[(sel>>(4*i))&7]<<(8*i) for i in range(4))
+# The kernel's fp8 -> fp16x2 conversions (kv_format.cuh): prmt with its sign mode (selector
+# bit 3 replicates the chosen byte's sign), then for E4M3 one shift and one AND.
+def prmt2(a,b,sel):
+    bs=[(a>>(8*i))&255 for i in range(4)]+[(b>>(8*i))&255 for i in range(4)]
+    out=0
+    for i in range(4):
+        n=(sel>>(4*i))&15; v=bs[n&7]
+        if n&8: v=255 if v&128 else 0
+        out|=v<<(8*i)
+    return out
+def fp8x4(w,kv):
+    if kv=='e4m3': return (prmt2(w,0,0x9180)<<7)&0xBF80BF80,(prmt2(w,0,0xB3A2)<<7)&0xBF80BF80
+    return prmt2(w,0,0x1404),prmt2(w,0,0x3424)
+def fp8_pair(a,b,k,kv):
+    if kv=='e4m3': return (prmt2(a,b,k|(8|k)<<4|(4+k)<<8|(12+k)<<12)<<7)&0xBF80BF80
+    return prmt2(a,b,k*0x11|(k+4)*0x1100)&0xFF00FF00
+def prmt(w,sel): return prmt2(w,0,sel)
 def e4m3(b): return ((b&0x7F)<<7)|((b&0x80)<<8)
-for w in [0x01234567,0x89ABCDEF,0xFF7F8000,0x12FE80C3]:
-    lo=prmt(w,0x1404);hi=prmt(w,0x3424)
+for w in [0x01234567,0x89ABCDEF,0xFF7F8000,0x12FE80C3]+[c*0x01010101^0x00FF8000 for c in range(256)]:
     c=[(w>>(8*i))&255 for i in range(4)]
-    assert lo==(c[0]<<8)|(c[1]<<24) and hi==(c[2]<<8)|(c[3]<<24)
-    f=lambda x:(x&0x80008000)|((x>>1)&0x3F803F80)
-    assert f(lo)==e4m3(c[0])|(e4m3(c[1])<<16) and f(hi)==e4m3(c[2])|(e4m3(c[3])<<16), hex(w)
+    lo,hi=fp8x4(w,'e4m3')
+    assert lo==e4m3(c[0])|(e4m3(c[1])<<16) and hi==e4m3(c[2])|(e4m3(c[3])<<16), hex(w)
+    lo,hi=fp8x4(w,'e5m2')
+    assert lo==(c[0]<<8)|(c[1]<<24) and hi==(c[2]<<8)|(c[3]<<24), hex(w)
+    for k in range(4):
+        b=w^0x5A3C96F0; cb=(b>>(8*k))&255
+        assert fp8_pair(w,b,k,'e4m3')==e4m3(c[k])|(e4m3(cb)<<16), hex(w)
 print("fp8 ok")
 
 # fp8 stages read straight into fragments (BM = 16, attention_sm80.cuh kDirect): Q·Kᵀ over the
 # permuted d, P·V over permuted output columns, from raw stages laid out by attn_fp8_k_at /
 # attn_fp8_v_at; the codes go through the same prmt/mask ops as the kernel; bank conflicts of
 # every shared load (128-bit: 4 phases of 8 lanes, 64-bit: 2 of 16, 32-bit: 1 of 32).
-def prmt2(a,b,sel):
-    bs=[(a>>(8*i))&255 for i in range(4)]+[(b>>(8*i))&255 for i in range(4)]
-    return sum(bs[(sel>>(4*i))&7]<<(8*i) for i in range(4))
 def half_val(h):
     s=-1. if h&0x8000 else 1.; e=(h>>10)&31; m=h&1023
     return s*(m/1024*2.**-14 if e==0 else (1+m/1024)*2.**(e-15))
-def dec_word(x,kv):  # fp16x2 bits after the kernel's mask -> (lo, hi) values
-    x=(x&0x80008000)|((x>>1)&0x3F803F80) if kv=='e4m3' else x&0xFF00FF00
+def dec_word(x):  # fp16x2 bits -> (lo, hi) values
     return half_val(x&0xFFFF),half_val(x>>16)
 def code_val(c,kv): return half_val(e4m3(c) if kv=='e4m3' else c<<8)
 def k_at(Dd,key,ch): return key*Dd+((ch^(((key&1)<<2) if Dd==128 else 0))<<4)
@@ -137,8 +150,8 @@ for kv in ('e4m3','e5m2'):
                     b0=[];b1=[]
                     for T in lanes:
                         w=word(kst,addrs[T]+4*i)
-                        lo=prmt(w,0x1404);hi=prmt(w,0x3424)
-                        b0.append(dec_word(lo,kv));b1.append(dec_word(hi,kv))
+                        lo,hi=fp8x4(w,kv)
+                        b0.append(dec_word(lo));b1.append(dec_word(hi))
                     mma(s[n],a,b0,b1)
         S=Qd@Kf[r0:r0+BNd].T
         err=frag_err(s,S)
@@ -160,9 +173,8 @@ for kv in ('e4m3','e5m2'):
                     rows.append([[word(vst,addrs[T]+4*w) for w in range(4)] for T in lanes])
             for w in range(Dd//32):
                 for k in range(4):
-                    sel=k*0x11|(k+4)*0x1100
-                    b0=[dec_word(prmt2(rows[0][T][w],rows[1][T][w],sel),kv) for T in lanes]
-                    b1=[dec_word(prmt2(rows[2][T][w],rows[3][T][w],sel),kv) for T in lanes]
+                    b0=[dec_word(fp8_pair(rows[0][T][w],rows[1][T][w],k,kv)) for T in lanes]
+                    b1=[dec_word(fp8_pair(rows[2][T][w],rows[3][T][w],k,kv)) for T in lanes]
                     mma(o[4*w+k],p,b0,b1)
         O=S@Vf[r0:r0+BNd]
         # the kernel's store: column 2·tig + e of d-tile n is d = (2·tig + e%2)·D/8 + n
