@@ -150,7 +150,10 @@ TEST(AttentionConfig, RulesDefaultsAndCandidates) {
             "atom=m16n8k16,bm=16,bn=16,wn=2,stages=4,split=16");
   EXPECT_EQ(family_of("attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=e4m3")
                 .default_config("attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=e4m3", 8, Arch{90}),
-            "atom=m16n8k16,bm=16,bn=16,wn=2,stages=4,split=8");  // fp8: half the CTAs
+            "atom=m16n8k16,bm=16,bn=32,wn=2,stages=3,split=8");  // fp8: half the CTAs, 32-key tiles
+  EXPECT_EQ(family_of("attention:op=verify,heads=32,kv_heads=8,dim=128,page=16,kv=e4m3,q=4")
+                .default_config("attention:op=verify,heads=32,kv_heads=8,dim=128,page=16,kv=e4m3,q=4", 8, Arch{90}),
+            "atom=m16n8k16,bm=16,bn=16,wn=2,stages=4,split=8");  // verify keeps 16-key tiles
 
   // Split-KV workspace: per (sequence, KV head, row block, split) a bm × (dim + 2) fp32 slab.
   const attention::Config c = attention::Config::parse(d, "bm=64,bn=16,wn=1,split=4");

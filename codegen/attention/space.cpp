@@ -57,6 +57,11 @@ Config m16n8k16_default(const Spec& s, int64_t m) {
     const int bm = decode_bm(s);
     // (4, 3) after (2, 4): at fp8 D=128 it spills 4 bytes with NVRTC 12.8 for sm_90.
     shapes = {{bm, 16, 2, 4}, {bm, 16, 4, 3}, {bm, 16, 4, 2}, {bm, 16, 2, 3}, {bm, 16, 2, 2}, {bm, 16, 1, 4}, {bm, 16, 1, 2}};
+    // fp8 decode: 32-key tiles, two warp columns, three stages first. With the three-instruction
+    // E4M3 decode it beat (16, 2, 4) at 8 of 9 H200 points (batch 1/8/32 × 1K/8K/32K, 32/8 heads,
+    // D=128: up to 14 % at batch 32, 7 % at batch 1 / 32K; 3 % slower at batch 8 / 1K;
+    // bench/RESULTS.md, 2026-12-01).
+    if (s.op == Op::kDecode && s.kv != KvType::kF16) shapes.insert(shapes.begin(), Shape{bm, 32, 2, 3});
   }
   for (const Shape& sh : shapes) {
     c.bm = sh.bm, c.bn = sh.bn, c.wn = sh.wn, c.stages = sh.stages;
