@@ -32,7 +32,7 @@ while IFS='|' read -r label regex cmd; do
   # Skip the first launches (module load, warm-up), profile one.
   timeout 120 "$ncu" --clock-control none -k "regex:$regex" --launch-skip 3 --launch-count 1 \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
-    --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis \
+    --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis --section InstructionStats \
     --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
     $cmd >>"$out/ncu.txt" 2>&1
   echo "=== $label rc=$?" >>"$out/ncu.txt"
