@@ -182,8 +182,12 @@ __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32)
       const int pos = pos0 + t;
       hi_r[mt][r] = t < q_len ? (CAUSAL ? pos + 1 : seq_len) : 0;
       lo_r[mt][r] = WINDOW > 0 ? pos - WINDOW + 1 : 0;
-      w_hi_min = min(w_hi_min, hi_r[mt][r]), w_hi_max = max(w_hi_max, hi_r[mt][r]);
-      w_lo_min = min(w_lo_min, lo_r[mt][r]), w_lo_max = max(w_lo_max, lo_r[mt][r]);
+      // Padding rows (no query: decode pads G query heads to 16 rows) are never stored, so
+      // they do not hold the warp to masking every tile; unmasked, they see finite scores.
+      if (t < q_len) {
+        w_hi_min = min(w_hi_min, hi_r[mt][r]), w_hi_max = max(w_hi_max, hi_r[mt][r]);
+        w_lo_min = min(w_lo_min, lo_r[mt][r]), w_lo_max = max(w_lo_max, lo_r[mt][r]);
+      }
     }
   }
   // Warp-wide bounds: a tile past every row's range is skipped, one inside every row's range
