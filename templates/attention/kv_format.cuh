@@ -25,7 +25,6 @@ struct KvFormat<kKvE4m3> {
   static constexpr float kDecodeFactor = 256.f;  // fp16 bits from the code hold code · 2^-8
   static constexpr float kMax = 448.f;
   static constexpr int kMantBits = 3, kBias = 7;
-  __device__ __forceinline__ static unsigned short decode(unsigned b) { return ((b & 0x7F) << 7) | ((b & 0x80) << 8); }
 };
 
 template <>
@@ -34,12 +33,11 @@ struct KvFormat<kKvE5m2> {
   static constexpr float kDecodeFactor = 1.f;
   static constexpr float kMax = 57344.f;
   static constexpr int kMantBits = 2, kBias = 15;
-  __device__ __forceinline__ static unsigned short decode(unsigned b) { return (b & 0xFF) << 8; }
 };
 
 // Four fp8 codes (a 32-bit word, code 0 in the low byte) → two fp16x2 words (codes 0,1 and
-// 2,3), the same values as KvFormat<KV>::decode: E5M2 is the top byte of an fp16; E4M3 moves
-// the E5M2 form's magnitude one bit down (code · 2^-8, VOLTA.md) and keeps the sign. For E4M3
+// 2,3): E5M2 code c is the fp16 c << 8; E4M3 code c is ((c & 0x7f) << 7) | ((c & 0x80) << 8),
+// the E5M2 form's magnitude one bit down (code · 2^-8, VOLTA.md) with the sign kept. For E4M3
 // the prmt puts each code in the low byte of its half and its sign, replicated by prmt's
 // sign mode (selector bit 3), in the high byte: one shift left by 7 then brings the magnitude
 // to bits 7..13 and the sign to bit 15, and one AND clears the rest (3 instructions per half2,
