@@ -89,7 +89,6 @@ def fp8x4(w,kv):
 def fp8_pair(a,b,k,kv):
     if kv=='e4m3': return (prmt2(a,b,k|(8|k)<<4|(4+k)<<8|(12+k)<<12)<<7)&0xBF80BF80
     return prmt2(a,b,k*0x11|(k+4)*0x1100)&0xFF00FF00
-def prmt(w,sel): return prmt2(w,0,sel)
 def e4m3(b): return ((b&0x7F)<<7)|((b&0x80)<<8)
 for w in [0x01234567,0x89ABCDEF,0xFF7F8000,0x12FE80C3]+[c*0x01010101^0x00FF8000 for c in range(256)]:
     c=[(w>>(8*i))&255 for i in range(4)]

@@ -17,8 +17,9 @@
 // folded into one positive factor), and O += P·V with
 // P converted in registers straight into A fragments (no shared round trip) and V by
 // ldmatrix.trans. Tiles wholly outside a warp's causal/window range are skipped, tiles wholly
-// inside (padding rows aside) skip the mask. Splits write fp32 (max, sum, O) partials and the last CTA of a
-// (sequence, head, row block) merges them. Rows that see no key produce zeros, never NaN.
+// inside it (padding rows aside) skip the mask. Splits write fp32 (max, sum, O) partials and
+// the last CTA of a (sequence, head, row block) merges them. Rows that see no key produce
+// zeros, never NaN.
 #pragma once
 #include "attention/cta.cuh"
 #include "attention/kv_format.cuh"
