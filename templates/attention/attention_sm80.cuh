@@ -46,7 +46,7 @@ __device__ __forceinline__ void attn_tree(float (&t)[N], Op op) {
 
 template <int HEADS, int KVH, int D, int PAGE, int KV, bool SCALE_PER_HEAD, bool CAUSAL, int WINDOW, int QLEN, int BM,
           int BN, int WN, int MT, int STAGES, int SPLIT, int SMEM_BYTES>
-__global__ void __launch_bounds__(BM / (16 * MT) * WN * 32)
+__global__ void __launch_bounds__(BM / (16 * MT) * WN * 32, 1)
     attention_sm80_kernel(half_t* __restrict__ out, const half_t* __restrict__ q, const void* __restrict__ k_cache,
                           const void* __restrict__ v_cache, const float* __restrict__ k_scale,
                           const float* __restrict__ v_scale, const int* __restrict__ block_table, int max_pages,
@@ -122,29 +122,48 @@ __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32)
       q, cta, kvh, tid, [&](int r, int part) { return reinterpret_cast<Chunk<16>*>(q_s + attn_swizzle<D>(r, part)); },
       negate_q);
 
-  // Stage `it` (tiles tile_begin + it·WN ..) → buffer it % STAGES; one page-table read per chunk.
+  // Stage `it` (tiles tile_begin + it·WN ..) → buffer it % STAGES. Thread tid copies chunk
+  // tid % kCpr of keys tid / kCpr + kKeyStep·i: its column, shared offsets and (when kKeyStep
+  // keeps every swizzle's key bits) shared destinations are fixed outside the key loop, and per
+  // chunk it pays one unsigned division by PAGE, one page-table read and two cp.async.
+  static_assert(kThreads % kCpr == 0, "a thread's chunks share a column");
+  constexpr int kKeyStep = kThreads / kCpr;
+  constexpr int kSmemRow = kF16 ? D * 2 : D;  // bytes per key row of a shared stage (fp8 tile: c·16 = key·D + part·16)
+  constexpr bool kFixedSwizzle = kKeyStep % 8 == 0;  // every swizzle reads key bits 0..2 only
+  constexpr int kPageBytes = KVH * PAGE * kRowBytes;  // one page of every KV head
   const int* table = block_table + (long long)b * max_pages;
-  const char* kc = static_cast<const char*>(k_cache);
-  const char* vc = static_cast<const char*>(v_cache);
+  const unsigned t_key = unsigned(tid) / kCpr, t_part = unsigned(tid) % kCpr;
+  auto stage_at_k = [&](unsigned key) -> unsigned {
+    if constexpr (kDirect) return attn_fp8_k_at<D>(key, t_part);
+    else if constexpr (kF16) return attn_swizzle<D>(key, t_part);
+    else return key * kSmemRow + t_part * 16;
+  };
+  auto stage_at_v = [&](unsigned key) -> unsigned {
+    if constexpr (kDirect) return attn_fp8_v_at<D>(key, t_part);
+    else return stage_at_k(key);
+  };
   auto issue_stage = [&](int it) {
-    const int stage = it % STAGES;
-    const unsigned kdst = sm80::smem_address(k_pipe + stage * kStageBytes), vdst = sm80::smem_address(v_pipe + stage * kStageBytes);
-    const int key_base = lo + (tile_begin + it * WN) * BN;
+    // Per-thread terms are recomputed per stage, not kept live across the key loop (D = 64
+    // kernels run at 96 to 128 registers and spill when they are).
+    const unsigned t_col = (unsigned(kvh) * PAGE) * kRowBytes + t_part * 16;  // within a page
+    const char* kc = static_cast<const char*>(k_cache) + t_col;
+    const char* vc = static_cast<const char*>(v_cache) + t_col;
+    const unsigned at_k0 = stage_at_k(t_key), at_v0 = stage_at_v(t_key);
+    const unsigned stage = unsigned(it) % STAGES;
+    const unsigned kdst = sm80::smem_address(k_pipe) + stage * kStageBytes, vdst = sm80::smem_address(v_pipe) + stage * kStageBytes;
+    const unsigned j0 = unsigned(lo + (tile_begin + it * WN) * BN) + t_key;
 #pragma unroll
     for (int i = 0; i < (kStageChunks + kThreads - 1) / kThreads; ++i) {
-      const int c = tid + i * kThreads;
-      if (kStageChunks % kThreads != 0 && c >= kStageChunks) break;
-      const int key = c / kCpr, part = c % kCpr;
-      const int j = key_base + key;
-      const bool ok = j < key_end;
-      long long off = 0;
-      if (ok) off = (((long long)table[j / PAGE] * KVH + kvh) * PAGE + j % PAGE) * kRowBytes + part * 16;
-      unsigned at_k, at_v;
-      if constexpr (kDirect) {
-        at_k = attn_fp8_k_at<D>(key, part), at_v = attn_fp8_v_at<D>(key, part);
-      } else {
-        at_k = at_v = kF16 ? unsigned(attn_swizzle<D>(key, part)) : unsigned(c * 16);
-      }
+      if (kStageChunks % kThreads != 0 && tid + i * kThreads >= kStageChunks) break;
+      const unsigned key = t_key + kKeyStep * i, j = j0 + kKeyStep * i;
+      const bool ok = j < unsigned(key_end);
+      const unsigned page = j / PAGE;
+      const unsigned in_page = (j - page * PAGE) * kRowBytes;
+      // Past the range: the sequence's first page (any valid address; nothing is read), no branch.
+      const unsigned entry = unsigned(__ldg(table + (ok ? page : 0u)));
+      const size_t off = size_t(entry) * kPageBytes + in_page;
+      const unsigned at_k = kFixedSwizzle ? at_k0 + i * (kKeyStep * kSmemRow) : stage_at_k(key);
+      const unsigned at_v = kFixedSwizzle ? at_v0 + i * (kKeyStep * kSmemRow) : stage_at_v(key);
       sm80::cp_async16(kdst + at_k, kc + off, ok ? 16 : 0);
       sm80::cp_async16(vdst + at_v, vc + off, ok ? 16 : 0);
     }
@@ -333,6 +352,7 @@ __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32)
     // folded into Q above) and each p = 2^(s·qk_scale − max) is one FMA and one EX2.
     const bool need_mask = key0 + BN > w_hi_min || (WINDOW > 0 && key0 < w_lo_max);
     float alpha[MT][2];
+    bool moved = false;  // some row's max rose: O needs rescaling
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
       if (need_mask) {
@@ -359,6 +379,7 @@ __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32)
         const float m_new = fmaxf(m_run[mt][r], mx * qk_scale);
         const float base = m_new == kNegInf ? 0.f : m_new;  // a row with nothing seen yet stays at 0
         alpha[mt][r] = m_run[mt][r] == kNegInf ? 0.f : attn_exp2(m_run[mt][r] - base);
+        moved |= m_new != m_run[mt][r];
         m_run[mt][r] = m_new;
 #pragma unroll
         for (int n = 0; n < kNTiles; ++n) {
@@ -370,6 +391,9 @@ __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32)
         l_run[mt][r] = l_run[mt][r] * alpha[mt][r] + t[0];
       }
     }
+    // Once the maxima settle (most tiles of a long context) no row moves and the warp skips
+    // the D/2 multiplies per row; an unmoved row has alpha = 1 or holds no weight yet (O = 0).
+    if (__any_sync(0xffffffffu, moved)) {
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
@@ -379,6 +403,7 @@ __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32)
         o_acc[mt][n][2] *= alpha[mt][1];
         o_acc[mt][n][3] *= alpha[mt][1];
       }
+    }
     }
 
     // O += P·V: the score accumulators of key tiles 2j, 2j+1 are the A fragment of k-step j,
