@@ -96,8 +96,26 @@ TEST(AttentionConfig, RulesDefaultsAndCandidates) {
   EXPECT_EQ(attention::Config::parse(d, "bm=64,bn=16,wn=1,split=4").to_string(), "bm=64,bn=16,wn=1,split=4");
   expect_throw<InputError>([&] { attention::Config::parse(p, "atom=m16n8k16,bm=128,bn=64,wn=1,stages=5,split=1"); },
                            {"stages must be"});
-  expect_throw<InputError>([&] { attention::Config::parse(p, "atom=m16n8k16,bm=128,bn=64,wn=1,stages=3,split=1"); },
-                           {"bytes of shared memory"});
+  {
+    // Shared memory: 227 KiB is the most any sm_80+ part grants; below that, emit checks the chip's own limit.
+    const attention::Spec p256 = attention::Spec::parse("attention:op=prefill,heads=24,kv_heads=4,dim=256,page=16,kv=f16");
+    expect_throw<InputError>([&] { attention::Config::parse(p256, "atom=m16n8k16,bm=128,bn=64,wn=1,stages=3,split=1"); },
+                             {"bytes of shared memory"});
+    const std::string big = "atom=m16n8k16,bm=128,bn=64,wn=1,stages=2,split=1";  // 192 KiB
+    EXPECT_EQ(attention::Config::parse(p256, big).shared_bytes(p256), 192 * 1024);
+    const Family& f = family_of(p256.to_string());
+    EXPECT_NO_THROW(f.emit(p256.to_string(), big, Arch{90}));
+    expect_throw<InputError>([&] { f.emit(p256.to_string(), big, Arch{80}); }, {"sm_80 grants 166912"});
+    expect_throw<InputError>([&] { f.emit(p256.to_string(), big, Arch{86}); }, {"sm_86 grants 101376"});
+    EXPECT_EQ(f.default_config(p256.to_string(), 4096, Arch{90}), big);
+    for (int sm : {80, 86, 89, 90}) {
+      const std::string c = f.default_config(p256.to_string(), 4096, Arch{sm});
+      EXPECT_LE(attention::Config::parse(p256, c).shared_bytes(p256), Arch{sm}.max_shared_bytes_per_cta()) << sm << " " << c;
+      for (const auto& cand : f.candidate_configs(p256.to_string(), Arch{sm})) {
+        EXPECT_LE(attention::Config::parse(p256, cand).shared_bytes(p256), Arch{sm}.max_shared_bytes_per_cta()) << sm << " " << cand;
+      }
+    }
+  }
   expect_throw<InputError>([&] { attention::Config::parse(d, "bm=64,bn=16,wn=1,stages=2,split=1"); }, {"unknown field 'stages'"});
   // 32-row warps: their own text (16-row configs keep theirs), half the warps, D = 64 only.
   const attention::Spec p64 = attention::Spec::parse("attention:op=prefill,heads=32,kv_heads=8,dim=64,page=16,kv=f16");
@@ -144,16 +162,19 @@ TEST(AttentionConfig, RulesDefaultsAndCandidates) {
   }
   EXPECT_EQ(family_of("attention:op=prefill,heads=32,kv_heads=8,dim=128,page=16,kv=f16")
                 .default_config("attention:op=prefill,heads=32,kv_heads=8,dim=128,page=16,kv=f16", 4096, Arch{90}),
-            "atom=m16n8k16,bm=128,bn=64,wn=1,stages=2,split=1");
+            "atom=m16n8k16,bm=64,bn=64,wn=1,stages=2,split=1");
   EXPECT_EQ(family_of("attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=f16")
                 .default_config("attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=f16", 8, Arch{90}),
-            "atom=m16n8k16,bm=16,bn=16,wn=2,stages=4,split=16");
+            "atom=m16n8k16,bm=16,bn=16,wn=2,stages=4,split=4");
   EXPECT_EQ(family_of("attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=e4m3")
                 .default_config("attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=e4m3", 8, Arch{90}),
-            "atom=m16n8k16,bm=16,bn=32,wn=2,stages=3,split=8");  // fp8: half the CTAs, 32-key tiles
+            "atom=m16n8k16,bm=16,bn=32,wn=4,stages=2,split=4");  // fp8: 32-key tiles, four warp columns
   EXPECT_EQ(family_of("attention:op=verify,heads=32,kv_heads=8,dim=128,page=16,kv=e4m3,q=4")
                 .default_config("attention:op=verify,heads=32,kv_heads=8,dim=128,page=16,kv=e4m3,q=4", 8, Arch{90}),
-            "atom=m16n8k16,bm=16,bn=16,wn=2,stages=4,split=8");  // verify keeps 16-key tiles
+            "atom=m16n8k16,bm=16,bn=32,wn=2,stages=2,split=4");  // verify: 32-key tiles, two warp columns
+  EXPECT_EQ(family_of("attention:op=prefill,heads=32,kv_heads=8,dim=64,page=16,kv=f16")
+                .default_config("attention:op=prefill,heads=32,kv_heads=8,dim=64,page=16,kv=f16", 4096, Arch{90}),
+            "atom=m16n8k16,bm=128,bn=64,wn=1,wr=32,stages=2,split=1");  // D=64: 32-row warps
 
   // Split-KV workspace: per (sequence, KV head, row block, split) a bm × (dim + 2) fp32 slab.
   const attention::Config c = attention::Config::parse(d, "bm=64,bn=16,wn=1,split=4");

@@ -85,9 +85,9 @@ std::optional<std::string> Config::m16n8k16_invalid_reason(const Spec& spec) con
   // A 32-row warp keeps Q in shared memory and twice the accumulators: at D = 128 that spills
   // (NVRTC 12.8, sm_90), so D = 64 only.
   if (wr == 32 && spec.dim > 64) return "wr=32 needs D <= 64 (2·D/2 output accumulators per thread spill at D = 128)";
-  if (shared_bytes(spec) > kMaxSharedBytes) {
-    return std::to_string(shared_bytes(spec)) + " bytes of shared memory per CTA (every sm_80+ part grants " +
-           std::to_string(kMaxSharedBytes) + "; sm_86/89: 99 KiB)";
+  if (shared_bytes(spec) > kMaxSharedBytesM16n8k16) {
+    return std::to_string(shared_bytes(spec)) + " bytes of shared memory per CTA (no sm_80+ part grants more than " +
+           std::to_string(kMaxSharedBytesM16n8k16) + ")";
   }
   // Per thread and 16-row m-tile: D/2 output accumulators and bn/2 scores; with 16-row warps at
   // D <= 128 also D/4 registers of Q fragments (32-row warps read Q from shared memory).

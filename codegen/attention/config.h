@@ -22,8 +22,11 @@ namespace onecat::attention {
 enum class Atom { kWmma, kM16n8k16 };
 
 struct Config {
-  // Volta's opt-in shared-memory limit per CTA (VOLTA.md: 96 KB per SM).
+  // Volta's opt-in shared-memory limit per CTA (VOLTA.md: 96 KB per SM), the WMMA kernel's.
   static constexpr int kMaxSharedBytes = 96 * 1024;
+  // The m16n8k16 kernel's: the most any sm_80+ part grants (sm_90: 227 KiB); a config over the
+  // target's own limit (Arch::max_shared_bytes_per_cta) is refused at emit and never offered.
+  static constexpr int kMaxSharedBytesM16n8k16 = 227 * 1024;
   static constexpr int kMaxThreads = 256;  // 256 registers per thread at 256 threads
   // The next K/V tile waits in registers during the current tile's math (register double
   // buffering, no cp.async on sm_70): at most 16 registers of it per thread (32 already

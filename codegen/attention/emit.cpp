@@ -25,6 +25,10 @@ Emitted emit(const Spec& s, const Config& c, Arch arch) {
       throw InputError("config " + c.to_string() + " uses the m16n8k16 atom, which needs sm_80 or newer (not " +
                        arch.name() + "); use an atom=wmma config");
     }
+    if (c.shared_bytes(s) > arch.max_shared_bytes_per_cta()) {
+      throw InputError("config " + c.to_string() + " needs " + n(c.shared_bytes(s)) + " bytes of shared memory per CTA; " +
+                       arch.name() + " grants " + n(arch.max_shared_bytes_per_cta()));
+    }
     const int qlen = s.op == Op::kPrefill ? 0 : s.q;
     e.kernel_expression = "onecat::attention_sm80_kernel<" + n(s.heads) + ", " + n(s.kv_heads) + ", " + n(s.dim) +
                           ", " + n(s.page) + ", " + n(int(s.kv)) + ", " + b(per_head) + ", " + b(s.causal) + ", " +

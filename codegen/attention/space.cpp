@@ -7,14 +7,15 @@
 namespace onecat::attention {
 namespace {
 
-// Split-KV aims at this many CTAs when batch × kv_heads alone is fewer: each CTA streams its
+// Split-KV on the WMMA kernel aims at this many CTAs when batch × kv_heads alone is fewer: each CTA streams its
 // keys one short tile at a time, so many CTAs must be in flight (H200 sweep at batch 8 / 8K:
 // split 16 took 263 µs, split 4 317 µs, split 1 1106 µs; bench/RESULTS.md).
 constexpr int64_t kTargetCtas = 1024;
-// fp8 caches on the m16n8k16 kernel aim at half as many: at 512 its default took 19.1 / 59.2 /
-// 33.0 µs (batch 8 / 1K, 8 / 8K, 32 / 1K; 8 KV heads) against 28.2 / 67.3 / 42.1 at 1024 and
-// within 2 % elsewhere, while fp16 lost up to 21 % at 512 (H200, 2026-11-30, bench/RESULTS.md).
-constexpr int64_t kTargetCtasFp8M16n8k16 = 512;
+// The m16n8k16 kernel aims at 256, fp16 and fp8 alike: every best config of the H200 sweep
+// over batch 1/8/32 × 1K/8K/32K (32/8 heads, D=128; decode and verify at 8 tokens) split to
+// 128–256 CTAs (batch 8: split 4, batch 32: split 1), while 1024 (fp16) and 512 (fp8) took up
+// to 18 % longer (fp16 decode batch 8 / 8K 83.2 against 70.3 µs; 2026-12-01, bench/RESULTS.md).
+constexpr int64_t kTargetCtasM16n8k16 = 256;
 constexpr int kMaxDefaultSplit = 16;
 
 int round16(int v) { return (v + 15) / 16 * 16; }
@@ -33,44 +34,52 @@ int decode_bm(const Spec& s) {
 }
 
 struct Shape {
-  int bm, bn, wn, stages;
+  int bm, bn, wn, stages, wr = 16;
 };
 
-// atom=m16n8k16 (sm_80+), not yet measured on the GPU: FlashAttention-2's shapes for prefill
-// (128 rows of 8 warps × 64 keys at D ≤ 128; 64 × 32 at D = 256, Q staying in shared
-// memory), two stages (96 KiB; ~228 registers per thread at D=128 allow one 8-warp CTA per
-// SM). Decode/verify: the sequence's rows,
-// warp columns that take side-by-side 16-key tiles, the most stages that fit (bytes in flight
-// per SM are what a memory-bound kernel needs).
-Config m16n8k16_default(const Spec& s, int64_t m) {
+// atom=m16n8k16 (sm_80+), ranked by the H200 sweeps (bench/RESULTS.md, 2026-12-01). Prefill:
+// D = 128 takes 64 rows of 4 warps × 64 keys, two stages (4K / 16K tokens: 473.6 / 6746 µs
+// against 505.3 / 7607 for 128 rows); D = 64 128 rows of 32-row warps (303.0 / 3676 µs
+// against 321.9 / 4576 for 16-row warps); D = 256 (Q staying in shared memory) 128 rows of
+// 8 warps × 64 keys where the target grants its 192 KiB (sm_90: 758.5 / 10547 µs against
+// 895.8 / 12722 for 64 × 32, which sm_80 and sm_86/89 take).
+// Decode/verify: the sequence's rows, warp columns that take side-by-side key tiles, many
+// stages (bytes in flight per SM are what a memory-bound kernel needs); fp8 decode 32-key
+// tiles of four warp columns, verify 32-key tiles of two (each the best at every point with
+// batch ≥ 8: fp8 decode batch 8 / 8K 46.4 → 43.4 µs, fp16 verify 124.4 → 78.4 µs).
+// The config runs on arch: valid, and its shared memory within what arch grants a CTA.
+bool runs_on(const Spec& s, const Config& c, Arch arch) {
+  return !c.invalid_reason(s) && (c.atom != Atom::kM16n8k16 || c.shared_bytes(s) <= arch.max_shared_bytes_per_cta());
+}
+
+Config m16n8k16_default(const Spec& s, int64_t m, Arch arch) {
   Config c;
   c.op = s.op;
   c.atom = Atom::kM16n8k16;
   std::vector<Shape> shapes;
   if (s.op == Op::kPrefill) {
-    const int bm = std::max<int64_t>(m, 1) * s.group() > 64 && s.dim <= 128 ? 128 : 64;
-    shapes = {{bm, 64, 1, 3}, {bm, 64, 1, 2}, {64, 64, 1, 2}, {64, 32, 1, 2}, {64, 16, 1, 2}};
+    const bool wide = std::max<int64_t>(m, 1) * s.group() > 64;
+    if (wide && s.dim <= 64) shapes.push_back({128, 64, 1, 2, 32});
+    if (wide && s.dim > 128) shapes.push_back({128, 64, 1, 2});  // 192 KiB: sm_90
+    if (s.dim <= 128) shapes.push_back({64, 64, 1, 2});  // D = 256: 160 KiB, and slower than 64 × 32
+    shapes.insert(shapes.end(), {{64, 32, 1, 2}, {64, 16, 1, 2}});
   } else {
     const int64_t ctas = std::max<int64_t>(1, m) * s.kv_heads;
-    const int64_t target = s.kv == KvType::kF16 ? kTargetCtas : kTargetCtasFp8M16n8k16;
-    c.split = std::clamp(pow2_ceil((target + ctas - 1) / ctas), 1, kMaxDefaultSplit);
+    c.split = std::clamp(pow2_ceil((kTargetCtasM16n8k16 + ctas - 1) / ctas), 1, kMaxDefaultSplit);
     const int bm = decode_bm(s);
     // (4, 3) after (2, 4): at fp8 D=128 it spills 4 bytes with NVRTC 12.8 for sm_90.
     shapes = {{bm, 16, 2, 4}, {bm, 16, 4, 3}, {bm, 16, 4, 2}, {bm, 16, 2, 3}, {bm, 16, 2, 2}, {bm, 16, 1, 4}, {bm, 16, 1, 2}};
-    // fp8 decode: 32-key tiles, two warp columns, three stages first. With the three-instruction
-    // E4M3 decode it beat (16, 2, 4) at 8 of 9 H200 points (batch 1/8/32 × 1K/8K/32K, 32/8 heads,
-    // D=128: up to 14 % at batch 32, 7 % at batch 1 / 32K; 3 % slower at batch 8 / 1K;
-    // bench/RESULTS.md, 2026-12-01).
-    if (s.op == Op::kDecode && s.kv != KvType::kF16) shapes.insert(shapes.begin(), Shape{bm, 32, 2, 3});
+    if (s.op == Op::kDecode && s.kv != KvType::kF16) shapes.insert(shapes.begin(), Shape{bm, 32, 4, 2});
+    if (s.op == Op::kVerify) shapes.insert(shapes.begin(), Shape{bm, 32, 2, 2});
   }
   for (const Shape& sh : shapes) {
-    c.bm = sh.bm, c.bn = sh.bn, c.wn = sh.wn, c.stages = sh.stages;
-    if (!c.invalid_reason(s)) return c;
+    c.bm = sh.bm, c.bn = sh.bn, c.wn = sh.wn, c.stages = sh.stages, c.wr = sh.wr;
+    if (runs_on(s, c, arch)) return c;
   }
   throw InputError(s.to_string() + " has no valid m16n8k16 config");
 }
 
-std::vector<Config> m16n8k16_candidates(const Spec& s) {
+std::vector<Config> m16n8k16_candidates(const Spec& s, Arch arch) {
   std::vector<Config> out;
   const bool prefill = s.op == Op::kPrefill;
   const std::vector<int> bms = prefill ? std::vector<int>{64, 128} : std::vector<int>{decode_bm(s), std::min(64, 2 * decode_bm(s))};
@@ -89,7 +98,7 @@ std::vector<Config> m16n8k16_candidates(const Spec& s) {
               c.op = s.op, c.atom = Atom::kM16n8k16, c.bm = bm, c.bn = bn, c.wn = wn, c.wr = wr, c.stages = stages;
               c.split = split;
               const bool seen = std::find(out.begin(), out.end(), c) != out.end();
-              if (!seen && !c.invalid_reason(s)) out.push_back(c);
+              if (!seen && runs_on(s, c, arch)) out.push_back(c);
             }
           }
         }
@@ -108,7 +117,7 @@ bool offers_m16n8k16(const Spec& s, Arch arch) {
 }  // namespace
 
 Config default_config(const Spec& s, int64_t m, Arch arch) {
-  if (offers_m16n8k16(s, arch)) return m16n8k16_default(s, m);
+  if (offers_m16n8k16(s, arch)) return m16n8k16_default(s, m, arch);
   Config c;
   c.op = s.op;
   if (s.op == Op::kKvWrite) return c;
@@ -137,7 +146,7 @@ Config default_config(const Spec& s, int64_t m, Arch arch) {
 
 std::vector<Config> candidate_configs(const Spec& s, Arch arch) {
   std::vector<Config> out;
-  if (offers_m16n8k16(s, arch)) out = m16n8k16_candidates(s);
+  if (offers_m16n8k16(s, arch)) out = m16n8k16_candidates(s, arch);
   if (s.op == Op::kKvWrite) {
     for (int t : {64, 128, 256, 512}) {
       Config c;
