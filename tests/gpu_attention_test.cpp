@@ -133,6 +133,10 @@ TEST_F(AttentionGpu, M16n8k16Knobs) {
        {d, "atom=m16n8k16,bm=32,bn=16,wn=2,stages=4,split=3", {3}},
        {"attention:op=decode,heads=24,kv_heads=4,dim=256,page=8,kv=e5m2,window=100", "atom=m16n8k16,bm=16,bn=16,wn=2,stages=2,split=4", {5}},
        {"attention:op=verify,heads=64,kv_heads=8,dim=64,page=5,kv=f16,q=16,window=21", "atom=m16n8k16,bm=64,bn=32,wn=2,stages=3,split=2", {3}},
+       // Merges of sixteen splits (sequence 2 has 4.3K keys), of two to three (up to 700 keys) and
+       // single-split direct writes (a sequence of q keys); four and sixteen output chunks per thread.
+       {"attention:op=verify,heads=32,kv_heads=8,dim=128,page=16,kv=f16,q=8", "atom=m16n8k16,bm=32,bn=16,wn=4,stages=2,split=16", {1000, 5}},
+       {"attention:op=verify,heads=24,kv_heads=4,dim=256,page=16,kv=f16,q=16", "atom=m16n8k16,bm=64,bn=32,wn=1,stages=2,split=16", {700, 3}},
        {p, "atom=m16n8k16,bm=64,bn=64,wn=1,stages=2,split=1", {1, 150}},
        {p, "atom=m16n8k16,bm=128,bn=32,wn=1,stages=2,split=1", {90}},
        {p, "atom=m16n8k16,bm=64,bn=16,wn=2,stages=4,split=1", {90}},

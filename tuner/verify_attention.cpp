@@ -77,6 +77,7 @@ AttentionCase attention_case_for(const std::string& spec_text, int64_t m, uint64
     int l = len(rng);
     if (b == 0) l = s.q;                  // the shortest sequence there is
     if (b == 1) l = 3 * s.page;           // ends on a page boundary
+    if (b == 2) l = 17 * 256 + s.q + 5;   // long enough for 16 splits of at least 256 keys each
     c.seq_lens.push_back(l), c.q_lens.push_back(s.q);
   }
   return c;

@@ -20,7 +20,7 @@
 
 namespace onecat::attention {
 
-inline constexpr int kGeneratorVersion = 3;  // 2: atom=m16n8k16 (attention_sm80.cuh); 3: its cheaper stage issue and O rescale (configs rank anew)
+inline constexpr int kGeneratorVersion = 4;  // 2: atom=m16n8k16 (attention_sm80.cuh); 3: its cheaper stage issue and O rescale (configs rank anew); 4: the split merge reads all splits at once, and a short context runs on fewer splits
 
 Emitted emit(const Spec& spec, const Config& config, Arch arch);
 // batch: sequences (kv_write: tokens); max_q: the longest query count of the batch (prefill;

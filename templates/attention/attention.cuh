@@ -65,7 +65,7 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
   const int wm = warp % WM, wn = warp / WM;
   const int kvh = blockIdx.y;
   AttnCta cta;
-  if (!attn_cta<G, BM, BN, QLEN, CAUSAL, WINDOW, SPLIT>(seq_lens, cu_q, cta)) return;  // the whole CTA, splits alike
+  if (!attn_cta<G, BM, BN, QLEN, CAUSAL, WINDOW, SPLIT>(seq_lens, cu_q, cta)) return;  // no rows, or a split with no keys
   const int b = cta.b, split = cta.split, rb = cta.rb, tok0 = cta.tok0, q_len = cta.q_len, row0 = cta.row0;
   const int seq_len = cta.seq_len, lo = cta.lo, hi = cta.hi, tile_begin = cta.tile_begin, tile_end = cta.tile_end;
   const int pos0 = seq_len - q_len;  // position of query token 0
@@ -301,7 +301,7 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
     }
   }
 
-  if constexpr (SPLIT == 1) {
+  if (SPLIT == 1 || cta.n_splits == 1) {  // a short context's single split writes out directly
     if (wn != 0) return;
     // out = O / l · v-scale, through the warp's scratch 16×16 at a time (16-byte stores).
     __syncwarp();
@@ -321,7 +321,7 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
       if (t < q_len) gmem_store<16>(out + ((long long)(tok0 + t) * HEADS + kvh * G + h) * D + j * 16 + c0, v);
       __syncwarp();
     }
-  } else {
+  } else if constexpr (SPLIT > 1) {
     // Partials of (b, kvh, rb): [SPLIT][BM][D] O and [SPLIT][BM][2] (max, sum), then the
     // last CTA of the slot merges.
     float *part_o, *part_ml;
@@ -336,7 +336,7 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
     }
     // The stats are read by now: their first int is free for the last-CTA flag.
     attn_merge_splits<HEADS, KVH, G, D, BM, SPLIT, kThreads>(out, part_o, part_ml, counters, slot,
-                                                               reinterpret_cast<int*>(stats), cta, kvh, vs_factor);
+                                                               reinterpret_cast<int*>(stats), merge, cta, kvh, vs_factor);
   }
 }
 

@@ -102,7 +102,7 @@ __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32, 1)
   const int gid = lane / 4, tig = lane % 4;
   const int kvh = blockIdx.y;
   AttnCta cta;
-  if (!attn_cta<G, BM, BN, QLEN, CAUSAL, WINDOW, SPLIT>(seq_lens, cu_q, cta)) return;  // the whole CTA, splits alike
+  if (!attn_cta<G, BM, BN, QLEN, CAUSAL, WINDOW, SPLIT>(seq_lens, cu_q, cta)) return;  // no rows, or a split with no keys
   const int b = cta.b, split = cta.split, rb = cta.rb, tok0 = cta.tok0, q_len = cta.q_len, row0 = cta.row0;
   const int seq_len = cta.seq_len, lo = cta.lo, hi = cta.hi, tile_begin = cta.tile_begin, tile_end = cta.tile_end;
   const int pos0 = seq_len - q_len;  // position of query token 0
@@ -553,7 +553,7 @@ __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32, 1)
     }
   }
 
-  if constexpr (SPLIT == 1) {
+  if (SPLIT == 1 || cta.n_splits == 1) {  // a short context's single split writes out directly
     if (wn != 0) return;
     // out = O / l · v-scale, two halves per store (a quad writes 16 contiguous bytes of a row).
 #pragma unroll
@@ -578,7 +578,7 @@ __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32, 1)
         }
       }
     }
-  } else {
+  } else if constexpr (SPLIT > 1) {
     // Partials of (b, kvh, rb): [SPLIT][BM][D] O and [SPLIT][BM][2] (max, sum), then the
     // last CTA of the slot merges (rows past the queries are neither written nor read).
     float *part_o, *part_ml;
@@ -605,7 +605,7 @@ __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32, 1)
         }
       }
     }
-    attn_merge_splits<HEADS, KVH, G, D, BM, SPLIT, kThreads>(out, part_o, part_ml, counters, slot, is_last, cta, kvh,
+    attn_merge_splits<HEADS, KVH, G, D, BM, SPLIT, kThreads>(out, part_o, part_ml, counters, slot, is_last, merge, cta, kvh,
                                                                vs_factor);
   }
 }

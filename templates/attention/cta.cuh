@@ -11,12 +11,19 @@ namespace onecat {
 // A CTA's work: BM query rows of sequence b from row0 (row r: token r / G, query head r % G),
 // the key range [lo, hi) their positions see (causal, sliding window), and this split's tiles
 // [tile_begin, tile_end) of BN keys. blockIdx: x row block (prefill: longest causal rows
-// first), y KV head, z sequence · SPLIT + split.
+// first), y KV head, z sequence · SPLIT + split. Of the SPLIT CTAs of a row block only the
+// first n_splits take keys: a split gets at least kSplitMinKeys of them, so a short context
+// runs on fewer splits (one: no partials, no merge) than a long one.
 struct AttnCta {
-  int b, split, rb, tok0, q_len, row0, seq_len, lo, hi, tile_begin, tile_end;
+  int b, split, rb, tok0, q_len, row0, seq_len, lo, hi, tile_begin, tile_end, n_splits;
 };
 
-// False when the CTA has no query rows (the whole CTA returns, its splits alike).
+// Below this many keys per split, a split's fixed cost (query tile, partials, its share of
+// the merge) outweighs the keys it streams: an H200 batch-1 verify over 1K keys took 24.7 µs
+// on 16 splits of 64 keys and 13.8 µs on 4 of 256 (bench/RESULTS.md, 2026-12-01).
+constexpr int kSplitMinKeys = 256;
+
+// False when the CTA has no query rows, or its split no keys (the whole CTA returns).
 template <int G, int BM, int BN, int QLEN, bool CAUSAL, int WINDOW, int SPLIT>
 __device__ __forceinline__ bool attn_cta(const int* __restrict__ seq_lens, const int* __restrict__ cu_q, AttnCta& c) {
   c.b = blockIdx.z / SPLIT, c.split = blockIdx.z % SPLIT;
@@ -37,8 +44,11 @@ __device__ __forceinline__ bool attn_cta(const int* __restrict__ seq_lens, const
   c.lo = WINDOW > 0 ? max(0, pos0 + t_first - WINDOW + 1) : 0;
   if (c.hi < c.lo) c.hi = c.lo;
   const int n_tiles = (c.hi - c.lo + BN - 1) / BN;
-  const int per_split = (n_tiles + SPLIT - 1) / SPLIT;
-  c.tile_begin = min(n_tiles, c.split * per_split), c.tile_end = min(n_tiles, c.tile_begin + per_split);
+  constexpr int kMinTiles = SPLIT == 1 ? 1 : (kSplitMinKeys + BN - 1) / BN;
+  const int per_split = max(kMinTiles, (n_tiles + SPLIT - 1) / SPLIT);
+  c.n_splits = max(1, (n_tiles + per_split - 1) / per_split);
+  if (c.split >= c.n_splits) return false;
+  c.tile_begin = c.split * per_split, c.tile_end = min(n_tiles, c.tile_begin + per_split);
   return true;
 }
 
@@ -86,48 +96,100 @@ __device__ __forceinline__ long long attn_split_slot(float* partial, const AttnC
   return slot;
 }
 
-// After every split wrote its partials of the slot — part_o [SPLIT][BM][D] O (scaled to its
-// row max) and part_ml [SPLIT][BM][2] (max, sum) — the last CTA to finish merges them in fp32
+// After each of the slot's c.n_splits (≥ 2) splits wrote its partials — part_o [SPLIT][BM][D]
+// O (scaled to its row max) and part_ml [SPLIT][BM][2] (max, sum) — the last CTA to finish merges them in fp32
 // and writes fp16 rows (times v_factor / sum; rows that saw no key: 0) and resets the slot's
-// counter for the next launch. `flag` is a shared int the caller can spare.
+// counter for the next launch. `flag` is a shared int the caller can spare; `scratch` is the
+// kernel's shared memory, free once every thread is past the key loop (the Q tile alone,
+// BM × D halves, holds the BM × SPLIT weights). The merge runs on one CTA after the others:
+// each thread first reads a row's SPLIT (max, sum) pairs at once and leaves the row's weights
+// 2^(max_s − max) · v_factor / sum in shared memory, then its output chunks' loads are
+// independent across chunks and splits (a row-by-row merge paid about 2·SPLIT dependent L2
+// round trips per chunk: 34 µs for a batch-1 verify at split 16 against 15 µs at split 4).
 template <int HEADS, int KVH, int G, int D, int BM, int SPLIT, int THREADS>
 __device__ __forceinline__ void attn_merge_splits(half_t* __restrict__ out, const float* part_o, const float* part_ml,
                                                   int* __restrict__ counters, long long slot, int* flag,
-                                                  const AttnCta& c, int kvh, float v_factor) {
+                                                  float* scratch, const AttnCta& c, int kvh, float v_factor) {
+  static_assert(SPLIT * 4 <= D * 2, "the weights fit in the Q tile's shared memory");
+  static_assert(BM <= THREADS, "a thread per row");
   const float kNegInf = __int_as_float(0xff800000);
   const int tid = threadIdx.x;
   __threadfence();
   __syncthreads();
   if (tid == 0) {
-    *flag = atomicAdd(counters + slot, 1) == SPLIT - 1;
+    *flag = atomicAdd(counters + slot, 1) == c.n_splits - 1;
     if (*flag) counters[slot] = 0;  // ready for the next launch
   }
   __syncthreads();
-  if (!*flag) return;
+  const bool last = *flag;
+  if (!last) return;  // uniform over the CTA
   __threadfence();
-  for (int i = tid; i < BM * (D / 8); i += THREADS) {
-    const int r = i / (D / 8), part = i % (D / 8);
-    const int row = c.row0 + r, t = row / G, h = row % G;
-    if (t >= c.q_len) continue;
-    float mx = kNegInf;
-#pragma unroll 4
-    for (int s = 0; s < SPLIT; ++s) mx = fmaxf(mx, __ldcg(part_ml + (s * BM + r) * 2));
-    float acc[8] = {}, total = 0.f;
-#pragma unroll 4
-    for (int s = 0; s < SPLIT; ++s) {
-      const float ms = __ldcg(part_ml + (s * BM + r) * 2);
-      if (ms == kNegInf) continue;
-      const float f = exp2f(ms - mx);
-      total += __ldcg(part_ml + (s * BM + r) * 2 + 1) * f;
-      const float* src = part_o + (s * BM + r) * D + part * 8;
+  __syncthreads();  // every thread read the flag before the weights go over it
+  float* weight = scratch;  // [SPLIT][BM]
+  const int n = c.n_splits;
+  if (tid < BM) {
+    const int r = tid;
+    if ((c.row0 + r) / G < c.q_len) {
+      float2 ml[SPLIT];
 #pragma unroll
-      for (int e = 0; e < 8; ++e) acc[e] += __ldcg(src + e) * f;
+      for (int s = 0; s < SPLIT; ++s) {
+        ml[s] = s < n ? __ldcg(reinterpret_cast<const float2*>(part_ml + (s * BM + r) * 2)) : make_float2(kNegInf, 0.f);
+      }
+      float mx = kNegInf;
+#pragma unroll
+      for (int s = 0; s < SPLIT; ++s) mx = fmaxf(mx, ml[s].x);
+      float total = 0.f;
+#pragma unroll
+      for (int s = 0; s < SPLIT; ++s) {
+        ml[s].x = ml[s].x == kNegInf ? 0.f : exp2f(ml[s].x - mx);
+        total += ml[s].y * ml[s].x;
+      }
+      const float inv = total > 0.f ? v_factor / total : 0.f;
+#pragma unroll
+      for (int s = 0; s < SPLIT; ++s) weight[s * BM + r] = ml[s].x * inv;
     }
-    const float inv = total > 0.f ? v_factor / total : 0.f;
-    Chunk<16> v;
+  }
+  __syncthreads();
+  constexpr int kParts = D / 8;
+  constexpr int kItems = (BM * kParts + THREADS - 1) / THREADS;  // 16-byte output chunks per thread
+  constexpr int kGroup = kItems < 4 ? kItems : 4;                 // merged side by side (registers)
 #pragma unroll
-    for (int e = 0; e < 8; ++e) v.h[e] = float_to_half(acc[e] * inv).bits;
-    gmem_store<16>(out + ((long long)(c.tok0 + t) * HEADS + kvh * G + h) * D + part * 8, v);
+  for (int k0 = 0; k0 < kItems; k0 += kGroup) {
+    float acc[kGroup][8];
+    int row[kGroup];
+#pragma unroll
+    for (int k = 0; k < kGroup; ++k) {
+      const int i = tid + (k0 + k) * THREADS;
+      const int r = i / kParts;
+      row[k] = k0 + k >= kItems || i >= BM * kParts || (c.row0 + r) / G >= c.q_len ? -1 : r;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[k][e] = 0.f;
+    }
+    // No branch on the weight (a split that saw none of the row's keys wrote O = 0 and has
+    // weight 0), so every load of four splits issues before the first returns.
+#pragma unroll 4
+    for (int s = 0; s < n; ++s) {
+#pragma unroll
+      for (int k = 0; k < kGroup; ++k) {
+        if (row[k] < 0) continue;
+        const float w = weight[s * BM + row[k]];
+        const int part = (tid + (k0 + k) * THREADS) % kParts;
+        const float4* src = reinterpret_cast<const float4*>(part_o + (s * BM + row[k]) * D + part * 8);
+        const float4 a = __ldcg(src), b = __ldcg(src + 1);
+        acc[k][0] += a.x * w, acc[k][1] += a.y * w, acc[k][2] += a.z * w, acc[k][3] += a.w * w;
+        acc[k][4] += b.x * w, acc[k][5] += b.y * w, acc[k][6] += b.z * w, acc[k][7] += b.w * w;
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kGroup; ++k) {
+      if (row[k] < 0) continue;
+      const int row_abs = c.row0 + row[k], t = row_abs / G, h = row_abs % G;
+      const int part = (tid + (k0 + k) * THREADS) % kParts;
+      Chunk<16> v;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) v.h[e] = float_to_half(acc[k][e]).bits;
+      gmem_store<16>(out + ((long long)(c.tok0 + t) * HEADS + kvh * G + h) * D + part * 8, v);
+    }
   }
 }
 
