@@ -20,6 +20,8 @@
 #   gemm-points@FILE onecat bench SPEC --m M --config CONFIG per line (SPEC M CONFIG) of FILE
 #   attn-bench[@MODE] build-device/attention_bench (MODE quick, sweep or best) -> attention_bench.json
 #   sdpa[@MODE]      torch SDPA on the same attention shapes (bench/attention_sdpa.py) -> attention_sdpa.json
+#   probe            bench/mma_probe.cu: mma.sync ceilings by warps per SM and warp tile -> probe.jsonl
+#   sass@SPEC@CONFIG the sm_90 SASS of one kernel (onecat emit --ptx, ptxas, cuobjdump) -> sass.txt.gz
 #   ncu              bench/ncu_profile.sh: Nsight Compute on one launch of each listed kernel -> ncu.txt
 #   gemm-bench       bench/gemm_bench.sh (the 8B linear set; FORMATS/SHAPES select, SWEEP_MS the
 #                    swept token counts, DEFAULT_MS those at the default config) -> gemm_bench.jsonl
@@ -102,6 +104,11 @@ lane() {  # lane GPU STEPS...
         done <"${s#gemm-points@}" ;;
       attn-bench*) timeout "$(left)" build-device/attention_bench "$out/attention_bench.json" "${s#attn-bench@}" ;;
       sdpa*) timeout "$(left)" "$py" bench/attention_sdpa.py "$out/attention_sdpa.json" "${s#sdpa@}" ;;
+      probe) nvcc -O3 -std=c++17 -arch=sm_90 -o build-device/mma_probe bench/mma_probe.cu &&
+               timeout "$(left)" build-device/mma_probe >>"$out/probe.jsonl" ;;
+      sass@*) IFS=@ read -r _ spec config <<<"$s"  # SASS of one kernel (sm_90) -> sass.txt.gz
+              $bin emit "$spec" --config "$config" --arch sm_90 --ptx >/tmp/k.ptx && ptxas -arch=sm_90 -O3 /tmp/k.ptx -o /tmp/k.cubin &&
+                { echo "== $spec $config"; cuobjdump -sass /tmp/k.cubin; } | gzip >>"$out/sass.txt.gz" ;;
       ncu) OUT=$out timeout "$(left)" bash bench/ncu_profile.sh "$root/build-device" ;;
       gemm-bench) OUT=$out timeout "$(left)" bash bench/gemm_bench.sh "$bin" "${SWEEP_MS:-1,16}" "${DEFAULT_MS-2,4,8,32,128,512,2048}" ;;
       *) echo "unknown step $s" ;;

@@ -3,7 +3,8 @@
 # memory, occupancy, warp stall reasons (each reason's warps per issued instruction) and scheduler statistics, as text in $OUT/ncu.txt.
 # Clocks are left alone (--clock-control none, METHOD.md). Each target is one line:
 #   LABEL | KERNEL-NAME-REGEX | command (onecat bench SPEC --m M --config C, or attention_bench one ...)
-# NCU_TARGETS (a file of such lines, commands relative to the repository root) replaces the list below.
+# NCU_TARGETS (a file of such lines, commands relative to the repository root) replaces the list below;
+# NCU_EXTRA adds options (e.g. '--section SourceCounters': the SASS lines where warps stall most).
 #   bash bench/ncu_profile.sh BIN_DIR
 set -uo pipefail
 bin=${1:?usage: ncu_profile.sh BUILD_DIR}
@@ -33,7 +34,7 @@ while IFS='|' read -r label regex cmd; do
   timeout 120 "$ncu" --clock-control none -k "regex:$regex" --launch-skip 3 --launch-count 1 \
     --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
     --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis --section InstructionStats \
-    --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' \
+    --metrics 'regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio' ${NCU_EXTRA:-} \
     $cmd >>"$out/ncu.txt" 2>&1
   echo "=== $label rc=$?" >>"$out/ncu.txt"
 done <"$targets"

@@ -103,19 +103,35 @@ struct Mma16816Loads {
                                                       int stage, int tid, DDst ddst) {
 #pragma unroll
     for (int i = 0; i < kDecodePerThread; ++i) {
-      const int idx = tid + i * THREADS;
-      if (kWLoads % THREADS == 0 || idx < kWLoads) {
-        const int r = idx / kChunksPerStep, c = idx % kChunksPerStep;
-        const Raw16 v = *reinterpret_cast<const Raw16*>(raw + ((stage * BN + r) * kChunksPerStep + c) * 16);
-        half2_t d[kPer / 2];
-        decode_chunk_full<Fmt>(v, sc[i], d);
+      const Raw16 v = read_raw(raw, stage, tid, i);
+      decode_store(v, sc[i], tid, i, ddst);
+    }
+  }
+
+  // decode_stage in two halves, so a pipeline can put other work between a chunk's shared
+  // load and its use: read_raw returns this thread's chunk i of the raw stage, decode_store
+  // decodes it and writes the fp16 tile.
+  __device__ static __forceinline__ Raw16 read_raw(const unsigned char* raw, int stage, int tid, int i) {
+    const int idx = tid + i * THREADS;
+    Raw16 v{};
+    if (kWLoads % THREADS == 0 || idx < kWLoads) {
+      v = *reinterpret_cast<const Raw16*>(raw + ((stage * BN + idx / kChunksPerStep) * kChunksPerStep + idx % kChunksPerStep) * 16);
+    }
+    return v;
+  }
+  template <class DDst>
+  __device__ static __forceinline__ void decode_store(const Raw16& v, const Scale& sc, int tid, int i, DDst ddst) {
+    const int idx = tid + i * THREADS;
+    if (kWLoads % THREADS == 0 || idx < kWLoads) {
+      const int r = idx / kChunksPerStep, c = idx % kChunksPerStep;
+      half2_t d[kPer / 2];
+      decode_chunk_full<Fmt>(v, sc, d);
 #pragma unroll
-        for (int p = 0; p < kPer / 8; ++p) {
-          Raw16 o;
+      for (int p = 0; p < kPer / 8; ++p) {
+        Raw16 o;
 #pragma unroll
-          for (int j = 0; j < 4; ++j) reinterpret_cast<unsigned*>(o.h)[j] = d[p * 4 + j].bits;
-          *reinterpret_cast<Raw16*>(ddst(r, c * (kPer / 8) + p)) = o;
-        }
+        for (int j = 0; j < 4; ++j) reinterpret_cast<unsigned*>(o.h)[j] = d[p * 4 + j].bits;
+        *reinterpret_cast<Raw16*>(ddst(r, c * (kPer / 8) + p)) = o;
       }
     }
   }

@@ -8,7 +8,11 @@
 // every bank once. fp16 weights are used where they land; other formats are decoded from
 // their raw buffer into one of two fp16 tiles one step ahead (step kt+1 during step kt), so
 // a K step costs one __syncthreads whatever the format. Fragments are double-buffered in
-// registers: the next k16 slice's ldmatrix is issued before this slice's mma. The epilogue
+// registers: the next k16 slice's ldmatrix is issued before this slice's mma. A step's
+// cp.async loads (addresses computed once per thread) and its decode are spread over its mma
+// groups rather than issued in one stretch: in the sm_90 SASS that stretch was ~50 address
+// instructions and 8 LDGSTS before the step's first HMMA (H200, f16 28672×4096 at 512
+// tokens: 397 → 331 µs, bench/RESULTS.md). The epilogue
 // works on the accumulators in registers: the m16n8 layout gives each thread two adjacent
 // outputs of two tokens.
 #pragma once
@@ -97,23 +101,83 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
   const int n0 = blockIdx.y * kTileCols;
 
   using Loads = Mma16816Loads<Fmt, N, K, BM, BN, BK, kThreads, EPI, ACT_ORDER>;
-  auto issue_step = [&](int kt) {  // loads of step kt into stage kt % STAGES
+  // This thread's cp.async chunks of a K step, addressed once: source of step 0 and
+  // destination in stage 0 (x chunks first, then weight chunks; act-order gathers x apart).
+  // Step kt adds kt steps to the source and its stage to the destination. The loads of a
+  // step are spread over its first kLoadSlots mma groups (kPerSlot each), so no warp spends
+  // a stretch of the step issuing loads while its tensor core work waits.
+  constexpr int kXIter = ACT_ORDER ? 0 : (Loads::kXLoads + kThreads - 1) / kThreads;
+  constexpr int kWIter = (Loads::kWLoads + kThreads - 1) / kThreads;
+  constexpr int kLoads = kXIter + kWIter;
+  constexpr int kSlots = kKs * kJp;  // mma groups per step; the last one starts with the barrier
+  constexpr int kLoadSlots = kSlots - 1;
+  constexpr int kPerSlot = (kLoads + kLoadSlots - 1) / kLoadSlots;
+  constexpr unsigned kXStageBytes = kXStageHalves * 2;
+  constexpr unsigned kWStageBytes = kF16 ? kWStageHalves * 2 : BN * kChunksPerStep * 16;
+  constexpr int kXStepBytes = BK * 2, kWStepBytes = kChunksPerStep * 16;
+  static_assert(kSlots >= 2, "a step has at least two mma groups");
+  const char* ld_src[kLoads];
+  unsigned ld_dst[kLoads];
+  int ld_bytes[kLoads];
+  bool ld_ok[kLoads];
+#pragma unroll
+  for (int l = 0; l < kLoads; ++l) {
+    const bool is_x = l < kXIter;
+    const int idx = tid + (is_x ? l : l - kXIter) * kThreads;
+    const int n_loads = is_x ? Loads::kXLoads : Loads::kWLoads;
+    ld_ok[l] = n_loads % kThreads == 0 || idx < n_loads;
+    const int i = ld_ok[l] ? idx : 0;
+    if (is_x) {
+      const int r = i / (BK / 8), c = i % (BK / 8);
+      const bool in = m0 + r < m;
+      ld_src[l] = reinterpret_cast<const char*>(x + static_cast<long long>(in ? m0 + r : 0) * K + c * 8);
+      ld_bytes[l] = in ? 16 : 0;
+      ld_dst[l] = shared_address(xs + Tile::offset(r, c));
+    } else {
+      const int r = i / kChunksPerStep, c = i % kChunksPerStep;
+      ld_src[l] = static_cast<const char*>(qweight) +
+                  (static_cast<long long>(tile_weight_row<N, EPI>(n0, r)) * Loads::kChunksPerRow + c) * 16;
+      ld_bytes[l] = 16;
+      ld_dst[l] = kF16 ? shared_address(reinterpret_cast<half_t*>(raw) + Tile::offset(r, c))
+                       : shared_address(raw + (r * kChunksPerStep + c) * 16);
+    }
+  }
+  auto issue_part = [&](int kt, int part) {  // part: a compile-time constant once unrolled
     const int stage = kt % STAGES;
-    half_t* xst = xs + stage * kXStageHalves;
-    Loads::x_step(x, perm, m, m0, kt, tid, [&](int r, int c) { return xst + Tile::offset(r, c); });
-    Loads::weight_step(qweight, n0, kt, tid, [&](int r, int c) {
-      return kF16 ? shared_address(reinterpret_cast<half_t*>(raw) + stage * kWStageHalves + Tile::offset(r, c))
-                  : shared_address(raw + ((stage * BN + r) * kChunksPerStep + c) * 16);
-    });
+#pragma unroll
+    for (int q = 0; q < kPerSlot; ++q) {
+      const int l = part * kPerSlot + q;
+      if (l < kLoads && ld_ok[l]) {
+        const bool is_x = l < kXIter;
+        sm80::cp_async16(ld_dst[l] + stage * (is_x ? kXStageBytes : kWStageBytes),
+                         ld_src[l] + static_cast<long long>(kt) * (is_x ? kXStepBytes : kWStepBytes), ld_bytes[l]);
+      }
+    }
+    if constexpr (ACT_ORDER) {
+      if (part == 0) {
+        half_t* xst = xs + stage * kXStageHalves;
+        Loads::x_step(x, perm, m, m0, kt, tid, [&](int r, int c) { return xst + Tile::offset(r, c); });
+      }
+    }
+  };
+  auto issue_step = [&](int kt) {  // all loads of step kt into stage kt % STAGES
+#pragma unroll
+    for (int part = 0; part < kLoadSlots; ++part) issue_part(kt, part);
   };
   typename Loads::Scale sc[Loads::kDecodePerThread];
   auto load_scales = [&](int kt) { Loads::scales_step(sc, scales, zeros, n0, kt, tid); };
-  auto decode_step = [&](int kt) {  // raw stage kt % STAGES → fp16 tile kt % 2
-    if constexpr (!kF16) {
-      half_t* dst_tile = wdec + (kt % 2) * kWStageHalves;
-      Loads::decode_stage(sc, raw, kt % STAGES, tid, [&](int r, int c8) { return dst_tile + Tile::offset(r, c8); });
-    }
+  auto decoded_tile = [&](int kt) {
+    half_t* dst_tile = wdec + (kt % 2) * kWStageHalves;
+    return [dst_tile](int r, int c8) { return dst_tile + Tile::offset(r, c8); };
   };
+  auto decode_step = [&](int kt) {  // raw stage kt % STAGES → fp16 tile kt % 2
+    if constexpr (!kF16) Loads::decode_stage(sc, raw, kt % STAGES, tid, decoded_tile(kt));
+  };
+  // In the loop the decode of step kt+1 is split: its raw chunks are read from shared memory
+  // in the first mma group, decoded and stored in the second (the first, for two-group steps),
+  // and the scales of step kt+2 requested after that.
+  constexpr int kDecodeStoreSlot = kSlots >= 3 ? 1 : 0;
+  Raw16 rv[kF16 ? 1 : Loads::kDecodePerThread];
 
   float acc[kFm][kFn][4];
 #pragma unroll
@@ -177,28 +241,18 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
     const unsigned xa_next = x_addr(kt + 1), wa_next = w_addr(kt + 1);
 #pragma unroll
     for (int ks = 0; ks < kKs; ++ks) {
-      if (ks == 0) {
-        // Step kt-1's stage was last read before the previous barrier: refill it. Its decoded
-        // tile too: decode step kt+1 into it (raw weights visible since that barrier).
-        if (kt + STAGES - 1 < kSteps) issue_step(kt + STAGES - 1);
-        cp_async_commit();
-        if constexpr (!kF16) {
-          if (more) {
-            decode_step(kt + 1);
-            if (kt + 2 < kSteps) load_scales(kt + 2);
-          }
-        }
-      }
 #pragma unroll
       for (int jp = 0; jp < kJp; ++jp) {
         const int t = ks * kJp + jp;
-        if (ks == kKs - 1 && jp == kJp - 1) {
+        if (t == kSlots - 1) {
           // This step's fragments are all in registers (the last n16 pair's weights were
-          // requested in the previous iteration; a barrier at the start of the last slice would
+          // requested in the previous group; a barrier at the start of the last slice would
           // let other warps refill the stage while pairs 1.. of that slice are still read).
-          // After this barrier step kt+1's x (and fp16 weights) and its decoded tile are
-          // visible (decoded formats: step kt+2's raw weights too), and every warp has read its
-          // last fragment of step kt's stage and decoded tile.
+          // Step kt+STAGES-1's loads, issued in the groups before, form one group. After
+          // this barrier step kt+1's x (and fp16 weights) and its decoded tile are visible
+          // (decoded formats: step kt+2's raw weights too), and every warp has read its last
+          // fragment of step kt's stage and decoded tile.
+          cp_async_commit();
           if constexpr (kF16) {
             cp_async_wait<STAGES - 2>();
           } else {
@@ -217,6 +271,24 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
           load_b(b[(t + 1) % 2], wa, ks + 1, 0);
         } else if (more) {
           load_b(b[(t + 1) % 2], wa_next, 0, 0);
+        }
+        // Step kt-1's stage was last read before the previous barrier: refill it, a part per
+        // group. Its decoded tile too: decode step kt+1 into it (raw weights visible since
+        // that barrier).
+        if (t < kLoadSlots && kt + STAGES - 1 < kSteps) issue_part(kt + STAGES - 1, t);
+        if constexpr (!kF16) {
+          if (more) {
+            if (t == 0) {
+#pragma unroll
+              for (int i = 0; i < Loads::kDecodePerThread; ++i) rv[i] = Loads::read_raw(raw, (kt + 1) % STAGES, tid, i);
+            }
+            if (t == kDecodeStoreSlot) {
+              auto dst = decoded_tile(kt + 1);
+#pragma unroll
+              for (int i = 0; i < Loads::kDecodePerThread; ++i) Loads::decode_store(rv[i], sc[i], tid, i, dst);
+              if (kt + 2 < kSteps) load_scales(kt + 2);
+            }
+          }
         }
 #pragma unroll
         for (int i = 0; i < kFm; ++i) {
