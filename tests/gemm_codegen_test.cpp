@@ -188,6 +188,59 @@ TEST(GemmConfig, RulesAndDefaults) {
   }
 }
 
+// split=S (mma: wmma, or m16n8k16 with pipe=2): S CTAs per output tile on S parts of K,
+// summed through a workspace; the defaults split where the tiles are too few.
+TEST(GemmConfig, SplitKRulesGeometryWorkspaceAndDefaults) {
+  const gemm::Spec narrow = gemm::Spec::parse("gemm:n=4096,k=14336,fmt=awq4");
+  const std::string p2 = "strategy=mma,atom=m16n8k16,bm=128,bn=64,wm=2,wn=2,bk=64,stages=4,pipe=2";
+  EXPECT_EQ(gemm::Config::parse(narrow, p2 + ",split=4").to_string(), p2 + ",split=4");
+  EXPECT_EQ(gemm::Config::parse(narrow, p2 + ",split=1").to_string(), p2);  // split=1 keeps the old text
+  EXPECT_EQ(gemm::Config::parse(narrow, "strategy=mma,atom=wmma,bm=64,bn=128,wm=2,wn=2,split=8").to_string(),
+            "strategy=mma,atom=wmma,bm=64,bn=128,wm=2,wn=2,split=8");
+  expect_throw<InputError>(
+      [&] { gemm::Config::parse(narrow, "strategy=mma,atom=m16n8k16,bm=128,bn=64,wm=2,wn=2,bk=64,stages=4,split=2"); },
+      {"split needs pipe=2"});
+  expect_throw<InputError>([&] { gemm::Config::parse(narrow, p2 + ",split=3"); }, {"split=3", "multiple of 192"});
+  expect_throw<InputError>([&] { gemm::Config::parse(narrow, p2 + ",split=17"); }, {"split"});
+  expect_throw<InputError>([&] { gemm::Config::parse(narrow, "strategy=gemv,mt=1,rows=4,warps=4,split=2"); }, {"split"});
+  const gemm::Spec short_k = gemm::Spec::parse("gemm:n=4096,k=1024,fmt=f16");
+  expect_throw<InputError>([&] { gemm::Config::parse(short_k, "strategy=mma,atom=wmma,bm=64,bn=128,wm=2,wn=2,split=64"); },
+                           {"split=64 is out of range"});
+  // Geometry: the parts along z; the workspace holds every part's tile in fp32, a counter per tile.
+  const gemm::Config c4 = gemm::Config::parse(narrow, p2 + ",split=4");
+  const LaunchGeometry g = gemm::geometry(narrow, c4, 130);
+  EXPECT_EQ(g.grid[0], 2u);
+  EXPECT_EQ(g.grid[1], 64u);
+  EXPECT_EQ(g.grid[2], 4u);
+  EXPECT_EQ(gemm::workspace_counters(narrow, c4, 130), 128);
+  EXPECT_EQ(gemm::workspace_floats(narrow, c4, 130), 128 * 4 * 128 * 64);
+  const gemm::Config c1 = gemm::Config::parse(narrow, p2);
+  EXPECT_EQ(gemm::geometry(narrow, c1, 130).grid[2], 1u);
+  EXPECT_EQ(gemm::workspace_floats(narrow, c1, 130), 0);
+  EXPECT_EQ(gemm::workspace_counters(narrow, c1, 130), 0);
+  // Defaults: 4096 outputs at 32 to 128 tokens leave 32–64 tiles, split to 256 CTAs (sm_80+
+  // on pipe=2 tiles with K steps of 64, sm_70 on its WMMA tile); 28672 outputs leave enough
+  // tiles (224) and do not split.
+  const Family& f = family_of("gemm:n=4096,k=14336,fmt=awq4");
+  EXPECT_EQ(f.default_config("gemm:n=4096,k=14336,fmt=awq4", 128, Arch{90}),
+            "strategy=mma,atom=m16n8k16,bm=128,bn=64,wm=2,wn=2,bk=64,stages=4,pipe=2,split=4");
+  EXPECT_EQ(f.default_config("gemm:n=4096,k=14336,fmt=awq4", 32, Arch{90}),
+            "strategy=mma,atom=m16n8k16,bm=32,bn=128,wm=1,wn=4,bk=64,stages=4,pipe=2,split=8");
+  EXPECT_EQ(f.default_config("gemm:n=4096,k=14336,fmt=fp8b128", 64, Arch{80}),
+            "strategy=mma,atom=m16n8k16,bm=128,bn=64,wm=2,wn=2,bk=64,stages=4,pipe=2,split=4");
+  EXPECT_EQ(f.default_config("gemm:n=4096,k=14336,fmt=awq4", 128, Arch{70}), "strategy=mma,atom=wmma,bm=128,bn=64,wm=2,wn=4,split=4");
+  EXPECT_EQ(f.default_config("gemm:n=28672,k=4096,fmt=awq4", 128, Arch{90}).find("split"), std::string::npos);
+  EXPECT_EQ(f.default_config("gemm:n=4096,k=14336,fmt=awq4", 512, Arch{90}).find("split"), std::string::npos);
+  // A short K splits no further than 8 steps of bk per part.
+  EXPECT_EQ(f.default_config("gemm:n=1024,k=256,fmt=f16", 64, Arch{90}).find("split"), std::string::npos);
+  // Candidates with split on both atoms.
+  auto has_split = [](const std::vector<std::string>& cs) {
+    return std::any_of(cs.begin(), cs.end(), [](const std::string& c) { return c.find(",split=") != std::string::npos; });
+  };
+  EXPECT_TRUE(has_split(f.candidate_configs("gemm:n=4096,k=14336,fmt=awq4", Arch{90})));
+  EXPECT_TRUE(has_split(f.candidate_configs("gemm:n=4096,k=14336,fmt=awq4", Arch{70})));
+}
+
 TEST(GemmConfig, TcSmallRulesDefaultsAndCandidates) {
   const gemm::Spec s = gemm::Spec::parse("gemm:n=4096,k=4096,fmt=awq4");
   EXPECT_EQ(gemm::Config::parse(s, "strategy=tc_small,mt=8,rows=32,warps=4,stages=3").to_string(),

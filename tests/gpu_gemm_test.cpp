@@ -13,6 +13,7 @@
 #include "runtime/cuda/driver.h"
 #include "runtime/jit/module_table.h"
 #include "runtime/jit/service.h"
+#include "tuner/gemm_rig.h"
 #include "tuner/verify.h"
 
 namespace onecat {
@@ -121,6 +122,45 @@ TEST_F(GemmGpu, EveryCandidateConfig) {
                                                                config.find("wm=4,wn=2") != std::string::npos)) {
           expect_pass(spec, config, 300);
         }
+      }
+    }
+  }
+}
+
+// split-K (split=S): both atoms that have it, every format, every epilogue, act-order, an odd
+// N and several token tiles (the last partial); the same kernel launched again on the same
+// workspace (its counters must be back at zero) with fresh inputs.
+TEST_F(GemmGpu, SplitKEveryFormatEpilogueAndRepeatedLaunch) {
+  const char* configs[] = {"strategy=mma,atom=m16n8k16,bm=128,bn=64,wm=2,wn=2,bk=64,stages=4,pipe=2,split=4",
+                           "strategy=mma,atom=m16n8k16,bm=128,bn=128,wm=2,wn=2,bk=32,stages=4,pipe=2,split=2",
+                           "strategy=mma,atom=m16n8k16,bm=32,bn=128,wm=1,wn=4,bk=64,stages=3,pipe=2,split=8",
+                           "strategy=mma,atom=wmma,bm=64,bn=128,wm=2,wn=2,split=4"};
+  int checked = 0;
+  auto run = [&](const std::string& spec, int64_t m) {
+    for (const char* config : configs) {
+      if (!valid_for(spec, config)) continue;
+      expect_pass(spec, config, m);
+      ++checked;
+    }
+  };
+  for (const char* fmt : kFormats) run(std::string("gemm:n=1000,k=2048,fmt=") + fmt, 130);
+  for (const char* epi : {"epi=bias", "epi=residual", "epi=silu_mul", "out=f32"}) {
+    run(std::string("gemm:n=1026,k=2048,fmt=awq4,") + epi, 37);
+  }
+  run("gemm:n=777,k=2048,fmt=gptq4,group=128,act_order=1", 50);
+  EXPECT_GE(checked, 40);
+  // Repeated launches on one workspace.
+  const std::string spec = "gemm:n=1000,k=2048,fmt=fp8b128";
+  for (const char* config : configs) {
+    const Family& f = family_of(spec);
+    const LoadedKernel& k = ModuleTable::get().load(jit->get(CompileRequest::make(f, spec, config, arch())).binary);
+    GemmRig rig(gemm::Spec::parse(spec), 7, 1);
+    const gemm::Config c = gemm::Config::parse(gemm::Spec::parse(spec), config);
+    for (int64_t m : {200, 200, 33}) {
+      rig.prepare(m);
+      for (int rep = 0; rep < 2; ++rep) {
+        const CheckResult r = rig.check(k, c);
+        EXPECT_TRUE(r.passed) << config << " m=" << m << " launch " << rep << " error=" << r.error << " " << r.detail;
       }
     }
   }

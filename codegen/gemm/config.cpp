@@ -26,6 +26,16 @@ std::optional<std::string> gemv_invalid(const Spec& spec, const Config& c) {
   return std::nullopt;
 }
 
+// split=S: S equal parts of K of whole K steps each (templates/gemm/split_k.cuh).
+std::optional<std::string> split_invalid(const Spec& spec, const Config& c, int bk) {
+  if (c.split < 1 || c.split > Config::kMaxSplit) return "split must be 1 to " + std::to_string(Config::kMaxSplit);
+  if (c.split > 1 && spec.k % (int64_t(bk) * c.split) != 0) {
+    return "split=" + std::to_string(c.split) + " needs k to be a multiple of " + std::to_string(bk * c.split) +
+           " (split × bk=" + std::to_string(bk) + ")";
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> mma16816_invalid(const Spec& spec, const Config& c) {
   if (!power_of_two(c.bm) || c.bm < 16 || c.bm > 256) return "bm must be 16, 32, 64, 128 or 256";
   if (!power_of_two(c.bn) || c.bn < 16 || c.bn > 256) return "bn must be 16, 32, 64, 128 or 256";
@@ -44,6 +54,8 @@ std::optional<std::string> mma16816_invalid(const Spec& spec, const Config& c) {
   if (c.pipe != 1 && c.pipe != 2) return "pipe must be 1 or 2";
   if (c.pipe == 1 && (c.stages < 2 || c.stages > 4)) return "stages must be 2, 3 or 4 (pipe=1)";
   if (c.pipe == 2 && (c.stages < 2 || c.stages > 5)) return "stages must be 2, 3, 4 or 5";
+  if (c.pipe == 1 && c.split != 1) return "split needs pipe=2 (pipe=1 has no split-K)";
+  if (auto why = split_invalid(spec, c, c.bk)) return why;
   if (c.pipe == 2 && spec.format != quant::WeightFormat::kF16 && c.stages < 3) {
     return "fmt=" + std::string(quant::format_name(spec.format)) + " needs stages=3 or more with pipe=2 (its decode runs one step ahead of the math)";
   }
@@ -75,6 +87,7 @@ std::optional<std::string> mma_invalid(const Spec& spec, const Config& c) {
     return "epi=silu_mul needs an even number of 16-row fragments per warp along n (gate and up pairs)";
   }
   if (spec.k % Config::kMmaBk != 0) return "k must be a multiple of 32 for the mma strategy";
+  if (auto why = split_invalid(spec, c, Config::kMmaBk)) return why;
   const int shared = 2 * (c.bm + c.bn) * (Config::kMmaBk + Config::kMmaPad) * 2;
   if (shared > Config::kMaxSharedBytes) return "the tiles need " + std::to_string(shared) + " bytes of shared memory (max 48 KiB)";
   return std::nullopt;
@@ -131,6 +144,7 @@ Config Config::parse(const Spec& spec, std::string_view text) {
       c.stages = static_cast<int>(r.integer("stages", 1, 8));
       c.pipe = static_cast<int>(r.integer_or("pipe", 1, 1, 2));
     }
+    c.split = static_cast<int>(r.integer_or("split", 1, 1, Config::kMaxSplit));
   }
   r.finish();
   if (auto why = c.invalid_reason(spec)) {
@@ -147,14 +161,18 @@ std::string Config::to_string() const {
     }
     return join_fields({{"strategy", "gemv"}, {"mt", std::to_string(mt)}, {"rows", std::to_string(rows)}, {"warps", std::to_string(warps)}});
   }
+  // split=1 configs keep their text (and cache keys).
   if (atom == Atom::kWmma) {
-    return join_fields({{"strategy", "mma"}, {"atom", "wmma"}, {"bm", std::to_string(bm)}, {"bn", std::to_string(bn)},
-                        {"wm", std::to_string(wm)}, {"wn", std::to_string(wn)}});
+    std::vector<std::pair<std::string, std::string>> fields = {{"strategy", "mma"}, {"atom", "wmma"}, {"bm", std::to_string(bm)},
+                                                               {"bn", std::to_string(bn)}, {"wm", std::to_string(wm)}, {"wn", std::to_string(wn)}};
+    if (split != 1) fields.emplace_back("split", std::to_string(split));
+    return join_fields(fields);
   }
   std::vector<std::pair<std::string, std::string>> fields = {
       {"strategy", "mma"}, {"atom", "m16n8k16"}, {"bm", std::to_string(bm)}, {"bn", std::to_string(bn)}, {"wm", std::to_string(wm)},
       {"wn", std::to_string(wn)}, {"bk", std::to_string(bk)}, {"stages", std::to_string(stages)}};
   if (pipe != 1) fields.emplace_back("pipe", std::to_string(pipe));  // pipe=1 configs keep their text (and cache keys)
+  if (split != 1) fields.emplace_back("split", std::to_string(split));
   return join_fields(fields);
 }
 

@@ -12,7 +12,8 @@
 // pipe=1 (the default below 512 tokens): padded shared rows, decode within the step (two barriers
 // per step); pipe=2 (the default from 512 tokens): unpadded
 // swizzled rows, decode one step ahead (one barrier per step, decoded formats need stages ≥ 3),
-// fragment double buffering, up to 5 stages.
+// fragment double buffering, up to 5 stages. split=S (wmma, or pipe=2): S CTAs per output tile
+// on S parts of K, summed in fp32 through a workspace (for few output tiles).
 // tc_small: a CTA of `warps` warps owns `rows` output rows (16, 32 or 64) and `mt` tokens (8
 // or 16) on mma.m16n8k16 with W as the A operand; its warps split K, decoding weight chunks
 // in registers straight into fragments.
@@ -51,6 +52,10 @@ struct Config {
   Atom atom = Atom::kWmma;                // mma
   int bk = 32, stages = 2;                // mma with atom=m16n8k16 (wmma: 32 and 2); tc_small: 1 = registers, 2..4 = cp.async ring
   int pipe = 1;                           // mma with atom=m16n8k16: the pipeline (above)
+  // mma (atom=wmma, or m16n8k16 with pipe=2): CTAs per output tile, each on 1/split of K; the
+  // last to finish sums their fp32 partials through a workspace (templates/gemm/split_k.cuh).
+  int split = 1;
+  static constexpr int kMaxSplit = 16;
 
   static Config parse(const Spec& spec, std::string_view text);  // parses and validates
   std::string to_string() const;

@@ -39,17 +39,18 @@ Emitted emit(const Spec& spec, const Config& c, Arch arch) {
     header = "gemm/tc_small.cuh";
   } else if (c.atom == Atom::kWmma) {
     e.kernel_expression = "onecat::mma_kernel<" + shape + std::to_string(c.bm) + ", " + std::to_string(c.bn) + ", " +
-                          std::to_string(c.wm) + ", " + std::to_string(c.wn) + ", " + tail;
+                          std::to_string(c.wm) + ", " + std::to_string(c.wn) + ", " + std::to_string(c.split) + ", " + tail;
     header = "gemm/mma.cuh";
   } else {
     if (!arch.has_mma_m16n8k16()) {
       throw InputError("config " + c.to_string() + " uses the m16n8k16 atom, which needs sm_80 or newer (not " + arch.name() +
                        "); use atom=wmma");
     }
-    // pipe=2 lives in its own header and namespace.
+    // pipe=2 lives in its own header and namespace, and has split-K.
     e.kernel_expression = std::string(c.pipe == 2 ? "onecat::pipe2::" : "onecat::") + "mma16816_kernel<" + shape +
                           std::to_string(c.bm) + ", " + std::to_string(c.bn) + ", " + std::to_string(c.bk) + ", " +
-                          std::to_string(c.wm) + ", " + std::to_string(c.wn) + ", " + std::to_string(c.stages) + ", " + tail;
+                          std::to_string(c.wm) + ", " + std::to_string(c.wn) + ", " + std::to_string(c.stages) + ", " +
+                          (c.pipe == 2 ? std::to_string(c.split) + ", " : std::string()) + tail;
     header = c.pipe == 2 ? "gemm/mma16816_v2.cuh" : "gemm/mma16816.cuh";
   }
   e.source = "// onecat gemm generator v" + std::to_string(kGeneratorVersion) + "\n// spec:   " + spec.to_string() +
@@ -72,10 +73,21 @@ LaunchGeometry geometry(const Spec& spec, const Config& c, int64_t m) {
     // mma: token tiles along x (templates/gemm/mma*.cuh), weight tiles along y.
     if (col_tiles > 65535) throw InputError("gemm: " + spec.to_string() + " has too many weight tiles for the grid");
     g.grid[0] = static_cast<unsigned>(tiles), g.grid[1] = static_cast<unsigned>(col_tiles);
+    g.grid[2] = static_cast<unsigned>(c.split);
   }
   g.block[0] = static_cast<unsigned>(c.threads());
   g.dynamic_shared_bytes = static_cast<unsigned>(c.shared_bytes(spec));
   return g;
+}
+
+int64_t workspace_counters(const Spec& spec, const Config& c, int64_t m) {
+  if (c.strategy != Strategy::kMma || c.split == 1) return 0;
+  const LaunchGeometry g = geometry(spec, c, m);
+  return int64_t(g.grid[0]) * g.grid[1];
+}
+
+int64_t workspace_floats(const Spec& spec, const Config& c, int64_t m) {
+  return workspace_counters(spec, c, m) * c.split * c.bm * c.bn;
 }
 
 }  // namespace onecat::gemm

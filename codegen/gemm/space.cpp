@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <tuple>
 
 #include "runtime/cuda/error.h"
 
@@ -24,6 +25,21 @@ constexpr int64_t kTcSmallMinM = 3;
 static int64_t mma_ctas(const Spec& spec, const Config& c, int64_t m) {
   const int64_t cols = spec.epilogue == Epilogue::kSiluMul ? c.bn / 2 : c.bn;
   return (spec.out_cols() + cols - 1) / cols * ((m + c.bm - 1) / c.bm);
+}
+
+// Split-K where the tiles are too few to fill the GPU (under kTargetCtas / 2: narrow N, few
+// tokens): the smallest split of 2, 4 or 8 that reaches kTargetCtas CTAs (each part whole K
+// steps of bk, at least 8 of them), else the largest such split.
+static int default_split(const Spec& spec, const Config& c, int64_t m, int bk) {
+  const int64_t ctas = mma_ctas(spec, c, m);
+  if (ctas >= kTargetCtas / 2) return 1;
+  int split = 1;
+  for (int s : {2, 4, 8}) {
+    if (spec.k % (int64_t(bk) * s) != 0 || spec.k / (int64_t(bk) * s) < 8) break;
+    split = s;
+    if (ctas * split >= kTargetCtas) break;
+  }
+  return split;
 }
 
 static Config mma16816_default(const Spec& spec, int64_t m) {
@@ -56,6 +72,21 @@ static Config mma16816_default(const Spec& spec, int64_t m) {
   while (c.wn > 1 && c.invalid_reason(spec)) c.wn /= 2;
   while (c.stages > 2 && c.invalid_reason(spec)) --c.stages;
   if (auto why = c.invalid_reason(spec)) throw InputError(spec.to_string() + " has no valid mma config: " + *why);
+  // Still too few CTAs: split K on pipe=2 (which has split-K), with K steps of 64: 32×128
+  // tiles (four 32×32 warps) below 48 tokens, else 128×64 (four 64×32 warps). H200, awq4
+  // 4096×14336 (bench/RESULTS.md 2026-12-02): M=32 165.9 → 35.6 µs (split 8), M=128 237.8 →
+  // 59.9 µs (split 4) against this function's pipe=1 tiles.
+  if (default_split(spec, c, m, c.bk) > 1) {
+    Config s = c;
+    s.pipe = 2, s.bk = 64, s.stages = 4;
+    if (m < 48) {
+      s.bm = 32, s.bn = 128, s.wm = 1, s.wn = 4;
+    } else {
+      s.bm = 128, s.bn = 64, s.wm = 2, s.wn = 2;
+    }
+    s.split = default_split(spec, s, m, s.bk);
+    if (s.split > 1 && !s.invalid_reason(spec)) return s;
+  }
   return c;
 }
 
@@ -102,6 +133,11 @@ static Config mma_default(const Spec& spec, int64_t m) {
   while (c.bn > 64 && (spec.out_cols() + c.bn - 1) / c.bn * ((m + c.bm - 1) / c.bm) < kTargetCtas / 2) c.bn /= 2;
   while (c.wn > 1 && c.invalid_reason(spec)) c.wn /= 2;
   if (auto why = c.invalid_reason(spec)) throw InputError(spec.to_string() + " has no valid mma config: " + *why);
+  if (const int split = default_split(spec, c, m, Config::kMmaBk); split > 1) {
+    Config s = c;
+    s.split = split;
+    if (!s.invalid_reason(spec)) return s;
+  }
   return c;
 }
 
@@ -195,6 +231,17 @@ std::vector<Config> candidate_configs(const Spec& spec, Arch arch) {
         }
       }
     }
+    // Split-K (pipe=2, 4 stages) on the tiles of the small and middle buckets.
+    for (auto [bm, bn, wm, wn, bk] : {std::tuple{32, 128, 1, 4, 64}, std::tuple{64, 128, 2, 2, 64}, std::tuple{128, 64, 2, 2, 64},
+                                      std::tuple{128, 128, 2, 2, 32}}) {
+      for (int split : {2, 4, 8}) {
+        Config c;
+        c.strategy = Strategy::kMma;
+        c.atom = Atom::kM16n8k16;
+        c.bm = bm, c.bn = bn, c.wm = wm, c.wn = wn, c.bk = bk, c.stages = 4, c.pipe = 2, c.split = split;
+        if (!c.invalid_reason(spec)) out.push_back(c);
+      }
+    }
     return out;
   }
   for (int bm : {16, 32, 64, 128}) {
@@ -205,6 +252,15 @@ std::vector<Config> candidate_configs(const Spec& spec, Arch arch) {
         c.bm = bm, c.bn = bn, c.wm = wm, c.wn = wn;
         if (!c.invalid_reason(spec)) out.push_back(c);
       }
+    }
+  }
+  // Split-K on the tiles of the small and middle buckets.
+  for (auto [bm, bn, wm, wn] : {std::tuple{32, 128, 1, 4}, std::tuple{64, 128, 2, 2}, std::tuple{64, 64, 2, 2}}) {
+    for (int split : {2, 4, 8}) {
+      Config c;
+      c.strategy = Strategy::kMma;
+      c.bm = bm, c.bn = bn, c.wm = wm, c.wn = wn, c.split = split;
+      if (!c.invalid_reason(spec)) out.push_back(c);
     }
   }
   return out;

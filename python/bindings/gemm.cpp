@@ -27,8 +27,27 @@ struct PyPackedWeight {
   quant::PackedWeight host;
   int device = -1;
   DeviceBuffer qweight, scales, zeros, perm;
+  // Split-K workspace of this weight's launches (codegen/gemm/emit.h), grown to the largest
+  // launch so far. It serves one launch at a time: launches of one packed weight on two
+  // streams must not overlap when their config splits K.
+  DeviceBuffer partial, counters;
 
   bool act_order() const { return !host.perm.empty(); }
+
+  // Room for `floats` partials and `ncounters` zeroed counters. Growing waits for the GPU
+  // first, so no launch in flight still uses the old buffers.
+  void reserve_workspace(int64_t floats, int64_t ncounters) {
+    const bool grow_p = size_t(floats) * 4 > partial.bytes(), grow_c = size_t(ncounters) * 4 > counters.bytes();
+    if (!grow_p && !grow_c) return;
+    Driver& d = *Driver::find();
+    d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", "growing a split-K workspace");
+    if (grow_p) partial = DeviceBuffer(size_t(floats) * 4);
+    if (grow_c) {
+      counters = DeviceBuffer(size_t(ncounters) * 4);
+      counters.fill_bytes(0);
+      d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", "zeroing split-K counters");
+    }
+  }
 
   void to_device(int ordinal) {
     Runtime& rt = Runtime::get();
@@ -215,7 +234,7 @@ ArrayView cuda_array(py::handle obj, const char* name, int device) {
   return v;
 }
 
-void gemm_op(py::handle y, py::handle x, const PyPackedWeight& w, py::handle bias, py::handle residual,
+void gemm_op(py::handle y, py::handle x, PyPackedWeight& w, py::handle bias, py::handle residual,
              const std::string& epilogue, bool out_f32, uintptr_t stream, const std::string& kernel_spec,
              const std::string& config) {
   const gemm::Epilogue epi = parse_epilogue(epilogue);
@@ -291,7 +310,10 @@ void gemm_op(py::handle y, py::handle x, const PyPackedWeight& w, py::handle bia
               r_p = epi == gemm::Epilogue::kResidual ? rv.data : 0;
   float global_scale = w.host.global_scale;
   int m_arg = int(m);
-  void* args[] = {&y_p, &x_p, &q_p, &s_p, &z_p, &perm_p, &global_scale, &b_p, &r_p, &m_arg};
+  const int64_t floats = gemm::workspace_floats(spec, c, m), ncounters = gemm::workspace_counters(spec, c, m);
+  w.reserve_workspace(floats, ncounters);
+  CUdeviceptr part_p = floats ? w.partial.ptr() : 0, cnt_p = ncounters ? w.counters.ptr() : 0;
+  void* args[] = {&y_p, &x_p, &q_p, &s_p, &z_p, &perm_p, &global_scale, &b_p, &r_p, &m_arg, &part_p, &cnt_p};
   launch(*kernel, gemm::geometry(spec, c, m), as_stream(stream), args);
 }
 

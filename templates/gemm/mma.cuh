@@ -10,6 +10,7 @@
 #include "common/gmem.cuh"
 #include "gemm/epilogue.cuh"
 #include "gemm/formats.cuh"
+#include "gemm/split_k.cuh"
 
 namespace onecat {
 
@@ -58,11 +59,15 @@ __device__ __forceinline__ void wmma_store_16x16(float* d, int ldd, const WmmaAc
                : "memory");
 }
 
-template <class Fmt, int N, int K, int BM, int BN, int WM, int WN, bool OUT_F32, int EPI, bool ACT_ORDER>
+// SPLIT > 1: blockIdx.z computes one of SPLIT equal parts of K, the parts meet in
+// split_k_reduce (gemm/split_k.cuh) through the workspace `partial` / `counters`, which
+// launches of SPLIT = 1 do not read.
+template <class Fmt, int N, int K, int BM, int BN, int WM, int WN, int SPLIT, bool OUT_F32, int EPI, bool ACT_ORDER>
 __global__ void __launch_bounds__(WM* WN * 32, 1)
     mma_kernel(void* __restrict__ y, const half_t* __restrict__ x, const void* __restrict__ qweight,
                const void* __restrict__ scales, const void* __restrict__ zeros, const int* __restrict__ perm,
-               float global_scale, const half_t* __restrict__ bias, const half_t* __restrict__ residual, int m) {
+               float global_scale, const half_t* __restrict__ bias, const half_t* __restrict__ residual, int m,
+               float* __restrict__ partial, unsigned* __restrict__ counters) {
   constexpr int kThreads = WM * WN * 32;
   constexpr int kPer = Fmt::kPerChunk;
   constexpr int kChunksPerRow = K / kPer;
@@ -156,13 +161,16 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
     }
   }
 
-  constexpr int kSteps = K / kMmaBk;
-  load_step(0);
+  static_assert(SPLIT >= 1 && K % (kMmaBk * SPLIT) == 0, "K splits into SPLIT parts of whole steps");
+  constexpr int kSteps = K / kMmaBk / SPLIT;  // steps of this CTA's part of K
+  const int kt0 = SPLIT > 1 ? blockIdx.z * kSteps : 0;
+  const int kt_end = kt0 + kSteps;
+  load_step(kt0);
   store_step(0);
   __syncthreads();
-  for (int kt = 0; kt < kSteps; ++kt) {
-    const int buf = kt & 1;
-    if (kt + 1 < kSteps) load_step(kt + 1);  // in flight during this step's math
+  for (int kt = kt0; kt < kt_end; ++kt) {
+    const int buf = (kt - kt0) & 1;
+    if (kt + 1 < kt_end) load_step(kt + 1);  // in flight during this step's math
 #pragma unroll
     for (int kk = 0; kk < kMmaBk; kk += 16) {
       // The warp's weight fragments once per half-step, each x fragment once: every
@@ -178,8 +186,12 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
         for (int j = 0; j < kFn; ++j) wmma_mma(acc[i][j], a, b[j]);
       }
     }
-    if (kt + 1 < kSteps) store_step(buf ^ 1);
+    if (kt + 1 < kt_end) store_step(buf ^ 1);
     __syncthreads();
+  }
+  if constexpr (SPLIT > 1) {
+    auto ref = [&](int a) -> float& { return acc[a / (kFn * 8)][(a / 8) % kFn].v[a % 8]; };
+    if (!split_k_reduce<SPLIT, kFm * kFn * 8, kThreads>(ref, partial, counters)) return;
   }
 
   // Epilogue: each warp passes its accumulators through its own 16×16 (×2 when gated)

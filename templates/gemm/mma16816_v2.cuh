@@ -22,6 +22,7 @@
 #include "gemm/epilogue.cuh"
 #include "gemm/formats.cuh"
 #include "gemm/mma16816_loads.cuh"
+#include "gemm/split_k.cuh"
 
 namespace onecat::pipe2 {
 
@@ -61,11 +62,16 @@ struct Mma16816Smem {
   static constexpr int kBytes = kX + kRaw + kDecoded;
 };
 
-template <class Fmt, int N, int K, int BM, int BN, int BK, int WM, int WN, int STAGES, bool OUT_F32, int EPI, bool ACT_ORDER>
+// SPLIT > 1: blockIdx.z computes one of SPLIT equal parts of K, the parts meet in
+// split_k_reduce (gemm/split_k.cuh) through the workspace `partial` / `counters`, which
+// launches of SPLIT = 1 do not read.
+template <class Fmt, int N, int K, int BM, int BN, int BK, int WM, int WN, int STAGES, int SPLIT, bool OUT_F32, int EPI,
+          bool ACT_ORDER>
 __global__ void __launch_bounds__(WM* WN * 32, 1)
     mma16816_kernel(void* __restrict__ y, const half_t* __restrict__ x, const void* __restrict__ qweight,
                     const void* __restrict__ scales, const void* __restrict__ zeros, const int* __restrict__ perm,
-                    float global_scale, const half_t* __restrict__ bias, const half_t* __restrict__ residual, int m) {
+                    float global_scale, const half_t* __restrict__ bias, const half_t* __restrict__ residual, int m,
+                    float* __restrict__ partial, unsigned* __restrict__ counters) {
   using Smem = Mma16816Smem<Fmt, BM, BN, BK, STAGES>;
   using Tile = SwizzledTile<BK>;
   constexpr int kThreads = WM * WN * 32;
@@ -79,7 +85,8 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
   constexpr int kFm = kWarpM / 16, kFn = kWarpN / 8;  // m16 × n8 tiles per warp
   constexpr int kJp = kFn / 2;                        // n16 pairs: one ldmatrix.x4 of weights each
   constexpr int kKs = BK / 16;                        // k16 slices per step
-  constexpr int kSteps = K / BK;
+  static_assert(SPLIT >= 1 && K % (BK * SPLIT) == 0, "K splits into SPLIT parts of whole steps");
+  constexpr int kSteps = K / BK / SPLIT;  // steps of this CTA's part of K
   constexpr int kXStageHalves = BM * BK, kWStageHalves = BN * BK;
   static_assert(K % BK == 0 && BK % kPer == 0 && BK % 16 == 0, "K steps of BK in whole chunks");
   static_assert(kWarpM % 16 == 0 && kWarpN % 16 == 0, "whole ldmatrix tiles per warp");
@@ -99,6 +106,7 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
   // which the L2 then serves to all but the first.
   const int m0 = blockIdx.x * BM;
   const int n0 = blockIdx.y * kTileCols;
+  const int kt0 = SPLIT > 1 ? blockIdx.z * kSteps : 0;  // this part's first K step
 
   using Loads = Mma16816Loads<Fmt, N, K, BM, BN, BK, kThreads, EPI, ACT_ORDER>;
   // This thread's cp.async chunks of a K step, addressed once: source of step 0 and
@@ -130,13 +138,13 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
     if (is_x) {
       const int r = i / (BK / 8), c = i % (BK / 8);
       const bool in = m0 + r < m;
-      ld_src[l] = reinterpret_cast<const char*>(x + static_cast<long long>(in ? m0 + r : 0) * K + c * 8);
+      ld_src[l] = reinterpret_cast<const char*>(x + static_cast<long long>(in ? m0 + r : 0) * K + kt0 * BK + c * 8);
       ld_bytes[l] = in ? 16 : 0;
       ld_dst[l] = shared_address(xs + Tile::offset(r, c));
     } else {
       const int r = i / kChunksPerStep, c = i % kChunksPerStep;
       ld_src[l] = static_cast<const char*>(qweight) +
-                  (static_cast<long long>(tile_weight_row<N, EPI>(n0, r)) * Loads::kChunksPerRow + c) * 16;
+                  (static_cast<long long>(tile_weight_row<N, EPI>(n0, r)) * Loads::kChunksPerRow + kt0 * kChunksPerStep + c) * 16;
       ld_bytes[l] = 16;
       ld_dst[l] = kF16 ? shared_address(reinterpret_cast<half_t*>(raw) + Tile::offset(r, c))
                        : shared_address(raw + (r * kChunksPerStep + c) * 16);
@@ -156,7 +164,7 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
     if constexpr (ACT_ORDER) {
       if (part == 0) {
         half_t* xst = xs + stage * kXStageHalves;
-        Loads::x_step(x, perm, m, m0, kt, tid, [&](int r, int c) { return xst + Tile::offset(r, c); });
+        Loads::x_step(x, perm, m, m0, kt0 + kt, tid, [&](int r, int c) { return xst + Tile::offset(r, c); });
       }
     }
   };
@@ -165,7 +173,7 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
     for (int part = 0; part < kLoadSlots; ++part) issue_part(kt, part);
   };
   typename Loads::Scale sc[Loads::kDecodePerThread];
-  auto load_scales = [&](int kt) { Loads::scales_step(sc, scales, zeros, n0, kt, tid); };
+  auto load_scales = [&](int kt) { Loads::scales_step(sc, scales, zeros, n0, kt0 + kt, tid); };
   auto decoded_tile = [&](int kt) {
     half_t* dst_tile = wdec + (kt % 2) * kWStageHalves;
     return [dst_tile](int r, int c8) { return dst_tile + Tile::offset(r, c8); };
@@ -299,6 +307,10 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
     }
   }
   cp_async_wait<0>();
+  if constexpr (SPLIT > 1) {
+    auto ref = [&](int a) -> float& { return acc[a / (kFn * 4)][(a / 4) % kFn][a % 4]; };
+    if (!split_k_reduce<SPLIT, kFm * kFn * 4, kThreads>(ref, partial, counters)) return;
+  }
 
   // Epilogue from registers (the m16n8 layout: two adjacent outputs of two tokens per thread).
   store_mma16816_tile<kFm, kFn, kWarpN, kOutRows, EPI, OUT_F32>(acc, y, m, m0 + wm * kWarpM, n0, wn, lane, global_scale,
