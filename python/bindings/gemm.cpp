@@ -2,6 +2,7 @@
 // uploaded once), and y = epilogue(x · Wᵀ) dispatched for x's M bucket (codegen/gemm).
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <climits>
 #include <optional>
 #include <span>
@@ -13,6 +14,7 @@
 #include "python/bindings/runtime.h"
 #include "runtime/cpu/gemm.h"
 #include "runtime/cuda/error.h"
+#include "runtime/engine/dispatch.h"
 
 namespace onecat::python {
 namespace {
@@ -310,8 +312,11 @@ void gemm_op(py::handle y, py::handle x, PyPackedWeight& w, py::handle bias, py:
               r_p = epi == gemm::Epilogue::kResidual ? rv.data : 0;
   float global_scale = w.host.global_scale;
   int m_arg = int(m);
+  // Room for any token count of m's bucket, so later calls of the bucket (a CUDA graph
+  // captured after a first call) never grow it.
+  const int64_t cap = std::max<int64_t>(m, int64_t(1) << Dispatcher::bucket_index(m));
   const int64_t floats = gemm::workspace_floats(spec, c, m), ncounters = gemm::workspace_counters(spec, c, m);
-  w.reserve_workspace(floats, ncounters);
+  if (floats > 0) w.reserve_workspace(gemm::workspace_floats(spec, c, cap), gemm::workspace_counters(spec, c, cap));
   CUdeviceptr part_p = floats ? w.partial.ptr() : 0, cnt_p = ncounters ? w.counters.ptr() : 0;
   void* args[] = {&y_p, &x_p, &q_p, &s_p, &z_p, &perm_p, &global_scale, &b_p, &r_p, &m_arg, &part_p, &cnt_p};
   launch(*kernel, gemm::geometry(spec, c, m), as_stream(stream), args);
