@@ -67,6 +67,8 @@ GemmBench bench_gemm(const std::string& spec_text, const std::vector<int64_t>& m
       }
       pt.candidates = int(reqs.size());
       pt.default_us = measure(runner(pt.default_config)).median_us;
+    } else if (pt.config != pt.default_config) {
+      pt.default_us = measure(runner(pt.default_config)).median_us;  // --config: the default beside it
     }
     pt.ours = measure(runner(pt.config));
     pt.weight_bytes = double(rig.weight().bytes());

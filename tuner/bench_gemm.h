@@ -15,7 +15,7 @@ struct GemmBenchPoint {
   int64_t m = 0;
   std::string config;
   std::string default_config;  // the family default for this m
-  double default_us = 0;       // its time, when a sweep chose another config
+  double default_us = 0;       // its time, when a sweep or --config chose another config
   int candidates = 0;          // configs timed by a sweep
   std::vector<std::pair<std::string, double>> swept;  // each timed candidate and its brief median (µs)
   Timing ours;
