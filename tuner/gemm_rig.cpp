@@ -78,15 +78,9 @@ void GemmRig::launch(const LoadedKernel& kernel, const gemm::Config& config, int
   CUdeviceptr r = spec_.epilogue == gemm::Epilogue::kResidual ? d_residual_.ptr() : 0;
   float global_scale = w_.global_scale;
   int m = int(m_);
-  // Split-K workspace, grown to the largest launch so far; counters zeroed once (each launch
-  // leaves them zero).
   const int64_t floats = gemm::workspace_floats(spec_, config, m_), counters = gemm::workspace_counters(spec_, config, m_);
-  if (size_t(floats) * 4 > d_partial_.bytes()) d_partial_ = DeviceBuffer(size_t(floats) * 4);
-  if (size_t(counters) * 4 > d_counters_.bytes()) {
-    d_counters_ = DeviceBuffer(size_t(counters) * 4);
-    d_counters_.fill_bytes(0);
-  }
-  CUdeviceptr part = floats ? d_partial_.ptr() : 0, cnt = counters ? d_counters_.ptr() : 0;
+  workspace_.reserve(floats, counters);
+  CUdeviceptr part = workspace_.partial(floats), cnt = workspace_.counters(counters);
   void* args[] = {&y, &x, &q, &s, &z, &p, &global_scale, &b, &r, &m, &part, &cnt};
   onecat::launch(kernel, gemm::geometry(spec_, config, m_), stream, args);
 }

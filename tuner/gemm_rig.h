@@ -71,7 +71,7 @@ class GemmRig {
   std::vector<float> reference_half_;  // reference_ rounded to fp16, for fp16 outputs
   std::vector<DeviceBuffer> w16_;
   DeviceBuffer d_peer_;
-  DeviceBuffer d_partial_, d_counters_;  // split-K workspace (codegen/gemm/emit.h)
+  SplitWorkspace workspace_;  // split-K (codegen/gemm/emit.h)
   cublasHandle_t cublas_ = nullptr;
 };
 

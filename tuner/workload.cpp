@@ -131,9 +131,9 @@ class AttentionWorkload final : public Workload {
     }
     const int64_t wf = attention::workspace_floats(spec_, c, batch_.batch);
     const int64_t wc = attention::workspace_counters(spec_, c, batch_.batch);
-    grow_workspace(wf, wc);
-    launch_attention(kernel, spec_, c, batch_, inputs_[size_t(i) % inputs_.size()], out_.ptr(), wf ? partial_.ptr() : 0,
-                     wc ? counters_.ptr() : 0);
+    workspace_.reserve(wf, wc);
+    launch_attention(kernel, spec_, c, batch_, inputs_[size_t(i) % inputs_.size()], out_.ptr(), workspace_.partial(wf),
+                     workspace_.counters(wc));
   }
 
   // Every candidate is checked against one reference, made at the first check.
@@ -150,16 +150,6 @@ class AttentionWorkload final : public Workload {
   static constexpr int64_t kMaxCacheBytes = int64_t(2) << 30;
   static constexpr int64_t kRandomCacheBytes = int64_t(32) << 20;
 
-  // Split kernels share one workspace; counters are zeroed once and every kernel leaves them
-  // zero, so a larger config only needs a larger buffer.
-  void grow_workspace(int64_t floats, int64_t counters) {
-    if (size_t(floats) * 4 > partial_.bytes()) partial_ = DeviceBuffer(size_t(floats) * 4);
-    if (size_t(counters) * 4 > counters_.bytes()) {
-      counters_ = DeviceBuffer(size_t(counters) * 4);
-      counters_.fill_bytes(0);
-    }
-  }
-
   attention::Spec spec_;
   int64_t m_;
   uint64_t seed_;
@@ -167,7 +157,8 @@ class AttentionWorkload final : public Workload {
   std::vector<DeviceAttentionBatch> inputs_;
   KvWriteBatch kv_write_;
   std::vector<DeviceKvWriteBatch> kv_write_inputs_;
-  DeviceBuffer out_, partial_, counters_;
+  DeviceBuffer out_;
+  SplitWorkspace workspace_;  // split kernels share one
   std::unique_ptr<AttentionCheck> checker_;
 };
 

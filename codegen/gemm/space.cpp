@@ -76,7 +76,7 @@ static Config mma16816_default(const Spec& spec, int64_t m) {
   // tiles (four 32×32 warps) below 48 tokens, else 128×64 (four 64×32 warps). H200, awq4
   // 4096×14336 (bench/RESULTS.md 2026-12-02): M=32 165.9 → 35.6 µs (split 8), M=128 237.8 →
   // 59.9 µs (split 4) against this function's pipe=1 tiles.
-  if (default_split(spec, c, m, c.bk) > 1) {
+  if (mma_ctas(spec, c, m) < kTargetCtas / 2) {
     Config s = c;
     s.pipe = 2, s.bk = 64, s.stages = 4;
     if (m < 48) {

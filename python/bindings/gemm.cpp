@@ -32,23 +32,19 @@ struct PyPackedWeight {
   // Split-K workspace of this weight's launches (codegen/gemm/emit.h), grown to the largest
   // launch so far. It serves one launch at a time: launches of one packed weight on two
   // streams must not overlap when their config splits K.
-  DeviceBuffer partial, counters;
+  SplitWorkspace workspace;
 
   bool act_order() const { return !host.perm.empty(); }
 
   // Room for `floats` partials and `ncounters` zeroed counters. Growing waits for the GPU
-  // first, so no launch in flight still uses the old buffers.
+  // before (no launch in flight still uses the old buffers) and after (the counters are zero
+  // before a launch on any stream).
   void reserve_workspace(int64_t floats, int64_t ncounters) {
-    const bool grow_p = size_t(floats) * 4 > partial.bytes(), grow_c = size_t(ncounters) * 4 > counters.bytes();
-    if (!grow_p && !grow_c) return;
+    if (workspace.fits(floats, ncounters)) return;
     Driver& d = *Driver::find();
     d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", "growing a split-K workspace");
-    if (grow_p) partial = DeviceBuffer(size_t(floats) * 4);
-    if (grow_c) {
-      counters = DeviceBuffer(size_t(ncounters) * 4);
-      counters.fill_bytes(0);
-      d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", "zeroing split-K counters");
-    }
+    workspace.reserve(floats, ncounters);
+    d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", "zeroing split-K counters");
   }
 
   void to_device(int ordinal) {
@@ -317,7 +313,7 @@ void gemm_op(py::handle y, py::handle x, PyPackedWeight& w, py::handle bias, py:
   const int64_t cap = std::max<int64_t>(m, int64_t(1) << Dispatcher::bucket_index(m));
   const int64_t floats = gemm::workspace_floats(spec, c, m), ncounters = gemm::workspace_counters(spec, c, m);
   if (floats > 0) w.reserve_workspace(gemm::workspace_floats(spec, c, cap), gemm::workspace_counters(spec, c, cap));
-  CUdeviceptr part_p = floats ? w.partial.ptr() : 0, cnt_p = ncounters ? w.counters.ptr() : 0;
+  CUdeviceptr part_p = w.workspace.partial(floats), cnt_p = w.workspace.counters(ncounters);
   void* args[] = {&y_p, &x_p, &q_p, &s_p, &z_p, &perm_p, &global_scale, &b_p, &r_p, &m_arg, &part_p, &cnt_p};
   launch(*kernel, gemm::geometry(spec, c, m), as_stream(stream), args);
 }

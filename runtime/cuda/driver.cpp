@@ -206,4 +206,12 @@ void DeviceBuffer::fill_bytes(unsigned char value) {
   d.check(d.cuMemsetD8(ptr_, value, bytes_), "cuMemsetD8", "filling " + human_bytes(bytes_) + " on the GPU");
 }
 
+void SplitWorkspace::reserve(int64_t floats, int64_t counters) {
+  if (size_t(floats) * 4 > partial_.bytes()) partial_ = DeviceBuffer(size_t(floats) * 4);
+  if (size_t(counters) * 4 > counters_.bytes()) {
+    counters_ = DeviceBuffer(size_t(counters) * 4);
+    counters_.fill_bytes(0);
+  }
+}
+
 }  // namespace onecat

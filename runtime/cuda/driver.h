@@ -138,4 +138,23 @@ class DeviceBuffer {
   size_t bytes_ = 0;
 };
 
+// The workspace of kernels that split one output over several CTAs (gemm split-K, attention
+// split-KV): fp32 partials and unsigned counters, grown to the largest launch so far. The
+// counters are zeroed when allocated and every launch leaves them zero, so a larger launch
+// only needs larger buffers. It serves one launch at a time.
+class SplitWorkspace {
+ public:
+  bool fits(int64_t floats, int64_t counters) const {
+    return size_t(floats) * 4 <= partial_.bytes() && size_t(counters) * 4 <= counters_.bytes();
+  }
+  // Grows either buffer that is too small (freeing the old one; counters zeroed on the null stream).
+  void reserve(int64_t floats, int64_t counters);
+  // The launch arguments: null where the launch needs none.
+  CUdeviceptr partial(int64_t floats) const { return floats > 0 ? partial_.ptr() : 0; }
+  CUdeviceptr counters(int64_t counters) const { return counters > 0 ? counters_.ptr() : 0; }
+
+ private:
+  DeviceBuffer partial_, counters_;
+};
+
 }  // namespace onecat
