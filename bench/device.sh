@@ -15,16 +15,17 @@
 #   tune:MODEL:RUN   onecat tune --model MODEL --buckets $BUCKETS (default 1,16,512) into the
 #                    cache build-device/tune-MODEL-RUN (kept on a warm machine: a tune cut by
 #                    the deadline resumes there in the next call), records to tunes.jsonl
-#   bench@SPEC@MS    onecat bench SPEC --m MS --sweep --json >> bench.jsonl
+#   bench@SPEC@MS[@graph]  onecat bench SPEC --m MS --sweep --json [--graph] >> bench.jsonl
 #   attn-points@FILE build-device/attention_bench one SPEC BATCH CTX Q [CONFIG] per line of FILE
-#   gemm-points@FILE onecat bench SPEC --m M --config CONFIG per line (SPEC M CONFIG) of FILE
+#   gemm-points@FILE[@graph]  onecat bench SPEC --m M --config CONFIG [--graph] per line (SPEC M CONFIG) of FILE
 #   attn-bench[@MODE] build-device/attention_bench (MODE quick, sweep or best) -> attention_bench.json
 #   sdpa[@MODE]      torch SDPA on the same attention shapes (bench/attention_sdpa.py) -> attention_sdpa.json
 #   probe            bench/mma_probe.cu: mma.sync ceilings by warps per SM and warp tile -> probe.jsonl
 #   sass@SPEC@CONFIG the sm_90 SASS of one kernel (onecat emit --ptx, ptxas, cuobjdump) -> sass.txt.gz
 #   ncu              bench/ncu_profile.sh: Nsight Compute on one launch of each listed kernel -> ncu.txt
-#   gemm-bench       bench/gemm_bench.sh (the 8B linear set; FORMATS/SHAPES select, SWEEP_MS the
-#                    swept token counts, DEFAULT_MS those at the default config) -> gemm_bench.jsonl
+#   gemm-bench[@graph]  bench/gemm_bench.sh (the 8B linear set; FORMATS/SHAPES select, SWEEP_MS the
+#                    swept token counts, DEFAULT_MS those at the default config, GRAPH=1 times CUDA-graph
+#                    replays: onecat bench --graph and the torch peer's --graph) -> gemm_bench.jsonl
 # Files under $OUT (at most 8 come back): machine.txt build.log steps.log lane0.log lane1.log
 #   and those the steps write (tunes.jsonl bench.jsonl attention_bench.json ...).
 set -uo pipefail
@@ -93,15 +94,16 @@ lane() {  # lane GPU STEPS...
                 timeout "$(left)" "$py" -m pytest -m gpu -v -s -rs -p no:cacheprovider python/tests ;;
       pysmoke) PYTHONPATH="$root/build-device/python" timeout "$(left)" "$py" bench/py_smoke.py ;;
       tune:*) IFS=: read -r _ m q r <<<"$s"; tune "$m:$q" "$r" "$gpu" ;;
-      bench@*) IFS=@ read -r _ spec ms <<<"$s"
-               timeout "$(left)" $bin bench "$spec" --m "$ms" --sweep --json | "$py" -c 'import json,sys; print(json.dumps(json.load(sys.stdin)))' >>"$out/bench.jsonl" ;;
+      bench@*) IFS=@ read -r _ spec ms mode <<<"$s"
+               timeout "$(left)" $bin bench "$spec" --m "$ms" --sweep --json ${mode:+--$mode} | "$py" -c 'import json,sys; print(json.dumps(json.load(sys.stdin)))' >>"$out/bench.jsonl" ;;
       attn-points@*) while read -r spec batch ctx q config; do  # FILE: lines SPEC BATCH CTX Q [CONFIG]
           [ -z "$spec" ] || [ "${spec:0:1}" = "#" ] || timeout "$(left)" build-device/attention_bench /tmp/one.json one \
             "$spec" "$batch" "$ctx" "$q" $config
         done <"${s#attn-points@}" ;;
-      gemm-points@*) while read -r spec m config; do  # FILE: lines SPEC M CONFIG
-          [ -z "$spec" ] || [ "${spec:0:1}" = "#" ] || timeout "$(left)" "$bin" bench "$spec" --m "$m" --config "$config"
-        done <"${s#gemm-points@}" ;;
+      gemm-points@*) IFS=@ read -r _ file mode <<<"$s"
+        while read -r spec m config; do  # FILE: lines SPEC M CONFIG
+          [ -z "$spec" ] || [ "${spec:0:1}" = "#" ] || timeout "$(left)" "$bin" bench "$spec" --m "$m" --config "$config" ${mode:+--$mode}
+        done <"$file" ;;
       attn-bench*) timeout "$(left)" build-device/attention_bench "$out/attention_bench.json" "${s#attn-bench@}" ;;
       sdpa*) timeout "$(left)" "$py" bench/attention_sdpa.py "$out/attention_sdpa.json" "${s#sdpa@}" ;;
       probe) nvcc -O3 -std=c++17 -arch=sm_90 -o build-device/mma_probe bench/mma_probe.cu &&
@@ -110,7 +112,8 @@ lane() {  # lane GPU STEPS...
               $bin emit "$spec" --config "$config" --arch sm_90 --ptx >/tmp/k.ptx && ptxas -arch=sm_90 -O3 /tmp/k.ptx -o /tmp/k.cubin &&
                 { echo "== $spec $config"; cuobjdump -sass /tmp/k.cubin; } | gzip >>"$out/sass.txt.gz" ;;
       ncu) OUT=$out timeout "$(left)" bash bench/ncu_profile.sh "$root/build-device" ;;
-      gemm-bench) OUT=$out timeout "$(left)" bash bench/gemm_bench.sh "$bin" "${SWEEP_MS:-1,16}" "${DEFAULT_MS-2,4,8,32,128,512,2048}" ;;
+      gemm-bench*) GRAPH=${GRAPH:-$([ "$s" = gemm-bench@graph ] && echo 1)} OUT=$out timeout "$(left)" \
+          bash bench/gemm_bench.sh "$bin" "${SWEEP_MS-1,16}" "${DEFAULT_MS-2,4,8,32,128,512,2048}" ;;
       *) echo "unknown step $s" ;;
     esac
     step "gpu$gpu $s rc=$?"

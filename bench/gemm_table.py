@@ -7,8 +7,9 @@ import sys
 b = json.loads(sys.stdin.read())
 with open(sys.argv[1], "a") as f:
     print(json.dumps(b), file=f)
+graph = " graph" if b.get("timing") == "graph" else ""
 for p in b["points"]:
     default = p["default_us"] or p["us"]
     print(f"{b['spec'][:48]:48} m={p['m']:5d} {p['us']:9.2f}us {p['weight_gbps']:6.0f}GB/s {p['pct_copy']:5.1f}% "
           f"{p['tflops']:7.2f}TF cuBLAS {p['cublas_us']:8.2f}us x{p['speedup_vs_cublas']:.2f} "
-          f"err {p['error_vs_cublas']:.1e} default {default:.2f}us {p['config']}")
+          f"err {p['error_vs_cublas']:.1e} default {default:.2f}us {p['config']}{graph}")

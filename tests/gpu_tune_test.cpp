@@ -7,6 +7,7 @@
 
 #include "cache/store.h"
 #include "codegen/family.h"
+#include "runtime/cuda/error.h"
 #include "runtime/engine/store_resolver.h"
 #include "runtime/jit/service.h"
 #include "tuner/measure.h"
@@ -116,6 +117,36 @@ TEST(MeasureGpu, TimesTheGpuNotTheLaunchRate) {
   unqueued.queue_ahead = false;
   const Timing paced = measure(slow_launch, unqueued);
   EXPECT_GT(paced.median_us, 25.0) << "without the spin kernel the events time the launch rate";
+}
+
+// measure_graph captures a batch once and replays it: the same 5-µs kernels from the slow
+// thread time at about 5 µs, every batch counts its kernels, and a launch that throws inside
+// the capture ends it cleanly (the error comes out, and the next capture works).
+TEST(MeasureGpu, GraphReplaysTheBatch) {
+  use_device(0);
+  int calls = 0;
+  auto slow_launch = [&](int, CUstream stream) {
+    ++calls;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(30);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    gpu_spin(5000, stream);
+  };
+  MeasureOptions o;
+  const Timing t = measure_graph(slow_launch, o);
+  EXPECT_GT(t.median_us, 4.0);
+  EXPECT_LT(t.median_us, 9.0);
+  EXPECT_EQ(t.launches % o.batch, 0);
+  EXPECT_GE(t.launches, o.min_batches * o.batch);
+  EXPECT_EQ(calls, o.warmup + o.batch) << "the replays launched from the CPU";
+  auto failing = [](int i, CUstream stream) {
+    if (i == 3) throw Error("launch 3 fails");
+    gpu_spin(1000, stream);
+  };
+  o.warmup = 1;
+  EXPECT_THROW(measure_graph(failing, o), Error);
+  const Timing again = measure_graph([](int, CUstream stream) { gpu_spin(2000, stream); }, o);
+  EXPECT_GT(again.median_us, 1.5);
 }
 
 }  // namespace

@@ -40,6 +40,10 @@ GemmBench bench_gemm(const std::string& spec_text, const std::vector<int64_t>& m
   if (peer) Cublas::require();
 
   JitService jit(store);
+  using Run = std::function<void(int, CUstream)>;
+  auto timed = [&](const Run& run, const MeasureOptions& o = {}) {
+    return options.graph ? measure_graph(run, o) : measure([&](int i) { run(i, nullptr); }, o);
+  };
   for (int64_t m : ms) {
     rig.prepare(m);
     GemmBenchPoint pt;
@@ -50,7 +54,7 @@ GemmBench bench_gemm(const std::string& spec_text, const std::vector<int64_t>& m
       const gemm::Config config = gemm::Config::parse(spec, config_text);
       const LoadedKernel* kernel =
           &ModuleTable::get().load(jit.get(CompileRequest::make(family, out.spec, config_text, arch)).binary);
-      return [&rig, kernel, config](int i) { rig.launch(*kernel, config, i); };
+      return Run([&rig, kernel, config](int i, CUstream s) { rig.launch(*kernel, config, i, s); });
     };
     if (options.sweep) {
       // Candidates whose token tile fits the bucket: compile them all at once, time each briefly.
@@ -61,16 +65,16 @@ GemmBench bench_gemm(const std::string& spec_text, const std::vector<int64_t>& m
       double best = INFINITY;
       for (size_t i = 0; i < reqs.size(); ++i) {
         if (!built[i].error.empty() || built[i].binary.usage.spills()) continue;
-        const double us = measure(runner(reqs[i].config), quick).median_us;
+        const double us = timed(runner(reqs[i].config), quick).median_us;
         pt.swept.emplace_back(reqs[i].config, us);
         if (us < best) best = us, pt.config = reqs[i].config;
       }
       pt.candidates = int(reqs.size());
-      pt.default_us = measure(runner(pt.default_config)).median_us;
+      pt.default_us = timed(runner(pt.default_config)).median_us;
     } else if (pt.config != pt.default_config) {
-      pt.default_us = measure(runner(pt.default_config)).median_us;  // --config: the default beside it
+      pt.default_us = timed(runner(pt.default_config)).median_us;  // --config: the default beside it
     }
-    pt.ours = measure(runner(pt.config));
+    pt.ours = timed(runner(pt.config));
     pt.weight_bytes = double(rig.weight().bytes());
     pt.weight_gbps = pt.weight_bytes / (pt.ours.median_us * 1e-6) / 1e9;
     pt.pct_copy = 100.0 * pt.weight_gbps / out.copy_gbps;
@@ -84,7 +88,7 @@ GemmBench bench_gemm(const std::string& spec_text, const std::vector<int64_t>& m
     }
     pt.error_vs_reference = check.error;
     if (peer) {
-      pt.cublas_us = measure([&](int i) { rig.launch_cublas(i); }).median_us;
+      pt.cublas_us = timed([&](int i, CUstream s) { rig.launch_cublas(i, s); }).median_us;
       pt.speedup_vs_cublas = pt.cublas_us / pt.ours.median_us;
       pt.error_vs_cublas = rig.error_vs_cublas(kernel, chosen);
     }

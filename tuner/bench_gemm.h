@@ -40,6 +40,7 @@ struct GemmBenchOptions {
   std::string config;  // empty: the family default for each m
   bool sweep = false;  // time every tuning candidate for m (tuner::tuning_candidates), keep the fastest
   int jobs = 8;        // parallel compiles for a sweep
+  bool graph = false;  // time with measure_graph (ours and the peer), else measure
 };
 
 GemmBench bench_gemm(const std::string& spec, const std::vector<int64_t>& ms, const GemmBenchOptions& options, Store* store);

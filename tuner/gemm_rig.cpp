@@ -89,16 +89,26 @@ void GemmRig::make_fp16_weights() {
   if (!w16_.empty()) return;
   Cublas& cublas = Cublas::require();
   cublas.check(cublas.cublasCreate(&cublas_), "cublasCreate", "creating a cuBLAS handle");
+  cublas_workspace_ = DeviceBuffer(size_t(32) << 20);  // cuBLAS's recommendation for Hopper
   const std::vector<float> wf = cpu::dequantize(w_);
   std::vector<uint16_t> wh(wf.size());
   for (size_t i = 0; i < wf.size(); ++i) wh[i] = cpu::float_to_half(wf[i]);
   for (size_t c = 0; c < copies_.size(); ++c) w16_.push_back(DeviceBuffer::from_host(wh.data(), wh.size() * 2));
 }
 
-void GemmRig::launch_cublas(int copy) {
+void GemmRig::use_cublas_stream(CUstream stream) {
+  Cublas& cublas = *Cublas::find();
+  cublas.check(cublas.cublasSetStream(cublas_, stream), "cublasSetStream", "choosing the fp16 peer's stream");
+  // After the stream: setting one puts cuBLAS back on its own workspace pool.
+  cublas.check(cublas.cublasSetWorkspace(cublas_, reinterpret_cast<void*>(cublas_workspace_.ptr()), cublas_workspace_.bytes()),
+               "cublasSetWorkspace", "giving cuBLAS its workspace");
+}
+
+void GemmRig::launch_cublas(int copy, CUstream stream) {
   make_fp16_weights();
   if (!d_peer_.bytes()) d_peer_ = DeviceBuffer(size_t(m_ * spec_.n) * 2);
   Cublas& cublas = *Cublas::find();
+  use_cublas_stream(stream);
   const float alpha = 1.f, beta = 0.f;
   const DeviceBuffer& wb = w16_[size_t(copy) % w16_.size()];
   cublas.check(cublas.cublasGemmEx(cublas_, kOpT, kOpN, int(spec_.n), int(m_), int(spec_.k), &alpha,
@@ -111,6 +121,7 @@ void GemmRig::launch_cublas(int copy) {
 std::vector<float> GemmRig::cublas_product_f32() {
   make_fp16_weights();
   Cublas& cublas = *Cublas::find();
+  use_cublas_stream(nullptr);
   // The dequantised weights are in packed column order: x goes through the same permutation.
   CUdeviceptr x = d_x_.ptr();
   if (!w_.perm.empty()) {

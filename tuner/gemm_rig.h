@@ -45,7 +45,7 @@ class GemmRig {
   void launch(const LoadedKernel& kernel, const gemm::Config& config, int copy, CUstream stream = nullptr);
   // Enqueues cuBLAS fp16 × fp16 → fp16 (plain product, packed column order) on copy `copy`
   // of the dequantised weights (made on first use, as many copies as the packed ones).
-  void launch_cublas(int copy);
+  void launch_cublas(int copy, CUstream stream = nullptr);
   // Poisons the output, runs the kernel once, compares with the reference.
   CheckResult check(const LoadedKernel& kernel, const gemm::Config& config);
   // ‖kernel − cuBLAS‖ / ‖cuBLAS‖ on copy 0 (plain product specs only).
@@ -55,6 +55,7 @@ class GemmRig {
   const std::vector<float>& reference();
   const std::vector<float>& reference_as_output();  // rounded to fp16 as an fp16 output holds it
   void make_fp16_weights();
+  void use_cublas_stream(CUstream stream);  // and the workspace, which setting a stream resets
   std::vector<float> cublas_product_f32();
 
   struct Copy {
@@ -73,6 +74,7 @@ class GemmRig {
   DeviceBuffer d_peer_;
   SplitWorkspace workspace_;  // split-K (codegen/gemm/emit.h)
   cublasHandle_t cublas_ = nullptr;
+  DeviceBuffer cublas_workspace_;  // set on the handle, so a graph capture allocates nothing
 };
 
 }  // namespace onecat

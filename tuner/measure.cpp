@@ -27,6 +27,55 @@ class Event {
   CUevent event_ = nullptr;
 };
 
+class Stream {
+ public:
+  Stream() {
+    Driver& d = Driver::require_gpu();
+    d.check(d.cuStreamCreate(&stream_, 0), "cuStreamCreate", "creating a stream to capture");
+  }
+  ~Stream() { Driver::find()->cuStreamDestroy(stream_); }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  CUstream get() const { return stream_; }
+
+ private:
+  CUstream stream_ = nullptr;
+};
+
+// A captured and instantiated graph.
+class Graph {
+ public:
+  Graph(const std::function<void(CUstream)>& record, CUstream stream) {
+    Driver& d = Driver::require_gpu();
+    d.check(d.cuStreamBeginCapture(stream, kCaptureModeRelaxed), "cuStreamBeginCapture", "capturing a batch of launches");
+    try {
+      record(stream);
+    } catch (...) {
+      CUgraph broken = nullptr;
+      d.cuStreamEndCapture(stream, &broken);
+      if (broken) d.cuGraphDestroy(broken);
+      throw;
+    }
+    d.check(d.cuStreamEndCapture(stream, &graph_), "cuStreamEndCapture", "capturing a batch of launches");
+    if (CUresult r = d.cuGraphInstantiateWithFlags(&exec_, graph_, 0); r != 0) {
+      d.cuGraphDestroy(graph_);
+      d.check(r, "cuGraphInstantiateWithFlags", "instantiating a batch of launches");
+    }
+  }
+  ~Graph() {
+    Driver* d = Driver::find();
+    d->cuGraphExecDestroy(exec_);
+    d->cuGraphDestroy(graph_);
+  }
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  CUgraphExec exec() const { return exec_; }
+
+ private:
+  CUgraph graph_ = nullptr;
+  CUgraphExec exec_ = nullptr;
+};
+
 // Spins one thread until `ns` nanoseconds of %globaltimer have passed. PTX 6.0 for sm_70: the
 // driver compiles it for whichever GPU the context has (no NVRTC needed).
 constexpr const char* kSpinPtx = R"(.version 6.0
@@ -66,12 +115,40 @@ CUfunction spin_function() {
 
 }  // namespace
 
-void gpu_spin(uint64_t ns) {
+void gpu_spin(uint64_t ns, CUstream stream) {
   Driver& d = Driver::require_gpu();
   unsigned long long arg = ns;
   void* args[] = {&arg};
-  d.check(d.cuLaunchKernel(spin_function(), 1, 1, 1, 1, 1, 1, 0, nullptr, args, nullptr), "cuLaunchKernel",
+  d.check(d.cuLaunchKernel(spin_function(), 1, 1, 1, 1, 1, 1, 0, stream, args, nullptr), "cuLaunchKernel",
           "launching the timing spin kernel");
+}
+
+// Batches until the options' counts, each queued behind a spin of `spin_ns` (queue_ahead) and
+// timed between events on `stream`; the median, spread and count per launch.
+static Timing time_batches(const MeasureOptions& o, uint64_t spin_ns, CUstream stream, const std::function<void()>& enqueue_batch) {
+  Driver& d = Driver::require_gpu();
+  Event start, stop;
+  std::vector<double> per_launch_us;
+  double total_ms = 0;
+  while ((int(per_launch_us.size()) < o.min_batches || total_ms < o.min_total_ms) &&
+         int(per_launch_us.size()) < o.max_batches) {
+    if (o.queue_ahead) gpu_spin(spin_ns);
+    d.check(d.cuEventRecord(start.get(), stream), "cuEventRecord", "timing");
+    enqueue_batch();
+    d.check(d.cuEventRecord(stop.get(), stream), "cuEventRecord", "timing");
+    d.check(d.cuEventSynchronize(stop.get()), "cuEventSynchronize", "timing");
+    float ms = 0;
+    d.check(d.cuEventElapsedTime(&ms, start.get(), stop.get()), "cuEventElapsedTime", "timing");
+    total_ms += ms;
+    per_launch_us.push_back(1e3 * ms / o.batch);
+  }
+  std::sort(per_launch_us.begin(), per_launch_us.end());
+  Timing t;
+  t.median_us = per_launch_us[per_launch_us.size() / 2];
+  t.min_us = per_launch_us.front();
+  t.max_us = per_launch_us.back();
+  t.launches = int(per_launch_us.size()) * o.batch;
+  return t;
 }
 
 Timing measure(const std::function<void(int)>& run, const MeasureOptions& o) {
@@ -86,28 +163,23 @@ Timing measure(const std::function<void(int)>& run, const MeasureOptions& o) {
   d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", "warming up");
   // Long enough for the CPU to enqueue a batch four times over, at least 20 µs, at most 20 ms.
   const uint64_t spin_ns = uint64_t(std::clamp(4.0 * enqueue_ns_per_launch * o.batch + 20e3, 20e3, 20e6));
-  Event start, stop;
-  std::vector<double> per_launch_us;
-  double total_ms = 0;
-  while ((int(per_launch_us.size()) < o.min_batches || total_ms < o.min_total_ms) &&
-         int(per_launch_us.size()) < o.max_batches) {
-    if (o.queue_ahead) gpu_spin(spin_ns);
-    d.check(d.cuEventRecord(start.get(), nullptr), "cuEventRecord", "timing");
+  return time_batches(o, spin_ns, nullptr, [&] {
     for (int i = 0; i < o.batch; ++i) run(launch++);
-    d.check(d.cuEventRecord(stop.get(), nullptr), "cuEventRecord", "timing");
-    d.check(d.cuEventSynchronize(stop.get()), "cuEventSynchronize", "timing");
-    float ms = 0;
-    d.check(d.cuEventElapsedTime(&ms, start.get(), stop.get()), "cuEventElapsedTime", "timing");
-    total_ms += ms;
-    per_launch_us.push_back(1e3 * ms / o.batch);
-  }
-  std::sort(per_launch_us.begin(), per_launch_us.end());
-  Timing t;
-  t.median_us = per_launch_us[per_launch_us.size() / 2];
-  t.min_us = per_launch_us.front();
-  t.max_us = per_launch_us.back();
-  t.launches = int(per_launch_us.size()) * o.batch;
-  return t;
+  });
+}
+
+Timing measure_graph(const std::function<void(int, CUstream)>& run, const MeasureOptions& o) {
+  Driver& d = Driver::require_gpu();
+  Stream stream;
+  for (int i = 0; i < std::max(1, o.warmup); ++i) run(i, stream.get());
+  d.check(d.cuStreamSynchronize(stream.get()), "cuStreamSynchronize", "warming up");
+  const Graph graph([&](CUstream s) { for (int i = 0; i < o.batch; ++i) run(i, s); }, stream.get());
+  d.check(d.cuGraphLaunch(graph.exec(), stream.get()), "cuGraphLaunch", "warming up the graph");
+  d.check(d.cuStreamSynchronize(stream.get()), "cuStreamSynchronize", "warming up the graph");
+  // One replay per batch; the stream (created blocking) waits for the legacy stream's spin.
+  return time_batches(o, 20000, stream.get(), [&] {
+    d.check(d.cuGraphLaunch(graph.exec(), stream.get()), "cuGraphLaunch", "timing");
+  });
 }
 
 double measure_copy_bandwidth(size_t bytes) {

@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <functional>
 
+#include "runtime/cuda/driver.h"
+
 namespace onecat {
 
 struct Timing {
@@ -37,9 +39,18 @@ struct MeasureOptions {
 // run(i) enqueues launch number i on the default stream.
 Timing measure(const std::function<void(int)>& run, const MeasureOptions& options = {});
 
-// Keeps the current context's GPU busy for `ns` nanoseconds of its global timer, on the
-// legacy default stream (a one-thread kernel, PTX loaded through the driver once per context).
-void gpu_spin(uint64_t ns);
+// The same timing with each batch captured once into a CUDA graph (run(i, stream) enqueues
+// launch i on `stream`, which is being captured) and replayed: back to back without the
+// stream's launch-to-launch gap, as a caller that runs its kernels inside graphs (the decode
+// step of an engine) sees them. Launch 0 and the warm-up run on `stream` uncaptured, so
+// allocations and lazy loading happen before the capture; the replays queue behind a spin
+// kernel like measure()'s batches. Timing.launches counts kernel launches, not replays.
+Timing measure_graph(const std::function<void(int, CUstream)>& run, const MeasureOptions& options = {});
+
+// Keeps the current context's GPU busy for `ns` nanoseconds of its global timer, on `stream`
+// (the legacy default stream unless given; a one-thread kernel, PTX loaded through the driver
+// once per context).
+void gpu_spin(uint64_t ns, CUstream stream = nullptr);
 
 // Device-to-device copy bandwidth in bytes per second (read + write), as METHOD.md counts it.
 double measure_copy_bandwidth(size_t bytes = size_t(1) << 30);

@@ -31,6 +31,7 @@ Cublas* Cublas::find() {
       c->lib_.bind(c->cublasDestroy, "cublasDestroy_v2");
       c->lib_.bind(c->cublasGetVersion, "cublasGetVersion_v2");
       c->lib_.bind(c->cublasSetStream, "cublasSetStream_v2");
+      c->lib_.bind(c->cublasSetWorkspace, "cublasSetWorkspace_v2");
       c->lib_.bind(c->cublasGemmEx, "cublasGemmEx");
       int (*get_property)(int, int*) = nullptr;
       c->lib_.bind(get_property, "cublasGetProperty");

@@ -26,6 +26,8 @@ class Cublas {
   cublasStatus_t (*cublasDestroy)(cublasHandle_t) = nullptr;
   cublasStatus_t (*cublasGetVersion)(cublasHandle_t, int*) = nullptr;
   cublasStatus_t (*cublasSetStream)(cublasHandle_t, CUstream) = nullptr;
+  // A caller-owned workspace: no allocation inside a CUDA graph capture.
+  cublasStatus_t (*cublasSetWorkspace)(cublasHandle_t, void*, size_t) = nullptr;
   // cublasGemmEx(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb,
   //              beta, C, Ctype, ldc, computeType, algo)
   cublasStatus_t (*cublasGemmEx)(cublasHandle_t, int, int, int, int, int, const void*, const void*, int, int,

@@ -79,6 +79,14 @@ Driver* Driver::find() {
       l.bind(d->cuEventSynchronize, "cuEventSynchronize");
       l.bind(d->cuEventElapsedTime, "cuEventElapsedTime");
       l.bind(d->cuEventDestroy, "cuEventDestroy_v2");
+      l.bind(d->cuStreamCreate, "cuStreamCreate");
+      l.bind(d->cuStreamDestroy, "cuStreamDestroy_v2");
+      l.bind(d->cuStreamBeginCapture, "cuStreamBeginCapture_v2");
+      l.bind(d->cuStreamEndCapture, "cuStreamEndCapture");
+      l.bind(d->cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
+      l.bind(d->cuGraphLaunch, "cuGraphLaunch");
+      l.bind(d->cuGraphExecDestroy, "cuGraphExecDestroy");
+      l.bind(d->cuGraphDestroy, "cuGraphDestroy");
     } catch (const Error& e) {
       unavailable_message() = e.what();
       delete d;

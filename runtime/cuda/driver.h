@@ -18,6 +18,8 @@ using CUmodule = struct CUmod_st*;
 using CUfunction = struct CUfunc_st*;
 using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
+using CUgraph = struct CUgraph_st*;
+using CUgraphExec = struct CUgraphExec_st*;
 
 // Values from the driver API (cuda.h), which onecat does not include.
 enum CuDeviceAttribute : int {
@@ -30,6 +32,9 @@ enum CuDeviceAttribute : int {
 };
 enum CuPointerAttribute : int {
   kPointerDeviceOrdinal = 9,
+};
+enum CuStreamCaptureMode : int {
+  kCaptureModeRelaxed = 2,  // CU_STREAM_CAPTURE_MODE_RELAXED
 };
 enum CuFunctionAttribute : int {
   kFuncSharedSizeBytes = 1,
@@ -99,6 +104,14 @@ class Driver {
   CUresult (*cuEventSynchronize)(CUevent) = nullptr;
   CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent) = nullptr;
   CUresult (*cuEventDestroy)(CUevent) = nullptr;
+  CUresult (*cuStreamCreate)(CUstream*, unsigned) = nullptr;
+  CUresult (*cuStreamDestroy)(CUstream) = nullptr;
+  CUresult (*cuStreamBeginCapture)(CUstream, int) = nullptr;
+  CUresult (*cuStreamEndCapture)(CUstream, CUgraph*) = nullptr;
+  CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec*, CUgraph, unsigned long long) = nullptr;
+  CUresult (*cuGraphLaunch)(CUgraphExec, CUstream) = nullptr;
+  CUresult (*cuGraphExecDestroy)(CUgraphExec) = nullptr;
+  CUresult (*cuGraphDestroy)(CUgraph) = nullptr;
 
  private:
   Driver() = default;
