@@ -263,7 +263,26 @@ TEST(GemmConfig, TcSmallRulesDefaultsAndCandidates) {
   const LaunchGeometry g = gemm::geometry(gated, gemm::Config::parse(gated, "strategy=tc_small,mt=8,rows=32,warps=4,stages=1"), 9);
   EXPECT_EQ(g.grid[0], 2048u / 32);
   EXPECT_EQ(g.grid[1], 2u);
+  EXPECT_EQ(g.grid[2], 1u);
   EXPECT_EQ(g.block[0], 128u);
+  EXPECT_EQ(gemm::workspace_floats(gated, gemm::Config::parse(gated, "strategy=tc_small,mt=8,rows=32,warps=4,stages=1"), 9), 0);
+  // split=S: S CTAs along z per tile; K = 4096 in int4 is 32 k-blocks, split evenly with at
+  // least one per warp in each part.
+  const gemm::Config split = gemm::Config::parse(s, "strategy=tc_small,mt=16,rows=64,warps=4,stages=3,split=4");
+  EXPECT_EQ(split.to_string(), "strategy=tc_small,mt=16,rows=64,warps=4,stages=3,split=4");
+  const LaunchGeometry gs = gemm::geometry(s, split, 20);
+  EXPECT_EQ(gs.grid[0], 4096u / 64);
+  EXPECT_EQ(gs.grid[1], 2u);
+  EXPECT_EQ(gs.grid[2], 4u);
+  // One counter per tile; per part, the 4 tiles × 2 token groups × 4 accumulators of 32 lanes.
+  EXPECT_EQ(gemm::workspace_counters(s, split, 20), 64 * 2);
+  EXPECT_EQ(gemm::workspace_floats(s, split, 20), 64 * 2 * 4 * (4 * 2 * 4 * 32));
+  expect_throw<InputError>([&] { gemm::Config::parse(s, "strategy=tc_small,mt=16,rows=64,warps=4,stages=3,split=3"); },
+                           {"split=3", "32 k-blocks", "divide evenly"});
+  expect_throw<InputError>([&] { gemm::Config::parse(s, "strategy=tc_small,mt=16,rows=64,warps=8,stages=3,split=8"); },
+                           {"more warps than K has k-blocks", "per split part"});
+  expect_throw<InputError>([&] { gemm::Config::parse(s, "strategy=tc_small,mt=16,rows=64,warps=4,stages=3,split=32"); },
+                           {"split"});
   for (const char* fmt : kFormats) {
     for (auto [n, k] : {std::pair{6144, 4096}, std::pair{4096, 14336}, std::pair{333, 1024}, std::pair{4097, 256}}) {
       const std::string spec = "gemm:n=" + std::to_string(n) + ",k=" + std::to_string(k) + ",fmt=" + fmt;
@@ -370,8 +389,11 @@ TEST(GemmStaticQuality, Sm90TcSmallCompilesWithoutSpills) {
     EXPECT_EQ(reg.find("cp.async"), std::string::npos) << fmt;
     EXPECT_NE(reg.find("ld.global.nc.v4.u32"), std::string::npos) << fmt;
   }
+  // Narrow N: the wide tile split along K until about 256 CTAs (192 × 2 here).
   EXPECT_EQ(family_of("gemm:n=6144,k=4096,fmt=fp8b128").default_config("gemm:n=6144,k=4096,fmt=fp8b128", 16, sm90),
-            "strategy=tc_small,mt=16,rows=16,warps=8,stages=3");
+            "strategy=tc_small,mt=16,rows=32,warps=4,stages=3,split=2");
+  EXPECT_EQ(family_of("gemm:n=4096,k=14336,fmt=awq4").default_config("gemm:n=4096,k=14336,fmt=awq4", 8, sm90),
+            "strategy=tc_small,mt=8,rows=64,warps=4,stages=3,split=4");
   // Int4 on many rows: 64-row tiles of four warps; other formats 32 rows of four warps.
   EXPECT_EQ(family_of("gemm:n=28672,k=4096,fmt=awq4").default_config("gemm:n=28672,k=4096,fmt=awq4", 16, sm90),
             "strategy=tc_small,mt=16,rows=64,warps=4,stages=3");

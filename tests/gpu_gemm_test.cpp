@@ -153,7 +153,8 @@ TEST_F(GemmGpu, SplitKEveryFormatEpilogueAndRepeatedLaunch) {
   const char* configs[] = {"strategy=mma,atom=m16n8k16,bm=128,bn=64,wm=2,wn=2,bk=64,stages=4,pipe=2,split=4",
                            "strategy=mma,atom=m16n8k16,bm=128,bn=128,wm=2,wn=2,bk=32,stages=4,pipe=2,split=2",
                            "strategy=mma,atom=m16n8k16,bm=32,bn=128,wm=1,wn=4,bk=64,stages=3,pipe=2,split=8",
-                           "strategy=mma,atom=wmma,bm=64,bn=128,wm=2,wn=2,split=4"};
+                           "strategy=mma,atom=wmma,bm=64,bn=128,wm=2,wn=2,split=4",
+                           "strategy=tc_small,mt=16,rows=32,warps=2,stages=3,split=4"};
   int checked = 0;
   auto run = [&](const std::string& spec, int64_t m) {
     for (const char* config : configs) {
@@ -215,11 +216,15 @@ TEST_F(GemmGpu, GemvOddWarpsAndPartialIterations) {
 }
 
 // The sm_80+ small-M tensor-core strategy on its own (the defaults use it for 3..16 tokens): every format, odd N and K (a partial last k-block: 1040 fp8 values are 65 chunks),
-// one and two 8-token operands, every epilogue, groups and act-order.
+// one and two 8-token operands, split-K across CTAs, every epilogue, groups and act-order.
 TEST_F(GemmGpu, TcSmallEveryFormatEpilogueAndOddShape) {
   if (!arch().has_mma_m16n8k16()) GTEST_SKIP() << "tc_small needs sm_80+";
   const std::vector<std::string> configs = {"strategy=tc_small,mt=8,rows=16,warps=2,stages=1", "strategy=tc_small,mt=8,rows=32,warps=4,stages=3",
-                                            "strategy=tc_small,mt=16,rows=16,warps=8,stages=3", "strategy=tc_small,mt=16,rows=16,warps=4,stages=4"};
+                                            "strategy=tc_small,mt=16,rows=16,warps=8,stages=3", "strategy=tc_small,mt=16,rows=16,warps=4,stages=4",
+                                            // split-K across CTAs (the tiles of a part's k-blocks meet in the workspace)
+                                            "strategy=tc_small,mt=16,rows=64,warps=2,stages=3,split=4",
+                                            "strategy=tc_small,mt=8,rows=32,warps=2,stages=3,split=2",
+                                            "strategy=tc_small,mt=16,rows=32,warps=1,stages=3,split=8"};
   auto check_all = [&](const std::string& spec, std::initializer_list<int64_t> ms) {
     for (const std::string& config : configs) {
       if (!valid_for(spec, config)) continue;  // e.g. more warps than K has k-blocks for

@@ -113,7 +113,12 @@ std::optional<std::string> tc_small_invalid(const Spec& spec, const Config& c) {
            std::to_string(Config::kMaxTcSmallStageRegs) + ")";
   }
   const int64_t blocks = (spec.k / spec.per_chunk() + 3) / 4;
-  if (blocks < c.warps) return "more warps than K has k-blocks of four chunks for";
+  if (c.split < 1 || c.split > Config::kMaxSplit) return "split must be 1 to " + std::to_string(Config::kMaxSplit);
+  if (blocks % c.split != 0) {
+    return "split=" + std::to_string(c.split) + " needs K's " + std::to_string(blocks) +
+           " k-blocks of four chunks to divide evenly";
+  }
+  if (blocks / c.split < c.warps) return "more warps than K has k-blocks of four chunks for (per split part)";
   if (c.tc_small_shared_bytes(spec) > Config::kMaxSharedBytes) {
     return "the weight ring or the cross-warp reduction needs " + std::to_string(c.tc_small_shared_bytes(spec)) +
            " bytes of shared memory (max 48 KiB)";
@@ -132,7 +137,10 @@ Config Config::parse(const Spec& spec, std::string_view text) {
     c.mt = static_cast<int>(r.integer("mt", 1, 16));
     c.rows = static_cast<int>(r.integer("rows", 1, 64));
     c.warps = static_cast<int>(r.integer("warps", 1, 16));
-    if (c.strategy == Strategy::kTcSmall) c.stages = static_cast<int>(r.integer("stages", 1, 4));
+    if (c.strategy == Strategy::kTcSmall) {
+      c.stages = static_cast<int>(r.integer("stages", 1, 4));
+      c.split = static_cast<int>(r.integer_or("split", 1, 1, Config::kMaxSplit));
+    }
   } else {
     c.atom = r.choice_or("atom", "wmma", {"wmma", "m16n8k16"}) == "wmma" ? Atom::kWmma : Atom::kM16n8k16;
     c.bm = static_cast<int>(r.integer("bm", 16, 256));
@@ -156,8 +164,11 @@ Config Config::parse(const Spec& spec, std::string_view text) {
 std::string Config::to_string() const {
   if (strategy != Strategy::kMma) {
     if (strategy == Strategy::kTcSmall) {
-      return join_fields({{"strategy", "tc_small"}, {"mt", std::to_string(mt)}, {"rows", std::to_string(rows)},
-                          {"warps", std::to_string(warps)}, {"stages", std::to_string(stages)}});
+      std::vector<std::pair<std::string, std::string>> fields = {{"strategy", "tc_small"}, {"mt", std::to_string(mt)},
+                                                                 {"rows", std::to_string(rows)}, {"warps", std::to_string(warps)},
+                                                                 {"stages", std::to_string(stages)}};
+      if (split != 1) fields.emplace_back("split", std::to_string(split));  // split=1 keeps its text (and cache keys)
+      return join_fields(fields);
     }
     return join_fields({{"strategy", "gemv"}, {"mt", std::to_string(mt)}, {"rows", std::to_string(rows)}, {"warps", std::to_string(warps)}});
   }

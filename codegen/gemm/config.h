@@ -52,8 +52,9 @@ struct Config {
   Atom atom = Atom::kWmma;                // mma
   int bk = 32, stages = 2;                // mma with atom=m16n8k16 (wmma: 32 and 2); tc_small: 1 = registers, 2..4 = cp.async ring
   int pipe = 1;                           // mma with atom=m16n8k16: the pipeline (above)
-  // mma (atom=wmma, or m16n8k16 with pipe=2): CTAs per output tile, each on 1/split of K; the
-  // last to finish sums their fp32 partials through a workspace (templates/gemm/split_k.cuh).
+  // mma (atom=wmma, or m16n8k16 with pipe=2) and tc_small: CTAs per output tile, each on
+  // 1/split of K; the last to finish sums their fp32 partials through a workspace
+  // (templates/gemm/split_k.cuh).
   int split = 1;
   static constexpr int kMaxSplit = 16;
 
@@ -68,6 +69,12 @@ struct Config {
   // tc_small: 16-row weight tiles per CTA and fp32 accumulators per thread.
   int tc_small_tiles(const Spec& spec) const { return slots(spec) / 16; }
   int tc_small_accumulators(const Spec& spec) const { return tc_small_tiles(spec) * (mt / 8) * 4; }
+  // tc_small: floats of one CTA's split-K partial (its accumulators, threads × per-thread
+  // values of templates/gemm/tc_small.cuh, padded to whole threads).
+  int tc_small_partial_floats(const Spec& spec) const {
+    const int sums = tc_small_accumulators(spec) * 32;
+    return (sums + threads() - 1) / threads() * threads();
+  }
   static constexpr int kMaxTcSmallAccumulators = 32;
   // tc_small: registers of one k-block's x pieces and (stages=1) raw weight chunks, held twice:
   // the next block is in flight during this one's math.

@@ -35,7 +35,7 @@ Emitted emit(const Spec& spec, const Config& c, Arch arch) {
                        "); use strategy=gemv");
     }
     e.kernel_expression = "onecat::tc_small_kernel<" + shape + std::to_string(c.mt) + ", " + std::to_string(c.rows) + ", " +
-                          std::to_string(c.warps) + ", " + std::to_string(c.stages) + ", " + tail;
+                          std::to_string(c.warps) + ", " + std::to_string(c.stages) + ", " + std::to_string(c.split) + ", " + tail;
     header = "gemm/tc_small.cuh";
   } else if (c.atom == Atom::kWmma) {
     e.kernel_expression = "onecat::mma_kernel<" + shape + std::to_string(c.bm) + ", " + std::to_string(c.bn) + ", " +
@@ -69,6 +69,7 @@ LaunchGeometry geometry(const Spec& spec, const Config& c, int64_t m) {
   if (gemv_like) {
     if (tiles > 65535) throw InputError("gemm: m=" + std::to_string(m) + " exceeds the grid's token tiles");
     g.grid[0] = static_cast<unsigned>(col_tiles), g.grid[1] = static_cast<unsigned>(tiles);
+    if (c.strategy == Strategy::kTcSmall) g.grid[2] = static_cast<unsigned>(c.split);
   } else {
     // mma: token tiles along x (templates/gemm/mma*.cuh), weight tiles along y.
     if (col_tiles > 65535) throw InputError("gemm: " + spec.to_string() + " has too many weight tiles for the grid");
@@ -81,13 +82,14 @@ LaunchGeometry geometry(const Spec& spec, const Config& c, int64_t m) {
 }
 
 int64_t workspace_counters(const Spec& spec, const Config& c, int64_t m) {
-  if (c.strategy != Strategy::kMma || c.split == 1) return 0;
+  if (c.strategy == Strategy::kGemv || c.split == 1) return 0;
   const LaunchGeometry g = geometry(spec, c, m);
   return int64_t(g.grid[0]) * g.grid[1];
 }
 
 int64_t workspace_floats(const Spec& spec, const Config& c, int64_t m) {
-  return workspace_counters(spec, c, m) * c.split * c.bm * c.bn;
+  const int64_t per_part = c.strategy == Strategy::kTcSmall ? c.tc_small_partial_floats(spec) : int64_t(c.bm) * c.bn;
+  return workspace_counters(spec, c, m) * c.split * per_part;
 }
 
 }  // namespace onecat::gemm

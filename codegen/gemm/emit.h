@@ -15,8 +15,9 @@
 namespace onecat::gemm {
 
 // 3: tc_small, pipe=2 (swizzled, decode ahead, up to 5 stages); 4: pipe=2 spreads a step's
-// loads over its mma groups (configs rank anew), split-K (split=S) for wmma and pipe=2.
-inline constexpr int kGeneratorVersion = 4;
+// loads over its mma groups (configs rank anew), split-K (split=S) for wmma and pipe=2;
+// 5: split-K for tc_small.
+inline constexpr int kGeneratorVersion = 5;
 
 Emitted emit(const Spec& spec, const Config& config, Arch arch);
 LaunchGeometry geometry(const Spec& spec, const Config& config, int64_t m);

@@ -91,9 +91,10 @@ static Config mma16816_default(const Spec& spec, int64_t m) {
 }
 
 // tc_small (sm_80+) for a bucket of 2..16 tokens: each weight chunk is decoded once for all
-// tokens (gemv decodes it once per token). The widest row tile that still gives every SM
-// about two CTAs (wider tiles reread x from L2 less often), warps enough that each takes a
-// few k-blocks.
+// tokens (gemv decodes it once per token). A wide row tile (a CTA reads its tokens' x from L2
+// once per `rows` weight rows: with 16 rows and 16 tokens that is 4× the int4 weight bytes),
+// split along K where its tiles alone would leave the SMs short of about two CTAs each, and
+// narrower tiles only where K cannot be split; warps enough that each takes a few k-blocks.
 static Config tc_small_default(const Spec& spec, int64_t m) {
   Config c;
   c.strategy = Strategy::kTcSmall;
@@ -102,10 +103,13 @@ static Config tc_small_default(const Spec& spec, int64_t m) {
   // took awq4 from 48 to 41 µs, but fp8b128 from 46 to 55 and mxfp4 from 42 to 46.
   const bool int4 = spec.format == quant::WeightFormat::kAwq4 || spec.format == quant::WeightFormat::kGptq4;
   c.rows = int4 ? 64 : 32;
-  while (c.rows > 16 && (spec.out_cols() + c.rows - 1) / c.rows < kTargetCtas) c.rows /= 2;
   const int64_t blocks = (spec.k / spec.per_chunk() + 3) / 4;
+  auto ctas = [&] { return (spec.out_cols() + c.rows - 1) / c.rows * ((m + c.mt - 1) / c.mt) * c.split; };
+  // Split parts of at least 4 k-blocks (two for each of two warps).
+  while (ctas() < kTargetCtas && blocks % (2 * c.split) == 0 && blocks / (2 * c.split) >= 4) c.split *= 2;
+  while (c.rows > 16 && ctas() < kTargetCtas) c.rows /= 2;
   c.warps = 8;
-  while (c.warps > 1 && blocks / c.warps < 2) c.warps /= 2;
+  while (c.warps > 1 && blocks / c.split / c.warps < 2) c.warps /= 2;
   // Row tiles of 32 or more leave CTAs enough: four warps (same measurement: 10 % faster than
   // eight for awq4, mxfp4 and fp8b128 at 32 rows).
   if (c.rows >= 32) c.warps = std::min(c.warps, 4);
@@ -115,6 +119,7 @@ static Config tc_small_default(const Spec& spec, int64_t m) {
   while (c.warps > 2 && c.invalid_reason(spec)) c.warps /= 2;
   while (c.stages > 1 && c.invalid_reason(spec)) --c.stages;
   while (c.warps > 1 && c.invalid_reason(spec)) c.warps /= 2;
+  while (c.split > 1 && c.invalid_reason(spec)) c.split /= 2;
   if (auto why = c.invalid_reason(spec)) throw InputError(spec.to_string() + " has no valid tc_small config: " + *why);
   return c;
 }
@@ -195,15 +200,19 @@ std::vector<Config> candidate_configs(const Spec& spec, Arch arch) {
   }
   if (arch.has_mma_m16n8k16()) {
     // tc_small: both token tiles, every row tile, 2 to 16 warps splitting K, weights through
-    // registers (stages=1) or a three-slot cp.async ring.
+    // registers (stages=1) or a three-slot cp.async ring; and the wide tiles with the ring
+    // split along K over 2, 4 or 8 CTAs.
     for (int mt : {8, 16}) {
       for (int rows : {16, 32, 64}) {
         for (int warps : {2, 4, 8, 16}) {
           for (int stages : {1, 3}) {
-            Config c;
-            c.strategy = Strategy::kTcSmall;
-            c.mt = mt, c.rows = rows, c.warps = warps, c.stages = stages;
-            if (!c.invalid_reason(spec)) out.push_back(c);
+            for (int split : {1, 2, 4, 8}) {
+              if (split > 1 && (rows == 16 || stages == 1 || warps > 8)) continue;
+              Config c;
+              c.strategy = Strategy::kTcSmall;
+              c.mt = mt, c.rows = rows, c.warps = warps, c.stages = stages, c.split = split;
+              if (!c.invalid_reason(spec)) out.push_back(c);
+            }
           }
         }
       }

@@ -1,5 +1,6 @@
-// Split-K across CTAs for the mma strategy (config split=S): blockIdx.z picks one of S equal
-// parts of K, so a shape with few output tiles (narrow N, few tokens) still fills the GPU.
+// Split-K across CTAs for the mma and tc_small strategies (config split=S): blockIdx.z picks
+// one of S equal parts of K, so a shape with few output tiles (narrow N, few tokens) still
+// fills the GPU.
 // The S CTAs of an output tile meet here after their main loops:
 //   - each writes its fp32 accumulators to the workspace in register order (a thread's value a
 //     at ((tile * S + z) * ACC + a) * THREADS + tid, so a warp's stores and loads are whole
@@ -9,8 +10,9 @@
 //   - the last to arrive sums the S partials in split order, its own included as written, so
 //     the result does not depend on which CTA came last, and goes on to the epilogue; the
 //     others return false and exit.
-// Workspace: tiles × S × BM × BN floats (ACC × THREADS = BM × BN) and one counter per tile,
-// tiles = gridDim.x × gridDim.y (codegen/gemm/emit.h workspace_floats / workspace_counters).
+// Workspace: tiles × S × ACC × THREADS floats (mma: BM × BN; tc_small: its accumulators padded
+// to whole threads) and one counter per tile, tiles = gridDim.x × gridDim.y
+// (codegen/gemm/emit.h workspace_floats / workspace_counters).
 #pragma once
 
 namespace onecat {

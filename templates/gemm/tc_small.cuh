@@ -17,6 +17,11 @@
 // registers held for loads in flight, and no barrier (a thread reads only its own copies).
 // Scales and x are loaded into registers one k-block ahead. Chunks decode in registers
 // straight into A fragments.
+//
+// SPLIT > 1 (split-K across CTAs, for narrow N): blockIdx.z takes one of SPLIT equal runs of
+// k-blocks, so wide row tiles, which read x from L2 once per `rows` weight rows, still make
+// enough CTAs; the CTAs of a tile meet in split_k_reduce (gemm/split_k.cuh) after their
+// warps have, and the last one runs the epilogue.
 #pragma once
 #include "common/fp16.cuh"
 #include "common/gmem.cuh"
@@ -24,15 +29,17 @@
 #include "common/sm80.cuh"
 #include "gemm/epilogue.cuh"
 #include "gemm/formats.cuh"
+#include "gemm/split_k.cuh"
 
 namespace onecat {
 
 
-template <class Fmt, int N, int K, int MT, int ROWS, int WARPS, int STAGES, bool OUT_F32, int EPI, bool ACT_ORDER>
+template <class Fmt, int N, int K, int MT, int ROWS, int WARPS, int STAGES, int SPLIT, bool OUT_F32, int EPI, bool ACT_ORDER>
 __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
     tc_small_kernel(void* __restrict__ y, const half_t* __restrict__ x, const void* __restrict__ qweight,
                     const void* __restrict__ scales, const void* __restrict__ zeros, const int* __restrict__ perm,
-                    float global_scale, const half_t* __restrict__ bias, const half_t* __restrict__ residual, int m) {
+                    float global_scale, const half_t* __restrict__ bias, const half_t* __restrict__ residual, int m,
+                    float* __restrict__ partial_out, unsigned* __restrict__ counters) {
   constexpr int kPer = Fmt::kPerChunk;
   constexpr int kPairs = kPer / 2;
   constexpr int kChunks = K / kPer;
@@ -49,7 +56,8 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
   constexpr bool kBlockScaled = Fmt::kScaleSpanK > 0 && Fmt::kScaleSpanK % (4 * kPer) == 0;
   static_assert(K % kPer == 0 && kPer % 8 == 0, "whole 16-byte chunks of k");
   static_assert(ROWS % 16 == 0 && (MT == 8 || MT == 16), "16-row tiles, 8 or 16 tokens");
-  static_assert(kBlocks >= WARPS, "every warp has a k-block");
+  static_assert(kBlocks % SPLIT == 0 && kBlocks / SPLIT >= WARPS, "every warp has a k-block in every split part");
+  constexpr int kPartBlocks = kBlocks / SPLIT;  // k-blocks of this CTA: kb0 .. kb0 + kPartBlocks - 1
   static_assert(STAGES >= 1 && STAGES <= 4, "1 (registers) to 4 (cp.async ring) stages");
 
   const int warp = threadIdx.x / kWarpSize;
@@ -57,6 +65,7 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
   const int g = lane / 4, t = lane % 4;
   const int n0 = blockIdx.x * ROWS;  // first output column of the CTA
   const int m0 = blockIdx.y * MT;
+  const int kb0 = SPLIT > 1 ? blockIdx.z * kPartBlocks : 0;
 
   const char* wbytes = static_cast<const char*>(qweight);
   long long wrow[kTiles][2];  // byte offset of the lane's weight rows g and g+8 of each tile
@@ -197,18 +206,18 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
     }
   };
 
-  const int iters = (kBlocks - warp + WARPS - 1) / WARPS;  // this warp's k-blocks: warp, warp + WARPS, …
+  const int iters = (kPartBlocks - warp + WARPS - 1) / WARPS;  // this warp's k-blocks: kb0 + warp, + WARPS, …
   if constexpr (STAGES > 1) {
 #pragma unroll
     for (int it = 0; it < STAGES - 1; ++it) {
-      if (it < iters) issue_weights(warp + it * WARPS, it);
+      if (it < iters) issue_weights(kb0 + warp + it * WARPS, it);
       sm80::cp_async_commit();  // empty groups keep the wait count uniform
     }
   }
   Stage cur;
-  load(warp, cur);
+  load(kb0 + warp, cur);
   for (int it = 0; it < iters; ++it) {
-    const int kb = warp + it * WARPS;
+    const int kb = kb0 + warp + it * WARPS;
     if constexpr (STAGES > 1) {
       if (it + STAGES - 1 < iters) issue_weights(kb + (STAGES - 1) * WARPS, (it + STAGES - 1) % STAGES);
       sm80::cp_async_commit();
@@ -239,7 +248,33 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
     }
   }
   __syncthreads();
-  for (int idx = threadIdx.x; idx < kAcc * kWarpSize; idx += WARPS * kWarpSize) {
+  constexpr int kThreads = WARPS * kWarpSize;
+  constexpr int kWarpsToSum = SPLIT > 1 ? 1 : WARPS;  // partial[] rows the epilogue adds up
+  if constexpr (SPLIT > 1) {
+    // The CTA's sums (its warps' added up), kPerThread per thread in the order idx = tid +
+    // j·threads, meet the other parts' in the workspace; the last CTA puts the totals back
+    // in partial[0] for the epilogue below.
+    constexpr int kPerThread = (kAcc * kWarpSize + kThreads - 1) / kThreads;
+    float sums[kPerThread];
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int idx = threadIdx.x + j * kThreads;
+      sums[j] = 0.f;
+      if (idx < kAcc * kWarpSize) {
+#pragma unroll
+        for (int wp = 0; wp < WARPS; ++wp) sums[j] += partial[wp][idx / kWarpSize][idx % kWarpSize];
+      }
+    }
+    auto ref = [&](int j) -> float& { return sums[j]; };
+    if (!split_k_reduce<SPLIT, kPerThread, kThreads>(ref, partial_out, counters)) return;  // its barriers end the reads above
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int idx = threadIdx.x + j * kThreads;
+      if (idx < kAcc * kWarpSize) partial[0][idx / kWarpSize][idx % kWarpSize] = sums[j];
+    }
+    __syncthreads();
+  }
+  for (int idx = threadIdx.x; idx < kAcc * kWarpSize; idx += kThreads) {
     const int a = idx / kWarpSize, ln = idx % kWarpSize;
     const int i = a / (kTokGroups * 4), h = (a / 4) % kTokGroups, e = a % 4;
     if (kGated && i % 2 == 1) continue;  // up tiles are read with their gate tiles
@@ -249,13 +284,13 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
     if (tok >= m || n >= kOutRows) continue;
     float v = 0.f;
 #pragma unroll
-    for (int wp = 0; wp < WARPS; ++wp) v += partial[wp][a][ln];
+    for (int wp = 0; wp < kWarpsToSum; ++wp) v += partial[wp][a][ln];
     v *= global_scale;
     const long long out = static_cast<long long>(tok) * kOutRows + n;
     if constexpr (kGated) {
       float up = 0.f;
 #pragma unroll
-      for (int wp = 0; wp < WARPS; ++wp) up += partial[wp][a + kTokGroups * 4][ln];
+      for (int wp = 0; wp < kWarpsToSum; ++wp) up += partial[wp][a + kTokGroups * 4][ln];
       v = silu(v) * (up * global_scale);
     }
     if constexpr (EPI == kEpiBias) v += half_to_float(bias[n]);
