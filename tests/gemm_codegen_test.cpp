@@ -389,11 +389,14 @@ TEST(GemmStaticQuality, Sm90TcSmallCompilesWithoutSpills) {
     EXPECT_EQ(reg.find("cp.async"), std::string::npos) << fmt;
     EXPECT_NE(reg.find("ld.global.nc.v4.u32"), std::string::npos) << fmt;
   }
-  // Narrow N: the wide tile split along K until about 256 CTAs (192 × 2 here).
+  // N = 6144: 16-row tiles would be 384 CTAs, the wide ones 192 (int4: 96), so the wide tile
+  // split along K until about 256 CTAs; N = 4096: 16-row tiles, 256 CTAs, no split.
   EXPECT_EQ(family_of("gemm:n=6144,k=4096,fmt=fp8b128").default_config("gemm:n=6144,k=4096,fmt=fp8b128", 16, sm90),
             "strategy=tc_small,mt=16,rows=32,warps=4,stages=3,split=2");
-  EXPECT_EQ(family_of("gemm:n=4096,k=14336,fmt=awq4").default_config("gemm:n=4096,k=14336,fmt=awq4", 8, sm90),
+  EXPECT_EQ(family_of("gemm:n=6144,k=4096,fmt=awq4").default_config("gemm:n=6144,k=4096,fmt=awq4", 8, sm90),
             "strategy=tc_small,mt=8,rows=64,warps=4,stages=3,split=4");
+  EXPECT_EQ(family_of("gemm:n=4096,k=14336,fmt=awq4").default_config("gemm:n=4096,k=14336,fmt=awq4", 16, sm90),
+            "strategy=tc_small,mt=16,rows=16,warps=8,stages=3");
   // Int4 on many rows: 64-row tiles of four warps; other formats 32 rows of four warps.
   EXPECT_EQ(family_of("gemm:n=28672,k=4096,fmt=awq4").default_config("gemm:n=28672,k=4096,fmt=awq4", 16, sm90),
             "strategy=tc_small,mt=16,rows=64,warps=4,stages=3");

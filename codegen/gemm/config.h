@@ -3,7 +3,7 @@
 //   strategy=mma,atom=wmma,bm=64,bn=128,wm=2,wn=2                larger M, any arch (templates/gemm/mma.cuh)
 //   strategy=mma,atom=m16n8k16,bm=128,bn=128,wm=2,wn=2,bk=32,stages=4   sm_80+ (templates/gemm/mma16816.cuh)
 //   strategy=mma,atom=m16n8k16,bm=128,bn=256,wm=2,wn=4,bk=32,stages=4,pipe=2   (mma16816_v2.cuh)
-//   strategy=tc_small,mt=16,rows=16,warps=8,stages=3             M ≤ 16, sm_80+ (templates/gemm/tc_small.cuh)
+//   strategy=tc_small,mt=16,rows=64,warps=4,stages=3,split=4     M ≤ 16, sm_80+ (templates/gemm/tc_small.cuh)
 // gemv: a CTA of `warps` warps (1 to 16) owns `rows` output rows and a tile of `mt` tokens;
 // its warps split K, each lane streaming 16-byte chunks of weight rows.
 // mma: a CTA computes a bm (tokens) × bn (weight rows) tile with wm × wn warps on tensor
@@ -12,11 +12,12 @@
 // pipe=1 (the default below 512 tokens): padded shared rows, decode within the step (two barriers
 // per step); pipe=2 (the default from 512 tokens): unpadded
 // swizzled rows, decode one step ahead (one barrier per step, decoded formats need stages ≥ 3),
-// fragment double buffering, up to 5 stages. split=S (wmma, or pipe=2): S CTAs per output tile
+// fragment double buffering, up to 5 stages. split=S (wmma, pipe=2, tc_small): S CTAs per output tile
 // on S parts of K, summed in fp32 through a workspace (for few output tiles).
 // tc_small: a CTA of `warps` warps owns `rows` output rows (16, 32 or 64) and `mt` tokens (8
 // or 16) on mma.m16n8k16 with W as the A operand; its warps split K, decoding weight chunks
-// in registers straight into fragments.
+// in registers straight into fragments; split=S as for mma (S CTAs per tile on S runs of
+// k-blocks).
 #pragma once
 #include <optional>
 #include <string>

@@ -91,10 +91,11 @@ static Config mma16816_default(const Spec& spec, int64_t m) {
 }
 
 // tc_small (sm_80+) for a bucket of 2..16 tokens: each weight chunk is decoded once for all
-// tokens (gemv decodes it once per token). A wide row tile (a CTA reads its tokens' x from L2
-// once per `rows` weight rows: with 16 rows and 16 tokens that is 4× the int4 weight bytes),
-// split along K where its tiles alone would leave the SMs short of about two CTAs each, and
-// narrower tiles only where K cannot be split; warps enough that each takes a few k-blocks.
+// tokens (gemv decodes it once per token). The widest row tile that gives every SM about two
+// CTAs (a CTA reads its tokens' x from L2 once per `rows` weight rows: with 16 rows and 16
+// tokens that is 4× the int4 weight bytes); where even 16-row tiles would make more than that
+// (N = 6144: 384) and the wide ones fewer, the wide tile split along K instead; warps enough
+// that each takes a few k-blocks.
 static Config tc_small_default(const Spec& spec, int64_t m) {
   Config c;
   c.strategy = Strategy::kTcSmall;
@@ -104,9 +105,17 @@ static Config tc_small_default(const Spec& spec, int64_t m) {
   const bool int4 = spec.format == quant::WeightFormat::kAwq4 || spec.format == quant::WeightFormat::kGptq4;
   c.rows = int4 ? 64 : 32;
   const int64_t blocks = (spec.k / spec.per_chunk() + 3) / 4;
-  auto ctas = [&] { return (spec.out_cols() + c.rows - 1) / c.rows * ((m + c.mt - 1) / c.mt) * c.split; };
-  // Split parts of at least 4 k-blocks (two for each of two warps).
-  while (ctas() < kTargetCtas && blocks % (2 * c.split) == 0 && blocks / (2 * c.split) >= 4) c.split *= 2;
+  const int64_t token_tiles = (m + c.mt - 1) / c.mt;
+  auto ctas = [&] { return (spec.out_cols() + c.rows - 1) / c.rows * token_tiles * c.split; };
+  // Split or narrow, from the H200 at M=16 (bench/RESULTS.md, 2026-12-02): on 6144×4096 the
+  // split wide tile took fp8b128/nvfp4/mxfp4 from 17.0/20.9/19.9 to 15.3/15.7/15.2 µs (awq4
+  // 19.8 → 19.0), where 16-row tiles leave 384 CTAs, 1.5 waves at two per SM; on N = 4096
+  // (256 16-row CTAs) it lost up to 20 % (fp8b128 4096×14336 30.0 → 35.9) but for awq4 with
+  // K = 14336 (26.9 → 23.2).
+  if ((spec.out_cols() + 15) / 16 * token_tiles > kTargetCtas) {
+    // Split parts of at least 4 k-blocks (two for each of two warps).
+    while (ctas() < kTargetCtas && blocks % (2 * c.split) == 0 && blocks / (2 * c.split) >= 4) c.split *= 2;
+  }
   while (c.rows > 16 && ctas() < kTargetCtas) c.rows /= 2;
   c.warps = 8;
   while (c.warps > 1 && blocks / c.split / c.warps < 2) c.warps /= 2;
