@@ -397,6 +397,11 @@ TEST(GemmStaticQuality, Sm90TcSmallCompilesWithoutSpills) {
             "strategy=tc_small,mt=8,rows=64,warps=4,stages=3,split=4");
   EXPECT_EQ(family_of("gemm:n=4096,k=14336,fmt=awq4").default_config("gemm:n=4096,k=14336,fmt=awq4", 16, sm90),
             "strategy=tc_small,mt=16,rows=16,warps=8,stages=3");
+  // 8-token tiles split only int4's 64-row tile; f16 never splits.
+  EXPECT_EQ(family_of("gemm:n=6144,k=4096,fmt=fp8b128").default_config("gemm:n=6144,k=4096,fmt=fp8b128", 8, sm90),
+            "strategy=tc_small,mt=8,rows=16,warps=8,stages=3");
+  EXPECT_EQ(family_of("gemm:n=6144,k=4096,fmt=f16").default_config("gemm:n=6144,k=4096,fmt=f16", 16, sm90),
+            "strategy=tc_small,mt=16,rows=16,warps=8,stages=3");
   // Int4 on many rows: 64-row tiles of four warps; other formats 32 rows of four warps.
   EXPECT_EQ(family_of("gemm:n=28672,k=4096,fmt=awq4").default_config("gemm:n=28672,k=4096,fmt=awq4", 16, sm90),
             "strategy=tc_small,mt=16,rows=64,warps=4,stages=3");

@@ -107,12 +107,16 @@ static Config tc_small_default(const Spec& spec, int64_t m) {
   const int64_t blocks = (spec.k / spec.per_chunk() + 3) / 4;
   const int64_t token_tiles = (m + c.mt - 1) / c.mt;
   auto ctas = [&] { return (spec.out_cols() + c.rows - 1) / c.rows * token_tiles * c.split; };
-  // Split or narrow, from the H200 at M=16 (bench/RESULTS.md, 2026-12-02): on 6144×4096 the
+  // Split or narrow, from the H200 (bench/RESULTS.md, 2026-12-02): at M=16 on 6144×4096 the
   // split wide tile took fp8b128/nvfp4/mxfp4 from 17.0/20.9/19.9 to 15.3/15.7/15.2 µs (awq4
   // 19.8 → 19.0), where 16-row tiles leave 384 CTAs, 1.5 waves at two per SM; on N = 4096
   // (256 16-row CTAs) it lost up to 20 % (fp8b128 4096×14336 30.0 → 35.9) but for awq4 with
-  // K = 14336 (26.9 → 23.2).
-  if ((spec.out_cols() + 15) / 16 * token_tiles > kTargetCtas) {
+  // K = 14336 (26.9 → 23.2). With 8-token tiles (fewer registers, three 16-row CTAs per SM)
+  // it helped only int4's 64-row tile (awq4 6144×4096 M=8 14.6 → 12.7, M=4 13.6 → 12.4;
+  // fp8b128/nvfp4/mxfp4 M=8 11.9/12.5/12.2 → 14.3/13.6/13.3).
+  // (f16, not measured, reads as many weight bytes as x bytes on 16-row tiles: no split.)
+  if ((spec.out_cols() + 15) / 16 * token_tiles > kTargetCtas && (c.mt == 16 || int4) &&
+      spec.format != quant::WeightFormat::kF16) {
     // Split parts of at least 4 k-blocks (two for each of two warps).
     while (ctas() < kTargetCtas && blocks % (2 * c.split) == 0 && blocks / (2 * c.split) >= 4) c.split *= 2;
   }
