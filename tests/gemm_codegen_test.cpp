@@ -389,24 +389,25 @@ TEST(GemmStaticQuality, Sm90TcSmallCompilesWithoutSpills) {
     EXPECT_EQ(reg.find("cp.async"), std::string::npos) << fmt;
     EXPECT_NE(reg.find("ld.global.nc.v4.u32"), std::string::npos) << fmt;
   }
-  // N = 6144: 16-row tiles would be 384 CTAs, the wide ones 192 (int4: 96), so the wide tile
-  // split along K until about 256 CTAs; N = 4096: 16-row tiles, 256 CTAs, no split.
-  EXPECT_EQ(family_of("gemm:n=6144,k=4096,fmt=fp8b128").default_config("gemm:n=6144,k=4096,fmt=fp8b128", 16, sm90),
-            "strategy=tc_small,mt=16,rows=32,warps=4,stages=3,split=2");
-  EXPECT_EQ(family_of("gemm:n=6144,k=4096,fmt=awq4").default_config("gemm:n=6144,k=4096,fmt=awq4", 8, sm90),
-            "strategy=tc_small,mt=8,rows=64,warps=4,stages=3,split=4");
-  EXPECT_EQ(family_of("gemm:n=4096,k=14336,fmt=awq4").default_config("gemm:n=4096,k=14336,fmt=awq4", 16, sm90),
-            "strategy=tc_small,mt=16,rows=16,warps=8,stages=3");
-  // 8-token tiles split only int4's 64-row tile; f16 never splits.
-  EXPECT_EQ(family_of("gemm:n=6144,k=4096,fmt=fp8b128").default_config("gemm:n=6144,k=4096,fmt=fp8b128", 8, sm90),
-            "strategy=tc_small,mt=8,rows=16,warps=8,stages=3");
-  EXPECT_EQ(family_of("gemm:n=6144,k=4096,fmt=f16").default_config("gemm:n=6144,k=4096,fmt=f16", 16, sm90),
-            "strategy=tc_small,mt=16,rows=16,warps=8,stages=3");
-  // Int4 on many rows: 64-row tiles of four warps; other formats 32 rows of four warps.
-  EXPECT_EQ(family_of("gemm:n=28672,k=4096,fmt=awq4").default_config("gemm:n=28672,k=4096,fmt=awq4", 16, sm90),
-            "strategy=tc_small,mt=16,rows=64,warps=4,stages=3");
-  EXPECT_EQ(family_of("gemm:n=28672,k=4096,fmt=mxfp4").default_config("gemm:n=28672,k=4096,fmt=mxfp4", 16, sm90),
-            "strategy=tc_small,mt=16,rows=32,warps=4,stages=3");
+  struct Expected {
+    const char* spec;
+    int64_t m;
+    const char* config;
+  };
+  const Expected defaults[] = {
+      // N = 6144: 16-row tiles would be 384 CTAs, the wide ones 192 (int4: 96), so the wide
+      // tile split along K until about 256 CTAs; N = 4096: 16-row tiles, 256 CTAs, no split.
+      {"gemm:n=6144,k=4096,fmt=fp8b128", 16, "strategy=tc_small,mt=16,rows=32,warps=4,stages=3,split=2"},
+      {"gemm:n=6144,k=4096,fmt=awq4", 8, "strategy=tc_small,mt=8,rows=64,warps=4,stages=3,split=4"},
+      {"gemm:n=4096,k=14336,fmt=awq4", 16, "strategy=tc_small,mt=16,rows=16,warps=8,stages=3"},
+      // 8-token tiles split only int4's 64-row tile; f16 never splits.
+      {"gemm:n=6144,k=4096,fmt=fp8b128", 8, "strategy=tc_small,mt=8,rows=16,warps=8,stages=3"},
+      {"gemm:n=6144,k=4096,fmt=f16", 16, "strategy=tc_small,mt=16,rows=16,warps=8,stages=3"},
+      // Int4 on many rows: 64-row tiles of four warps; other formats 32 rows of four warps.
+      {"gemm:n=28672,k=4096,fmt=awq4", 16, "strategy=tc_small,mt=16,rows=64,warps=4,stages=3"},
+      {"gemm:n=28672,k=4096,fmt=mxfp4", 16, "strategy=tc_small,mt=16,rows=32,warps=4,stages=3"},
+  };
+  for (const Expected& e : defaults) EXPECT_EQ(family_of(e.spec).default_config(e.spec, e.m, sm90), e.config) << e.spec << " m=" << e.m;
 }
 
 // The 8-warp pipe=2 m16n8k16 tiles (128×256 with 4 or 5 stages, 256×128, 128×128 at bk=64)
