@@ -70,10 +70,9 @@ GemmBench bench_gemm(const std::string& spec_text, const std::vector<int64_t>& m
         if (us < best) best = us, pt.config = reqs[i].config;
       }
       pt.candidates = int(reqs.size());
-      pt.default_us = timed(runner(pt.default_config)).median_us;
-    } else if (pt.config != pt.default_config) {
-      pt.default_us = timed(runner(pt.default_config)).median_us;  // --config: the default beside it
     }
+    // The default beside a sweep's pick or a --config.
+    if (options.sweep || pt.config != pt.default_config) pt.default_us = timed(runner(pt.default_config)).median_us;
     pt.ours = timed(runner(pt.config));
     pt.weight_bytes = double(rig.weight().bytes());
     pt.weight_gbps = pt.weight_bytes / (pt.ours.median_us * 1e-6) / 1e9;
