@@ -71,7 +71,7 @@ void exec(sqlite3* db, const std::string& path, const char* sql);
 // existing row (ON CONFLICT DO NOTHING). insert_binary returns true when a row was written.
 extern const char* const kBinaryColumns;  // without cubin
 KernelBinary read_binary(const Stmt& s, bool with_cubin);
-bool insert_binary(sqlite3* db, const std::string& path, const KernelBinary& b);
+bool insert_binary(sqlite3* db, const std::string& path, const KernelBinary& b, bool replace = false);
 
 // tunings: columns for read_tuning; insert_tuning replaces (DO UPDATE) or keeps (DO NOTHING)
 // an existing row with the same key. Returns true when a row was written.

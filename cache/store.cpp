@@ -7,6 +7,9 @@
 #include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <thread>
 
 #include "cache/paths.h"
@@ -51,12 +54,20 @@ KernelBinary read_binary(const Stmt& s, bool with_cubin) {
   return b;
 }
 
-bool insert_binary(sqlite3* db, const std::string& path, const KernelBinary& b) {
-  Stmt s(db,
-         "INSERT INTO binaries(key, family, spec, config, arch, nvrtc_version, options, cubin, cubin_sha256, "
-         "lowered_name, registers, shared_bytes, spill_store_bytes, spill_load_bytes, stack_bytes, barriers, compile_ms) "
-         "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17) ON CONFLICT(key) DO NOTHING",
-         path);
+bool insert_binary(sqlite3* db, const std::string& path, const KernelBinary& b, bool replace) {
+  std::string text =
+      "INSERT INTO binaries(key, family, spec, config, arch, nvrtc_version, options, cubin, cubin_sha256, "
+      "lowered_name, registers, shared_bytes, spill_store_bytes, spill_load_bytes, stack_bytes, barriers, compile_ms) "
+      "VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17) ON CONFLICT(key) ";
+  text += replace ? "DO UPDATE SET family=excluded.family, spec=excluded.spec, config=excluded.config, "
+                    "arch=excluded.arch, nvrtc_version=excluded.nvrtc_version, options=excluded.options, "
+                    "cubin=excluded.cubin, cubin_sha256=excluded.cubin_sha256, lowered_name=excluded.lowered_name, "
+                    "registers=excluded.registers, shared_bytes=excluded.shared_bytes, "
+                    "spill_store_bytes=excluded.spill_store_bytes, spill_load_bytes=excluded.spill_load_bytes, "
+                    "stack_bytes=excluded.stack_bytes, barriers=excluded.barriers, compile_ms=excluded.compile_ms, "
+                    "created_at=strftime('%Y-%m-%dT%H:%M:%SZ','now')"
+                  : "DO NOTHING";
+  Stmt s(db, text, path);
   s.text(1, b.key).text(2, b.family).text(3, b.spec).text(4, b.config).text(5, b.arch).text(6, b.nvrtc_version);
   s.text(7, b.options).blob(8, b.cubin).text(9, to_hex(sha256(b.cubin))).text(10, b.lowered_name);
   s.integer(11, b.usage.registers).integer(12, b.usage.shared_bytes).integer(13, b.usage.spill_store_bytes);
@@ -240,21 +251,92 @@ std::string parent_dir(const std::string& path) {
 
 }  // namespace
 
-Store::Store(std::string path) : path_(std::move(path)) {
-  make_private_dir(parent_dir(path_));
+namespace {
+
+bool writable(const std::string& path) { return access(path.c_str(), W_OK) == 0; }
+
+std::string mode_text(mode_t mode) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "%04o", unsigned(mode & 07777));
+  return buf;
+}
+
+// ssh's rule for its keys: a cache that another user can write (or owns) could hand this
+// process a planted cubin, and a cubin runs with the caller's rights on the GPU.
+void check_trusted(const std::string& dir, const std::string& file) {
+  std::vector<std::string> problems;
+  auto look = [&](const std::string& path, const char* what) {
+    struct stat st {};
+    if (lstat(path.c_str(), &st) != 0) return;
+    if (st.st_uid != geteuid() && st.st_uid != 0) {
+      problems.push_back(std::string(what) + " " + path + " belongs to another user (uid " + std::to_string(st.st_uid) + ")");
+    } else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+      problems.push_back(std::string(what) + " " + path + " is writable by other users (mode " + mode_text(st.st_mode) + ")");
+    }
+  };
+  if (!dir.empty()) look(dir, "kernel cache directory");
+  look(file, "kernel cache");
+  for (const char* suffix : {"-wal", "-shm"}) look(file + suffix, "kernel cache file");
+  if (problems.empty()) return;
+  const std::string why = problems.front() + ": a kernel planted there would run on your GPU";
+  if (const char* allow = std::getenv("ONECAT_ALLOW_SHARED_CACHE"); allow && std::string(allow) == "1") {
+    static bool warned = false;
+    if (!warned) std::fprintf(stderr, "onecat: warning: %s (allowed by ONECAT_ALLOW_SHARED_CACHE=1)\n", why.c_str());
+    warned = true;
+    return;
+  }
+  throw Error(why + "; make it yours and private (chown, chmod go-w), use another ONECAT_CACHE_DIR, or set "
+                    "ONECAT_ALLOW_SHARED_CACHE=1 to use it anyway");
+}
+
+}  // namespace
+
+Store::Store(std::string path, Use use) : path_(std::move(path)) {
+  const std::string dir = parent_dir(path_);
+  make_private_dir(dir);
+  if (use == Use::kCache) check_trusted(dir, path_);
   const bool existed = file_exists(path_);
-  if (sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                      nullptr) != SQLITE_OK) {
-    std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
+  // A store this process cannot write (a shared, read-only fleet cache) serves lookups.
+  read_only_ = existed && (!writable(path_) || (!dir.empty() && !writable(dir)));
+  if (!read_only_) {
+    for (const char* suffix : {"-wal", "-shm"}) {
+      const std::string companion = path_ + suffix;
+      if (file_exists(companion) && !writable(companion)) {
+        throw Error("kernel cache file " + companion + " is not writable by this user (left by another user?), so " +
+                    path_ + " cannot be opened; remove " + companion + " or fix its permissions");
+      }
+    }
+  }
+  std::string open_error;
+  auto open = [&](const std::string& name, int flags) {
+    if (sqlite3_open_v2(name.c_str(), &db_, flags | SQLITE_OPEN_FULLMUTEX, nullptr) == SQLITE_OK) return true;
+    open_error = db_ ? sqlite3_errmsg(db_) : "out of memory";
     sqlite3_close(db_);
     db_ = nullptr;
-    throw Error("cannot open kernel cache " + path_ + ": " + msg);
+    return false;
+  };
+  bool opened = read_only_ ? open(path_, SQLITE_OPEN_READONLY)
+                           : open(path_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  if (read_only_ && opened && sqlite3_exec(db_, "PRAGMA schema_version", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    // A WAL store in a directory we cannot write whose -shm is missing: SQLite can only read
+    // it as immutable, which is right for a read-only mount nobody writes.
+    sqlite3_close(db_);
+    db_ = nullptr;
+    opened = open("file:" + path_ + "?immutable=1", SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
+  }
+  if (!opened) {
+    throw Error("cannot open kernel cache " + path_ + ": " + open_error +
+                "; check its permissions or set ONECAT_CACHE_DIR to another place");
   }
   if (!existed) chmod(path_.c_str(), 0600);
   sqlite3_busy_timeout(db_, kBusyTimeoutMs);
   try {
     // The first read of the header: a non-SQLite or truncated file fails here.
     exec("PRAGMA schema_version");
+    if (read_only_) {
+      check_format_and_version(/*migrate=*/false);
+      return;
+    }
     // Changing the journal mode needs a moment alone with the file: retry while busy.
     for (int attempt = 0;; ++attempt) {
       int rc = sqlite3_exec(db_, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr);
@@ -263,7 +345,7 @@ Store::Store(std::string path) : path_(std::move(path)) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     exec("PRAGMA synchronous=NORMAL");
-    migrate();
+    check_format_and_version(/*migrate=*/true);
   } catch (const Error& e) {
     sqlite3_close(db_);
     db_ = nullptr;
@@ -272,6 +354,10 @@ Store::Store(std::string path) : path_(std::move(path)) {
       throw Error("kernel cache " + path_ +
                   " is damaged or not an SQLite file (truncated or overwritten?); run `onecat cache clear --force` to "
                   "start a new one, or set ONECAT_CACHE_DIR to use another place");
+    }
+    if (what.find("readonly") != std::string::npos || what.find("read-only") != std::string::npos) {
+      throw Error("kernel cache " + path_ + " cannot be written (" + what +
+                  "); check the permissions of it, its -wal and -shm files and its directory");
     }
     throw;
   }
@@ -283,13 +369,24 @@ Store::~Store() {
 
 void Store::exec(const char* text) const { sql::exec(db_, path_, text); }
 
-int Store::schema_version() const {
-  Stmt s(db_, "SELECT value FROM meta WHERE key='schema_version'", path_);
-  return s.step() ? std::stoi(s.col_text(0)) : 0;
+std::optional<int> parse_schema_version(const std::string& text) {
+  if (text.empty() || text.size() > 9) return std::nullopt;
+  int v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  return v;
 }
 
-void Store::migrate() {
-  exec("BEGIN IMMEDIATE");
+int Store::schema_version() const {
+  Stmt s(db_, "SELECT value FROM meta WHERE key='schema_version'", path_);
+  if (!s.step()) return 0;
+  return parse_schema_version(s.col_text(0)).value_or(-1);
+}
+
+void Store::check_format_and_version(bool migrate) {
+  if (migrate) exec("BEGIN IMMEDIATE");
   try {
     bool has_meta = false, has_other = false;
     {
@@ -305,16 +402,30 @@ void Store::migrate() {
       throw Error("kernel cache " + path_ + " is an SQLite database of something else, not an onecat kernel cache; "
                   "set ONECAT_CACHE_DIR to another place or move the file away");
     }
+    if (has_meta) {
+      Stmt s(db_, "SELECT value FROM meta WHERE key='schema_version'", path_);
+      const std::string text = s.step() ? s.col_text(0) : "";
+      const std::optional<int> parsed = parse_schema_version(text);
+      if (!parsed || *parsed > kSchemaVersion) {
+        throw Error("kernel cache " + path_ + " has schema '" + text.substr(0, 32) + "', which this onecat (schema " +
+                    std::to_string(kSchemaVersion) +
+                    ") cannot read (newer than this onecat, or damaged); update onecat or set ONECAT_CACHE_DIR to "
+                    "another place");
+      }
+      version = *parsed;
+    }
+    if (!migrate) {
+      if (!has_meta || version != kSchemaVersion) {
+        throw Error("kernel cache " + path_ + " is read-only here and has schema " + std::to_string(version) +
+                    ", not this onecat's " + std::to_string(kSchemaVersion) +
+                    "; open it once where it is writable to migrate it, or set ONECAT_CACHE_DIR to another place");
+      }
+      return;
+    }
     if (!has_meta) {
       exec("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)");
       Stmt(db_, "INSERT INTO meta VALUES('format', ?1)", path_).text(1, kStoreFormat).step();
       Stmt(db_, "INSERT INTO meta VALUES('schema_version', '0')", path_).step();
-    } else {
-      version = schema_version();
-    }
-    if (version > kSchemaVersion) {
-      throw Error("kernel cache " + path_ + " has schema " + std::to_string(version) + ", newer than this onecat's " +
-                  std::to_string(kSchemaVersion) + "; update onecat or set ONECAT_CACHE_DIR to another place");
     }
     for (int v = version; v < kSchemaVersion; ++v) exec(kMigrations[v]);
     if (version != kSchemaVersion) {
@@ -322,20 +433,30 @@ void Store::migrate() {
     }
     exec("COMMIT");
   } catch (...) {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    if (migrate) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     throw;
   }
 }
 
 std::optional<KernelBinary> Store::find_binary(const std::string& key) const {
-  std::string text = std::string("SELECT ") + sql::kBinaryColumns + ", cubin FROM binaries WHERE key=?1";
+  std::string text = std::string("SELECT ") + sql::kBinaryColumns + ", cubin, cubin_sha256 FROM binaries WHERE key=?1";
   Stmt s(db_, text, path_);
   s.text(1, key);
   if (!s.step()) return std::nullopt;
-  return sql::read_binary(s, true);
+  KernelBinary b = sql::read_binary(s, true);
+  // Hashing a cubin costs far less than loading it, and a damaged or planted one must never run.
+  if (to_hex(sha256(b.cubin)) != s.col_text(16)) {
+    throw CorruptEntry("kernel cache " + path_ + ": entry " + key + " (" + b.spec + " [" + b.config + "] " + b.arch +
+                       ") does not match its checksum");
+  }
+  return b;
 }
 
-bool Store::put_binary(const KernelBinary& b) { return sql::insert_binary(db_, path_, b); }
+bool Store::put_binary(const KernelBinary& b) { return !read_only_ && sql::insert_binary(db_, path_, b, false); }
+
+void Store::replace_binary(const KernelBinary& b) {
+  if (!read_only_) sql::insert_binary(db_, path_, b, true);
+}
 
 std::vector<KernelBinary> Store::list_binaries() const {
   std::string text = std::string("SELECT ") + sql::kBinaryColumns + " FROM binaries ORDER BY family, spec, arch, config";
@@ -346,6 +467,7 @@ std::vector<KernelBinary> Store::list_binaries() const {
 }
 
 bool Store::put_tuning(const TuningRecord& record) {
+  require_writable("write a tuning record");
   const std::string key = record.key.empty() ? tuning_key(record) : record.key;
   bool existed = false;
   {
@@ -438,7 +560,15 @@ Store::Verification Store::verify() const {
   return v;
 }
 
+void Store::require_writable(const char* what) const {
+  if (read_only_) {
+    throw Error("kernel cache " + path_ + " is read-only for this user, so onecat cannot " + what +
+                "; set ONECAT_CACHE_DIR to a writable place");
+  }
+}
+
 int64_t Store::clear(int64_t* tunings_removed) {
+  require_writable("clear it");
   exec("BEGIN IMMEDIATE");
   try {
     exec("DELETE FROM binaries");

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cache/record.h"
+#include "runtime/cuda/error.h"
 
 struct sqlite3;
 
@@ -28,24 +29,44 @@ std::string tuning_key(const DeviceFingerprint& device, const std::string& famil
 // The key of a record's own fields.
 std::string tuning_key(const TuningRecord& record);
 
+// A meta table's schema_version text as a number: plain decimal digits of a version this
+// format can have; nullopt for anything else ("-1", "abc", "", "99999999999").
+std::optional<int> parse_schema_version(const std::string& text);
+
 struct ImportReport;
+
+// A cache row whose cubin does not match its checksum (damaged on disk or tampered with).
+class CorruptEntry : public Error {
+ public:
+  using Error::Error;
+};
 
 class Store {
  public:
   // Opens (creating it and its directory, mode 0700, if missing) and migrates to the
   // current schema. Throws Error with one clear sentence for a file that is not an onecat
   // cache, is damaged, or was written by a newer onecat.
-  explicit Store(std::string path);
+  // kCache: the user's kernel cache, refused when another user owns it or can write it
+  // (check_trusted). kScratch: a file this process creates itself (an export being written).
+  enum class Use { kCache, kScratch };
+  explicit Store(std::string path, Use use = Use::kCache);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
   const std::string& path() const { return path_; }
+  // True when the file (or its directory) is not writable by this process: it was opened
+  // read-only, lookups work and writes are skipped (a fleet may share a read-only cache).
+  bool read_only() const { return read_only_; }
   int schema_version() const;
 
+  // A row whose cubin no longer matches its stored checksum is never returned: it throws
+  // CorruptEntry naming the key, and the caller recompiles (replace_binary).
   std::optional<KernelBinary> find_binary(const std::string& key) const;
   // True when written, false when a row with that key was already there.
   bool put_binary(const KernelBinary& binary);
+  // Writes the row whatever was there (a recompiled replacement for a corrupt entry).
+  void replace_binary(const KernelBinary& binary);
   // Rows without their cubin, ordered by family, spec, arch, config.
   std::vector<KernelBinary> list_binaries() const;
 
@@ -85,9 +106,13 @@ class Store {
  private:
   friend ImportReport import_cache(Store& into, const std::string& file, bool verify);
   void exec(const char* sql) const;
-  void migrate();
+  void require_writable(const char* what) const;
+  // Checks the meta table; with migrate, creates or migrates it to the current schema in one
+  // transaction, otherwise (read-only) requires the current schema.
+  void check_format_and_version(bool migrate);
   std::string path_;
   sqlite3* db_ = nullptr;
+  bool read_only_ = false;
 };
 
 }  // namespace onecat

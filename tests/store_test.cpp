@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <map>
 #include <random>
@@ -18,6 +19,9 @@
 #include "cache/sha256.h"
 #include "cache/store.h"
 #include "runtime/cuda/error.h"
+#include "codegen/family.h"
+#include "runtime/jit/compiler.h"
+#include "runtime/jit/service.h"
 #include "tests/test_util.h"
 
 namespace onecat {
@@ -276,7 +280,25 @@ TEST(Store, NewerSchemaIsRejected) {
   fill_store(path, 2);
   raw_sql(path, "UPDATE meta SET value='" + std::to_string(kSchemaVersion + 5) + "' WHERE key='schema_version'");
   expect_throw<Error>([&] { Store s(path); },
-                      {"newer than this onecat", "schema " + std::to_string(kSchemaVersion + 5), "update onecat"});
+                      {"newer than this onecat", "schema '" + std::to_string(kSchemaVersion + 5) + "'", "update onecat"});
+}
+
+// Any schema_version this onecat cannot read is the same clear error as a future one: no
+// negative index into the migrations, no uncaught number parse.
+TEST(Store, UnreadableSchemaVersionsAreOneClearError) {
+  for (const std::string bad : {"-1", "-1000", "abc", "", "99999999999", " 2", "2.0", "0x2"}) {
+    SCOPED_TRACE("schema_version '" + bad + "'");
+    TempDir tmp;
+    const std::string path = tmp / "kernels.sqlite";
+    fill_store(path, 1);
+    raw_sql(path, "UPDATE meta SET value='" + bad + "' WHERE key='schema_version'");
+    expect_throw<Error>([&] { Store s(path); }, {"has schema '" + bad + "'", "cannot read", "update onecat"});
+    const test::CommandResult r =
+        test::run_command("ONECAT_CACHE_DIR='" + tmp.path() + "' '" + std::string(ONECAT_BIN) + "' cache stats", tmp.path());
+    EXPECT_EQ(r.status, 1) << r.err;
+    EXPECT_TRUE(r.err.starts_with("onecat: error: kernel cache")) << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
+  }
 }
 
 TEST(Store, VerifyFindsAFlippedCubinByte) {
@@ -298,10 +320,9 @@ TEST(Store, VerifyFindsAFlippedCubinByte) {
     sqlite3_close(db);
   }
   Store s(path);
-  auto b = s.find_binary("key1");
-  ASSERT_TRUE(b.has_value());
-  ASSERT_EQ(b->cubin.size(), 600u);
-  ASSERT_NE(b->cubin, fake_cubin("key1"));
+  // A lookup never hands out the damaged cubin: it names the entry instead.
+  expect_throw<CorruptEntry>([&] { s.find_binary("key1"); }, {"entry key1", "does not match its checksum"});
+  EXPECT_EQ(s.find_binary("key0")->cubin, fake_cubin("key0"));
 
   Store::Verification v = s.verify();
   EXPECT_EQ(v.checked, 3);
@@ -330,6 +351,134 @@ TEST(Store, VerifyFindsNonElfAndNamelessRows) {
   std::string all = v.problems[0] + "\n" + v.problems[1];
   EXPECT_TRUE(contains(all, "notelf: cubin is not an ELF image")) << all;
   EXPECT_TRUE(contains(all, "nameless: no lowered kernel name")) << all;
+}
+
+// A cache hit checks the cubin against its checksum: a damaged entry is reported by key,
+// recompiled and replaced, and the damaged bytes are never handed to the driver.
+TEST(Store, ADamagedEntryIsRecompiledNeverLoaded) {
+  test::ScopedEnv nvrtc("ONECAT_NVRTC", std::nullopt);
+  TempDir tmp;
+  const std::string path = tmp / "kernels.sqlite";
+  const std::string spec = "rmsnorm:hidden=4096,dtype=f16,residual=1";
+  const Family& f = family_of(spec);
+  const CompileRequest req = CompileRequest::make(f, spec, f.default_config(spec, 1, Arch{70}), Arch{70});
+  Store store(path);
+  JitService jit(&store);
+  const KernelBinary good = jit.get(req).binary;
+  ASSERT_TRUE(jit.get(req).cache_hit);
+  std::string damaged = good.cubin;
+  damaged[damaged.size() / 2] = char(damaged[damaged.size() / 2] ^ 0x40);
+  std::string hex;
+  for (unsigned char c : damaged) hex += "0123456789abcdef"[c >> 4], hex += "0123456789abcdef"[c & 15];
+  raw_sql(path, "UPDATE binaries SET cubin=X'" + hex + "' WHERE key='" + good.key + "'");
+  expect_throw<CorruptEntry>([&] { store.find_binary(good.key); }, {good.key, "does not match its checksum"});
+
+  const CompileResult again = jit.get(req);
+  EXPECT_FALSE(again.cache_hit) << "a damaged entry must be recompiled";
+  EXPECT_EQ(again.binary.cubin, good.cubin);
+  EXPECT_EQ(store.find_binary(good.key)->cubin, good.cubin) << "the good binary replaced the damaged row";
+  EXPECT_TRUE(jit.get(req).cache_hit);
+  EXPECT_TRUE(store.verify().problems.empty());
+}
+
+// Runs fn in a child process as the unprivileged user (root) or as this user, and returns
+// what it wrote to `report` (or the reason it failed).
+std::string in_child(const std::function<std::string()>& fn, bool as_nobody) {
+  int fds[2];
+  EXPECT_EQ(pipe(fds), 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    std::string out;
+    try {
+      if (as_nobody && (setgid(65534) != 0 || setuid(65534) != 0)) throw std::runtime_error("setuid failed");
+      out = fn();
+    } catch (const std::exception& e) {
+      out = std::string("threw: ") + e.what();
+    }
+    if (write(fds[1], out.data(), out.size()) < 0) _exit(2);
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, size_t(n));
+  close(fds[0]);
+  waitpid(pid, nullptr, 0);
+  return out;
+}
+
+// A fleet may mount a shared cache read-only: lookups are served from it, writes are skipped
+// or refused with a sentence, never a failure of every command.
+TEST(Store, AReadOnlyCacheServesHits) {
+  TempDir tmp;
+  const std::string dir = tmp / "shared", path = dir + "/kernels.sqlite";
+  fill_store(path, 3);
+  const bool root = geteuid() == 0;
+  chmod(tmp.path().c_str(), 0755);
+  chmod(dir.c_str(), 0555);
+  chmod(path.c_str(), 0444);
+  const std::string report = in_child(
+      [&] {
+        Store s(path);
+        std::string out = s.read_only() ? "read-only" : "writable";
+        out += " hit=" + std::to_string(s.find_binary("key1").has_value());
+        out += " put=" + std::to_string(s.put_binary(make_binary("new")));
+        out += " listed=" + std::to_string(s.list_binaries().size());
+        try {
+          s.clear();
+        } catch (const Error& e) {
+          out += std::string(" clear: ") + e.what();
+        }
+        return out;
+      },
+      root);
+  chmod(dir.c_str(), 0700);
+  EXPECT_TRUE(contains(report, "read-only hit=1 put=0 listed=3 clear: kernel cache " + path + " is read-only")) << report;
+}
+
+// A -shm left behind by another user blocks the store: the error names that file.
+TEST(Store, AnUnwritableCompanionFileIsNamed) {
+  TempDir tmp;
+  const std::string dir = tmp / "c", path = dir + "/kernels.sqlite", shm = path + "-shm";
+  fill_store(path, 1);
+  test::write_file(shm, std::string(32768, '\0'));
+  const bool root = geteuid() == 0;
+  chmod(tmp.path().c_str(), 0755);
+  if (root) {
+    // The cache is the unprivileged user's; the -shm stays root's (root is a trusted owner).
+    for (const std::string& p : {dir, path}) ASSERT_EQ(chown(p.c_str(), 65534, 65534), 0);
+  }
+  chmod(shm.c_str(), 0444);
+  const std::string report = in_child([&] { Store s(path); return std::string("opened"); }, root);
+  EXPECT_TRUE(contains(report, "threw: kernel cache file " + shm + " is not writable")) << report;
+}
+
+// ssh's rule: a cache another user owns or can write could plant a cubin that runs here.
+TEST(Store, RefusesACacheOthersCanWrite) {
+  TempDir tmp;
+  const std::string dir = tmp / "c", path = dir + "/kernels.sqlite";
+  fill_store(path, 1);
+  test::ScopedEnv allow("ONECAT_ALLOW_SHARED_CACHE", std::nullopt);
+  chmod(dir.c_str(), 0777);
+  expect_throw<Error>([&] { Store s(path); }, {"kernel cache directory " + dir, "writable by other users (mode 0777)",
+                                               "ONECAT_ALLOW_SHARED_CACHE=1"});
+  chmod(dir.c_str(), 0700);
+  chmod(path.c_str(), 0662);
+  expect_throw<Error>([&] { Store s(path); }, {"kernel cache " + path, "mode 0662"});
+  chmod(path.c_str(), 0600);
+  {
+    test::ScopedEnv yes("ONECAT_ALLOW_SHARED_CACHE", "1");
+    chmod(dir.c_str(), 0777);
+    Store s(path);  // allowed, with a warning
+    EXPECT_TRUE(s.find_binary("key0").has_value());
+    chmod(dir.c_str(), 0700);
+  }
+  Store fine(path);
+  if (geteuid() == 0) {
+    ASSERT_EQ(chown(path.c_str(), 65534, 65534), 0);
+    expect_throw<Error>([&] { Store s(path); }, {"belongs to another user (uid 65534)"});
+  }
 }
 
 // The key process p writes at step i: odd steps are shared by every process, even steps

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <chrono>
 #include <mutex>
 #include <thread>
@@ -25,17 +26,30 @@ CompileResult JitService::get(const CompileRequest& req) {
   const auto start = std::chrono::steady_clock::now();
   const NvrtcLib& nvrtc = registry.for_arch(req.arch);
   CompileResult r;
+  bool corrupt = false;
   if (store_) {
-    if (auto hit = store_->find_binary(binary_key(req, nvrtc.version(), nvrtc_options(req.arch)))) {
-      r.binary = std::move(*hit);
-      r.cache_hit = true;
-      r.elapsed_ms = ms_since(start);
-      debug_log("cache hit " + r.binary.key.substr(0, 16) + " " + req.spec + " [" + req.config + "] " + req.arch.name());
-      return r;
+    try {
+      if (auto hit = store_->find_binary(binary_key(req, nvrtc.version(), nvrtc_options(req.arch)))) {
+        r.binary = std::move(*hit);
+        r.cache_hit = true;
+        r.elapsed_ms = ms_since(start);
+        debug_log("cache hit " + r.binary.key.substr(0, 16) + " " + req.spec + " [" + req.config + "] " + req.arch.name());
+        return r;
+      }
+    } catch (const CorruptEntry& e) {
+      // Never load it: say so once, recompile, and put the good binary in its place.
+      std::fprintf(stderr, "onecat: error: %s; recompiling it\n", e.what());
+      corrupt = true;
     }
   }
   r.binary = compile_kernel(req, nvrtc);
-  const bool written = store_ && store_->put_binary(r.binary);
+  bool written = false;
+  if (store_ && corrupt) {
+    store_->replace_binary(r.binary);
+    written = !store_->read_only();
+  } else if (store_) {
+    written = store_->put_binary(r.binary);
+  }
   r.elapsed_ms = ms_since(start);
   debug_log("compiled " + r.binary.key.substr(0, 16) + " " + req.spec + " [" + req.config + "] " + req.arch.name() +
             " with NVRTC " + nvrtc.version() + " in " + std::to_string(int(r.binary.compile_ms)) + " ms" +
