@@ -4,12 +4,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cxxabi.h>
+
 #include <algorithm>
+#include <bit>
+#include <csignal>
+#include <dirent.h>
+#include <memory>
 #include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <map>
 
+#include "cache/cubin.h"
 #include "cache/sha256.h"
 #include "cache/sql.h"
 #include "codegen/arch.h"
@@ -43,6 +50,60 @@ bool damaged_message(const std::string& what) {
     if (what.find(needle) != std::string::npos) return true;
   }
   return false;
+}
+
+std::string demangled(const std::string& symbol) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> text(abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status), std::free);
+  return status == 0 && text ? std::string(text.get()) : std::string();
+}
+
+// What a binary row claims must be what it holds: its key is recomputed from its spec,
+// config, arch, NVRTC version and options, its cubin must be CUDA code for that arch that
+// defines its kernel, and the kernel's name must be the one that spec and config emit. So a
+// row whose cubin was swapped with another's (checksum and all) is refused. "" when sound.
+std::string binary_inconsistency(const KernelBinary& b) {
+  try {
+    const Arch arch = Arch::parse(b.arch);
+    const CubinFacts facts = read_cubin(b.cubin);
+    if (!facts.built_for(arch.sm)) return "its cubin is not built for " + arch.name();
+    if (!facts.defines(b.lowered_name)) return "its cubin does not define its kernel " + b.lowered_name.substr(0, 120);
+    const CompileRequest req = CompileRequest::make(family_of(b.spec), b.spec, b.config, arch);
+    if (req.spec != b.spec || req.config != b.config) return "its spec or config is not in canonical form";
+    std::vector<std::string> options;
+    for (size_t at = 0; at <= b.options.size();) {
+      const size_t space = std::min(b.options.find(' ', at), b.options.size());
+      options.push_back(b.options.substr(at, space - at));
+      at = space + 1;
+    }
+    if (binary_key(req, b.nvrtc_version, options) != b.key) return "its key does not match its spec, config and compiler";
+    if (demangled(b.lowered_name).rfind("void " + req.emitted.kernel_expression + "(", 0) != 0) {
+      return "its kernel " + b.lowered_name.substr(0, 120) + " is not the one its spec and config emit";
+    }
+  } catch (const Error& e) {
+    return first_line(e.what()).substr(0, 300);
+  }
+  return "";
+}
+
+// A tuning record must name a canonical spec, configs valid for it and a real bucket, or a
+// serving process would dispatch a kernel nobody checked. "" when sound.
+std::string tuning_inconsistency(const TuningRecord& t) {
+  if (t.bucket < 1 || t.bucket > kMaxTuningBucket || !std::has_single_bit(uint64_t(t.bucket))) {
+    return "its bucket is not a power of two from 1 to " + std::to_string(kMaxTuningBucket);
+  }
+  try {
+    const Family& family = family_of(t.spec);
+    if (family.name() != t.family) return "its spec is not of family " + t.family;
+    if (family.canonical_spec(t.spec) != t.spec) return "its spec is not in canonical form";
+    for (const std::string* config : {&t.config, &t.default_config}) {
+      if (family.canonical_config(t.spec, *config) != *config) return "config " + config->substr(0, 100) + " is not canonical";
+    }
+  } catch (const Error& e) {
+    return first_line(e.what()).substr(0, 300);
+  }
+  if (t.device.sm < 10 || t.device.multiprocessors < 1) return "its device fingerprint is not of a real GPU";
+  return "";
 }
 
 // What an export file holds, read whole and checked before anything is written.
@@ -108,8 +169,8 @@ Contents read_and_check(const std::string& file) {
         if (to_hex(sha256(b.cubin)) != s.col_text(16)) {
           throw refuse(what + " does not match its checksum; the file was damaged, nothing was imported, export it again");
         }
-        if (b.cubin.size() < 4 || b.cubin.compare(0, 4, "\x7f" "ELF") != 0) {
-          throw refuse(what + " is not an ELF image; nothing was imported");
+        if (const std::string why = binary_inconsistency(b); !why.empty()) {
+          throw refuse(what + ": " + why + "; nothing was imported");
         }
         out.binaries.push_back(std::move(b));
       }
@@ -135,6 +196,10 @@ Contents read_and_check(const std::string& file) {
           throw refuse("its tuning records of family '" + t.family + "' were made with generator version " +
                        std::to_string(t.generator_version) + ", but this onecat's '" + t.family + "' is generator version " +
                        std::to_string(g->second) + "; nothing was imported, tune on this onecat or export from a matching one");
+        }
+        if (const std::string why = tuning_inconsistency(t); !why.empty()) {
+          throw refuse("tuning record " + t.key.substr(0, 16) + " (" + t.spec.substr(0, 200) + ", bucket " +
+                       std::to_string(t.bucket) + "): " + why + "; nothing was imported");
         }
         if (tuning_key(t) != t.key) {
           throw refuse("tuning record " + t.key.substr(0, 16) + " (" + t.spec + ", bucket " + std::to_string(t.bucket) +
@@ -187,6 +252,87 @@ BinaryVerification verify_binary(const KernelBinary& b) {
   return v;
 }
 
+// The file an export replaces must be a plain file, and never the live store: renaming over
+// a device node or FIFO replaces it, and writing over the store under a running compile
+// corrupts it.
+void check_export_target(const Store& from, const std::string& file) {
+  struct stat target {};
+  if (lstat(file.c_str(), &target) != 0) return;  // a new file
+  if (!S_ISREG(target.st_mode)) {
+    throw InputError("cannot export to " + file + ": it exists and is not a regular file (a directory, device, FIFO "
+                     "or symbolic link); give the name of a new or plain file");
+  }
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    struct stat live {};
+    if (stat((from.path() + suffix).c_str(), &live) == 0 && live.st_dev == target.st_dev && live.st_ino == target.st_ino) {
+      throw InputError("cannot export to " + file + ": it is the kernel cache being exported (" + from.path() + suffix +
+                       "); give another file name");
+    }
+  }
+}
+
+// FILE.tmp-PID (and its -wal, -shm, -journal) of an export whose process is gone: a killed
+// export cannot clean up after itself, so the next export to the same file does.
+void remove_abandoned_exports(const std::string& file) {
+  const size_t slash = file.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : file.substr(0, slash + 1);
+  const std::string prefix = (slash == std::string::npos ? file : file.substr(slash + 1)) + ".tmp-";
+  std::unique_ptr<DIR, int (*)(DIR*)> d(opendir(dir.c_str()), closedir);
+  if (!d) return;
+  std::vector<std::string> stale;
+  while (dirent* e = readdir(d.get())) {
+    const std::string name = e->d_name;
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    size_t digits = prefix.size();
+    while (digits < name.size() && std::isdigit(static_cast<unsigned char>(name[digits]))) ++digits;
+    const std::string rest = name.substr(digits);
+    if (digits == prefix.size() || digits - prefix.size() > 9 ||
+        !(rest.empty() || rest == "-wal" || rest == "-shm" || rest == "-journal")) {
+      continue;
+    }
+    const pid_t pid = pid_t(std::stol(name.substr(prefix.size(), digits - prefix.size())));
+    if (pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH) stale.push_back(name);
+  }
+  for (const auto& name : stale) unlink(((slash == std::string::npos ? "" : dir) + name).c_str());
+}
+
+// Removes an export's scratch files when SIGINT, SIGTERM or SIGHUP ends the process midway
+// (paths prepared up front: a handler may only call async-signal-safe functions).
+class ScratchGuard {
+ public:
+  explicit ScratchGuard(const std::string& tmp) {
+    int i = 0;
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+      std::snprintf(paths_[i++], kPathMax, "%s%s", tmp.c_str(), suffix);
+    }
+    active_ = tmp.size() + 9 < kPathMax;
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    for (int k = 0; k < 3; ++k) sigaction(kSignals[k], &sa, &old_[k]);
+  }
+  ~ScratchGuard() {
+    for (int k = 0; k < 3; ++k) sigaction(kSignals[k], &old_[k], nullptr);
+    active_ = false;
+  }
+  ScratchGuard(const ScratchGuard&) = delete;
+  ScratchGuard& operator=(const ScratchGuard&) = delete;
+
+ private:
+  static constexpr size_t kPathMax = 4096;
+  static constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
+  static void on_signal(int sig) {
+    if (active_) {
+      for (auto& p : paths_) unlink(p);
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+  }
+  static inline char paths_[4][kPathMax] = {};
+  static inline volatile sig_atomic_t active_ = 0;
+  struct sigaction old_[3] {};
+};
+
 }  // namespace
 
 int64_t ImportReport::verification_failures() const {
@@ -202,13 +348,16 @@ ExportReport export_cache(const Store& from, const std::string& file, const Expo
     sm = a.sm;
   }
   if (file.empty()) throw InputError("cache export needs a file name");
+  check_export_target(from, file);
+  remove_abandoned_exports(file);
   const std::string tmp = file + ".tmp-" + std::to_string(getpid());
   ExportReport report;
   report.file = file;
   Store::remove_files(tmp);
+  ScratchGuard guard(tmp);
   Connection c;
   try {
-    { Store created(tmp); }  // the schema, through the same migrations as every store
+    { Store created(tmp, Store::Use::kScratch); }  // the schema, through the same migrations as every store
     if (sqlite3_open_v2(tmp.c_str(), &c.db, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
       throw Error("cannot write " + tmp + ": " + (c.db ? sqlite3_errmsg(c.db) : "out of memory"));
     }
@@ -252,6 +401,7 @@ ExportReport export_cache(const Store& from, const std::string& file, const Expo
 }
 
 ImportReport import_cache(Store& into, const std::string& file, bool verify) {
+  into.require_writable("import into it");
   ImportReport report;
   report.file = file;
   Contents contents = read_and_check(file);

@@ -45,6 +45,9 @@ struct DeviceFingerprint {
   std::string nvrtc_version;  // "12.8"
 };
 
+// Tuning records exist for the token-count buckets 1, 2, 4, …, kMaxTuningBucket.
+inline constexpr int64_t kMaxTuningBucket = 4096;
+
 // One candidate config's measurement in a tuning run.
 struct CandidateTiming {
   std::string config;

@@ -17,7 +17,7 @@
 namespace onecat {
 
 // Buckets of M the engine dispatches on (ARCHITECTURE.md rule 1): powers of two up to 4096.
-inline constexpr int64_t kMaxBucket = 4096;
+inline constexpr int64_t kMaxBucket = kMaxTuningBucket;
 int64_t bucket_for(int64_t m);  // the smallest bucket ≥ m (m ≥ 1), capped at kMaxBucket
 std::vector<int64_t> default_buckets();  // 1, 2, 4, …, 512, 2048
 
