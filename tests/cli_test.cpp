@@ -221,6 +221,19 @@ TEST_F(Cli, CheckWithoutAGpuSaysSo) {
   EXPECT_TRUE(contains(native.err, "GPU")) << native.err;
 }
 
+// ONECAT_REQUIRE_GPU=1 (every GPU machine's run sets it) turns "GPU tests skipped" into a
+// failure, so a broken driver cannot pass as a skip.
+TEST_F(Cli, GpuTestsFailWithoutAGpuWhenOneIsRequired) {
+  if (has_gpu()) GTEST_SKIP() << "this machine has a GPU";
+  const std::string bin = std::string("'") + ONECAT_GPU_TESTS_BIN + "'";
+  auto skipped = test::run_command(bin, tmp_.path());
+  EXPECT_EQ(skipped.status, 77) << skipped.out;
+  EXPECT_TRUE(contains(skipped.out, "SKIP: GPU tests need an NVIDIA GPU")) << skipped.out;
+  auto required = test::run_command("ONECAT_REQUIRE_GPU=1 " + bin, tmp_.path());
+  EXPECT_EQ(required.status, 1) << required.out;
+  EXPECT_TRUE(contains(required.out, "FAIL: ONECAT_REQUIRE_GPU=1, but the GPU tests cannot run")) << required.out;
+}
+
 TEST_F(Cli, DamagedCacheFileIsReportedAndCanBeCleared) {
   // Create a real cache first, then overwrite it with garbage.
   ASSERT_EQ(onecat("cache stats").status, 0);

@@ -16,6 +16,7 @@
 #include "runtime/cuda/error.h"
 #include "runtime/engine/dispatch.h"
 #include "tests/test_util.h"
+#include "tuner/gemm_rig.h"
 #include "tuner/output_compare.h"
 #include "tuner/tuner.h"
 
@@ -193,22 +194,59 @@ TEST(OutputCompare, MatchesASerialSumAndFindsTheFirstNonFinite) {
     diff2 += (g - rounded[size_t(i)]) * (g - rounded[size_t(i)]);
     ref2 += double(rounded[size_t(i)]) * rounded[size_t(i)];
   }
-  const OutputDiff h = compare_outputs(reinterpret_cast<const uint8_t*>(got16.data()), false, rounded.data(), count);
+  const OutputDiff h = compare_outputs(reinterpret_cast<const uint8_t*>(got16.data()), false, rounded.data(), 1, count, {});
   EXPECT_NEAR(h.diff2, diff2, 1e-9 * diff2);
   EXPECT_NEAR(h.ref2, ref2, 1e-12 * ref2);
   EXPECT_EQ(h.first_nonfinite, -1);
-  const OutputDiff again = compare_outputs(reinterpret_cast<const uint8_t*>(got16.data()), false, rounded.data(), count);
+  const OutputDiff again = compare_outputs(reinterpret_cast<const uint8_t*>(got16.data()), false, rounded.data(), 1, count, {});
   EXPECT_EQ(again.diff2, h.diff2) << "the same sums on every run";
-  const OutputDiff exact = compare_outputs(reinterpret_cast<const uint8_t*>(want.data()), true, want.data(), count);
+  const OutputDiff exact = compare_outputs(reinterpret_cast<const uint8_t*>(want.data()), true, want.data(), 1, count, {});
   EXPECT_EQ(exact.diff2, 0.0);
   got32[250001] = std::numeric_limits<float>::quiet_NaN();
   got32[70000] = std::numeric_limits<float>::infinity();
-  const OutputDiff bad = compare_outputs(reinterpret_cast<const uint8_t*>(got32.data()), true, want.data(), count);
+  const OutputDiff bad = compare_outputs(reinterpret_cast<const uint8_t*>(got32.data()), true, want.data(), 1, count, {});
   EXPECT_EQ(bad.first_nonfinite, 70000);
   EXPECT_TRUE(std::isinf(bad.nonfinite_value));
   got16[299999] = 0xffff;  // fp16 NaN (the poison byte pattern)
-  const OutputDiff poisoned = compare_outputs(reinterpret_cast<const uint8_t*>(got16.data()), false, rounded.data(), count);
+  const OutputDiff poisoned =
+      compare_outputs(reinterpret_cast<const uint8_t*>(got16.data()), false, rounded.data(), 1, count, {});
   EXPECT_EQ(poisoned.first_nonfinite, 299999);
+}
+
+// A norm over 1031 × 4097 outputs lets tens of completely wrong ones through; the gemm check's
+// element-wise bound does not. Realistic kernel error (well inside the norm) passes it.
+TEST(OutputCompare, PlantedWrongElementsFailTheGemmCheckThatTheNormPasses) {
+  const gemm::Spec spec = gemm::Spec::parse("gemm:n=4097,k=4096,fmt=awq4");
+  const int64_t rows = 1031, cols = 4097;
+  std::mt19937_64 rng(11);
+  std::normal_distribution<float> value(0.f, 1.f), noise(0.f, 4e-4f);
+  std::vector<float> want(size_t(rows * cols)), got(want.size());
+  for (size_t i = 0; i < want.size(); ++i) want[i] = value(rng), got[i] = want[i] + noise(rng) * std::abs(value(rng));
+  const std::vector<float> want16 = round_to_half(want);
+  std::vector<uint16_t> got16(got.size());
+  for (size_t i = 0; i < got.size(); ++i) got16[i] = cpu::float_to_half(got[i]);
+  auto check = [&] {
+    return compare_outputs(reinterpret_cast<const uint8_t*>(got16.data()), false, want16.data(), rows, cols,
+                           element_bound(spec));
+  };
+  const OutputDiff clean = check();
+  EXPECT_EQ(clean.elements_over, 0) << "a correct output at y[" << clean.first_over / cols << "][" << clean.first_over % cols
+                                    << "]: " << clean.first_over_got << " vs " << clean.first_over_want;
+  EXPECT_LT(std::sqrt(clean.diff2 / clean.ref2), gemm_tolerance(spec));
+
+  // A split-K race leaving 40 outputs of a tile unwritten (zero) that the norm would let through.
+  std::uniform_int_distribution<int64_t> at(0, rows * cols - 1);
+  std::set<int64_t> planted;
+  while (planted.size() < 40) {
+    const int64_t i = at(rng);
+    if (std::abs(want16[size_t(i)]) < 0.25f || std::abs(want16[size_t(i)]) > 1.f) continue;
+    planted.insert(i);
+    got16[size_t(i)] = 0;
+  }
+  const OutputDiff bad = check();
+  EXPECT_LT(std::sqrt(bad.diff2 / bad.ref2), gemm_tolerance(spec)) << "the norm alone would pass it";
+  EXPECT_EQ(bad.elements_over, 40);
+  EXPECT_EQ(bad.first_over, *planted.begin());
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "runtime/cuda/cublas.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/jit/module_table.h"
+#include "tuner/output_compare.h"
 #include "tuner/verify.h"
 
 namespace onecat {
@@ -23,6 +24,10 @@ namespace onecat {
 // Up to this many multiply-adds the reference is the CPU's (runtime/cpu/gemm, fp64);
 // beyond, cuBLAS with fp32 accumulation on the dequantised weights.
 inline constexpr double kGemmCpuReferenceMacs = double(int64_t(1) << 28);
+
+// The gemm check's bounds: |gpu − ref| / |ref| over the whole output, and per element.
+double gemm_tolerance(const gemm::Spec& spec);
+ElementBound element_bound(const gemm::Spec& spec);
 
 class GemmRig {
  public:

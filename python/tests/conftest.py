@@ -1,6 +1,12 @@
-"""Shared helpers: CUDA-array stubs for the CPU tests, and the gpu marker's skip rule."""
+"""Shared helpers: CUDA-array stubs for the CPU tests, and the gpu marker's skip rule.
+
+With ONECAT_REQUIRE_GPU=1 (set on every GPU machine's run) a GPU test that cannot run —
+no driver, no GPU, torch or CuPy missing — fails instead of being skipped.
+"""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
@@ -50,14 +56,35 @@ def _gpu_skip_reason():
     return ""
 
 
+def _gpu_required():
+    return os.environ.get("ONECAT_REQUIRE_GPU") == "1"
+
+
 def pytest_collection_modifyitems(config, items):
     reason = None
     for item in items:
         if "gpu" in item.keywords:
             if reason is None:
                 reason = _gpu_skip_reason()
-            if reason:
+            if reason and _gpu_required():
+                item.add_marker(pytest.mark.usefixtures("_gpu_missing"))
+            elif reason:
                 item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture
+def _gpu_missing():
+    pytest.fail(f"ONECAT_REQUIRE_GPU=1, but this GPU test cannot run: {_gpu_skip_reason()}")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    # A GPU test module that skips itself at import (no GPU, torch or CuPy missing).
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and _gpu_required() and "gpu" in os.path.basename(str(collector.path)):
+        report.outcome = "failed"
+        report.longrepr = f"ONECAT_REQUIRE_GPU=1, but {collector.path} skipped itself: {report.longrepr}"
 
 
 @pytest.fixture

@@ -312,3 +312,23 @@ def test_gemm_argument_checks():
         onecat.gemm(f16(4, 64), w, f16(24), residual=f16(4, 24), out=f16(4, 24))
     with pytest.raises(ValueError, match="out_dtype must be float16 or float32"):
         onecat.gemm(f16(4, 64), w, out_dtype="int8", out=f16(4, 24))
+
+
+@no_gpu_only
+@pytest.mark.parametrize("module", ["test_gpu.py", "test_attention_gpu.py", "test_cupy_gpu.py"])
+def test_gpu_tests_fail_instead_of_skipping_when_a_gpu_is_required(module):
+    """ONECAT_REQUIRE_GPU=1 (every GPU machine's run sets it): a GPU test that cannot run fails."""
+    import os
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    run = lambda env: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", os.path.join(here, module)],
+        capture_output=True, text=True, env={**os.environ, **env}, timeout=300)
+    skipped = run({"ONECAT_REQUIRE_GPU": "0"})
+    assert skipped.returncode in (0, 5), skipped.stdout  # 5: the module skipped itself, no test ran
+    assert "skipped" in skipped.stdout
+    required = run({"ONECAT_REQUIRE_GPU": "1"})
+    assert required.returncode != 0, required.stdout
+    assert "ONECAT_REQUIRE_GPU=1" in required.stdout
