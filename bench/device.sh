@@ -34,6 +34,8 @@ out=${OUT:-$root/device-out}
 mkdir -p "$out"
 cd "$root"
 export PYTHONUNBUFFERED=1
+# A GPU test that cannot run (driver, torch or CuPy missing) fails here instead of skipping.
+export ONECAT_REQUIRE_GPU=1
 start=$(date +%s)
 deadline=$((start + ${DEADLINE:-560}))
 py=$(command -v python3)
