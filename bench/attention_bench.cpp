@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/attention/emit.h"
+#include "codegen/attention/op.h"
 #include "codegen/family.h"
 #include "runtime/cpu/half.h"
 #include "runtime/cuda/driver.h"
@@ -106,18 +107,15 @@ Run time_attention(JitService& jit, const std::string& spec_text, int batch, int
     const int64_t wf = attention::workspace_floats(s, c, batch), wc = attention::workspace_counters(s, c, batch);
     DeviceBuffer part(size_t(std::max<int64_t>(wf, 1)) * 4), cnt(size_t(std::max<int64_t>(wc, 1)) * 4);
     cnt.fill_bytes(0);
-    const LaunchGeometry g = attention::geometry(s, c, batch, q);
+    attention::Args a;
+    a.out = dout.ptr(), a.q = dq.ptr(), a.k_cache = kc.ptr(), a.v_cache = vc.ptr(), a.k_scale = dsc.ptr();
+    a.v_scale = dsc.ptr(), a.max_pages = int(pages_per_seq), a.seq_lens = dlen.ptr(), a.cu_q = dcu.ptr();
+    a.sm_scale = 1.f / std::sqrt(float(s.dim)), a.partial = wf ? part.ptr() : 0, a.counters = wc ? cnt.ptr() : 0;
+    a.batch = batch, a.max_q = q;
     return measure(
                [&](int i) {
-                 CUdeviceptr out = dout.ptr(), qp = dq.ptr(), kp = kc.ptr(), vp = vc.ptr();
-                 CUdeviceptr ks = s.kv == attention::KvType::kF16 ? 0 : dsc.ptr(), vs = ks;
-                 CUdeviceptr tp = tab.ptr() + CUdeviceptr(size_t(i % copies) * batch * pages_per_seq * 4);
-                 CUdeviceptr lp = dlen.ptr(), cp = s.op == attention::Op::kPrefill ? dcu.ptr() : 0;
-                 CUdeviceptr pp = wf ? part.ptr() : 0, np = wc ? cnt.ptr() : 0;
-                 int mp = pages_per_seq;
-                 float scale = 1.f / std::sqrt(float(s.dim));
-                 void* args[] = {&out, &qp, &kp, &vp, &ks, &vs, &tp, &mp, &lp, &cp, &scale, &pp, &np};
-                 launch(k, g, nullptr, args);
+                 a.block_table = tab.ptr() + CUdeviceptr(size_t(i % copies) * batch * pages_per_seq * 4);
+                 launch(k, attention::make_call(s, c, a), nullptr);
                },
                opt)
         .median_us;

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "codegen/attention/emit.h"
+#include "codegen/attention/op.h"
 #include "runtime/cpu/half.h"
 #include "runtime/cuda/error.h"
 #include "tuner/random_weight.h"
@@ -145,24 +146,19 @@ DeviceKvWriteBatch::DeviceKvWriteBatch(const attention::Spec& s, const KvWriteBa
 void launch_attention(const LoadedKernel& kernel, const attention::Spec& s, const attention::Config& c,
                       const AttentionBatch& b, const DeviceAttentionBatch& in, CUdeviceptr out, CUdeviceptr partial,
                       CUdeviceptr counters) {
-  const bool fp8 = s.kv != attention::KvType::kF16;
-  CUdeviceptr qp = in.q.ptr(), kc = in.cache.k.ptr(), vc = in.cache.v.ptr(), tab = in.table.ptr(),
-              lens = in.seq_lens.ptr();
-  CUdeviceptr ks = fp8 ? in.cache.k_scale.ptr() : 0, vs = fp8 ? in.cache.v_scale.ptr() : 0;
-  CUdeviceptr cu = s.op == Op::kPrefill ? in.cu_q.ptr() : 0;
-  int max_pages = b.max_pages;
-  float scale = b.sm_scale;
-  void* args[] = {&out, &qp, &kc, &vc, &ks, &vs, &tab, &max_pages, &lens, &cu, &scale, &partial, &counters};
-  launch(kernel, attention::geometry(s, c, b.batch, b.max_q), nullptr, args);
+  attention::Args a;
+  a.out = out, a.q = in.q.ptr(), a.k_cache = in.cache.k.ptr(), a.v_cache = in.cache.v.ptr();
+  a.k_scale = in.cache.k_scale.ptr(), a.v_scale = in.cache.v_scale.ptr(), a.block_table = in.table.ptr();
+  a.max_pages = b.max_pages, a.seq_lens = in.seq_lens.ptr(), a.cu_q = in.cu_q.ptr(), a.sm_scale = b.sm_scale;
+  a.partial = partial, a.counters = counters, a.batch = b.batch, a.max_q = b.max_q;
+  launch(kernel, attention::make_call(s, c, a), nullptr);
 }
 
 void launch_kv_write(const LoadedKernel& kernel, const attention::Spec& s, const attention::Config& c,
                      const KvWriteBatch& b, const DeviceKvWriteBatch& in) {
-  CUdeviceptr kc = in.cache.k.ptr(), vc = in.cache.v.ptr(), kn = in.k.ptr(), vn = in.v.ptr(), sl = in.slots.ptr();
-  CUdeviceptr ks = in.cache.k_scale.ptr(), vs = in.cache.v_scale.ptr();
-  int tokens = b.tokens;
-  void* args[] = {&kc, &vc, &kn, &vn, &sl, &ks, &vs, &tokens};
-  launch(kernel, attention::geometry(s, c, b.tokens), nullptr, args);
+  const attention::KvWriteArgs a{in.cache.k.ptr(), in.cache.v.ptr(), in.k.ptr(), in.v.ptr(), in.slots.ptr(),
+                                  in.cache.k_scale.ptr(), in.cache.v_scale.ptr(), b.tokens};
+  launch(kernel, attention::make_call(s, c, a), nullptr);
 }
 
 }  // namespace onecat

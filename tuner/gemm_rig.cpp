@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "codegen/gemm/emit.h"
+#include "codegen/gemm/op.h"
 #include "runtime/cpu/gemm.h"
 #include "runtime/cpu/half.h"
 #include "runtime/cuda/error.h"
@@ -84,18 +85,15 @@ void GemmRig::prepare(int64_t m) {
 void GemmRig::launch(const LoadedKernel& kernel, const gemm::Config& config, int copy, CUstream stream) {
   if (m_ < 1) throw Error("GemmRig::launch before prepare()");
   const Copy& w = copies_[size_t(copy) % copies_.size()];
-  CUdeviceptr y = d_y_.ptr(), x = d_x_.ptr(), q = w.q.ptr();
-  CUdeviceptr s = w_.scales.empty() ? 0 : w.s.ptr(), z = w_.zeros.empty() ? 0 : w.z.ptr();
-  CUdeviceptr p = w_.perm.empty() ? 0 : w.p.ptr();
-  CUdeviceptr b = spec_.epilogue == gemm::Epilogue::kBias ? d_bias_.ptr() : 0;
-  CUdeviceptr r = spec_.epilogue == gemm::Epilogue::kResidual ? d_residual_.ptr() : 0;
-  float global_scale = w_.global_scale;
-  int m = int(m_);
   const int64_t floats = gemm::workspace_floats(spec_, config, m_), counters = gemm::workspace_counters(spec_, config, m_);
   workspace_.reserve(floats, counters);
-  CUdeviceptr part = workspace_.partial(floats), cnt = workspace_.counters(counters);
-  void* args[] = {&y, &x, &q, &s, &z, &p, &global_scale, &b, &r, &m, &part, &cnt};
-  onecat::launch(kernel, gemm::geometry(spec_, config, m_), stream, args);
+  gemm::Args a;
+  a.y = d_y_.ptr(), a.x = d_x_.ptr(), a.qweight = w.q.ptr();
+  a.scales = w_.scales.empty() ? 0 : w.s.ptr(), a.zeros = w_.zeros.empty() ? 0 : w.z.ptr();
+  a.perm = w_.perm.empty() ? 0 : w.p.ptr(), a.global_scale = w_.global_scale;
+  a.bias = d_bias_.ptr(), a.residual = d_residual_.ptr(), a.m = m_;
+  a.partial = workspace_.partial(floats), a.counters = workspace_.counters(counters);
+  onecat::launch(kernel, gemm::make_call(spec_, config, a), stream);
 }
 
 void GemmRig::make_fp16_weights() {

@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "codegen/rmsnorm/emit.h"
+#include "codegen/rmsnorm/op.h"
 #include "runtime/cpu/half.h"
 #include "runtime/cpu/rmsnorm.h"
 #include "tuner/random_weight.h"
@@ -37,11 +38,7 @@ CheckResult check_rmsnorm(const std::string& spec_text, const std::string& confi
   d_res.upload(residual.data(), size_t(n) * 2);
   d_w.upload(weight.data(), weight.size() * 2);
 
-  CUdeviceptr out = d_out.ptr(), xp = d_x.ptr(), res = spec.residual ? d_res.ptr() : 0, w = d_w.ptr();
-  float eps = kEps;
-  int rows_arg = static_cast<int>(rows);
-  void* args[] = {&out, &xp, &res, &w, &eps, &rows_arg};
-  launch(kernel, rmsnorm::geometry(spec, config, rows), nullptr, args);
+  launch(kernel, rmsnorm::make_call(spec, config, {d_out.ptr(), d_x.ptr(), d_res.ptr(), d_w.ptr(), kEps, rows}), nullptr);
   Driver& d = *Driver::find();
   d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", "running " + spec_text + " [" + config_text + "]");
 

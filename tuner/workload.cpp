@@ -8,6 +8,7 @@
 #include "codegen/attention/emit.h"
 #include "codegen/gemm/emit.h"
 #include "codegen/rmsnorm/emit.h"
+#include "codegen/rmsnorm/op.h"
 #include "runtime/cpu/half.h"
 #include "runtime/cuda/error.h"
 #include "tuner/attention_batch.h"
@@ -69,11 +70,8 @@ class RmsnormWorkload final : public Workload {
   void launch(const LoadedKernel& kernel, const std::string& config, int i) override {
     const rmsnorm::Config c = rmsnorm::Config::parse(spec_, config);
     const CUdeviceptr at = CUdeviceptr(size_t(i % copies_) * stride_);
-    CUdeviceptr out = out_.ptr(), x = x_.ptr() + at, res = spec_.residual ? residual_.ptr() + at : 0, w = weight_.ptr();
-    float eps = 1e-6f;
-    int rows = int(rows_);
-    void* args[] = {&out, &x, &res, &w, &eps, &rows};
-    onecat::launch(kernel, rmsnorm::geometry(spec_, c, rows_), nullptr, args);
+    const rmsnorm::Args a{out_.ptr(), x_.ptr() + at, spec_.residual ? residual_.ptr() + at : 0, weight_.ptr(), 1e-6f, rows_};
+    onecat::launch(kernel, rmsnorm::make_call(spec_, c, a), nullptr);
   }
 
   CheckResult check(const LoadedKernel& kernel, const std::string& config) override {

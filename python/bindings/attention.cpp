@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "codegen/attention/emit.h"
+#include "codegen/attention/op.h"
 #include "python/bindings/array.h"
 #include "python/bindings/families.h"
 #include "python/bindings/runtime.h"
@@ -243,13 +244,12 @@ void attention_op(const std::string& op, py::handle out, py::handle q, py::handl
   for (auto [v, name] : std::initializer_list<std::pair<ArrayView*, const char*>>{{&qv, "q"}, {&ov, "out"}, {&c.k, "k_cache"}, {&c.v, "v_cache"}}) {
     require_aligned(*v, kAlignment, {L, name});
   }
-  CUdeviceptr out_p = ov.data, q_p = qv.data, kc = c.k.data, vc = c.v.data, ks_p = fp8 ? ks.data : 0,
-              vs_p = fp8 ? vs.data : 0, tab = tv.data, lens = lv.data, cu = prefill ? cv.data : 0,
-              part = has_partial ? pv.data : 0, cnt = has_partial ? nv.data : 0;
-  int max_pages_arg = max_pages;
-  float scale = float(sm_scale);
-  void* args[] = {&out_p, &q_p, &kc, &vc, &ks_p, &vs_p, &tab, &max_pages_arg, &lens, &cu, &scale, &part, &cnt};
-  launch(*k.kernel, attention::geometry(k.spec, k.config, batch, prefill ? max_q : 0), as_stream(stream), args);
+  attention::Args a;
+  a.out = ov.data, a.q = qv.data, a.k_cache = c.k.data, a.v_cache = c.v.data;
+  a.k_scale = fp8 ? ks.data : 0, a.v_scale = fp8 ? vs.data : 0, a.block_table = tv.data, a.max_pages = max_pages;
+  a.seq_lens = lv.data, a.cu_q = prefill ? cv.data : 0, a.sm_scale = float(sm_scale);
+  a.partial = has_partial ? pv.data : 0, a.counters = has_partial ? nv.data : 0, a.batch = batch, a.max_q = max_q;
+  launch(*k.kernel, attention::make_call(k.spec, k.config, a), as_stream(stream));
 }
 
 void kv_write_op(py::handle k_cache, py::handle v_cache, py::handle k, py::handle v, py::handle slot_mapping,
@@ -280,11 +280,9 @@ void kv_write_op(py::handle k_cache, py::handle v_cache, py::handle k, py::handl
   for (auto [a, name] : std::initializer_list<std::pair<ArrayView*, const char*>>{{&kn, "k"}, {&vn, "v"}, {&c.k, "k_cache"}, {&c.v, "v_cache"}}) {
     require_aligned(*a, kAlignment, {L, name});
   }
-  CUdeviceptr kc = c.k.data, vc = c.v.data, kp = kn.data, vp = vn.data, sl = sv.data, ks_p = fp8 ? ks.data : 0,
-              vs_p = fp8 ? vs.data : 0;
-  int t = tokens_arg;
-  void* args[] = {&kc, &vc, &kp, &vp, &sl, &ks_p, &vs_p, &t};
-  launch(*ch.kernel, attention::geometry(ch.spec, ch.config, tokens), as_stream(stream), args);
+  const attention::KvWriteArgs a{c.k.data, c.v.data, kn.data, vn.data, sv.data, fp8 ? ks.data : 0, fp8 ? vs.data : 0,
+                                  tokens_arg};
+  launch(*ch.kernel, attention::make_call(ch.spec, ch.config, a), as_stream(stream));
 }
 
 // (partial floats, counters) the dispatched kernel of `spec` needs for `batch` sequences.

@@ -8,6 +8,7 @@
 #include <span>
 
 #include "codegen/gemm/emit.h"
+#include "codegen/gemm/op.h"
 #include "models/quant/pack.h"
 #include "python/bindings/array.h"
 #include "python/bindings/families.h"
@@ -303,19 +304,16 @@ void gemm_op(py::handle y, py::handle x, PyPackedWeight& w, py::handle bias, py:
   }
   const gemm::Config c = gemm::Config::parse(spec, chosen);
 
-  CUdeviceptr y_p = yv.data, x_p = xv.data, q_p = w.qweight.ptr(), s_p = w.scales.ptr(), z_p = w.zeros.ptr(),
-              perm_p = w.perm.ptr(), b_p = epi == gemm::Epilogue::kBias ? bv.data : 0,
-              r_p = epi == gemm::Epilogue::kResidual ? rv.data : 0;
-  float global_scale = w.host.global_scale;
-  int m_arg = int(m);
   // Room for any token count of m's bucket, so later calls of the bucket (a CUDA graph
   // captured after a first call) never grow it.
   const int64_t cap = std::max<int64_t>(m, int64_t(1) << Dispatcher::bucket_index(m));
   const int64_t floats = gemm::workspace_floats(spec, c, m), ncounters = gemm::workspace_counters(spec, c, m);
   if (floats > 0) w.reserve_workspace(gemm::workspace_floats(spec, c, cap), gemm::workspace_counters(spec, c, cap));
-  CUdeviceptr part_p = w.workspace.partial(floats), cnt_p = w.workspace.counters(ncounters);
-  void* args[] = {&y_p, &x_p, &q_p, &s_p, &z_p, &perm_p, &global_scale, &b_p, &r_p, &m_arg, &part_p, &cnt_p};
-  launch(*kernel, gemm::geometry(spec, c, m), as_stream(stream), args);
+  gemm::Args a;
+  a.y = yv.data, a.x = xv.data, a.qweight = w.qweight.ptr(), a.scales = w.scales.ptr(), a.zeros = w.zeros.ptr();
+  a.perm = w.perm.ptr(), a.global_scale = w.host.global_scale, a.bias = bv.data, a.residual = rv.data, a.m = m;
+  a.partial = w.workspace.partial(floats), a.counters = w.workspace.counters(ncounters);
+  launch(*kernel, gemm::make_call(spec, c, a), as_stream(stream));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <climits>
 
 #include "codegen/rmsnorm/emit.h"
+#include "codegen/rmsnorm/op.h"
 #include "python/bindings/array.h"
 #include "python/bindings/families.h"
 #include "python/bindings/runtime.h"
@@ -78,11 +79,8 @@ void rmsnorm_op(py::handle out, py::handle x, py::handle weight, double eps, py:
   require_aligned(ov, align, {kOp, "out"});
   if (has_residual) require_aligned(rv, align, {kOp, "residual"});
 
-  CUdeviceptr out_p = ov.data, x_p = xv.data, res_p = has_residual ? rv.data : 0, w_p = wv.data;
-  float eps_arg = float(eps);
-  int rows_arg = int(rows);
-  void* args[] = {&out_p, &x_p, &res_p, &w_p, &eps_arg, &rows_arg};
-  launch(*kernel, rmsnorm::geometry(s, c, rows), as_stream(stream), args);
+  const rmsnorm::Args a{ov.data, xv.data, has_residual ? rv.data : 0, wv.data, float(eps), rows};
+  launch(*kernel, rmsnorm::make_call(s, c, a), as_stream(stream));
 }
 
 }  // namespace

@@ -65,4 +65,10 @@ void launch(const LoadedKernel& kernel, const LaunchGeometry& g, CUstream stream
   }
 }
 
+void launch(const LoadedKernel& kernel, const KernelCall& call, CUstream stream) {
+  void* args[KernelCall::kMaxArgs];
+  for (int i = 0; i < call.count; ++i) args[i] = const_cast<unsigned char*>(call.values[size_t(i)].data());
+  launch(kernel, call.geometry, stream, args);
+}
+
 }  // namespace onecat

@@ -11,6 +11,7 @@
 
 #include "cache/record.h"
 #include "codegen/family.h"
+#include "codegen/kernel_call.h"
 #include "runtime/cuda/driver.h"
 
 namespace onecat {
@@ -52,5 +53,7 @@ class ModuleTable {
 
 // Launches on `stream` (null: the legacy default stream); args point at each argument.
 void launch(const LoadedKernel& kernel, const LaunchGeometry& geometry, CUstream stream, void** args);
+// Launches a family op's call (codegen/<family>/op.h) on `stream`.
+void launch(const LoadedKernel& kernel, const KernelCall& call, CUstream stream);
 
 }  // namespace onecat

@@ -1,0 +1,40 @@
+// attention's typed ops over a paged K/V pool [pages][kv_heads][page][dim] (docs/attention.md):
+// prefill, decode and verify take Args; kv_write takes KvWriteArgs.
+#pragma once
+#include <cstdint>
+
+#include "codegen/attention/config.h"
+#include "codegen/attention/spec.h"
+#include "codegen/kernel_call.h"
+
+namespace onecat::attention {
+
+struct Args {
+  DevicePtr out = 0, q = 0;           // [tokens][heads][dim] fp16
+  DevicePtr k_cache = 0, v_cache = 0;
+  DevicePtr k_scale = 0, v_scale = 0;  // fp8 caches: [1] or [kv_heads] floats; ignored for f16
+  DevicePtr block_table = 0;           // [batch][max_pages] int
+  int max_pages = 0;
+  DevicePtr seq_lens = 0;              // [batch] int
+  DevicePtr cu_q = 0;                  // prefill: [batch + 1] int; ignored otherwise
+  float sm_scale = 1.f;
+  // split > 1: workspace_floats partials, workspace_counters counters zeroed once when allocated.
+  DevicePtr partial = 0, counters = 0;
+  int64_t batch = 0;
+  int64_t max_q = 0;  // prefill: the longest query count of the batch
+};
+
+struct KvWriteArgs {
+  DevicePtr k_cache = 0, v_cache = 0;
+  DevicePtr k = 0, v = 0;             // [tokens][kv_heads][dim] fp16
+  DevicePtr slot_mapping = 0;         // [tokens] int: page * page_size + offset
+  DevicePtr k_scale = 0, v_scale = 0;  // fp8 caches; ignored for f16
+  int64_t tokens = 0;
+};
+
+// The split-KV workspace in bytes, counters after the partials (0 without split).
+int64_t workspace_bytes(const Spec& spec, const Config& config, int64_t batch);
+KernelCall make_call(const Spec& spec, const Config& config, const Args& args);
+KernelCall make_call(const Spec& spec, const Config& config, const KvWriteArgs& args);
+
+}  // namespace onecat::attention

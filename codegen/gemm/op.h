@@ -1,0 +1,28 @@
+// gemm's typed op: y = x · Wᵀ (+ the spec's epilogue) for m tokens, W packed in the spec's
+// weight format (models/quant/pack.h). Pointers the spec has no use for are ignored.
+#pragma once
+#include <cstdint>
+
+#include "codegen/gemm/config.h"
+#include "codegen/gemm/spec.h"
+#include "codegen/kernel_call.h"
+
+namespace onecat::gemm {
+
+struct Args {
+  DevicePtr y = 0, x = 0;                                // [m][out_cols] fp16 or fp32, [m][k] fp16
+  DevicePtr qweight = 0, scales = 0, zeros = 0, perm = 0;  // the packed weight's buffers
+  float global_scale = 1.f;                              // nvfp4's second-level scale
+  DevicePtr bias = 0;                                    // epi=bias: [n] fp16
+  DevicePtr residual = 0;                                // epi=residual: [m][n] fp16
+  int64_t m = 0;
+  // split > 1: workspace_floats fp32 partials and workspace_counters counters, zeroed once
+  // when allocated (each launch leaves them zero); one launch at a time per workspace.
+  DevicePtr partial = 0, counters = 0;
+};
+
+// Both parts of the split-K workspace in bytes, counters after the partials (0 without split).
+int64_t workspace_bytes(const Spec& spec, const Config& config, int64_t m);
+KernelCall make_call(const Spec& spec, const Config& config, const Args& args);
+
+}  // namespace onecat::gemm
