@@ -98,7 +98,7 @@ TEST(GemmConfig, RulesAndDefaults) {
   }
   EXPECT_EQ(gemv_warps, (std::set<int>{1, 2, 4, 7, 8, 14, 16}));
   // One-token defaults: 4 rows (8 for the E2M1 formats), warps for about two chunks per lane
-  // with an even split where one exists (the 8B shapes: bench/RESULTS.md 2026-11-30).
+  // with an even split where one exists (chosen from the 8B shapes' sweeps: docs/gemm.md).
   const std::pair<const char*, const char*> one_token[] = {
       {"gemm:n=28672,k=4096,fmt=awq4", "strategy=gemv,mt=1,rows=4,warps=2"},
       {"gemm:n=4096,k=14336,fmt=awq4", "strategy=gemv,mt=1,rows=4,warps=7"},

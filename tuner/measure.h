@@ -6,8 +6,8 @@
 // Each batch is queued behind a spin kernel that holds the GPU until the CPU has enqueued the
 // whole batch, so the batch's launches run back to back and the events time the GPU, not the
 // CPU's launch rate: kernels of a few microseconds otherwise measure the launching thread
-// (seen on the H200: 4-µs RMSNorm configs moved 20–40 % between two tunes run beside other
-// CPU work). Back-to-back is how the engine runs them, inside CUDA graphs.
+// (4-µs configs moved between two tunes run beside other CPU work: docs/tuner.md).
+// Back-to-back is how the engine runs them, inside CUDA graphs.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -29,9 +29,8 @@ struct MeasureOptions {
   int min_batches = 10;
   double min_total_ms = 100;
   // Kernels under 25 µs stop at this count, before min_total_ms, so a 2-µs candidate takes
-  // about 0.1 s, not 0.7 s (with 2000, RMSNorm was 106 of a 433-s whole-model tune on the
-  // H200, its 2-µs medians within 1% between two tunes on one GPU; whether 200 batches keep
-  // that is measured by the next pair of tunes).
+  // about 0.1 s, not 0.7 s; whole-model tunes with this cap repeat their choices within 3 %
+  // (docs/tuner.md).
   int max_batches = 200;
   bool queue_ahead = true;  // each batch behind a spin kernel (above)
 };

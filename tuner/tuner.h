@@ -28,9 +28,8 @@ DeviceFingerprint this_device();
 std::vector<std::string> tuning_candidates(const Family& family, const std::string& spec, int64_t m, Arch arch);
 
 // Among the candidates with status "ok", those within the measured run-to-run noise of the
-// fastest median tie: `noise`, relative (two tunes of qwen3-8b on one H200 GPU: a candidate's
-// median moved by 0.2–0.8% (median per family), 0.6–1.6% at the 90th percentile, 2-µs kernels
-// included; bench/RESULTS.md, "Tuning qwen3-8b"). Among them the default wins, then the earliest in candidate order. Returns the
+// fastest median tie: `noise`, relative (a candidate's median moves by about 1 % between two
+// tunes on one GPU, 2-µs kernels included: docs/tuner.md). Among them the default wins, then the earliest in candidate order. Returns the
 // index into `timings`, or -1 when none is ok. A candidate's min–max spread does not widen the
 // band: the median of many batches already absorbs a slow one, and a wider band lets a choice
 // sit further from the fastest, which the next tune may not repeat.

@@ -8,13 +8,11 @@ namespace onecat::attention {
 namespace {
 
 // Split-KV on the WMMA kernel aims at this many CTAs when batch × kv_heads alone is fewer: each CTA streams its
-// keys one short tile at a time, so many CTAs must be in flight (H200 sweep at batch 8 / 8K:
-// split 16 took 263 µs, split 4 317 µs, split 1 1106 µs; bench/RESULTS.md).
+// keys one short tile at a time, so many CTAs must be in flight (split sweep: docs/attention.md).
 constexpr int64_t kTargetCtas = 1024;
-// The m16n8k16 kernel aims at 256, fp16 and fp8 alike: every best config of the H200 sweep
-// over batch 1/8/32 × 1K/8K/32K (32/8 heads, D=128; decode and verify at 8 tokens) split to
-// 128–256 CTAs (batch 8: split 4, batch 32: split 1), while 1024 (fp16) and 512 (fp8) took up
-// to 18 % longer (fp16 decode batch 8 / 8K 83.2 against 70.3 µs; 2026-12-01, bench/RESULTS.md).
+// The m16n8k16 kernel aims at 256, fp16 and fp8 alike: its cp.async stages keep enough bytes
+// in flight per CTA, and every best config of the sweep over batch 1/8/32 × 1K/8K/32K split
+// to 128–256 CTAs, while 512 and 1024 took longer (docs/attention.md).
 constexpr int64_t kTargetCtasM16n8k16 = 256;
 constexpr int kMaxDefaultSplit = 16;
 
@@ -37,16 +35,14 @@ struct Shape {
   int bm, bn, wn, stages, wr = 16;
 };
 
-// atom=m16n8k16 (sm_80+), ranked by the H200 sweeps (bench/RESULTS.md, 2026-12-01). Prefill:
-// D = 128 takes 64 rows of 4 warps × 64 keys, two stages (4K / 16K tokens: 473.6 / 6746 µs
-// against 505.3 / 7607 for 128 rows); D = 64 128 rows of 32-row warps (303.0 / 3676 µs
-// against 321.9 / 4576 for 16-row warps); D = 256 (Q staying in shared memory) 128 rows of
-// 8 warps × 64 keys where the target grants its 192 KiB (sm_90: 758.5 / 10547 µs against
-// 895.8 / 12722 for 64 × 32, which sm_80 and sm_86/89 take).
+// atom=m16n8k16 (sm_80+), ranked by the H200 sweeps (figures: docs/attention.md). Prefill:
+// D = 128 takes 64 rows of 4 warps × 64 keys, two stages; D = 64 128 rows of 32-row warps
+// (every K/V fragment feeds two m-tiles); D = 256 (Q staying in shared memory) 128 rows of
+// 8 warps × 64 keys where the target grants its 192 KiB, else 64 × 32 (sm_80, sm_86/89).
 // Decode/verify: the sequence's rows, warp columns that take side-by-side key tiles, many
 // stages (bytes in flight per SM are what a memory-bound kernel needs); fp8 decode 32-key
 // tiles of four warp columns, verify 32-key tiles of two (each the best at every point with
-// batch ≥ 8: fp8 decode batch 8 / 8K 46.4 → 43.4 µs, fp16 verify 124.4 → 78.4 µs).
+// batch ≥ 8).
 // The config runs on arch: valid, and its shared memory within what arch grants a CTA.
 bool runs_on(const Spec& s, const Config& c, Arch arch) {
   return !c.invalid_reason(s) && (c.atom != Atom::kM16n8k16 || c.shared_bytes(s) <= arch.max_shared_bytes_per_cta());
@@ -108,8 +104,7 @@ std::vector<Config> m16n8k16_candidates(const Spec& s, Arch arch) {
   return out;
 }
 
-// The m16n8k16 atom serves attention ops (not kv_write) on sm_80+ (its GPU tests passed on the
-// H200, 2026-11-30).
+// The m16n8k16 atom serves attention ops (not kv_write) on sm_80+.
 bool offers_m16n8k16(const Spec& s, Arch arch) {
   return s.op != Op::kKvWrite && arch.has_mma_m16n8k16();
 }
@@ -123,8 +118,8 @@ Config default_config(const Spec& s, int64_t m, Arch arch) {
   if (s.op == Op::kKvWrite) return c;
   // The widest key tile that fits; decode/verify: one warp column (the H200 sweep's best)
   // and enough splits to fill the GPU.
-  // Prefill: 128 rows (8 warps) once there are that many (H200 sweep at 4K tokens: bm=128,bn=32
-  // 1764 µs, bm=64,bn=16 1843 µs).
+  // Prefill: 128 rows (8 warps) once there are that many (the sweep's best at 4K tokens:
+  // docs/attention.md).
   const int first_bm = s.op == Op::kPrefill ? (std::max<int64_t>(m, 1) * s.group() > 64 ? 128 : 64) : decode_bm(s);
   if (s.op != Op::kPrefill) {
     const int64_t ctas = std::max<int64_t>(1, m) * s.kv_heads;

@@ -46,12 +46,11 @@ static Config mma16816_default(const Spec& spec, int64_t m) {
   Config c;
   c.strategy = Strategy::kMma;
   c.atom = Atom::kM16n8k16;
-  // Many tokens, pipe=2: 4 warps of 64×32 or 64×64 on a 128×64 or 128×128 tile, stages=4.
-  // From the H200 tunes of qwen3-8b at M=512 (bench/RESULTS.md), where this was the fastest
-  // config of every linear layer: 128×128 with K steps of 32 where that still gives two CTAs
-  // per target (N ≥ ~16K), else 128×64 with K steps of 64 (1.3–1.6× the pipe=1 128×128 tile).
-  // Below kTargetCtas CTAs even at 128×64, and below 512 tokens (not yet swept), the pipe=1
-  // rules below.
+  // Many tokens, pipe=2: 4 warps of 64×32 or 64×64 on a 128×64 or 128×128 tile, stages=4:
+  // 128×128 with K steps of 32 where that still gives two CTAs per target (N ≥ ~16K), else
+  // 128×64 with K steps of 64 so that narrow N still fills the SMs (the fastest tiles of every
+  // qwen3-8b linear layer at M=512: docs/gemm.md). Below kTargetCtas CTAs even at 128×64, and
+  // below 512 tokens (not swept there), the pipe=1 rules below.
   if (m >= 512) {
     c.bm = 128, c.wm = 2, c.wn = 2, c.stages = 4, c.pipe = 2;
     c.bn = 128, c.bk = 32;
@@ -73,9 +72,8 @@ static Config mma16816_default(const Spec& spec, int64_t m) {
   while (c.stages > 2 && c.invalid_reason(spec)) --c.stages;
   if (auto why = c.invalid_reason(spec)) throw InputError(spec.to_string() + " has no valid mma config: " + *why);
   // Still too few CTAs: split K on pipe=2 (which has split-K), with K steps of 64: 32×128
-  // tiles (four 32×32 warps) below 48 tokens, else 128×64 (four 64×32 warps). H200, awq4
-  // 4096×14336 (bench/RESULTS.md 2026-12-02): M=32 165.9 → 35.6 µs (split 8), M=128 237.8 →
-  // 59.9 µs (split 4) against this function's pipe=1 tiles.
+  // tiles (four 32×32 warps) below 48 tokens, else 128×64 (four 64×32 warps). The split CTAs
+  // occupy the SMs that few output tiles leave idle (figures: docs/gemm.md).
   if (mma_ctas(spec, c, m) < kTargetCtas / 2) {
     Config s = c;
     s.pipe = 2, s.bk = 64, s.stages = 4;
@@ -100,21 +98,19 @@ static Config tc_small_default(const Spec& spec, int64_t m) {
   Config c;
   c.strategy = Strategy::kTcSmall;
   c.mt = m <= 8 ? 8 : 16;
-  // 64-row tiles for int4 only: at M=16 on 28672×4096 (H200, bench/RESULTS.md 2026-11-30) they
-  // took awq4 from 48 to 41 µs, but fp8b128 from 46 to 55 and mxfp4 from 42 to 46.
+  // 64-row tiles for int4 only: they halve the x read from L2 per weight byte, which bounds
+  // int4 at 16 tokens; fp8b128 and mxfp4 ran slower on them (docs/gemm.md).
   const bool int4 = spec.format == quant::WeightFormat::kAwq4 || spec.format == quant::WeightFormat::kGptq4;
   c.rows = int4 ? 64 : 32;
   const int64_t blocks = (spec.k / spec.per_chunk() + 3) / 4;
   const int64_t token_tiles = (m + c.mt - 1) / c.mt;
   auto ctas = [&] { return (spec.out_cols() + c.rows - 1) / c.rows * token_tiles * c.split; };
-  // Split or narrow, from the H200 (bench/RESULTS.md, 2026-12-02): at M=16 on 6144×4096 the
-  // split wide tile took fp8b128/nvfp4/mxfp4 from 17.0/20.9/19.9 to 15.3/15.7/15.2 µs (awq4
-  // 19.8 → 19.0), where 16-row tiles leave 384 CTAs, 1.5 waves at two per SM; on N = 4096
-  // (256 16-row CTAs) it lost up to 20 % (fp8b128 4096×14336 30.0 → 35.9) but for awq4 with
-  // K = 14336 (26.9 → 23.2). With 8-token tiles (fewer registers, three 16-row CTAs per SM)
-  // it helped only int4's 64-row tile (awq4 6144×4096 M=8 14.6 → 12.7, M=4 13.6 → 12.4;
-  // fp8b128/nvfp4/mxfp4 M=8 11.9/12.5/12.2 → 14.3/13.6/13.3).
-  // (f16, not measured, reads as many weight bytes as x bytes on 16-row tiles: no split.)
+  // Split or narrow: the split wide tile wins where 16-row tiles make more than one wave
+  // (N = 6144: 384 CTAs, 1.5 waves at two per SM) and loses where they make exactly one
+  // (N = 4096: 256 CTAs, 16 warps per SM against the split tiles' 8). With 8-token tiles
+  // (fewer registers, three 16-row CTAs per SM) only int4's 64-row tile gains from it
+  // (figures: docs/gemm.md). f16 (not measured) reads as many weight bytes as x bytes on
+  // 16-row tiles: no split.
   if ((spec.out_cols() + 15) / 16 * token_tiles > kTargetCtas && (c.mt == 16 || int4) &&
       spec.format != quant::WeightFormat::kF16) {
     // Split parts of at least 4 k-blocks (two for each of two warps).
@@ -123,8 +119,8 @@ static Config tc_small_default(const Spec& spec, int64_t m) {
   while (c.rows > 16 && ctas() < kTargetCtas) c.rows /= 2;
   c.warps = 8;
   while (c.warps > 1 && blocks / c.split / c.warps < 2) c.warps /= 2;
-  // Row tiles of 32 or more leave CTAs enough: four warps (same measurement: 10 % faster than
-  // eight for awq4, mxfp4 and fp8b128 at 32 rows).
+  // Row tiles of 32 or more leave CTAs enough: four warps (faster than eight there for awq4,
+  // mxfp4 and fp8b128: docs/gemm.md).
   if (c.rows >= 32) c.warps = std::min(c.warps, 4);
   // Weights through a three-slot cp.async ring: two k-blocks in flight without registers.
   c.stages = 3;
@@ -147,7 +143,7 @@ static Config mma_default(const Spec& spec, int64_t m) {
   c.wm = c.bm == 128 ? 2 : c.bm == 64 ? 2 : 1;
   c.wn = c.bm == 64 ? 2 : 4;
   // Narrow outputs: smaller n tiles so every SM gets work.
-  // (bn=32 measured 4–8x slower per flop than bn=128 on the H200, bench/RESULTS.md: keep ≥ 64.)
+  // (bn=32 is several times slower per flop than bn=128, docs/gemm.md: keep ≥ 64.)
   while (c.bn > 64 && (spec.out_cols() + c.bn - 1) / c.bn * ((m + c.bm - 1) / c.bm) < kTargetCtas / 2) c.bn /= 2;
   while (c.wn > 1 && c.invalid_reason(spec)) c.wn /= 2;
   if (auto why = c.invalid_reason(spec)) throw InputError(spec.to_string() + " has no valid mma config: " + *why);
@@ -167,11 +163,10 @@ Config default_config(const Spec& spec, int64_t m, Arch arch) {
   Config c;
   c.mt = 1;
   while (c.mt < std::min<int64_t>(m, 16)) c.mt *= 2;
-  // One token (H200 sweeps of the 8B linear set, bench/RESULTS.md 2026-11-30): four rows per
-  // CTA (eight for the E2M1 formats), and warps enough for about two chunks per lane, at most
-  // four (eight for 4-bit formats), as many as split the chunks evenly (K = 14336 in 4-bit:
-  // 448 chunks, 7 warps; without an even split a power of two): within 0–6 % of the best
-  // config on each shape, where the many-token rule below was 10–40 % off. Several tokens:
+  // One token: four rows per CTA (eight for the E2M1 formats), and warps enough for about two
+  // chunks per lane, at most four (eight for 4-bit formats), as many as split the chunks
+  // evenly (K = 14336 in 4-bit: 448 chunks, 7 warps; without an even split a power of two):
+  // near the best config of the 8B shapes' sweeps (docs/gemm.md). Several tokens:
   // eight rows share each load of x (fewer with many tokens: accumulators). Half the rows
   // with silu_mul, and fewer where they would leave too few CTAs.
   const bool e2m1 = spec.format == quant::WeightFormat::kNvfp4 || spec.format == quant::WeightFormat::kMxfp4;

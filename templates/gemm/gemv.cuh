@@ -52,7 +52,7 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
 
   // Iteration `it` reads chunk it·kThreads + threadIdx.x of every row: the ROWS 16-byte loads
   // are issued together. (Holding the next iteration's chunks in registers as well, or asking
-  // L2 for them at the start, was measured on the H200 and gained nothing: bench/RESULTS.md.)
+  // L2 for them at the start, gained nothing: bench/RESULTS.md, "Tried and lost".)
   const char* wbytes = static_cast<const char*>(qweight);
   auto chunk_address = [&](int s, int c) { return wbytes + (static_cast<long long>(row[s]) * kChunks + c) * 16; };
   struct Stage {

@@ -10,9 +10,9 @@
 // a K step costs one __syncthreads whatever the format. Fragments are double-buffered in
 // registers: the next k16 slice's ldmatrix is issued before this slice's mma. A step's
 // cp.async loads (addresses computed once per thread) and its decode are spread over its mma
-// groups rather than issued in one stretch: in the sm_90 SASS that stretch was ~50 address
-// instructions and 8 LDGSTS before the step's first HMMA (H200, f16 28672×4096 at 512
-// tokens: 397 → 331 µs, bench/RESULTS.md). The epilogue
+// groups rather than issued in one stretch, so no warp spends part of a step without tensor
+// work (the stretch was ~50 address instructions and 8 LDGSTS before the step's first HMMA in
+// the sm_90 SASS; docs/gemm.md). The epilogue
 // works on the accumulators in registers: the m16n8 layout gives each thread two adjacent
 // outputs of two tokens.
 #pragma once
