@@ -5,16 +5,14 @@
 
 #include "runtime/cpu/half.h"
 #include "runtime/cuda/error.h"
+#include "tuner/harness.h"
 
 namespace onecat {
 
 CheckResult check_kernel(const Family& family, const std::string& spec, const std::string& config,
                          const LoadedKernel& kernel, int64_t rows, uint64_t seed) {
   if (seed == 0) seed = std::random_device{}() | 1;
-  if (family.name() == "rmsnorm") return check_rmsnorm(spec, config, kernel, rows, seed);
-  if (family.name() == "gemm") return check_gemm(spec, config, kernel, rows, seed);
-  if (family.name() == "attention") return check_attention(spec, config, kernel, rows, seed);
-  throw Error("no GPU check is written for family " + std::string(family.name()));
+  return harness_of(family).check(spec, config, kernel, rows, seed);
 }
 
 void compare_half(const uint16_t* gpu, const uint16_t* ref, int64_t count, const char* name, CheckResult& result) {

@@ -13,6 +13,7 @@
 #include "runtime/cuda/error.h"
 #include "tuner/attention_batch.h"
 #include "tuner/gemm_rig.h"
+#include "tuner/harness.h"
 #include "tuner/random_weight.h"
 #include "tuner/verify_attention.h"
 
@@ -170,20 +171,27 @@ int rotation_copies(size_t bytes, int l2) {
   return int(std::clamp(want, 1.0, most));
 }
 
+std::unique_ptr<Workload> gemm_workload(const std::string& spec, int64_t m, uint64_t seed) {
+  const gemm::Spec s = gemm::Spec::parse(spec);
+  std::shared_ptr<GemmRig>& rig = kept_rig();
+  if (!rig || rig->spec().to_string() != s.to_string()) {
+    rig.reset();  // the previous spec's weights go before the next ones are made
+    rig = std::make_shared<GemmRig>(s, seed, GemmRig::kRotate);
+  }
+  return std::make_unique<GemmWorkload>(rig, m);
+}
+
+std::unique_ptr<Workload> rmsnorm_workload(const std::string& spec, int64_t m, uint64_t seed) {
+  return std::make_unique<RmsnormWorkload>(spec, m, seed);
+}
+
+std::unique_ptr<Workload> attention_workload(const std::string& spec, int64_t m, uint64_t seed) {
+  return std::make_unique<AttentionWorkload>(spec, m, seed);
+}
+
 std::unique_ptr<Workload> make_workload(const Family& family, const std::string& spec, int64_t m, uint64_t seed) {
   if (seed == 0) seed = std::random_device{}() | 1;
-  if (family.name() == "gemm") {
-    const gemm::Spec s = gemm::Spec::parse(spec);
-    std::shared_ptr<GemmRig>& rig = kept_rig();
-    if (!rig || rig->spec().to_string() != s.to_string()) {
-      rig.reset();  // the previous spec's weights go before the next ones are made
-      rig = std::make_shared<GemmRig>(s, seed, GemmRig::kRotate);
-    }
-    return std::make_unique<GemmWorkload>(rig, m);
-  }
-  if (family.name() == "rmsnorm") return std::make_unique<RmsnormWorkload>(spec, m, seed);
-  if (family.name() == "attention") return std::make_unique<AttentionWorkload>(spec, m, seed);
-  throw Error("no tuning workload is written for family " + std::string(family.name()));
+  return harness_of(family).make_workload(spec, m, seed);
 }
 
 }  // namespace onecat
