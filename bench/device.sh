@@ -12,6 +12,8 @@
 #   pysmoke          bench/py_smoke.py: the package step by step, native frames of a crash
 #   tests-rest       the other GPU tests (gtest -TuneGpu.*)
 #   tests-FILTER     gtest with --gtest_filter=FILTER (e.g. tests-GemmGpu.*)
+#   cpu-FILTER       the CPU test binary with --gtest_filter=FILTER, here with the image's NVRTC
+#   host-overhead    bench/host_overhead.cpp: host time per PreparedOp launch vs a bare one -> host_overhead.json
 #   tune:MODEL:RUN   onecat tune --model MODEL --buckets $BUCKETS (default 1,16,512) into the
 #                    cache build-device/tune-MODEL-RUN (kept on a warm machine: a tune cut by
 #                    the deadline resumes there in the next call), records to tunes.jsonl
@@ -52,7 +54,7 @@ lib=$(ldconfig -p 2>/dev/null | awk '/libsqlite3\.so\.0 .*x86-64/ {print $NF; ex
 step "build (SQLite: $lib)"
 cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DONECAT_PYTHON=ON -DONECAT_WERROR=OFF \
   -DPython_EXECUTABLE="$py" -DSQLite3_INCLUDE_DIR="$root/.device" -DSQLite3_LIBRARY="$lib" >"$out/build.log" 2>&1 &&
-  cmake --build build-device -j "$(nproc)" --target onecat onecat_gpu_tests attention_bench _C >>"$out/build.log" 2>&1 ||
+  cmake --build build-device -j "$(nproc)" --target onecat onecat_gpu_tests onecat_tests attention_bench host_overhead _C >>"$out/build.log" 2>&1 ||
   { tail -40 "$out/build.log"; exit 1; }
 step "built in $(( $(date +%s) - start )) s"
 bin=$root/build-device/onecat
@@ -92,6 +94,8 @@ lane() {  # lane GPU STEPS...
       tests-tune) timeout "$(left)" build-device/tests/onecat_gpu_tests --gtest_filter='TuneGpu.*' ;;
       tests-rest) timeout "$(left)" build-device/tests/onecat_gpu_tests --gtest_filter='-TuneGpu.*' ;;
       tests-*) timeout "$(left)" build-device/tests/onecat_gpu_tests --gtest_filter="${s#tests-}" ;;
+      cpu-*) timeout "$(left)" build-device/tests/onecat_tests --gtest_filter="${s#cpu-}" ;;
+      host-overhead) timeout "$(left)" build-device/host_overhead "$out/host_overhead.json" ;;
       pytest) PYTHONPATH="$root/build-device/python" PYTHONFAULTHANDLER=1 ONECAT_CRASH_BACKTRACE=1 \
                 timeout "$(left)" "$py" -m pytest -m gpu -v -s -rs -p no:cacheprovider python/tests ;;
       pysmoke) PYTHONPATH="$root/build-device/python" timeout "$(left)" "$py" bench/py_smoke.py ;;

@@ -11,6 +11,9 @@
 #include "runtime/cuda/driver.h"
 
 int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  // Listing the tests (ctest's discovery) needs no GPU.
+  if (::testing::GTEST_FLAG(list_tests)) return RUN_ALL_TESTS();
   std::string reason = onecat::Driver::unavailable_reason();
   if (!reason.empty()) {
     const char* require = std::getenv("ONECAT_REQUIRE_GPU");
@@ -22,6 +25,5 @@ int main(int argc, char** argv) {
     return 77;
   }
   onecat::use_device(0);
-  ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }

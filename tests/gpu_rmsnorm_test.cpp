@@ -9,6 +9,10 @@
 #include "cache/store.h"
 #include "codegen/family.h"
 #include "runtime/cuda/driver.h"
+#include "codegen/rmsnorm/op.h"
+#include "runtime/cpu/half.h"
+#include "runtime/cpu/rmsnorm.h"
+#include "runtime/engine/prepared_op.h"
 #include "runtime/jit/module_table.h"
 #include "runtime/jit/service.h"
 #include "tuner/verify.h"
@@ -98,6 +102,40 @@ TEST_F(Fixture, SecondProcessLoadsFromStoreWithoutCompiling) {
   nlohmann::json second = run_cli("check " + spec + " --rows 77 --json", dir);
   EXPECT_TRUE(second["cache_hit"].get<bool>());
   EXPECT_TRUE(second["passed"].get<bool>()) << second.dump();
+}
+
+// What the engine will hold: a PreparedOp launches the dispatched kernel through the family's
+// typed op (spec parsed once, one config and kernel per bucket), here against the CPU reference
+// at three row counts of two buckets.
+TEST(PreparedOpGpu, RmsnormThroughTheSessionMatchesTheCpuReference) {
+  Session& session = Session::get();
+  session.use_gpu(0);
+  PreparedOp<rmsnorm::Spec, rmsnorm::Config, rmsnorm::Args> op(session, "rmsnorm:residual=1,hidden=1000,dtype=f16");
+  EXPECT_EQ(op.spec().to_string(), "rmsnorm:hidden=1000,dtype=f16,residual=1");
+  for (int64_t rows : {1, 5, 8}) {
+    SCOPED_TRACE(rows);
+    const int64_t n = rows * 1000;
+    std::vector<uint16_t> x(static_cast<size_t>(n)), res(static_cast<size_t>(n)), w(1000);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = cpu::float_to_half(float((i * 37 % 101) - 50) / 25.f);
+    for (size_t i = 0; i < res.size(); ++i) res[i] = cpu::float_to_half(float((i * 13 % 97) - 48) / 30.f);
+    for (size_t i = 0; i < w.size(); ++i) w[i] = cpu::float_to_half(0.5f + float(i % 7) / 10.f);
+    DeviceBuffer dx = DeviceBuffer::from_host(x.data(), x.size() * 2), dres = DeviceBuffer::from_host(res.data(), res.size() * 2);
+    DeviceBuffer dw = DeviceBuffer::from_host(w.data(), w.size() * 2), dout(size_t(n) * 2);
+    dout.fill_bytes(0xff);
+    EXPECT_EQ(op.workspace_bytes(rows), 0);
+    op.launch({dout.ptr(), dx.ptr(), dres.ptr(), dw.ptr(), 1e-6f, rows}, rows, nullptr);
+    Driver& d = *Driver::find();
+    d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", "a PreparedOp launch");
+    std::vector<uint16_t> got(static_cast<size_t>(n)), got_res(static_cast<size_t>(n)), want(static_cast<size_t>(n));
+    dout.download(got.data(), got.size() * 2);
+    dres.download(got_res.data(), got_res.size() * 2);
+    cpu::rmsnorm(want.data(), x.data(), res.data(), w.data(), 1e-6f, rows, 1000);
+    CheckResult r;
+    r.tolerance = kHalfRelTolerance;
+    compare_half(got.data(), want.data(), n, "out", r);
+    compare_half(got_res.data(), res.data(), n, "residual", r);
+    EXPECT_TRUE(r.detail.empty()) << r.detail;
+  }
 }
 
 }  // namespace

@@ -1,20 +1,19 @@
-#include "python/bindings/runtime.h"
+#include "runtime/engine/session.h"
 
 #include "cache/paths.h"
 #include "codegen/family.h"
 #include "runtime/cuda/error.h"
 #include "runtime/cuda/nvrtc.h"
 #include "runtime/engine/store_resolver.h"
-#include "tuner/tuner.h"
 
-namespace onecat::python {
+namespace onecat {
 
-Runtime& Runtime::get() {
-  static Runtime* runtime = new Runtime();  // never destroyed: modules outlive interpreter exit order
-  return *runtime;
+Session& Session::get() {
+  static Session* session = new Session();  // never destroyed: modules outlive interpreter exit order
+  return *session;
 }
 
-void Runtime::use_gpu(int ordinal) {
+void Session::use_gpu(int ordinal) {
   Driver& d = Driver::require_gpu();
   if (ordinal < 0) ordinal = ordinal_ < 0 ? 0 : ordinal_;
   if (ordinal_ < 0) {
@@ -38,29 +37,32 @@ void Runtime::use_gpu(int ordinal) {
   use_device(ordinal);
 }
 
-Store& Runtime::store() {
+Store& Session::store() {
   if (!store_) store_ = std::make_unique<Store>(cache_file());
   return *store_;
 }
 
-JitService& Runtime::jit() {
+JitService& Session::jit() {
   if (!jit_) jit_ = std::make_unique<JitService>(&store());
   return *jit_;
 }
 
-Dispatcher& Runtime::dispatcher() {
+Dispatcher& Session::dispatcher() {
   if (!dispatcher_) dispatcher_ = std::make_unique<Dispatcher>(store_resolver(store(), jit(), device_));
   return *dispatcher_;
 }
 
-const DispatchEntry& Runtime::kernel_for(const std::string& spec, int64_t m) {
-  Dispatcher& table = dispatcher();
+int Session::spec_handle(const std::string& spec) {
   auto it = handles_.find(spec);
-  if (it == handles_.end()) it = handles_.emplace(spec, table.add_spec(spec)).first;
-  return table.kernel_for(it->second, m);
+  if (it == handles_.end()) it = handles_.emplace(spec, dispatcher().add_spec(spec)).first;
+  return it->second;
 }
 
-const LoadedKernel& Runtime::kernel_with_config(const std::string& spec, const std::string& config) {
+const DispatchEntry& Session::kernel_for(const std::string& spec, int64_t m) {
+  return dispatcher().kernel_for(spec_handle(spec), m);
+}
+
+const LoadedKernel& Session::kernel_with_config(const std::string& spec, const std::string& config) {
   auto key = std::make_pair(spec, config);
   if (auto it = configured_.find(key); it != configured_.end()) return *it->second;
   const CompileResult r = jit().get(CompileRequest::make(family_of(spec), spec, config, arch()));
@@ -69,7 +71,7 @@ const LoadedKernel& Runtime::kernel_with_config(const std::string& spec, const s
   return k;
 }
 
-std::vector<DispatchEntry> Runtime::prepare(const std::vector<std::string>& specs, const std::vector<int64_t>& buckets,
+std::vector<DispatchEntry> Session::prepare(const std::vector<std::string>& specs, const std::vector<int64_t>& buckets,
                                             int jobs) {
   // Compile every entry's config at once; the dispatcher then finds each in the store.
   std::vector<CompileRequest> requests;
@@ -90,7 +92,7 @@ std::vector<DispatchEntry> Runtime::prepare(const std::vector<std::string>& spec
   return entries;
 }
 
-void Runtime::reset() {
+void Session::reset() {
   dispatcher_.reset();
   handles_.clear();
   configured_.clear();
@@ -98,4 +100,4 @@ void Runtime::reset() {
   store_.reset();
 }
 
-}  // namespace onecat::python
+}  // namespace onecat

@@ -1,0 +1,62 @@
+// The composition root of a process that runs kernels: the kernel store, the compile service,
+// the GPU in use and a Dispatcher (runtime/engine/dispatch.h) whose entries are the tuned
+// config for the spec and M bucket on this GPU, else the family default. The Python package
+// and the engine hold it; hot paths hold PreparedOps (runtime/engine/prepared_op.h), for
+// which everything after the first use of a bucket is a table read, so a warmed-up op only
+// launches (CUDA graph capture works).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "cache/store.h"
+#include "runtime/cuda/driver.h"
+#include "runtime/engine/dispatch.h"
+#include "runtime/jit/module_table.h"
+#include "runtime/jit/service.h"
+
+namespace onecat {
+
+class Session {
+ public:
+  static Session& get();  // the process-wide session
+
+  // Makes the primary context of GPU `ordinal` current (−1: GPU 0). The loaded-module table
+  // is per process, so the first GPU used is the only one: another raises. Without a GPU
+  // raises Error with the CLI's sentence.
+  void use_gpu(int ordinal);
+  Arch arch() const { return Arch{device_.sm}; }
+  int ordinal() const { return ordinal_; }  // the GPU in use, −1 before the first
+  const DeviceFingerprint& device() const { return device_; }
+
+  // The dispatched kernel for a canonical spec and m tokens (compiled and loaded on first use).
+  const DispatchEntry& kernel_for(const std::string& spec, int64_t m);
+  // A given config of a spec (onecat.compile(...)(…)), loaded once.
+  const LoadedKernel& kernel_with_config(const std::string& spec, const std::string& config);
+  // Compiles (in parallel, through the cache) and loads the entries of specs × buckets.
+  std::vector<DispatchEntry> prepare(const std::vector<std::string>& specs, const std::vector<int64_t>& buckets, int jobs);
+
+  Store& store();
+  JitService& jit();
+  Dispatcher& dispatcher();
+  // The dispatcher's handle of a canonical spec (registered on first use).
+  int spec_handle(const std::string& spec);
+  // After set_cache_dir or new tuning records: reopen the store, forget prepared entries.
+  void reset();
+
+ private:
+  Session() = default;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<JitService> jit_;
+  std::unique_ptr<Dispatcher> dispatcher_;
+  std::unordered_map<std::string, int> handles_;
+  std::map<std::pair<std::string, std::string>, const LoadedKernel*> configured_;
+  int ordinal_ = -1;
+  DeviceFingerprint device_;
+};
+
+}  // namespace onecat
