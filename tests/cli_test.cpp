@@ -1,7 +1,15 @@
 // The onecat command line, run as a separate process in a private cache directory.
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <thread>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -183,6 +191,72 @@ TEST_F(Cli, CompileSeveralSpecsInWorkerProcesses) {
     EXPECT_GT(k["registers"].get<int>(), 0);
   }
   EXPECT_EQ(parse(onecat("cache stats --json"))["binaries"], 2);
+}
+
+// The processes whose parent is `parent`, from /proc (field 4 of /proc/PID/stat).
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    char state = 0;
+    long ppid = 0;
+    if (std::sscanf(line.c_str() + close + 1, " %c %ld", &state, &ppid) == 2 && ppid == parent) {
+      out.push_back(pid_t(std::stol(name)));
+    }
+  }
+  return out;
+}
+
+// Whether pid still runs: it exists and is not a zombie.
+bool running(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const size_t close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z' && line[close + 2] != 'X';
+}
+
+TEST_F(Cli, KillingAParallelCompileKillsItsWorkers) {
+  // Every candidate of a gemm spec: far more than the workers finish before the kill.
+  const std::vector<std::string> args = {ONECAT_BIN, "compile", "gemm:n=4096,k=4096,fmt=awq4", "--all-configs",
+                                         "--arch", "sm_70", "--jobs", "2", "--parallel", "processes"};
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  posix_spawn_file_actions_addopen(&files, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&files, 2, "/dev/null", O_WRONLY, 0);
+  pid_t parent = 0;
+  ASSERT_EQ(posix_spawn(&parent, ONECAT_BIN, &files, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&files);
+
+  std::vector<pid_t> workers;
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+       workers.size() < 2 && std::chrono::steady_clock::now() < deadline;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    workers = children_of(parent);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the workers are compiling
+  kill(parent, SIGKILL);
+  waitpid(parent, nullptr, 0);
+  ASSERT_EQ(workers.size(), 2u) << "the compile started its two workers";
+
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  auto any_running = [&] { return std::any_of(workers.begin(), workers.end(), running); };
+  while (any_running() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (pid_t w : workers) {
+    EXPECT_FALSE(running(w)) << "worker " << w << " still runs after its parent was killed";
+    if (running(w)) kill(w, SIGKILL);  // leave nothing behind (the pid was checked just now)
+  }
 }
 
 TEST_F(Cli, MalformedInputExitsWithStatus2AndOneLine) {
