@@ -282,6 +282,58 @@ TEST_F(Cli, MalformedInputExitsWithStatus2AndOneLine) {
   EXPECT_FALSE(std::filesystem::exists(cache_file())) << "bad input leaves no cache behind";
 }
 
+TEST_F(Cli, UsageErrorsExitWithStatus2AndNameTheArgument) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"", {"onecat needs a command: ", "compile", "cache", "(onecat --help)"}},
+      {"frobnicate", {"unknown command 'frobnicate' for onecat; use ", "compile"}},
+      {"cache frob --json", {"unknown command 'frob' for onecat cache; use ", "export", "(onecat cache --help)"}},
+      {"cache", {"onecat cache needs a command: ", "verify"}},
+      {"compile", {"onecat compile: ", "spec is required", "(onecat compile --help)"}},
+      {"compile x --arch", {"onecat compile: ", "--arch"}},
+      {"compile x --jobs 0", {"onecat compile: ", "--jobs", "0"}},
+      {"compile x --parallel bogus", {"onecat compile: ", "--parallel", "bogus"}},
+      {"compile x --bogus", {"onecat compile: ", "--bogus"}},
+      {"emit a b", {"onecat emit: ", "spec"}},
+      {"check x --rows abc", {"onecat check: ", "--rows", "abc"}},
+      {"info --json extra", {"onecat info: ", "extra"}},
+      {"cache export", {"onecat cache export: ", "FILE is required"}},
+  };
+  for (const auto& [args, needles] : cases) {
+    SCOPED_TRACE(args);
+    auto r = onecat(args);
+    EXPECT_EQ(r.status, 2) << r.err;
+    expect_one_error_line(r);
+    for (const auto& needle : needles) EXPECT_TRUE(contains(r.err, needle)) << needle << " missing from: " << r.err;
+    EXPECT_FALSE(contains(r.err, "Run with --help")) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+  EXPECT_FALSE(std::filesystem::exists(cache_file()));
+}
+
+TEST_F(Cli, MessagesEchoAtMostAShortPieceOfTheInput) {
+  const std::string huge(100'000, 'x');
+  const std::string spec = std::string(kSpec) + "," + huge;
+  const std::vector<std::string> cases = {
+      "compile '" + spec + "' --arch sm_70",
+      "emit 'rmsnorm:hidden=" + std::string(100'000, '9') + ",dtype=f16,residual=1'",
+      "emit 'rms" + huge + ":hidden=1'",
+      "emit 'rmsnorm:hidden=4096,dtype=" + huge + ",residual=1'",
+      std::string("emit '") + kSpec + "' --config 'row_threads=" + huge + "'",
+      std::string("compile '") + kSpec + "' --arch sm_" + huge,
+      std::string("compile '") + kSpec + "' --arch sm_70 --parallel " + huge,
+      huge,
+      "cache " + huge,
+      "info " + huge,
+  };
+  for (const auto& args : cases) {
+    SCOPED_TRACE(args.substr(0, 60));
+    auto r = onecat(args);
+    EXPECT_EQ(r.status, 2) << r.err.substr(0, 300);
+    expect_one_error_line(r);
+    EXPECT_LT(r.err.size(), 600u) << r.err.substr(0, 600);
+  }
+}
+
 TEST_F(Cli, CheckWithoutAGpuSaysSo) {
   if (has_gpu()) GTEST_SKIP() << "this machine has a GPU";
   auto r = onecat(std::string("check '") + kSpec + "' --rows 4");
@@ -355,11 +407,11 @@ TEST_F(Cli, HelpWorksForEveryCommand) {
     EXPECT_TRUE(contains(r.out, "Usage:")) << r.out;
     EXPECT_TRUE(contains(r.out, needle)) << r.out;
   }
-  // Without a command it says what is missing, and fails.
+  // Without a command it says what is missing, and fails as malformed input.
   auto none = onecat("");
-  EXPECT_NE(none.status, 0);
+  EXPECT_EQ(none.status, 2);
   auto unknown = onecat("frobnicate");
-  EXPECT_NE(unknown.status, 0);
+  EXPECT_EQ(unknown.status, 2);
   EXPECT_FALSE(std::filesystem::exists(cache_file()));
 }
 
