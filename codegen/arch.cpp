@@ -27,7 +27,7 @@ Arch Arch::parse(std::string_view text) {
              v.size() == dot + 2 && std::isdigit(static_cast<unsigned char>(v[dot + 1]))) {
     sm = std::stoi(std::string(v.substr(0, dot))) * 10 + (v[dot + 1] - '0');
   } else {
-    throw InputError("'" + s + "' is not a GPU architecture; write it as sm_70, sm_80 or sm_90 (or 7.0)");
+    throw InputError(quoted_input(s) + " is not a GPU architecture; write it as sm_70, sm_80 or sm_90 (or 7.0)");
   }
   Arch arch{sm};
   if (arch.sm < kMinSm) throw InputError(arch.name() + " is older than Volta; onecat targets sm_70 and newer");

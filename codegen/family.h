@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "codegen/arch.h"
+#include "codegen/tokens.h"
 
 namespace onecat {
 
@@ -33,7 +34,8 @@ class Family {
   virtual int generator_version() const = 0;
   virtual std::string canonical_spec(std::string_view spec) const = 0;
   virtual std::string canonical_config(std::string_view spec, std::string_view config) const = 0;
-  // Both depend on the target arch (e.g. the gemm family's sm_80+ tensor-core atom).
+  // Both depend on the target arch (e.g. the gemm family's sm_80+ tensor-core atom). A token
+  // count m outside 1..kMaxTokens is an InputError (here and in fits_bucket).
   virtual std::string default_config(std::string_view spec, int64_t m, Arch arch) const = 0;
   virtual std::vector<std::string> candidate_configs(std::string_view spec, Arch arch) const = 0;
   // Whether a candidate is worth timing for token count m (e.g. gemv tiles of that size).
@@ -58,6 +60,7 @@ class TypedFamily final : public Family {
     return Config::parse(Spec::parse(spec), config).to_string();
   }
   std::string default_config(std::string_view spec, int64_t m, Arch arch) const override {
+    check_token_count(m);
     const Spec s = Spec::parse(spec);
     if constexpr (requires { Traits::default_config(s, m, arch); }) {
       return Traits::default_config(s, m, arch).to_string();
@@ -76,6 +79,7 @@ class TypedFamily final : public Family {
     return out;
   }
   bool fits_bucket(std::string_view spec, std::string_view config, int64_t m) const override {
+    check_token_count(m);
     Spec s = Spec::parse(spec);
     return Traits::fits_bucket(s, Config::parse(s, config), m);
   }

@@ -20,7 +20,7 @@ const Family& family_of(std::string_view spec) {
     if (f->name() == family) return *f;
     known += (known.empty() ? "" : ", ") + std::string(f->name());
   }
-  throw InputError("spec '" + std::string(spec) + "': unknown kernel family '" + family + "' (known: " + known + ")");
+  throw InputError("spec " + quoted_input(spec) + ": unknown kernel family " + quoted_input(family) + " (known: " + known + ")");
 }
 
 }  // namespace onecat

@@ -23,12 +23,12 @@ bool is_name(std::string_view s) {
 SpecText split_spec(std::string_view text) {
   size_t colon = text.find(':');
   if (colon == std::string_view::npos) {
-    throw InputError("spec '" + std::string(text) +
-                     "' has no family; write it as family:key=value,... (e.g. rmsnorm:hidden=4096,dtype=f16,residual=1)");
+    throw InputError("spec " + quoted_input(text) +
+                     " has no family; write it as family:key=value,... (e.g. rmsnorm:hidden=4096,dtype=f16,residual=1)");
   }
   SpecText out{std::string(text.substr(0, colon)), std::string(text.substr(colon + 1))};
   if (!is_name(out.family)) {
-    throw InputError("spec '" + std::string(text) + "': '" + out.family + "' is not a family name");
+    throw InputError("spec " + quoted_input(text) + ": " + quoted_input(out.family) + " is not a family name");
   }
   return out;
 }
@@ -40,12 +40,12 @@ FieldReader::FieldReader(std::string_view fields, std::string what) : what_(std:
     std::string_view item = fields.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
     size_t eq = item.find('=');
     if (eq == std::string_view::npos || eq == 0 || eq + 1 == item.size()) {
-      throw InputError(what_ + ": '" + std::string(item) + "' is not key=value");
+      throw InputError(what_ + ": " + quoted_input(item) + " is not key=value");
     }
     std::string key(item.substr(0, eq));
-    if (!is_name(key)) throw InputError(what_ + ": '" + key + "' is not a field name");
+    if (!is_name(key)) throw InputError(what_ + ": " + quoted_input(key) + " is not a field name");
     if (!fields_.emplace(key, std::string(item.substr(eq + 1))).second) {
-      throw InputError(what_ + ": field '" + key + "' is given twice");
+      throw InputError(what_ + ": field " + quoted_input(key) + " is given twice");
     }
     if (comma == std::string_view::npos) break;
     pos = comma + 1;
@@ -64,7 +64,7 @@ int64_t FieldReader::integer(const std::string& key, int64_t min, int64_t max) {
   int64_t out = 0;
   auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), out);
   if (ec != std::errc() || end != value.data() + value.size()) {
-    throw InputError(what_ + ": " + key + "='" + value + "' is not an integer");
+    throw InputError(what_ + ": " + key + "=" + quoted_input(value) + " is not an integer");
   }
   if (out < min || out > max) {
     throw InputError(what_ + ": " + key + "=" + value + " is out of range [" + std::to_string(min) + ", " +
@@ -82,12 +82,12 @@ std::string FieldReader::choice(const std::string& key, const std::vector<std::s
   }
   std::string list;
   for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-  throw InputError(what_ + ": " + key + "='" + value + "' is not one of: " + list);
+  throw InputError(what_ + ": " + key + "=" + quoted_input(value) + " is not one of: " + list);
 }
 
 void FieldReader::finish() const {
   for (const auto& [key, value] : fields_) {
-    if (!used_.count(key)) throw InputError(what_ + ": unknown field '" + key + "'");
+    if (!used_.count(key)) throw InputError(what_ + ": unknown field " + quoted_input(key));
   }
 }
 

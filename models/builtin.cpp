@@ -77,7 +77,7 @@ ModelConfig builtin_model(const std::string& name) {
   }
   std::string known;
   for (const auto& n : builtin_model_names()) known += (known.empty() ? "" : ", ") + n;
-  throw InputError("unknown built-in model '" + name + "' (known: " + known + ").");
+  throw InputError("unknown built-in model " + quoted_input(name) + " (known: " + known + ").");
 }
 
 }  // namespace onecat::models

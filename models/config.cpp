@@ -296,7 +296,7 @@ ModelConfig load_model(const std::string& model) {
   }
   const auto names = builtin_model_names();
   if (std::find(names.begin(), names.end(), model) != names.end()) return builtin_model(model);
-  throw InputError("model '" + model + "' is neither a checkpoint directory, a config.json nor a built-in model (built-in: " +
+  throw InputError("model " + quoted_input(model) + " is neither a checkpoint directory, a config.json nor a built-in model (built-in: " +
                    join(names) + ").");
 }
 

@@ -211,7 +211,7 @@ KvCacheDtype parse_kv_cache_dtype(const std::string& text) {
   if (text == "auto" || text == "f16" || text == "fp16") return KvCacheDtype::kF16;
   if (text == "fp8" || text == "fp8_e4m3" || text == "e4m3") return KvCacheDtype::kE4m3;
   if (text == "fp8_e5m2" || text == "e5m2") return KvCacheDtype::kE5m2;
-  throw InputError("--kv-cache-dtype: '" + text + "' is not a KV cache type (auto, fp8, fp8_e4m3 or fp8_e5m2)");
+  throw InputError("--kv-cache-dtype: " + quoted_input(text) + " is not a KV cache type (auto, fp8, fp8_e4m3 or fp8_e5m2)");
 }
 
 std::vector<std::string> unique_specs(const std::vector<PlannedOp>& plan) {

@@ -1,7 +1,15 @@
 // The onecat command line, run as a separate process in a private cache directory.
 #include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <thread>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -185,6 +193,72 @@ TEST_F(Cli, CompileSeveralSpecsInWorkerProcesses) {
   EXPECT_EQ(parse(onecat("cache stats --json"))["binaries"], 2);
 }
 
+// The processes whose parent is `parent`, from /proc (field 4 of /proc/PID/stat).
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    char state = 0;
+    long ppid = 0;
+    if (std::sscanf(line.c_str() + close + 1, " %c %ld", &state, &ppid) == 2 && ppid == parent) {
+      out.push_back(pid_t(std::stol(name)));
+    }
+  }
+  return out;
+}
+
+// Whether pid still runs: it exists and is not a zombie.
+bool running(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const size_t close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z' && line[close + 2] != 'X';
+}
+
+TEST_F(Cli, KillingAParallelCompileKillsItsWorkers) {
+  // Every candidate of a gemm spec: far more than the workers finish before the kill.
+  const std::vector<std::string> args = {ONECAT_BIN, "compile", "gemm:n=4096,k=4096,fmt=awq4", "--all-configs",
+                                         "--arch", "sm_70", "--jobs", "2", "--parallel", "processes"};
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t files;
+  posix_spawn_file_actions_init(&files);
+  posix_spawn_file_actions_addopen(&files, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&files, 2, "/dev/null", O_WRONLY, 0);
+  pid_t parent = 0;
+  ASSERT_EQ(posix_spawn(&parent, ONECAT_BIN, &files, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&files);
+
+  std::vector<pid_t> workers;
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+       workers.size() < 2 && std::chrono::steady_clock::now() < deadline;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    workers = children_of(parent);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the workers are compiling
+  kill(parent, SIGKILL);
+  waitpid(parent, nullptr, 0);
+  ASSERT_EQ(workers.size(), 2u) << "the compile started its two workers";
+
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  auto any_running = [&] { return std::any_of(workers.begin(), workers.end(), running); };
+  while (any_running() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (pid_t w : workers) {
+    EXPECT_FALSE(running(w)) << "worker " << w << " still runs after its parent was killed";
+    if (running(w)) kill(w, SIGKILL);  // leave nothing behind (the pid was checked just now)
+  }
+}
+
 TEST_F(Cli, MalformedInputExitsWithStatus2AndOneLine) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"compile 'rmsnorm:hidden=4k,dtype=f16,residual=1' --arch sm_70", "is not an integer"},
@@ -206,6 +280,58 @@ TEST_F(Cli, MalformedInputExitsWithStatus2AndOneLine) {
     EXPECT_TRUE(r.out.empty()) << r.out;
   }
   EXPECT_FALSE(std::filesystem::exists(cache_file())) << "bad input leaves no cache behind";
+}
+
+TEST_F(Cli, UsageErrorsExitWithStatus2AndNameTheArgument) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"", {"onecat needs a command: ", "compile", "cache", "(onecat --help)"}},
+      {"frobnicate", {"unknown command 'frobnicate' for onecat; use ", "compile"}},
+      {"cache frob --json", {"unknown command 'frob' for onecat cache; use ", "export", "(onecat cache --help)"}},
+      {"cache", {"onecat cache needs a command: ", "verify"}},
+      {"compile", {"onecat compile: ", "spec is required", "(onecat compile --help)"}},
+      {"compile x --arch", {"onecat compile: ", "--arch"}},
+      {"compile x --jobs 0", {"onecat compile: ", "--jobs", "0"}},
+      {"compile x --parallel bogus", {"onecat compile: ", "--parallel", "bogus"}},
+      {"compile x --bogus", {"onecat compile: ", "--bogus"}},
+      {"emit a b", {"onecat emit: ", "spec"}},
+      {"check x --rows abc", {"onecat check: ", "--rows", "abc"}},
+      {"info --json extra", {"onecat info: ", "extra"}},
+      {"cache export", {"onecat cache export: ", "FILE is required"}},
+  };
+  for (const auto& [args, needles] : cases) {
+    SCOPED_TRACE(args);
+    auto r = onecat(args);
+    EXPECT_EQ(r.status, 2) << r.err;
+    expect_one_error_line(r);
+    for (const auto& needle : needles) EXPECT_TRUE(contains(r.err, needle)) << needle << " missing from: " << r.err;
+    EXPECT_FALSE(contains(r.err, "Run with --help")) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+  EXPECT_FALSE(std::filesystem::exists(cache_file()));
+}
+
+TEST_F(Cli, MessagesEchoAtMostAShortPieceOfTheInput) {
+  const std::string huge(100'000, 'x');
+  const std::string spec = std::string(kSpec) + "," + huge;
+  const std::vector<std::string> cases = {
+      "compile '" + spec + "' --arch sm_70",
+      "emit 'rmsnorm:hidden=" + std::string(100'000, '9') + ",dtype=f16,residual=1'",
+      "emit 'rms" + huge + ":hidden=1'",
+      "emit 'rmsnorm:hidden=4096,dtype=" + huge + ",residual=1'",
+      std::string("emit '") + kSpec + "' --config 'row_threads=" + huge + "'",
+      std::string("compile '") + kSpec + "' --arch sm_" + huge,
+      std::string("compile '") + kSpec + "' --arch sm_70 --parallel " + huge,
+      huge,
+      "cache " + huge,
+      "info " + huge,
+  };
+  for (const auto& args : cases) {
+    SCOPED_TRACE(args.substr(0, 60));
+    auto r = onecat(args);
+    EXPECT_EQ(r.status, 2) << r.err.substr(0, 300);
+    expect_one_error_line(r);
+    EXPECT_LT(r.err.size(), 600u) << r.err.substr(0, 600);
+  }
 }
 
 TEST_F(Cli, CheckWithoutAGpuSaysSo) {
@@ -294,11 +420,11 @@ TEST_F(Cli, HelpWorksForEveryCommand) {
     EXPECT_TRUE(contains(r.out, "Usage:")) << r.out;
     EXPECT_TRUE(contains(r.out, needle)) << r.out;
   }
-  // Without a command it says what is missing, and fails.
+  // Without a command it says what is missing, and fails as malformed input.
   auto none = onecat("");
-  EXPECT_NE(none.status, 0);
+  EXPECT_EQ(none.status, 2);
   auto unknown = onecat("frobnicate");
-  EXPECT_NE(unknown.status, 0);
+  EXPECT_EQ(unknown.status, 2);
   EXPECT_FALSE(std::filesystem::exists(cache_file()));
 }
 

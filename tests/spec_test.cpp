@@ -1,8 +1,14 @@
 // Spec and config text: parsing, canonical form, validation messages, the search space
 // and Arch::parse.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <functional>
+#include <thread>
 #include <set>
 #include <string>
 #include <vector>
@@ -13,6 +19,7 @@
 #include "codegen/rmsnorm/space.h"
 #include "codegen/rmsnorm/spec.h"
 #include "codegen/spec_text.h"
+#include "codegen/tokens.h"
 #include "runtime/cuda/error.h"
 #include "tests/test_util.h"
 
@@ -320,6 +327,90 @@ TEST(Arch, RejectsOldAndMalformedArchs) {
     SCOPED_TRACE(bad);
     expect_throw<InputError>([&] { Arch::parse(bad); }, {"is not a GPU architecture", "sm_70"});
   }
+}
+
+// ---------------------------------------------------------------------------------------
+// Token counts (M)
+
+TEST(Tokens, Pow2CeilCoversTheWholeRange) {
+  EXPECT_EQ(pow2_ceil(-5), 1);
+  EXPECT_EQ(pow2_ceil(0), 1);
+  EXPECT_EQ(pow2_ceil(1), 1);
+  EXPECT_EQ(pow2_ceil(2), 2);
+  EXPECT_EQ(pow2_ceil(3), 4);
+  EXPECT_EQ(pow2_ceil(4096), 4096);
+  EXPECT_EQ(pow2_ceil((int64_t(1) << 30) + 1), int64_t(1) << 31);
+  EXPECT_EQ(pow2_ceil(kMaxTokens), int64_t(1) << 31);
+  EXPECT_EQ(pow2_ceil((int64_t(1) << 40) - 7), int64_t(1) << 40);
+  EXPECT_EQ(pow2_ceil(int64_t(1) << 62), int64_t(1) << 62);
+  expect_throw<Error>([] { pow2_ceil((int64_t(1) << 62) + 1); }, {"2^62"});
+  EXPECT_NO_THROW(check_token_count(1));
+  EXPECT_NO_THROW(check_token_count(kMaxTokens));
+  for (int64_t bad : {int64_t(0), int64_t(-1), kMaxTokens + 1, int64_t(1) << 40}) {
+    expect_throw<InputError>([&] { check_token_count(bad); }, {"token count m=" + std::to_string(bad), "1 to 2147483647"});
+  }
+}
+
+// Runs fn in a child process; false (and the child killed) when it takes longer than the
+// limit — a hang fails the test instead of stopping the suite.
+bool finishes_within(std::chrono::seconds limit, const std::function<void()>& fn) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    fn();
+    _exit(::testing::Test::HasFailure() ? 1 : 0);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+const char* const kEveryFamily[] = {
+    "rmsnorm:hidden=4096,dtype=f16,residual=1",
+    "gemm:n=4096,k=4096,fmt=awq4",
+    "attention:op=prefill,heads=32,kv_heads=8,dim=128,page=16,kv=f16",
+    "attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=e4m3",
+    "attention:op=verify,heads=32,kv_heads=8,dim=128,page=16,kv=f16,q=4",
+    "attention:op=kv_write,kv_heads=8,dim=128,page=16,kv=f16",
+};
+
+TEST(Tokens, EveryFamilyTakesAnyTokenCountUpTo2To31) {
+  // pow2_ceil looped forever on values above 2^30 (its int doubled past INT_MAX).
+  const bool finished = finishes_within(std::chrono::seconds(20), [] {
+    for (const char* spec : kEveryFamily) {
+      const Family& f = family_of(spec);
+      for (Arch arch : {Arch{70}, Arch{90}}) {
+        for (int64_t m : {(int64_t(1) << 30) + 1, kMaxTokens}) {
+          std::string c;
+          EXPECT_NO_THROW(c = f.default_config(spec, m, arch)) << spec << " m=" << m;
+          EXPECT_NO_THROW(f.fits_bucket(spec, c, m)) << spec << " m=" << m;
+        }
+      }
+    }
+  });
+  EXPECT_TRUE(finished) << "a default config for a token count above 2^30 did not come back within 20 s";
+}
+
+TEST(Tokens, EveryFamilyRejectsTokenCountsOutOfRange) {
+  const bool finished = finishes_within(std::chrono::seconds(20), [] {
+    for (const char* spec : kEveryFamily) {
+      SCOPED_TRACE(spec);
+      const Family& f = family_of(spec);
+      const std::string c = f.default_config(spec, 1, Arch{70});
+      for (int64_t m : {int64_t(0), int64_t(-3), kMaxTokens + 1}) {
+        expect_throw<InputError>([&] { f.default_config(spec, m, Arch{70}); }, {"token count m=" + std::to_string(m)});
+        expect_throw<InputError>([&] { f.fits_bucket(spec, c, m); }, {"token count m=" + std::to_string(m)});
+      }
+    }
+  });
+  EXPECT_TRUE(finished) << "an out-of-range token count was accepted or hung (details above)";
 }
 
 }  // namespace

@@ -13,7 +13,7 @@ bool one_of(int v, std::initializer_list<int> allowed) { return std::find(allowe
 }  // namespace
 
 Config Config::parse(const Spec& spec, std::string_view text) {
-  FieldReader r(text, "config '" + std::string(text) + "'");
+  FieldReader r(text, "config " + quoted_input(text));
   Config c;
   c.op = spec.op;
   if (spec.op == Op::kKvWrite) {
@@ -31,7 +31,7 @@ Config Config::parse(const Spec& spec, std::string_view text) {
   }
   r.finish();
   if (auto why = c.invalid_reason(spec)) {
-    throw InputError("config '" + std::string(text) + "' cannot run " + spec.to_string() + ": " + *why);
+    throw InputError("config " + quoted_input(text) + " cannot run " + spec.to_string() + ": " + *why);
   }
   return c;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "codegen/tokens.h"
 #include "runtime/cuda/error.h"
 
 namespace onecat::attention {
@@ -17,12 +18,6 @@ constexpr int64_t kTargetCtasM16n8k16 = 256;
 constexpr int kMaxDefaultSplit = 16;
 
 int round16(int v) { return (v + 15) / 16 * 16; }
-
-int pow2_ceil(int64_t v) {
-  int p = 1;
-  while (p < v) p *= 2;
-  return p;
-}
 
 // The rows a decode/verify CTA starts from: every query row of a sequence, at most 64.
 int decode_bm(const Spec& s) {
@@ -61,7 +56,7 @@ Config m16n8k16_default(const Spec& s, int64_t m, Arch arch) {
     shapes.insert(shapes.end(), {{64, 32, 1, 2}, {64, 16, 1, 2}});
   } else {
     const int64_t ctas = std::max<int64_t>(1, m) * s.kv_heads;
-    c.split = std::clamp(pow2_ceil((kTargetCtasM16n8k16 + ctas - 1) / ctas), 1, kMaxDefaultSplit);
+    c.split = int(std::min<int64_t>(pow2_ceil((kTargetCtasM16n8k16 + ctas - 1) / ctas), kMaxDefaultSplit));
     const int bm = decode_bm(s);
     // (4, 3) after (2, 4): at fp8 D=128 it spills 4 bytes with NVRTC 12.8 for sm_90.
     shapes = {{bm, 16, 2, 4}, {bm, 16, 4, 3}, {bm, 16, 4, 2}, {bm, 16, 2, 3}, {bm, 16, 2, 2}, {bm, 16, 1, 4}, {bm, 16, 1, 2}};
@@ -123,7 +118,7 @@ Config default_config(const Spec& s, int64_t m, Arch arch) {
   const int first_bm = s.op == Op::kPrefill ? (std::max<int64_t>(m, 1) * s.group() > 64 ? 128 : 64) : decode_bm(s);
   if (s.op != Op::kPrefill) {
     const int64_t ctas = std::max<int64_t>(1, m) * s.kv_heads;
-    c.split = std::clamp(pow2_ceil((kTargetCtas + ctas - 1) / ctas), 1, kMaxDefaultSplit);
+    c.split = int(std::min<int64_t>(pow2_ceil((kTargetCtas + ctas - 1) / ctas), kMaxDefaultSplit));
   }
   // (bn, wn), preferred first. Decode's extra row warps (padding rows) only load, so a
   // few query rows still get enough loads in flight.

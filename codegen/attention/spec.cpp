@@ -39,7 +39,7 @@ std::string_view scale_name(KvScale s) {
 
 Spec Spec::parse(std::string_view text) {
   SpecText st = split_spec(text);
-  const std::string what = "spec '" + std::string(text) + "'";
+  const std::string what = "spec " + quoted_input(text);
   if (st.family != "attention") throw InputError(what + " is not an attention spec");
   FieldReader r(st.fields, what);
   Spec s;

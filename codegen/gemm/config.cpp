@@ -129,7 +129,7 @@ std::optional<std::string> tc_small_invalid(const Spec& spec, const Config& c) {
 }  // namespace
 
 Config Config::parse(const Spec& spec, std::string_view text) {
-  FieldReader r(text, "config '" + std::string(text) + "'");
+  FieldReader r(text, "config " + quoted_input(text));
   Config c;
   const std::string strategy = r.choice("strategy", {"gemv", "mma", "tc_small"});
   c.strategy = strategy == "mma" ? Strategy::kMma : strategy == "tc_small" ? Strategy::kTcSmall : Strategy::kGemv;
@@ -156,7 +156,7 @@ Config Config::parse(const Spec& spec, std::string_view text) {
   }
   r.finish();
   if (auto why = c.invalid_reason(spec)) {
-    throw InputError("config '" + std::string(text) + "' cannot run " + spec.to_string() + ": " + *why);
+    throw InputError("config " + quoted_input(text) + " cannot run " + spec.to_string() + ": " + *why);
   }
   return c;
 }

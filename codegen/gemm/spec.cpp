@@ -54,7 +54,7 @@ int Spec::per_chunk() const {
 
 Spec Spec::parse(std::string_view text) {
   SpecText st = split_spec(text);
-  const std::string what = "spec '" + std::string(text) + "'";
+  const std::string what = "spec " + quoted_input(text);
   if (st.family != "gemm") throw InputError(what + " is not a gemm spec");
   FieldReader r(st.fields, what);
   Spec s;

@@ -13,14 +13,14 @@ bool power_of_two(int v) { return v > 0 && (v & (v - 1)) == 0; }
 }  // namespace
 
 Config Config::parse(const Spec& spec, std::string_view text) {
-  FieldReader r(text, "config '" + std::string(text) + "'");
+  FieldReader r(text, "config " + quoted_input(text));
   Config c;
   c.row_threads = static_cast<int>(r.integer("row_threads", 1, kMaxCtaThreads));
   c.vec = static_cast<int>(r.integer("vec", 1, 8));
   c.rows = static_cast<int>(r.integer("rows", 1, kMaxCtaThreads));
   r.finish();
   if (auto why = c.invalid_reason(spec)) {
-    throw InputError("config '" + std::string(text) + "' cannot run " + spec.to_string() + ": " + *why);
+    throw InputError("config " + quoted_input(text) + " cannot run " + spec.to_string() + ": " + *why);
   }
   return c;
 }

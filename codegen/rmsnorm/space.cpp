@@ -2,16 +2,11 @@
 
 #include <algorithm>
 
+#include "codegen/tokens.h"
 #include "runtime/cuda/error.h"
 
 namespace onecat::rmsnorm {
 namespace {
-
-int pow2_ceil(int64_t v) {
-  int p = 1;
-  while (p < v) p *= 2;
-  return p;
-}
 
 // CTA sizes the search tries: one warp is too little latency hiding, 1024 rarely helps.
 constexpr int kCtaSizes[] = {64, 128, 256, 512};
@@ -30,10 +25,10 @@ Config default_config(const Spec& spec, int64_t m) {
   }
   const int vectors = spec.hidden / c.vec;
   // Two vectors per thread keeps two loads in flight without many registers.
-  c.row_threads = std::clamp(pow2_ceil((vectors + 1) / 2), 1, Config::kMaxCtaThreads);
+  c.row_threads = int(std::min<int64_t>(pow2_ceil((vectors + 1) / 2), Config::kMaxCtaThreads));
   auto choose_rows = [&] {
     c.rows = std::max(1, kDefaultCtaThreads / c.row_threads);
-    c.rows = std::min(c.rows, pow2_ceil(std::max<int64_t>(m, 1)));
+    c.rows = int(std::min<int64_t>(c.rows, pow2_ceil(m)));
     c.rows = std::max(c.rows, Config::kMinCtaThreads / std::min(c.row_threads, Config::kMinCtaThreads));
   };
   // Wider rows until the row fits the registers a thread of that CTA has.
@@ -60,6 +55,6 @@ std::vector<Config> candidate_configs(const Spec& spec) {
   return out;
 }
 
-bool fits_bucket(const Spec&, const Config& c, int64_t m) { return c.rows <= pow2_ceil(std::max<int64_t>(m, 1)); }
+bool fits_bucket(const Spec&, const Config& c, int64_t m) { return c.rows <= pow2_ceil(m); }
 
 }  // namespace onecat::rmsnorm

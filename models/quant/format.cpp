@@ -27,7 +27,7 @@ WeightFormat parse_weight_format(std::string_view name) {
     if (text == name) return format;
     choices += (choices.empty() ? "" : ", ") + std::string(text);
   }
-  throw InputError("'" + std::string(name) + "' is not a weight format; use one of " + choices);
+  throw InputError(quoted_input(name) + " is not a weight format; use one of " + choices);
 }
 
 std::string_view format_name(WeightFormat format) {

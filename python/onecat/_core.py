@@ -34,6 +34,18 @@ def _check_str(value: Any, op: str, arg: str) -> str:
     return value
 
 
+#: The largest token count ``m`` (kernels take it as a C int), codegen/tokens.h.
+MAX_TOKENS = 2**31 - 1
+
+
+def _check_m(value: Any, op: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{op}: m must be an int, got {type(value).__name__}")
+    if not 1 <= value <= MAX_TOKENS:
+        raise ValueError(f"{op}: token count m={value} is out of range: it must be 1 to {MAX_TOKENS}")
+    return value
+
+
 def emit(spec: str, config: str | None = None, arch: str = "sm_70", m: int = 1) -> str:
     """The generated CUDA source of a kernel (no GPU and no NVRTC needed).
 
@@ -44,10 +56,13 @@ def emit(spec: str, config: str | None = None, arch: str = "sm_70", m: int = 1) 
         m: token count whose default config is used when ``config`` is None.
 
     Raises:
-        ValueError: a malformed spec or config, naming the offending field.
+        ValueError: a malformed spec or config, naming the offending field, or ``m`` outside
+            1 to 2**31 - 1.
+        TypeError: ``m`` is not an int.
     """
     _check_str(spec, "onecat.emit", "spec")
-    out = _C.emit(spec, config or "", _check_str(arch, "onecat.emit", "arch"), int(m))
+    m = _check_m(m, "onecat.emit")
+    out = _C.emit(spec, config or "", _check_str(arch, "onecat.emit", "arch"), m)
     return out["source"]
 
 
@@ -117,13 +132,15 @@ def compile(spec: str, config: str | None = None, arch: str | None = None, m: in
         m: token count whose default config is used when ``config`` is None.
 
     Raises:
-        ValueError: a malformed spec, config or arch.
+        ValueError: a malformed spec, config or arch, or ``m`` outside 1 to 2**31 - 1.
+        TypeError: ``m`` is not an int.
         RuntimeError: no NVRTC can target the arch, a compile error, or no GPU when arch is None.
     """
     _check_str(spec, "onecat.compile", "spec")
+    m = _check_m(m, "onecat.compile")
     if arch is not None:
         _check_str(arch, "onecat.compile", "arch")
-    return Kernel(_C.compile(spec, config or "", arch or "", int(m)))
+    return Kernel(_C.compile(spec, config or "", arch or "", m))
 
 
 def _buckets(buckets: Iterable[int] | None, op: str) -> list[int]:

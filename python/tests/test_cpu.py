@@ -77,6 +77,31 @@ def test_emit_type_errors():
         onecat.emit(42)
 
 
+@pytest.mark.parametrize("m", [0, -1, -(2**40), 2**31, 2**64])
+def test_token_count_out_of_range_is_value_error(m):
+    for fn in (onecat.emit, onecat.compile):
+        with pytest.raises(ValueError, match=rf"token count m={m} is out of range: it must be 1 to 2147483647"):
+            fn("rmsnorm:hidden=4096,dtype=f16,residual=1", arch="sm_70", m=m)
+
+
+@pytest.mark.parametrize("m", [1.5, "8", True, None])
+def test_token_count_must_be_an_int(m):
+    with pytest.raises(TypeError, match="m must be an int"):
+        onecat.emit("rmsnorm:hidden=4096,dtype=f16,residual=1", m=m)
+
+
+def test_large_token_counts_come_back():
+    # pow2_ceil looped forever above 2**30; every family's default now comes back at once.
+    for spec in (
+        "rmsnorm:hidden=4096,dtype=f16,residual=1",
+        "gemm:n=256,k=256,fmt=awq4",
+        "attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=f16",
+        "attention:op=prefill,heads=32,kv_heads=8,dim=128,page=16,kv=f16",
+    ):
+        for m in (2**30 + 1, 2**31 - 1):
+            assert onecat.emit(spec, m=m)
+
+
 @needs_sm70_nvrtc
 def test_compile_for_sm70_without_gpu(cache_dir):
     k = onecat.compile("rmsnorm:hidden=4096,dtype=f16,residual=1", arch="sm_70")

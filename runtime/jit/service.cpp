@@ -1,5 +1,7 @@
 #include "runtime/jit/service.h"
 
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -73,9 +75,14 @@ std::vector<CompileResult> JitService::get_all(const std::vector<CompileRequest>
     // parent then reads every result back, so a worker that died costs only a retry here.
     std::vector<pid_t> workers;
     const std::string path = store_->path();
+    const pid_t parent = getpid();
     for (int w = 0; w < jobs; ++w) {
       pid_t pid = fork();
       if (pid == 0) {
+        // A worker dies with its parent: a killed `onecat compile` leaves nothing compiling
+        // and writing behind. The signal comes when the forking thread ends, which here is the
+        // one that waits for the workers. The parent may have died before prctl took effect.
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(1);
         int status = 0;
         try {
           Store store(path);

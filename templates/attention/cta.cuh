@@ -21,7 +21,9 @@ struct AttnCta {
 // Below this many keys per split, a split's fixed cost (query tile, partials, its share of
 // the merge) outweighs the keys it streams: an H200 batch-1 verify over 1K keys took 24.7 µs
 // on 16 splits of 64 keys and 13.8 µs on 4 of 256 (bench/RESULTS.md, 2026-12-01).
-constexpr int kSplitMinKeys = 256;
+// inline: a plain namespace-scope constexpr has internal linkage, and NVRTC emits it under a
+// symbol named after the compiling process, which made every cubin differ (docs/codegen.md).
+inline constexpr int kSplitMinKeys = 256;
 
 // False when the CTA has no query rows, or its split no keys (the whole CTA returns).
 template <int G, int BM, int BN, int QLEN, bool CAUSAL, int WINDOW, int SPLIT>

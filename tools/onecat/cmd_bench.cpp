@@ -25,7 +25,7 @@ std::vector<int64_t> parse_list(const std::string& text) {
       if (used != item.size() || v < 1 || v > (1 << 20)) throw std::invalid_argument(item);
       out.push_back(v);
     } catch (const std::exception&) {
-      throw InputError("--m: '" + item + "' is not a token count (write e.g. --m 1,2,4,16)");
+      throw InputError("--m: " + quoted_input(item) + " is not a token count (write e.g. --m 1,2,4,16)");
     }
   }
   if (out.empty()) throw InputError("--m needs at least one token count");

@@ -56,7 +56,7 @@ std::vector<int64_t> parse_buckets(const std::string& text) {
       used = 0;
     }
     if (used != item.size() || v < 1 || v > kMaxBucket || bucket_for(v) != v) {
-      throw InputError("--buckets: '" + item + "' is not a bucket (powers of two from 1 to " + std::to_string(kMaxBucket) + ")");
+      throw InputError("--buckets: " + quoted_input(item) + " is not a bucket (powers of two from 1 to " + std::to_string(kMaxBucket) + ")");
     }
     out.push_back(v);
   }
@@ -227,7 +227,7 @@ void add_tune(CLI::App& app) {
     for (const auto& f : split(a->families)) {
       bool known = false;
       for (const Family* fam : all_families()) known |= fam->name() == f;
-      if (!known) throw InputError("--families: '" + f + "' is not a kernel family");
+      if (!known) throw InputError("--families: " + quoted_input(f) + " is not a kernel family");
       families.insert(f);
     }
     std::vector<std::string> specs;
