@@ -14,6 +14,9 @@
 #   tests-FILTER     gtest with --gtest_filter=FILTER (e.g. tests-GemmGpu.*)
 #   cpu-FILTER       the CPU test binary with --gtest_filter=FILTER, here with the image's NVRTC
 #   host-overhead    bench/host_overhead.cpp: host time per PreparedOp launch vs a bare one -> host_overhead.json
+#   verify-export    the fleet workflow with this GPU's NVRTC: compile qwen3-8b:awq4's kernels (every
+#                    family) for this arch, export, and import --verify elsewhere (recompiles each,
+#                    byte-identical cubins required)
 #   tune:MODEL:RUN   onecat tune --model MODEL --buckets $BUCKETS (default 1,16,512) into the
 #                    cache build-device/tune-MODEL-RUN (kept on a warm machine: a tune cut by
 #                    the deadline resumes there in the next call), records to tunes.jsonl
@@ -96,6 +99,12 @@ lane() {  # lane GPU STEPS...
       tests-*) timeout "$(left)" build-device/tests/onecat_gpu_tests --gtest_filter="${s#tests-}" ;;
       cpu-*) timeout "$(left)" build-device/tests/onecat_tests --gtest_filter="${s#cpu-}" ;;
       host-overhead) timeout "$(left)" build-device/host_overhead "$out/host_overhead.json" ;;
+      verify-export) rm -rf build-device/fleet-a build-device/fleet-b build-device/fleet.onecat
+        ONECAT_CACHE_DIR=build-device/fleet-a timeout "$(left)" $bin tune --model qwen3-8b:awq4 --compile-only \
+            --arch native --buckets 1,16,512 >/dev/null &&
+          ONECAT_CACHE_DIR=build-device/fleet-a $bin cache export build-device/fleet.onecat &&
+          ONECAT_CACHE_DIR=build-device/fleet-b timeout "$(left)" $bin cache import build-device/fleet.onecat --verify |
+          tail -n 3 ;;
       pytest) PYTHONPATH="$root/build-device/python" PYTHONFAULTHANDLER=1 ONECAT_CRASH_BACKTRACE=1 \
                 timeout "$(left)" "$py" -m pytest -m gpu -v -s -rs -p no:cacheprovider python/tests ;;
       pysmoke) PYTHONPATH="$root/build-device/python" timeout "$(left)" "$py" bench/py_smoke.py ;;
