@@ -1,0 +1,100 @@
+#include "models/chat/text.h"
+
+#include "models/chat/error.h"
+#include "models/chat/utf8.h"
+
+namespace onecat::chat::text {
+namespace {
+
+bool caseless(char32_t c) {
+  return (c >= 0x2000 && c <= 0x2bff) || (c >= 0x3000 && c <= 0x9fff) || (c >= 0xac00 && c <= 0xd7af) ||
+         (c >= 0xf900 && c <= 0xfaff) || (c >= 0xfe30 && c <= 0xfe4f) || (c >= 0x1f000 && c <= 0x1faff) ||
+         (c >= 0xff01 && c <= 0xff20) || (c >= 0xff3b && c <= 0xff40) || (c >= 0xff5b && c <= 0xffef) ||
+         (c >= 0x20000 && c <= 0x3ffff);
+}
+
+char32_t map_case(char32_t c, bool to_upper) {
+  if (c < 0x80) {
+    if (to_upper && c >= 'a' && c <= 'z') return c - 32;
+    if (!to_upper && c >= 'A' && c <= 'Z') return c + 32;
+    return c;
+  }
+  if (caseless(c)) return c;
+  throw TemplateError(0, "changing the case of non-ASCII letters is not supported");
+}
+
+bool is_cased_letter(char32_t c) {
+  if (c < 0x80) return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+  if (caseless(c)) return false;
+  throw TemplateError(0, "changing the case of non-ASCII letters is not supported");
+}
+
+std::string map_all(const std::string& s, bool to_upper) {
+  std::string out;
+  for (size_t i = 0; i < s.size();) utf8::append(out, map_case(utf8::next(s, i), to_upper));
+  return out;
+}
+
+}  // namespace
+
+std::string upper(const std::string& s) { return map_all(s, true); }
+std::string lower(const std::string& s) { return map_all(s, false); }
+
+std::string capitalize(const std::string& s) {
+  std::string out;
+  bool first = true;
+  for (size_t i = 0; i < s.size();) {
+    utf8::append(out, map_case(utf8::next(s, i), first));
+    first = false;
+  }
+  return out;
+}
+
+std::string python_title(const std::string& s) {
+  std::string out;
+  bool previous_cased = false;
+  for (size_t i = 0; i < s.size();) {
+    char32_t c = utf8::next(s, i);
+    bool cased = is_cased_letter(c);
+    utf8::append(out, cased ? map_case(c, !previous_cased) : c);
+    previous_cased = cased;
+  }
+  return out;
+}
+
+std::string jinja_title(const std::string& s) {
+  // "".join(w[0].upper() + w[1:].lower() for w in re.split(r"([-\s({\[<]+)", s) if w)
+  std::string out;
+  bool word_start = true;
+  for (size_t i = 0; i < s.size();) {
+    char32_t c = utf8::next(s, i);
+    bool separator = utf8::is_space(c) || c == '-' || c == '(' || c == '{' || c == '[' || c == '<';
+    if (separator) {
+      utf8::append(out, c);
+      word_start = true;
+    } else {
+      utf8::append(out, map_case(c, word_start));
+      word_start = false;
+    }
+  }
+  return out;
+}
+
+std::string replace(const std::string& s, const std::string& old, const std::string& repl, int64_t count) {
+  if (old.empty()) throw TemplateError(0, "replacing the empty string is not supported");
+  std::string out;
+  size_t start = 0;
+  int64_t done = 0;
+  while (count < 0 || done < count) {
+    size_t at = s.find(old, start);
+    if (at == std::string::npos) break;
+    out.append(s, start, at - start);
+    out += repl;
+    start = at + old.size();
+    ++done;
+  }
+  out.append(s, start, std::string::npos);
+  return out;
+}
+
+}  // namespace onecat::chat::text
