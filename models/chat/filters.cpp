@@ -90,8 +90,8 @@ Value do_tojson(const Value& v, CallArgs& a) {
   Value separators = a.get(2, "separators", Value::none());
   bool sort_keys = a.get(3, "sort_keys", Value::boolean(false)).truthy();
   a.expect_no_more("the filter 'tojson'");
-  if (ensure_ascii) throw TemplateError(0, "tojson with ensure_ascii=true is not supported");
   JsonDumpOptions o;
+  o.ensure_ascii = ensure_ascii;
   o.sort_keys = sort_keys;
   if (indent.kind() == K::integer) {
     o.indent = std::string(size_t(std::max<int64_t>(0, indent.as_int())), ' ');
@@ -167,6 +167,7 @@ Value do_select(const Value& seq, CallArgs& a, bool by_attribute, bool keep) {
   a.expect_no_more("the filter");
   if (!test.empty() && !test_exists(test)) throw TemplateError(0, "unknown test '" + test + "'");
   std::vector<Value> out;
+  if (!seq.truthy()) return Value::list({}, Flavor::generator);  // jinja2 skips a falsy input (none too)
   for (const Value& item : iterate(seq)) {
     Value subject = by_attribute ? lookup_path(item, attribute) : item;
     bool pass;
@@ -184,6 +185,7 @@ Value do_select(const Value& seq, CallArgs& a, bool by_attribute, bool keep) {
 
 Value do_map(const Value& seq, CallArgs& a) {
   std::vector<Value> out;
+  if (!seq.truthy()) return Value::list({}, Flavor::generator);  // jinja2 skips a falsy input (none too)
   if (a.positional.empty()) {
     Value attribute = a.get(size_t(-1), "attribute");
     Value fallback = a.get(size_t(-1), "default");

@@ -5,13 +5,28 @@
 #include <cstdio>
 
 #include "models/chat/error.h"
+#include "models/chat/utf8.h"
 
 namespace onecat::chat {
 namespace {
 
-void quote(std::string& out, const std::string& s) {
+void quote(std::string& out, const std::string& s, bool ensure_ascii) {
   out += '"';
-  for (unsigned char c : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (ensure_ascii && c >= 0x80) {
+      char32_t cp = utf8::next(s, i);
+      --i;
+      char buf[16];
+      if (cp >= 0x10000) {
+        cp -= 0x10000;
+        std::snprintf(buf, sizeof buf, "\\u%04x\\u%04x", unsigned(0xd800 + (cp >> 10)), unsigned(0xdc00 + (cp & 0x3ff)));
+      } else {
+        std::snprintf(buf, sizeof buf, "\\u%04x", unsigned(cp));
+      }
+      out += buf;
+      continue;
+    }
     switch (c) {
       case '"':
         out += "\\\"";
@@ -78,7 +93,7 @@ class Dumper {
         out += number(v);
         return;
       case K::string:
-        quote(out, v.str());
+        quote(out, v.str(), o_.ensure_ascii);
         return;
       case K::list: {
         if (v.list_data().flavor == Flavor::generator || v.list_data().flavor == Flavor::view)
@@ -112,7 +127,7 @@ class Dumper {
           if (!first) out += item_sep_;
           first = false;
           newline(out, depth + 1);
-          quote(out, key_text(k));
+          quote(out, key_text(k), o_.ensure_ascii);
           out += key_sep_;
           dump(out, e, depth + 1);
         }

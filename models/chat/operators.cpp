@@ -16,9 +16,21 @@ using K = Value::Kind;
   throw TemplateError(0, "unsupported operand types for " + op + ": '" + a.type_name() + "' and '" + b.type_name() + "'");
 }
 
-int64_t checked(bool overflow, int64_t v) {
-  if (overflow) throw TemplateError(0, "an integer result is too large");
-  return v;
+// Python integers do not overflow; ours are 64-bit, so a result that does not fit is an error.
+int64_t add(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) throw TemplateError(0, "an integer result is too large");
+  return r;
+}
+int64_t sub(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_sub_overflow(a, b, &r)) throw TemplateError(0, "an integer result is too large");
+  return r;
+}
+int64_t mul(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) throw TemplateError(0, "an integer result is too large");
+  return r;
 }
 
 std::string html_escape(const std::string& s) {
@@ -84,17 +96,16 @@ Value unary_arithmetic(const std::string& op, const Value& v) {
   if (!v.is_number()) unsupported("unary " + op, v, v);
   if (op == "+") return v.kind() == K::boolean ? Value::integer(v.as_int()) : v;
   if (v.kind() == K::floating) return Value::floating(-v.as_double());
-  return Value::integer(checked(v.as_int() == INT64_MIN, -v.as_int()));
+  return Value::integer(sub(0, v.as_int()));
 }
 
 Value binary_arithmetic(const std::string& op, const Value& a, const Value& b) {
   if (op == "~") return Value::string(to_str(a) + to_str(b));
   bool numbers = a.is_number() && b.is_number();
   bool floats = numbers && (a.kind() == K::floating || b.kind() == K::floating);
-  int64_t r = 0;
   if (op == "+") {
     if (numbers && floats) return Value::floating(a.as_double() + b.as_double());
-    if (numbers) return Value::integer(checked(__builtin_add_overflow(a.as_int(), b.as_int(), &r), r));
+    if (numbers) return Value::integer(add(a.as_int(), b.as_int()));
     if (a.is_string() && b.is_string()) {
       if (a.markup() || b.markup())  // markupsafe.Markup escapes the plain operand
         return Value::string((a.markup() ? a.str() : html_escape(a.str())) + (b.markup() ? b.str() : html_escape(b.str())),
@@ -111,7 +122,7 @@ Value binary_arithmetic(const std::string& op, const Value& a, const Value& b) {
   }
   if (op == "*") {
     if (numbers && floats) return Value::floating(a.as_double() * b.as_double());
-    if (numbers) return Value::integer(checked(__builtin_mul_overflow(a.as_int(), b.as_int(), &r), r));
+    if (numbers) return Value::integer(mul(a.as_int(), b.as_int()));
     if (is_sequence(a) && is_int_like(b)) return repeat(a, b.as_int());
     if (is_int_like(a) && is_sequence(b)) return repeat(b, a.as_int());
     unsupported(op, a, b);
@@ -122,7 +133,7 @@ Value binary_arithmetic(const std::string& op, const Value& a, const Value& b) {
   }
   if (op == "-") {
     if (floats) return Value::floating(a.as_double() - b.as_double());
-    return Value::integer(checked(__builtin_sub_overflow(a.as_int(), b.as_int(), &r), r));
+    return Value::integer(sub(a.as_int(), b.as_int()));
   }
   if (op == "/") {
     if (b.as_double() == 0) throw TemplateError(0, "division by zero");
@@ -149,7 +160,7 @@ Value binary_arithmetic(const std::string& op, const Value& a, const Value& b) {
   if (op == "**") {
     if (!floats && b.as_int() >= 0) {
       int64_t result = 1, base = a.as_int();
-      for (int64_t i = 0; i < b.as_int(); ++i) result = checked(__builtin_mul_overflow(result, base, &result), result);
+      for (int64_t i = 0; i < b.as_int(); ++i) result = mul(result, base);
       return Value::integer(result);
     }
     return Value::floating(std::pow(a.as_double(), b.as_double()));

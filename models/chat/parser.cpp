@@ -122,6 +122,7 @@ class Parser {
     auto s = std::make_unique<Stmt>();
     s->line = line;
     if (tag == "if") {
+      Softness soft(soft_, true);
       s->kind = Stmt::Kind::branch;
       s->conditions.push_back(parse_tuple(false, false));
       expect_block_end();
@@ -146,6 +147,7 @@ class Parser {
       s->targets = parse_targets();
       if (!accept_name("in")) fail("expected 'in' in the for tag");
       s->expr = parse_tuple(false, false);
+      Softness hard(soft_, false);
       if (accept_name("if")) s->condition = parse_expression(true);
       if (is_name("recursive")) fail("recursive for loops are not supported");
       expect_block_end();
@@ -170,6 +172,7 @@ class Parser {
         expect_block_end();
       } else {
         if (!s->attr.empty() || s->targets.size() != 1) fail("a block set assigns one plain name");
+        Softness hard(soft_, false);
         s->kind = Stmt::Kind::assign_block;
         if (is_op("|")) s->expr = parse_filters(nullptr);
         expect_block_end();
@@ -178,6 +181,7 @@ class Parser {
         expect_block_end();
       }
     } else if (tag == "macro") {
+      Softness hard(soft_, false);
       s->kind = Stmt::Kind::macro;
       s->name = expect_name();
       expect_op("(");
@@ -198,6 +202,7 @@ class Parser {
       s->kind = tag == "break" ? Stmt::Kind::loop_break : Stmt::Kind::loop_continue;
       expect_block_end();
     } else if (tag == "filter") {
+      Softness hard(soft_, false);
       s->kind = Stmt::Kind::filter_block;
       s->expr = parse_filter_chain(nullptr);
       expect_block_end();
@@ -262,6 +267,7 @@ class Parser {
     ExprPtr expr = parse_or();
     while (is_name("if")) {
       int line = take().line;
+      Softness soft(soft_, true);
       auto cond = make(Expr::Kind::cond, line);
       cond->args.push_back(std::move(expr));
       cond->args.push_back(parse_or());
@@ -558,7 +564,7 @@ class Parser {
       int line = cur().line;
       auto e = make(Expr::Kind::filter, line);
       e->name = dotted_name();
-      if (!filter_exists(e->name)) throw TemplateError(line, "unknown filter '" + e->name + "'");
+      check_filter(e->name, line);
       e->args.push_back(std::move(node));
       if (is_op("(")) parse_arguments(*e);
       node = std::move(e);
@@ -571,7 +577,7 @@ class Parser {
     int line = cur().line;
     auto e = make(Expr::Kind::filter, line);
     e->name = dotted_name();
-    if (!filter_exists(e->name)) throw TemplateError(line, "unknown filter '" + e->name + "'");
+    check_filter(e->name, line);
     e->args.push_back(std::move(node));
     if (is_op("(")) parse_arguments(*e);
     return parse_filters(std::move(e));
@@ -582,7 +588,7 @@ class Parser {
     auto e = make(Expr::Kind::test, line);
     e->negated = accept_name("not");
     e->name = dotted_name();
-    if (!test_exists(e->name)) throw TemplateError(line, "unknown test '" + e->name + "'");
+    check_test(e->name, line);
     e->args.push_back(std::move(node));
     if (is_op("(")) {
       parse_arguments(*e);
@@ -595,8 +601,25 @@ class Parser {
     return e;
   }
 
+  // jinja2 reports an unknown filter or test when it compiles the template, except inside an
+  // if-statement or an inline if (its "soft frame", which a for, macro or block body ends):
+  // there only when it runs.
+  void check_filter(const std::string& name, int line) const {
+    if (!soft_ && !filter_exists(name)) throw TemplateError(line, "unknown filter '" + name + "'");
+  }
+  void check_test(const std::string& name, int line) const {
+    if (!soft_ && !test_exists(name)) throw TemplateError(line, "unknown test '" + name + "'");
+  }
+  struct Softness {
+    Softness(bool& flag, bool value) : flag_(flag), saved_(flag) { flag_ = value; }
+    ~Softness() { flag_ = saved_; }
+    bool& flag_;
+    bool saved_;
+  };
+
   const std::vector<Token>& t_;
   size_t pos_ = 0;
+  bool soft_ = false;
 };
 
 }  // namespace

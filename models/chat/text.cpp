@@ -7,10 +7,48 @@ namespace onecat::chat::text {
 namespace {
 
 bool caseless(char32_t c) {
-  return (c >= 0x2000 && c <= 0x2bff) || (c >= 0x3000 && c <= 0x9fff) || (c >= 0xac00 && c <= 0xd7af) ||
-         (c >= 0xf900 && c <= 0xfaff) || (c >= 0xfe30 && c <= 0xfe4f) || (c >= 0x1f000 && c <= 0x1faff) ||
-         (c >= 0xff01 && c <= 0xff20) || (c >= 0xff3b && c <= 0xff40) || (c >= 0xff5b && c <= 0xffef) ||
-         (c >= 0x20000 && c <= 0x3ffff);
+  return (c >= 0x2b0 && c <= 0x36f) || (c >= 0x590 && c <= 0x10ff) || (c >= 0x2000 && c <= 0x2bff) ||
+         (c >= 0x3000 && c <= 0x9fff) || (c >= 0xac00 && c <= 0xd7af) || (c >= 0xf900 && c <= 0xfaff) ||
+         (c >= 0xfe30 && c <= 0xfe4f) || (c >= 0x1f000 && c <= 0x1faff) || (c >= 0xff01 && c <= 0xff20) ||
+         (c >= 0xff3b && c <= 0xff40) || (c >= 0xff5b && c <= 0xffef) || (c >= 0x20000 && c <= 0x3ffff) ||
+         c == 0xd7 || c == 0xf7 || (c >= 0x80 && c <= 0xbf && c != 0xb5 && c != 0xaa && c != 0xba);
+}
+
+// Simple one-to-one case pairs: Latin-1, Latin Extended-A and basic Cyrillic. Letters whose
+// Python mapping is not one code point (ß, ŉ, İ), or depends on context (Greek final sigma),
+// and other scripts are reported as unsupported.
+bool case_pair(char32_t c, char32_t& upper, char32_t& lower) {
+  if (c >= 0xc0 && c <= 0xfe && c != 0xd7 && c != 0xf7 && c != 0xdf) {
+    upper = c >= 0xe0 ? c - 0x20 : c;
+    lower = c < 0xe0 ? c + 0x20 : c;
+    return true;
+  }
+  if (c == 0xff || c == 0x178) {
+    upper = 0x178;
+    lower = 0xff;
+    return true;
+  }
+  if ((c >= 0x100 && c <= 0x12f) || (c >= 0x132 && c <= 0x137) || (c >= 0x14a && c <= 0x177)) {
+    upper = c & ~char32_t(1);
+    lower = c | 1;
+    return true;
+  }
+  if ((c >= 0x139 && c <= 0x148) || (c >= 0x179 && c <= 0x17e)) {
+    upper = (c & 1) ? c : c - 1;
+    lower = (c & 1) ? c + 1 : c;
+    return true;
+  }
+  if (c >= 0x400 && c <= 0x44f) {
+    upper = c >= 0x430 ? c - 0x20 : c;
+    lower = c < 0x410 ? c + 0x50 : c < 0x430 ? c + 0x20 : c;
+    return true;
+  }
+  if (c >= 0x450 && c <= 0x45f) {
+    upper = c - 0x50;
+    lower = c;
+    return true;
+  }
+  return false;
 }
 
 char32_t map_case(char32_t c, bool to_upper) {
@@ -20,13 +58,17 @@ char32_t map_case(char32_t c, bool to_upper) {
     return c;
   }
   if (caseless(c)) return c;
-  throw TemplateError(0, "changing the case of non-ASCII letters is not supported");
+  char32_t upper, lower;
+  if (case_pair(c, upper, lower)) return to_upper ? upper : lower;
+  throw TemplateError(0, "changing the case of this non-ASCII letter is not supported");
 }
 
 bool is_cased_letter(char32_t c) {
   if (c < 0x80) return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
   if (caseless(c)) return false;
-  throw TemplateError(0, "changing the case of non-ASCII letters is not supported");
+  char32_t upper, lower;
+  if (case_pair(c, upper, lower)) return true;
+  throw TemplateError(0, "changing the case of this non-ASCII letter is not supported");
 }
 
 std::string map_all(const std::string& s, bool to_upper) {

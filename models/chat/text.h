@@ -1,6 +1,6 @@
-// Python's case mappings and replace on UTF-8 text. Case mapping is implemented for ASCII
-// and for scripts without case (CJK, symbols, emoji); other letters are an error rather
-// than a silently different result.
+// Python's case mappings and replace on UTF-8 text. Case mapping is implemented for ASCII,
+// Latin-1, Latin Extended-A, basic Cyrillic and scripts without case (CJK, symbols, emoji);
+// other letters are an error rather than a silently different result.
 #pragma once
 #include <cstdint>
 #include <string>
