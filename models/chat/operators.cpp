@@ -145,6 +145,7 @@ Value binary_arithmetic(const std::string& op, const Value& a, const Value& b) {
       double x = a.as_double(), y = b.as_double();
       double mod = std::fmod(x, y);
       if (mod != 0 && ((y < 0) != (mod < 0))) mod += y;
+      if (mod == 0) mod = std::copysign(0.0, y);  // Python: a zero remainder takes the divisor's sign
       if (op == "%") return Value::floating(mod);
       return Value::floating(std::floor(x / y));
     }

@@ -324,6 +324,149 @@ def test_chat_templates_match_jinja2(tmp_path):
     assert len(full) >= 0.9 * len(report), f"only {len(full)} of {len(report)} templates agree with jinja2 on every case"
 
 
+# ---- the engine's constructs, one small template each ----------------------------------
+
+CONSTRUCTS = [
+    '{{ 1 }} {{ 1.5 }} {{ -2 }} {{ 1e3 }} {{ 1_000 }} {{ "a" "b" }} {{ \'x\\ny\' }} {{ \'\\u00e9\\x41\\t|\' }}',
+    '{{ none }} {{ true }} {{ False }} {{ [1, \'a\', none, true, 2.0] }} {{ {\'a\': [1, {\'b\': "it\'s"}]} }} {{ (1,) }} {{ (1, 2) }} {{ () }}',
+    '{{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ -7 % 3 }} {{ 2 ** 10 }} {{ 2 ** -1 }} {{ 7 / 2 }} {{ 1 + 2 * 3 }} {{ (1 + 2) * 3 }} {{ 2 ** 3 ** 2 }} {{ -2 ** 2 }}',
+    "{{ 'ab' * 3 }} {{ [1] * 2 }} {{ 'a' + 'b' }} {{ [1] + [2] }} {{ 1 ~ 2 ~ none }} {{ 0.1 + 0.2 }} {{ 1e16 }} {{ 1e-5 }} {{ 123456789.125 }} {{ 3 * 1.0 }}",
+    "{{ 1 < 2 < 3 }} {{ 1 < 3 < 2 }} {{ 1 == 1.0 }} {{ true == 1 }} {{ 'a' in 'cat' }} {{ 2 not in [1, 3] }} {{ 'k' in {'k': 1} }} {{ [1,2] == [1,2] }} {{ 'a' < 'b' }}",
+    "{{ not 1 }} {{ 1 and 2 }} {{ 0 or 'x' }} {{ none or [] }} {{ '' and 1 }} {{ not none is none }} {{ -1|abs }}",
+    "{{ 'yes' if 1 else 'no' }}|{{ 'yes' if 0 }}|{{ 'a' if 0 else 'b' if 0 else 'c' }}",
+    '{% for x in [1, 2, 3] %}{{ loop.index }}{{ loop.index0 }}{{ loop.revindex }}{{ loop.revindex0 }}{{ loop.first }}{{ loop.last }}{{ loop.length }};{% endfor %}',
+    "{% for x in [1, 2, 3] %}{{ loop.previtem is defined }}{{ loop.previtem }}-{{ loop.nextitem }}{{ loop.cycle('a', 'b') }};{% endfor %}",
+    '{% for x in [] %}A{% else %}empty{% endfor %}|{% for x in [1, 2, 3, 4] if x is even %}{{ x }}{{ loop.length }}{% endfor %}',
+    "{% for k, v in {'a': 1, 'b': 2}.items() %}{{ k }}={{ v }},{% endfor %}{% for k in {'a': 1, 'b': 2} %}{{ k }}{% endfor %}{% for a, b in [[1, 2], (3, 4)] %}{{ a + b }}{% endfor %}",
+    '{% for x in range(10) %}{% if x == 2 %}{% continue %}{% endif %}{% if x == 5 %}{% break %}{% endif %}{{ x }}{% endfor %}{{ range(3) | list }}{{ range(1, 10, 3) | list }}',
+    '{% set x = 1 %}{% for i in [1, 2] %}{% set x = x + i %}{{ x }}{% endfor %}{{ x }}',
+    '{% set ns = namespace(x=1, items=[]) %}{% for i in [1, 2] %}{% set ns.x = ns.x + i %}{% endfor %}{{ ns.x }}',
+    '{% set a, b = 1, 2 %}{{ a }}{{ b }}{% set c = 1, 2 %}{{ c }}',
+    '{% set block %}  inner {{ 1 + 1 }}  {% endset %}[{{ block }}]{% set t | trim %}  x  {% endset %}[{{ t }}]',
+    "{% macro greet(name, greeting='Hello', punct='!') %}{{ greeting }}, {{ name }}{{ punct }}{% endmacro %}{{ greet('Bob') }} {{ greet('Al', punct='?') }} {{ greet('X', 'Hi') }}",
+    '{% macro m(a) %}{{ a is defined }}{% endmacro %}{{ m() }}{% macro r(n) %}{% if n > 0 %}{{ n }}{{ r(n - 1) }}{% endif %}{% endmacro %}{{ r(3) }}',
+    "{% filter upper %}hello {{ 'world' }}{% endfilter %}",
+    '{%- generation -%} gen {% endgeneration %}',
+    "  {% if true %}\n    yes\n  {% endif %}\n  {{ 'v' }}\n  {# comment #}\nend",
+    "a  {%- if true -%}  b  {%- endif -%}  c {{- ' d ' -}} e {#- c -#} f",
+    'a\n  {%+ if true %}x{% endif +%}\nb {% if true -%}\n   y\n{%- endif %}',
+    '{{ "  a b  " | trim }}|{{ "xxaxx" | trim(\'x\') }}|{{ "Hello World" | lower }}|{{ "hello world" | upper }}|{{ "hello world" | title }}|{{ "hELLO" | capitalize }}|{{ "a-b c(d" | title }}',
+    "{{ [3, 1, 2] | sort }}{{ [3, 1, 2] | sort(reverse=true) }}{{ ['b', 'A', 'c'] | sort }}{{ [{'n': 2}, {'n': 1}] | sort(attribute='n') }}",
+    "{{ [1, 2, 3] | join(', ') }}|{{ [1, 2] | first }}|{{ [1, 2] | last }}|{{ [] | first }}|{{ 'abc' | first }}|{{ [1, 2, 1] | unique | list }}|{{ [1, 2] | reverse | list }}|{{ 'abc' | reverse }}",
+    "{{ [1, 2, 3] | length }} {{ 'héllo' | length }} {{ {'a': 1} | length }} {{ [1, 2, 3] | count }} {{ undefined_thing | length }}",
+    "{{ x | default('d') }} {{ none | default('d') }} {{ '' | default('d', true) }} {{ x | d('e') }} {{ 0 | default(5, boolean=true) }}",
+    "{{ [{'a': 1, 'r': 'u'}, {'a': 2, 'r': 's'}] | selectattr('r', 'equalto', 's') | list }}{{ [{'a': 1, 'r': 'u'}, {'a': 2}] | rejectattr('r', 'defined') | list }}{{ [{'a': 1}, {'a': 2}] | map(attribute='a') | list }}{{ ['a', 'B'] | map('upper') | list }}{{ [1, 0, 2] | select | list }}{{ [1, 2, 3, 4] | select('odd') | list }}{{ [1, 0, 2] | reject | list }}",
+    "{{ {'b': 1, 'a': 2} | dictsort }}{{ {'b': 1, 'a': 2} | items | list }}{{ {'b': 1, 'a': 2}.keys() | list }}{{ {'b': 1, 'a': 2}.values() | list }}",
+    "{{ '42' | int }} {{ '4.7' | int }} {{ 'x' | int }} {{ 3.9 | int }} {{ '2.5' | float }} {{ 3 | float }} {{ 'x' | float(1.5) }} {{ 2.5 | round }} {{ 3.5 | round }} {{ [1, 2.5] | sum }}",
+    '{{ {\'a\': 1, \'b\': [1, 2, {\'c\': \'é"\\n\'}], \'d\': none, \'e\': true, \'f\': 1.5} | tojson }}|{{ {\'a\': [1, 2], \'b\': {}} | tojson(indent=2) }}|{{ [] | tojson(indent=2) }}|{{ \'x\' | tojson }}|{{ {\'b\': 1, \'a\': 2} | tojson(sort_keys=true) }}|{{ [1, {\'a\': 2}] | tojson(separators=(\',\', \':\')) }}',
+    '{{ "line1\\nline2\\n\\nline4" | indent(2) }}|{{ "a\\nb" | indent(2, true) }}|{{ "a\\n\\nb" | indent(width=3, blank=true) }}|{{ "one two  three" | wordcount }}',
+    "{{ ' a b '.strip() }}|{{ 'xxaxx'.lstrip('x') }}|{{ 'xxaxx'.rstrip('x') }}|{{ 'a,b,,c'.split(',') }}|{{ ' a  b '.split() }}|{{ 'a b c'.split(' ', 1) }}|{{ 'a,b,c'.rsplit(',', 1) }}|{{ 'abc'.startswith('ab') }}|{{ 'abc'.endswith(('x', 'c')) }}",
+    "{{ 'Hello'.upper() }}{{ 'Hello'.lower() }}{{ 'hello world'.title() }}{{ 'hello'.capitalize() }}{{ 'aaa'.replace('a', 'b', 2) }}{{ 'héllo'.find('l') }}{{ 'abc'.find('z') }}{{ 'a{}b{}'.format(1, 'x') }}{{ '{0}-{name}'.format(1, name='n') }}{{ 'aXbXc'.count('X') }}{{ '-'.join(['a', 'b']) }}",
+    "{{ {'a': 1}.get('a') }}{{ {'a': 1}.get('b') }}{{ {'a': 1}.get('b', 2) }}{{ {'a': {'b': 1}}.a.b }}{{ {'a': 1}['a'] }}{{ [1, 2, 3][-1] }}{{ [1, 2, 3][1:] }}{{ [1, 2, 3][::-1] }}{{ 'hello'[1:3] }}{{ 'hello'[-3:] }}{{ [1, 2, 3][5] is defined }}{{ [1,2,3,4,5][::2] }}{{ 'héllo'[1] }}",
+    "{{ x is defined }}{{ x is undefined }}{{ none is none }}{{ 1 is number }}{{ 1.0 is float }}{{ 1 is integer }}{{ true is integer }}{{ true is boolean }}{{ 'a' is string }}{{ {} is mapping }}{{ [] is iterable }}{{ 'a' is sequence }}{{ [] is sequence }}{{ 3 is odd }}{{ 4 is even }}{{ 9 is divisibleby 3 }}{{ 1 is eq 1 }}{{ 1 is equalto(2) }}{{ true is true }}{{ false is false }}{{ 1 is true }}{{ 2 is gt 1 }}{{ 'a' is in 'cat' }}{{ none is sameas none }}",
+    "{{ dict(a=1, b='x') }}{{ namespace(a=1).a }}{{ strftime_now('%Y-%m-%d %d %b %B %A %H') }}",
+    "{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}ok",
+    '{{ undefined_var }}|{{ undefined_var.attr }}',
+    "{{ {'a': 1}.missing }}|{{ {'a': 1}.missing.deeper }}",
+    "{{ x | length }}{{ 'a' + 1 }}",
+    "{% for m in messages %}{{ m.role }}:{{ m['content'] }}{% if not loop.last %}, {% endif %}{% endfor %}",
+    "{{ messages | selectattr('role', 'equalto', 'user') | length }}",
+    "{% set s = messages | selectattr('role', 'equalto', 'user') %}{% for m in s %}1{% endfor %}{% for m in s %}2{% endfor %}{{ s | list }}",
+    "{{ [1, 2, 3] | map('string') | join('-') }}{{ [1.5, 2] | map('int') | list }}",
+    '{{ "<a>" | safe + "<b>" }}{{ "<a>" | escape }}{{ ("<a>" | safe) ~ "<b>" }}',
+    '{{ \'a\\\'b"c\' }}{{ [\'a\\\'b\', \'a"b\', \'a\\\'"b\', \'a\\\\b\', \'tab\\there\', \'é\', \'\\x01\'] }}',
+    "{{ {1: 'a', 1.5: 'b', none: 'c', true: 'd'} }}{{ {'x': {1: 2}} | tojson }}",
+    '{% for i in range(3) %}{% for j in range(2) %}{{ loop.index }}{% endfor %}{{ loop.index }}|{% endfor %}',
+    '{% set x = [] %}{{ x.append(1) }}',
+    "{{ 'abc' | list }}{{ {'a': 1} | list }}{{ 'a b'.split(' ') | list }}",
+    "{{ [1, 2, 3] | min }}{{ [1, 2, 3] | max }}{{ ['b', 'a'] | min }}{{ [{'a': 3}, {'a': 1}] | max(attribute='a') }}",
+    "{%- for message in messages -%}\n{%- if loop.first and message.role != 'system' -%}\n<s>\n{%- endif -%}\n[{{ message.role | upper }}] {{ message.content | trim }}\n{% endfor -%}",
+    '{{ 10 / 4 }} {{ 10 / 5 }} {{ 1 / 3 }} {{ 2 ** 0.5 }} {{ 100 * 1.1 }} {{ -0.0 }} {{ 1e100 }} {{ 5e-324 }}',
+    '{% if x is not defined %}nd{% endif %}{% if not x is defined %}nd2{% endif %}{% if x is not none %}nn{% endif %}',
+    "{{ 'abc' == 'abc' and 'x' != 'y' }}{{ [] == [] }}{{ {} == {} }}{{ none == none }}{{ 'a' == 1 }}",
+    "{{ 'a' 'b' ~ 'c' }}{{ 'x' ~ 1.0 ~ [1] ~ {'a': none} }}",
+    "{{ 'Réponds ÉTÉ ça' | lower }}{{ 'ça' | upper }}{{ 'привет' | upper }}{{ '你好' | upper }}",
+    '{% set x = 5 %}{% macro show() %}{{ x }}{% endmacro %}{% set x = 6 %}{{ show() }}',
+    "{% for x in 'ab' %}{{ x }}{% endfor %}{% for x in none %}{% endfor %}",
+    '{% for x in undefined_seq %}{{ x }}{% else %}none{% endfor %}',
+    "{{ 'a' | replace('a', 'b') }}{{ 'aaa' | replace('a', 'b', 1) }}{{ 1 | string }}{{ none | string }}{{ [1] | string }}\n",
+    '{{ \'}}\' }}{{ "%}" }}{{ {\'a\': {\'b\': 1}} }}{{ {\'a\':1}[\'a\']}}',
+    '  {# c #}\nx\n   {%- if true %}\ny{% endif %}',
+    ' \t{% if true %}\nt{% endif %}\n\t {{ 1 }}',
+    '{% if true %}a{% endif %}   \n{% if true %}b{% endif %}',
+    'line\n{%- for x in [1,2] %}\n  {{ x }}\n{%- endfor %}\nend',
+    '{% for x in [1, 2] -%}\n  {{ x }}\n{% endfor %}',
+    '{%- macro m(x) -%}\n  [{{ x }}]\n{%- endmacro -%}\n{{ m(1) }}\n{{ m(2) }}',
+    'a {# multi\nline\ncomment #} b\n{#- x #}\nc',
+    '{{ "a" if "" else "b" }}{{ [] if [] else {} }}',
+    "{{ 1 if true else 2 ~ 'x' }}",
+    '{{ - 3 | abs }}{{ (-3) | abs }}',
+    "{{ 'a' ~ 'b' | upper }}",
+    '{{ 1 + 2 | string }}',
+    '{{ not true == false }}',
+    '{{ messages[0].content | trim | length }}',
+    "{{ messages | map(attribute='role') | join(',') }}",
+    '{{ messages[-1].role }}{{ messages[1:] | length }}{{ (messages | last).content }}',
+    "{% for m in messages %}{% if m.role == 'user' %}{% set ns = 1 %}{% endif %}{% endfor %}{{ ns }}",
+    "{%- set a = 'x' -%}\n{%- if a -%}\n    {{- 'y' -}}\n{%- endif %}\nz",
+    "{{ [1, [2, [3]]] }}{{ {'k': (1, 2)} }}{{ ((1, 2),) }}",
+    '{{ 3.0 }}{{ 1.10 }}{{ 1e22 }}{{ 1.5e-10 }}{{ 0.0001 }}{{ 12345678901234567.0 }}{{ 1234567890123456.7 }}',
+    '{{ 5 // 2.0 }}{{ -5 % 2.5 }}{{ 2 ** 62 }}{{ 7 % -3 }}',
+    "{% for a, b in {'x': 1}.items() %}{{ a }}{{ b }}{% endfor %}{% for p in {'x': 1} | dictsort %}{{ p[0] }}{{ p.1 }}{% endfor %}",
+    "{{ 'x'.join(['1', '2']) }}{{ 'a b'.split() | join('+') }}{{ '  x'.lstrip() }}",
+    '{{ loop }}',
+    '{% for x in [1] %}{{ loop.index }}{% for y in [1, 2] %}{{ loop.index }}{% endfor %}{{ loop.index }}{% endfor %}',
+    '{{ tools is none }}{{ tools is defined }}{{ documents }}{{ add_generation_prompt }}',
+    '{% if tools %}t{% else %}f{% endif %}{% if not tools %}nt{% endif %}',
+    '{{ bos_token }}{{ eos_token }}',
+    "{% set content = messages[0].content if messages[0].content is string else '' %}{{ content }}",
+    "{{ '' ~ none }}{{ none ~ '' }}",
+    "{{ true + 1 }}{{ true and 'x' }}{{ 1.0 == 1 }}{{ '1' == 1 }}",
+    "{% include 'x.jinja' %}",
+    '{% call m() %}x{% endcall %}',
+    '{{ x.y }}',
+    '{% for x in [1,2,3] %}{{ x }}{% if x == 2 %}{% break %}{% endif %}{% else %}E{% endfor %}',
+    '{{ "\\u2028" | tojson }}{{ "\\u007f\\u0080" | tojson }}{{ ["\\u2028 \\u00a0 \\ufeff"] }}',
+    "{% set d = {'b': 2, 'a': 1} %}{{ d }}{{ d | tojson }}{% for k, v in d | dictsort %}{{ k }}{% endfor %}",
+    "{{ [none, true, 1, 'a'] | tojson }}{{ {'a': 'x'} | tojson(indent='  ') }}",
+    "{{ messages | selectattr('role', 'in', ['user', 'system']) | list | length }}{{ messages | rejectattr('role', 'eq', 'user') | map(attribute='content') | list }}",
+    "{{ [1,2,3] | select('gt', 1) | list }}{{ [1,2,3] | select('lt', 3) | list }}{{ ['a', 'b'] | select('in', 'abc') | list }}",
+    "{{ 'ab' in ['ab'] }}{{ 1 in [1.0] }}{{ none in [none] }}",
+    "{{ ''.join(['a']) }}{{ 'A_b'.lower() }}",
+    "{{ 'x'|e }}{{ '<&>'|e }}{{ '<a>'|safe|e }}",
+    "{{ [1, 2] | join }}{{ ['a', none, 1] | join('|') }}",
+    '{{ \'a-b\'.title() }}{{ "they\'re bill\'s" | title }}{{ "they\'re bill\'s".title() }}{{ \'x1y\'.title() }}\n',
+]
+
+
+def test_constructs_match_jinja2(tmp_path):
+    """Each construct renders as jinja2 renders it, or both fail."""
+    case = {
+        "messages": [{"role": "user", "content": "a "}, {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}],
+        "now": NOW,
+    }
+    jobs, expected = [], []
+    for i, source in enumerate(CONSTRUCTS):
+        path = tmp_path / f"construct{i}.jinja"
+        path.write_text(source, encoding="utf-8")
+        jobs.append({"template_file": str(path), "cases": [case]})
+        try:
+            expected.append(("text", render_like_transformers(compile_like_transformers(source), case)))
+        except Exception as e:  # noqa: BLE001
+            expected.append(("error", f"{type(e).__name__}: {e}"))
+    jobs_file = tmp_path / "jobs.json"
+    jobs_file.write_text(json.dumps(jobs, ensure_ascii=False), encoding="utf-8")
+    done = subprocess.run([str(batch_binary()), str(jobs_file)], capture_output=True, check=True)
+    got = [r[0] for r in json.loads(done.stdout.decode("utf-8"))]
+    mismatches = []
+    for source, (kind, want), result in zip(CONSTRUCTS, expected, got):
+        if kind == "text" and result.get("text") != want:
+            mismatches.append({"template": source, "jinja2": want, "onecat": result})
+        if kind == "error" and "error" not in result:
+            mismatches.append({"template": source, "jinja2": want, "onecat": result})
+    assert not mismatches, json.dumps(mismatches, ensure_ascii=False, indent=1)
+
+
 if __name__ == "__main__":
     import sys
     import tempfile
