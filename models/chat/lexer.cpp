@@ -13,6 +13,23 @@ namespace {
 
 bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 
+// Python's str.rstrip() and regex \s, which count Unicode spaces (U+3000, U+00A0, ...) too.
+size_t end_without_trailing_space(const std::string& text) {
+  size_t keep = 0;
+  for (size_t i = 0; i < text.size();)
+    if (!utf8::is_space(utf8::next(text, i))) keep = i;
+  return keep;
+}
+
+size_t skip_space(const std::string& s, size_t at) {
+  while (at < s.size()) {
+    size_t next = at;
+    if (!utf8::is_space(utf8::next(s, next))) break;
+    at = next;
+  }
+  return at;
+}
+
 // jinja2 reads a template with universal newlines and, by default, without its final newline.
 std::string normalize_newlines(const std::string& source) {
   std::string out;
@@ -120,15 +137,13 @@ class Lexer {
       char sign = open + 2 < src_.size() && (src_[open + 2] == '-' || src_[open + 2] == '+') ? src_[open + 2] : 0;
       int text_line = line_;
       if (sign == '-') {
-        size_t keep = text.size();
-        while (keep > 0 && is_ws(text[keep - 1])) --keep;
-        text.resize(keep);
+        text.resize(end_without_trailing_space(text));
       } else if (sign != '+' && kind != '{') {
         // lstrip_blocks: the tag is the first thing on its line.
         size_t line_start = text.rfind('\n');
         line_start = line_start == std::string::npos ? 0 : line_start + 1;
         bool only_blanks = line_start < text.size();
-        for (size_t k = line_start; k < text.size(); ++k) only_blanks = only_blanks && is_ws(text[k]);
+        only_blanks = only_blanks && skip_space(text, line_start) == text.size();
         if (only_blanks && (line_start > 0 || line_starting_)) text.resize(line_start);
       }
       emit_data(text, text_line);
@@ -166,7 +181,7 @@ class Lexer {
   void after_tag_end(size_t close_end, char sign, bool is_block) {
     size_t to = close_end;
     if (sign == '-') {
-      while (to < src_.size() && is_ws(src_[to])) ++to;
+      to = skip_space(src_, to);
     } else if (sign != '+' && is_block && to < src_.size() && src_[to] == '\n') {
       ++to;
     }

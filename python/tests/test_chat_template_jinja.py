@@ -206,6 +206,12 @@ CONVERSATIONS = {
         {"role": "user", "content": [{"type": "text", "text": "Describe"}, {"type": "text", "text": "this, please."}]},
     ],
     "system_only": [{"role": "system", "content": "Only a system prompt."}],
+    "tool_call_without_content_key": [
+        {"role": "user", "content": "Weather in Oslo?"},
+        {"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}]},
+        {"role": "tool", "content": "-3"},
+        {"role": "assistant", "content": "It is -3 °C in Oslo."},
+    ],
 }
 
 
@@ -436,6 +442,8 @@ CONSTRUCTS = [
     "{{ 'x'|e }}{{ '<&>'|e }}{{ '<a>'|safe|e }}",
     "{{ [1, 2] | join }}{{ ['a', none, 1] | join('|') }}",
     '{{ \'a-b\'.title() }}{{ "they\'re bill\'s" | title }}{{ "they\'re bill\'s".title() }}{{ \'x1y\'.title() }}\n',
+    'a\u3000 {%- if true -%}\u3000b\u3000{%- endif %}',
+    'x\n\u3000{% if true %}\ny{% endif %}\n',
 ]
 
 
@@ -465,6 +473,52 @@ def test_constructs_match_jinja2(tmp_path):
         if kind == "error" and "error" not in result:
             mismatches.append({"template": source, "jinja2": want, "onecat": result})
     assert not mismatches, json.dumps(mismatches, ensure_ascii=False, indent=1)
+
+
+# ---- the command line -------------------------------------------------------------------
+
+
+def onecat_binary() -> Path:
+    binary = Path(os.environ.get("ONECAT_BUILD_DIR", ROOT / "build")) / "onecat"
+    assert binary.exists(), f"{binary} is missing: build the project first (scripts/build)"
+    return binary
+
+
+def test_cli_renders_a_checkpoint_template_as_transformers(tmp_path):
+    source = (published_templates()[0].parent / "meta-llama-Llama-3.1-8B-Instruct.jinja").read_text(encoding="utf-8")
+    checkpoint = tmp_path / "checkpoint"
+    checkpoint.mkdir()
+    config = {"chat_template": source, "bos_token": {"content": "<|begin_of_text|>"}, "eos_token": "<|eot_id|>"}
+    (checkpoint / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    messages = CONVERSATIONS["tool_call"]
+    (tmp_path / "messages.json").write_text(json.dumps(messages), encoding="utf-8")
+    (tmp_path / "tools.json").write_text(json.dumps(TOOLS), encoding="utf-8")
+    args = [str(onecat_binary()), "chat-template", "--model", str(checkpoint), "--messages", str(tmp_path / "messages.json"),
+            "--tools", str(tmp_path / "tools.json"), "--add-generation-prompt", "--kwargs", '{"date_string": "26 Jul 2024"}']
+    done = subprocess.run(args, capture_output=True, check=True)
+    case = {"messages": messages, "tools": TOOLS, "add_generation_prompt": True,
+            "kwargs": {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>", "date_string": "26 Jul 2024"}}
+    assert done.stdout.decode("utf-8") == render_like_transformers(compile_like_transformers(source), case)
+    as_json = subprocess.run(args + ["--json"], capture_output=True, check=True)
+    assert json.loads(as_json.stdout)["text"] == done.stdout.decode("utf-8")
+
+
+def test_cli_errors_are_one_sentence_with_status_2(tmp_path):
+    (tmp_path / "bad.jinja").write_text("line one\n{{ messages | no_such_filter }}\n", encoding="utf-8")
+    (tmp_path / "refuses.jinja").write_text("{{ raise_exception('No system role, please.') }}", encoding="utf-8")
+    (tmp_path / "messages.json").write_text('[{"role": "user", "content": "hi"}]', encoding="utf-8")
+    (tmp_path / "broken.json").write_text("[{", encoding="utf-8")
+    for template, messages, expected in [
+        ("bad.jinja", "messages.json", "onecat: error: chat template line 2: unknown filter 'no_such_filter'\n"),
+        ("refuses.jinja", "messages.json",
+         "onecat: error: chat template line 1: the template refused the input: No system role, please.\n"),
+        ("bad.jinja", "broken.json", f"onecat: error: {tmp_path / 'broken.json'} is not valid JSON.\n"),
+    ]:
+        done = subprocess.run([str(onecat_binary()), "chat-template", "--template", str(tmp_path / template),
+                               "--messages", str(tmp_path / messages)], capture_output=True)
+        assert done.returncode == 2
+        assert done.stdout == b""
+        assert done.stderr.decode("utf-8") == expected
 
 
 if __name__ == "__main__":
