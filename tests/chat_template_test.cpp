@@ -1,13 +1,13 @@
 // The chat-template engine, construct by construct (expected strings are what jinja2 prints;
 // python/tests/test_chat_template_jinja.py checks the same and more against jinja2 itself).
+#include "models/chat/chat_template.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-
-#include "models/chat/chat_template.h"
 
 namespace {
 
@@ -55,20 +55,25 @@ TEST(ChatTemplateWhitespace, TrimBlocksAndLstripBlocksAsTransformersSetsThem) {
 }
 
 TEST(ChatTemplateLoops, LoopVariablesElseFilterAndUnpacking) {
-  EXPECT_EQ(render("{% for x in [1, 2, 3] %}{{ loop.index }}{{ loop.revindex0 }}{{ loop.first }}{{ loop.last }};{% endfor %}"),
-            "12TrueFalse;21FalseFalse;30FalseTrue;");
-  EXPECT_EQ(render("{% for x in [1, 2] %}{{ loop.previtem }}-{{ loop.nextitem }}{{ loop.cycle('a', 'b') }};{% endfor %}"),
-            "-2a;1-b;");
+  EXPECT_EQ(
+      render(
+          "{% for x in [1, 2, 3] %}{{ loop.index }}{{ loop.revindex0 }}{{ loop.first }}{{ loop.last }};{% endfor %}"),
+      "12TrueFalse;21FalseFalse;30FalseTrue;");
+  EXPECT_EQ(
+      render("{% for x in [1, 2] %}{{ loop.previtem }}-{{ loop.nextitem }}{{ loop.cycle('a', 'b') }};{% endfor %}"),
+      "-2a;1-b;");
   EXPECT_EQ(render("{% for x in [] %}A{% else %}empty{% endfor %}"), "empty");
   EXPECT_EQ(render("{% for x in [1, 2, 3, 4] if x is even %}{{ x }}/{{ loop.length }} {% endfor %}"), "2/2 4/2 ");
   EXPECT_EQ(render("{% for k, v in {'a': 1, 'b': 2}.items() %}{{ k }}={{ v }},{% endfor %}"), "a=1,b=2,");
-  EXPECT_EQ(render("{% for x in range(9) %}{% if x == 1 %}{% continue %}{% endif %}{% if x == 4 %}{% break %}{% endif %}{{ x }}{% endfor %}"),
+  EXPECT_EQ(render("{% for x in range(9) %}{% if x == 1 %}{% continue %}{% endif %}{% if x == 4 %}{% break %}{% endif "
+                   "%}{{ x }}{% endfor %}"),
             "023");
 }
 
 TEST(ChatTemplateScopes, LoopAssignmentsStayInsideNamespacesCarryOut) {
   EXPECT_EQ(render("{% set x = 1 %}{% for i in [1, 2] %}{% set x = x + i %}{{ x }}{% endfor %}{{ x }}"), "231");
-  EXPECT_EQ(render("{% set ns = namespace(x=1) %}{% for i in [1, 2] %}{% set ns.x = ns.x + i %}{% endfor %}{{ ns.x }}"), "4");
+  EXPECT_EQ(render("{% set ns = namespace(x=1) %}{% for i in [1, 2] %}{% set ns.x = ns.x + i %}{% endfor %}{{ ns.x }}"),
+            "4");
   EXPECT_EQ(render("{% if true %}{% set y = 2 %}{% endif %}{{ y }}"), "2");
   EXPECT_EQ(render("{% set a, b = 1, 2 %}{{ b }}{{ a }}"), "21");
 }
@@ -83,7 +88,8 @@ TEST(ChatTemplateMacros, DefaultsKeywordsAndRecursion) {
 }
 
 TEST(ChatTemplateBlocks, BlockSetFilterBlockAndGeneration) {
-  EXPECT_EQ(render("{% set b %} x{{ 1 }} {% endset %}[{{ b }}]{% set t | trim %} y {% endset %}[{{ t }}]"), "[ x1 ][y]");
+  EXPECT_EQ(render("{% set b %} x{{ 1 }} {% endset %}[{{ b }}]{% set t | trim %} y {% endset %}[{{ t }}]"),
+            "[ x1 ][y]");
   EXPECT_EQ(render("{% filter upper %}hi {{ 'there' }}{% endfilter %}"), "HI THERE");
   EXPECT_EQ(render("<{% generation %}reply{% endgeneration %}>"), "<reply>");
 }
@@ -94,12 +100,16 @@ TEST(ChatTemplateExpressions, PythonSemantics) {
   EXPECT_EQ(render("{{ 1 < 2 < 3 }} {{ 1 == 1.0 }} {{ 'a' in 'cat' }} {{ 2 not in [1] }} {{ 0 or 'x' }} {{ 1 and 2 }}"),
             "True True True True x 2");
   EXPECT_EQ(render("{{ 'yes' if 0 else 'no' }}|{{ 'yes' if 0 }}|"), "no||");
-  EXPECT_EQ(render("{{ [1, 2, 3][-1] }}{{ [1, 2, 3][::-1] }}{{ 'héllo'[1:3] }}{{ 'héllo' | length }}"), "3[3, 2, 1]él5");
-  EXPECT_EQ(render("{{ '\\u00e9\\x41\\t|' }}{{ 'a' 'b' }}"), "\xc3\xa9" "A\t|ab");
+  EXPECT_EQ(render("{{ [1, 2, 3][-1] }}{{ [1, 2, 3][::-1] }}{{ 'héllo'[1:3] }}{{ 'héllo' | length }}"),
+            "3[3, 2, 1]él5");
+  EXPECT_EQ(render("{{ '\\u00e9\\x41\\t|' }}{{ 'a' 'b' }}"),
+            "\xc3\xa9"
+            "A\t|ab");
 }
 
 TEST(ChatTemplateFilters, TheOnesTemplatesUse) {
-  EXPECT_EQ(render("{{ {'a': [1, 'é\"'], 'b': none, 'c': 1.5} | tojson }}"), "{\"a\": [1, \"é\\\"\"], \"b\": null, \"c\": 1.5}");
+  EXPECT_EQ(render("{{ {'a': [1, 'é\"'], 'b': none, 'c': 1.5} | tojson }}"),
+            "{\"a\": [1, \"é\\\"\"], \"b\": null, \"c\": 1.5}");
   EXPECT_EQ(render("{{ {'a': [1]} | tojson(indent=2) }}"), "{\n  \"a\": [\n    1\n  ]\n}");
   EXPECT_EQ(render("{{ [1, {'a': 2}] | tojson(separators=(',', ':')) }}"), "[1,{\"a\":2}]");
   EXPECT_EQ(render("{{ ' a ' | trim }}|{{ [1, 2] | join(', ') }}|{{ x | default('d') }}|{{ 'hi there' | title }}"),
@@ -143,8 +153,9 @@ TEST(ChatTemplateErrors, RaiseExceptionCarriesTheTemplatesMessage) {
 }
 
 TEST(ChatTemplateApply, PassesTheVariablesTransformersPasses) {
-  ChatTemplate t("{{ bos_token }}{{ tools is none }}{{ documents is none }}{{ add_generation_prompt }}"
-                 "{{ messages | length }}{{ enable_thinking }}{{ strftime_now('%Y-%m-%d') }}");
+  ChatTemplate t(
+      "{{ bos_token }}{{ tools is none }}{{ documents is none }}{{ add_generation_prompt }}"
+      "{{ messages | length }}{{ enable_thinking }}{{ strftime_now('%Y-%m-%d') }}");
   ChatRequest r;
   r.messages = json::parse(R"([{"role": "user", "content": "hi"}])");
   r.add_generation_prompt = true;
@@ -167,8 +178,9 @@ class ChatCheckpoint : public ::testing::Test {
 };
 
 TEST_F(ChatCheckpoint, TemplateAndSpecialTokensFromTokenizerConfig) {
-  write("tokenizer_config.json",
-        R"({"chat_template": "{{ bos_token }}hi", "bos_token": {"content": "<s>", "lstrip": false}, "eos_token": "</s>", "pad_token": null})");
+  write(
+      "tokenizer_config.json",
+      R"({"chat_template": "{{ bos_token }}hi", "bos_token": {"content": "<s>", "lstrip": false}, "eos_token": "</s>", "pad_token": null})");
   auto c = onecat::chat::load_chat_template(dir_, false);
   EXPECT_EQ(c.source, "{{ bos_token }}hi");
   EXPECT_EQ(c.origin, "tokenizer_config.json");

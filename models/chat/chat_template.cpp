@@ -57,7 +57,8 @@ nlohmann::ordered_json read_json(const std::filesystem::path& path) {
 
 // A special token is a string or an AddedToken object {"content": "...", ...}.
 void take_special_tokens(const nlohmann::ordered_json& config, nlohmann::ordered_json& out) {
-  for (const char* name : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"}) {
+  for (const char* name :
+       {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"}) {
     if (!config.contains(name)) continue;
     const auto& t = config[name];
     if (t.is_string())
@@ -110,13 +111,15 @@ CheckpointChatTemplate load_chat_template(const std::filesystem::path& dir, bool
       if (chosen) break;
     }
     if (!chosen)
-      throw InputError(origin + " in " + dir.string() +
-                       " lists several chat templates but none named \"default\" (or \"tool_use\" for a request with tools).");
+      throw InputError(
+          origin + " in " + dir.string() +
+          " lists several chat templates but none named \"default\" (or \"tool_use\" for a request with tools).");
     result.source = chosen->get<std::string>();
     result.origin = origin + " (" + chosen_name + ")";
     return result;
   }
-  throw InputError(dir.string() + " has no chat template (no chat_template.jinja and no chat_template in tokenizer_config.json).");
+  throw InputError(dir.string() +
+                   " has no chat template (no chat_template.jinja and no chat_template in tokenizer_config.json).");
 }
 
 }  // namespace onecat::chat

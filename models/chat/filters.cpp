@@ -7,9 +7,9 @@
 #include <map>
 
 #include "models/chat/error.h"
+#include "models/chat/jinja_tests.h"
 #include "models/chat/json_dump.h"
 #include "models/chat/methods.h"
-#include "models/chat/tests.h"
 #include "models/chat/text.h"
 #include "models/chat/utf8.h"
 
@@ -117,8 +117,8 @@ std::vector<std::string> splitlines(const std::string& s) {
   for (size_t i = 0; i < s.size();) {
     size_t start = i;
     char32_t c = utf8::next(s, i);
-    bool brk = c == '\n' || c == '\r' || c == 0xb || c == 0xc || (c >= 0x1c && c <= 0x1e) || c == 0x85 ||
-               c == 0x2028 || c == 0x2029;
+    bool brk = c == '\n' || c == '\r' || c == 0xb || c == 0xc || (c >= 0x1c && c <= 0x1e) || c == 0x85 || c == 0x2028 ||
+               c == 0x2029;
     if (!brk) {
       line.append(s, start, i - start);
       continue;
@@ -211,7 +211,9 @@ Value do_map(const Value& seq, CallArgs& a) {
 }
 
 std::vector<Value> sorted(std::vector<Value> items, bool case_sensitive, const Value& attribute, bool reverse) {
-  auto key = [&](const Value& v) { return sort_key(attribute.is_undefined() ? v : lookup_path(v, attribute), case_sensitive); };
+  auto key = [&](const Value& v) {
+    return sort_key(attribute.is_undefined() ? v : lookup_path(v, attribute), case_sensitive);
+  };
   std::stable_sort(items.begin(), items.end(), [&](const Value& x, const Value& y) {
     return reverse ? less(key(y), key(x)) : less(key(x), key(y));
   });

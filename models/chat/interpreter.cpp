@@ -6,9 +6,9 @@
 
 #include "models/chat/error.h"
 #include "models/chat/filters.h"
+#include "models/chat/jinja_tests.h"
 #include "models/chat/methods.h"
 #include "models/chat/operators.h"
-#include "models/chat/tests.h"
 
 namespace onecat::chat {
 namespace {
@@ -320,9 +320,10 @@ class Interpreter {
       case EK::call: {
         Value callee = eval(*e.args[0], scope);
         if (callee.is_undefined())
-          throw TemplateError(0, callee.undefined_reason().empty() ? "called an undefined value"
-                                                                   : callee.undefined_reason());
-        if (callee.kind() != Value::Kind::callable) throw TemplateError(0, "'" + callee.type_name() + "' object is not callable");
+          throw TemplateError(
+              0, callee.undefined_reason().empty() ? "called an undefined value" : callee.undefined_reason());
+        if (callee.kind() != Value::Kind::callable)
+          throw TemplateError(0, "'" + callee.type_name() + "' object is not callable");
         CallArgs a = eval_args(e, 1, scope);
         return callee.fn().call(a);
       }

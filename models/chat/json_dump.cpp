@@ -20,7 +20,8 @@ void quote(std::string& out, const std::string& s, bool ensure_ascii) {
       char buf[16];
       if (cp >= 0x10000) {
         cp -= 0x10000;
-        std::snprintf(buf, sizeof buf, "\\u%04x\\u%04x", unsigned(0xd800 + (cp >> 10)), unsigned(0xdc00 + (cp & 0x3ff)));
+        std::snprintf(buf, sizeof buf, "\\u%04x\\u%04x", unsigned(0xd800 + (cp >> 10)),
+                      unsigned(0xdc00 + (cp & 0x3ff)));
       } else {
         std::snprintf(buf, sizeof buf, "\\u%04x", unsigned(cp));
       }
@@ -120,7 +121,8 @@ class Dumper {
           return;
         }
         if (o_.sort_keys)
-          std::stable_sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return less(a.first, b.first); });
+          std::stable_sort(items.begin(), items.end(),
+                           [](const auto& a, const auto& b) { return less(a.first, b.first); });
         out += '{';
         bool first = true;
         for (const auto& [k, e] : items) {

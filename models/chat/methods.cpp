@@ -219,7 +219,8 @@ Value string_method(const Value& obj, const std::string& name, CallArgs& a) {
     bool first = true;
     if (!items.is_list()) throw TemplateError(0, m + " needs a list of strings");
     for (const Value& e : items.items()) {
-      if (!e.is_string()) throw TemplateError(0, m + " needs a list of strings, not one holding '" + e.type_name() + "'");
+      if (!e.is_string())
+        throw TemplateError(0, m + " needs a list of strings, not one holding '" + e.type_name() + "'");
       if (!first) out += s;
       out += e.str();
       first = false;
@@ -230,8 +231,8 @@ Value string_method(const Value& obj, const std::string& name, CallArgs& a) {
     a.expect_no_more(m);
     if (s.empty()) return Value::boolean(false);
     for (char32_t c : utf8::decode(s)) {
-      bool ok = name == "isspace" ? utf8::is_space(c)
-                : c >= 0x80  ? throw TemplateError(0, m + " on non-ASCII text is not supported")
+      bool ok = name == "isspace"   ? utf8::is_space(c)
+                : c >= 0x80         ? throw TemplateError(0, m + " on non-ASCII text is not supported")
                 : name == "isdigit" ? std::isdigit(int(c)) != 0
                 : name == "isalpha" ? std::isalpha(int(c)) != 0
                                     : std::isalnum(int(c)) != 0;
@@ -244,12 +245,12 @@ Value string_method(const Value& obj, const std::string& name, CallArgs& a) {
 
 const std::set<std::string>& string_methods() {
   static const std::set<std::string> names = {
-      "strip", "lstrip", "rstrip", "split", "rsplit", "startswith", "endswith", "upper", "lower", "title",
-      "capitalize", "replace", "find", "rfind", "index", "rindex", "count", "format", "join", "isdigit",
-      "isspace", "isalpha", "isalnum", "splitlines", "center", "ljust", "rjust", "zfill", "partition",
-      "rpartition", "casefold", "swapcase", "expandtabs", "encode", "islower", "isupper", "istitle",
-      "isnumeric", "isdecimal", "isidentifier", "isprintable", "isascii", "removeprefix", "removesuffix",
-      "translate", "maketrans", "format_map"};
+      "strip",       "lstrip",  "rstrip",       "split",        "rsplit",    "startswith", "endswith",  "upper",
+      "lower",       "title",   "capitalize",   "replace",      "find",      "rfind",      "index",     "rindex",
+      "count",       "format",  "join",         "isdigit",      "isspace",   "isalpha",    "isalnum",   "splitlines",
+      "center",      "ljust",   "rjust",        "zfill",        "partition", "rpartition", "casefold",  "swapcase",
+      "expandtabs",  "encode",  "islower",      "isupper",      "istitle",   "isnumeric",  "isdecimal", "isidentifier",
+      "isprintable", "isascii", "removeprefix", "removesuffix", "translate", "maketrans",  "format_map"};
   return names;
 }
 
@@ -305,14 +306,12 @@ Value list_method(const Value& obj, const std::string& name, CallArgs& a) {
 std::optional<Value> bound_method(const Value& obj, const std::string& name) {
   if (obj.is_string() && string_methods().count(name))
     return Value::callable("str." + name, [obj, name](CallArgs& a) { return string_method(obj, name, a); });
-  static const std::set<std::string> dict_names = {"get",    "items",      "keys",    "values", "copy",
-                                                   "pop",    "popitem",    "update",  "clear",  "setdefault",
-                                                   "fromkeys"};
+  static const std::set<std::string> dict_names = {"get",     "items",  "keys",  "values",     "copy",    "pop",
+                                                   "popitem", "update", "clear", "setdefault", "fromkeys"};
   if (obj.is_dict() && dict_names.count(name))
     return Value::callable("dict." + name, [obj, name](CallArgs& a) { return dict_method(obj, name, a); });
-  static const std::set<std::string> list_names = {"index",  "count",  "copy",    "append", "extend",
-                                                   "insert", "pop",    "remove",  "clear",  "sort",
-                                                   "reverse"};
+  static const std::set<std::string> list_names = {"index", "count",  "copy",  "append", "extend", "insert",
+                                                   "pop",   "remove", "clear", "sort",   "reverse"};
   if (obj.is_list() && obj.list_data().flavor != Flavor::generator && list_names.count(name))
     return Value::callable("list." + name, [obj, name](CallArgs& a) { return list_method(obj, name, a); });
   return std::nullopt;

@@ -13,7 +13,8 @@ using K = Value::Kind;
   for (const Value* v : {&a, &b})
     if (v->is_undefined())
       throw TemplateError(0, v->undefined_reason().empty() ? "a value is undefined" : v->undefined_reason());
-  throw TemplateError(0, "unsupported operand types for " + op + ": '" + a.type_name() + "' and '" + b.type_name() + "'");
+  throw TemplateError(0,
+                      "unsupported operand types for " + op + ": '" + a.type_name() + "' and '" + b.type_name() + "'");
 }
 
 // Python integers do not overflow; ours are 64-bit, so a result that does not fit is an error.
@@ -72,12 +73,14 @@ Value repeat(const Value& seq, int64_t times) {
 
 bool is_int_like(const Value& v) { return v.kind() == K::integer || v.kind() == K::boolean; }
 bool is_sequence(const Value& v) {
-  return v.is_string() || (v.is_list() && (v.list_data().flavor == Flavor::list || v.list_data().flavor == Flavor::tuple));
+  return v.is_string() ||
+         (v.is_list() && (v.list_data().flavor == Flavor::list || v.list_data().flavor == Flavor::tuple));
 }
 
 bool contains(const Value& container, const Value& item) {
   if (container.is_string()) {
-    if (!item.is_string()) throw TemplateError(0, "'in <string>' needs a string on the left, not '" + item.type_name() + "'");
+    if (!item.is_string())
+      throw TemplateError(0, "'in <string>' needs a string on the left, not '" + item.type_name() + "'");
     return container.str().find(item.str()) != std::string::npos;
   }
   if (container.is_dict()) return container.dict_data().find(item) != nullptr;
@@ -108,8 +111,8 @@ Value binary_arithmetic(const std::string& op, const Value& a, const Value& b) {
     if (numbers) return Value::integer(add(a.as_int(), b.as_int()));
     if (a.is_string() && b.is_string()) {
       if (a.markup() || b.markup())  // markupsafe.Markup escapes the plain operand
-        return Value::string((a.markup() ? a.str() : html_escape(a.str())) + (b.markup() ? b.str() : html_escape(b.str())),
-                             true);
+        return Value::string(
+            (a.markup() ? a.str() : html_escape(a.str())) + (b.markup() ? b.str() : html_escape(b.str())), true);
       return Value::string(a.str() + b.str());
     }
     if (a.is_list() && b.is_list() && a.list_data().flavor == b.list_data().flavor &&

@@ -4,7 +4,7 @@
 
 #include "models/chat/error.h"
 #include "models/chat/filters.h"
-#include "models/chat/tests.h"
+#include "models/chat/jinja_tests.h"
 
 namespace onecat::chat {
 namespace {
@@ -94,7 +94,8 @@ class Parser {
         s->kind = Stmt::Kind::print;
         s->line = t.line;
         s->expr = parse_tuple(true, false);
-        if (cur().type != TokenType::print_end) fail("expected the end of the print tag ('}}') but found " + describe(cur()));
+        if (cur().type != TokenType::print_end)
+          fail("expected the end of the print tag ('}}') but found " + describe(cur()));
         ++pos_;
         body.push_back(std::move(s));
       } else if (t.type == TokenType::block_begin) {
@@ -319,9 +320,8 @@ class Parser {
     std::vector<ExprPtr> operands;
     std::vector<std::string> ops;
     while (true) {
-      if (cur().type == TokenType::op &&
-          (cur().text == "==" || cur().text == "!=" || cur().text == "<" || cur().text == "<=" || cur().text == ">" ||
-           cur().text == ">=")) {
+      if (cur().type == TokenType::op && (cur().text == "==" || cur().text == "!=" || cur().text == "<" ||
+                                          cur().text == "<=" || cur().text == ">" || cur().text == ">=")) {
         ops.push_back(take().text);
       } else if (is_name("in")) {
         ++pos_;

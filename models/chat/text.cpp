@@ -10,8 +10,8 @@ bool caseless(char32_t c) {
   return (c >= 0x2b0 && c <= 0x36f) || (c >= 0x590 && c <= 0x10ff) || (c >= 0x2000 && c <= 0x2bff) ||
          (c >= 0x3000 && c <= 0x9fff) || (c >= 0xac00 && c <= 0xd7af) || (c >= 0xf900 && c <= 0xfaff) ||
          (c >= 0xfe30 && c <= 0xfe4f) || (c >= 0x1f000 && c <= 0x1faff) || (c >= 0xff01 && c <= 0xff20) ||
-         (c >= 0xff3b && c <= 0xff40) || (c >= 0xff5b && c <= 0xffef) || (c >= 0x20000 && c <= 0x3ffff) ||
-         c == 0xd7 || c == 0xf7 || (c >= 0x80 && c <= 0xbf && c != 0xb5 && c != 0xaa && c != 0xba);
+         (c >= 0xff3b && c <= 0xff40) || (c >= 0xff5b && c <= 0xffef) || (c >= 0x20000 && c <= 0x3ffff) || c == 0xd7 ||
+         c == 0xf7 || (c >= 0x80 && c <= 0xbf && c != 0xb5 && c != 0xaa && c != 0xba);
 }
 
 // Simple one-to-one case pairs: Latin-1, Latin Extended-A and basic Cyrillic. Letters whose

@@ -191,7 +191,8 @@ void CallArgs::expect_no_more(const std::string& what) {
   for (size_t i = 0; i < positional.size(); ++i)
     if (!used_positional_[i]) throw TemplateError(0, what + " got too many positional arguments");
   for (size_t i = 0; i < keyword.size(); ++i)
-    if (!used_keyword_[i]) throw TemplateError(0, what + " got an unexpected keyword argument '" + keyword[i].first + "'");
+    if (!used_keyword_[i])
+      throw TemplateError(0, what + " got an unexpected keyword argument '" + keyword[i].first + "'");
 }
 
 bool equal(const Value& a, const Value& b) {

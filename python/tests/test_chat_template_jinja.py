@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
@@ -215,6 +216,49 @@ CONVERSATIONS = {
 }
 
 
+def random_conversations(seed: int, count: int):
+    """Seeded random conversations: role orders templates may refuse, content that is empty,
+    None or a list of parts, tool calls with odd arguments, reasoning, unicode."""
+    rng = random.Random(seed)
+    texts = ["", " ", "hi", "  padded  ", "multi\nline\n", "ünï €ø 你好 😀", "<think>x</think>y", "a'b\"c\\d",
+             "{\"k\": 1}", "\t\ttabs", "<tool_response>r</tool_response>", "None"]
+    arguments = [{"city": "Zürich"}, {"a": 1, "b": 2.5}, "{\"a\": 1}", {}, {"x": [1, None, True], "y": {"z": -0.0}}]
+
+    def message(role):
+        m = {"role": role}
+        r = rng.random()
+        if r < 0.7:
+            m["content"] = rng.choice(texts)
+        elif r < 0.8:
+            m["content"] = None
+        elif r < 0.9:
+            m["content"] = [{"type": "text", "text": rng.choice(texts)}]
+        if role == "assistant" and rng.random() < 0.3:
+            m["tool_calls"] = [
+                {"id": f"c{i}", "type": "function",
+                 "function": {"name": rng.choice(["get_weather", "add"]), "arguments": rng.choice(arguments)}}
+                for i in range(rng.randint(1, 2))
+            ]
+        if role == "assistant" and rng.random() < 0.3:
+            m["reasoning_content"] = rng.choice(texts)
+        if role == "tool" and rng.random() < 0.5:
+            m["tool_call_id"], m["name"] = "c0", "get_weather"
+        return m
+
+    out = []
+    for i in range(count):
+        roles = ["system"] if rng.random() < 0.5 else []
+        roles += [rng.choice(["user", "assistant", "user", "tool"]) for _ in range(rng.randint(1, 6))]
+        case = {"name": f"random{i}", "messages": [message(r) for r in roles], "now": NOW,
+                "add_generation_prompt": rng.random() < 0.5, "kwargs": {"bos_token": "<s>", "eos_token": "</s>"}}
+        if rng.random() < 0.4:
+            case["tools"] = TOOLS
+        if rng.random() < 0.3:
+            case["kwargs"]["enable_thinking"] = rng.random() < 0.5
+        out.append(case)
+    return out
+
+
 def cases():
     out = []
     for name, messages in CONVERSATIONS.items():
@@ -259,9 +303,9 @@ def batch_binary() -> Path:
     return binary
 
 
-def compare_all(tmp_path: Path):
+def compare_all(tmp_path: Path, all_cases=None):
     templates = published_templates()
-    all_cases = cases()
+    all_cases = all_cases or cases()
     expected = {}
     jobs = []
     for path in templates:
@@ -328,6 +372,13 @@ def test_chat_templates_match_jinja2(tmp_path):
             assert agrees(r), f"{name} must render every case as jinja2 does: {r['onecat_error'][:3]}"
     full = [n for n, r in report.items() if agrees(r)]
     assert len(full) >= 0.9 * len(report), f"only {len(full)} of {len(report)} templates agree with jinja2 on every case"
+
+
+def test_random_conversations_match_jinja2(tmp_path):
+    """60 seeded random conversations per template: identical, or refused by both."""
+    report = compare_all(tmp_path, random_conversations(seed=25, count=60))
+    disagreements = {name: r["different"] + r["onecat_error"] for name, r in report.items() if not agrees(r)}
+    assert not disagreements, json.dumps(disagreements, ensure_ascii=False, indent=1)[:20000]
 
 
 # ---- the engine's constructs, one small template each ----------------------------------

@@ -1,10 +1,9 @@
 // onecat chat-template: a conversation rendered with a checkpoint's chat template, as
 // transformers' apply_chat_template renders it (docs/chat_template.md).
-#include <nlohmann/json.hpp>
-
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "models/chat/chat_template.h"
@@ -52,7 +51,8 @@ void run_chat_template(const ChatOptions& o) {
     throw InputError("the tools must be a JSON array of tool schemas.");
   if (!o.kwargs.empty()) {
     request.kwargs = parse_json(o.kwargs, "--kwargs");
-    if (!request.kwargs.is_object()) throw InputError("--kwargs must be a JSON object, e.g. '{\"enable_thinking\": false}'.");
+    if (!request.kwargs.is_object())
+      throw InputError("--kwargs must be a JSON object, e.g. '{\"enable_thinking\": false}'.");
   }
   request.add_generation_prompt = o.add_generation_prompt;
 
@@ -82,15 +82,18 @@ void add_chat_template(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "chat-template", "Render a conversation with a chat template exactly as transformers' apply_chat_template does");
   auto o = std::make_shared<ChatOptions>();
-  auto* model = cmd->add_option("--model", o->model, "Checkpoint directory (chat_template.jinja or tokenizer_config.json)");
+  auto* model =
+      cmd->add_option("--model", o->model, "Checkpoint directory (chat_template.jinja or tokenizer_config.json)");
   auto* file = cmd->add_option("--template", o->template_file, "A Jinja chat template file");
   model->excludes(file);
   file->excludes(model);
-  cmd->add_option("--messages", o->messages_file, "JSON file: an array of messages, or {\"messages\": [...], \"tools\": [...]}")
+  cmd->add_option("--messages", o->messages_file,
+                  "JSON file: an array of messages, or {\"messages\": [...], \"tools\": [...]}")
       ->required();
   cmd->add_option("--tools", o->tools_file, "JSON file: an array of tool schemas");
   cmd->add_flag("--add-generation-prompt", o->add_generation_prompt, "End with the assistant's turn header");
-  cmd->add_option("--kwargs", o->kwargs, "Extra template variables as a JSON object, e.g. '{\"enable_thinking\": false}'");
+  cmd->add_option("--kwargs", o->kwargs,
+                  "Extra template variables as a JSON object, e.g. '{\"enable_thinking\": false}'");
   cmd->add_flag("--json", o->json, "Print {\"template\", \"text\"} as JSON");
   cmd->callback([o] {
     if (o->model.empty() && o->template_file.empty())

@@ -1,4 +1,4 @@
-#include "models/chat/tests.h"
+#include "models/chat/jinja_tests.h"
 
 #include <cmath>
 #include <functional>
@@ -86,12 +86,18 @@ const std::map<std::string, Test>& tests() {
         throw TemplateError(0, "the test 'divisibleby' needs integers and a non-zero divisor");
       return v.as_int() % n == 0;
     };
-    for (const char* name : {"eq", "equalto", "=="}) t[name] = [](const Value& v, CallArgs& a) { return compare_test(v, a, "eq"); };
-    for (const char* name : {"ne", "!="}) t[name] = [](const Value& v, CallArgs& a) { return compare_test(v, a, "ne"); };
-    for (const char* name : {"lt", "lessthan", "<"}) t[name] = [](const Value& v, CallArgs& a) { return compare_test(v, a, "lt"); };
-    for (const char* name : {"le", "<="}) t[name] = [](const Value& v, CallArgs& a) { return compare_test(v, a, "le"); };
-    for (const char* name : {"gt", "greaterthan", ">"}) t[name] = [](const Value& v, CallArgs& a) { return compare_test(v, a, "gt"); };
-    for (const char* name : {"ge", ">="}) t[name] = [](const Value& v, CallArgs& a) { return compare_test(v, a, "ge"); };
+    for (const char* name : {"eq", "equalto", "=="})
+      t[name] = [](const Value& v, CallArgs& a) { return compare_test(v, a, "eq"); };
+    for (const char* name : {"ne", "!="})
+      t[name] = [](const Value& v, CallArgs& a) { return compare_test(v, a, "ne"); };
+    for (const char* name : {"lt", "lessthan", "<"})
+      t[name] = [](const Value& v, CallArgs& a) { return compare_test(v, a, "lt"); };
+    for (const char* name : {"le", "<="})
+      t[name] = [](const Value& v, CallArgs& a) { return compare_test(v, a, "le"); };
+    for (const char* name : {"gt", "greaterthan", ">"})
+      t[name] = [](const Value& v, CallArgs& a) { return compare_test(v, a, "gt"); };
+    for (const char* name : {"ge", ">="})
+      t[name] = [](const Value& v, CallArgs& a) { return compare_test(v, a, "ge"); };
     t["sameas"] = [](const Value& v, CallArgs& a) {
       Value other = a.get(0, "other");
       // Python `is`: singletons compare by value, shared objects by identity.
