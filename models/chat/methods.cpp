@@ -169,6 +169,17 @@ std::string format(const std::string& fmt, CallArgs& a) {
 Value string_method(const Value& obj, const std::string& name, CallArgs& a) {
   const std::string& s = obj.str();
   std::string m = "str." + name;
+  // markupsafe.Markup overrides most str methods to escape their arguments and return Markup;
+  // only the ones that return no string behave as str's.
+  bool returns_no_string = name == "startswith" || name == "endswith" || name == "find" || name == "rfind" ||
+                           name == "index" || name == "rindex" || name == "count" || name.rfind("is", 0) == 0;
+  bool keeps_markup = (name == "strip" || name == "lstrip" || name == "rstrip" || name == "upper" || name == "lower" ||
+                       name == "title" || name == "capitalize") &&
+                      a.positional.empty() && a.keyword.empty();
+  if (obj.markup() && keeps_markup)
+    return Value::string(string_method(Value::string(s), name, a).str(), true);
+  if (obj.markup() && !returns_no_string)
+    throw TemplateError(0, "calling " + m + " with arguments on a safe (Markup) string is not supported");
   auto done = [&](Value v) {
     a.expect_no_more(m);
     return v;
@@ -404,6 +415,7 @@ Value get_item(const Value& obj, const Value& key) {
 
 Value get_slice(const Value& obj, const Value& start, const Value& stop, const Value& step) {
   if (obj.is_undefined()) fail_undefined(obj);
+  if (obj.markup()) throw TemplateError(0, "slicing a safe (Markup) string is not supported");
   if (obj.is_string()) {
     return Value::string(utf8::encode(slice_of(utf8::decode(obj.str()), start, stop, step)));
   }
