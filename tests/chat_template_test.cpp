@@ -107,6 +107,18 @@ TEST(ChatTemplateExpressions, PythonSemantics) {
             "A\t|ab");
 }
 
+TEST(ChatTemplateBlocks, WithBlocksAndMacroVarargs) {
+  EXPECT_EQ(render("{% set a = 5 %}{% with a = 1, b = a %}{{ a }}{{ b }}{% endwith %}{{ a }}"), "155");
+  EXPECT_EQ(render("{% macro m(x) %}{{ x }}{{ varargs }}{{ kwargs }}{% endmacro %}{{ m(1, 2, k=3) }}"),
+            "1(2,){'k': 3}");
+}
+
+TEST(ChatTemplateExpressions, PercentFormatting) {
+  EXPECT_EQ(render("{{ '%s-%05d|%-4s|%.2f|%x' % ('a', -42, 'b', 3.14159, 255) }}"), "a--0042|b   |3.14|ff");
+  EXPECT_EQ(render("{{ '%(k)s=%(v)r' % {'k': 'key', 'v': 'x'} }}{{ '%s+%s' | format(1, 2) }}"), "key='x'1+2");
+  EXPECT_EQ(error_of("{{ '%s %s' % 1 }}").message(), "not enough arguments for the '%' format");
+}
+
 TEST(ChatTemplateFilters, TheOnesTemplatesUse) {
   EXPECT_EQ(render("{{ {'a': [1, 'é\"'], 'b': none, 'c': 1.5} | tojson }}"),
             "{\"a\": [1, \"é\\\"\"], \"b\": null, \"c\": 1.5}");

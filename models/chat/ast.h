@@ -57,6 +57,7 @@ struct Stmt {
     loop_continue,
     filter_block,  // filter chain (expr) applied to the rendered body
     block,         // generation: renders its body
+    with_block,    // with targets[i] = conditions[i], ...: body in its own scope
   };
   Kind kind;
   int line = 0;
@@ -70,6 +71,7 @@ struct Stmt {
   Body body, else_body;
   std::string name;
   std::vector<std::pair<std::string, ExprPtr>> params;
+  bool takes_varargs = false, takes_kwargs = false;  // a macro whose body names varargs / kwargs
 };
 
 }  // namespace onecat::chat

@@ -10,6 +10,7 @@
 #include "models/chat/jinja_tests.h"
 #include "models/chat/json_dump.h"
 #include "models/chat/methods.h"
+#include "models/chat/percent_format.h"
 #include "models/chat/text.h"
 #include "models/chat/utf8.h"
 
@@ -462,6 +463,15 @@ const std::map<std::string, Filter>& filters() {
       return total;
     };
     f["indent"] = do_indent;
+    f["format"] = [](const Value& v, CallArgs& a) {
+      if (!a.positional.empty() && !a.keyword.empty())
+        throw TemplateError(0, "the filter 'format' takes positional or keyword arguments, not both");
+      if (v.markup()) throw TemplateError(0, "the filter 'format' on a safe (Markup) string is not supported");
+      std::vector<std::pair<Value, Value>> named;
+      for (auto& [k, x] : a.keyword) named.emplace_back(Value::string(k), x);
+      Value args = a.keyword.empty() ? Value::list(a.positional, Flavor::tuple) : Value::dict(std::move(named));
+      return Value::string(percent_format(to_str(v), args));
+    };
     f["wordcount"] = [](const Value& v, CallArgs& a) {
       a.expect_no_more("the filter 'wordcount'");
       int64_t words = 0;

@@ -178,6 +178,13 @@ class Interpreter {
       }
       case Stmt::Kind::block:
         return exec(s.body, scope, out);
+      case Stmt::Kind::with_block: {
+        ScopePtr inner = child_of(scope);
+        std::vector<Value> values;
+        for (const auto& e : s.conditions) values.push_back(eval(*e, scope));  // all in the outer scope
+        for (size_t i = 0; i < s.targets.size(); ++i) inner->vars[s.targets[i]] = values[i];
+        return exec(s.body, inner, out);
+      }
     }
     return Flow::normal;
   }
@@ -266,6 +273,23 @@ class Interpreter {
         if (v.is_undefined() && fallback) v = eval(*fallback, call_scope);
         if (v.is_undefined()) v = Value::undefined("parameter '" + name + "' was not provided");
         call_scope->vars[name] = v;
+      }
+      if (def->takes_varargs) {
+        std::vector<Value> extra;
+        for (size_t i = def->params.size(); i < a.positional.size(); ++i) extra.push_back(a.get(i, ""));
+        call_scope->vars["varargs"] = Value::list(std::move(extra), Flavor::tuple);
+      }
+      if (def->takes_kwargs) {
+        Value extra = Value::dict();
+        for (const auto& [k, v] : a.keyword) {
+          bool is_param = false;
+          for (const auto& p : def->params) is_param = is_param || p.first == k;
+          if (!is_param) {
+            extra.dict_data().set(Value::string(k), v);
+            a.get(size_t(-1), k);  // consumed
+          }
+        }
+        call_scope->vars["kwargs"] = extra;
       }
       a.expect_no_more("the macro '" + def->name + "'");
       std::string text;

@@ -176,8 +176,7 @@ Value string_method(const Value& obj, const std::string& name, CallArgs& a) {
   bool keeps_markup = (name == "strip" || name == "lstrip" || name == "rstrip" || name == "upper" || name == "lower" ||
                        name == "title" || name == "capitalize") &&
                       a.positional.empty() && a.keyword.empty();
-  if (obj.markup() && keeps_markup)
-    return Value::string(string_method(Value::string(s), name, a).str(), true);
+  if (obj.markup() && keeps_markup) return Value::string(string_method(Value::string(s), name, a).str(), true);
   if (obj.markup() && !returns_no_string)
     throw TemplateError(0, "calling " + m + " with arguments on a safe (Markup) string is not supported");
   auto done = [&](Value v) {

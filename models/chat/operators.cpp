@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "models/chat/error.h"
+#include "models/chat/percent_format.h"
 
 namespace onecat::chat {
 namespace {
@@ -131,7 +132,10 @@ Value binary_arithmetic(const std::string& op, const Value& a, const Value& b) {
     unsupported(op, a, b);
   }
   if (!numbers) {
-    if (op == "%" && a.is_string()) throw TemplateError(0, "printf-style '%' formatting of strings is not supported");
+    if (op == "%" && a.is_string()) {
+      if (a.markup()) throw TemplateError(0, "'%' formatting of a safe (Markup) string is not supported");
+      return Value::string(percent_format(a.str(), b));
+    }
     unsupported(op, a, b);
   }
   if (op == "-") {

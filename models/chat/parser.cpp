@@ -16,6 +16,31 @@ ExprPtr make(Expr::Kind kind, int line) {
   return e;
 }
 
+bool mentions(const Expr& e, const std::string& name) {
+  if (e.kind == Expr::Kind::name && e.name == name) return true;
+  for (const auto& a : e.args)
+    if (a && mentions(*a, name)) return true;
+  for (const auto& kv : e.kwargs)
+    if (kv.second && mentions(*kv.second, name)) return true;
+  return false;
+}
+
+// Whether a body refers to `name` anywhere (jinja2 gives a macro varargs/kwargs only then).
+bool mentions(const Body& body, const std::string& name) {
+  for (const auto& s : body) {
+    for (const Expr* e : {s->expr.get(), s->condition.get()})
+      if (e && mentions(*e, name)) return true;
+    for (const auto& c : s->conditions)
+      if (c && mentions(*c, name)) return true;
+    for (const auto& p : s->params)
+      if (p.second && mentions(*p.second, name)) return true;
+    for (const auto& b : s->bodies)
+      if (mentions(b, name)) return true;
+    if (mentions(s->body, name) || mentions(s->else_body, name)) return true;
+  }
+  return false;
+}
+
 class Parser {
  public:
   explicit Parser(const std::vector<Token>& tokens) : t_(tokens) {}
@@ -199,6 +224,8 @@ class Parser {
       ++pos_;
       if (cur().type == TokenType::name) ++pos_;  // {% endmacro name %}
       expect_block_end();
+      s->takes_varargs = mentions(s->body, "varargs");
+      s->takes_kwargs = mentions(s->body, "kwargs");
     } else if (tag == "break" || tag == "continue") {
       s->kind = tag == "break" ? Stmt::Kind::loop_break : Stmt::Kind::loop_continue;
       expect_block_end();
@@ -208,6 +235,19 @@ class Parser {
       s->expr = parse_filter_chain(nullptr);
       expect_block_end();
       s->body = parse_body({"endfilter"});
+      ++pos_;
+      expect_block_end();
+    } else if (tag == "with") {
+      Softness hard(soft_, false);
+      s->kind = Stmt::Kind::with_block;
+      while (cur().type != TokenType::block_end) {
+        if (!s->targets.empty()) expect_op(",");
+        s->targets.push_back(expect_name());
+        expect_op("=");
+        s->conditions.push_back(parse_expression(true));
+      }
+      expect_block_end();
+      s->body = parse_body({"endwith"});
       ++pos_;
       expect_block_end();
     } else if (tag == "generation") {
