@@ -111,27 +111,6 @@ Value do_tojson(const Value& v, CallArgs& a) {
   return Value::string(json_dumps(v, o));
 }
 
-// Python's str.splitlines().
-std::vector<std::string> splitlines(const std::string& s) {
-  std::vector<std::string> lines;
-  std::string line;
-  for (size_t i = 0; i < s.size();) {
-    size_t start = i;
-    char32_t c = utf8::next(s, i);
-    bool brk = c == '\n' || c == '\r' || c == 0xb || c == 0xc || (c >= 0x1c && c <= 0x1e) || c == 0x85 || c == 0x2028 ||
-               c == 0x2029;
-    if (!brk) {
-      line.append(s, start, i - start);
-      continue;
-    }
-    if (c == '\r' && i < s.size() && s[i] == '\n') ++i;
-    lines.push_back(line);
-    line.clear();
-  }
-  if (!line.empty()) lines.push_back(line);
-  return lines;
-}
-
 Value do_indent(const Value& v, CallArgs& a) {
   Value width = a.get(0, "width", Value::integer(4));
   bool first = a.get(1, "first", Value::boolean(false)).truthy();
@@ -188,8 +167,8 @@ Value do_map(const Value& seq, CallArgs& a) {
   std::vector<Value> out;
   if (!seq.truthy()) return Value::list({}, Flavor::generator);  // jinja2 skips a falsy input (none too)
   if (a.positional.empty()) {
-    Value attribute = a.get(size_t(-1), "attribute");
-    Value fallback = a.get(size_t(-1), "default");
+    Value attribute = a.get(CallArgs::kKeywordOnly, "attribute");
+    Value fallback = a.get(CallArgs::kKeywordOnly, "default");
     a.expect_no_more("the filter 'map'");
     if (attribute.is_undefined()) throw TemplateError(0, "the filter 'map' needs a filter name or attribute=");
     for (const Value& item : iterate(seq)) {
@@ -463,6 +442,60 @@ const std::map<std::string, Filter>& filters() {
       return total;
     };
     f["indent"] = do_indent;
+    f["center"] = [](const Value& v, CallArgs& a) {
+      Value width = a.get(0, "width", Value::integer(80));
+      a.expect_no_more("the filter 'center'");
+      CallArgs method_args;
+      method_args.positional = {width};
+      return get_attribute(Value::string(to_str(v)), "center").fn().call(method_args);
+    };
+    f["truncate"] = [](const Value& v, CallArgs& a) {
+      int64_t length = a.get(0, "length", Value::integer(255)).as_int();
+      bool killwords = a.get(1, "killwords", Value::boolean(false)).truthy();
+      std::string end = to_str(a.get(2, "end", Value::string("...")));
+      int64_t leeway = a.get(3, "leeway", Value::integer(5)).as_int();
+      a.expect_no_more("the filter 'truncate'");
+      std::vector<char32_t> cps = utf8::decode(to_str(v));
+      int64_t end_len = int64_t(utf8::length(end));
+      if (length < end_len || leeway < 0)
+        throw TemplateError(0, "the filter 'truncate' got a length shorter than its end");
+      if (int64_t(cps.size()) <= length + leeway) return Value::string(utf8::encode(cps));
+      std::string head = utf8::encode({cps.begin(), cps.begin() + (length - end_len)});
+      if (!killwords) {
+        size_t space = head.rfind(' ');
+        if (space != std::string::npos) head.resize(space);
+      }
+      return Value::string(head + end);
+    };
+    f["batch"] = [](const Value& v, CallArgs& a) {
+      Value count = a.get(0, "linecount");
+      Value fill = a.get(1, "fill_with", Value::none());
+      a.expect_no_more("the filter 'batch'");
+      if (count.kind() != K::integer || count.as_int() <= 0)
+        throw TemplateError(0, "the filter 'batch' needs a positive integer");
+      std::vector<Value> rows, row;
+      for (const Value& item : iterate(v)) {
+        row.push_back(item);
+        if (int64_t(row.size()) == count.as_int()) {
+          rows.push_back(Value::list(std::move(row)));
+          row.clear();
+        }
+      }
+      if (!row.empty()) {
+        if (!fill.is_none())
+          while (int64_t(row.size()) < count.as_int()) row.push_back(fill);
+        rows.push_back(Value::list(std::move(row)));
+      }
+      return Value::list(std::move(rows), Flavor::generator);
+    };
+    f["attr"] = [](const Value& v, CallArgs& a) {
+      Value name = a.get(0, "name");
+      a.expect_no_more("the filter 'attr'");
+      // getattr only: a method, or a namespace's attribute; never a dict's item.
+      if (v.is_dict() && !v.dict_data().find(Value::string(to_str(name)))) return get_attribute(v, to_str(name));
+      if (v.is_dict()) return Value::undefined("'dict object' has no attribute '" + to_str(name) + "'");
+      return get_attribute(v, to_str(name));
+    };
     f["format"] = [](const Value& v, CallArgs& a) {
       if (!a.positional.empty() && !a.keyword.empty())
         throw TemplateError(0, "the filter 'format' takes positional or keyword arguments, not both");

@@ -286,7 +286,7 @@ class Interpreter {
           for (const auto& p : def->params) is_param = is_param || p.first == k;
           if (!is_param) {
             extra.dict_data().set(Value::string(k), v);
-            a.get(size_t(-1), k);  // consumed
+            a.get(CallArgs::kKeywordOnly, k);  // marks it used
           }
         }
         call_scope->vars["kwargs"] = extra;

@@ -237,6 +237,60 @@ Value string_method(const Value& obj, const std::string& name, CallArgs& a) {
     }
     return Value::string(out);
   }
+  if (name == "splitlines") {
+    if (a.get(0, "keepends", Value::boolean(false)).truthy())
+      throw TemplateError(0, "str.splitlines(keepends=True) is not supported");
+    a.expect_no_more(m);
+    std::vector<Value> lines;
+    for (auto& line : splitlines(s)) lines.push_back(Value::string(line));
+    return Value::list(std::move(lines));
+  }
+  if (name == "removeprefix" || name == "removesuffix") {
+    std::string affix = string_arg(a, 0, name == "removeprefix" ? "prefix" : "suffix", m);
+    a.expect_no_more(m);
+    bool prefix = name == "removeprefix";
+    if (affix.size() <= s.size() && (prefix ? s.compare(0, affix.size(), affix) == 0
+                                            : s.compare(s.size() - affix.size(), affix.size(), affix) == 0))
+      return Value::string(prefix ? s.substr(affix.size()) : s.substr(0, s.size() - affix.size()));
+    return Value::string(s);
+  }
+  if (name == "partition" || name == "rpartition") {
+    std::string sep = string_arg(a, 0, "sep", m);
+    a.expect_no_more(m);
+    if (sep.empty()) throw TemplateError(0, m + " got an empty separator");
+    size_t at = name == "partition" ? s.find(sep) : s.rfind(sep);
+    Value empty = Value::string("");
+    if (at == std::string::npos)
+      return Value::list(name == "partition" ? std::vector<Value>{Value::string(s), empty, empty}
+                                             : std::vector<Value>{empty, empty, Value::string(s)},
+                         Flavor::tuple);
+    return Value::list({Value::string(s.substr(0, at)), Value::string(sep), Value::string(s.substr(at + sep.size()))},
+                       Flavor::tuple);
+  }
+  if (name == "ljust" || name == "rjust" || name == "center" || name == "zfill") {
+    Value width = a.get(0, "width");
+    std::string fill = name == "zfill" ? "0" : to_str(a.get(1, "fillchar", Value::string(" ")));
+    a.expect_no_more(m);
+    if (width.kind() != Value::Kind::integer || utf8::length(fill) != 1)
+      throw TemplateError(0, m + " needs an integer width and a one-character fill");
+    size_t len = utf8::length(s), w = size_t(std::max<int64_t>(0, width.as_int()));
+    if (len >= w) return Value::string(s);
+    size_t total = w - len;
+    auto repeat = [&](size_t n) {
+      std::string r;
+      for (size_t i = 0; i < n; ++i) r += fill;
+      return r;
+    };
+    if (name == "ljust") return Value::string(s + repeat(total));
+    if (name == "rjust") return Value::string(repeat(total) + s);
+    if (name == "zfill") {
+      size_t sign = !s.empty() && (s[0] == '-' || s[0] == '+') ? 1 : 0;
+      return Value::string(s.substr(0, sign) + repeat(total) + s.substr(sign));
+    }
+    // Python's center puts the extra fill character on the left when the text's length is odd.
+    size_t left = total / 2 + (total & w & 1);
+    return Value::string(repeat(left) + s + repeat(total - left));
+  }
   if (name == "isdigit" || name == "isspace" || name == "isalpha" || name == "isalnum") {
     a.expect_no_more(m);
     if (s.empty()) return Value::boolean(false);
@@ -371,6 +425,26 @@ std::string strip(const std::string& s, const Value& chars, bool left, bool righ
   if (right)
     while (e > b && drop(cps[e - 1])) --e;
   return utf8::encode({cps.begin() + long(b), cps.begin() + long(e)});
+}
+
+std::vector<std::string> splitlines(const std::string& s) {
+  std::vector<std::string> lines;
+  std::string line;
+  for (size_t i = 0; i < s.size();) {
+    size_t start = i;
+    char32_t c = utf8::next(s, i);
+    bool brk = c == '\n' || c == '\r' || c == 0xb || c == 0xc || (c >= 0x1c && c <= 0x1e) || c == 0x85 || c == 0x2028 ||
+               c == 0x2029;
+    if (!brk) {
+      line.append(s, start, i - start);
+      continue;
+    }
+    if (c == '\r' && i < s.size() && s[i] == '\n') ++i;
+    lines.push_back(line);
+    line.clear();
+  }
+  if (!line.empty()) lines.push_back(line);
+  return lines;
 }
 
 Value get_attribute(const Value& obj, const std::string& name) {

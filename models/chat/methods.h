@@ -3,6 +3,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "models/chat/value.h"
 
@@ -17,5 +18,6 @@ Value get_slice(const Value& obj, const Value& start, const Value& stop, const V
 
 // Python's whitespace-aware str.strip/split helpers, shared with the filters.
 std::string strip(const std::string& s, const Value& chars, bool left, bool right);
+std::vector<std::string> splitlines(const std::string& s);
 
 }  // namespace onecat::chat

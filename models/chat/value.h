@@ -99,6 +99,9 @@ struct CallArgs {
   std::vector<std::pair<std::string, Value>> keyword;
   int line = 0;
 
+  // An index no positional argument has: get(kKeywordOnly, name) finds keyword arguments only.
+  static constexpr size_t kKeywordOnly = static_cast<size_t>(-1);
+
   // The argument at `index` or named `name`, else `fallback`; each is consumed once.
   Value get(size_t index, const std::string& name, Value fallback = Value());
   // Every argument must have been consumed; otherwise a clear error naming `what`.

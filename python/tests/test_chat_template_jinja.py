@@ -514,6 +514,11 @@ CONSTRUCTS = [
     '{% for i in [1,2] %}\n  - {{ i }}\n{% endfor %}',
     'a{%+ if true %}b{% endif %}\n  {%- if true %} c {% endif +%}\nd',
     '{%- for i in range(2) -%}\n{{ i }}\n{% endfor -%}\n',
+    "{{ 'ab'.center(5) }}|{{ 'abc'.center(6, '*') }}|{{ 'a'.center(4) }}|{{ 'x' | center(7) }}|{{ '-42'.zfill(6) }}|{{ 'ab'.ljust(4, '.') }}|{{ 'ab'.rjust(4) }}|{{ 'a=b=c'.partition('=') }}|{{ 'a=b=c'.rpartition('=') }}|{{ 'abc'.partition('x') }}|{{ 'abc'.rpartition('x') }}",
+    "{{ 'a\\nb\\r\\nc\\n'.splitlines() }}|{{ 'prefix-x'.removeprefix('prefix-') }}|{{ 'x.txt'.removesuffix('.txt') }}|{{ 'x'.removesuffix('y') }}",
+    "{{ [1, 2, 3, 4, 5] | batch(2) | list }}|{{ [1, 2, 3] | batch(2, 0) | list }}|{{ 'hello world foo bar' | truncate(9) }}|{{ 'hello world foo bar' | truncate(9, true) }}|{{ 'short' | truncate(3, leeway=0) }}|{{ 'hello world' | truncate(11) }}",
+    "{{ {'a': 1} | attr('a') }}|{{ {'a': 1} | attr('get') is defined }}|{{ namespace(x=1) | attr('x') }}",
+    "{{ 'ab'.center(6) }}|{{ 'abc'.center(4) }}|{{ 'abcd'.center(7) }}\n",
 ]
 
 
