@@ -58,6 +58,7 @@ struct Stmt {
     filter_block,  // filter chain (expr) applied to the rendered body
     block,         // generation: renders its body
     with_block,    // with targets[i] = conditions[i], ...: body in its own scope
+    call_block,    // call(params) expr: body is the caller() the called macro may render
   };
   Kind kind;
   int line = 0;
@@ -71,7 +72,8 @@ struct Stmt {
   Body body, else_body;
   std::string name;
   std::vector<std::pair<std::string, ExprPtr>> params;
-  bool takes_varargs = false, takes_kwargs = false;  // a macro whose body names varargs / kwargs
+  // A macro whose body names varargs / kwargs / caller (jinja2 passes them only then).
+  bool takes_varargs = false, takes_kwargs = false, takes_caller = false;
 };
 
 }  // namespace onecat::chat

@@ -178,6 +178,15 @@ class Interpreter {
       }
       case Stmt::Kind::block:
         return exec(s.body, scope, out);
+      case Stmt::Kind::call_block: {
+        Value callee = eval(*s.expr->args[0], scope);
+        if (callee.kind() != Value::Kind::callable || callee.fn().name.rfind("macro ", 0) != 0)
+          throw TemplateError(0, "a call block must call a macro");
+        CallArgs a = eval_args(*s.expr, 1, scope);
+        a.keyword.emplace_back("caller", make_caller(s, scope));
+        out += to_str(callee.fn().call(a));
+        return Flow::normal;
+      }
       case Stmt::Kind::with_block: {
         ScopePtr inner = child_of(scope);
         std::vector<Value> values;
@@ -262,6 +271,25 @@ class Interpreter {
       throw TemplateError(0, "'break' or 'continue' in a for loop's else block is not supported");
   }
 
+  // The body of a call block, as the function caller() the called macro sees.
+  Value make_caller(const Stmt& s, const ScopePtr& scope) {
+    const Stmt* block = &s;
+    return Value::callable("caller", [this, block, scope](CallArgs& a) {
+      ScopePtr call_scope = child_of(scope);
+      for (size_t i = 0; i < block->params.size(); ++i) {
+        const auto& [name, fallback] = block->params[i];
+        Value v = a.get(i, name);
+        if (v.is_undefined() && fallback) v = eval(*fallback, call_scope);
+        call_scope->vars[name] = v;
+      }
+      a.expect_no_more("caller()");
+      std::string text;
+      if (exec(block->body, call_scope, text) != Flow::normal)
+        throw TemplateError(0, "'break' or 'continue' outside a for loop in a call block");
+      return Value::string(text);
+    });
+  }
+
   Value make_macro(const Stmt& s, const ScopePtr& scope) {
     const Stmt* def = &s;
     return Value::callable("macro " + s.name, [this, def, scope](CallArgs& a) {
@@ -274,6 +302,7 @@ class Interpreter {
         if (v.is_undefined()) v = Value::undefined("parameter '" + name + "' was not provided");
         call_scope->vars[name] = v;
       }
+      if (def->takes_caller) call_scope->vars["caller"] = a.get(CallArgs::kKeywordOnly, "caller");
       if (def->takes_varargs) {
         std::vector<Value> extra;
         for (size_t i = def->params.size(); i < a.positional.size(); ++i) extra.push_back(a.get(i, ""));
@@ -282,7 +311,7 @@ class Interpreter {
       if (def->takes_kwargs) {
         Value extra = Value::dict();
         for (const auto& [k, v] : a.keyword) {
-          bool is_param = false;
+          bool is_param = k == "caller" && def->takes_caller;
           for (const auto& p : def->params) is_param = is_param || p.first == k;
           if (!is_param) {
             extra.dict_data().set(Value::string(k), v);

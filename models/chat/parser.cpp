@@ -226,6 +226,7 @@ class Parser {
       expect_block_end();
       s->takes_varargs = mentions(s->body, "varargs");
       s->takes_kwargs = mentions(s->body, "kwargs");
+      s->takes_caller = mentions(s->body, "caller");
     } else if (tag == "break" || tag == "continue") {
       s->kind = tag == "break" ? Stmt::Kind::loop_break : Stmt::Kind::loop_continue;
       expect_block_end();
@@ -235,6 +236,25 @@ class Parser {
       s->expr = parse_filter_chain(nullptr);
       expect_block_end();
       s->body = parse_body({"endfilter"});
+      ++pos_;
+      expect_block_end();
+    } else if (tag == "call") {
+      Softness hard(soft_, false);
+      s->kind = Stmt::Kind::call_block;
+      if (is_op("(")) {  // {% call(a, b) macro() %}: caller() takes a and b
+        ++pos_;
+        while (!accept_op(")")) {
+          if (!s->params.empty()) expect_op(",");
+          std::string param = expect_name();
+          ExprPtr fallback;
+          if (accept_op("=")) fallback = parse_expression(true);
+          s->params.emplace_back(param, std::move(fallback));
+        }
+      }
+      s->expr = parse_expression(true);
+      if (s->expr->kind != Expr::Kind::call) fail("a call block needs a macro call, e.g. {% call m() %}");
+      expect_block_end();
+      s->body = parse_body({"endcall"});
       ++pos_;
       expect_block_end();
     } else if (tag == "with") {

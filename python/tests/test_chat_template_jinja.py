@@ -519,6 +519,13 @@ CONSTRUCTS = [
     "{{ [1, 2, 3, 4, 5] | batch(2) | list }}|{{ [1, 2, 3] | batch(2, 0) | list }}|{{ 'hello world foo bar' | truncate(9) }}|{{ 'hello world foo bar' | truncate(9, true) }}|{{ 'short' | truncate(3, leeway=0) }}|{{ 'hello world' | truncate(11) }}",
     "{{ {'a': 1} | attr('a') }}|{{ {'a': 1} | attr('get') is defined }}|{{ namespace(x=1) | attr('x') }}",
     "{{ 'ab'.center(6) }}|{{ 'abc'.center(4) }}|{{ 'abcd'.center(7) }}\n",
+    "{% macro box(title) %}[{{ title }}:{{ caller() }}]{% endmacro %}{% call box('t') %}inside {{ 1 + 1 }}{% endcall %}",
+    "{% macro list_users(users) %}{% for u in users %}<{{ caller(u) }}>{% endfor %}{% endmacro %}{% call(user) list_users(['a', 'b']) %}{{ user | upper }}{% endcall %}",
+    '{% macro m() %}x{% endmacro %}{% call m() %}y{% endcall %}',
+    "{% macro f(spec, indent) %}{%- set ns = namespace(f = caller()) %}{%- for k, v in spec.items() %}{%- set ns.f = ns.f + indent + k + '\\n' %}{% endfor %}{{ ns.f }}{% endmacro %}{% call f({'a': 1, 'b': 2}, '  ') %}class X:\n{% endcall %}",
+    '{% macro rec(n) %}{% if n > 0 %}{% call rec(n - 1) %}<{{ n }}>{% endcall %}{% endif %}{{ caller() }}{% endmacro %}{% call rec(2) %}base{% endcall %}',
+    '{% set v = 3 %}{% macro m() %}{{ caller() }}{% endmacro %}{% for i in [1] %}{% call m() %}{{ v }}{{ i }}{% endcall %}{% endfor %}',
+    '{% for k in {\'a\': 1, \'b\': {\'c\': 2}} %}{{ k }}={{ "%s" | format({\'a\': 1, \'b\': {\'c\': 2}}[k]) }};{{ "%sr" | format(k) }}{% endfor %}\n',
 ]
 
 
