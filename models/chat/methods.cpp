@@ -483,7 +483,13 @@ Value get_item(const Value& obj, const Value& key) {
     if (auto method = bound_method(obj, key.str())) return *method;
     return Value::undefined(owner_name(obj) + " has no attribute '" + key.str() + "'");
   }
-  return Value::undefined(owner_name(obj) + " has no element " + repr(key));
+  std::string shown;
+  try {
+    shown = repr(key);
+  } catch (const TemplateError&) {  // an undefined key: the lookup is undefined, not an error
+    shown = "of type " + key.type_name();
+  }
+  return Value::undefined(owner_name(obj) + " has no element " + shown);
 }
 
 Value get_slice(const Value& obj, const Value& start, const Value& stop, const Value& step) {

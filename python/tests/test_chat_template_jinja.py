@@ -109,6 +109,37 @@ TOOLS = [
     },
 ]
 
+# Nested schemas: enums, defaults, arrays of objects, unions, additionalProperties, patterns
+# (templates that turn schemas into Python signatures walk all of these).
+RICH_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "book",
+            "description": "Book a trip.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string", "description": "City", "default": "Paris"},
+                    "mode": {"type": "string", "enum": ["train", "plane"]},
+                    "n": {"type": "integer", "default": 2},
+                    "tags": {"type": "array", "items": {"type": "string"}},
+                    "who": {
+                        "type": "object",
+                        "properties": {"name": {"type": "string", "title": "Name"}, "age": {"type": ["integer", "null"]}},
+                        "required": ["name"],
+                    },
+                    "legs": {"type": "array", "items": {"type": "object", "properties": {"from": {"type": "string", "pattern": "^[A-Z]+$"}}}},
+                    "meta": {"type": "object", "additionalProperties": {"type": "number"}},
+                    "flag": {"type": "boolean", "default": False},
+                    "ratio": {"type": "number", "default": 0.5},
+                },
+                "required": ["mode"],
+            },
+        },
+    }
+]
+
 TOOL_CALL = {
     "id": "call_0",
     "type": "function",
@@ -207,6 +238,16 @@ CONVERSATIONS = {
         {"role": "user", "content": [{"type": "text", "text": "Describe"}, {"type": "text", "text": "this, please."}]},
     ],
     "system_only": [{"role": "system", "content": "Only a system prompt."}],
+    "rich_tool_schema": [
+        {"role": "system", "content": "S"},
+        {"role": "user", "content": "Book it."},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"type": "function", "function": {"name": "book", "arguments": {"mode": "train", "n": 3, "who": {"name": "Al"}}}}],
+        },
+        {"role": "tool", "content": "ok"},
+    ],
     "tool_call_without_content_key": [
         {"role": "user", "content": "Weather in Oslo?"},
         {"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}]},
@@ -263,7 +304,7 @@ def cases():
     out = []
     for name, messages in CONVERSATIONS.items():
         for gen in (True, False):
-            tools = TOOLS if "tool" in name or name == "system_user" else None
+            tools = RICH_TOOLS if name == "rich_tool_schema" else TOOLS if "tool" in name or name == "system_user" else None
             case = {"name": f"{name}{'+gen' if gen else ''}", "messages": messages, "add_generation_prompt": gen}
             case["kwargs"] = {"bos_token": "<s>", "eos_token": "</s>"}
             if tools:
