@@ -57,7 +57,7 @@ struct Stmt {
     loop_continue,
     filter_block,  // filter chain (expr) applied to the rendered body
     block,         // generation: renders its body
-    with_block,    // with targets[i] = conditions[i], ...: body in its own scope
+    with_block,    // with targets[i] = values[i], ...: body in its own scope
     call_block,    // call(params) expr: body is the caller() the called macro may render
   };
   Kind kind;
@@ -66,6 +66,7 @@ struct Stmt {
   ExprPtr expr;
   ExprPtr condition;
   std::vector<ExprPtr> conditions;
+  std::vector<ExprPtr> values;
   std::vector<Body> bodies;
   std::vector<std::string> targets;
   std::string attr;

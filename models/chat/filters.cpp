@@ -74,6 +74,7 @@ bool parse_float(const std::string& text, double& out) {
   size_t b = text.find_first_not_of(" \t\n\r\f\v"), e = text.find_last_not_of(" \t\n\r\f\v");
   if (b == std::string::npos) return false;
   std::string s = text.substr(b, e - b + 1);
+  if (s.find_first_of("xXpP_") != std::string::npos) return false;  // strtod's hex floats are not Python's
   char* end = nullptr;
   out = std::strtod(s.c_str(), &end);
   return end == s.c_str() + s.size();
@@ -392,15 +393,18 @@ const std::map<std::string, Filter>& filters() {
       a.expect_no_more("the filter 'int'");
       if (base.as_int() != 10) throw TemplateError(0, "the filter 'int' supports base 10 only");
       if (v.kind() == K::integer || v.kind() == K::boolean) return Value::integer(v.as_int());
-      if (v.kind() == K::floating) {
-        if (!std::isfinite(v.as_double())) return fallback;
-        return Value::integer(int64_t(std::trunc(v.as_double())));
-      }
+      // jinja2 catches int(nan)'s ValueError, and OverflowError (inf) only for text input.
+      auto truncate = [&](double d, bool from_text) {
+        if (std::isnan(d) || (from_text && std::isinf(d))) return fallback;
+        if (std::fabs(d) >= 9.2e18) throw TemplateError(0, "the filter 'int' got a number too large");
+        return Value::integer(int64_t(std::trunc(d)));
+      };
+      if (v.kind() == K::floating) return truncate(v.as_double(), false);
       if (v.is_string()) {
         int64_t i;
         double d;
         if (parse_int(v.str(), i)) return Value::integer(i);
-        if (parse_float(v.str(), d) && std::isfinite(d)) return Value::integer(int64_t(std::trunc(d)));
+        if (parse_float(v.str(), d)) return truncate(d, true);
       }
       return fallback;
     };

@@ -190,7 +190,7 @@ class Interpreter {
       case Stmt::Kind::with_block: {
         ScopePtr inner = child_of(scope);
         std::vector<Value> values;
-        for (const auto& e : s.conditions) values.push_back(eval(*e, scope));  // all in the outer scope
+        for (const auto& e : s.values) values.push_back(eval(*e, scope));  // all in the outer scope
         for (size_t i = 0; i < s.targets.size(); ++i) inner->vars[s.targets[i]] = values[i];
         return exec(s.body, inner, out);
       }

@@ -30,8 +30,9 @@ bool mentions(const Body& body, const std::string& name) {
   for (const auto& s : body) {
     for (const Expr* e : {s->expr.get(), s->condition.get()})
       if (e && mentions(*e, name)) return true;
-    for (const auto& c : s->conditions)
-      if (c && mentions(*c, name)) return true;
+    for (const auto* list : {&s->conditions, &s->values})
+      for (const auto& c : *list)
+        if (c && mentions(*c, name)) return true;
     for (const auto& p : s->params)
       if (p.second && mentions(*p.second, name)) return true;
     for (const auto& b : s->bodies)
@@ -264,7 +265,7 @@ class Parser {
         if (!s->targets.empty()) expect_op(",");
         s->targets.push_back(expect_name());
         expect_op("=");
-        s->conditions.push_back(parse_expression(true));
+        s->values.push_back(parse_expression(true));
       }
       expect_block_end();
       s->body = parse_body({"endwith"});

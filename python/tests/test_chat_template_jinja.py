@@ -567,6 +567,7 @@ CONSTRUCTS = [
     '{% macro rec(n) %}{% if n > 0 %}{% call rec(n - 1) %}<{{ n }}>{% endcall %}{% endif %}{{ caller() }}{% endmacro %}{% call rec(2) %}base{% endcall %}',
     '{% set v = 3 %}{% macro m() %}{{ caller() }}{% endmacro %}{% for i in [1] %}{% call m() %}{{ v }}{{ i }}{% endcall %}{% endfor %}',
     '{% for k in {\'a\': 1, \'b\': {\'c\': 2}} %}{{ k }}={{ "%s" | format({\'a\': 1, \'b\': {\'c\': 2}}[k]) }};{{ "%sr" | format(k) }}{% endfor %}\n',
+    "{{ 'nan' | int }}|{{ '1e3' | int }}|{{ ' 7 ' | int }}|{{ '0x10' | int }}|{{ '1_000' | int }}|{{ 'inf' | float }}|{{ '-2.5' | int }}|{{ true | int }}|{{ 'inf' | int }}|{{ 'x1' | float }}",
 ]
 
 
