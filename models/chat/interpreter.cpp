@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <vector>
 
 #include "models/chat/error.h"
 #include "models/chat/filters.h"
@@ -16,32 +17,29 @@ namespace {
 // Deep enough for any real template, shallow enough to stop runaway recursion before the stack does.
 constexpr int kMaxCallDepth = 200;
 
+// Scopes live in the interpreter's arena until the render ends: macros and caller() keep a
+// pointer to the scope they were defined in, and a macro stored in that same scope must not
+// keep it alive by itself (a reference cycle would leak every render).
 struct Scope {
   std::map<std::string, Value> vars;
-  std::shared_ptr<Scope> parent;
+  Scope* parent = nullptr;
 
   const Value* find(const std::string& name) const {
-    for (const Scope* s = this; s; s = s->parent.get()) {
+    for (const Scope* s = this; s; s = s->parent) {
       auto it = s->vars.find(name);
       if (it != s->vars.end()) return &it->second;
     }
     return nullptr;
   }
 };
-using ScopePtr = std::shared_ptr<Scope>;
-
-ScopePtr child_of(const ScopePtr& parent) {
-  auto s = std::make_shared<Scope>();
-  s->parent = parent;
-  return s;
-}
+using ScopePtr = Scope*;
 
 enum class Flow { normal, loop_break, loop_continue };
 
 class Interpreter {
  public:
   Interpreter(const Value& variables, const RenderOptions& options) : options_(options) {
-    root_ = std::make_shared<Scope>();
+    root_ = child_of(nullptr);
     install_globals();
     if (!variables.is_dict()) throw TemplateError(0, "the template variables must be a JSON object");
     for (const auto& [k, v] : variables.dict_data().items) root_->vars[k.str()] = v;
@@ -55,6 +53,12 @@ class Interpreter {
   }
 
  private:
+  ScopePtr child_of(ScopePtr parent) {
+    scopes_.push_back(std::make_unique<Scope>());
+    scopes_.back()->parent = parent;
+    return scopes_.back().get();
+  }
+
   void install_globals() {
     globals_["range"] = Value::callable("range", [](CallArgs& a) { return range(a); });
     globals_["dict"] = Value::callable("dict", [](CallArgs& a) {
@@ -435,6 +439,7 @@ class Interpreter {
   }
 
   const RenderOptions& options_;
+  std::vector<std::unique_ptr<Scope>> scopes_;
   ScopePtr root_;
   std::map<std::string, Value> globals_;
   int depth_ = 0;
