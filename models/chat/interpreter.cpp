@@ -14,8 +14,10 @@
 namespace onecat::chat {
 namespace {
 
-// Deep enough for any real template, shallow enough to stop runaway recursion before the stack does.
-constexpr int kMaxCallDepth = 200;
+// Real templates nest macros a few levels (a JSON schema's depth). jinja2 stops at Python's
+// recursion limit, about 200 levels from a plain script and fewer under transformers, so
+// stopping earlier errs on the side of an error rather than output jinja2 would not give.
+constexpr int kMaxCallDepth = 100;
 
 // Scopes live in the interpreter's arena until the render ends: macros and caller() keep a
 // pointer to the scope they were defined in, and a macro stored in that same scope must not
