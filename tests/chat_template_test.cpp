@@ -157,6 +157,16 @@ TEST(ChatTemplateErrors, EachNamesItsLine) {
             "object of type 'generator' has no len()");
 }
 
+TEST(ChatTemplateErrors, HostileNestingIsAnErrorNotACrash) {
+  EXPECT_EQ(error_of("{{ " + std::string(100000, '-') + "1 }}").message(),
+            "the template nests expressions or blocks too deeply");
+  std::string ifs;
+  for (int i = 0; i < 1000; ++i) ifs = "{% if true %}" + ifs + "{% endif %}";
+  EXPECT_EQ(error_of(ifs).message(), "the template nests expressions or blocks too deeply");
+  EXPECT_EQ(error_of("{% macro r(n) %}{{ r(n + 1) }}{% endmacro %}{{ r(0) }}").message(),
+            "macros call each other too deeply (recursion?)");
+}
+
 TEST(ChatTemplateErrors, RaiseExceptionCarriesTheTemplatesMessage) {
   TemplateError e = error_of("ok\n{{ raise_exception('Roles must alternate') }}");
   EXPECT_TRUE(e.raised_by_template());

@@ -144,6 +144,7 @@ class Parser {
   }
 
   StmtPtr parse_statement() {
+    Nesting guard(*this);
     int line = cur().line;
     std::string tag = take().text;
     auto s = std::make_unique<Stmt>();
@@ -440,6 +441,7 @@ class Parser {
   }
 
   ExprPtr parse_unary(bool with_filter) {
+    Nesting guard(*this);
     ExprPtr node;
     if (is_op("-") || is_op("+")) {
       const Token& op = take();
@@ -671,6 +673,17 @@ class Parser {
   void check_test(const std::string& name, int line) const {
     if (!soft_ && !test_exists(name)) throw TemplateError(line, "unknown test '" + name + "'");
   }
+  // Nesting is recursion here and in the interpreter; a bound keeps a hostile template from
+  // exhausting the stack (real templates nest a dozen levels).
+  static constexpr int kMaxNesting = 256;
+  struct Nesting {
+    explicit Nesting(Parser& p) : p_(p) {
+      if (++p_.nesting_ > kMaxNesting) p_.fail("the template nests expressions or blocks too deeply");
+    }
+    ~Nesting() { --p_.nesting_; }
+    Parser& p_;
+  };
+
   struct Softness {
     Softness(bool& flag, bool value) : flag_(flag), saved_(flag) { flag_ = value; }
     ~Softness() { flag_ = saved_; }
@@ -681,6 +694,7 @@ class Parser {
   const std::vector<Token>& t_;
   size_t pos_ = 0;
   bool soft_ = false;
+  int nesting_ = 0;
 };
 
 }  // namespace
