@@ -43,6 +43,8 @@ TEST(ChatTemplatePrint, ValuesPrintAsPythonStr) {
   EXPECT_EQ(render("{{ [1, 'a', none, {'k': \"it's\"}] }}"), "[1, 'a', None, {'k': \"it's\"}]");
   EXPECT_EQ(render("{{ (1,) }}{{ ('a\\nb', 2) }}"), "(1,)('a\\nb', 2)");
   EXPECT_EQ(render("{{ missing }}|{{ 'x' ~ missing }}"), "|x");
+  EXPECT_EQ(render("{{ range(3) }}{{ range(1, 9, 2) | list }}{{ range(3) == [0, 1, 2] }}"),
+            "range(0, 3)[1, 3, 5, 7]False");
 }
 
 TEST(ChatTemplateWhitespace, TrimBlocksAndLstripBlocksAsTransformersSetsThem) {

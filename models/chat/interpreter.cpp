@@ -117,7 +117,11 @@ class Interpreter {
       items.push_back(Value::integer(i));
       if (items.size() > 1000000) throw TemplateError(0, "range() is too long for a chat template");
     }
-    return Value::list(std::move(items));
+    Value r = Value::list(std::move(items), Flavor::range);
+    r.list_data().range_start = start;
+    r.list_data().range_stop = stop;
+    r.list_data().range_step = step;
+    return r;
   }
 
   Value lookup(const std::string& name, const ScopePtr& scope) const {

@@ -97,7 +97,8 @@ class Dumper {
         quote(out, v.str(), o_.ensure_ascii);
         return;
       case K::list: {
-        if (v.list_data().flavor == Flavor::generator || v.list_data().flavor == Flavor::view)
+        if (v.list_data().flavor == Flavor::generator || v.list_data().flavor == Flavor::view ||
+            v.list_data().flavor == Flavor::range)
           throw TemplateError(0, "tojson cannot serialise a " + v.type_name());
         const auto& items = v.items();
         if (items.empty()) {

@@ -192,6 +192,7 @@ class Lexer {
 
   void skip_comment() {
     int start_line = line_;
+    if (pos_ == src_.size()) return;  // jinja2 quietly drops a "{#" that ends the template
     size_t close = src_.find("#}", pos_);
     if (close == std::string::npos) throw TemplateError(start_line, "a comment ({# ... #}) is never closed");
     char sign = close > pos_ && (src_[close - 1] == '-' || src_[close - 1] == '+') ? src_[close - 1] : 0;
@@ -249,8 +250,11 @@ class Lexer {
         pos_ += 2;
         return;
       }
-    if (std::string("+-*/%~()[]{},.:|=<>").find(c) == std::string::npos)
-      throw TemplateError(line, std::string("unexpected character '") + c + "' in a tag");
+    if (std::string("+-*/%~()[]{},.:|=<>").find(c) == std::string::npos) {
+      size_t end = pos_;
+      utf8::next(src_, end);  // name the whole character, not its first byte
+      throw TemplateError(line, "unexpected character '" + src_.substr(pos_, end - pos_) + "' in a tag");
+    }
     if (c == '(' || c == '[' || c == '{') ++depth;
     if ((c == ')' || c == ']' || c == '}') && depth > 0) --depth;
     tokens_.push_back({TokenType::op, std::string(1, c), line});

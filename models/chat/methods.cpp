@@ -500,6 +500,8 @@ Value get_slice(const Value& obj, const Value& start, const Value& stop, const V
   }
   if (obj.is_list() && (obj.list_data().flavor == Flavor::list || obj.list_data().flavor == Flavor::tuple))
     return Value::list(slice_of(obj.items(), start, stop, step), obj.list_data().flavor);
+  if (obj.is_list() && obj.list_data().flavor == Flavor::range)
+    throw TemplateError(0, "slicing a range is not supported");
   throw TemplateError(0, "a '" + obj.type_name() + "' cannot be sliced");
 }
 

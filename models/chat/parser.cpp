@@ -322,7 +322,7 @@ class Parser {
   bool tuple_ends(bool explicit_parens) const {
     if (cur().type == TokenType::block_end || cur().type == TokenType::print_end) return true;
     if (explicit_parens && is_op(")")) return true;
-    return is_name("recursive") || is_name("if") || is_name("in");
+    return is_name("recursive");
   }
 
   ExprPtr parse_expression(bool with_condexpr) {

@@ -135,6 +135,7 @@ std::string Value::type_name() const {
       return list_->flavor == Flavor::tuple       ? "tuple"
              : list_->flavor == Flavor::generator ? "generator"
              : list_->flavor == Flavor::view      ? "dict view"
+             : list_->flavor == Flavor::range     ? "range"
                                                   : "list";
     case Kind::dict:
       return "dict";
@@ -209,7 +210,8 @@ bool equal(const Value& a, const Value& b) {
     case K::string:
       return a.str() == b.str();
     case K::list: {
-      if ((a.list_data().flavor == Flavor::tuple) != (b.list_data().flavor == Flavor::tuple)) return false;
+      for (Flavor f : {Flavor::tuple, Flavor::range})
+        if ((a.list_data().flavor == f) != (b.list_data().flavor == f)) return false;
       if (a.list_data().flavor == Flavor::generator || b.list_data().flavor == Flavor::generator)
         return &a.list_data() == &b.list_data();
       if (a.items().size() != b.items().size()) return false;
@@ -366,6 +368,9 @@ std::string repr(const Value& v) {
       const ListData& l = v.list_data();
       if (l.flavor == Flavor::generator) throw TemplateError(0, "printing a generator object is not supported");
       if (l.flavor == Flavor::view) throw TemplateError(0, "printing a dict view (items/keys/values) is not supported");
+      if (l.flavor == Flavor::range)
+        return "range(" + std::to_string(l.range_start) + ", " + std::to_string(l.range_stop) +
+               (l.range_step == 1 ? "" : ", " + std::to_string(l.range_step)) + ")";
       std::string out = l.flavor == Flavor::tuple ? "(" : "[";
       for (size_t i = 0; i < l.items.size(); ++i) out += (i ? ", " : "") + repr(l.items[i]);
       if (l.flavor == Flavor::tuple && l.items.size() == 1) out += ",";
@@ -381,7 +386,7 @@ std::string repr(const Value& v) {
       return out + "}";
     }
     case K::undefined:
-      throw TemplateError(0, "printing an undefined value inside a list or dict is not supported");
+      return "Undefined";  // jinja2's Undefined.__repr__
     default:
       return to_str(v);
   }

@@ -21,12 +21,14 @@ enum class Flavor {
   tuple,
   generator,  // filters such as map/select return one: no len(), iterated once, always true
   view,       // dict.items()/keys()/values(): iterable and sized, but not printable here
+  range,      // range(...): a sequence that prints as range(start, stop[, step])
 };
 
 struct ListData {
   std::vector<Value> items;
   Flavor flavor = Flavor::list;
   bool consumed = false;  // a generator yields nothing after its first iteration
+  int64_t range_start = 0, range_stop = 0, range_step = 1;
 };
 
 struct DictData {
