@@ -39,6 +39,7 @@ class ChatTemplate {
   ChatTemplate(ChatTemplate&&) noexcept;
   ChatTemplate& operator=(ChatTemplate&&) noexcept;
 
+  // apply() and render() keep no state between calls: one ChatTemplate may serve many threads.
   // Renders with transformers' variables: messages, tools, documents (none),
   // add_generation_prompt, then `special_tokens` (bos_token, eos_token, ...), then kwargs.
   std::string apply(const ChatRequest& request,

@@ -21,6 +21,11 @@ struct ChatOptions {
 };
 
 std::string read_file(const std::string& path) {
+  if (path == "-") {
+    std::ostringstream s;
+    s << std::cin.rdbuf();
+    return s.str();
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("cannot read " + path + ".");
   std::ostringstream s;
@@ -88,7 +93,7 @@ void add_chat_template(CLI::App& app) {
   model->excludes(file);
   file->excludes(model);
   cmd->add_option("--messages", o->messages_file,
-                  "JSON file: an array of messages, or {\"messages\": [...], \"tools\": [...]}")
+                  "JSON file (- for stdin): an array of messages, or {\"messages\": [...], \"tools\": [...]}")
       ->required();
   cmd->add_option("--tools", o->tools_file, "JSON file: an array of tool schemas");
   cmd->add_flag("--add-generation-prompt", o->add_generation_prompt, "End with the assistant's turn header");
