@@ -219,6 +219,10 @@ TEST_F(ChatCheckpoint, NamedTemplatesPickToolUseOnlyWithTools) {
   EXPECT_EQ(onecat::chat::load_chat_template(dir_, true).source, "T");
   write("chat_template.jinja", "J");  // newer transformers saves the template beside the config
   EXPECT_EQ(onecat::chat::load_chat_template(dir_, true).source, "J");
+  std::filesystem::create_directories(dir_ / "additional_chat_templates");
+  write("additional_chat_templates/tool_use.jinja", "TJ");
+  EXPECT_EQ(onecat::chat::load_chat_template(dir_, true).source, "TJ");
+  EXPECT_EQ(onecat::chat::load_chat_template(dir_, false).source, "J");
 }
 
 TEST_F(ChatCheckpoint, MissingTemplateIsAClearError) {

@@ -80,6 +80,14 @@ CheckpointChatTemplate load_chat_template(const std::filesystem::path& dir, bool
     if (!config.is_object()) throw InputError(config_path.string() + " must hold a JSON object.");
     take_special_tokens(config, result.special_tokens);
   }
+  // Newer transformers saves the default template as chat_template.jinja and named ones as
+  // additional_chat_templates/NAME.jinja; "tool_use" serves requests with tools.
+  std::filesystem::path tool_use = dir / "additional_chat_templates" / "tool_use.jinja";
+  if (with_tools && std::filesystem::exists(tool_use)) {
+    result.source = read_text(tool_use);
+    result.origin = "additional_chat_templates/tool_use.jinja";
+    return result;
+  }
   if (std::filesystem::exists(dir / "chat_template.jinja")) {
     result.source = read_text(dir / "chat_template.jinja");
     result.origin = "chat_template.jinja";

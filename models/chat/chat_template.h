@@ -52,8 +52,9 @@ class ChatTemplate {
 };
 
 // A checkpoint directory's chat template and special tokens, chosen as transformers does:
-// chat_template.jinja if present, else tokenizer_config.json's chat_template (a string, or a
-// list of {name, template}: "tool_use" when tools are given and it exists, else "default").
+// additional_chat_templates/tool_use.jinja for a request with tools if present, else
+// chat_template.jinja, else tokenizer_config.json's chat_template (a string, or a list of
+// {name, template}: "tool_use" when tools are given and it exists, else "default").
 struct CheckpointChatTemplate {
   std::string source;
   std::string origin;  // e.g. "chat_template.jinja", "tokenizer_config.json (tool_use)"
