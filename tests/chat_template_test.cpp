@@ -119,6 +119,8 @@ TEST(ChatTemplateExpressions, PercentFormatting) {
   EXPECT_EQ(render("{{ '%s-%05d|%-4s|%.2f|%x' % ('a', -42, 'b', 3.14159, 255) }}"), "a--0042|b   |3.14|ff");
   EXPECT_EQ(render("{{ '%(k)s=%(v)r' % {'k': 'key', 'v': 'x'} }}{{ '%s+%s' | format(1, 2) }}"), "key='x'1+2");
   EXPECT_EQ(error_of("{{ '%s %s' % 1 }}").message(), "not enough arguments for the '%' format");
+  EXPECT_EQ(render("{{ '{:>4}|{:<3}|{:05.1f}|{!r}|{n:+d}'.format('a', 'b', 2.25, 'q', n=3) }}"),
+            "   a|b  |002.2|'q'|+3");
 }
 
 TEST(ChatTemplateFilters, TheOnesTemplatesUse) {

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "models/chat/error.h"
+#include "models/chat/percent_format.h"
 #include "models/chat/text.h"
 #include "models/chat/utf8.h"
 
@@ -123,6 +124,7 @@ bool matches_affix(const std::string& s, const Value& affix, bool prefix, const 
 std::string format(const std::string& fmt, CallArgs& a) {
   std::string out;
   size_t auto_index = 0;
+  bool used_automatic = false, used_manual = false;
   for (size_t i = 0; i < fmt.size(); ++i) {
     char c = fmt[i];
     if (c == '}') {
@@ -145,9 +147,26 @@ std::string format(const std::string& fmt, CallArgs& a) {
     size_t close = fmt.find('}', i);
     if (close == std::string::npos) throw TemplateError(0, "str.format found a '{' without its '}'");
     std::string field = fmt.substr(i + 1, close - i - 1);
-    if (field.find_first_of("!:.[{") != std::string::npos)
-      throw TemplateError(0, "str.format fields with conversions, specs or lookups are not supported");
+    std::string spec;
+    if (size_t colon = field.find(':'); colon != std::string::npos) {
+      spec = field.substr(colon + 1);
+      field.resize(colon);
+    }
+    char conversion = 0;
+    if (size_t bang = field.find('!'); bang != std::string::npos) {
+      if (bang + 2 != field.size() || (field[bang + 1] != 'r' && field[bang + 1] != 's'))
+        throw TemplateError(0, "str.format supports only the !r and !s conversions");
+      conversion = field[bang + 1];
+      field.resize(bang);
+    }
+    if (field.find_first_of(".[{") != std::string::npos || spec.find('{') != std::string::npos)
+      throw TemplateError(0, "str.format fields with lookups or nested fields are not supported");
     Value v;
+    bool numbered = !field.empty() && std::isdigit((unsigned char)field[0]);
+    if (field.empty()) used_automatic = true;
+    if (numbered) used_manual = true;
+    if (used_automatic && used_manual)
+      throw TemplateError(0, "str.format cannot mix automatic ({}) and numbered ({0}) fields");
     if (field.empty()) {
       if (auto_index >= a.positional.size()) throw TemplateError(0, "str.format has more {} fields than arguments");
       v = a.positional[auto_index++];
@@ -160,7 +179,8 @@ std::string format(const std::string& fmt, CallArgs& a) {
       if (it == a.keyword.end()) throw TemplateError(0, "str.format has no argument named '" + field + "'");
       v = it->second;
     }
-    out += to_str(v);
+    if (conversion) v = Value::string(conversion == 'r' ? repr(v) : to_str(v));
+    out += format_with_spec(v, spec);
     i = close;
   }
   return out;

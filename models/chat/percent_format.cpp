@@ -168,4 +168,108 @@ std::string percent_format(const std::string& format, const Value& args) {
   return out;
 }
 
+std::string format_with_spec(const Value& value, const std::string& spec) {
+  if (spec.empty()) return to_str(value);
+  size_t i = 0;
+  std::string fill = " ";
+  char align = 0;
+  {
+    size_t first_end = 0;
+    utf8::next(spec, first_end);  // the fill may be any one character
+    if (first_end < spec.size() && std::string("<>=^").find(spec[first_end]) != std::string::npos) {
+      fill = spec.substr(0, first_end);
+      align = spec[first_end];
+      i = first_end + 1;
+    } else if (std::string("<>=^").find(spec[0]) != std::string::npos) {
+      align = spec[0];
+      i = 1;
+    }
+  }
+  char sign = 0;
+  if (i < spec.size() && (spec[i] == '+' || spec[i] == '-' || spec[i] == ' ')) sign = spec[i++];
+  if (i < spec.size() && (spec[i] == '#' || spec[i] == 'z'))
+    throw TemplateError(0, "the '#' and 'z' options in format specs are not supported");
+  if (i < spec.size() && spec[i] == '0') {
+    if (!align) {
+      fill = "0";
+      align = '=';
+    }
+    ++i;
+  }
+  size_t width = 0;
+  for (; i < spec.size() && std::isdigit((unsigned char)spec[i]); ++i) width = width * 10 + size_t(spec[i] - '0');
+  if (i < spec.size() && (spec[i] == ',' || spec[i] == '_'))
+    throw TemplateError(0, "digit grouping in format specs is not supported");
+  int precision = -1;
+  if (i < spec.size() && spec[i] == '.') {
+    precision = 0;
+    for (++i; i < spec.size() && std::isdigit((unsigned char)spec[i]); ++i)
+      precision = precision * 10 + (spec[i] - '0');
+  }
+  char type = i < spec.size() ? spec[i++] : 0;
+  if (i != spec.size()) throw TemplateError(0, "the format spec '" + spec + "' is not valid");
+
+  std::string body;
+  bool numeric = value.is_number();
+  if (value.is_string()) {
+    if ((type && type != 's') || sign || align == '=')
+      throw TemplateError(0, "the format spec '" + spec + "' does not apply to a string");
+    body = value.str();
+    if (precision >= 0) {
+      std::vector<char32_t> cps = utf8::decode(body);
+      if (size_t(precision) < cps.size()) body = utf8::encode({cps.begin(), cps.begin() + precision});
+    }
+  } else if (numeric) {
+    bool integral = value.kind() != Value::Kind::floating;
+    if (!type && integral) type = 'd';
+    if (!type) {
+      if (precision >= 0) throw TemplateError(0, "a float format spec with a precision and no type is not supported");
+      body = float_repr(value.as_double());
+    } else if (std::string("dxXoc").find(type) != std::string::npos) {
+      if (!integral) throw TemplateError(0, std::string("the format code '") + type + "' needs an integer");
+      if (type == 'c') {
+        utf8::append(body, char32_t(value.as_int()));
+      } else {
+        Value args = Value::list({value}, Flavor::tuple);
+        body = percent_format(std::string("%") + type, args);
+      }
+    } else if (std::string("fFeEgG%").find(type) != std::string::npos) {
+      double d = value.as_double() * (type == '%' ? 100 : 1);
+      if (!std::isfinite(d)) throw TemplateError(0, "formatting inf or nan is not supported");
+      char conversion = type == '%' ? 'f' : type;
+      char buf[512];
+      char fmt[8] = {'%', '.', '*', conversion, 0};
+      std::snprintf(buf, sizeof buf, fmt, precision < 0 ? 6 : precision, d);
+      body = std::string(buf) + (type == '%' ? "%" : "");
+    } else {
+      throw TemplateError(0, std::string("the format code '") + type + "' is not supported");
+    }
+    if (body[0] != '-' && (sign == '+' || sign == ' ')) body = std::string(1, sign) + body;
+  } else {
+    throw TemplateError(0, "a format spec for a '" + value.type_name() + "' is not supported");
+  }
+
+  size_t len = utf8::length(body);
+  if (len >= width) return body;
+  if (!align) align = numeric ? '>' : '<';
+  size_t total = width - len;
+  auto repeat = [&](size_t n) {
+    std::string r;
+    for (size_t k = 0; k < n; ++k) r += fill;
+    return r;
+  };
+  switch (align) {
+    case '<':
+      return body + repeat(total);
+    case '>':
+      return repeat(total) + body;
+    case '^':
+      return repeat(total / 2) + body + repeat(total - total / 2);
+    default: {  // '=': the padding goes after the sign
+      size_t sign_len = !body.empty() && (body[0] == '-' || body[0] == '+' || body[0] == ' ') ? 1 : 0;
+      return body.substr(0, sign_len) + repeat(total) + body.substr(sign_len);
+    }
+  }
+}
+
 }  // namespace onecat::chat
