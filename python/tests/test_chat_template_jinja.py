@@ -620,6 +620,7 @@ FRAGMENTS = [
     "|replace('a', 'b')", "|selectattr('role')", "|map(attribute='role')", "|select", "|reject", " is string",
     " is none", "{% set z = ", "namespace(a=1)", "{'k': 1}", "(1, 2)", "[1, [2]]", ".get('k')", ".split()",
     ".strip()", ".startswith('a')", ".upper()", ".title()", ".replace('x', 'y')", "'%s' % ", "messages[0].role",
+    "'{}'.format(", "'{:>3}|{}'.format(", "'{0}{1}'.format(", "'{:.2f}'.format(", "'{!r}'.format(",
 ]
 
 
