@@ -315,7 +315,7 @@ const std::map<std::string, Filter>& filters() {
       if (!v.is_dict()) throw TemplateError(0, "the filter 'items' needs a mapping");
       std::vector<Value> out;
       for (const auto& [k, e] : v.dict_data().items) out.push_back(Value::list({k, e}, Flavor::tuple));
-      return Value::list(std::move(out), Flavor::view);
+      return Value::list(std::move(out), Flavor::generator);  // jinja2 3.1 yields the pairs
     };
     f["dictsort"] = [](const Value& v, CallArgs& a) {
       bool case_sensitive = a.get(0, "case_sensitive", Value::boolean(false)).truthy();

@@ -357,7 +357,9 @@ Value dict_method(const Value& obj, const std::string& name, CallArgs& a) {
       else
         out.push_back(name == "keys" ? k : v);
     }
-    return Value::list(std::move(out), Flavor::view);
+    Value view = Value::list(std::move(out), Flavor::view);
+    view.list_data().view_name = "dict_" + name;
+    return view;
   }
   if (name == "copy") {
     a.expect_no_more(m);

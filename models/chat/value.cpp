@@ -367,7 +367,11 @@ std::string repr(const Value& v) {
     case K::list: {
       const ListData& l = v.list_data();
       if (l.flavor == Flavor::generator) throw TemplateError(0, "printing a generator object is not supported");
-      if (l.flavor == Flavor::view) throw TemplateError(0, "printing a dict view (items/keys/values) is not supported");
+      if (l.flavor == Flavor::view) {
+        std::string items;
+        for (size_t i = 0; i < l.items.size(); ++i) items += (i ? ", " : "") + repr(l.items[i]);
+        return l.view_name + "([" + items + "])";
+      }
       if (l.flavor == Flavor::range)
         return "range(" + std::to_string(l.range_start) + ", " + std::to_string(l.range_stop) +
                (l.range_step == 1 ? "" : ", " + std::to_string(l.range_step)) + ")";
@@ -412,8 +416,10 @@ std::string to_str(const Value& v) {
       return repr(v);
     case K::callable:
       throw TemplateError(0, "printing the function '" + v.fn().name + "' is not supported");
-    case K::ns:
-      throw TemplateError(0, "printing a namespace object is not supported");
+    case K::ns: {  // jinja2's Namespace.__repr__
+      Value attrs = Value::dict(v.dict_data().items);
+      return "<Namespace " + repr(attrs) + ">";
+    }
   }
   return "";
 }

@@ -20,7 +20,7 @@ enum class Flavor {
   list,
   tuple,
   generator,  // filters such as map/select return one: no len(), iterated once, always true
-  view,       // dict.items()/keys()/values(): iterable and sized, but not printable here
+  view,       // dict.items()/keys()/values(): prints as dict_items([...]) and the like
   range,      // range(...): a sequence that prints as range(start, stop[, step])
 };
 
@@ -29,6 +29,7 @@ struct ListData {
   Flavor flavor = Flavor::list;
   bool consumed = false;  // a generator yields nothing after its first iteration
   int64_t range_start = 0, range_stop = 0, range_step = 1;
+  std::string view_name;  // a view's Python type: dict_items, dict_keys or dict_values
 };
 
 struct DictData {

@@ -575,6 +575,10 @@ CONSTRUCTS = [
     "{{ '{:<6.2f}|{:^7d}|{:+.1e}|{:08.3f}|{:-d}'.format(3.14159, 42, 12345.6, -2.5, 3) }}",
     "{{ '{:>5}'.format(none) }}",
     "{{ '{}'.format(2.0) }}{{ '{:}'.format(2.5) }}{{ '{:10}'.format(2.5) }}{{ '{:0>4}'.format(7) }}{{ '{:é<3}'.format('x') }}\n",
+    "{{ {'a': 1}.items() }}{{ {'a': 1, 'b': 'x'}.keys() }}{{ {'a': [1]}.values() }}{{ {}.items() }}",
+    "{{ {'a': 1} | items | list }}{{ ({} | items) is sequence }}{% if {} | items %}t{% endif %}",
+    "{{ {'a': 1} | items | length }}",
+    "{{ namespace(a=1, b='x') }}{{ namespace() }}{{ [namespace(a=1)] }}\n",
 ]
 
 
