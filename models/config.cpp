@@ -15,8 +15,8 @@ namespace {
 
 using nlohmann::json;
 
-const std::vector<std::string> kArchitectures = {"LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
-                                                 "Qwen3MoeForCausalLM"};
+const std::vector<std::string> kArchitectures = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
+                                                 "Qwen3ForCausalLM", "Qwen3MoeForCausalLM"};
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -240,7 +240,10 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   m.attention_bias = a == "Qwen2ForCausalLM" ? true : f.boolean_or("attention_bias", false);
   // Qwen2/Qwen3 with use_sliding_window: layers from max_window_layers on (Hugging Face's
   // default 28) see only the last sliding_window keys. The plan takes one window for every layer.
-  if (a != "LlamaForCausalLM" && f.boolean_or("use_sliding_window", false)) {
+  if (a == "MistralForCausalLM") {
+    // Mistral windows every layer whenever sliding_window is set (null since v0.2).
+    m.sliding_window = f.integer_or("sliding_window", 0, 1);
+  } else if (a != "LlamaForCausalLM" && f.boolean_or("use_sliding_window", false)) {
     const int64_t first = f.integer_or("max_window_layers", 28, 0);
     if (first == 0) {
       m.sliding_window = f.integer("sliding_window");

@@ -153,8 +153,8 @@ TEST(ModelConfig, RejectsMalformedFields) {
   parse_error(j, {"\"num_key_value_heads\"", "does not divide"});
 
   j = qwen3_8b_json();
-  j["architectures"] = {"MistralForCausalLM"};
-  parse_error(j, {"/ckpt/config.json", "\"architectures\"", "MistralForCausalLM", "Qwen3MoeForCausalLM"});
+  j["architectures"] = {"GPTNeoXForCausalLM"};
+  parse_error(j, {"/ckpt/config.json", "\"architectures\"", "GPTNeoXForCausalLM", "Qwen3MoeForCausalLM"});
 
   j = qwen3_8b_json();
   j.erase("architectures");
