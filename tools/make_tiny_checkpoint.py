@@ -269,11 +269,14 @@ def quantization_config(fmt):
 # A checkpoint
 
 
-def make(out, arch, fmt, shards=1, seed=0, overflow=False):
-    """Writes the checkpoint and reference.safetensors into `out`; returns (tensors, config)."""
+def make(out, arch, fmt, shards=1, seed=0, overflow=False, shape=None, reference_file=True):
+    """Writes the checkpoint and reference.safetensors into `out`; returns (tensors, config).
+    `shape` overrides config fields (hidden_size, …) for larger checkpoints (load throughput)."""
     rng = np.random.default_rng(seed)
     cfg = dict(ARCHS[arch], num_hidden_layers=LAYERS, vocab_size=VOCAB, rms_norm_eps=1e-6, hidden_act="silu",
                max_position_embeddings=4096, torch_dtype="bfloat16" if fmt == "bf16" else "float16")
+    cfg.update(shape or {})
+    layers, vocab = cfg["num_hidden_layers"], cfg["vocab_size"]
     if fmt in QUANTISERS:
         cfg["quantization_config"] = quantization_config(fmt)
     hidden, inter = cfg["hidden_size"], cfg["intermediate_size"]
@@ -303,8 +306,8 @@ def make(out, arch, fmt, shards=1, seed=0, overflow=False):
         else:
             dense(f"{prefix}.weight", (n, k), 1 / np.sqrt(k))
 
-    dense("model.embed_tokens.weight", (VOCAB, hidden), 1.0)
-    for i in range(LAYERS):
+    dense("model.embed_tokens.weight", (vocab, hidden), 1.0)
+    for i in range(layers):
         p = f"model.layers.{i}."
         dense(p + "input_layernorm.weight", (hidden,), 1.0)
         for proj, rows in (("q_proj", q_rows), ("k_proj", kv_rows), ("v_proj", kv_rows)):
@@ -321,7 +324,7 @@ def make(out, arch, fmt, shards=1, seed=0, overflow=False):
         linear(p + "mlp.down_proj", hidden, inter, (i, "down"))
     dense("model.norm.weight", (hidden,), 1.0)
     if not cfg["tie_word_embeddings"]:
-        dense("lm_head.weight", (VOCAB, hidden), 1 / np.sqrt(hidden))  # quantisers leave lm_head in 16 bits
+        dense("lm_head.weight", (vocab, hidden), 1 / np.sqrt(hidden))  # quantisers leave lm_head in 16 bits
     if overflow:  # a finite bf16 beyond fp16's range
         name = "model.layers.1.mlp.up_proj.weight"
         bits = tensors[name].data
@@ -330,8 +333,9 @@ def make(out, arch, fmt, shards=1, seed=0, overflow=False):
         tensors[name] = Raw("BF16", tensors[name].shape, arr)
 
     write(out, cfg, tensors, shards)
-    write_safetensors(os.path.join(out, "reference.safetensors"), reference)
-    check_with_safetensors(out, tensors)
+    if reference_file:
+        write_safetensors(os.path.join(out, "reference.safetensors"), reference)
+        check_with_safetensors(out, tensors)
     if fmt == "nvfp4":
         with open(os.path.join(out, "hf_quant_config.json"), "w") as f:
             json.dump({"producer": {"name": "modelopt"},
@@ -442,6 +446,10 @@ def main():
     ap.add_argument("--format", choices=FORMATS, default="f16")
     ap.add_argument("--shards", type=int, default=1)
     ap.add_argument("--bad", choices=BAD_CASES)
+    ap.add_argument("--shape", type=json.loads, default=None,
+                    help='config fields to override, e.g. \'{"hidden_size": 4096, "intermediate_size": 14336, '
+                         '"num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000}\'; '
+                         'no reference file is written then')
     ap.add_argument("--all", action="store_true", help="OUT/<arch>-<format>/ for all, OUT/bad-<case>/ for every defect")
     a = ap.parse_args()
     if a.all:
@@ -454,7 +462,7 @@ def main():
     elif a.bad:
         bad(a.out, a.bad)
     else:
-        make(a.out, a.arch, a.format, a.shards)
+        make(a.out, a.arch, a.format, a.shards, shape=a.shape, reference_file=a.shape is None)
 
 
 if __name__ == "__main__":

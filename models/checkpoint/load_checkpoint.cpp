@@ -1,3 +1,5 @@
+#include <atomic>
+#include <exception>
 #include <filesystem>
 
 #include "models/checkpoint/checkpoint_files.h"
@@ -5,6 +7,7 @@
 #include "models/checkpoint/load_progress.h"
 #include "models/checkpoint/loaded_model.h"
 #include "models/checkpoint/tensor_values.h"
+#include "runtime/cpu/parallel.h"
 #include "runtime/cuda/error.h"
 
 namespace onecat::models {
@@ -44,7 +47,7 @@ class Reader {
     return w;
   }
 
-  size_t bytes() const { return bytes_; }
+  size_t bytes() const { return bytes_.load(); }
   const CheckpointFiles& files() const { return files_; }
 
  private:
@@ -55,7 +58,7 @@ class Reader {
 
   const CheckpointFiles& files_;
   LoadProgress& progress_;
-  size_t bytes_ = 0;
+  std::atomic<size_t> bytes_ = 0;
 };
 
 std::string dim(const char* field, int64_t v) { return std::string(field) + " " + std::to_string(v); }
@@ -114,11 +117,30 @@ LoadedModel load_checkpoint(const std::string& directory, const LoadOptions& opt
   LoadProgress progress("loading " + c.name, files.total_bytes(), options.progress);
   Reader r(files, progress);
   const std::string vocab = dim("vocab_size", c.vocab) + " × " + dim("hidden_size", c.hidden);
-  m.embed_tokens = r.matrix_f16("model.embed_tokens.weight", c.vocab, c.hidden, vocab);
-  for (int64_t i = 0; i < c.layers; ++i) m.layers.push_back(load_layer(r, c, i));
-  m.final_norm = r.vector_f16("model.norm.weight", c.hidden, dim("hidden_size", c.hidden));
-  // Checkpoints with tied embeddings may still carry lm_head.weight (a copy); it is not needed.
-  if (!c.tie_word_embeddings) m.lm_head = r.linear("lm_head", c.vocab, c.hidden, c.quant);
+  // Work items: the embeddings, lm_head (the largest, so first), then every layer; independent,
+  // so packed on every core. A broken checkpoint reports the first broken item in this order,
+  // whichever thread met it first.
+  m.layers.resize(size_t(c.layers));
+  constexpr int64_t embed_item = 0, lm_head_item = 1, first_layer_item = 2;
+  std::vector<std::exception_ptr> errors(size_t(c.layers + 2));
+  cpu::parallel_for(c.layers + 2, [&](int64_t i) {
+    try {
+      if (i == embed_item) {
+        m.embed_tokens = r.matrix_f16("model.embed_tokens.weight", c.vocab, c.hidden, vocab);
+        m.final_norm = r.vector_f16("model.norm.weight", c.hidden, dim("hidden_size", c.hidden));
+      } else if (i == lm_head_item) {
+        // Checkpoints with tied embeddings may still carry lm_head.weight (a copy); it is not needed.
+        if (!c.tie_word_embeddings) m.lm_head = r.linear("lm_head", c.vocab, c.hidden, c.quant);
+      } else {
+        m.layers[size_t(i - first_layer_item)] = load_layer(r, c, i - first_layer_item);
+      }
+    } catch (...) {
+      errors[size_t(i)] = std::current_exception();
+    }
+  });
+  for (const auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
   progress.done();
   m.checkpoint_bytes = r.bytes();
   m.load_seconds = progress.seconds();

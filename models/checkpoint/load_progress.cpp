@@ -25,6 +25,7 @@ LoadProgress::LoadProgress(std::string what, size_t total_bytes, bool enabled)
 double LoadProgress::seconds() const { return now_seconds() - start_; }
 
 void LoadProgress::advance(size_t bytes) {
+  std::lock_guard lock(mutex_);
   count_ += bytes;
   if (!enabled_ || total_ == 0) return;
   const double gb = 1e9, elapsed = seconds();

@@ -77,6 +77,9 @@ SafetensorsFile::SafetensorsFile(std::string path) : path_(std::move(path)) {
   ::close(fd);
   if (map == MAP_FAILED) throw InputError("cannot map " + path_ + " (" + std::strerror(errno) + ").");
   data_ = static_cast<const uint8_t*>(map);
+  // Tensors are read front to back: ask the kernel to read ahead (a hint; failure is harmless).
+  ::madvise(map, size_, MADV_SEQUENTIAL);
+  ::madvise(map, size_, MADV_WILLNEED);
   try {
     uint64_t header_len = 0;
     for (int b = 0; b < 8; ++b) header_len |= uint64_t(data_[b]) << (8 * b);
