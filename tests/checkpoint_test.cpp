@@ -265,6 +265,9 @@ std::vector<BadCase> bad_cases() {
       {"unknown-quant", {"{dir}/config.json", "quant_method", "bitsandbytes"}},
       {"unknown-architecture", {"{dir}/config.json", "GPTNeoXForCausalLM"}},
       {"nan-scales", {"{dir}/model.safetensors", "model.layers.0.self_attn.v_proj.scales[1][3]", "nan"}},
+      {"nan-fp8-scale", {"{dir}/model.safetensors", "model.layers.1.mlp.down_proj.weight_scale_inv[0][1]", "nan"}},
+      {"nan-nvfp4-block-scale",
+       {"{dir}/model.safetensors", "model.layers.0.mlp.gate_proj", "weight_scale[2][3]", "E4M3 NaN"}},
       {"bf16-overflow", {"{dir}/model.safetensors", "model.layers.1.mlp.up_proj.weight[0][5]", "beyond fp16's range"}},
   };
 }
@@ -435,6 +438,11 @@ TEST(StackRows, RefusesPartsThatCannotShareOneWeight) {
       {"layer 3 q|k|v", "weight_scale_2"});
   b.format = WeightFormat::kF16;
   test::expect_throw<InputError>([&] { models::stack_rows({a, b}, "layer 3 q|k|v"); }, {"layer 3 q|k|v", "f16"});
+  a.format = b.format = WeightFormat::kGptq4;
+  a.perm = {1, 0};
+  b.perm = {0, 1};
+  test::expect_throw<InputError>([&] { models::stack_rows({a, b}, "layer 3 q|k|v"); }, {"act-order", "g_idx"});
+  a.perm = b.perm = {};
   a.format = b.format = WeightFormat::kFp8B128;
   a.group = b.group = 128;
   test::expect_throw<InputError>([&] { models::stack_rows({a, b}, "layer 3 q|k|v"); }, {"straddle"});

@@ -366,8 +366,8 @@ def write(out, cfg, tensors, shards=1, edit_header=None):
 
 
 def bad(out, case):
-    tensors, cfg = make(out, "llama", "awq4" if case == "nan-scales" else "bf16" if case == "bf16-overflow" else "f16",
-                        overflow=case == "bf16-overflow")
+    fmt = {"nan-scales": "awq4", "bf16-overflow": "bf16", "nan-fp8-scale": "fp8", "nan-nvfp4-block-scale": "nvfp4"}
+    tensors, cfg = make(out, "llama", fmt.get(case, "f16"), overflow=case == "bf16-overflow")
     path = os.path.join(out, "model.safetensors")
     victim = "model.layers.1.self_attn.k_proj.weight"
     if case == "missing-shard":
@@ -428,6 +428,18 @@ def bad(out, case):
         s[1, 3] = np.nan
         tensors[name] = s
         write(out, cfg, tensors)
+    elif case == "nan-fp8-scale":
+        name = "model.layers.1.mlp.down_proj.weight_scale_inv"
+        s = tensors[name].copy()
+        s[0, 1] = np.nan
+        tensors[name] = s
+        write(out, cfg, tensors)
+    elif case == "nan-nvfp4-block-scale":
+        name = "model.layers.0.mlp.gate_proj.weight_scale"
+        codes = np.frombuffer(tensors[name].data, np.uint8).reshape(tensors[name].shape).copy()
+        codes[2, 3] = 0x7F  # the E4M3 NaN code
+        tensors[name] = Raw("F8_E4M3", codes.shape, codes)
+        write(out, cfg, tensors)
     elif case == "bf16-overflow":
         pass
     else:
@@ -436,7 +448,7 @@ def bad(out, case):
 
 BAD_CASES = ["missing-shard", "index-names-absent-tensor", "missing-tensor", "wrong-shape", "wrong-dtype", "truncated",
              "lying-offsets", "size-mismatch", "header-too-long", "overlap", "unknown-dtype", "unknown-quant",
-             "unknown-architecture", "nan-scales", "bf16-overflow"]
+             "unknown-architecture", "nan-scales", "nan-fp8-scale", "nan-nvfp4-block-scale", "bf16-overflow"]
 
 
 def main():
