@@ -132,6 +132,9 @@ QuantConfig parse_quantization_config(const json& q, const std::string& origin) 
       f.fail("weight_block_size", "is [" + std::to_string(bn) + ", " + std::to_string(bk) + "], but only [128, 128] blocks are supported");
     }
     c = {QuantConfig::kFp8Block, 8, 128, false, true, 128, 128};
+  } else if (method == "fbgemm_fp8") {
+    // FBGEMM FP8 (transformers' FbgemmFp8Config): E4M3 weights with one f32 scale per output row.
+    c = {QuantConfig::kFp8Block, 8, 0, false, true, 0, 0};
   } else if (method == "modelopt") {
     const std::string algo = f.string("quant_algo");
     if (algo != "NVFP4") f.fail("quant_algo", "is \"" + algo + "\", but only NVFP4 is supported for ModelOpt checkpoints");
@@ -140,7 +143,7 @@ QuantConfig parse_quantization_config(const json& q, const std::string& origin) 
   } else if (method == "mxfp4") {
     c = {QuantConfig::kMxfp4, 4, 32, false, true, 0, 0};
   } else {
-    f.fail("quant_method", "is \"" + method + "\", which onecat does not support (supported: awq, gptq, fp8, modelopt, mxfp4)");
+    f.fail("quant_method", "is \"" + method + "\", which onecat does not support (supported: awq, gptq, fp8, fbgemm_fp8, modelopt, mxfp4)");
   }
   return c;
 }

@@ -15,10 +15,10 @@ struct QuantConfig {
   enum Method { kNone, kAwq, kGptq, kFp8Block, kNvfp4, kMxfp4 };
   Method method = kNone;
   int bits = 16;        // 16 (none), 4 (awq, gptq, nvfp4, mxfp4), 8 (fp8)
-  int group_size = 0;   // int4: 32/64/128; nvfp4 16; mxfp4 32; fp8 block: block_k; none 0
+  int group_size = 0;   // int4: 32/64/128; nvfp4 16; mxfp4 32; fp8: block_k, 0 per channel; none 0
   bool desc_act = false;  // gptq act-order
   bool sym = true;        // gptq sym; awq: !zero_point
-  int block_n = 0, block_k = 0;  // fp8 block only (weight_block_size)
+  int block_n = 0, block_k = 0;  // fp8: weight_block_size; both 0 for per-channel scales (fbgemm_fp8)
   friend bool operator==(const QuantConfig&, const QuantConfig&) = default;
 };
 

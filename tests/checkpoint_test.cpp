@@ -111,7 +111,7 @@ std::string case_name(const testing::TestParamInfo<Case>& info) {
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
   for (const char* arch : {"llama", "mistral", "qwen2", "qwen3"}) {
-    for (const char* fmt : {"f16", "bf16", "awq4", "gptq4", "gptq4-act", "fp8", "nvfp4", "mxfp4"})
+    for (const char* fmt : {"f16", "bf16", "awq4", "gptq4", "gptq4-act", "fp8", "fp8-channel", "nvfp4", "mxfp4"})
       cases.push_back({arch, fmt});
   }
   return cases;
@@ -120,7 +120,7 @@ std::vector<Case> all_cases() {
 WeightFormat expected_format(const std::string& fmt) {
   if (fmt == "awq4") return WeightFormat::kAwq4;
   if (fmt == "gptq4" || fmt == "gptq4-act") return WeightFormat::kGptq4;
-  if (fmt == "fp8") return WeightFormat::kFp8B128;
+  if (fmt == "fp8" || fmt == "fp8-channel") return WeightFormat::kFp8B128;
   if (fmt == "nvfp4") return WeightFormat::kNvfp4;
   if (fmt == "mxfp4") return WeightFormat::kMxfp4;
   return WeightFormat::kF16;
@@ -154,6 +154,7 @@ TEST_P(LoadTiny, ShapesFusionAndExactWeights) {
                 "post_attention_layernorm");
 
     EXPECT_EQ(l.qkv.format, expected_format(c.format));
+    EXPECT_EQ(l.qkv.group, c.format == "fp8-channel" ? 0 : c.format == "fp8" ? 128 : l.qkv.group);
     EXPECT_EQ(l.qkv.n, q_rows + 2 * kv_rows);
     EXPECT_EQ(l.qkv.k, cfg.hidden);
     expect_same(

@@ -5,7 +5,7 @@ names and config.json, written in each published weight format (quantised here i
     make_tiny_checkpoint.py OUT [--arch llama|mistral|qwen2|qwen3] [--format FMT] [--shards N]
     make_tiny_checkpoint.py OUT --all        # every arch × format, and the bad checkpoints
 
-Formats: f16 bf16 awq4 gptq4 gptq4-act fp8 nvfp4 mxfp4. Beside the checkpoint, reference.safetensors
+Formats: f16 bf16 awq4 gptq4 gptq4-act fp8 (block 128) fp8-channel (FBGEMM) nvfp4 mxfp4. Beside the checkpoint, reference.safetensors
 holds, as F32, every tensor the loader should produce before fusion: each linear's exact
 dequantised weight [N][K] (original column order) under "<prefix>.weight", and every norm, bias
 and embedding after rounding to fp16. Needs numpy only; safetensors files are written by hand
@@ -32,7 +32,7 @@ ARCHS = {
     "qwen3": dict(architectures=["Qwen3ForCausalLM"], model_type="qwen3", hidden_size=256, num_attention_heads=8,
                   num_key_value_heads=2, head_dim=64, intermediate_size=256, tie_word_embeddings=True),
 }
-FORMATS = ["f16", "bf16", "awq4", "gptq4", "gptq4-act", "fp8", "nvfp4", "mxfp4"]
+FORMATS = ["f16", "bf16", "awq4", "gptq4", "gptq4-act", "fp8", "fp8-channel", "nvfp4", "mxfp4"]
 VOCAB, LAYERS, GROUP = 128, 2, 64
 # An AWQ layer left in fp16 by modules_to_not_convert (AutoAWQ's substring match).
 AWQ_NOT_CONVERTED = "model.layers.1.mlp.down_proj"
@@ -215,6 +215,14 @@ def quant_fp8(w, rng, _shared):
     return {"weight": Raw("F8_E4M3", (n, k), codes), "weight_scale_inv": scale}, deq
 
 
+def quant_fp8_channel(w, rng, _shared):
+    """FBGEMM FP8: one f32 scale per output row, stored [N][1]."""
+    scale = (np.maximum(np.abs(w).max(axis=1), 1e-6) / 448).astype(np.float32)
+    codes = to_e4m3(w / scale.astype(np.float64)[:, None])
+    deq = E4M3[codes] * scale.astype(np.float64)[:, None]
+    return {"weight": Raw("F8_E4M3", w.shape, codes), "weight_scale": scale.reshape(-1, 1)}, deq
+
+
 def quant_nvfp4(w, rng, shared):
     n, k = w.shape
     # ModelOpt gives fused layers (q|k|v, gate|up) one weight_scale_2; `shared` carries it.
@@ -246,6 +254,7 @@ QUANTISERS = {
     "gptq4": lambda w, r, s: quant_gptq(w, r, s, False),
     "gptq4-act": lambda w, r, s: quant_gptq(w, r, s, True),
     "fp8": quant_fp8,
+    "fp8-channel": quant_fp8_channel,
     "nvfp4": quant_nvfp4,
     "mxfp4": quant_mxfp4,
 }
@@ -260,6 +269,7 @@ def quantization_config(fmt):
         "gptq4-act": {"quant_method": "gptq", "bits": 4, "group_size": GROUP, "desc_act": True, "sym": True,
                       "checkpoint_format": "gptq"},
         "fp8": {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": [128, 128]},
+        "fp8-channel": {"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0, "modules_to_not_convert": ["lm_head"]},
         "nvfp4": {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16, "exclude_modules": ["lm_head"]},
         "mxfp4": {"quant_method": "mxfp4"},
     }.get(fmt)

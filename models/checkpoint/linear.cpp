@@ -63,23 +63,23 @@ quant::PackedWeight load_gptq(const CheckpointFiles& files, const std::string& p
   return pack_named(qweight, prefix, [&] { return quant::pack_gptq4(n, k, g, qw, qz, scales, g_idx); });
 }
 
-quant::PackedWeight load_fp8(const CheckpointFiles& files, const std::string& prefix, int64_t n, int64_t k) {
+// fp8 block-128 (`weight_scale_inv` per 128×128 block) or, for fbgemm_fp8 (block_k 0), one
+// `weight_scale` per output row; the config decides, so the plan's gemm specs match the weights.
+quant::PackedWeight load_fp8(const CheckpointFiles& files, const std::string& prefix, int64_t n, int64_t k,
+                             const QuantConfig& quant) {
   const std::string why = "N = " + std::to_string(n) + ", K = " + std::to_string(k);
   const Tensor& weight = files.require(prefix + ".weight");
   expect_dtype(weight, {Dtype::kF8E4M3});
   expect_shape(weight, {n, k}, why);
-  quant::Fp8Scales layout = quant::Fp8Scales::kBlock128;
-  const Tensor* scale = files.find(prefix + ".weight_scale_inv");
-  if (scale) {
-    expect_shape(*scale, {ceil_div(n, 128), ceil_div(k, 128)}, "128×128 blocks over " + why);
-  } else if ((scale = files.find(prefix + ".weight_scale"))) {
-    // Per-channel fp8 (compressed-tensors, FBGEMM): one multiplier per output row, [N] or [N, 1].
-    layout = quant::Fp8Scales::kPerChannel;
-    if (scale->shape != std::vector<int64_t>{n}) expect_shape(*scale, {n, 1}, "per-channel scales over " + why);
-  } else {
-    files.require(prefix + ".weight_scale_inv");
+  const bool per_channel = quant.block_k == 0;
+  const Tensor& scale = files.require(prefix + (per_channel ? ".weight_scale" : ".weight_scale_inv"));
+  if (!per_channel) {
+    expect_shape(scale, {ceil_div(n, 128), ceil_div(k, 128)}, "128×128 blocks over " + why);
+  } else if (scale.shape != std::vector<int64_t>{n}) {
+    expect_shape(scale, {n, 1}, "one scale per output row over " + why);
   }
-  const auto scales = read_f32(*scale);
+  const auto scales = read_f32(scale);
+  const auto layout = per_channel ? quant::Fp8Scales::kPerChannel : quant::Fp8Scales::kBlock128;
   return pack_named(weight, prefix, [&] { return quant::pack_fp8b128(n, k, weight.bytes, scales, layout); });
 }
 
@@ -131,7 +131,7 @@ quant::PackedWeight load_linear(const CheckpointFiles& files, const std::string&
     case QuantConfig::kGptq:
       return load_gptq(files, prefix, n, k, quant.group_size);
     case QuantConfig::kFp8Block:
-      return load_fp8(files, prefix, n, k);
+      return load_fp8(files, prefix, n, k, quant);
     case QuantConfig::kNvfp4:
       return load_nvfp4(files, prefix, n, k);
     case QuantConfig::kMxfp4:
