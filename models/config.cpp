@@ -15,8 +15,8 @@ namespace {
 
 using nlohmann::json;
 
-const std::vector<std::string> kArchitectures = {"LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
-                                                 "Qwen3MoeForCausalLM"};
+const std::vector<std::string> kArchitectures = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
+                                                 "Qwen3ForCausalLM", "Qwen3MoeForCausalLM"};
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -132,6 +132,9 @@ QuantConfig parse_quantization_config(const json& q, const std::string& origin) 
       f.fail("weight_block_size", "is [" + std::to_string(bn) + ", " + std::to_string(bk) + "], but only [128, 128] blocks are supported");
     }
     c = {QuantConfig::kFp8Block, 8, 128, false, true, 128, 128};
+  } else if (method == "fbgemm_fp8") {
+    // FBGEMM FP8 (transformers' FbgemmFp8Config): E4M3 weights with one f32 scale per output row.
+    c = {QuantConfig::kFp8Block, 8, 0, false, true, 0, 0};
   } else if (method == "modelopt") {
     const std::string algo = f.string("quant_algo");
     if (algo != "NVFP4") f.fail("quant_algo", "is \"" + algo + "\", but only NVFP4 is supported for ModelOpt checkpoints");
@@ -140,7 +143,7 @@ QuantConfig parse_quantization_config(const json& q, const std::string& origin) 
   } else if (method == "mxfp4") {
     c = {QuantConfig::kMxfp4, 4, 32, false, true, 0, 0};
   } else {
-    f.fail("quant_method", "is \"" + method + "\", which onecat does not support (supported: awq, gptq, fp8, modelopt, mxfp4)");
+    f.fail("quant_method", "is \"" + method + "\", which onecat does not support (supported: awq, gptq, fp8, fbgemm_fp8, modelopt, mxfp4)");
   }
   return c;
 }
@@ -240,7 +243,10 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   m.attention_bias = a == "Qwen2ForCausalLM" ? true : f.boolean_or("attention_bias", false);
   // Qwen2/Qwen3 with use_sliding_window: layers from max_window_layers on (Hugging Face's
   // default 28) see only the last sliding_window keys. The plan takes one window for every layer.
-  if (a != "LlamaForCausalLM" && f.boolean_or("use_sliding_window", false)) {
+  if (a == "MistralForCausalLM") {
+    // Mistral windows every layer whenever sliding_window is set (null since v0.2).
+    m.sliding_window = f.integer_or("sliding_window", 0, 1);
+  } else if (a != "LlamaForCausalLM" && f.boolean_or("use_sliding_window", false)) {
     const int64_t first = f.integer_or("max_window_layers", 28, 0);
     if (first == 0) {
       m.sliding_window = f.integer("sliding_window");

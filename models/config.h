@@ -15,10 +15,10 @@ struct QuantConfig {
   enum Method { kNone, kAwq, kGptq, kFp8Block, kNvfp4, kMxfp4 };
   Method method = kNone;
   int bits = 16;        // 16 (none), 4 (awq, gptq, nvfp4, mxfp4), 8 (fp8)
-  int group_size = 0;   // int4: 32/64/128; nvfp4 16; mxfp4 32; fp8 block: block_k; none 0
+  int group_size = 0;   // int4: 32/64/128; nvfp4 16; mxfp4 32; fp8: block_k, 0 per channel; none 0
   bool desc_act = false;  // gptq act-order
   bool sym = true;        // gptq sym; awq: !zero_point
-  int block_n = 0, block_k = 0;  // fp8 block only (weight_block_size)
+  int block_n = 0, block_k = 0;  // fp8: weight_block_size; both 0 for per-channel scales (fbgemm_fp8)
   friend bool operator==(const QuantConfig&, const QuantConfig&) = default;
 };
 
@@ -27,7 +27,7 @@ std::string_view quant_method_name(QuantConfig::Method method);
 
 struct ModelConfig {
   std::string name;
-  // LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM or Qwen3MoeForCausalLM.
+  // LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM or Qwen3MoeForCausalLM.
   std::string architecture;
   int64_t hidden = 0, intermediate = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, vocab = 0;
   double rms_norm_eps = 1e-6;

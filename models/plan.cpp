@@ -30,7 +30,7 @@ WeightFmt weight_format(const QuantConfig& q) {
     case QuantConfig::kNone: return {"f16", 0, false};
     case QuantConfig::kAwq: return {"awq4", q.group_size, false};
     case QuantConfig::kGptq: return {"gptq4", q.group_size, q.desc_act};
-    case QuantConfig::kFp8Block: return {"fp8b128", 128, false};
+    case QuantConfig::kFp8Block: return {"fp8b128", q.block_k, false};  // block_k 0: per-channel scales
     case QuantConfig::kNvfp4: return {"nvfp4", 16, false};
     case QuantConfig::kMxfp4: return {"mxfp4", 32, false};
   }
@@ -149,7 +149,7 @@ class Planner {
            "is not a multiple of the " + w_.fmt + " group " + s(w_.group) + " (a group would straddle two ranks)");
     }
     // fp8 128×128 blocks: a rank's slice must hold whole scale blocks along the sharded dimension.
-    if (m_.quant.method == QuantConfig::kFp8Block && tp_ > 1) {
+    if (m_.quant.method == QuantConfig::kFp8Block && m_.quant.block_n > 0 && tp_ > 1) {
       const int64_t b = m_.quant.block_n;
       if ((m_.heads / tp_ * m_.head_dim) % b != 0) fail("heads*head_dim/tp", m_.heads / tp_ * m_.head_dim, "is not a multiple of the fp8 block 128");
       if (m_.kv_heads >= tp_ && (m_.kv_heads / tp_ * m_.head_dim) % b != 0) fail("kv_heads*head_dim/tp", m_.kv_heads / tp_ * m_.head_dim, "is not a multiple of the fp8 block 128");

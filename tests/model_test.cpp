@@ -153,8 +153,8 @@ TEST(ModelConfig, RejectsMalformedFields) {
   parse_error(j, {"\"num_key_value_heads\"", "does not divide"});
 
   j = qwen3_8b_json();
-  j["architectures"] = {"MistralForCausalLM"};
-  parse_error(j, {"/ckpt/config.json", "\"architectures\"", "MistralForCausalLM", "Qwen3MoeForCausalLM"});
+  j["architectures"] = {"GPTNeoXForCausalLM"};
+  parse_error(j, {"/ckpt/config.json", "\"architectures\"", "GPTNeoXForCausalLM", "Qwen3MoeForCausalLM"});
 
   j = qwen3_8b_json();
   j.erase("architectures");
@@ -194,6 +194,19 @@ TEST(ModelQuant, Fp8Block) {
   EXPECT_EQ(q.block_n, 128);
   EXPECT_EQ(q.block_k, 128);
   EXPECT_EQ(q.group_size, 128);
+}
+
+// FBGEMM FP8: one scale per output row, planned as fp8b128 with group=0 (no block constraint on TP).
+TEST(ModelQuant, FbgemmFp8IsPerChannel) {
+  QuantConfig q = parse_quant({{"quant_method", "fbgemm_fp8"}, {"activation_scale_ub", 1200.0}});
+  EXPECT_EQ(q.method, QuantConfig::kFp8Block);
+  EXPECT_EQ(q.bits, 8);
+  EXPECT_EQ(q.block_n, 0);
+  EXPECT_EQ(q.group_size, 0);
+  ModelConfig m = builtin_model("qwen3-8b");
+  m.quant = q;
+  const auto plan = plan_model(m, 2);
+  EXPECT_EQ(spec_of(plan, "layers.o_proj"), "gemm:n=4096,k=2048,fmt=fp8b128,group=0,out=f32,epi=none,act_order=0");
 }
 
 TEST(ModelQuant, ModelOptNvfp4) {

@@ -1,0 +1,178 @@
+#include "models/checkpoint/linear.h"
+
+#include "models/checkpoint/tensor_values.h"
+#include "models/quant/pack.h"
+#include "runtime/cuda/error.h"
+
+namespace onecat::models {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+bool is_float(Dtype d) { return d == Dtype::kF16 || d == Dtype::kBF16 || d == Dtype::kF32; }
+
+// A packer's InputError ("awq4 weight: …") with the file and layer in front.
+template <class Pack>
+quant::PackedWeight pack_named(const Tensor& first, const std::string& prefix, Pack pack) {
+  try {
+    return pack();
+  } catch (const InputError& e) {
+    throw InputError(*first.file + ": layer " + prefix + ": " + e.what() + ".");
+  }
+}
+
+std::vector<uint16_t> group_scales(const Tensor& t, int64_t groups, int64_t n, const std::string& why) {
+  expect_dtype(t, {Dtype::kF16, Dtype::kBF16});
+  expect_shape(t, {groups, n}, why);
+  return read_f16(t);
+}
+
+quant::PackedWeight load_awq(const CheckpointFiles& files, const std::string& prefix, int64_t n, int64_t k, int g) {
+  const std::string why =
+      "AWQ group " + std::to_string(g) + " with N = " + std::to_string(n) + ", K = " + std::to_string(k);
+  const Tensor& qweight = files.require(prefix + ".qweight");
+  const Tensor& qzeros = files.require(prefix + ".qzeros");
+  expect_dtype(qweight, {Dtype::kI32});
+  expect_shape(qweight, {k, n / 8}, why);
+  expect_dtype(qzeros, {Dtype::kI32});
+  expect_shape(qzeros, {k / g, n / 8}, why);
+  const auto scales = group_scales(files.require(prefix + ".scales"), k / g, n, why);
+  const auto qw = read_i32(qweight), qz = read_i32(qzeros);
+  return pack_named(qweight, prefix, [&] { return quant::pack_awq4(n, k, g, qw, qz, scales); });
+}
+
+quant::PackedWeight load_gptq(const CheckpointFiles& files, const std::string& prefix, int64_t n, int64_t k, int g) {
+  const std::string why =
+      "GPTQ group " + std::to_string(g) + " with N = " + std::to_string(n) + ", K = " + std::to_string(k);
+  const Tensor& qweight = files.require(prefix + ".qweight");
+  expect_dtype(qweight, {Dtype::kI32});
+  expect_shape(qweight, {k / 8, n}, why);
+  std::vector<int32_t> qz, g_idx;
+  if (const Tensor* qzeros = files.find(prefix + ".qzeros")) {
+    expect_dtype(*qzeros, {Dtype::kI32});
+    expect_shape(*qzeros, {k / g, n / 8}, why);
+    qz = read_i32(*qzeros);
+  }
+  if (const Tensor* gi = files.find(prefix + ".g_idx")) {
+    expect_dtype(*gi, {Dtype::kI32});
+    expect_shape(*gi, {k}, why);
+    g_idx = read_i32(*gi);
+  }
+  const auto scales = group_scales(files.require(prefix + ".scales"), k / g, n, why);
+  const auto qw = read_i32(qweight);
+  return pack_named(qweight, prefix, [&] { return quant::pack_gptq4(n, k, g, qw, qz, scales, g_idx); });
+}
+
+// fp8 block-128 (`weight_scale_inv` per 128×128 block) or, for fbgemm_fp8 (block_k 0), one
+// `weight_scale` per output row; the config decides, so the plan's gemm specs match the weights.
+quant::PackedWeight load_fp8(const CheckpointFiles& files, const std::string& prefix, int64_t n, int64_t k,
+                             const QuantConfig& quant) {
+  const std::string why = "N = " + std::to_string(n) + ", K = " + std::to_string(k);
+  const Tensor& weight = files.require(prefix + ".weight");
+  expect_dtype(weight, {Dtype::kF8E4M3});
+  expect_shape(weight, {n, k}, why);
+  const bool per_channel = quant.block_k == 0;
+  const Tensor& scale = files.require(prefix + (per_channel ? ".weight_scale" : ".weight_scale_inv"));
+  if (!per_channel) {
+    expect_shape(scale, {ceil_div(n, 128), ceil_div(k, 128)}, "128×128 blocks over " + why);
+  } else if (scale.shape != std::vector<int64_t>{n}) {
+    expect_shape(scale, {n, 1}, "one scale per output row over " + why);
+  }
+  const auto scales = read_f32(scale);
+  const auto layout = per_channel ? quant::Fp8Scales::kPerChannel : quant::Fp8Scales::kBlock128;
+  return pack_named(weight, prefix, [&] { return quant::pack_fp8b128(n, k, weight.bytes, scales, layout); });
+}
+
+float scalar_f32(const Tensor& t) {
+  if (t.elements() != 1) expect_shape(t, {}, "a per-tensor scale");
+  return read_f32(t)[0];
+}
+
+quant::PackedWeight load_nvfp4(const CheckpointFiles& files, const std::string& prefix, int64_t n, int64_t k) {
+  const std::string why = "NVFP4 with N = " + std::to_string(n) + ", K = " + std::to_string(k);
+  const Tensor& weight = files.require(prefix + ".weight");
+  const Tensor& weight_scale = files.require(prefix + ".weight_scale");
+  expect_dtype(weight, {Dtype::kU8});
+  expect_shape(weight, {n, k / 2}, why);
+  expect_dtype(weight_scale, {Dtype::kF8E4M3});
+  expect_shape(weight_scale, {n, k / 16}, why);
+  const float scale_2 = scalar_f32(files.require(prefix + ".weight_scale_2"));
+  // The activation scale is for fp4 activations, which Volta does not have; it is checked, not used.
+  if (const Tensor* input_scale = files.find(prefix + ".input_scale")) scalar_f32(*input_scale);
+  return pack_named(weight, prefix, [&] { return quant::pack_nvfp4(n, k, weight.bytes, weight_scale.bytes, scale_2); });
+}
+
+quant::PackedWeight load_mxfp4(const CheckpointFiles& files, const std::string& prefix, int64_t n, int64_t k) {
+  const std::string why = "MXFP4 with N = " + std::to_string(n) + ", K = " + std::to_string(k);
+  const Tensor& blocks = files.require(prefix + ".blocks");
+  const Tensor& scales = files.require(prefix + ".scales");
+  expect_dtype(blocks, {Dtype::kU8});
+  // gpt-oss writes blocks as [N][K/32][16] bytes; [N][K/2] is the same bytes.
+  if (blocks.shape != std::vector<int64_t>{n, k / 2}) expect_shape(blocks, {n, k / 32, 16}, why);
+  expect_dtype(scales, {Dtype::kU8});
+  expect_shape(scales, {n, k / 32}, why);
+  return pack_named(blocks, prefix, [&] { return quant::pack_mxfp4(n, k, blocks.bytes, scales.bytes); });
+}
+
+}  // namespace
+
+quant::PackedWeight load_linear(const CheckpointFiles& files, const std::string& prefix, int64_t n, int64_t k,
+                                const QuantConfig& quant) {
+  const Tensor* weight = files.find(prefix + ".weight");
+  if (quant.method == QuantConfig::kNone || (weight && is_float(weight->dtype))) {
+    const Tensor& w = files.require(prefix + ".weight");
+    expect_shape(w, {n, k}, std::to_string(n) + " out × " + std::to_string(k) + " in features");
+    const auto values = read_f16(w);
+    return pack_named(w, prefix, [&] { return quant::pack_f16(n, k, values); });
+  }
+  switch (quant.method) {
+    case QuantConfig::kAwq:
+      return load_awq(files, prefix, n, k, quant.group_size);
+    case QuantConfig::kGptq:
+      return load_gptq(files, prefix, n, k, quant.group_size);
+    case QuantConfig::kFp8Block:
+      return load_fp8(files, prefix, n, k, quant);
+    case QuantConfig::kNvfp4:
+      return load_nvfp4(files, prefix, n, k);
+    case QuantConfig::kMxfp4:
+      return load_mxfp4(files, prefix, n, k);
+    case QuantConfig::kNone:
+      break;
+  }
+  throw InputError(files.directory() + ": layer " + prefix + " has an unknown weight format.");
+}
+
+quant::PackedWeight stack_rows(std::vector<quant::PackedWeight> parts, const std::string& what) {
+  quant::PackedWeight out = std::move(parts.at(0));
+  for (size_t i = 1; i < parts.size(); ++i) {
+    quant::PackedWeight& p = parts[i];
+    auto refuse = [&](const std::string& why) {
+      throw InputError(what + ": its parts cannot be fused into one gemm weight: " + why + ".");
+    };
+    if (p.format != out.format) {
+      refuse("part " + std::to_string(i) + " is " + std::string(quant::format_name(p.format)) + " but part 0 is " +
+             std::string(quant::format_name(out.format)) + " (quantise all of them or none)");
+    }
+    if (p.k != out.k || p.group != out.group) refuse("their in features or groups differ");
+    if (p.perm != out.perm) refuse("their GPTQ act-order permutations (g_idx) differ");
+    if (p.format == quant::WeightFormat::kNvfp4 && p.global_scale != out.global_scale) {
+      refuse("their NVFP4 weight_scale_2 differ (" + std::to_string(out.global_scale) + " and " +
+             std::to_string(p.global_scale) + "), and one gemm has one per-tensor scale");
+    }
+    // Block scales cover 32 or 128 rows; a block straddling two parts would mix their scales.
+    const int64_t rows_per_block = p.format == quant::WeightFormat::kFp8B32                    ? 32
+                                   : p.format == quant::WeightFormat::kFp8B128 && p.group != 0 ? 128
+                                                                                               : 1;
+    if (out.n % rows_per_block != 0) {
+      refuse("fp8 scale blocks of " + std::to_string(rows_per_block) + " rows would straddle parts at row " +
+             std::to_string(out.n));
+    }
+    out.n += p.n;
+    out.qweight.insert(out.qweight.end(), p.qweight.begin(), p.qweight.end());
+    out.scales.insert(out.scales.end(), p.scales.begin(), p.scales.end());
+    out.zeros.insert(out.zeros.end(), p.zeros.begin(), p.zeros.end());
+  }
+  return out;
+}
+
+}  // namespace onecat::models

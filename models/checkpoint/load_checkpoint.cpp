@@ -1,0 +1,150 @@
+#include <atomic>
+#include <exception>
+#include <filesystem>
+
+#include "models/checkpoint/checkpoint_files.h"
+#include "models/checkpoint/linear.h"
+#include "models/checkpoint/load_progress.h"
+#include "models/checkpoint/loaded_model.h"
+#include "models/checkpoint/tensor_values.h"
+#include "runtime/cpu/parallel.h"
+#include "runtime/cuda/error.h"
+
+namespace onecat::models {
+namespace {
+
+const char* const kLoadable[] = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"};
+
+// Every tensor a linear layer of any format may have (models/checkpoint/linear.cpp).
+const char* const kLinearTensors[] = {
+    ".weight",           ".qweight",      ".qzeros",         ".scales",      ".g_idx",
+    ".weight_scale_inv", ".weight_scale", ".weight_scale_2", ".input_scale", ".blocks"};
+
+// Reads tensors by name against the config's shapes and counts the bytes for the progress bar.
+class Reader {
+ public:
+  Reader(const CheckpointFiles& files, LoadProgress& progress) : files_(files), progress_(progress) {}
+
+  std::vector<uint16_t> vector_f16(const std::string& name, int64_t length, const std::string& why) {
+    const Tensor& t = files_.require(name);
+    expect_shape(t, {length}, why);
+    count(t);
+    return read_f16(t);
+  }
+
+  std::vector<uint16_t> matrix_f16(const std::string& name, int64_t rows, int64_t cols, const std::string& why) {
+    const Tensor& t = files_.require(name);
+    expect_shape(t, {rows, cols}, why);
+    count(t);
+    return read_f16(t);
+  }
+
+  quant::PackedWeight linear(const std::string& prefix, int64_t n, int64_t k, const QuantConfig& quant) {
+    quant::PackedWeight w = load_linear(files_, prefix, n, k, quant);
+    for (const char* suffix : kLinearTensors) {
+      if (const Tensor* t = files_.find(prefix + suffix)) count(*t);
+    }
+    return w;
+  }
+
+  size_t bytes() const { return bytes_.load(); }
+  const CheckpointFiles& files() const { return files_; }
+
+ private:
+  void count(const Tensor& t) {
+    progress_.advance(t.bytes.size());
+    bytes_ += t.bytes.size();
+  }
+
+  const CheckpointFiles& files_;
+  LoadProgress& progress_;
+  std::atomic<size_t> bytes_ = 0;
+};
+
+std::string dim(const char* field, int64_t v) { return std::string(field) + " " + std::to_string(v); }
+
+LoadedLayer load_layer(Reader& r, const ModelConfig& c, int64_t i) {
+  const std::string p = "model.layers." + std::to_string(i) + ".";
+  const std::string hidden = dim("hidden_size", c.hidden);
+  const int64_t q_rows = c.heads * c.head_dim, kv_rows = c.kv_heads * c.head_dim;
+  LoadedLayer l;
+  l.input_norm = r.vector_f16(p + "input_layernorm.weight", c.hidden, hidden);
+  std::vector<quant::PackedWeight> qkv;
+  qkv.push_back(r.linear(p + "self_attn.q_proj", q_rows, c.hidden, c.quant));
+  qkv.push_back(r.linear(p + "self_attn.k_proj", kv_rows, c.hidden, c.quant));
+  qkv.push_back(r.linear(p + "self_attn.v_proj", kv_rows, c.hidden, c.quant));
+  l.qkv = stack_rows(std::move(qkv), r.files().directory() + ": layer " + p + "self_attn q_proj|k_proj|v_proj");
+  if (c.attention_bias) {
+    const std::string heads = "num_attention_heads × head_dim " + std::to_string(q_rows);
+    const std::string kv = "num_key_value_heads × head_dim " + std::to_string(kv_rows);
+    l.qkv_bias = r.vector_f16(p + "self_attn.q_proj.bias", q_rows, heads);
+    for (const char* name : {"self_attn.k_proj.bias", "self_attn.v_proj.bias"}) {
+      const auto b = r.vector_f16(p + name, kv_rows, kv);
+      l.qkv_bias.insert(l.qkv_bias.end(), b.begin(), b.end());
+    }
+    // Llama's attention_bias also puts a bias on o_proj; Qwen2's does not.
+    if (c.architecture != "Qwen2ForCausalLM") l.o_bias = r.vector_f16(p + "self_attn.o_proj.bias", c.hidden, hidden);
+  }
+  if (c.qk_norm) {
+    const std::string hd = dim("head_dim", c.head_dim);
+    l.q_norm = r.vector_f16(p + "self_attn.q_norm.weight", c.head_dim, hd);
+    l.k_norm = r.vector_f16(p + "self_attn.k_norm.weight", c.head_dim, hd);
+  }
+  l.o = r.linear(p + "self_attn.o_proj", c.hidden, q_rows, c.quant);
+  l.post_attention_norm = r.vector_f16(p + "post_attention_layernorm.weight", c.hidden, hidden);
+  std::vector<quant::PackedWeight> gate_up;
+  gate_up.push_back(r.linear(p + "mlp.gate_proj", c.intermediate, c.hidden, c.quant));
+  gate_up.push_back(r.linear(p + "mlp.up_proj", c.intermediate, c.hidden, c.quant));
+  l.gate_up = stack_rows(std::move(gate_up), r.files().directory() + ": layer " + p + "mlp gate_proj|up_proj");
+  l.down = r.linear(p + "mlp.down_proj", c.hidden, c.intermediate, c.quant);
+  return l;
+}
+
+}  // namespace
+
+LoadedModel load_checkpoint(const std::string& directory, const LoadOptions& options) {
+  LoadedModel m;
+  m.config = load_model((std::filesystem::path(directory) / "config.json").string());
+  const ModelConfig& c = m.config;
+  bool loadable = false;
+  for (const char* a : kLoadable) loadable |= c.architecture == a;
+  if (!loadable) {
+    throw InputError(directory + "/config.json: architecture " + c.architecture +
+                     " cannot be loaded yet (onecat loads LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM and "
+                     "Qwen3ForCausalLM checkpoints).");
+  }
+  const CheckpointFiles files(directory);
+  LoadProgress progress("loading " + c.name, files.total_bytes(), options.progress);
+  Reader r(files, progress);
+  const std::string vocab = dim("vocab_size", c.vocab) + " × " + dim("hidden_size", c.hidden);
+  // Work items: the embeddings, lm_head (the largest, so first), then every layer; independent,
+  // so packed on every core. A broken checkpoint reports the first broken item in this order,
+  // whichever thread met it first.
+  m.layers.resize(size_t(c.layers));
+  constexpr int64_t embed_item = 0, lm_head_item = 1, first_layer_item = 2;
+  std::vector<std::exception_ptr> errors(size_t(c.layers + 2));
+  cpu::parallel_for(c.layers + 2, [&](int64_t i) {
+    try {
+      if (i == embed_item) {
+        m.embed_tokens = r.matrix_f16("model.embed_tokens.weight", c.vocab, c.hidden, vocab);
+        m.final_norm = r.vector_f16("model.norm.weight", c.hidden, dim("hidden_size", c.hidden));
+      } else if (i == lm_head_item) {
+        // Checkpoints with tied embeddings may still carry lm_head.weight (a copy); it is not needed.
+        if (!c.tie_word_embeddings) m.lm_head = r.linear("lm_head", c.vocab, c.hidden, c.quant);
+      } else {
+        m.layers[size_t(i - first_layer_item)] = load_layer(r, c, i - first_layer_item);
+      }
+    } catch (...) {
+      errors[size_t(i)] = std::current_exception();
+    }
+  });
+  for (const auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  progress.done();
+  m.checkpoint_bytes = r.bytes();
+  m.load_seconds = progress.seconds();
+  return m;
+}
+
+}  // namespace onecat::models

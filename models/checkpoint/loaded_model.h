@@ -1,0 +1,49 @@
+// A Hugging Face checkpoint loaded into host memory in the layouts the kernels read: every
+// linear layer packed once (models/quant/pack.h), q|k|v and gate|up fused, norms and
+// embeddings fp16. Ready for a GPU upload or the CPU forward pass (docs/checkpoint.md).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/config.h"
+#include "models/quant/format.h"
+
+namespace onecat::models {
+
+struct LoadedLayer {
+  std::vector<uint16_t> input_norm;           // [hidden] fp16
+  quant::PackedWeight qkv;                    // [(heads + 2·kv_heads)·head_dim][hidden]: q rows, k rows, v rows
+  std::vector<uint16_t> qkv_bias;             // [(heads + 2·kv_heads)·head_dim] when attention_bias, else empty
+  std::vector<uint16_t> q_norm, k_norm;       // [head_dim] per-head RMSNorm (Qwen3), else empty
+  quant::PackedWeight o;                      // [hidden][heads·head_dim]
+  std::vector<uint16_t> o_bias;               // [hidden] for Llama with attention_bias, else empty
+  std::vector<uint16_t> post_attention_norm;  // [hidden]
+  quant::PackedWeight gate_up;                // [2·intermediate][hidden]: gate rows then up rows (epi=silu_mul)
+  quant::PackedWeight down;                   // [hidden][intermediate]
+};
+
+struct LoadedModel {
+  ModelConfig config;
+  std::vector<uint16_t> embed_tokens;  // [vocab][hidden] fp16
+  std::vector<LoadedLayer> layers;
+  std::vector<uint16_t> final_norm;            // [hidden]
+  std::optional<quant::PackedWeight> lm_head;  // [vocab][hidden]; absent when tied to embed_tokens
+  size_t checkpoint_bytes = 0;                 // tensor bytes read
+  double load_seconds = 0;
+
+  double load_bytes_per_second() const { return load_seconds > 0 ? double(checkpoint_bytes) / load_seconds : 0; }
+};
+
+struct LoadOptions {
+  bool progress = true;  // a progress bar on stderr
+};
+
+// Reads config.json (and hf_quant_config.json) and the safetensors of `directory`, checks
+// every tensor against the config and packs it. Llama, Mistral, Qwen2 and Qwen3; anything else,
+// and any malformed or mismatched tensor, is an InputError of one sentence naming the file
+// and the tensor.
+LoadedModel load_checkpoint(const std::string& directory, const LoadOptions& options = {});
+
+}  // namespace onecat::models

@@ -1,0 +1,491 @@
+#!/usr/bin/env python3
+"""Tiny Hugging Face checkpoints for tests/checkpoint_test.cpp: random weights, real tensor
+names and config.json, written in each published weight format (quantised here in numpy).
+
+    make_tiny_checkpoint.py OUT [--arch llama|mistral|qwen2|qwen3] [--format FMT] [--shards N]
+    make_tiny_checkpoint.py OUT --all        # every arch × format, and the bad checkpoints
+
+Formats: f16 bf16 awq4 gptq4 gptq4-act fp8 (block 128) fp8-channel (FBGEMM) nvfp4 mxfp4. Beside the checkpoint, reference.safetensors
+holds, as F32, every tensor the loader should produce before fusion: each linear's exact
+dequantised weight [N][K] (original column order) under "<prefix>.weight", and every norm, bias
+and embedding after rounding to fp16. Needs numpy only; safetensors files are written by hand
+here because numpy has neither bfloat16 nor float8.
+"""
+import argparse
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+
+ARCHS = {
+    # hidden 256, q rows 256 or 512 and kv rows 128: every fused part is whole 128-row fp8 blocks.
+    "llama": dict(architectures=["LlamaForCausalLM"], model_type="llama", hidden_size=256, num_attention_heads=4,
+                  num_key_value_heads=2, intermediate_size=256, rope_theta=500000.0, tie_word_embeddings=False),
+    "mistral": dict(architectures=["MistralForCausalLM"], model_type="mistral", hidden_size=256,
+                    num_attention_heads=4, num_key_value_heads=2, intermediate_size=256, sliding_window=None,
+                    tie_word_embeddings=False),
+    "qwen2": dict(architectures=["Qwen2ForCausalLM"], model_type="qwen2", hidden_size=256, num_attention_heads=4,
+                  num_key_value_heads=2, intermediate_size=256, tie_word_embeddings=False),
+    # head_dim 64 ≠ hidden / heads = 32; tied embeddings like the small Qwen3 models.
+    "qwen3": dict(architectures=["Qwen3ForCausalLM"], model_type="qwen3", hidden_size=256, num_attention_heads=8,
+                  num_key_value_heads=2, head_dim=64, intermediate_size=256, tie_word_embeddings=True),
+}
+FORMATS = ["f16", "bf16", "awq4", "gptq4", "gptq4-act", "fp8", "fp8-channel", "nvfp4", "mxfp4"]
+VOCAB, LAYERS, GROUP = 128, 2, 64
+# An AWQ layer left in fp16 by modules_to_not_convert (AutoAWQ's substring match).
+AWQ_NOT_CONVERTED = "model.layers.1.mlp.down_proj"
+
+# ---------------------------------------------------------------------------------------------
+# safetensors, written by hand
+
+
+def to_bf16_bits(x):
+    """float32 → bfloat16 bits, round to nearest even (as torch does)."""
+    u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def bf16_bits_to_f32(b):
+    return (b.astype(np.uint32) << 16).view(np.float32)
+
+
+class Raw:
+    """A tensor given as raw bytes with its safetensors dtype (BF16, F8_E4M3, …)."""
+
+    def __init__(self, dtype, shape, data):
+        self.dtype, self.shape, self.data = dtype, list(shape), data.tobytes()
+
+
+NUMPY_DTYPES = {np.float16: "F16", np.float32: "F32", np.int32: "I32", np.uint8: "U8", np.int64: "I64"}
+
+
+def as_raw(t):
+    if isinstance(t, Raw):
+        return t
+    return Raw(NUMPY_DTYPES[t.dtype.type], t.shape, np.ascontiguousarray(t))
+
+
+def write_safetensors(path, tensors, edit_header=None):
+    """edit_header(header dict, data bytearray) may corrupt the file for the bad-checkpoint tests."""
+    header, data = {"__metadata__": {"format": "pt"}}, bytearray()
+    for name, t in tensors.items():
+        r = as_raw(t)
+        header[name] = {"dtype": r.dtype, "shape": r.shape, "data_offsets": [len(data), len(data) + len(r.data)]}
+        data += r.data
+    if edit_header:
+        edit_header(header, data)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + bytes(data))
+
+
+def check_with_safetensors(out, tensors):
+    """The files written by hand must read back through the safetensors package (pinned in .venv)."""
+    try:
+        from safetensors import safe_open
+    except ImportError:
+        return
+    names = set()
+    for file in os.listdir(out):
+        if file.endswith(".safetensors") and file != "reference.safetensors":
+            with safe_open(os.path.join(out, file), framework="numpy") as f:
+                names |= set(f.keys())
+    assert names == set(tensors), f"{out}: safetensors reads {sorted(names ^ set(tensors))} differently"
+
+
+# ---------------------------------------------------------------------------------------------
+# Number formats
+
+E2M1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6], np.float64)
+
+
+def e4m3_table():
+    v = np.zeros(256)
+    for c in range(256):
+        s, e, m = c >> 7, (c >> 3) & 0xF, c & 7
+        mag = (m / 8) * 2.0 ** -6 if e == 0 else (1 + m / 8) * 2.0 ** (e - 7)
+        v[c] = np.nan if (c & 0x7F) == 0x7F else (-mag if s else mag)
+    return v
+
+
+E4M3 = e4m3_table()
+E4M3_POS = np.arange(0, 0x7F)  # codes 0..126: the finite non-negative values, increasing
+
+
+def nearest_code(x, codes, values):
+    """Nearest of `values[codes]` (sorted increasing) to |x|, sign applied by the caller."""
+    vals = values[codes]
+    a = np.abs(x)
+    i = np.clip(np.searchsorted(vals, a), 1, len(vals) - 1)
+    pick = np.where(a - vals[i - 1] <= vals[i] - a, i - 1, i)
+    return codes[pick]
+
+
+def to_e4m3(x):
+    c = nearest_code(np.asarray(x, np.float64), E4M3_POS, E4M3).astype(np.uint8)
+    return np.where(np.asarray(x) < 0, c | 0x80, c).astype(np.uint8)
+
+
+def to_e2m1(x):
+    c = nearest_code(np.asarray(x, np.float64), np.arange(8), E2M1).astype(np.uint8)
+    return np.where(np.asarray(x) < 0, c | 8, c).astype(np.uint8)
+
+
+def pack_nibbles_low_first(codes):
+    """[N][K] 4-bit codes → [N][K/2] bytes, low nibble = even k."""
+    return (codes[:, 0::2] | (codes[:, 1::2] << 4)).astype(np.uint8)
+
+
+def pack_words(codes, order):
+    """[..., 8j + order[p]] → nibble p of word j, for codes whose last axis has 8 per word."""
+    c = codes.astype(np.uint32).reshape(*codes.shape[:-1], -1, 8)
+    w = np.zeros(c.shape[:-1], np.uint32)
+    for p, col in enumerate(order):
+        w |= c[..., col] << np.uint32(4 * p)
+    return w.view(np.int32)
+
+
+AWQ_ORDER = [0, 2, 4, 6, 1, 3, 5, 7]
+LINEAR_ORDER = list(range(8))
+
+# ---------------------------------------------------------------------------------------------
+# Quantisers: W [N][K] float64 → (checkpoint tensors by suffix, exact dequantisation [N][K])
+
+
+def quant_awq(w, rng, _shared):
+    n, k = w.shape
+    wt = w.T  # AutoAWQ stores [in][out]
+    g = wt.reshape(k // GROUP, GROUP, n)
+    lo, hi = g.min(axis=1), g.max(axis=1)
+    scales = np.maximum((hi - lo) / 15, 1e-4).astype(np.float16)
+    s = scales.astype(np.float64)
+    zeros = np.clip(np.round(-lo / s), 0, 15).astype(np.uint32)
+    q = np.clip(np.round(g / s[:, None, :]) + zeros[:, None, :], 0, 15).astype(np.uint32)
+    deq = ((q.astype(np.float64) - zeros[:, None, :]) * s[:, None, :]).reshape(k, n).T
+    tensors = {"qweight": pack_words(q.reshape(k, n), AWQ_ORDER), "qzeros": pack_words(zeros, AWQ_ORDER),
+               "scales": scales}
+    return tensors, deq
+
+
+def quant_gptq(w, rng, shared, act_order):
+    n, k = w.shape
+    if act_order:
+        # One permutation per input: q|k|v (and gate|up) see the same activations, so AutoGPTQ's
+        # Hessian order is shared and the fused weight has one perm.
+        perm = shared.setdefault(("perm", k), rng.permutation(k))
+        g_idx = np.empty(k, np.int32)
+        g_idx[perm] = np.arange(k) // GROUP
+    else:
+        g_idx = (np.arange(k) // GROUP).astype(np.int32)
+    groups = k // GROUP
+    scales = np.zeros((groups, n), np.float16)
+    zeros = np.zeros((groups, n), np.uint32)
+    for gi in range(groups):
+        cols = w[:, g_idx == gi]
+        if act_order:  # symmetric, z = 8
+            scales[gi] = np.maximum(np.abs(cols).max(axis=1) / 7, 1e-4)
+            zeros[gi] = 8
+        else:
+            lo, hi = cols.min(axis=1), cols.max(axis=1)
+            scales[gi] = np.maximum((hi - lo) / 15, 1e-4)
+            zeros[gi] = np.clip(np.round(-lo / scales[gi].astype(np.float64)), 1, 15)
+    s = scales.astype(np.float64)[g_idx]  # [K][N]
+    z = zeros[g_idx].astype(np.float64)
+    q = np.clip(np.round(w.T / s) + z, 0, 15).astype(np.uint32)  # [K][N]
+    deq = ((q - z) * s).T
+    qweight = pack_words(q.T, LINEAR_ORDER).T.copy()  # [K/8][N]: rows 8r + i at nibble i
+    qzeros = pack_words(zeros - 1, LINEAR_ORDER)  # v1 stores z − 1
+    return {"qweight": qweight, "qzeros": qzeros, "scales": scales, "g_idx": g_idx}, deq
+
+
+def quant_fp8(w, rng, _shared):
+    n, k = w.shape
+    bn, bk = -(-n // 128), -(-k // 128)
+    scale = np.zeros((bn, bk), np.float32)
+    codes = np.zeros((n, k), np.uint8)
+    for i in range(bn):
+        for j in range(bk):
+            blk = w[i * 128:(i + 1) * 128, j * 128:(j + 1) * 128]
+            scale[i, j] = max(np.abs(blk).max(), 1e-6) / 448
+            codes[i * 128:(i + 1) * 128, j * 128:(j + 1) * 128] = to_e4m3(blk / float(scale[i, j]))
+    deq = E4M3[codes] * np.repeat(np.repeat(scale.astype(np.float64), 128, 0), 128, 1)[:n, :k]
+    return {"weight": Raw("F8_E4M3", (n, k), codes), "weight_scale_inv": scale}, deq
+
+
+def quant_fp8_channel(w, rng, _shared):
+    """FBGEMM FP8: one f32 scale per output row, stored [N][1]."""
+    scale = (np.maximum(np.abs(w).max(axis=1), 1e-6) / 448).astype(np.float32)
+    codes = to_e4m3(w / scale.astype(np.float64)[:, None])
+    deq = E4M3[codes] * scale.astype(np.float64)[:, None]
+    return {"weight": Raw("F8_E4M3", w.shape, codes), "weight_scale": scale.reshape(-1, 1)}, deq
+
+
+def quant_nvfp4(w, rng, shared):
+    n, k = w.shape
+    # ModelOpt gives fused layers (q|k|v, gate|up) one weight_scale_2; `shared` carries it.
+    scale_2 = shared.setdefault(("scale_2", shared["fuse_key"]), np.float32(np.abs(w).max() / (448 * 6)))
+    blocks = w.reshape(n, k // 16, 16)
+    bs = to_e4m3(np.abs(blocks).max(axis=2) / 6 / float(scale_2))
+    bs = np.where(bs == 0, np.uint8(0x08), bs).astype(np.uint8)  # no zero scales: keep every block nonzero
+    eff = E4M3[bs] * float(scale_2)
+    codes = to_e2m1(blocks / eff[:, :, None]).reshape(n, k)
+    deq = (E2M1[codes].reshape(n, k // 16, 16) * E4M3[bs][:, :, None] * np.float64(scale_2)).reshape(n, k)
+    tensors = {"weight": pack_nibbles_low_first(codes), "weight_scale": Raw("F8_E4M3", bs.shape, bs),
+               "weight_scale_2": np.array(scale_2, np.float32), "input_scale": np.array(1.0, np.float32)}
+    return tensors, deq
+
+
+def quant_mxfp4(w, rng, _shared):
+    n, k = w.shape
+    blocks = w.reshape(n, k // 32, 32)
+    e = np.floor(np.log2(np.maximum(np.abs(blocks).max(axis=2), 1e-30) / 4)).astype(np.int64)
+    e = np.clip(e, -127, 13)
+    codes = to_e2m1(blocks / np.exp2(e)[:, :, None].astype(np.float64)).reshape(n, k)
+    deq = (E2M1[codes].reshape(n, k // 32, 32) * np.exp2(e)[:, :, None]).reshape(n, k)
+    return {"blocks": pack_nibbles_low_first(codes).reshape(n, k // 32, 16),
+            "scales": (e + 127).astype(np.uint8)}, deq
+
+
+QUANTISERS = {
+    "awq4": quant_awq,
+    "gptq4": lambda w, r, s: quant_gptq(w, r, s, False),
+    "gptq4-act": lambda w, r, s: quant_gptq(w, r, s, True),
+    "fp8": quant_fp8,
+    "fp8-channel": quant_fp8_channel,
+    "nvfp4": quant_nvfp4,
+    "mxfp4": quant_mxfp4,
+}
+
+
+def quantization_config(fmt):
+    return {
+        "awq4": {"quant_method": "awq", "bits": 4, "group_size": GROUP, "zero_point": True, "version": "gemm",
+                 "modules_to_not_convert": [AWQ_NOT_CONVERTED]},
+        "gptq4": {"quant_method": "gptq", "bits": 4, "group_size": GROUP, "desc_act": False, "sym": False,
+                  "checkpoint_format": "gptq"},
+        "gptq4-act": {"quant_method": "gptq", "bits": 4, "group_size": GROUP, "desc_act": True, "sym": True,
+                      "checkpoint_format": "gptq"},
+        "fp8": {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": [128, 128]},
+        "fp8-channel": {"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0, "modules_to_not_convert": ["lm_head"]},
+        "nvfp4": {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16, "exclude_modules": ["lm_head"]},
+        "mxfp4": {"quant_method": "mxfp4"},
+    }.get(fmt)
+
+
+# ---------------------------------------------------------------------------------------------
+# A checkpoint
+
+
+def make(out, arch, fmt, shards=1, seed=0, overflow=False, shape=None, reference_file=True):
+    """Writes the checkpoint and reference.safetensors into `out`; returns (tensors, config).
+    `shape` overrides config fields (hidden_size, …) for larger checkpoints (load throughput)."""
+    rng = np.random.default_rng(seed)
+    cfg = dict(ARCHS[arch], num_hidden_layers=LAYERS, vocab_size=VOCAB, rms_norm_eps=1e-6, hidden_act="silu",
+               max_position_embeddings=4096, torch_dtype="bfloat16" if fmt == "bf16" else "float16")
+    cfg.update(shape or {})
+    layers, vocab = cfg["num_hidden_layers"], cfg["vocab_size"]
+    if fmt in QUANTISERS:
+        cfg["quantization_config"] = quantization_config(fmt)
+    hidden, inter = cfg["hidden_size"], cfg["intermediate_size"]
+    head_dim = cfg.get("head_dim", hidden // cfg["num_attention_heads"])
+    q_rows, kv_rows = cfg["num_attention_heads"] * head_dim, cfg["num_key_value_heads"] * head_dim
+    tensors, reference, shared = {}, {}, {}
+
+    def dense(name, shape, scale):
+        """A float tensor as the checkpoint stores it; reference gets its fp16 value."""
+        x = rng.standard_normal(shape) * scale
+        if fmt == "bf16":
+            bits = to_bf16_bits(x)
+            tensors[name] = Raw("BF16", shape, bits)
+            reference[name] = bf16_bits_to_f32(bits).astype(np.float16).astype(np.float32)
+        else:
+            tensors[name] = x.astype(np.float16)
+            reference[name] = tensors[name].astype(np.float32)
+
+    def linear(prefix, n, k, fuse_key):
+        w = rng.standard_normal((n, k)) / np.sqrt(k)
+        if fmt in QUANTISERS and not (fmt == "awq4" and prefix == AWQ_NOT_CONVERTED):
+            shared["fuse_key"] = fuse_key
+            parts, deq = QUANTISERS[fmt](w, rng, shared)
+            for suffix, t in parts.items():
+                tensors[f"{prefix}.{suffix}"] = t
+            reference[f"{prefix}.weight"] = deq.astype(np.float32)
+        else:
+            dense(f"{prefix}.weight", (n, k), 1 / np.sqrt(k))
+
+    dense("model.embed_tokens.weight", (vocab, hidden), 1.0)
+    for i in range(layers):
+        p = f"model.layers.{i}."
+        dense(p + "input_layernorm.weight", (hidden,), 1.0)
+        for proj, rows in (("q_proj", q_rows), ("k_proj", kv_rows), ("v_proj", kv_rows)):
+            linear(p + "self_attn." + proj, rows, hidden, (i, "qkv"))
+            if arch == "qwen2":
+                dense(p + f"self_attn.{proj}.bias", (rows,), 0.1)
+        if arch == "qwen3":
+            dense(p + "self_attn.q_norm.weight", (head_dim,), 1.0)
+            dense(p + "self_attn.k_norm.weight", (head_dim,), 1.0)
+        linear(p + "self_attn.o_proj", hidden, q_rows, (i, "o"))
+        dense(p + "post_attention_layernorm.weight", (hidden,), 1.0)
+        linear(p + "mlp.gate_proj", inter, hidden, (i, "gate_up"))
+        linear(p + "mlp.up_proj", inter, hidden, (i, "gate_up"))
+        linear(p + "mlp.down_proj", hidden, inter, (i, "down"))
+    dense("model.norm.weight", (hidden,), 1.0)
+    if not cfg["tie_word_embeddings"]:
+        dense("lm_head.weight", (vocab, hidden), 1 / np.sqrt(hidden))  # quantisers leave lm_head in 16 bits
+    if overflow:  # a finite bf16 beyond fp16's range
+        name = "model.layers.1.mlp.up_proj.weight"
+        bits = tensors[name].data
+        arr = np.frombuffer(bits, np.uint16).copy()
+        arr[5] = to_bf16_bits(np.float32(1e6))
+        tensors[name] = Raw("BF16", tensors[name].shape, arr)
+
+    write(out, cfg, tensors, shards)
+    if reference_file:
+        write_safetensors(os.path.join(out, "reference.safetensors"), reference)
+        check_with_safetensors(out, tensors)
+    if fmt == "nvfp4":
+        with open(os.path.join(out, "hf_quant_config.json"), "w") as f:
+            json.dump({"producer": {"name": "modelopt"},
+                       "quantization": {"quant_algo": "NVFP4", "group_size": 16, "exclude_modules": ["lm_head"]}}, f)
+    return tensors, cfg
+
+
+def write(out, cfg, tensors, shards=1, edit_header=None):
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+    if shards == 1:
+        write_safetensors(os.path.join(out, "model.safetensors"), tensors, edit_header)
+        return
+    names = list(tensors)
+    weight_map = {}
+    for s in range(shards):
+        file = f"model-{s + 1:05d}-of-{shards:05d}.safetensors"
+        part = {n: tensors[n] for n in names[s::shards]}
+        write_safetensors(os.path.join(out, file), part)
+        weight_map.update({n: file for n in part})
+    with open(os.path.join(out, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {"total_size": 0}, "weight_map": weight_map}, f, indent=2)
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad checkpoints: one defect each (tests/checkpoint_test.cpp says what each must name)
+
+
+def bad(out, case):
+    fmt = {"nan-scales": "awq4", "bf16-overflow": "bf16", "nan-fp8-scale": "fp8", "nan-nvfp4-block-scale": "nvfp4"}
+    tensors, cfg = make(out, "llama", fmt.get(case, "f16"), overflow=case == "bf16-overflow")
+    path = os.path.join(out, "model.safetensors")
+    victim = "model.layers.1.self_attn.k_proj.weight"
+    if case == "missing-shard":
+        write(out, cfg, tensors, shards=2)
+        os.remove(path)
+        os.remove(os.path.join(out, "model-00002-of-00002.safetensors"))
+    elif case == "index-names-absent-tensor":
+        write(out, cfg, tensors, shards=2)
+        os.remove(path)
+        index = os.path.join(out, "model.safetensors.index.json")
+        j = json.load(open(index))
+        j["weight_map"]["model.layers.0.mlp.extra.weight"] = "model-00001-of-00002.safetensors"
+        json.dump(j, open(index, "w"))
+    elif case == "missing-tensor":
+        del tensors["model.layers.1.mlp.up_proj.weight"]
+        write(out, cfg, tensors)
+    elif case == "wrong-shape":
+        tensors[victim] = tensors[victim][:, :-8].copy()
+        write(out, cfg, tensors)
+    elif case == "wrong-dtype":
+        tensors["model.norm.weight"] = tensors["model.norm.weight"].astype(np.int32)
+        write(out, cfg, tensors)
+    elif case == "truncated":
+        size = os.path.getsize(path)
+        with open(path, "r+b") as f:
+            f.truncate(size - 1000)
+    elif case == "lying-offsets":
+        def lie(header, data):  # the last tensor, moved past the end of the data
+            header["lm_head.weight"]["data_offsets"][1] += 64
+            header["lm_head.weight"]["data_offsets"][0] += 64
+        write(out, cfg, tensors, edit_header=lie)
+    elif case == "size-mismatch":
+        def lie(header, data):
+            header[victim]["shape"] = [header[victim]["shape"][0], header[victim]["shape"][1] - 1]
+        write(out, cfg, tensors, edit_header=lie)
+    elif case == "header-too-long":
+        with open(path, "r+b") as f:
+            f.write(struct.pack("<Q", os.path.getsize(path) + 4096))
+    elif case == "overlap":
+        def lie(header, data):
+            other = header["model.layers.1.self_attn.q_proj.weight"]["data_offsets"]
+            length = header[victim]["data_offsets"][1] - header[victim]["data_offsets"][0]
+            header[victim]["data_offsets"] = [other[0] + 2, other[0] + 2 + length]
+        write(out, cfg, tensors, edit_header=lie)
+    elif case == "unknown-dtype":
+        def lie(header, data):
+            header[victim]["dtype"] = "F4"
+        write(out, cfg, tensors, edit_header=lie)
+    elif case == "unknown-quant":
+        cfg["quantization_config"] = {"quant_method": "bitsandbytes", "load_in_4bit": True}
+        write(out, cfg, tensors)
+    elif case == "unknown-architecture":
+        cfg["architectures"] = ["GPTNeoXForCausalLM"]
+        write(out, cfg, tensors)
+    elif case == "nan-scales":
+        name = "model.layers.0.self_attn.v_proj.scales"
+        s = tensors[name].copy()
+        s[1, 3] = np.nan
+        tensors[name] = s
+        write(out, cfg, tensors)
+    elif case == "nan-fp8-scale":
+        name = "model.layers.1.mlp.down_proj.weight_scale_inv"
+        s = tensors[name].copy()
+        s[0, 1] = np.nan
+        tensors[name] = s
+        write(out, cfg, tensors)
+    elif case == "nan-nvfp4-block-scale":
+        name = "model.layers.0.mlp.gate_proj.weight_scale"
+        codes = np.frombuffer(tensors[name].data, np.uint8).reshape(tensors[name].shape).copy()
+        codes[2, 3] = 0x7F  # the E4M3 NaN code
+        tensors[name] = Raw("F8_E4M3", codes.shape, codes)
+        write(out, cfg, tensors)
+    elif case == "bf16-overflow":
+        pass
+    else:
+        sys.exit(f"unknown bad case {case}")
+
+
+BAD_CASES = ["missing-shard", "index-names-absent-tensor", "missing-tensor", "wrong-shape", "wrong-dtype", "truncated",
+             "lying-offsets", "size-mismatch", "header-too-long", "overlap", "unknown-dtype", "unknown-quant",
+             "unknown-architecture", "nan-scales", "nan-fp8-scale", "nan-nvfp4-block-scale", "bf16-overflow"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("out")
+    ap.add_argument("--arch", choices=list(ARCHS), default="llama")
+    ap.add_argument("--format", choices=FORMATS, default="f16")
+    ap.add_argument("--shards", type=int, default=1)
+    ap.add_argument("--bad", choices=BAD_CASES)
+    ap.add_argument("--shape", type=json.loads, default=None,
+                    help='config fields to override, e.g. \'{"hidden_size": 4096, "intermediate_size": 14336, '
+                         '"num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000}\'; '
+                         'no reference file is written then')
+    ap.add_argument("--all", action="store_true", help="OUT/<arch>-<format>/ for all, OUT/bad-<case>/ for every defect")
+    a = ap.parse_args()
+    if a.all:
+        for arch in ARCHS:
+            for fmt in FORMATS:
+                # Sharded f16 checkpoints exercise model.safetensors.index.json.
+                make(os.path.join(a.out, f"{arch}-{fmt}"), arch, fmt, shards=3 if fmt == "f16" else 1)
+        for case in BAD_CASES:
+            bad(os.path.join(a.out, f"bad-{case}"), case)
+    elif a.bad:
+        bad(a.out, a.bad)
+    else:
+        make(a.out, a.arch, a.format, a.shards, shape=a.shape, reference_file=a.shape is None)
+
+
+if __name__ == "__main__":
+    main()
