@@ -31,8 +31,24 @@ nlohmann::json machine_info() {
   j["nvrtc"] = nlohmann::json::array();
   const NvrtcRegistry& reg = NvrtcRegistry::get();
   for (const auto& lib : reg.libraries()) {
+    // The archs this library compiles for: those it targets that no library before it does
+    // (NvrtcRegistry::for_arch takes the first that can).
+    std::vector<int> compiles_for;
+    for (int a : lib->archs()) {
+      if (a >= kMinSm && &reg.for_arch(Arch{a}) == lib.get()) compiles_for.push_back(a);
+    }
     j["nvrtc"].push_back({{"path", lib->path()}, {"version", lib->version()}, {"archs", lib->archs()},
-                          {"targets_sm_70", lib->supports(Arch{70})}});
+                          {"compiles_for", compiles_for}, {"targets_sm_70", lib->supports(Arch{70})}});
+  }
+  for (auto& g : j["gpus"]) {  // the NVRTC a kernel for this GPU compiles with, null when none can
+    const Arch arch = Arch::parse(g["arch"].get<std::string>());
+    g["nvrtc"] = nullptr;
+    for (const auto& lib : reg.libraries()) {
+      if (lib->supports(arch)) {
+        g["nvrtc"] = lib->version();
+        break;
+      }
+    }
   }
   j["nvrtc_searched"] = nlohmann::json::array();
   for (const auto& [path, why] : reg.searched()) j["nvrtc_searched"].push_back({{"path", path}, {"error", why}});

@@ -11,6 +11,8 @@
 #include <fstream>
 #include <thread>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -341,10 +343,87 @@ TEST_F(Cli, CheckWithoutAGpuSaysSo) {
   EXPECT_NE(r.status, 2) << "a missing GPU is not bad input";
   expect_one_error_line(r);
   EXPECT_TRUE(contains(r.err, "GPU")) << r.err;
-  // And `compile` without --arch needs the GPU to know the arch.
+  // And `compile` without --arch needs the GPU to know the arch: it says which to name.
   auto native = onecat(std::string("compile '") + kSpec + "'");
-  EXPECT_NE(native.status, 0);
+  EXPECT_EQ(native.status, 1);
+  expect_one_error_line(native);
   EXPECT_TRUE(contains(native.err, "GPU")) << native.err;
+  EXPECT_TRUE(contains(native.err, "--arch sm_70")) << native.err;
+  EXPECT_TRUE(native.out.empty()) << native.out;
+  // tune fails before printing the model's plan, saying what works without a GPU.
+  auto prewarm = onecat("tune --model qwen3-8b:awq4 --compile-only");
+  EXPECT_EQ(prewarm.status, 1);
+  expect_one_error_line(prewarm);
+  EXPECT_TRUE(contains(prewarm.err, "--arch sm_70")) << prewarm.err;
+  EXPECT_TRUE(prewarm.out.empty()) << "printed before failing:\n" << prewarm.out;
+  auto tune = onecat("tune --model qwen3-8b:awq4");
+  EXPECT_EQ(tune.status, 1);
+  expect_one_error_line(tune);
+  EXPECT_TRUE(contains(tune.err, "--compile-only --arch sm_70")) << tune.err;
+  EXPECT_TRUE(tune.out.empty()) << "printed before failing:\n" << tune.out;
+}
+
+TEST_F(Cli, InfoSaysWhichNvrtcCompilesForWhichArch) {
+  auto r = onecat("info --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  nlohmann::json j = parse(r);
+  std::set<int> covered;
+  for (const auto& n : j["nvrtc"]) {
+    ASSERT_TRUE(n.contains("compiles_for")) << n.dump();
+    for (int a : n["compiles_for"]) {
+      EXPECT_TRUE(covered.insert(a).second) << "sm_" << a << " is claimed by two NVRTCs";
+      EXPECT_NE(std::find(n["archs"].begin(), n["archs"].end(), a), n["archs"].end());
+    }
+  }
+  EXPECT_TRUE(covered.count(70)) << "the NVRTC that targets sm_70 says it compiles for it";
+  for (const auto& g : j["gpus"]) EXPECT_TRUE(g.contains("nvrtc")) << g.dump();
+  auto text = onecat("info");
+  ASSERT_EQ(text.status, 0) << text.err;
+  EXPECT_TRUE(contains(text.out, "compiles for: sm_70")) << text.out;
+  EXPECT_TRUE(contains(text.out, "a compile for an arch uses the first NVRTC listed that targets it")) << text.out;
+}
+
+// The column of `needle` in each line that has it.
+std::vector<size_t> columns_of(const std::string& text, const std::string& needle) {
+  std::vector<size_t> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (size_t at = line.find(needle); at != std::string::npos) out.push_back(at);
+  }
+  return out;
+}
+
+TEST_F(Cli, TablesStayAlignedWithLongSpecsAndAHitShowsNoCompileTime) {
+  const std::string long_spec = "attention:op=verify,heads=32,kv_heads=8,dim=128,page=16,kv=e4m3,kv_scale=head,q=8,window=0";
+  const std::string specs = std::string("'") + kSpec + "' 'rmsnorm:hidden=1024,dtype=f16,residual=0' '" + long_spec + "'";
+  auto first = onecat("compile " + specs + " --arch sm_70");
+  ASSERT_EQ(first.status, 0) << first.err;
+  EXPECT_FALSE(contains(first.err, "ETA")) << first.err;
+  // The arch column: the header's "arch" and every row's "sm_70" start at the same column.
+  const std::vector<size_t> header = columns_of(first.out, " arch ");
+  ASSERT_EQ(header.size(), 1u) << first.out;
+  const std::vector<size_t> rows = columns_of(first.out, " sm_70 ");
+  ASSERT_EQ(rows.size(), 3u) << first.out;
+  for (size_t c : rows) EXPECT_EQ(c, header[0]) << first.out;
+  EXPECT_EQ(columns_of(first.out, " miss").size(), 3u) << first.out;
+
+  auto second = onecat("compile " + specs + " --arch sm_70");
+  ASSERT_EQ(second.status, 0) << second.err;
+  std::istringstream lines(second.out);
+  int hits = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.ends_with(" hit")) continue;
+    ++hits;
+    EXPECT_TRUE(line.ends_with(" - hit")) << "a hit compiled nothing: " << line;
+    EXPECT_FALSE(contains(line, "ms ")) << line;
+  }
+  EXPECT_EQ(hits, 3) << second.out;
+
+  auto ls = onecat("cache ls");
+  ASSERT_EQ(ls.status, 0) << ls.err;
+  const std::vector<size_t> ls_header = columns_of(ls.out, " arch ");
+  ASSERT_EQ(ls_header.size(), 1u) << ls.out;
+  for (size_t c : columns_of(ls.out, " sm_70 ")) EXPECT_EQ(c, ls_header[0]) << ls.out;
 }
 
 // ONECAT_REQUIRE_GPU=1 (every GPU machine's run sets it) turns "GPU tests skipped" into a
@@ -412,6 +491,7 @@ TEST_F(Cli, HelpWorksForEveryCommand) {
       {"cache ls", "--json"},
       {"cache verify", "--json"},
       {"cache clear", "--force"},
+      {"tune", "qwen3-30b-a3b:mxfp4"},  // every built-in model is listed
   };
   for (const auto& [cmd, needle] : commands) {
     SCOPED_TRACE(cmd);

@@ -169,7 +169,21 @@ const NvrtcLib& NvrtcRegistry::for_arch(Arch arch) const {
     throw Error("no NVRTC found (looked for " + where + "); " + install + " target " + arch.name());
   }
   std::string have;
-  for (const auto& lib : libs_) have += (have.empty() ? "" : "; ") + ("NVRTC " + lib->version() + " (" + lib->path() + ")");
+  int newest = 0;
+  bool pinned_here = false;
+  for (const auto& lib : libs_) {
+    have += (have.empty() ? "" : "; ") + ("NVRTC " + lib->version() + " (" + lib->path() + ", " + lib->archs_text() + ")");
+    for (int a : lib->archs()) newest = std::max(newest, a);
+    pinned_here = pinned_here || lib->version() == kPinnedNvrtcVersion;
+  }
+  // Installing the pinned NVRTC helps only an arch it targets that the ones here do not.
+  if (arch.sm > newest) {
+    throw Error(have + " cannot target " + arch.name() + ", which is newer than every arch they know; an NVRTC from a " +
+                "CUDA that knows " + arch.name() + " can: point ONECAT_NVRTC at its libnvrtc.so");
+  }
+  if (pinned_here) {
+    throw Error(have + " cannot target " + arch.name() + "; point ONECAT_NVRTC at a libnvrtc.so that can");
+  }
   throw Error(have + " cannot target " + arch.name() + "; " + install);
 }
 

@@ -80,5 +80,6 @@ class NvrtcRegistry {
 
 // The pinned PyPI package that provides an NVRTC able to target sm_70.
 inline constexpr const char* kPinnedNvrtcPackage = "nvidia-cuda-nvrtc-cu12==12.8.93";
+inline constexpr const char* kPinnedNvrtcVersion = "12.8";
 
 }  // namespace onecat

@@ -67,12 +67,12 @@ void list_tunings(const Store& store, bool json) {
     std::cout << out.dump(2) << "\n";
     return;
   }
-  std::printf("%-44s %7s %-24s %-28s %9s %10s %7s\n", "spec", "bucket", "device", "config", "best_us", "default_us",
-              "speedup");
+  Table table({"spec", "bucket", "device", "config", "best_us", "default_us", "speedup"}, {1, 4, 5, 6});
   for (const auto& t : rows) {
-    std::printf("%-44s %7lld %-24s %-28s %9.2f %10.2f %6.2fx\n", t.spec.c_str(), (long long)t.bucket,
-                t.device.name.c_str(), t.config.c_str(), t.best_us, t.default_us, speedup(t));
+    table.row({t.spec, std::to_string(t.bucket), t.device.name, t.config, format("%.2f", t.best_us),
+               format("%.2f", t.default_us), format("%.2fx", speedup(t))});
   }
+  table.print();
 }
 
 void add_ls(CLI::App* cache) {
@@ -101,12 +101,12 @@ void add_ls(CLI::App* cache) {
       std::cout << out.dump(2) << "\n";
       return;
     }
-    std::printf("%-12s %-44s %-28s %-6s %-6s %5s %6s\n", "key", "spec", "config", "arch", "nvrtc", "regs", "spill");
+    Table table({"key", "spec", "config", "arch", "nvrtc", "regs", "spill"}, {5, 6});
     for (const auto& b : rows) {
-      std::printf("%-12s %-44s %-28s %-6s %-6s %5d %6d\n", b.key.substr(0, 12).c_str(), b.spec.c_str(), b.config.c_str(),
-                  b.arch.c_str(), b.nvrtc_version.c_str(), b.usage.registers,
-                  b.usage.spill_store_bytes + b.usage.spill_load_bytes);
+      table.row({b.key.substr(0, 12), b.spec, b.config, b.arch, b.nvrtc_version, std::to_string(b.usage.registers),
+                 std::to_string(b.usage.spill_store_bytes + b.usage.spill_load_bytes)});
     }
+    table.print();
   });
 }
 

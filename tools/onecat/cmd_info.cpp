@@ -16,8 +16,10 @@ namespace onecat::cli {
 
 Arch resolve_arch(const std::string& text) {
   if (text != "native") return Arch::parse(text);
-  Driver& d = Driver::require_gpu();
-  return Arch{d.device_info(0).sm};
+  if (const std::string why = Driver::unavailable_reason(); !why.empty()) {
+    throw Error(why + "; without a GPU, name the target arch, e.g. --arch sm_70 (Tesla V100)");
+  }
+  return Arch{Driver::require_gpu().device_info(0).sm};
 }
 
 Progress::Progress(std::string what, size_t total)
@@ -29,15 +31,17 @@ void Progress::tick() {
   ++count_;
   double now = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
   double elapsed = now - start_;
-  double eta = count_ ? elapsed / count_ * (total_ - count_) : 0;
+  // No ETA: kernels differ in compile time by 10x and more (an attention kernel against an
+  // rmsnorm), and a plan lists its cheap ones first, so an average over those done ran low
+  // (13 s left at 31/121, done 25 s later).
   if (tty_) {
     constexpr int kWidth = 30;
     int filled = total_ ? int(kWidth * count_ / total_) : kWidth;
-    std::fprintf(stderr, "\r%s [%s%s] %zu/%zu  %.0fs, ETA %.0fs ", what_.c_str(), std::string(filled, '#').c_str(),
-                 std::string(kWidth - filled, ' ').c_str(), count_, total_, elapsed, eta);
+    std::fprintf(stderr, "\r%s [%s%s] %zu/%zu  %.0fs ", what_.c_str(), std::string(filled, '#').c_str(),
+                 std::string(kWidth - filled, ' ').c_str(), count_, total_, elapsed);
   } else if (total_ && int(4 * count_ / total_) > last_quarter_) {
     last_quarter_ = int(4 * count_ / total_);
-    std::fprintf(stderr, "%s: %zu/%zu after %.0fs, ETA %.0fs\n", what_.c_str(), count_, total_, elapsed, eta);
+    std::fprintf(stderr, "%s: %zu/%zu after %.0fs\n", what_.c_str(), count_, total_, elapsed);
   }
 }
 
@@ -56,18 +60,23 @@ void print_info(const nlohmann::json& j) {
     if (j["gpus"].empty()) std::cout << "gpus:    " << j["gpu_unavailable_reason"].get<std::string>() << "\n";
   }
   for (const auto& g : j["gpus"]) {
-    std::printf("gpu %d:   %s, %s, %d SMs, %.1f GiB\n", g["ordinal"].get<int>(), g["name"].get<std::string>().c_str(),
-                g["arch"].get<std::string>().c_str(), g["multiprocessors"].get<int>(),
-                g["memory_bytes"].get<double>() / (1 << 30));
+    std::printf("gpu %d:   %s, %s, %d SMs, %.1f GiB; its kernels compile with %s\n", g["ordinal"].get<int>(),
+                g["name"].get<std::string>().c_str(), g["arch"].get<std::string>().c_str(), g["multiprocessors"].get<int>(),
+                g["memory_bytes"].get<double>() / (1 << 30),
+                g["nvrtc"].is_null() ? "no NVRTC found here" : ("NVRTC " + g["nvrtc"].get<std::string>()).c_str());
   }
   if (j["nvrtc"].empty()) std::cout << "nvrtc:   none found; run scripts/setup or set ONECAT_NVRTC\n";
-  for (const auto& n : j["nvrtc"]) {
-    std::vector<int> archs = n["archs"];
+  auto arch_list = [](const nlohmann::json& archs) {
     std::string list;
     for (int a : archs) list += (list.empty() ? "sm_" : " sm_") + std::to_string(a);
+    return list.empty() ? std::string("none (a library listed above targets each of its archs)") : list;
+  };
+  for (const auto& n : j["nvrtc"]) {
     std::cout << "nvrtc:   " << n["version"].get<std::string>() << " (" << n["path"].get<std::string>() << ")\n"
-              << "         archs: " << list << "\n";
+              << "         archs: " << arch_list(n["archs"]) << "\n"
+              << "         compiles for: " << arch_list(n["compiles_for"]) << "\n";
   }
+  if (!j["nvrtc"].empty()) std::cout << "         (a compile for an arch uses the first NVRTC listed that targets it)\n";
   std::cout << "cublas:  "
             << (j["cublas"].is_null() ? std::string("not found") : "version " + std::to_string(j["cublas"]["version"].get<int>()))
             << "\n";

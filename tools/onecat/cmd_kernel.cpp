@@ -135,15 +135,18 @@ void add_compile(CLI::App& app) {
     if (a->json) {
       std::cout << nlohmann::json{{"kernels", out}, {"wall_ms", wall_ms}, {"jobs", *jobs}, {"parallel", *parallel}}.dump(2) << "\n";
     } else {
-      std::printf("%-44s %-28s %-6s %5s %6s %6s %7s %9s %s\n", "spec", "config", "arch", "regs", "smem", "spill", "cubin",
-                  "compile", "cache");
+      // A hit compiled nothing: its compile column is empty, not the time of the original compile.
+      Table table({"spec", "config", "arch", "regs", "smem", "spill", "cubin", "compile", "cache"}, {3, 4, 5, 6, 7});
       for (const auto& k : out) {
         if (k.contains("error")) continue;
-        std::printf("%-44s %-28s %-6s %5d %6d %6d %7zu %7.0fms %s\n", k["spec"].get<std::string>().c_str(),
-                    k["config"].get<std::string>().c_str(), k["arch"].get<std::string>().c_str(), k["registers"].get<int>(),
-                    k["shared_bytes"].get<int>(), k["spill_store_bytes"].get<int>() + k["spill_load_bytes"].get<int>(),
-                    k["cubin_bytes"].get<size_t>(), k["compile_ms"].get<double>(), k["cache_hit"].get<bool>() ? "hit" : "miss");
+        const bool hit = k["cache_hit"].get<bool>();
+        table.row({k["spec"], k["config"], k["arch"], std::to_string(k["registers"].get<int>()),
+                   std::to_string(k["shared_bytes"].get<int>()),
+                   std::to_string(k["spill_store_bytes"].get<int>() + k["spill_load_bytes"].get<int>()),
+                   std::to_string(k["cubin_bytes"].get<size_t>()), hit ? "-" : format("%.0fms", k["compile_ms"].get<double>()),
+                   hit ? "hit" : "miss"});
       }
+      table.print();
       if (results.size() > 1) std::printf("%zu kernels in %.0f ms with %d %s\n", results.size(), wall_ms, *jobs, parallel->c_str());
     }
     if (failures) throw Error(std::to_string(failures) + " of " + std::to_string(results.size()) + " kernels failed to compile");

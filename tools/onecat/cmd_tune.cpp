@@ -12,7 +12,9 @@
 #include "cache/paths.h"
 #include "cache/store.h"
 #include "codegen/family.h"
+#include "models/config.h"
 #include "models/plan.h"
+#include "runtime/cuda/driver.h"
 #include "runtime/cuda/error.h"
 #include "runtime/jit/service.h"
 #include "tools/onecat/commands.h"
@@ -68,16 +70,16 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 }
 
 void print_plan(const std::vector<models::PlannedOp>& plan, const std::set<std::string>& families) {
-  std::printf("%-28s %-10s %5s  %s\n", "op", "family", "count", "spec");
+  Table table({"op", "family", "count", "spec"}, {2});
   for (const auto& op : plan) {
     const bool tuned = op.spec && families.count(op.family);
-    std::printf("%-28s %-10s %5lld  %s\n", op.name.c_str(), op.family.c_str(), (long long)op.count_per_rank,
-                op.spec ? (*op.spec + (tuned ? "" : "  (not selected)")).c_str() : op.note.c_str());
+    table.row({op.name, op.family, std::to_string(op.count_per_rank),
+               op.spec ? *op.spec + (tuned ? "" : "  (not selected)") : op.note});
   }
+  table.print();
 }
 
-void compile_only(const TuneArgs& a, const std::vector<std::string>& specs, const std::vector<int64_t>& buckets) {
-  const Arch arch = resolve_arch(a.arch.empty() ? "native" : a.arch);
+void compile_only(const TuneArgs& a, Arch arch, const std::vector<std::string>& specs, const std::vector<int64_t>& buckets) {
   std::vector<CompileRequest> reqs;
   std::vector<std::string> bucket_of;
   for (const auto& spec : specs) {
@@ -101,9 +103,7 @@ void compile_only(const TuneArgs& a, const std::vector<std::string>& specs, cons
   progress.done();
   int failures = 0;
   nlohmann::json out = nlohmann::json::array();
-  if (!a.json) {
-    std::printf("%-66s %-14s %-40s %5s %6s %8s %s\n", "spec", "buckets", "config", "regs", "spill", "compile", "cache");
-  }
+  Table table({"spec", "buckets", "config", "regs", "spill", "compile", "cache"}, {3, 4, 5});
   for (size_t i = 0; i < reqs.size(); ++i) {
     const CompileResult& r = results[i];
     if (!r.error.empty()) {
@@ -116,12 +116,11 @@ void compile_only(const TuneArgs& a, const std::vector<std::string>& specs, cons
     out.push_back({{"spec", reqs[i].spec}, {"buckets", bucket_of[i]}, {"config", reqs[i].config}, {"arch", arch.name()},
                    {"registers", u.registers}, {"spill_bytes", u.spill_store_bytes + u.spill_load_bytes},
                    {"compile_ms", r.binary.compile_ms}, {"cache_hit", r.cache_hit}});
-    if (!a.json) {
-      std::printf("%-66s %-14s %-40s %5d %6d %6.0fms %s\n", reqs[i].spec.c_str(), bucket_of[i].c_str(),
-                  reqs[i].config.c_str(), u.registers, u.spill_store_bytes + u.spill_load_bytes, r.binary.compile_ms,
-                  r.cache_hit ? "hit" : "miss");
-    }
+    table.row({reqs[i].spec, bucket_of[i], reqs[i].config, std::to_string(u.registers),
+               std::to_string(u.spill_store_bytes + u.spill_load_bytes),
+               r.cache_hit ? "-" : format("%.0fms", r.binary.compile_ms), r.cache_hit ? "hit" : "miss"});
   }
+  if (!a.json) table.print();
   if (a.json) std::cout << nlohmann::json{{"arch", arch.name()}, {"kernels", out}}.dump(2) << "\n";
   if (failures) throw Error(std::to_string(failures) + " of " + std::to_string(reqs.size()) + " kernels failed to compile");
 }
@@ -177,7 +176,7 @@ void tune(const TuneArgs& a, const std::vector<std::string>& specs, const std::v
   progress.done();
   release_workloads();
   nlohmann::json out = nlohmann::json::array();
-  if (!a.json) std::printf("%-66s %6s %10s %10s %8s  %s\n", "spec", "M", "default us", "best us", "speedup", "config");
+  Table table({"spec", "M", "default us", "best us", "speedup", "config"}, {1, 2, 3, 4});
   for (size_t i = 0; i < done.size(); ++i) {
     const TuningRecord& r = done[i];
     const TunePhases& ph = phases[i];
@@ -185,11 +184,10 @@ void tune(const TuneArgs& a, const std::vector<std::string>& specs, const std::v
     out.push_back({{"spec", r.spec}, {"bucket", r.bucket}, {"default_us", r.default_us}, {"best_us", r.best_us},
                    {"speedup", speedup}, {"config", r.config}, {"candidates", r.candidates.size()},
                    {"seconds", {{"compile", ph.compile}, {"inputs", ph.inputs}, {"check", ph.check}, {"timing", ph.timing}}}});
-    if (!a.json) {
-      std::printf("%-66s %6lld %10.2f %10.2f %8.2f  %s\n", r.spec.c_str(), (long long)r.bucket, r.default_us, r.best_us,
-                  speedup, r.config.c_str());
-    }
+    table.row({r.spec, std::to_string(r.bucket), format("%.2f", r.default_us), format("%.2f", r.best_us),
+               format("%.2f", speedup), r.config});
   }
+  if (!a.json) table.print();
   if (a.json) {
     std::cout << nlohmann::json{{"device", device.name}, {"tuned", out}, {"already_tuned", already},
                                 {"failures", failures}, {"skipped_for_budget", skipped}, {"seconds", seconds_since(start)}}
@@ -206,7 +204,9 @@ void tune(const TuneArgs& a, const std::vector<std::string>& specs, const std::v
 void add_tune(CLI::App& app) {
   auto* cmd = app.add_subcommand("tune", "Tune every kernel of a model for this GPU, or prewarm the cache for another arch");
   auto a = std::make_shared<TuneArgs>();
-  cmd->add_option("--model", a->model, "Hugging Face checkpoint dir, its config.json, or a built-in name (e.g. qwen3-8b:awq4)")
+  std::string builtins;
+  for (const auto& name : models::builtin_model_names()) builtins += (builtins.empty() ? "" : ", ") + name;
+  cmd->add_option("--model", a->model, "Hugging Face checkpoint dir, its config.json, or a built-in model: " + builtins)
       ->required();
   cmd->add_option("--tp", a->tp, "Tensor-parallel degree (1, 2, 4, 8)")->check(CLI::IsMember({1, 2, 4, 8}));
   cmd->add_option("--kv-cache-dtype", a->kv_cache_dtype,
@@ -235,6 +235,12 @@ void add_tune(CLI::App& app) {
       if (families.count(std::string(family_of(spec).name()))) specs.push_back(spec);
     }
     const std::vector<int64_t> buckets = parse_buckets(a->buckets);
+    // Without a GPU, fail before printing the plan, saying what to do.
+    const Arch arch = a->compile_only ? resolve_arch(a->arch.empty() ? "native" : a->arch) : Arch{};
+    if (const std::string why = Driver::unavailable_reason(); !a->compile_only && !why.empty()) {
+      throw Error(why + "; tuning needs an NVIDIA GPU, and without one --compile-only --arch sm_70 fills the cache with "
+                        "the default kernels");
+    }
     if (!a->json) {
       std::printf("model %s, tp %d: %zu ops, %zu kernel specs to %s\n", model.name.c_str(), a->tp, plan.size(), specs.size(),
                   a->compile_only ? "compile" : "tune");
@@ -242,7 +248,7 @@ void add_tune(CLI::App& app) {
       std::printf("\n");
     }
     if (a->compile_only) {
-      compile_only(*a, specs, buckets);
+      compile_only(*a, arch, specs, buckets);
     } else {
       tune(*a, specs, buckets);
     }

@@ -2,6 +2,7 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include "codegen/arch.h"
 
@@ -14,8 +15,25 @@ void add_bench(CLI::App& app);
 void add_tune(CLI::App& app);
 void add_chat_template(CLI::App& app);
 
-// "native" → the first GPU's arch (Error without one); otherwise Arch::parse.
+// "native" → the first GPU's arch (without one, an Error suggesting --arch sm_70); otherwise
+// Arch::parse.
 Arch resolve_arch(const std::string& text);
+
+// A text table whose columns are as wide as their widest cell, so a long spec does not push
+// the rest of its row out of line. Columns named in `right` are right-aligned (numbers).
+class Table {
+ public:
+  Table(std::vector<std::string> header, std::vector<size_t> right = {});
+  void row(std::vector<std::string> cells);
+  void print() const;  // to stdout, header first
+
+ private:
+  std::vector<std::vector<std::string>> rows_;
+  std::vector<size_t> right_;
+};
+
+// printf into a std::string, for table cells.
+std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 // A progress bar on stderr: redrawn in place on a terminal, a line per quarter otherwise.
 class Progress {
