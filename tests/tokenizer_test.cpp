@@ -3,7 +3,10 @@
 // ids; plus streaming decode, added tokens and the errors people see.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -111,4 +114,168 @@ TEST(Tokenizer, GgufVocabulariesMatchHuggingFace) {
   }
   EXPECT_EQ(unsupported, kExcluded);
   std::printf("%zu of %zu vocabularies identical to Hugging Face\n", passed, vocabs.size() - unsupported.size());
+}
+
+namespace {
+
+std::vector<std::pair<std::string, Tokenizer>> supported_vocabularies() {
+  std::vector<std::pair<std::string, Tokenizer>> v;
+  for (const auto& path : vocabularies_with_expectations())
+    if (!kExcluded.count(path.filename().string())) v.emplace_back(path.filename().string(), Tokenizer::from_gguf(path));
+  return v;
+}
+
+void expect_stream_equals_decode(const Tokenizer& tok, const std::vector<int32_t>& ids, bool skip_special, const std::string& what) {
+  DecodeStream stream(tok, skip_special);
+  std::string joined;
+  for (int32_t id : ids) {
+    std::string piece = stream.step(id);
+    EXPECT_TRUE(onecat::tokenizer::is_valid_utf8(piece)) << what << ": a piece is not whole UTF-8";
+    joined += piece;
+  }
+  joined += stream.finish();
+  EXPECT_EQ(joined, tok.decode(ids, skip_special)) << what;
+}
+
+}  // namespace
+
+// The concatenated pieces of a stream equal decode() of all ids, and no piece ends inside
+// a character: on the expected sequences and on random ones (which are full of byte tokens
+// that only together make a character, or never do).
+TEST(Tokenizer, StreamingDecodeEqualsDecode) {
+  std::mt19937 rng(7);
+  for (const auto& [name, tok] : supported_vocabularies()) {
+    fs::path path = testdata() / name;
+    for (const auto& c : read_cases(path)) expect_stream_equals_decode(tok, c.ids, false, name + " expected ids");
+    std::uniform_int_distribution<int32_t> any(0, int32_t(tok.vocab_size()) - 1);
+    for (int round = 0; round < 20; ++round) {
+      std::vector<int32_t> ids;
+      for (int i = 0; i < 40; ++i) ids.push_back(any(rng));
+      expect_stream_equals_decode(tok, ids, round % 2 == 1, name + " random ids");
+    }
+    // Byte-heavy: the ids of random UTF-8 split at random, and byte-fallback tokens.
+    std::vector<int32_t> bytes;
+    for (int b = 0; b < 256; ++b) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "<0x%02X>", b);
+      if (auto id = tok.token_to_id(hex)) bytes.push_back(*id);
+    }
+    if (!bytes.empty()) {
+      std::uniform_int_distribution<size_t> pick(0, bytes.size() - 1);
+      for (int round = 0; round < 20; ++round) {
+        std::vector<int32_t> ids;
+        for (int i = 0; i < 30; ++i) ids.push_back(i % 3 ? bytes[pick(rng)] : any(rng));
+        expect_stream_equals_decode(tok, ids, false, name + " byte tokens");
+      }
+    }
+    std::vector<int32_t> emoji = tok.encode("🚀 (normal) 😶‍🌫️ 你好, мир! é", false);
+    expect_stream_equals_decode(tok, emoji, false, name + " emoji");
+  }
+}
+
+TEST(Tokenizer, DecodeInvertsEncodeForByteLevelVocabularies) {
+  for (const char* name : {"ggml-vocab-llama-bpe.gguf", "ggml-vocab-gpt-2.gguf", "ggml-vocab-qwen35.gguf"}) {
+    Tokenizer tok = Tokenizer::from_gguf(testdata() / name);
+    for (const auto& c : read_cases(testdata() / name)) EXPECT_EQ(tok.decode(tok.encode(c.text, false)), c.text) << name;
+  }
+}
+
+TEST(Tokenizer, SpecialTokensAndTemplate) {
+  Tokenizer llama3 = Tokenizer::from_gguf(testdata() / "ggml-vocab-llama-bpe.gguf");
+  auto ids = llama3.encode("<|start_header_id|>user<|end_header_id|>Hi<|eot_id|>", true);
+  ASSERT_GE(ids.size(), 5u);
+  EXPECT_EQ(ids.front(), 128000);  // BOS from the template
+  EXPECT_EQ(ids[1], 128006);
+  EXPECT_EQ(ids.back(), 128009);
+  EXPECT_TRUE(llama3.is_special(128009));
+  EXPECT_EQ(llama3.decode(ids, true), "userHi");
+  EXPECT_EQ(llama3.decode(ids, false), "<|begin_of_text|><|start_header_id|>user<|end_header_id|>Hi<|eot_id|>");
+  EXPECT_EQ(llama3.bos_token_id(), 128000);
+  EXPECT_EQ(llama3.token_to_id("<|eot_id|>"), 128009);
+
+  Tokenizer llama2 = Tokenizer::from_gguf(testdata() / "ggml-vocab-llama-spm.gguf");
+  EXPECT_EQ(llama2.encode("Hello", true), (std::vector<int32_t>{1, 15043}));
+  EXPECT_EQ(llama2.encode("Hello", false), (std::vector<int32_t>{15043}));
+  EXPECT_EQ(llama2.encode("", true), (std::vector<int32_t>{1}));
+  // The normalizer runs on each stretch between added tokens: both words get a ▁.
+  EXPECT_EQ(llama2.encode("Hello</s>Hello", false), (std::vector<int32_t>{15043, 2, 15043}));
+  EXPECT_EQ(llama2.decode(std::vector<int32_t>{1, 15043, 3186}, true), "Hello world");
+}
+
+TEST(Tokenizer, OnigurumaPatternsBecomePcre2) {
+  using onecat::tokenizer::pcre2_pattern_from_oniguruma;
+  EXPECT_EQ(pcre2_pattern_from_oniguruma("a\\sb"), "a[\\x{9}-\\x{D}\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}]b");
+  EXPECT_EQ(pcre2_pattern_from_oniguruma("[^\\s\\p{L}]").substr(0, 8), "[^\\x{9}-");
+  EXPECT_EQ(pcre2_pattern_from_oniguruma("\\p{N}{1,3}"), "\\p{N}{1,3}");
+  EXPECT_THROW(pcre2_pattern_from_oniguruma("[\\S]"), onecat::Error);
+  // U+180E is not White_Space (PCRE2's own \s takes it), U+3000 is.
+  onecat::tokenizer::Regex space("\\s+");
+  std::vector<std::pair<size_t, size_t>> found;
+  space.for_each_match("a\xE1\xA0\x8E" "b\xE3\x80\x80" "c", [&](size_t b, size_t e) { found.emplace_back(b, e); });
+  EXPECT_EQ(found, (std::vector<std::pair<size_t, size_t>>{{5, 8}}));
+}
+
+TEST(Tokenizer, LossyUtf8FollowsTheMaximalSubpartRule) {
+  using onecat::tokenizer::utf8_lossy;
+  EXPECT_EQ(utf8_lossy("a\xE4\xB8" "b"), "a\xEF\xBF\xBD" "b");                       // truncated: one U+FFFD
+  EXPECT_EQ(utf8_lossy("\xF0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD");                      // F0 80 is never valid
+  EXPECT_EQ(utf8_lossy("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");    // surrogate
+  EXPECT_EQ(utf8_lossy("\xC3\xA9"), "\xC3\xA9");
+  EXPECT_EQ(onecat::tokenizer::incomplete_utf8_tail("ab\xE4\xB8"), 2u);
+  EXPECT_EQ(onecat::tokenizer::incomplete_utf8_tail("ab\xC3\xA9"), 0u);
+}
+
+namespace {
+
+// A tiny tokenizer.json: byte-level BPE over "ab" with one added token.
+std::string tiny_tokenizer_json(const std::string& normalizer = "null", const std::string& model_type = "BPE") {
+  return R"({"added_tokens": [{"id": 5, "content": "<eos>", "special": true, "normalized": false}],
+    "normalizer": )" + normalizer + R"(, "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true},
+    "post_processor": null, "decoder": {"type": "ByteLevel"},
+    "model": {"type": ")" + model_type + R"(", "vocab": {"a": 0, "b": 1, "ab": 2, "Ġ": 3, "Ġab": 4, "<eos>": 5},
+              "merges": ["a b", ["Ġ", "ab"]]}})";
+}
+
+template <class E>
+void expect_error(const std::function<void()>& f, const std::string& part) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected one mentioning '" << part << "'";
+  } catch (const E& e) {
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+
+TEST(Tokenizer, LoadsTokenizerJson) {
+  Tokenizer tok = Tokenizer::from_hf_json(tiny_tokenizer_json());
+  EXPECT_EQ(tok.encode("ab ab<eos>"), (std::vector<int32_t>{2, 4, 5}));
+  EXPECT_EQ(tok.decode(std::vector<int32_t>{2, 4, 5}, true), "ab ab");
+  EXPECT_EQ(tok.vocab_size(), 6u);
+}
+
+TEST(Tokenizer, ErrorsSayWhatIsWrong) {
+  using onecat::Error;
+  using onecat::InputError;
+  expect_error<InputError>([] { Tokenizer::load("/nonexistent/model"); }, "does not exist");
+  fs::path dir = fs::temp_directory_path() / ("onecat_tok_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  expect_error<InputError>([&] { Tokenizer::load(dir); }, "tokenizer.json");
+  std::ofstream(dir / "tokenizer.json") << "{\"model\": ";
+  expect_error<InputError>([&] { Tokenizer::load(dir); }, "not valid JSON");
+  std::ofstream(dir / "tokenizer.json") << tiny_tokenizer_json(R"({"type": "Lowercase"})");
+  expect_error<Error>([&] { Tokenizer::load(dir); }, "'Lowercase'");
+  std::ofstream(dir / "tokenizer.json") << tiny_tokenizer_json("null", "WordPiece");
+  expect_error<Error>([&] { Tokenizer::load(dir); }, "'WordPiece'");
+  std::ofstream(dir / "truncated.gguf") << "GGUF\x03";
+  expect_error<InputError>([&] { Tokenizer::load(dir / "truncated.gguf"); }, "truncated");
+  std::ofstream(dir / "other.gguf") << "not a gguf";
+  expect_error<InputError>([&] { Tokenizer::load(dir / "other.gguf"); }, "not a GGUF file");
+  fs::remove_all(dir);
+  expect_error<Error>([] { Tokenizer::from_gguf(testdata() / "ggml-vocab-bert-bge.gguf"); }, "'bert'");
+
+  Tokenizer tok = Tokenizer::from_hf_json(tiny_tokenizer_json());
+  expect_error<InputError>([&] { tok.encode("a\xFF"); }, "not valid UTF-8");
+  expect_error<InputError>([&] { tok.decode(std::vector<int32_t>{99}); }, "99");
 }

@@ -15,6 +15,7 @@ DecodeStream::DecodeStream(Tokenizer tokenizer, bool skip_special_tokens)
 
 std::string DecodeStream::step(int32_t id) {
   pending_.push_back(id);
+  if (tokenizer_.is_fallback_byte(id)) return "";  // the run of bytes may continue
   std::vector<int32_t> window = context_;
   window.insert(window.end(), pending_.begin(), pending_.end());
   std::string text = tokenizer_.decode(window, skip_special_);

@@ -163,6 +163,7 @@ void Decoder::add(const nlohmann::json& j) {
     steps_.push_back(std::make_shared<ByteLevel>());
   } else if (type == "ByteFallback") {
     steps_.push_back(std::make_shared<ByteFallback>());
+    byte_fallback_ = true;
   } else if (type == "Fuse") {
     steps_.push_back(std::make_shared<Fuse>());
   } else if (type == "Strip") {

@@ -21,11 +21,16 @@ class Decoder {
   static Decoder from_json(const nlohmann::json& j);
 
   std::string decode(std::vector<std::string> tokens) const;
+  // Whether <0xXX> tokens are read as bytes; a run of them decodes as a whole (one
+  // U+FFFD per byte when the run is not valid UTF-8), so its text is not final until the
+  // run ends.
+  bool has_byte_fallback() const { return byte_fallback_; }
 
  private:
   void add(const nlohmann::json& j);
   std::vector<std::shared_ptr<const DecoderStep>> steps_;
   bool present_ = false;
+  bool byte_fallback_ = false;
 };
 
 }  // namespace onecat::tokenizer

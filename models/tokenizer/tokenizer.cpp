@@ -137,6 +137,12 @@ std::optional<std::string> Tokenizer::id_to_token(int32_t id) const {
   return std::nullopt;
 }
 
+bool Tokenizer::is_fallback_byte(int32_t id) const {
+  if (!impl_->decoder.has_byte_fallback() || impl_->added_by_id.count(id)) return false;
+  const std::string* t = impl_->model.vocab().token(id);
+  return t && t->size() == 6 && t->compare(0, 3, "<0x") == 0 && t->back() == '>';
+}
+
 bool Tokenizer::is_special(int32_t id) const {
   auto added = impl_->added_by_id.find(id);
   return added != impl_->added_by_id.end() && added->second.special;

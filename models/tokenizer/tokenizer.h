@@ -38,6 +38,8 @@ class Tokenizer {
   std::optional<int32_t> token_to_id(std::string_view token) const;
   std::optional<std::string> id_to_token(int32_t id) const;
   bool is_special(int32_t id) const;
+  // A byte-fallback token (<0xXX>): its text depends on the byte tokens that follow it.
+  bool is_fallback_byte(int32_t id) const;
   std::optional<int32_t> bos_token_id() const;
   const std::vector<int32_t>& eos_token_ids() const;  // every id that ends generation
 
