@@ -7,11 +7,14 @@ namespace onecat::tokenizer {
 
 namespace {
 
-// Rust's char::is_alphanumeric or '_': what a "word" character is for single_word tokens.
-bool is_word_char(std::string_view text) {
-  static const Regex word("^[\\p{Alphabetic}\\p{N}_]");
+// Whether the character at the start of `text` is a word character for single_word
+// tokens: Rust's char::is_alphanumeric, or '_'.
+bool starts_with_word_char(std::string_view text) {
+  static const Regex word("[\\p{Alphabetic}\\p{N}_]");
+  size_t end = 0;
+  next_code_point(text, end);
   bool found = false;
-  word.for_each_match(text, [&](size_t, size_t) { found = true; });
+  word.for_each_match(text.substr(0, end), [&](size_t, size_t) { found = true; });
   return found;
 }
 
@@ -77,8 +80,8 @@ std::vector<TextSpan> AddedTokenMatcher::split(std::string_view text) const {
     size_t begin = pos, end = best_end;
     pos = best_end;  // a rejected match is still consumed, as in the reference
     if (token.single_word) {
-      bool word_before = begin > 0 && is_word_char(text.substr(last_char_start(text.substr(0, begin))));
-      bool word_after = end < text.size() && is_word_char(text.substr(end));
+      bool word_before = begin > 0 && starts_with_word_char(text.substr(last_char_start(text.substr(0, begin))));
+      bool word_after = end < text.size() && starts_with_word_char(text.substr(end));
       if (word_before || word_after) continue;
     }
     if (token.lstrip) {

@@ -6,6 +6,7 @@
 
 #include "models/tokenizer/pattern.h"
 #include "models/tokenizer/unicode.h"
+#include "models/tokenizer/unicode_tables.h"
 #include "runtime/cuda/error.h"
 
 namespace onecat::tokenizer {
@@ -186,13 +187,11 @@ void PreTokenizer::add(const nlohmann::json& j) {
     steps_.push_back(std::make_shared<ByteLevel>(add_prefix_space, use_regex, true));
     trailing_byte_level_ = {add_prefix_space, use_regex};
   } else if (type == "Digits") {
-    // Rust's char::is_numeric: general category N*.
-    steps_.push_back(std::make_shared<Split>(Pattern::regex("\\p{N}"),
+    steps_.push_back(std::make_shared<Split>(Pattern::regex(std::string("[") + kDigitsClass + "]"),
                                              j.value("individual_digits", false) ? Behaviour::Isolated : Behaviour::Contiguous,
                                              false));
   } else if (type == "Punctuation") {
-    // ASCII punctuation or general category P*.
-    steps_.push_back(std::make_shared<Split>(Pattern::regex("[\\p{P}!-/:-@\\[-`{-~]"),
+    steps_.push_back(std::make_shared<Split>(Pattern::regex(std::string("[") + kPunctuationClass + "]"),
                                              behaviour_from_name(j.value("behavior", std::string("Isolated"))), false));
   } else if (type == "Metaspace") {
     std::string scheme = j.value("prepend_scheme", std::string(j.value("add_prefix_space", true) ? "always" : "never"));

@@ -4,6 +4,7 @@
 #include <pcre2.h>
 
 #include "models/tokenizer/unicode.h"
+#include "models/tokenizer/unicode_tables.h"
 #include "runtime/cuda/error.h"
 
 namespace onecat::tokenizer {
@@ -34,6 +35,14 @@ MatchState& match_state() {
   return state;
 }
 
+// Code points tokenizers has in a general category that PCRE2's older Unicode data
+// lacks; nullptr for a name without additions.
+const char* category_additions(const std::string& name) {
+  for (size_t i = 0; i < kCategoryAdditionCount; ++i)
+    if (name == kCategoryAdditions[i].category) return kCategoryAdditions[i].ranges;
+  return nullptr;
+}
+
 }  // namespace
 
 std::string pcre2_pattern_from_oniguruma(const std::string& p) {
@@ -41,6 +50,20 @@ std::string pcre2_pattern_from_oniguruma(const std::string& p) {
   bool in_class = false;
   for (size_t i = 0; i < p.size(); ++i) {
     char c = p[i];
+    if (c == '\\' && i + 2 < p.size() && (p[i + 1] == 'p' || p[i + 1] == 'P') && p[i + 2] == '{') {
+      size_t close = p.find('}', i + 3);
+      std::string name = close == std::string::npos ? "" : p.substr(i + 3, close - i - 3);
+      const char* added = category_additions(name);
+      if (added) {
+        bool negated = p[i + 1] == 'P';
+        if (in_class && negated)
+          throw Error("The tokenizer regex '" + p + "' uses \\P{" + name + "} inside a character class, which onecat does not support.");
+        std::string item = "\\p{" + name + "}" + added;
+        out += in_class ? item : (negated ? "[^" : "[") + item + "]";
+        i = close;
+        continue;
+      }
+    }
     if (c == '\\' && i + 1 < p.size()) {
       char e = p[++i];
       const char* ranges = (e == 's' || e == 'S') ? kWhiteSpaceRanges : (e == 'h' || e == 'H') ? kHexDigitRanges : nullptr;

@@ -29,7 +29,8 @@ class Regex {
 };
 
 // Oniguruma → PCRE2: `\s`/`\S` become Unicode White_Space (PCRE2's \s also takes U+180E),
-// `\h`/`\H` are hexadecimal digits in Oniguruma. Exposed for tests.
+// `\h`/`\H` are hexadecimal digits in Oniguruma, and `\p{…}` categories gain the code
+// points that PCRE2's older Unicode data lacks (unicode_tables.h). Exposed for tests.
 std::string pcre2_pattern_from_oniguruma(const std::string& pattern);
 
 }  // namespace onecat::tokenizer

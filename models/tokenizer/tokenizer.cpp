@@ -36,7 +36,9 @@ struct Tokenizer::Impl {
         eos(d.eos_token_ids) {
     std::vector<AddedToken> raw, normalized;
     std::vector<std::string> raw_patterns, normalized_patterns;
-    for (const auto& t : d.added_tokens) {
+    for (auto t : d.added_tokens) {
+      // As in tokenizers: an added token that the model vocabulary has keeps the model's id.
+      if (auto in_model = model.vocab().find(t.content)) t.id = *in_model;
       added_by_id[t.id] = t;
       added_by_content.emplace(t.content, t.id);
       if (t.normalized) {

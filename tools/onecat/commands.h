@@ -12,6 +12,7 @@ void add_kernel_commands(CLI::App& app);  // emit, compile, check
 void add_cache(CLI::App& app);
 void add_bench(CLI::App& app);
 void add_tune(CLI::App& app);
+void add_text_commands(CLI::App& app);  // tokenize, detokenize
 
 // "native" → the first GPU's arch (Error without one); otherwise Arch::parse.
 Arch resolve_arch(const std::string& text);

@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   onecat::cli::add_cache(app);
   onecat::cli::add_bench(app);
   onecat::cli::add_tune(app);
+  onecat::cli::add_text_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
