@@ -15,6 +15,7 @@ import ctypes
 
 import tokenizers
 from tokenizers import Regex
+from tokenizers import normalizers
 from tokenizers import pre_tokenizers as pre
 
 CODE_POINTS = [c for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
@@ -65,6 +66,32 @@ def pcre2_set(pattern):
     return out
 
 
+def nfc_differences():
+    """Code points on which tokenizers' NFC (older Unicode data) and utf8proc's disagree:
+    tokenizers treats them as inert starters (no reordering, no composition)."""
+    utf8proc = ctypes.CDLL("libutf8proc.so.2")
+    utf8proc.utf8proc_NFC.restype = ctypes.c_void_p
+    utf8proc.utf8proc_NFC.argtypes = [ctypes.c_char_p]
+    libc = ctypes.CDLL("libc.so.6")
+    libc.free.argtypes = [ctypes.c_void_p]
+
+    def theirs(text):
+        out = utf8proc.utf8proc_NFC(text.encode("utf-8"))
+        result = ctypes.string_at(out).decode("utf-8")
+        libc.free(out)
+        return result
+
+    reference = normalizers.NFC()
+    found = []
+    for c in CODE_POINTS[1:]:  # U+0000 ends a C string
+        ch = chr(c)
+        probe = "|".join([ch, "\u0316" + ch, ch + "\u0316", "a" + ch, ch + "\u0301", "\u0301" + ch, "\u1100" + ch,
+                          ch + "\u1161"])
+        if reference.normalize_str(probe) != theirs(probe):
+            found.append(c)
+    return found
+
+
 def ranges(code_points):
     out = []
     for c in sorted(code_points):
@@ -109,6 +136,12 @@ def main():
     punctuation = tokenizers_isolated_set(pre.Punctuation(behavior="isolated"))
     print(f"const char* const kDigitsClass =\n{cpp_string(ranges(numeric))};\n")
     print(f"const char* const kPunctuationClass =\n{cpp_string(ranges(punctuation))};\n")
+    inert = nfc_differences()
+    print("const char32_t kNfcInertCodePoints[] = {")
+    for i in range(0, len(inert), 8):
+        print("    " + ", ".join(f"0x{c:X}" for c in inert[i:i + 8]) + ",")
+    print("};")
+    print(f"const size_t kNfcInertCodePointCount = {len(inert)};\n")
     print("}  // namespace onecat::tokenizer")
 
 

@@ -2,12 +2,14 @@
 
 #include <utf8proc.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include <nlohmann/json.hpp>
 
 #include "models/tokenizer/pattern.h"
 #include "models/tokenizer/unicode.h"
+#include "models/tokenizer/unicode_tables.h"
 #include "runtime/cuda/error.h"
 
 namespace onecat::tokenizer {
@@ -38,27 +40,52 @@ class Replace : public NormalizerStep {
 // Unicode normalization forms through utf8proc.
 class UnicodeForm : public NormalizerStep {
  public:
-  UnicodeForm(utf8proc_option_t options, bool composes) : options_(options), composes_(composes) {}
+  explicit UnicodeForm(utf8proc_option_t options) : options_(options) {}
   void apply(std::string& text) const override {
     // Code points below U+0300 never compose with a neighbour, so such text is its own
-    // NFC/NFKC form (most ASCII and Latin-1 text takes this path).
-    if (composes_ && options_ == kNfc) {
+    // NFC form (most ASCII and Latin-1 text takes this path).
+    if (options_ == kNfc) {
       bool below = true;
       for (unsigned char c : text) below &= c < 0xCC;
       if (below) return;
     }
+    if (options_ != kNfc) {
+      text = map(text);
+      return;
+    }
+    // tokenizers' NFC sees some newer marks as inert starters: normalize the stretches
+    // between them on their own, so they neither move nor compose.
+    std::string out;
+    size_t stretch = 0;
+    for (size_t pos = 0; pos < text.size();) {
+      size_t begin = pos;
+      char32_t cp = next_code_point(text, pos);
+      if (cp < 0x300 || !std::binary_search(kNfcInertCodePoints, kNfcInertCodePoints + kNfcInertCodePointCount, cp)) continue;
+      out += map(std::string_view(text).substr(stretch, begin - stretch));
+      out.append(text, begin, pos - begin);
+      stretch = pos;
+    }
+    out += stretch == 0 ? map(text) : map(std::string_view(text).substr(stretch));
+    text = std::move(out);
+  }
+
+ private:
+  std::string map(std::string_view text) const {
+    if (text.empty()) return {};
     utf8proc_uint8_t* out = nullptr;
     utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()), utf8proc_ssize_t(text.size()),
                                       &out, options_);
     if (n < 0) throw Error(std::string("Unicode normalization failed: ") + utf8proc_errmsg(n) + ".");
-    text.assign(reinterpret_cast<char*>(out), size_t(n));
+    std::string result(reinterpret_cast<char*>(out), size_t(n));
     std::free(out);
+    return result;
   }
+
+ public:
   static constexpr utf8proc_option_t kNfc = utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_COMPOSE);
 
  private:
   utf8proc_option_t options_;
-  bool composes_;
 };
 
 // Strips Unicode White_Space at either end.
@@ -110,13 +137,13 @@ void Normalizer::add(const nlohmann::json& j) {
   } else if (type == "Replace") {
     steps_.push_back(std::make_shared<Replace>(Pattern::from_json(j.at("pattern")), j.at("content").get<std::string>()));
   } else if (type == "NFC") {
-    steps_.push_back(std::make_shared<UnicodeForm>(UnicodeForm::kNfc, true));
+    steps_.push_back(std::make_shared<UnicodeForm>(UnicodeForm::kNfc));
   } else if (type == "NFKC") {
-    steps_.push_back(std::make_shared<UnicodeForm>(utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT), true));
+    steps_.push_back(std::make_shared<UnicodeForm>(utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT)));
   } else if (type == "NFD") {
-    steps_.push_back(std::make_shared<UnicodeForm>(utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_DECOMPOSE), false));
+    steps_.push_back(std::make_shared<UnicodeForm>(utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_DECOMPOSE)));
   } else if (type == "NFKD") {
-    steps_.push_back(std::make_shared<UnicodeForm>(utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT), false));
+    steps_.push_back(std::make_shared<UnicodeForm>(utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT)));
   } else if (type == "Strip") {
     steps_.push_back(std::make_shared<Strip>(j.value("strip_left", true), j.value("strip_right", true)));
   } else {

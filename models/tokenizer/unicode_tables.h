@@ -16,4 +16,9 @@ extern const size_t kCategoryAdditionCount;
 extern const char* const kDigitsClass;
 extern const char* const kPunctuationClass;
 
+// Code points that tokenizers' NFC treats as inert starters (its Unicode data predates
+// them) while utf8proc reorders or composes them; sorted.
+extern const char32_t kNfcInertCodePoints[];
+extern const size_t kNfcInertCodePointCount;
+
 }  // namespace onecat::tokenizer
