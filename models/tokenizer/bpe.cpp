@@ -40,8 +40,7 @@ Bpe::Bpe(Vocab vocab, const std::vector<std::pair<std::string, std::string>>& me
 
   size_t capacity = 16;
   while (capacity < merges.size() * 2) capacity *= 2;
-  merge_keys_.assign(capacity, kEmptyKey);
-  merge_values_.resize(capacity);
+  merge_slots_.assign(capacity, Slot{kEmptyKey, {0, 0}});
   merge_mask_ = capacity - 1;
   std::string joined;
   for (size_t rank = 0; rank < merges.size(); ++rank) {
@@ -54,10 +53,9 @@ Bpe::Bpe(Vocab vocab, const std::vector<std::pair<std::string, std::string>>& me
                   ") names a token that is not in the vocabulary.");
     uint64_t key = pair_key(*l, *r);
     for (uint64_t slot = hash_key(key) & merge_mask_;; slot = (slot + 1) & merge_mask_) {
-      if (merge_keys_[slot] == key) break;  // a repeated merge keeps its first (lowest) rank
-      if (merge_keys_[slot] == kEmptyKey) {
-        merge_keys_[slot] = key;
-        merge_values_[slot] = {int32_t(rank), *m};
+      if (merge_slots_[slot].key == key) break;  // a repeated merge keeps its first (lowest) rank
+      if (merge_slots_[slot].key == kEmptyKey) {
+        merge_slots_[slot] = {key, {int32_t(rank), *m}};
         break;
       }
     }
@@ -67,20 +65,14 @@ Bpe::Bpe(Vocab vocab, const std::vector<std::pair<std::string, std::string>>& me
 std::optional<Bpe::Merge> Bpe::find_merge(int32_t left, int32_t right) const {
   uint64_t key = pair_key(left, right);
   for (uint64_t slot = hash_key(key) & merge_mask_;; slot = (slot + 1) & merge_mask_) {
-    if (merge_keys_[slot] == key) return merge_values_[slot];
-    if (merge_keys_[slot] == kEmptyKey) return std::nullopt;
+    const Slot& s = merge_slots_[slot];
+    if (s.key == key) return s.merge;
+    if (s.key == kEmptyKey) return std::nullopt;
   }
 }
 
 void Bpe::encode_word(std::string_view word, bool raw_bytes, std::vector<int32_t>& out) const {
   if (word.empty()) return;
-  if (options_.ignore_merges) {
-    auto whole = raw_bytes ? vocab_.find(byte_level_encode(word)) : vocab_.find(word);
-    if (whole) {
-      out.push_back(*whole);
-      return;
-    }
-  }
   bool cacheable = word.size() <= kMaxCachedWordBytes;
   if (cacheable) {
     std::lock_guard lock(cache_mutex_);
@@ -91,7 +83,13 @@ void Bpe::encode_word(std::string_view word, bool raw_bytes, std::vector<int32_t
     }
   }
   size_t first = out.size();
-  merge_word(word, raw_bytes, out);
+  std::optional<int32_t> whole;
+  if (options_.ignore_merges) whole = raw_bytes ? vocab_.find(byte_level_encode(word)) : vocab_.find(word);
+  if (whole) {
+    out.push_back(*whole);
+  } else {
+    merge_word(word, raw_bytes, out);
+  }
   if (cacheable) {
     std::lock_guard lock(cache_mutex_);
     if (cache_.size() >= kMaxCachedWords) cache_.clear();

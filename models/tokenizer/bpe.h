@@ -48,9 +48,13 @@ class Bpe {
   std::array<int32_t, 256> byte_level_ids_;  // byte → id of its alphabet character, or -1
   std::array<int32_t, 256> byte_fallback_ids_;  // byte → id of <0xXX>, or -1
 
-  // Open-addressing table (left << 32 | right) → Merge: the hot look-up of encoding.
-  std::vector<uint64_t> merge_keys_;
-  std::vector<Merge> merge_values_;
+  // Open-addressing table (left << 32 | right) → Merge: the hot look-up of encoding. Key
+  // and value share a slot, so a probe touches one cache line.
+  struct Slot {
+    uint64_t key;
+    Merge merge;
+  };
+  std::vector<Slot> merge_slots_;
   uint64_t merge_mask_ = 0;
 
   // Words seen before (most text repeats its words); bounded, cleared when full.
