@@ -2,14 +2,13 @@
 // document of a JSON-lines file (one JSON string per line) REPEAT times, prints JSON with
 // the best CPU time.
 // Driven by bench/tokenizer_bench.py, which runs Hugging Face tokenizers beside it.
-#include <nlohmann/json.hpp>
-
 #include <time.h>
 
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -52,7 +51,10 @@ int main(int argc, char** argv) {
       for (const auto& d : docs) tokens += tok.encode(d, false).size();
       best = std::min(best, cpu_seconds() - start);
     }
-    std::cout << nlohmann::json{{"bytes", bytes}, {"tokens", tokens}, {"seconds", best}, {"load_seconds", load_s},
+    std::cout << nlohmann::json{{"bytes", bytes},
+                                {"tokens", tokens},
+                                {"seconds", best},
+                                {"load_seconds", load_s},
                                 {"mb_per_s", bytes / best / 1e6}}
                      .dump()
               << "\n";

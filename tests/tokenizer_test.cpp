@@ -1,21 +1,21 @@
 // The tokenizer against Hugging Face: every BPE vocabulary of the pinned llama.cpp test
 // set (GGUF files with the ids `tokenizers` produced for their inputs) must give identical
 // ids; plus streaming decode, added tokens and the errors people see.
-#include <gtest/gtest.h>
+#include "models/tokenizer/tokenizer.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdlib>
-#include <functional>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <set>
 #include <sstream>
 
 #include "models/tokenizer/decode_stream.h"
 #include "models/tokenizer/regex.h"
-#include "models/tokenizer/tokenizer.h"
 #include "models/tokenizer/unicode.h"
 #include "runtime/cuda/error.h"
 
@@ -121,11 +121,13 @@ namespace {
 std::vector<std::pair<std::string, Tokenizer>> supported_vocabularies() {
   std::vector<std::pair<std::string, Tokenizer>> v;
   for (const auto& path : vocabularies_with_expectations())
-    if (!kExcluded.count(path.filename().string())) v.emplace_back(path.filename().string(), Tokenizer::from_gguf(path));
+    if (!kExcluded.count(path.filename().string()))
+      v.emplace_back(path.filename().string(), Tokenizer::from_gguf(path));
   return v;
 }
 
-void expect_stream_equals_decode(const Tokenizer& tok, const std::vector<int32_t>& ids, bool skip_special, const std::string& what) {
+void expect_stream_equals_decode(const Tokenizer& tok, const std::vector<int32_t>& ids, bool skip_special,
+                                 const std::string& what) {
   DecodeStream stream(tok, skip_special);
   std::string joined;
   for (int32_t id : ids) {
@@ -176,7 +178,8 @@ TEST(Tokenizer, StreamingDecodeEqualsDecode) {
 TEST(Tokenizer, DecodeInvertsEncodeForByteLevelVocabularies) {
   for (const char* name : {"ggml-vocab-llama-bpe.gguf", "ggml-vocab-gpt-2.gguf", "ggml-vocab-qwen35.gguf"}) {
     Tokenizer tok = Tokenizer::from_gguf(testdata() / name);
-    for (const auto& c : read_cases(testdata() / name)) EXPECT_EQ(tok.decode(tok.encode(c.text, false)), c.text) << name;
+    for (const auto& c : read_cases(testdata() / name))
+      EXPECT_EQ(tok.decode(tok.encode(c.text, false)), c.text) << name;
   }
 }
 
@@ -204,7 +207,9 @@ TEST(Tokenizer, SpecialTokensAndTemplate) {
 
 TEST(Tokenizer, OnigurumaPatternsBecomePcre2) {
   using onecat::tokenizer::pcre2_pattern_from_oniguruma;
-  EXPECT_EQ(pcre2_pattern_from_oniguruma("a\\sb"), "a[\\x{9}-\\x{D}\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}]b");
+  EXPECT_EQ(pcre2_pattern_from_oniguruma("a\\sb"),
+            "a[\\x{9}-\\x{D}\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{"
+            "3000}]b");
   EXPECT_EQ(pcre2_pattern_from_oniguruma("[^\\s\\p{L}]").substr(0, 8), "[^\\x{9}-");
   // Categories gain what PCRE2's Unicode 14 lacks (here Kaktovik numerals, Unicode 15).
   EXPECT_NE(pcre2_pattern_from_oniguruma("\\p{N}{1,3}").find("\\x{1D2C0}-\\x{1D2D3}"), std::string::npos);
@@ -213,15 +218,22 @@ TEST(Tokenizer, OnigurumaPatternsBecomePcre2) {
   // U+180E is not White_Space (PCRE2's own \s takes it), U+3000 is.
   onecat::tokenizer::Regex space("\\s+");
   std::vector<std::pair<size_t, size_t>> found;
-  space.for_each_match("a\xE1\xA0\x8E" "b\xE3\x80\x80" "c", [&](size_t b, size_t e) { found.emplace_back(b, e); });
+  space.for_each_match(
+      "a\xE1\xA0\x8E"
+      "b\xE3\x80\x80"
+      "c",
+      [&](size_t b, size_t e) { found.emplace_back(b, e); });
   EXPECT_EQ(found, (std::vector<std::pair<size_t, size_t>>{{5, 8}}));
 }
 
 TEST(Tokenizer, LossyUtf8FollowsTheMaximalSubpartRule) {
   using onecat::tokenizer::utf8_lossy;
-  EXPECT_EQ(utf8_lossy("a\xE4\xB8" "b"), "a\xEF\xBF\xBD" "b");                       // truncated: one U+FFFD
-  EXPECT_EQ(utf8_lossy("\xF0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD");                      // F0 80 is never valid
-  EXPECT_EQ(utf8_lossy("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");    // surrogate
+  EXPECT_EQ(utf8_lossy("a\xE4\xB8"
+                       "b"),
+            "a\xEF\xBF\xBD"
+            "b");                                                                 // truncated: one U+FFFD
+  EXPECT_EQ(utf8_lossy("\xF0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD");                  // F0 80 is never valid
+  EXPECT_EQ(utf8_lossy("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
   EXPECT_EQ(utf8_lossy("\xC3\xA9"), "\xC3\xA9");
   EXPECT_EQ(onecat::tokenizer::incomplete_utf8_tail("ab\xE4\xB8"), 2u);
   EXPECT_EQ(onecat::tokenizer::incomplete_utf8_tail("ab\xC3\xA9"), 0u);
@@ -232,9 +244,11 @@ namespace {
 // A tiny tokenizer.json: byte-level BPE over "ab" with one added token.
 std::string tiny_tokenizer_json(const std::string& normalizer = "null", const std::string& model_type = "BPE") {
   return R"({"added_tokens": [{"id": 5, "content": "<eos>", "special": true, "normalized": false}],
-    "normalizer": )" + normalizer + R"(, "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true},
+    "normalizer": )" +
+         normalizer + R"(, "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true},
     "post_processor": null, "decoder": {"type": "ByteLevel"},
-    "model": {"type": ")" + model_type + R"(", "vocab": {"a": 0, "b": 1, "ab": 2, "Ġ": 3, "Ġab": 4, "<eos>": 5},
+    "model": {"type": ")" +
+         model_type + R"(", "vocab": {"a": 0, "b": 1, "ab": 2, "Ġ": 3, "Ġab": 4, "<eos>": 5},
               "merges": ["a b", ["Ġ", "ab"]]}})";
 }
 
@@ -280,4 +294,21 @@ TEST(Tokenizer, ErrorsSayWhatIsWrong) {
   Tokenizer tok = Tokenizer::from_hf_json(tiny_tokenizer_json());
   expect_error<InputError>([&] { tok.encode("a\xFF"); }, "not valid UTF-8");
   expect_error<InputError>([&] { tok.decode(std::vector<int32_t>{99}); }, "99");
+}
+
+// What transformers adds on top of tokenizer.json: BOS/EOS names from tokenizer_config.json,
+// the Llama classes' add_bos_token, every stop id of generation_config.json.
+TEST(Tokenizer, CheckpointDirectoryConfigs) {
+  fs::path dir = fs::temp_directory_path() / ("onecat_tok_config_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "tokenizer.json") << tiny_tokenizer_json();
+  std::ofstream(dir / "tokenizer_config.json")
+      << R"({"tokenizer_class": "LlamaTokenizerFast", "add_bos_token": true, "bos_token": {"content": "a"}, "eos_token": "<eos>"})";
+  std::ofstream(dir / "generation_config.json") << R"({"eos_token_id": [5, 1]})";
+  Tokenizer tok = Tokenizer::load(dir);
+  EXPECT_EQ(tok.bos_token_id(), 0);
+  EXPECT_EQ(tok.eos_token_ids(), (std::vector<int32_t>{5, 1}));
+  EXPECT_EQ(tok.encode("ab"), (std::vector<int32_t>{0, 2}));  // BOS "a" from add_bos_token
+  EXPECT_EQ(tok.encode("ab", false), (std::vector<int32_t>{2}));
+  fs::remove_all(dir);
 }

@@ -45,7 +45,7 @@ class Bpe {
   Vocab vocab_;
   BpeOptions options_;
   std::optional<int32_t> unk_id_;
-  std::array<int32_t, 256> byte_level_ids_;  // byte → id of its alphabet character, or -1
+  std::array<int32_t, 256> byte_level_ids_;     // byte → id of its alphabet character, or -1
   std::array<int32_t, 256> byte_fallback_ids_;  // byte → id of <0xXX>, or -1
 
   // Open-addressing table (left << 32 | right) → Merge: the hot look-up of encoding. Key

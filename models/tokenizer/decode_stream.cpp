@@ -6,7 +6,9 @@ namespace onecat::tokenizer {
 
 namespace {
 
-bool ends_with_replacement(const std::string& s) { return s.size() >= 3 && s.compare(s.size() - 3, 3, "\xEF\xBF\xBD") == 0; }
+bool ends_with_replacement(const std::string& s) {
+  return s.size() >= 3 && s.compare(s.size() - 3, 3, "\xEF\xBF\xBD") == 0;
+}
 
 }  // namespace
 
@@ -22,7 +24,8 @@ std::string DecodeStream::step(int32_t id) {
   // A trailing U+FFFD may be the start of a character that the next ids complete.
   if (text.size() <= context_text_.size() || ends_with_replacement(text)) return "";
   if (text.compare(0, context_text_.size(), context_text_) != 0)
-    throw Error("Streaming decode found a decoder whose output changes earlier text; decode the whole sequence instead.");
+    throw Error(
+        "Streaming decode found a decoder whose output changes earlier text; decode the whole sequence instead.");
   std::string fresh = text.substr(context_text_.size());
   context_ = std::move(pending_);
   pending_.clear();

@@ -133,7 +133,8 @@ class Replace : public DecoderStep {
 // never prepended) every replacement character is dropped instead.
 class Metaspace : public DecoderStep {
  public:
-  Metaspace(std::string replacement, bool drop_in_first) : replacement_(std::move(replacement)), drop_in_first_(drop_in_first) {}
+  Metaspace(std::string replacement, bool drop_in_first)
+      : replacement_(std::move(replacement)), drop_in_first_(drop_in_first) {}
   void apply(std::vector<std::string>& tokens) const override {
     for (size_t i = 0; i < tokens.size(); ++i)
       tokens[i] = Pattern::literal(replacement_).replace_all(tokens[i], i == 0 && drop_in_first_ ? "" : " ");
@@ -167,12 +168,15 @@ void Decoder::add(const nlohmann::json& j) {
   } else if (type == "Fuse") {
     steps_.push_back(std::make_shared<Fuse>());
   } else if (type == "Strip") {
-    steps_.push_back(std::make_shared<Strip>(j.at("content").get<std::string>(), j.at("start").get<size_t>(), j.at("stop").get<size_t>()));
+    steps_.push_back(std::make_shared<Strip>(j.at("content").get<std::string>(), j.at("start").get<size_t>(),
+                                             j.at("stop").get<size_t>()));
   } else if (type == "Replace") {
-    steps_.push_back(std::make_shared<Replace>(Pattern::from_json(j.at("pattern")), j.at("content").get<std::string>()));
+    steps_.push_back(
+        std::make_shared<Replace>(Pattern::from_json(j.at("pattern")), j.at("content").get<std::string>()));
   } else if (type == "Metaspace") {
     std::string scheme = j.value("prepend_scheme", std::string(j.value("add_prefix_space", true) ? "always" : "never"));
-    steps_.push_back(std::make_shared<Metaspace>(j.value("replacement", std::string("\xE2\x96\x81")), scheme != "never"));
+    steps_.push_back(
+        std::make_shared<Metaspace>(j.value("replacement", std::string("\xE2\x96\x81")), scheme != "never"));
   } else {
     throw Error("The tokenizer's decoder '" + type + "' is not supported by onecat.");
   }

@@ -9,9 +9,7 @@ namespace onecat::tokenizer {
 
 namespace {
 
-enum GgufType : uint32_t {
-  kU8 = 0, kI8, kU16, kI16, kU32, kI32, kF32, kBool, kString, kArray, kU64, kI64, kF64
-};
+enum GgufType : uint32_t { kU8 = 0, kI8, kU16, kI16, kU32, kI32, kF32, kBool, kString, kArray, kU64, kI64, kF64 };
 
 class Reader {
  public:
@@ -30,7 +28,8 @@ class Reader {
   }
   std::string string() {
     uint64_t n = scalar<uint64_t>();
-    if (n > (uint64_t(1) << 30)) throw InputError(name_ + " has a GGUF string of " + std::to_string(n) + " bytes; the file is corrupt.");
+    if (n > (uint64_t(1) << 30))
+      throw InputError(name_ + " has a GGUF string of " + std::to_string(n) + " bytes; the file is corrupt.");
     std::string s(n, '\0');
     bytes(s.data(), n);
     return s;
@@ -44,11 +43,23 @@ class Reader {
 
 size_t scalar_size(uint32_t type) {
   switch (type) {
-    case kU8: case kI8: case kBool: return 1;
-    case kU16: case kI16: return 2;
-    case kU32: case kI32: case kF32: return 4;
-    case kU64: case kI64: case kF64: return 8;
-    default: return 0;
+    case kU8:
+    case kI8:
+    case kBool:
+      return 1;
+    case kU16:
+    case kI16:
+      return 2;
+    case kU32:
+    case kI32:
+    case kF32:
+      return 4;
+    case kU64:
+    case kI64:
+    case kF64:
+      return 8;
+    default:
+      return 0;
   }
 }
 
@@ -56,18 +67,43 @@ size_t scalar_size(uint32_t type) {
 void read_scalar(Reader& r, uint32_t type, int64_t& integer, double& real, bool& is_real) {
   is_real = false;
   switch (type) {
-    case kU8: integer = r.scalar<uint8_t>(); break;
-    case kI8: integer = r.scalar<int8_t>(); break;
-    case kBool: integer = r.scalar<uint8_t>() != 0; break;
-    case kU16: integer = r.scalar<uint16_t>(); break;
-    case kI16: integer = r.scalar<int16_t>(); break;
-    case kU32: integer = r.scalar<uint32_t>(); break;
-    case kI32: integer = r.scalar<int32_t>(); break;
-    case kU64: integer = int64_t(r.scalar<uint64_t>()); break;
-    case kI64: integer = r.scalar<int64_t>(); break;
-    case kF32: real = r.scalar<float>(); is_real = true; break;
-    case kF64: real = r.scalar<double>(); is_real = true; break;
-    default: throw InputError(r.name() + " has a GGUF value of unknown type " + std::to_string(type) + ".");
+    case kU8:
+      integer = r.scalar<uint8_t>();
+      break;
+    case kI8:
+      integer = r.scalar<int8_t>();
+      break;
+    case kBool:
+      integer = r.scalar<uint8_t>() != 0;
+      break;
+    case kU16:
+      integer = r.scalar<uint16_t>();
+      break;
+    case kI16:
+      integer = r.scalar<int16_t>();
+      break;
+    case kU32:
+      integer = r.scalar<uint32_t>();
+      break;
+    case kI32:
+      integer = r.scalar<int32_t>();
+      break;
+    case kU64:
+      integer = int64_t(r.scalar<uint64_t>());
+      break;
+    case kI64:
+      integer = r.scalar<int64_t>();
+      break;
+    case kF32:
+      real = r.scalar<float>();
+      is_real = true;
+      break;
+    case kF64:
+      real = r.scalar<double>();
+      is_real = true;
+      break;
+    default:
+      throw InputError(r.name() + " has a GGUF value of unknown type " + std::to_string(type) + ".");
   }
 }
 
@@ -80,14 +116,16 @@ GgufValue read_value(Reader& r, uint32_t type) {
     v.kind = GgufValue::Kind::Array;
     uint32_t element = r.scalar<uint32_t>();
     uint64_t n = r.scalar<uint64_t>();
-    if (n > (uint64_t(1) << 28)) throw InputError(r.name() + " has a GGUF array of " + std::to_string(n) + " elements; the file is corrupt.");
+    if (n > (uint64_t(1) << 28))
+      throw InputError(r.name() + " has a GGUF array of " + std::to_string(n) + " elements; the file is corrupt.");
     if (element == kString) {
       v.strings.reserve(n);
       for (uint64_t i = 0; i < n; ++i) v.strings.push_back(r.string());
     } else if (element == kArray) {
       throw InputError(r.name() + " has nested GGUF arrays, which onecat does not read.");
     } else {
-      if (!scalar_size(element)) throw InputError(r.name() + " has a GGUF array of unknown type " + std::to_string(element) + ".");
+      if (!scalar_size(element))
+        throw InputError(r.name() + " has a GGUF array of unknown type " + std::to_string(element) + ".");
       for (uint64_t i = 0; i < n; ++i) {
         int64_t integer = 0;
         double real = 0;
@@ -117,7 +155,8 @@ GgufMetadata GgufMetadata::read(const std::filesystem::path& file) {
   if (std::memcmp(magic, "GGUF", 4) != 0) throw InputError(file.string() + " is not a GGUF file.");
   uint32_t version = r.scalar<uint32_t>();
   if (version != 2 && version != 3)
-    throw InputError(file.string() + " is GGUF version " + std::to_string(version) + "; onecat reads versions 2 and 3.");
+    throw InputError(file.string() + " is GGUF version " + std::to_string(version) +
+                     "; onecat reads versions 2 and 3.");
   r.scalar<uint64_t>();  // tensor count
   uint64_t keys = r.scalar<uint64_t>();
   GgufMetadata m;

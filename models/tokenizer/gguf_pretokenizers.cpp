@@ -17,17 +17,21 @@ json sequence(json steps) { return {{"type", "Sequence"}, {"pretokenizers", std:
 
 // Word patterns of the families, as their tokenizer.json files spell them.
 const char* kLlama3 =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
+    "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 const char* kQwen2 =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
+    "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 const char* kQwen35 =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| "
+    "?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 // DeepSeek LLM: cased letters of many scripts, ASCII/full-width punctuation, trailing
 // whitespace and CJK runs are split off in turn, then every digit.
 // Spelled with \x{…} escapes: several of these code points (U+1FD3, U+212A, …) are
 // canonically equivalent to others, and an editor's normalization would silently change them.
 const char* kDeepseekLetters =
-    "\\s?[A-Za-z\\x{B5}\\x{C0}-\\x{D6}\\x{D8}-\\x{F6}\\x{F8}-\\x{1BA}\\x{1BC}-\\x{1BF}\\x{1C4}-\\x{293}\\x{295}-\\x{2AF}"
+    "\\s?[A-Za-z\\x{B5}\\x{C0}-\\x{D6}\\x{D8}-\\x{F6}\\x{F8}-\\x{1BA}\\x{1BC}-\\x{1BF}\\x{1C4}-\\x{293}\\x{295}-\\x{"
+    "2AF}"
     "\\x{370}-\\x{373}\\x{376}\\x{377}\\x{37B}-\\x{37D}\\x{37F}\\x{386}\\x{388}-\\x{38A}\\x{38C}\\x{38E}-\\x{3A1}"
     "\\x{3A3}-\\x{3F5}\\x{3F7}-\\x{481}\\x{48A}-\\x{52F}\\x{531}-\\x{556}\\x{10A0}-\\x{10C5}\\x{13A0}-\\x{13F5}"
     "\\x{13F8}-\\x{13FD}\\x{1C90}-\\x{1CBA}\\x{1CBD}-\\x{1CBF}\\x{1D00}-\\x{1D2B}\\x{1D6B}-\\x{1D77}\\x{1D79}-\\x{1D9A}"
@@ -40,7 +44,8 @@ const char* kDeepseekLetters =
     "\\x{A78B}-\\x{A78E}\\x{AB70}-\\x{ABBF}\\x{FB00}-\\x{FB06}\\x{FB13}-\\x{FB17}\\x{FF21}-\\x{FF3A}\\x{FF41}-\\x{FF5A}"
     "\\x{10400}-\\x{1044F}\\x{104B0}-\\x{104D3}\\x{104D8}-\\x{104FB}\\x{10C80}-\\x{10CB2}\\x{10CC0}-\\x{10CF2}"
     "\\x{118A0}-\\x{118DF}\\x{1E900}-\\x{1E943}]+";
-const char* kDeepseekPunctuation = "\\s?[!-/:-~\\x{FF01}-\\x{FF0F}\\x{FF1A}-\\x{FF5E}\\x{2018}-\\x{201F}\\x{3000}-\\x{3002}]+";
+const char* kDeepseekPunctuation =
+    "\\s?[!-/:-~\\x{FF01}-\\x{FF0F}\\x{FF1A}-\\x{FF5E}\\x{2018}-\\x{201F}\\x{3000}-\\x{3002}]+";
 const char* kCjk = "[\\x{4E00}-\\x{9FA5}\\x{800}-\\x{4E00}\\x{AC00}-\\x{D7FF}]+";
 
 }  // namespace
@@ -59,17 +64,20 @@ std::optional<GgufPreTokenizer> gguf_pre_tokenizer(const std::string& name) {
   } else if (name == "qwen35") {
     // Unlike Qwen2, no NFC: the pattern keeps combining marks with their letters instead.
     p.pre_tokenizer = sequence({split(kQwen35), byte_level(false)});
-  } else if (name == "starcoder" || name == "refact" || name == "command-r" || name == "smollm" || name == "codeshell") {
+  } else if (name == "starcoder" || name == "refact" || name == "command-r" || name == "smollm" ||
+             name == "codeshell") {
     p.pre_tokenizer = sequence({digits(true), byte_level(true)});
   } else if (name == "falcon") {
-    p.pre_tokenizer = sequence({{{"type", "Punctuation"}, {"behavior", "Contiguous"}}, byte_level(true), digits(false),
+    p.pre_tokenizer = sequence({{{"type", "Punctuation"}, {"behavior", "Contiguous"}},
+                                byte_level(true),
+                                digits(false),
                                 split("[0-9][0-9][0-9]")});
   } else if (name == "deepseek-llm") {
     p.pre_tokenizer = sequence({split("[\r\n]"), split(kDeepseekLetters), split(kDeepseekPunctuation), split("\\s+$"),
                                 split(kCjk), digits(true), byte_level(false)});
   } else if (name == "deepseek-coder") {
-    p.pre_tokenizer =
-        sequence({split("[\r\n]"), split("\\s?\\p{L}+"), split("\\s?\\p{P}+"), split(kCjk), digits(true), byte_level(false)});
+    p.pre_tokenizer = sequence(
+        {split("[\r\n]"), split("\\s?\\p{L}+"), split("\\s?\\p{P}+"), split(kCjk), digits(true), byte_level(false)});
   } else {
     return std::nullopt;
   }

@@ -37,7 +37,8 @@ std::pair<std::string, std::string> split_merge(const std::string& merge, const 
 // every split of every piece into two pieces, ordered by the piece's score (highest
 // first), splits of one piece by the ids of their halves; the same order here.
 std::vector<std::pair<std::string, std::string>> merges_from_scores(const std::vector<std::string>& tokens,
-                                                                    const std::vector<double>& scores, const Vocab& vocab) {
+                                                                    const std::vector<double>& scores,
+                                                                    const Vocab& vocab) {
   struct Candidate {
     double score;
     int32_t merged, left, right;
@@ -51,10 +52,12 @@ std::vector<std::pair<std::string, std::string>> merges_from_scores(const std::v
       auto l = vocab.find(std::string_view(piece).substr(0, cut)), r = vocab.find(std::string_view(piece).substr(cut));
       if (l && r) candidates.push_back({scores[id], int32_t(id), *l, *r});
     }
-    std::sort(candidates.begin() + first, candidates.end(),
-              [](const Candidate& a, const Candidate& b) { return std::tie(a.left, a.right) < std::tie(b.left, b.right); });
+    std::sort(candidates.begin() + first, candidates.end(), [](const Candidate& a, const Candidate& b) {
+      return std::tie(a.left, a.right) < std::tie(b.left, b.right);
+    });
   }
-  std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.score > b.score; });
   std::vector<std::pair<std::string, std::string>> merges;
   merges.reserve(candidates.size());
   for (const auto& c : candidates) merges.emplace_back(*vocab.token(c.left), *vocab.token(c.right));
@@ -81,12 +84,15 @@ Tokenizer Tokenizer::from_gguf(const std::filesystem::path& file) {
   auto model = m.string("tokenizer.ggml.model");
   const GgufValue* tokens = m.find("tokenizer.ggml.tokens");
   if (!model || !tokens || tokens->strings.empty())
-    throw InputError(file.string() + " has no tokenizer (tokenizer.ggml.model and tokenizer.ggml.tokens are required).");
+    throw InputError(file.string() +
+                     " has no tokenizer (tokenizer.ggml.model and tokenizer.ggml.tokens are required).");
   const GgufValue* types = m.find("tokenizer.ggml.token_type");
   const GgufValue* scores = m.find("tokenizer.ggml.scores");
   const GgufValue* merges = m.find("tokenizer.ggml.merges");
   const auto& pieces = tokens->strings;
-  auto type_of = [&](size_t id) { return types && id < types->integers.size() ? types->integers[id] : int64_t(kNormal); };
+  auto type_of = [&](size_t id) {
+    return types && id < types->integers.size() ? types->integers[id] : int64_t(kNormal);
+  };
 
   TokenizerDefinition d;
   for (size_t id = 0; id < pieces.size(); ++id) d.vocab.add(pieces[id], int32_t(id));
@@ -96,7 +102,8 @@ Tokenizer Tokenizer::from_gguf(const std::filesystem::path& file) {
     eos = int32_t(*e);
     d.eos_token_ids.push_back(*eos);
   }
-  if (auto e = m.integer("tokenizer.ggml.eot_token_id"); e && int32_t(*e) != eos) d.eos_token_ids.push_back(int32_t(*e));
+  if (auto e = m.integer("tokenizer.ggml.eot_token_id"); e && int32_t(*e) != eos)
+    d.eos_token_ids.push_back(int32_t(*e));
   for (size_t id = 0; id < pieces.size(); ++id) {
     int64_t type = type_of(id);
     if (type != kControl && type != kUserDefined && type != kUnknown) continue;

@@ -64,14 +64,15 @@ void load_model(const nlohmann::json& model, TokenizerDefinition& d) {
   d.bpe.byte_fallback = model.value("byte_fallback", false);
   d.bpe.fuse_unk = model.value("fuse_unk", false);
   d.bpe.ignore_merges = model.value("ignore_merges", false);
-  if (model.contains("unk_token") && model["unk_token"].is_string()) d.bpe.unk_token = model["unk_token"].get<std::string>();
+  if (model.contains("unk_token") && model["unk_token"].is_string())
+    d.bpe.unk_token = model["unk_token"].get<std::string>();
 }
 
 // transformers' Llama and Gemma tokenizer classes rebuild the template from these flags.
 void apply_bos_eos_flags(const nlohmann::json& config, TokenizerDefinition& d) {
   std::string cls = config.value("tokenizer_class", std::string());
-  static const char* kRebuilding[] = {"LlamaTokenizer", "LlamaTokenizerFast", "CodeLlamaTokenizer",
-                                      "CodeLlamaTokenizerFast", "GemmaTokenizer", "GemmaTokenizerFast"};
+  static const char* kRebuilding[] = {"LlamaTokenizer",         "LlamaTokenizerFast", "CodeLlamaTokenizer",
+                                      "CodeLlamaTokenizerFast", "GemmaTokenizer",     "GemmaTokenizerFast"};
   bool rebuilds = false;
   for (const char* c : kRebuilding) rebuilds |= cls == c;
   if (!rebuilds || !(config.contains("add_bos_token") || config.contains("add_eos_token"))) return;
@@ -136,17 +137,20 @@ TokenizerDefinition definition_from_json(const nlohmann::json& j, const nlohmann
 
 Tokenizer Tokenizer::from_hf_json(const std::string& tokenizer_json, const std::string& tokenizer_config_json) {
   nlohmann::json j = parse_json(tokenizer_json, "tokenizer.json");
-  nlohmann::json config = tokenizer_config_json.empty() ? nlohmann::json() : parse_json(tokenizer_config_json, "tokenizer_config.json");
+  nlohmann::json config =
+      tokenizer_config_json.empty() ? nlohmann::json() : parse_json(tokenizer_config_json, "tokenizer_config.json");
   return Tokenizer(definition_from_json(j, config));
 }
 
 Tokenizer Tokenizer::from_hf_directory(const std::filesystem::path& dir) {
   auto path = dir / "tokenizer.json";
   auto text = read_file(path);
-  if (!text) throw InputError(path.string() + " cannot be read; a checkpoint directory needs the Hugging Face tokenizer.json.");
+  if (!text)
+    throw InputError(path.string() + " cannot be read; a checkpoint directory needs the Hugging Face tokenizer.json.");
   nlohmann::json j = parse_json(*text, path.string());
   nlohmann::json config;
-  if (auto c = read_file(dir / "tokenizer_config.json")) config = parse_json(*c, (dir / "tokenizer_config.json").string());
+  if (auto c = read_file(dir / "tokenizer_config.json"))
+    config = parse_json(*c, (dir / "tokenizer_config.json").string());
   if (auto m = read_file(dir / "special_tokens_map.json")) {
     if (!config.is_object()) config = nlohmann::json::object();
     nlohmann::json map = parse_json(*m, (dir / "special_tokens_map.json").string());

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-
 #include <nlohmann/json.hpp>
 
 #include "models/tokenizer/pattern.h"
@@ -60,7 +59,8 @@ class UnicodeForm : public NormalizerStep {
     for (size_t pos = 0; pos < text.size();) {
       size_t begin = pos;
       char32_t cp = next_code_point(text, pos);
-      if (cp < 0x300 || !std::binary_search(kNfcInertCodePoints, kNfcInertCodePoints + kNfcInertCodePointCount, cp)) continue;
+      if (cp < 0x300 || !std::binary_search(kNfcInertCodePoints, kNfcInertCodePoints + kNfcInertCodePointCount, cp))
+        continue;
       out += map(std::string_view(text).substr(stretch, begin - stretch));
       out.append(text, begin, pos - begin);
       stretch = pos;
@@ -73,8 +73,8 @@ class UnicodeForm : public NormalizerStep {
   std::string map(std::string_view text) const {
     if (text.empty()) return {};
     utf8proc_uint8_t* out = nullptr;
-    utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()), utf8proc_ssize_t(text.size()),
-                                      &out, options_);
+    utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
+                                      utf8proc_ssize_t(text.size()), &out, options_);
     if (n < 0) throw Error(std::string("Unicode normalization failed: ") + utf8proc_errmsg(n) + ".");
     std::string result(reinterpret_cast<char*>(out), size_t(n));
     std::free(out);
@@ -135,15 +135,18 @@ void Normalizer::add(const nlohmann::json& j) {
   } else if (type == "Prepend") {
     steps_.push_back(std::make_shared<Prepend>(j.at("prepend").get<std::string>()));
   } else if (type == "Replace") {
-    steps_.push_back(std::make_shared<Replace>(Pattern::from_json(j.at("pattern")), j.at("content").get<std::string>()));
+    steps_.push_back(
+        std::make_shared<Replace>(Pattern::from_json(j.at("pattern")), j.at("content").get<std::string>()));
   } else if (type == "NFC") {
     steps_.push_back(std::make_shared<UnicodeForm>(UnicodeForm::kNfc));
   } else if (type == "NFKC") {
-    steps_.push_back(std::make_shared<UnicodeForm>(utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT)));
+    steps_.push_back(
+        std::make_shared<UnicodeForm>(utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT)));
   } else if (type == "NFD") {
     steps_.push_back(std::make_shared<UnicodeForm>(utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_DECOMPOSE)));
   } else if (type == "NFKD") {
-    steps_.push_back(std::make_shared<UnicodeForm>(utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT)));
+    steps_.push_back(
+        std::make_shared<UnicodeForm>(utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT)));
   } else if (type == "Strip") {
     steps_.push_back(std::make_shared<Strip>(j.value("strip_left", true), j.value("strip_right", true)));
   } else {

@@ -29,7 +29,8 @@ std::vector<std::pair<size_t, size_t>> Pattern::find_all(std::string_view text) 
   if (regex_) {
     regex_->for_each_match(text, [&](size_t b, size_t e) { matches.emplace_back(b, e); });
   } else if (!literal_.empty()) {
-    for (size_t pos = text.find(literal_); pos != std::string_view::npos; pos = text.find(literal_, pos + literal_.size()))
+    for (size_t pos = text.find(literal_); pos != std::string_view::npos;
+         pos = text.find(literal_, pos + literal_.size()))
       matches.emplace_back(pos, pos + literal_.size());
   }
   return matches;

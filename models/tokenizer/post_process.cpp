@@ -19,14 +19,16 @@ void add(const nlohmann::json& j, PostProcessor& p) {
     for (const auto& item : j.at("single")) {
       if (item.contains("Sequence")) {
         if (item["Sequence"].at("id") != "A")
-          throw Error("The tokenizer's single-sequence template refers to sequence " + item["Sequence"].at("id").dump() + ".");
+          throw Error("The tokenizer's single-sequence template refers to sequence " +
+                      item["Sequence"].at("id").dump() + ".");
         after_text = true;
         continue;
       }
       std::string name = item.at("SpecialToken").at("id").get<std::string>();
       const auto& special = j.at("special_tokens");
       if (!special.contains(name))
-        throw Error("The tokenizer's template uses the special token '" + name + "', which its special_tokens do not define.");
+        throw Error("The tokenizer's template uses the special token '" + name +
+                    "', which its special_tokens do not define.");
       for (const auto& id : special.at(name).at("ids")) (after_text ? p.suffix : p.prefix).push_back(id.get<int32_t>());
     }
   } else if (type == "RobertaProcessing" || type == "BertProcessing") {

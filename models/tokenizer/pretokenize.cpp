@@ -32,8 +32,8 @@ struct Segment {
 
 // Cuts `in` at the matches, segments covering the whole text, then groups them the way
 // `behaviour` says; empty pieces are dropped.
-void split_at_matches(Piece&& in, const std::vector<std::pair<size_t, size_t>>& matches, bool invert, Behaviour behaviour,
-                      std::vector<Piece>& out) {
+void split_at_matches(Piece&& in, const std::vector<std::pair<size_t, size_t>>& matches, bool invert,
+                      Behaviour behaviour, std::vector<Piece>& out) {
   std::vector<Segment> segments;
   size_t last = 0;
   for (auto [b, e] : matches) {
@@ -181,25 +181,28 @@ void PreTokenizer::add(const nlohmann::json& j) {
     for (const auto& step : j.at("pretokenizers")) add(step);
   } else if (type == "Split") {
     steps_.push_back(std::make_shared<Split>(Pattern::from_json(j.at("pattern")),
-                                             behaviour_from_name(j.at("behavior").get<std::string>()), j.value("invert", false)));
+                                             behaviour_from_name(j.at("behavior").get<std::string>()),
+                                             j.value("invert", false)));
   } else if (type == "ByteLevel") {
     bool add_prefix_space = j.value("add_prefix_space", true), use_regex = j.value("use_regex", true);
     steps_.push_back(std::make_shared<ByteLevel>(add_prefix_space, use_regex, true));
     trailing_byte_level_ = {add_prefix_space, use_regex};
   } else if (type == "Digits") {
-    steps_.push_back(std::make_shared<Split>(Pattern::regex(std::string("[") + kDigitsClass + "]"),
-                                             j.value("individual_digits", false) ? Behaviour::Isolated : Behaviour::Contiguous,
-                                             false));
+    steps_.push_back(std::make_shared<Split>(
+        Pattern::regex(std::string("[") + kDigitsClass + "]"),
+        j.value("individual_digits", false) ? Behaviour::Isolated : Behaviour::Contiguous, false));
   } else if (type == "Punctuation") {
     steps_.push_back(std::make_shared<Split>(Pattern::regex(std::string("[") + kPunctuationClass + "]"),
                                              behaviour_from_name(j.value("behavior", std::string("Isolated"))), false));
   } else if (type == "Metaspace") {
     std::string scheme = j.value("prepend_scheme", std::string(j.value("add_prefix_space", true) ? "always" : "never"));
-    Metaspace::Prepend prepend = scheme == "always" ? Metaspace::Prepend::Always
-                                 : scheme == "first" ? Metaspace::Prepend::First
-                                 : scheme == "never" ? Metaspace::Prepend::Never
-                                                     : throw Error("The Metaspace prepend_scheme '" + scheme + "' is not supported by onecat.");
-    steps_.push_back(std::make_shared<Metaspace>(j.value("replacement", std::string("\xE2\x96\x81")), prepend, j.value("split", true)));
+    Metaspace::Prepend prepend =
+        scheme == "always"  ? Metaspace::Prepend::Always
+        : scheme == "first" ? Metaspace::Prepend::First
+        : scheme == "never" ? Metaspace::Prepend::Never
+                            : throw Error("The Metaspace prepend_scheme '" + scheme + "' is not supported by onecat.");
+    steps_.push_back(std::make_shared<Metaspace>(j.value("replacement", std::string("\xE2\x96\x81")), prepend,
+                                                 j.value("split", true)));
   } else {
     throw Error("The tokenizer's pre-tokenizer '" + type + "' is not supported by onecat.");
   }

@@ -57,7 +57,8 @@ std::string pcre2_pattern_from_oniguruma(const std::string& p) {
       if (added) {
         bool negated = p[i + 1] == 'P';
         if (in_class && negated)
-          throw Error("The tokenizer regex '" + p + "' uses \\P{" + name + "} inside a character class, which onecat does not support.");
+          throw Error("The tokenizer regex '" + p + "' uses \\P{" + name +
+                      "} inside a character class, which onecat does not support.");
         std::string item = "\\p{" + name + "}" + added;
         out += in_class ? item : (negated ? "[^" : "[") + item + "]";
         i = close;
@@ -66,7 +67,9 @@ std::string pcre2_pattern_from_oniguruma(const std::string& p) {
     }
     if (c == '\\' && i + 1 < p.size()) {
       char e = p[++i];
-      const char* ranges = (e == 's' || e == 'S') ? kWhiteSpaceRanges : (e == 'h' || e == 'H') ? kHexDigitRanges : nullptr;
+      const char* ranges = (e == 's' || e == 'S')   ? kWhiteSpaceRanges
+                           : (e == 'h' || e == 'H') ? kHexDigitRanges
+                                                    : nullptr;
       bool negated = e == 'S' || e == 'H';
       if (!ranges) {
         out += c;
@@ -115,8 +118,9 @@ Regex::Regex(const std::string& oniguruma_pattern) : pattern_(oniguruma_pattern)
   int error = 0;
   PCRE2_SIZE offset = 0;
   // MULTILINE: Oniguruma's ^ and $ are line anchors.
-  compiled_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(translated.data()), translated.size(),
-                                  PCRE2_UTF | PCRE2_UCP | PCRE2_MULTILINE | PCRE2_NO_UTF_CHECK, &error, &offset, nullptr);
+  compiled_->code =
+      pcre2_compile(reinterpret_cast<PCRE2_SPTR>(translated.data()), translated.size(),
+                    PCRE2_UTF | PCRE2_UCP | PCRE2_MULTILINE | PCRE2_NO_UTF_CHECK, &error, &offset, nullptr);
   if (!compiled_->code) {
     PCRE2_UCHAR message[256];
     pcre2_get_error_message(error, message, sizeof message);
@@ -139,7 +143,8 @@ void Regex::for_each_match(std::string_view text, const std::function<void(size_
     if (rc < 0) {
       PCRE2_UCHAR message[256];
       pcre2_get_error_message(rc, message, sizeof message);
-      throw Error("Matching the tokenizer regex '" + pattern_ + "' failed (" + reinterpret_cast<const char*>(message) + ").");
+      throw Error("Matching the tokenizer regex '" + pattern_ + "' failed (" + reinterpret_cast<const char*>(message) +
+                  ").");
     }
     PCRE2_SIZE* ov = pcre2_get_ovector_pointer(state.data);
     size_t b = ov[0], e = ov[1];

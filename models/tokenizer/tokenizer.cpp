@@ -69,7 +69,8 @@ struct Tokenizer::Impl {
       if (span.token >= 0) {
         ids.push_back(span.token);
       } else {
-        encode_words(std::string_view(normalized).substr(span.begin, span.end - span.begin), at_origin && span.begin == 0);
+        encode_words(std::string_view(normalized).substr(span.begin, span.end - span.begin),
+                     at_origin && span.begin == 0);
       }
     }
   }
@@ -161,7 +162,8 @@ Tokenizer Tokenizer::load(const std::filesystem::path& model) {
     if (model.filename() == "tokenizer.json") return from_hf_directory(model.parent_path());
     throw InputError(model.string() + " is neither a checkpoint directory, a tokenizer.json nor a .gguf file.");
   }
-  throw InputError(model.string() + " does not exist; pass a checkpoint directory with a tokenizer.json, or a .gguf file.");
+  throw InputError(model.string() +
+                   " does not exist; pass a checkpoint directory with a tokenizer.json, or a .gguf file.");
 }
 
 }  // namespace onecat::tokenizer

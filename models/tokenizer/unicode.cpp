@@ -9,9 +9,15 @@ char32_t next_code_point(std::string_view s, size_t& pos) {
   if (pos + n > s.size()) n = 1;
   char32_t cp;
   switch (n) {
-    case 1: cp = lead; break;
-    case 2: cp = (char32_t(lead & 0x1F) << 6) | (b(1) & 0x3F); break;
-    case 3: cp = (char32_t(lead & 0x0F) << 12) | (char32_t(b(1) & 0x3F) << 6) | (b(2) & 0x3F); break;
+    case 1:
+      cp = lead;
+      break;
+    case 2:
+      cp = (char32_t(lead & 0x1F) << 6) | (b(1) & 0x3F);
+      break;
+    case 3:
+      cp = (char32_t(lead & 0x0F) << 12) | (char32_t(b(1) & 0x3F) << 6) | (b(2) & 0x3F);
+      break;
     default:
       cp = (char32_t(lead & 0x07) << 18) | (char32_t(b(1) & 0x3F) << 12) | (char32_t(b(2) & 0x3F) << 6) | (b(3) & 0x3F);
   }

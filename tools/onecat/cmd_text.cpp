@@ -1,9 +1,8 @@
 // onecat tokenize / detokenize: a checkpoint's (or GGUF's) tokenizer on the command line.
-#include <nlohmann/json.hpp>
-
 #include <iostream>
 #include <iterator>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "models/tokenizer/decode_stream.h"
