@@ -173,3 +173,21 @@ def test_added_token_options_match_tokenizers(name, converted, tmp_path):
                     for _ in range(rng.randint(1, 12))) for _ in range(500)]
     want = [e.ids for e in hf.encode_batch(docs, add_special_tokens=False)]
     _compare(name, _run(["tokenize", "--model", str(tmp_path), "--no-special", "--jsonl"], docs), want, docs)
+
+
+@pytest.mark.parametrize("scheme,split", [("first", False), ("always", True), ("never", False)])
+def test_metaspace_variants_match_tokenizers(scheme, split, converted, tmp_path):
+    """Llama 2's vocabulary as newer conversions (Mistral, Llama 2 with legacy=False) write it:
+    a Metaspace pre-tokenizer and decoder instead of the Prepend/Replace normalizer."""
+    directory, reference = converted("ggml-vocab-llama-spm.gguf")
+    spec = json.loads((directory / "tokenizer.json").read_text(encoding="utf-8"))
+    spec["normalizer"] = None
+    spec["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": scheme, "split": split}
+    spec["decoder"] = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": scheme, "split": split}
+    (tmp_path / "tokenizer.json").write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    docs = tokenizer_corpus.documents(1 << 17, seed=9, specials=_specials(reference))
+    want = [e.ids for e in hf.encode_batch(docs, add_special_tokens=True)]
+    _compare(scheme, _run(["tokenize", "--model", str(tmp_path), "--jsonl"], docs), want, docs)
+    texts = hf.decode_batch(want, skip_special_tokens=False)
+    _compare(scheme, _run(["detokenize", "--model", str(tmp_path), "--jsonl"], want), texts, docs)
