@@ -191,3 +191,23 @@ def test_metaspace_variants_match_tokenizers(scheme, split, converted, tmp_path)
     _compare(scheme, _run(["tokenize", "--model", str(tmp_path), "--jsonl"], docs), want, docs)
     texts = hf.decode_batch(want, skip_special_tokens=False)
     _compare(scheme, _run(["detokenize", "--model", str(tmp_path), "--jsonl"], want), texts, docs)
+
+
+@pytest.mark.parametrize("name", ["ggml-vocab-llama-bpe.gguf", "ggml-vocab-llama-spm.gguf"])
+def test_python_binding_equals_tokenizers(name, converted):
+    """onecat.Tokenizer / onecat.DecodeStream (the pybind11 binding) on a sample of the corpus."""
+    onecat = pytest.importorskip("onecat")
+    if not hasattr(onecat, "Tokenizer"):
+        pytest.skip("the installed onecat package predates its Tokenizer; reinstall it (scripts/install-python)")
+    directory, hf = converted(name)
+    ours = onecat.Tokenizer(directory)
+    docs = tokenizer_corpus.documents(1 << 16, seed=5, specials=_specials(hf))
+    for doc in docs:
+        ids = hf.encode(doc).ids
+        assert ours.encode(doc) == ids, repr(doc)
+        assert ours.decode(ids) == hf.decode(ids, skip_special_tokens=False)
+        stream = onecat.DecodeStream(ours)
+        assert "".join(stream.step(i) for i in ids) + stream.finish() == ours.decode(ids)
+    assert ours.vocab_size == hf.get_vocab_size(with_added_tokens=True)
+    with pytest.raises(ValueError, match="does not exist"):
+        onecat.Tokenizer(directory / "missing")
