@@ -312,3 +312,31 @@ TEST(Tokenizer, CheckpointDirectoryConfigs) {
   EXPECT_EQ(tok.encode("ab", false), (std::vector<int32_t>{2}));
   fs::remove_all(dir);
 }
+
+// Damaged files: every truncation of a GGUF's metadata and random byte flips in a
+// tokenizer.json give an onecat error (a sentence), never a crash or a foreign exception.
+TEST(Tokenizer, DamagedFilesGiveErrors) {
+  fs::path dir = fs::temp_directory_path() / ("onecat_tok_damaged_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::string gguf = read(testdata() / "ggml-vocab-phi-3.gguf");
+  ASSERT_GT(gguf.size(), 1000u);
+  std::mt19937 rng(11);
+  for (int i = 0; i < 24; ++i) {
+    size_t cut = i < 8 ? size_t(i) * 3 : std::uniform_int_distribution<size_t>(0, gguf.size() - 1)(rng);
+    std::ofstream(dir / "cut.gguf", std::ios::binary) << gguf.substr(0, cut);
+    EXPECT_THROW(Tokenizer::from_gguf(dir / "cut.gguf"), onecat::InputError) << "cut at " << cut;
+  }
+  std::string json = tiny_tokenizer_json();
+  for (int i = 0; i < 300; ++i) {
+    std::string damaged = json;
+    for (int flips = 0; flips < 3; ++flips)
+      damaged[std::uniform_int_distribution<size_t>(0, damaged.size() - 1)(rng)] = char(rng() % 128);
+    try {
+      Tokenizer tok = Tokenizer::from_hf_json(damaged);
+      tok.decode(tok.encode("ab ab<eos> a"));
+    } catch (const onecat::Error&) {
+      // a sentence for people: fine
+    }
+  }
+  fs::remove_all(dir);
+}
