@@ -67,8 +67,11 @@ def main():
     parser.add_argument("--bench-bin", default=str(ROOT / "build" / "tokenizer_bench"))
     parser.add_argument("--out", help="write the JSON here too")
     args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="onecat_tokbench_") as tmp:
+        run(args, Path(tmp))
 
-    work = Path(tempfile.mkdtemp(prefix="onecat_tokbench_"))
+
+def run(args, work):
     models = [(Path(m).name, Path(m)) for m in args.model]
     testdata = os.environ.get("ONECAT_TESTDATA")
     for name in filter(None, args.vocab.split(",")):
