@@ -4,7 +4,8 @@
 # (kind nvidia-h200-x2) the lanes run side by side, each on its own GPU (CUDA_VISIBLE_DEVICES),
 # so GPU tests and whole-model tunes share one call's 10 minutes; on one GPU lane 1 runs after
 # lane 0. Every step ends before DEADLINE seconds (default 560) after the start.
-#   device run: bash bench/device.sh "LANE0" "LANE1"   (carry: .device)
+#   device run: bash bench/device.sh "LANE0" "LANE1"   (carry: .device: sqlite3.h, pcre2.h, utf8proc.h
+#   and the static libpcre2-8.a and libutf8proc.a of Debian 12, which the device image lacks)
 # e.g. bash bench/device.sh "tests-tune pytest tests-rest" "tune:qwen3-8b:awq4:1 gemm-bench"
 # A lane is a space-separated list of steps, run in order:
 #   tests-tune       the tuner's GPU tests (gtest TuneGpu.*)
@@ -56,7 +57,9 @@ lib=$(ldconfig -p 2>/dev/null | awk '/libsqlite3\.so\.0 .*x86-64/ {print $NF; ex
 [ -n "$lib" ] || lib="$root/.device/libsqlite3.a"
 step "build (SQLite: $lib)"
 cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DONECAT_PYTHON=ON -DONECAT_WERROR=OFF \
-  -DPython_EXECUTABLE="$py" -DSQLite3_INCLUDE_DIR="$root/.device" -DSQLite3_LIBRARY="$lib" >"$out/build.log" 2>&1 &&
+  -DPython_EXECUTABLE="$py" -DSQLite3_INCLUDE_DIR="$root/.device" -DSQLite3_LIBRARY="$lib" \
+  -DPCRE2_INCLUDE_DIR="$root/.device" -DPCRE2_LIBRARY="$root/.device/libpcre2-8.a" \
+  -DUTF8PROC_INCLUDE_DIR="$root/.device" -DUTF8PROC_LIBRARY="$root/.device/libutf8proc.a" >"$out/build.log" 2>&1 &&
   cmake --build build-device -j "$(nproc)" --target onecat onecat_gpu_tests onecat_tests attention_bench host_overhead _C >>"$out/build.log" 2>&1 ||
   { tail -40 "$out/build.log"; exit 1; }
 step "built in $(( $(date +%s) - start )) s"

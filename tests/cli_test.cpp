@@ -492,6 +492,8 @@ TEST_F(Cli, HelpWorksForEveryCommand) {
       {"cache verify", "--json"},
       {"cache clear", "--force"},
       {"tune", "qwen3-30b-a3b:mxfp4"},  // every built-in model is listed
+      {"tokenize", "--no-special"},
+      {"detokenize", "--skip-special"},
   };
   for (const auto& [cmd, needle] : commands) {
     SCOPED_TRACE(cmd);
@@ -506,6 +508,45 @@ TEST_F(Cli, HelpWorksForEveryCommand) {
   auto unknown = onecat("frobnicate");
   EXPECT_EQ(unknown.status, 2);
   EXPECT_FALSE(std::filesystem::exists(cache_file()));
+}
+
+// A byte-level BPE tokenizer.json with one special token, enough for the text commands.
+void write_tiny_tokenizer(const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir);
+  test::write_file(dir / "tokenizer.json", R"({"added_tokens": [{"id": 5, "content": "<eos>", "special": true}],
+    "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false}, "decoder": {"type": "ByteLevel"},
+    "post_processor": {"type": "TemplateProcessing", "single": [{"Sequence": {"id": "A", "type_id": 0}},
+      {"SpecialToken": {"id": "<eos>", "type_id": 0}}], "special_tokens": {"<eos>": {"id": "<eos>", "ids": [5]}}},
+    "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2, "\u0120": 3, "\u0120ab": 4, "<eos>": 5},
+              "merges": ["a b", "\u0120 ab"]}})");
+}
+
+TEST_F(Cli, TokenizeAndDetokenize) {
+  auto dir = tmp_ / "tok";
+  write_tiny_tokenizer(dir);
+  auto r = onecat("tokenize --model '" + dir + "' --text 'ab ab'");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "2 4 5\n");
+  r = onecat("tokenize --model '" + dir + "' --text 'ab ab' --no-special --json");
+  EXPECT_EQ(parse(r)["ids"], nlohmann::json({2, 4}));
+  r = onecat("detokenize --model '" + dir + "' --ids 2,4,5 --skip-special --json");
+  EXPECT_EQ(parse(r)["text"], "ab ab");
+  r = onecat("detokenize --model '" + dir + "' --ids 2,4,5 --stream --json");
+  EXPECT_EQ(parse(r)["text"], "ab ab<eos>");
+
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"tokenize --model '" + (tmp_ / "missing") + "' --text x", "does not exist"},
+      {"detokenize --model '" + dir + "' --ids 1,x", "'x' is not one"},
+      {"detokenize --model '" + dir + "' --ids 99", "not in the vocabulary"},
+      {"detokenize --model '" + dir + "'", "needs --ids"},
+  };
+  for (const auto& [args, needle] : bad) {
+    SCOPED_TRACE(args);
+    auto e = onecat(args);
+    EXPECT_EQ(e.status, 2) << e.err;
+    expect_one_error_line(e);
+    EXPECT_TRUE(contains(e.err, needle)) << e.err;
+  }
 }
 
 }  // namespace

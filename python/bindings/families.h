@@ -12,5 +12,6 @@ void bind_core(py::module_& m);  // info, emit, compile, tune, prepare, cache
 void bind_rmsnorm(py::module_& m);
 void bind_gemm(py::module_& m);
 void bind_attention(py::module_& m);
+void bind_tokenizer(py::module_& m);  // not a kernel family: Tokenizer, DecodeStream
 
 }  // namespace onecat::python

@@ -45,4 +45,5 @@ PYBIND11_MODULE(_C, m) {
   onecat::python::bind_rmsnorm(m);
   onecat::python::bind_gemm(m);
   onecat::python::bind_attention(m);
+  onecat::python::bind_tokenizer(m);
 }

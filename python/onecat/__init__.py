@@ -28,6 +28,7 @@ except ImportError as e:  # pragma: no cover - a broken install
     ) from e
 
 from . import cache
+from ._C import DecodeStream, Tokenizer
 from ._core import (
     Kernel,
     cache_dir,
@@ -44,7 +45,9 @@ from .families import export_families as _export_families
 __version__ = "0.1.0"
 
 __all__ = [
+    "DecodeStream",
     "Kernel",
+    "Tokenizer",
     "cache",
     "cache_dir",
     "compile",

@@ -14,6 +14,7 @@ void add_cache(CLI::App& app);
 void add_bench(CLI::App& app);
 void add_tune(CLI::App& app);
 void add_chat_template(CLI::App& app);
+void add_text_commands(CLI::App& app);  // tokenize, detokenize
 
 // "native" → the first GPU's arch (without one, an Error suggesting --arch sm_70); otherwise
 // Arch::parse.

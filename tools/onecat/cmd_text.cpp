@@ -1,0 +1,147 @@
+// onecat tokenize / detokenize: a checkpoint's (or GGUF's) tokenizer on the command line.
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "models/tokenizer/decode_stream.h"
+#include "models/tokenizer/tokenizer.h"
+#include "runtime/cuda/error.h"
+#include "tools/onecat/commands.h"
+
+namespace onecat::cli {
+namespace {
+
+using tokenizer::Tokenizer;
+
+std::string read_stdin() {
+  std::ostringstream s;
+  s << std::cin.rdbuf();
+  return s.str();
+}
+
+std::vector<int32_t> parse_ids(const std::string& text) {
+  std::vector<int32_t> ids;
+  std::stringstream s(text);
+  std::string item;
+  while (std::getline(s, item, ',')) {
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || item.find_first_not_of(" \t", used) != std::string::npos || v < 0 || v > INT32_MAX)
+      throw InputError("--ids must be comma-separated token ids, and '" + item + "' is not one.");
+    ids.push_back(int32_t(v));
+  }
+  return ids;
+}
+
+nlohmann::json parse_json_line(const std::string& line, size_t number) {
+  try {
+    return nlohmann::json::parse(line);
+  } catch (const nlohmann::json::parse_error&) {
+    throw InputError("Line " + std::to_string(number) + " of the input is not JSON.");
+  }
+}
+
+void print_ids(const std::vector<int32_t>& ids, bool json) {
+  if (json) {
+    std::cout << nlohmann::json{{"ids", ids}}.dump() << "\n";
+    return;
+  }
+  for (size_t i = 0; i < ids.size(); ++i) std::cout << (i ? " " : "") << ids[i];
+  std::cout << "\n";
+}
+
+void add_tokenize(CLI::App& app) {
+  auto* cmd = app.add_subcommand("tokenize", "Text → token ids with a checkpoint's tokenizer (or a GGUF's)");
+  struct Options {
+    std::string model, text;
+    bool no_special = false, json = false, jsonl = false;
+  };
+  auto o = std::make_shared<Options>();
+  cmd->add_option("--model", o->model, "Checkpoint directory (tokenizer.json) or .gguf file")->required();
+  auto* text = cmd->add_option("--text", o->text, "Text to tokenize (default: all of stdin)");
+  cmd->add_flag("--no-special", o->no_special, "Do not add the template's special tokens (e.g. BOS)");
+  cmd->add_flag("--json", o->json, "Print {\"ids\": [...]}");
+  cmd->add_flag("--jsonl", o->jsonl, "Batch: each stdin line is a JSON string; prints one JSON array of ids per line");
+  cmd->callback([o, text] {
+    Tokenizer tok = Tokenizer::load(o->model);
+    if (!o->jsonl) {
+      print_ids(tok.encode(text->count() ? o->text : read_stdin(), !o->no_special), o->json);
+      return;
+    }
+    std::string line;
+    for (size_t n = 1; std::getline(std::cin, line); ++n) {
+      nlohmann::json j = parse_json_line(line, n);
+      if (!j.is_string()) throw InputError("Line " + std::to_string(n) + " of the input is not a JSON string.");
+      std::cout << nlohmann::json(tok.encode(j.get<std::string>(), !o->no_special)).dump() << "\n";
+    }
+  });
+}
+
+void add_detokenize(CLI::App& app) {
+  auto* cmd = app.add_subcommand("detokenize", "Token ids → text with a checkpoint's tokenizer (or a GGUF's)");
+  struct Options {
+    std::string model, ids;
+    bool skip_special = false, json = false, jsonl = false, stream = false;
+  };
+  auto o = std::make_shared<Options>();
+  cmd->add_option("--model", o->model, "Checkpoint directory (tokenizer.json) or .gguf file")->required();
+  auto* ids = cmd->add_option("--ids", o->ids, "Comma-separated token ids");
+  cmd->add_flag("--skip-special", o->skip_special, "Leave out special tokens");
+  cmd->add_flag("--json", o->json, "Print {\"text\": \"...\"} (with --stream, also the pieces)");
+  cmd->add_flag("--jsonl", o->jsonl, "Batch: each stdin line is a JSON array of ids; prints one JSON string per line");
+  cmd->add_flag("--stream", o->stream, "Decode one id at a time, as during generation, printing each new piece");
+  cmd->callback([o, ids] {
+    Tokenizer tok = Tokenizer::load(o->model);
+    if (o->jsonl) {
+      std::string line;
+      for (size_t n = 1; std::getline(std::cin, line); ++n) {
+        nlohmann::json j = parse_json_line(line, n);
+        if (!j.is_array()) throw InputError("Line " + std::to_string(n) + " of the input is not a JSON array of ids.");
+        std::cout << nlohmann::json(tok.decode(j.get<std::vector<int32_t>>(), o->skip_special)).dump() << "\n";
+      }
+      return;
+    }
+    if (!ids->count()) throw InputError("detokenize needs --ids (or --jsonl with arrays of ids on stdin).");
+    std::vector<int32_t> list = parse_ids(o->ids);
+    if (!o->stream) {
+      std::string text = tok.decode(list, o->skip_special);
+      if (o->json) {
+        std::cout << nlohmann::json{{"text", text}}.dump() << "\n";
+      } else {
+        std::cout << text << "\n";
+      }
+      return;
+    }
+    tokenizer::DecodeStream stream(tok, o->skip_special);
+    nlohmann::json pieces = nlohmann::json::array();
+    std::string text;
+    auto emit = [&](const std::string& piece) {
+      pieces.push_back(piece);
+      text += piece;
+      if (!o->json) std::cout << piece << std::flush;
+    };
+    for (int32_t id : list) emit(stream.step(id));
+    emit(stream.finish());
+    if (o->json) {
+      std::cout << nlohmann::json{{"text", text}, {"pieces", pieces}}.dump() << "\n";
+    } else {
+      std::cout << "\n";
+    }
+  });
+}
+
+}  // namespace
+
+void add_text_commands(CLI::App& app) {
+  add_tokenize(app);
+  add_detokenize(app);
+}
+
+}  // namespace onecat::cli
