@@ -226,29 +226,7 @@ const std::map<std::string, Filter>& filters() {
     f["escape"] = [](const Value& v, CallArgs& a) {
       a.expect_no_more("the filter 'escape'");
       if (v.is_string() && v.markup()) return v;
-      std::string out;
-      for (char c : to_str(v)) {
-        switch (c) {
-          case '&':
-            out += "&amp;";
-            break;
-          case '<':
-            out += "&lt;";
-            break;
-          case '>':
-            out += "&gt;";
-            break;
-          case '"':
-            out += "&#34;";
-            break;
-          case '\'':
-            out += "&#39;";
-            break;
-          default:
-            out += c;
-        }
-      }
-      return Value::string(out, true);
+      return Value::string(text::html_escape(to_str(v)), true);
     };
     f["e"] = f["escape"];
     f["upper"] = [](const Value& v, CallArgs& a) {

@@ -4,6 +4,7 @@
 
 #include "models/chat/error.h"
 #include "models/chat/percent_format.h"
+#include "models/chat/text.h"
 
 namespace onecat::chat {
 namespace {
@@ -35,31 +36,6 @@ int64_t mul(int64_t a, int64_t b) {
   return r;
 }
 
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&#34;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 Value repeat(const Value& seq, int64_t times) {
   if (seq.is_string()) {
@@ -113,7 +89,7 @@ Value binary_arithmetic(const std::string& op, const Value& a, const Value& b) {
     if (a.is_string() && b.is_string()) {
       if (a.markup() || b.markup())  // markupsafe.Markup escapes the plain operand
         return Value::string(
-            (a.markup() ? a.str() : html_escape(a.str())) + (b.markup() ? b.str() : html_escape(b.str())), true);
+            (a.markup() ? a.str() : text::html_escape(a.str())) + (b.markup() ? b.str() : text::html_escape(b.str())), true);
       return Value::string(a.str() + b.str());
     }
     if (a.is_list() && b.is_list() && a.list_data().flavor == b.list_data().flavor &&

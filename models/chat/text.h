@@ -13,5 +13,6 @@ std::string capitalize(const std::string& s);    // str.capitalize()
 std::string python_title(const std::string& s);  // str.title()
 std::string jinja_title(const std::string& s);   // jinja2's |title filter (splits on spaces and -({[<)
 std::string replace(const std::string& s, const std::string& old, const std::string& repl, int64_t count);
+std::string html_escape(const std::string& s);  // markupsafe's escape of & < > " '
 
 }  // namespace onecat::chat::text
