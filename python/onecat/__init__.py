@@ -29,6 +29,7 @@ except ImportError as e:  # pragma: no cover - a broken install
 
 from . import cache
 from ._C import DecodeStream, Tokenizer
+from .chat import apply_chat_template
 from ._core import (
     Kernel,
     cache_dir,
@@ -48,6 +49,7 @@ __all__ = [
     "DecodeStream",
     "Kernel",
     "Tokenizer",
+    "apply_chat_template",
     "cache",
     "cache_dir",
     "compile",

@@ -712,3 +712,30 @@ if __name__ == "__main__":
         if len(sys.argv) > 1 and sys.argv[1] in n:
             for w in r["onecat_error"] + r["different"]:
                 print(json.dumps(w, ensure_ascii=False)[:3000])
+
+
+def test_python_api_renders_as_transformers(tmp_path):
+    import onecat
+
+    source = (published_templates()[0].parent / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text(encoding="utf-8")
+    jinja = compile_like_transformers(source)
+    for name in ("system_user", "tool_call", "multi_turn"):
+        messages = CONVERSATIONS[name]
+        case = {"messages": messages, "tools": TOOLS, "add_generation_prompt": True}
+        got = onecat.apply_chat_template(messages, template=source, tools=TOOLS, add_generation_prompt=True)
+        assert got == render_like_transformers(jinja, case), name
+    # From a checkpoint directory, with its special tokens and an extra variable.
+    checkpoint = tmp_path / "checkpoint"
+    checkpoint.mkdir()
+    llama = (published_templates()[0].parent / "meta-llama-Llama-3.1-8B-Instruct.jinja").read_text(encoding="utf-8")
+    config = {"chat_template": llama, "bos_token": {"content": "<|begin_of_text|>"}, "eos_token": "<|eot_id|>"}
+    (checkpoint / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    messages = CONVERSATIONS["system_user"]
+    got = onecat.apply_chat_template(messages, model=checkpoint, date_string="26 Jul 2024")
+    case = {"messages": messages, "kwargs": {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>",
+                                             "date_string": "26 Jul 2024"}}
+    assert got == render_like_transformers(compile_like_transformers(llama), case)
+    with pytest.raises(ValueError, match="line 2"):
+        onecat.apply_chat_template(messages, template="line one\n{{ messages | no_such_filter }}\n")
+    with pytest.raises(ValueError, match="exactly one"):
+        onecat.apply_chat_template(messages)
