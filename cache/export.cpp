@@ -89,7 +89,7 @@ std::string binary_inconsistency(const KernelBinary& b) {
 // A tuning record must name a canonical spec, configs valid for it and a real bucket, or a
 // serving process would dispatch a kernel nobody checked. "" when sound.
 std::string tuning_inconsistency(const TuningRecord& t) {
-  if (t.bucket < 1 || t.bucket > kMaxTuningBucket || !std::has_single_bit(uint64_t(t.bucket))) {
+  if (!is_bucket(t.bucket)) {
     return "its bucket is not a power of two from 1 to " + std::to_string(kMaxTuningBucket);
   }
   try {

@@ -1,6 +1,8 @@
 // What the store keeps for one compiled kernel: GPU code and the facts about it, never
 // host code (ARCHITECTURE.md, rule 3).
 #pragma once
+#include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -45,8 +47,16 @@ struct DeviceFingerprint {
   std::string nvrtc_version;  // "12.8"
 };
 
-// Tuning records exist for the token-count buckets 1, 2, 4, …, kMaxTuningBucket.
+// The token-count buckets (ARCHITECTURE.md rule 1): 1, 2, 4, …, kMaxTuningBucket. Tuning
+// records, the dispatcher and PreparedOps all bucket with these, defined once here.
 inline constexpr int64_t kMaxTuningBucket = 4096;
+// The bucket's index (log2 of the smallest bucket ≥ m, capped at the last); m ≥ 1.
+inline int bucket_index(int64_t m) {
+  constexpr int kLast = std::bit_width(uint64_t(kMaxTuningBucket)) - 1;
+  return std::min(int(std::bit_width(uint64_t(m - 1))), kLast);
+}
+// Whether b is one of the buckets.
+inline bool is_bucket(int64_t b) { return b >= 1 && b <= kMaxTuningBucket && std::has_single_bit(uint64_t(b)); }
 
 // One candidate config's measurement in a tuning run.
 struct CandidateTiming {

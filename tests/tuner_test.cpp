@@ -38,6 +38,19 @@ TEST(Tuner, BucketsArePowersOfTwo) {
   EXPECT_EQ(Dispatcher::bucket_index(5), 3);
   EXPECT_EQ(Dispatcher::bucket_index(4096), 12);
   EXPECT_EQ(Dispatcher::bucket_index(1 << 20), 12);
+  // One rule (cache/record.h) behind the tuner, the dispatcher, import and argument checks.
+  for (int64_t m = 1; m <= 5000; ++m) {
+    int64_t want = 1;
+    while (want < m && want < kMaxBucket) want *= 2;
+    ASSERT_EQ(bucket_for(m), want) << m;
+    ASSERT_EQ(int64_t(1) << Dispatcher::bucket_index(m), want) << m;
+    ASSERT_EQ(is_bucket(m), m == want && m <= kMaxBucket) << m;
+  }
+  EXPECT_FALSE(is_bucket(0));
+  EXPECT_FALSE(is_bucket(-4));
+  EXPECT_FALSE(is_bucket(8192));
+  EXPECT_FALSE(is_bucket(int64_t(1) << 62));
+  EXPECT_EQ(Dispatcher::kBuckets, 13);
 }
 
 TEST(Tuner, ChoiceIsFastestUnlessTheDefaultOrAnEarlierOneIsWithinNoise) {

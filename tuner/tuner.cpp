@@ -7,6 +7,7 @@
 #include "runtime/cuda/driver.h"
 #include "runtime/cuda/error.h"
 #include "runtime/cuda/nvrtc.h"
+#include "runtime/engine/session.h"
 #include "runtime/jit/module_table.h"
 #include "tuner/measure.h"
 #include "tuner/verify.h"
@@ -24,24 +25,12 @@ constexpr double kRefineBand = 1.15;
 
 int64_t bucket_for(int64_t m) {
   if (m < 1) throw InputError("token count must be at least 1 (got " + std::to_string(m) + ")");
-  int64_t b = 1;
-  while (b < m && b < kMaxBucket) b *= 2;
-  return b;
+  return int64_t(1) << bucket_index(m);
 }
 
 std::vector<int64_t> default_buckets() { return {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 2048}; }
 
-DeviceFingerprint this_device() {
-  Driver& d = Driver::require_gpu();
-  const DeviceInfo info = d.device_info(0);
-  DeviceFingerprint f;
-  f.name = info.name;
-  f.sm = info.sm;
-  f.multiprocessors = info.multiprocessors;
-  f.driver = d.version_string();
-  f.nvrtc_version = NvrtcRegistry::get().for_arch(Arch{info.sm}).version();
-  return f;
-}
+DeviceFingerprint this_device() { return device_fingerprint(0); }
 
 std::vector<std::string> tuning_candidates(const Family& family, const std::string& spec, int64_t m, Arch arch) {
   const std::string def = family.default_config(spec, m, arch);

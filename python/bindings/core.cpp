@@ -70,7 +70,7 @@ py::list tune(const std::string& spec_text, const std::vector<int64_t>& buckets,
   const Family& family = family_of(spec_text);
   const std::string spec = family.canonical_spec(spec_text);
   for (int64_t b : buckets) {
-    if (b < 1 || b > kMaxBucket || bucket_for(b) != b) {
+    if (!is_bucket(b)) {
       throw InputError("bucket " + std::to_string(b) + " is not a bucket (powers of two from 1 to " + std::to_string(kMaxBucket) + ")");
     }
   }

@@ -9,7 +9,7 @@ namespace onecat {
 
 int Dispatcher::bucket_index(int64_t m) {
   if (m < 1) throw InputError("token count must be at least 1 (got " + std::to_string(m) + ")");
-  return std::min(int(std::bit_width(uint64_t(m - 1))), kBuckets - 1);  // log2 of the next power of two
+  return onecat::bucket_index(m);
 }
 
 Dispatcher::Dispatcher(Resolver resolve) : resolve_(std::move(resolve)) {}

@@ -3,11 +3,14 @@
 // hashing, no compiling, no store access on the request path (ARCHITECTURE.md rules 1, 4).
 #pragma once
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "cache/record.h"
 
 namespace onecat {
 
@@ -22,7 +25,7 @@ struct DispatchEntry {
 class Dispatcher {
  public:
   // Buckets: 1, 2, 4, …, 4096 (the index is log2 of the bucket).
-  static constexpr int kBuckets = 13;
+  static constexpr int kBuckets = std::bit_width(uint64_t(kMaxTuningBucket));
   static int bucket_index(int64_t m);  // of bucket_for(m)
 
   // resolve(spec, bucket) prepares an entry: the tuned record's config or the default, its

@@ -8,6 +8,18 @@
 
 namespace onecat {
 
+DeviceFingerprint device_fingerprint(int ordinal) {
+  Driver& d = Driver::require_gpu();
+  const DeviceInfo info = d.device_info(ordinal);
+  DeviceFingerprint f;
+  f.name = info.name;
+  f.sm = info.sm;
+  f.multiprocessors = info.multiprocessors;
+  f.driver = d.version_string();
+  f.nvrtc_version = NvrtcRegistry::get().for_arch(Arch{info.sm}).version();
+  return f;
+}
+
 Session& Session::get() {
   static Session* session = new Session();  // never destroyed: modules outlive interpreter exit order
   return *session;
@@ -21,12 +33,7 @@ void Session::use_gpu(int ordinal) {
       throw InputError("GPU " + std::to_string(ordinal) + " does not exist (" + std::to_string(d.device_count()) + " found)");
     }
     use_device(ordinal);
-    const DeviceInfo info = d.device_info(ordinal);
-    device_.name = info.name;
-    device_.sm = info.sm;
-    device_.multiprocessors = info.multiprocessors;
-    device_.driver = d.version_string();
-    device_.nvrtc_version = NvrtcRegistry::get().for_arch(Arch{info.sm}).version();
+    device_ = device_fingerprint(ordinal);
     ordinal_ = ordinal;
     return;
   }

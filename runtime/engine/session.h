@@ -21,6 +21,10 @@
 
 namespace onecat {
 
+// What a tuning record is keyed by for GPU `ordinal` (ARCHITECTURE.md rule 2): name, compute
+// capability, SM count, driver and the NVRTC that compiles for it. Needs a GPU.
+DeviceFingerprint device_fingerprint(int ordinal);
+
 class Session {
  public:
   static Session& get();  // the process-wide session

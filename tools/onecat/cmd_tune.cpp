@@ -57,7 +57,7 @@ std::vector<int64_t> parse_buckets(const std::string& text) {
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used != item.size() || v < 1 || v > kMaxBucket || bucket_for(v) != v) {
+    if (used != item.size() || !is_bucket(v)) {
       throw InputError("--buckets: " + quoted_input(item) + " is not a bucket (powers of two from 1 to " + std::to_string(kMaxBucket) + ")");
     }
     out.push_back(v);
