@@ -27,14 +27,9 @@ std::vector<int32_t> parse_ids(const std::string& text) {
   std::string item;
   while (std::getline(s, item, ',')) {
     size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
+    const long long v = leading_integer(item, used).value_or(-1);
     if (used == 0 || item.find_first_not_of(" \t", used) != std::string::npos || v < 0 || v > INT32_MAX)
-      throw InputError("--ids must be comma-separated token ids, and '" + item + "' is not one.");
+      throw InputError("--ids must be comma-separated token ids, and " + quoted_input(item) + " is not one.");
     ids.push_back(int32_t(v));
   }
   return ids;

@@ -51,12 +51,7 @@ std::vector<int64_t> parse_buckets(const std::string& text) {
   std::vector<int64_t> out;
   for (const auto& item : split(text)) {
     size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
+    const long long v = leading_integer(item, used).value_or(0);
     if (used != item.size() || !is_bucket(v)) {
       throw InputError("--buckets: " + quoted_input(item) + " is not a bucket (powers of two from 1 to " + std::to_string(kMaxBucket) + ")");
     }

@@ -1,6 +1,7 @@
 // The onecat command-line front end: each command registers itself on the app.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,10 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
   std::vector<size_t> right_;
 };
+
+// The integer at the start of `item` (std::stoll's rules: leading whitespace, a sign) and in
+// `used` how many characters it took; nullopt, used 0, when there is none or it overflows.
+std::optional<long long> leading_integer(const std::string& item, size_t& used);
 
 // printf into a std::string, for table cells.
 std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));

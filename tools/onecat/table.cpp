@@ -38,6 +38,16 @@ void Table::print() const {
   }
 }
 
+std::optional<long long> leading_integer(const std::string& item, size_t& used) {
+  used = 0;
+  try {
+    return std::stoll(item, &used);
+  } catch (const std::exception&) {
+    used = 0;
+    return std::nullopt;
+  }
+}
+
 std::string format(const char* fmt, ...) {
   va_list args;
   va_start(args, fmt);
