@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -59,6 +60,12 @@ class Fields {
     if (!v.is_number()) fail(key, std::string("must be a number, not ") + v.type_name());
     return v.get<double>();
   }
+  double positive(const std::string& key) const {
+    const double x = number(key);
+    if (!(x > 0) || !std::isfinite(x)) fail(key, "must be a positive number, not " + at(key).dump());
+    return x;
+  }
+  double positive_or(const std::string& key, double fallback) const { return has(key) ? positive(key) : fallback; }
   bool boolean_or(const std::string& key, bool fallback) const {
     if (!has(key)) return fallback;
     const json& v = j_.at(key);
@@ -146,6 +153,61 @@ QuantConfig parse_quantization_config(const json& q, const std::string& origin) 
     f.fail("quant_method", "is \"" + method + "\", which onecat does not support (supported: awq, gptq, fp8, fbgemm_fp8, modelopt, mxfp4)");
   }
   return c;
+}
+
+// Rotary embedding: rope_theta and rope_scaling (transformers 4; the type is "rope_type" or, in
+// older configs, "type"), or rope_parameters (transformers 5, rope_theta inside). Fields the
+// type does not use are ignored, as transformers ignores them.
+cpu::RopeParams parse_rope(const Fields& top, const std::string& origin, int64_t max_position) {
+  using Scaling = cpu::RopeParams::Scaling;
+  cpu::RopeParams r;
+  const std::string key = top.has("rope_parameters") ? "rope_parameters" : "rope_scaling";
+  r.theta = top.positive_or("rope_theta", r.theta);
+  if (top.has("partial_rotary_factor") && top.number("partial_rotary_factor") != 1) {
+    top.fail("partial_rotary_factor", "is not 1, and onecat rotates the whole head");
+  }
+  if (!top.has(key)) return r;
+  const Fields f(top.object(key), origin, key + ".");
+  r.theta = f.positive_or("rope_theta", r.theta);
+  if (f.has("partial_rotary_factor") && f.number("partial_rotary_factor") != 1) {
+    f.fail("partial_rotary_factor", "is not 1, and onecat rotates the whole head");
+  }
+  const std::string type_key = f.has("rope_type") ? "rope_type" : "type";
+  const std::string type = f.has(type_key) ? f.string(type_key) : "default";
+  if (type == "default") {
+    r.scaling = Scaling::kNone;
+  } else if (type == "linear") {
+    r.scaling = Scaling::kLinear;
+    r.factor = f.positive("factor");
+  } else if (type == "llama3") {
+    r.scaling = Scaling::kLlama3;
+    r.factor = f.positive("factor");
+    r.low_freq_factor = f.positive("low_freq_factor");
+    r.high_freq_factor = f.positive("high_freq_factor");
+    if (!(r.high_freq_factor > r.low_freq_factor)) {
+      f.fail("high_freq_factor", "must be larger than low_freq_factor (llama3 interpolates between them)");
+    }
+    r.original_max_position = f.integer("original_max_position_embeddings");
+  } else if (type == "yarn") {
+    r.scaling = Scaling::kYarn;
+    r.factor = f.positive("factor");
+    if (f.has("original_max_position_embeddings")) {
+      r.original_max_position = f.integer("original_max_position_embeddings");
+    } else if (max_position > 0) {
+      r.original_max_position = max_position;
+    } else {
+      f.fail("original_max_position_embeddings", "is missing, and so is max_position_embeddings, which yarn then uses");
+    }
+    r.beta_fast = f.positive_or("beta_fast", r.beta_fast);
+    r.beta_slow = f.positive_or("beta_slow", r.beta_slow);
+    r.attention_factor = f.positive_or("attention_factor", 0);
+    r.mscale = f.positive_or("mscale", 0);
+    r.mscale_all_dim = f.positive_or("mscale_all_dim", 0);
+    r.truncate = f.boolean_or("truncate", true);
+  } else {
+    f.fail(type_key, "is \"" + type + "\", which onecat does not support (supported: default, linear, llama3, yarn)");
+  }
+  return r;
 }
 
 std::string read_text_file(const std::filesystem::path& path) {
@@ -256,6 +318,8 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
                                       " use the sliding window, which onecat does not support (one window for every layer)");
     }
   }
+  m.max_position_embeddings = f.integer_or("max_position_embeddings", 0);
+  m.rope = parse_rope(f, origin, m.max_position_embeddings);
   if (a == "LlamaForCausalLM" && f.boolean_or("mlp_bias", false)) f.fail("mlp_bias", "is true, which onecat does not support");
   if (a == "Qwen3MoeForCausalLM") {
     m.experts = f.integer("num_experts");
