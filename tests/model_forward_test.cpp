@@ -505,5 +505,67 @@ TEST(ModelGenerate, EosIdsFromGenerationConfigOrConfig) {
   test::expect_throw<InputError>([&] { model::eos_token_ids(dir.path()); }, {"generation_config.json", "eos_token_id"});
 }
 
+// ---------------------------------------------------------------------------------------------
+// onecat generate
+
+test::CommandResult onecat_cli(const std::string& args) {
+  static test::TempDir scratch;
+  return test::run_command(std::string(ONECAT_BIN) + " " + args, scratch.path());
+}
+
+TEST(ModelCli, GeneratesWhatTheLibraryGenerates) {
+  const std::string dir = Checkpoints::get("--arch qwen3 --format fp8 --tokenizer");
+  test::CommandResult r = onecat_cli("generate --model " + dir + " --prompt-ids 5,17,3,99 --max-tokens 6 --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  json j = test::parse_json(r);
+  EXPECT_EQ(j["prompt_ids"], json({5, 17, 3, 99}));
+  const LoadedModel loaded = load(dir);
+  Model m(loaded, options(16, 64));
+  model::GenerateOptions g;
+  g.max_tokens = 6;
+  g.stop_ids = {95};  // the tiny tokenizer's <eos>, from generation_config.json
+  const model::GenerateResult want = model::generate(m, std::vector<int32_t>{5, 17, 3, 99}, g);
+  EXPECT_EQ(j["ids"].get<std::vector<int32_t>>(), want.tokens);
+  EXPECT_EQ(j["finish_reason"], want.finish_reason);
+  EXPECT_TRUE(j["text"].is_string());
+  EXPECT_TRUE(test::contains(r.err, "tokens/s")) << r.err;
+
+  // Text in: the tokenizer's ids; text out on stdout, the speed on stderr.
+  r = onecat_cli("generate --model " + dir + " --prompt 'the cat' --max-tokens 3 --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  j = test::parse_json(r);
+  EXPECT_EQ(j["prompt_ids"], json({98, 0, 'c' - 32, 'a' - 32, 't' - 32}));  // "the" (merged), Ġ, c, a, t
+  r = onecat_cli("generate --model " + dir + " --prompt-ids 1,2 --max-tokens 4 --temperature 0.7 --seed 3");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_FALSE(r.out.empty());
+}
+
+TEST(ModelCli, RefusalsAreOneSentenceAndStatus2) {
+  const std::string dir = Checkpoints::of("llama", "f16");
+  auto expect_refused = [&](const std::string& args, std::initializer_list<std::string_view> needles) {
+    const test::CommandResult r = onecat_cli("generate " + args);
+    EXPECT_EQ(r.status, 2) << args << ": " << r.err;
+    for (std::string_view n : needles) EXPECT_TRUE(test::contains(r.err, n)) << args << ": " << r.err;
+    // One sentence, the last line of stderr (loading may have drawn progress lines before it).
+    const size_t line = r.err.rfind('\n', r.err.size() - 2);
+    const std::string last = r.err.substr(line == std::string::npos ? 0 : line + 1);
+    EXPECT_TRUE(last.starts_with("onecat: error: ") && last.ends_with(".\n")) << args << ": " << r.err;
+    EXPECT_EQ(r.err.find("error"), r.err.rfind("error")) << args << ": " << r.err;
+  };
+  expect_refused("--model " + dir + " --prompt-ids 1,2 --device cuda", {"cuda", "not available yet"});
+  expect_refused("--model " + dir + " --prompt-ids 1,2 --device tpu", {"tpu"});
+  expect_refused("--model " + dir + " --prompt-ids 1,x", {"--prompt-ids", "'x'"});
+  expect_refused("--model " + dir + " --prompt-ids 1,200", {"200", "vocabulary"});
+  expect_refused("--model " + dir + " --prompt hello", {"--prompt", "tokenizer.json"});
+  expect_refused("--model " + dir + " --prompt-ids 1 --prompt hello", {"exactly one"});
+  expect_refused("--model " + dir, {"exactly one"});
+  expect_refused("--model " + dir + " --prompt-ids 1 --top-p 2", {"top_p"});
+  expect_refused("--model " + dir + " --prompt-ids 1 --max-tokens 0", {"--max-tokens"});
+  expect_refused("--model /no/such/dir --prompt-ids 1", {"/no/such/dir"});
+  test::TempDir bad;
+  make_checkpoint(bad.path(), "--bad missing-tensor");
+  expect_refused("--model " + bad.path() + " --prompt-ids 1", {"model.layers.1.mlp.up_proj.weight"});
+}
+
 }  // namespace
 }  // namespace onecat
