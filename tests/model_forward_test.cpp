@@ -26,7 +26,7 @@
 #include "models/model/generate.h"
 #include "models/model/generation_config.h"
 #include "models/model/model.h"
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 #include "test_util.h"
 
 namespace onecat {

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "runtime/cpu/embedding.h"
-#include "runtime/cpu/half.h"
-#include "runtime/cuda/error.h"
+#include "base/half.h"
+#include "base/error.h"
 #include "test_util.h"
 
 namespace onecat {

@@ -8,10 +8,10 @@
 #include "runtime/cpu/attention.h"
 #include "runtime/cpu/embedding.h"
 #include "runtime/cpu/gemm.h"
-#include "runtime/cpu/half.h"
+#include "base/half.h"
 #include "runtime/cpu/parallel.h"
 #include "runtime/cpu/rmsnorm.h"
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat::model {
 namespace {

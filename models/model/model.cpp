@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "models/model/cpu_backend.h"
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat::model {
 namespace {

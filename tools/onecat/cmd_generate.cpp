@@ -13,7 +13,7 @@
 #include "models/model/model.h"
 #include "models/tokenizer/decode_stream.h"
 #include "models/tokenizer/tokenizer.h"
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 #include "tools/onecat/commands.h"
 
 namespace onecat::cli {
