@@ -16,6 +16,8 @@
 
 namespace onecat::model {
 
+class GpuBackend;
+
 enum class Device { kCpu, kCuda };
 
 // "cpu" or "cuda"; InputError naming the choices otherwise.
@@ -28,6 +30,7 @@ struct ModelOptions {
   int64_t kv_cache_tokens = 4096;  // KV cache capacity, all sequences together (rounded up to whole pages)
   int page_size = 16;              // tokens per KV page
   bool progress = true;            // a progress bar while loading
+  bool cuda_graphs = true;         // cuda: replay decode steps as CUDA graphs
 };
 
 // A sequence's tokens in the KV cache: its pages and how many tokens they hold.
@@ -77,6 +80,7 @@ class Model {
   ModelOptions options_;
   ForwardShape shape_;
   std::unique_ptr<Backend> backend_;
+  GpuBackend* gpu_ = nullptr;  // backend_ when it is the GPU's
   KvPages pages_;
 };
 
