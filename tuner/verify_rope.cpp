@@ -34,10 +34,12 @@ constexpr float kNormWeightRange = 2.f;
 // length of the output pair): one fp16 ulp plus 2^-20 of the pair's length. With qk_norm the
 // GPU's rsqrt and sum order may round a normed input n = fp16(x·r) or n·w to the other
 // neighbour of a tie, which moves the output by up to |w|·ulp(n) + ulp(n·w) ≲ 2^-9 of the
-// pair's length: allowed for a few elements in a hundred (kNormFlipShare), never more.
+// pair's length (kNormFlipShare): allowed for 16 elements plus one in 256. A CPU emulation of
+// the kernel's arithmetic (its sum order, rsqrtf and sincospif one fp32 unit off) put 1 to 30
+// of 192K–768K elements there; without the norm, none beyond the tight bound.
 constexpr double kFp32Share = 0x1p-20;
 constexpr double kNormFlipShare = 0x1p-9;
-constexpr int64_t kNormFlipsAllowedPer = 32;  // one element in 32, plus kNormFlipsFloor
+constexpr int64_t kNormFlipsAllowedPer = 256;  // one element in 256, plus kNormFlipsFloor
 constexpr int64_t kNormFlipsFloor = 16;
 
 double half_ulp(double x) {
