@@ -62,6 +62,11 @@ std::vector<CompileRequest> every_family_and_op() {
   }
   add_defaults("attention:op=decode,heads=16,kv_heads=4,dim=128,page=16,kv=e4m3", {1}, sm90);
   add_defaults("attention:op=prefill,heads=16,kv_heads=4,dim=128,page=16,kv=f16", {1}, sm90);
+
+  add_defaults("embedding:vocab=32000,hidden=4096", {1}, sm70);
+  add_defaults("rope:heads=16,kv_heads=4,dim=128,qk_norm=1,kv_out=dense", {1}, sm70);
+  add_defaults("rope:heads=16,kv_heads=4,dim=128,qk_norm=0,kv_out=pages,page=16,kv=e4m3", {1}, sm70);
+  add_defaults("rope:heads=16,kv_heads=4,dim=128,qk_norm=1,kv_out=pages,page=16,kv=f16", {1}, sm90);
   return out;
 }
 
@@ -151,7 +156,7 @@ TEST_F(Determinism, EveryFamilyGivesTheSameCubinInTwoProcesses) {
                                     << internal_symbol(b.cubin);
     EXPECT_EQ(internal_symbol(a.cubin), "") << "a template declares something with internal linkage (docs/codegen.md)";
   }
-  EXPECT_EQ(families, (std::set<std::string>{"attention", "gemm", "rmsnorm"}));
+  EXPECT_EQ(families, (std::set<std::string>{"attention", "embedding", "gemm", "rmsnorm", "rope"}));
   EXPECT_EQ(attention_ops.size(), 4u);
 }
 
