@@ -43,7 +43,6 @@ struct DeviceLinear {
   Epilogue epilogue = Epilogue::kNone;
 };
 
-DeviceBuffer upload(const void* data, size_t bytes) { return DeviceBuffer::from_host(data, bytes); }
 template <class T>
 DeviceBuffer upload(const std::vector<T>& v) {
   return DeviceBuffer::from_host(v.data(), v.size() * sizeof(T));
