@@ -491,6 +491,11 @@ TEST(ModelGenerate, Refusals) {
   cuda.device = model::Device::kCuda;
   test::expect_throw<InputError>([&] { Model bad(loaded, cuda); }, {"cuda", "not available yet"});
   test::expect_throw<InputError>([] { model::parse_device("tpu"); }, {"tpu", "cpu, cuda"});
+  ModelOptions bad_pages = options(16);
+  bad_pages.page_size = 0;
+  test::expect_throw<InputError>([&] { Model bad(loaded, bad_pages); }, {"page_size"});
+  bad_pages = options(0);
+  test::expect_throw<InputError>([&] { Model bad(loaded, bad_pages); }, {"max_batch_tokens"});
   test::expect_throw<InputError>([] { Model::load("/no/such/checkpoint"); }, {"/no/such/checkpoint"});
 }
 
