@@ -22,12 +22,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
+#include "base/half.h"
 #include "codegen/attention/emit.h"
 #include "codegen/attention/op.h"
 #include "codegen/family.h"
-#include "runtime/cpu/half.h"
 #include "runtime/cuda/driver.h"
-#include "runtime/cuda/error.h"
 #include "runtime/jit/module_table.h"
 #include "runtime/jit/service.h"
 #include "tuner/measure.h"

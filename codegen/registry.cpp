@@ -1,8 +1,8 @@
+#include "base/error.h"
 #include "codegen/attention/family.h"
 #include "codegen/gemm/family.h"
 #include "codegen/rmsnorm/family.h"
 #include "codegen/spec_text.h"
-#include "runtime/cuda/error.h"
 
 namespace onecat {
 

@@ -3,8 +3,8 @@
 // Qwen/Qwen3-30B-A3B), with the quantised forms onecat's gemm family reads.
 #include <utility>
 
+#include "base/error.h"
 #include "models/config.h"
-#include "runtime/cuda/error.h"
 
 namespace onecat::models {
 namespace {

@@ -9,7 +9,7 @@
 #include <optional>
 #include <sstream>
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat::models {
 namespace {

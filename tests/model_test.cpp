@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
 #include "codegen/family.h"
 #include "models/config.h"
 #include "models/plan.h"
-#include "runtime/cuda/error.h"
 #include "test_util.h"
 
 namespace onecat::models {

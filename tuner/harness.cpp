@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 #include "tuner/workload.h"
 
 namespace onecat {

@@ -5,12 +5,12 @@
 #include <random>
 #include <vector>
 
+#include "base/error.h"
+#include "base/half.h"
 #include "codegen/attention/emit.h"
 #include "codegen/gemm/emit.h"
 #include "codegen/rmsnorm/emit.h"
 #include "codegen/rmsnorm/op.h"
-#include "runtime/cpu/half.h"
-#include "runtime/cuda/error.h"
 #include "tuner/attention_batch.h"
 #include "tuner/gemm_rig.h"
 #include "tuner/harness.h"

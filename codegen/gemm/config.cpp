@@ -1,7 +1,7 @@
 #include "codegen/gemm/config.h"
 
+#include "base/error.h"
 #include "codegen/spec_text.h"
-#include "runtime/cuda/error.h"
 
 namespace onecat::gemm {
 namespace {

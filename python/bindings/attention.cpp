@@ -12,12 +12,12 @@
 #include <tuple>
 #include <utility>
 
+#include "base/error.h"
 #include "codegen/attention/emit.h"
 #include "codegen/attention/op.h"
 #include "python/bindings/array.h"
 #include "python/bindings/families.h"
 #include "python/bindings/runtime.h"
-#include "runtime/cuda/error.h"
 
 namespace onecat::python {
 namespace {

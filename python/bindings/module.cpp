@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "base/error.h"
 #include "python/bindings/families.h"
-#include "runtime/cuda/error.h"
 
 namespace {
 

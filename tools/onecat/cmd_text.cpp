@@ -5,9 +5,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/error.h"
 #include "models/tokenizer/decode_stream.h"
 #include "models/tokenizer/tokenizer.h"
-#include "runtime/cuda/error.h"
 #include "tools/onecat/commands.h"
 
 namespace onecat::cli {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/arch.h"
+#include "base/arch.h"
 
 namespace onecat::cli {
 

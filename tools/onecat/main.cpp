@@ -3,7 +3,7 @@
 #include <string_view>
 #include <vector>
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 #include "tools/onecat/commands.h"
 
 namespace {
