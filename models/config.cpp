@@ -155,17 +155,21 @@ QuantConfig parse_quantization_config(const json& q, const std::string& origin) 
   return c;
 }
 
-// Rotary embedding: rope_theta and rope_scaling (transformers 4; the type is "rope_type" or, in
-// older configs, "type"), or rope_parameters (transformers 5, rope_theta inside). Fields the
-// type does not use are ignored, as transformers ignores them.
+// Rotary embedding as transformers 5 standardises it (RotaryEmbeddingConfigMixin): the dict is
+// rope_scaling when that is a non-empty object (transformers 4's name; version 5 lets it win),
+// else rope_parameters (version 5's, which it writes); its rope_theta wins over the top-level
+// one; the type is "rope_type" or the older "type"; llama3 and yarn take a top-level
+// original_max_position_embeddings first (Phi-3 style), then the dict's, then
+// max_position_embeddings. Fields the type does not use are ignored, as transformers does.
 cpu::RopeParams parse_rope(const Fields& top, const std::string& origin, int64_t max_position) {
   using Scaling = cpu::RopeParams::Scaling;
   cpu::RopeParams r;
-  const std::string key = top.has("rope_parameters") ? "rope_parameters" : "rope_scaling";
   r.theta = top.positive_or("rope_theta", r.theta);
   if (top.has("partial_rotary_factor") && top.number("partial_rotary_factor") != 1) {
     top.fail("partial_rotary_factor", "is not 1, and onecat rotates the whole head");
   }
+  const bool scaling = top.has("rope_scaling") && !(top.at("rope_scaling").is_object() && top.at("rope_scaling").empty());
+  const std::string key = scaling ? "rope_scaling" : "rope_parameters";
   if (!top.has(key)) return r;
   const Fields f(top.object(key), origin, key + ".");
   r.theta = f.positive_or("rope_theta", r.theta);
@@ -174,6 +178,14 @@ cpu::RopeParams parse_rope(const Fields& top, const std::string& origin, int64_t
   }
   const std::string type_key = f.has("rope_type") ? "rope_type" : "type";
   const std::string type = f.has(type_key) ? f.string(type_key) : "default";
+  auto original_max_position = [&] {
+    if (top.has("original_max_position_embeddings")) return top.integer("original_max_position_embeddings");
+    if (f.has("original_max_position_embeddings")) return f.integer("original_max_position_embeddings");
+    if (max_position <= 0) {
+      f.fail("original_max_position_embeddings", "is missing, and so is max_position_embeddings, which " + type + " then uses");
+    }
+    return max_position;
+  };
   if (type == "default") {
     r.scaling = Scaling::kNone;
   } else if (type == "linear") {
@@ -187,16 +199,17 @@ cpu::RopeParams parse_rope(const Fields& top, const std::string& origin, int64_t
     if (!(r.high_freq_factor > r.low_freq_factor)) {
       f.fail("high_freq_factor", "must be larger than low_freq_factor (llama3 interpolates between them)");
     }
-    r.original_max_position = f.integer("original_max_position_embeddings");
+    r.original_max_position = original_max_position();
   } else if (type == "yarn") {
     r.scaling = Scaling::kYarn;
-    r.factor = f.positive("factor");
-    if (f.has("original_max_position_embeddings")) {
-      r.original_max_position = f.integer("original_max_position_embeddings");
+    r.original_max_position = original_max_position();
+    // transformers: a null factor is max_position_embeddings / original_max_position_embeddings.
+    if (f.has("factor")) {
+      r.factor = f.positive("factor");
     } else if (max_position > 0) {
-      r.original_max_position = max_position;
+      r.factor = double(max_position) / double(r.original_max_position);
     } else {
-      f.fail("original_max_position_embeddings", "is missing, and so is max_position_embeddings, which yarn then uses");
+      f.fail("factor", "is missing, and so is max_position_embeddings, from which yarn would derive it");
     }
     r.beta_fast = f.positive_or("beta_fast", r.beta_fast);
     r.beta_slow = f.positive_or("beta_slow", r.beta_slow);

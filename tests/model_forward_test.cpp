@@ -50,29 +50,42 @@ void expect_bits_equal(const std::vector<float>& got, const std::vector<float>& 
 // Consistency: the batch's shape never changes a row's logits.
 
 struct Case {
-  std::string arch, format;
+  std::string arch, format, extra;  // extra: more make_tiny_checkpoint.py arguments
+  std::string args() const { return "--arch " + arch + " --format " + format + (extra.empty() ? "" : " " + extra); }
 };
-void PrintTo(const Case& c, std::ostream* os) { *os << c.arch << "-" << c.format; }
+void PrintTo(const Case& c, std::ostream* os) { *os << c.args(); }
 
+// Every architecture × format, and the RoPE scalings and sliding window beyond the defaults.
 std::vector<Case> all_cases() {
   std::vector<Case> out;
   for (const char* arch : {"llama", "mistral", "qwen2", "qwen3"}) {
     for (const char* f : {"f16", "bf16", "awq4", "gptq4", "gptq4-act", "fp8", "fp8-channel", "nvfp4", "mxfp4"})
-      out.push_back({arch, f});
+      out.push_back({arch, f, ""});
   }
+  out.push_back({"llama", "f16", "--rope linear"});
+  out.push_back({"qwen2", "f16", "--rope yarn"});
+  out.push_back({"qwen3", "bf16", "--rope yarn-v5"});
+  out.push_back({"mistral", "f16", "--sliding-window 48"});
   return out;
 }
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
-  std::string s = info.param.arch + "_" + info.param.format;
-  for (char& ch : s) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-  return s;
+  std::string s = info.param.arch + "_" + info.param.format + (info.param.extra.empty() ? "" : "_" + info.param.extra);
+  std::string out;
+  for (char ch : s) {
+    if (std::isalnum(static_cast<unsigned char>(ch))) {
+      out += ch;
+    } else if (!out.empty() && out.back() != '_') {
+      out += '_';
+    }
+  }
+  return out;
 }
 
 class Consistency : public testing::TestWithParam<Case> {};
 
 TEST_P(Consistency, ChunkedPrefillAndDecodeEqualOnePrefill) {
-  const LoadedModel loaded = load(Checkpoints::of(GetParam().arch, GetParam().format));
+  const LoadedModel loaded = load(Checkpoints::get(GetParam().args()));
   const int64_t vocab = loaded.config.vocab;
   const std::vector<int32_t> prompt = random_prompt(150, vocab, 7);
   Model whole(loaded, options(256));
@@ -364,6 +377,11 @@ TEST(ModelGenerate, Refusals) {
     test::expect_throw<InputError>([&] { Model bad(loaded, cuda); }, {"device cuda", "use device cpu"});
   }
   test::expect_throw<InputError>([] { model::parse_device("tpu"); }, {"tpu", "cpu, cuda"});
+  ModelOptions bad_pages = options(16);
+  bad_pages.page_size = 0;
+  test::expect_throw<InputError>([&] { Model bad(loaded, bad_pages); }, {"page_size"});
+  bad_pages = options(0);
+  test::expect_throw<InputError>([&] { Model bad(loaded, bad_pages); }, {"max_batch_tokens"});
   test::expect_throw<InputError>([] { Model::load("/no/such/checkpoint"); }, {"/no/such/checkpoint"});
 }
 

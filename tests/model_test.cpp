@@ -203,8 +203,16 @@ TEST(ModelRope, Llama3) {
   EXPECT_EQ(builtin_model("llama-3.1-8b").rope.scaling, Scaling::kLlama3);
   EXPECT_EQ(builtin_model("llama-3.1-8b").rope.original_max_position, 8192);
 
+  // transformers 5 takes a top-level original_max_position_embeddings first (Phi-3 style), and
+  // max_position_embeddings when neither says.
+  j["original_max_position_embeddings"] = 4096;
+  EXPECT_EQ(parse(j).rope.original_max_position, 4096);
+  j.erase("original_max_position_embeddings");
   j["rope_scaling"].erase("original_max_position_embeddings");
-  parse_error(j, {"/ckpt/config.json", "\"rope_scaling.original_max_position_embeddings\"", "missing"});
+  EXPECT_EQ(parse(j).rope.original_max_position, 40960);
+  j.erase("max_position_embeddings");
+  parse_error(j, {"/ckpt/config.json", "\"rope_scaling.original_max_position_embeddings\"", "missing",
+                  "max_position_embeddings"});
   j["rope_scaling"]["original_max_position_embeddings"] = 8192;
   j["rope_scaling"]["high_freq_factor"] = 1.0;
   parse_error(j, {"\"rope_scaling.high_freq_factor\"", "larger than low_freq_factor"});
@@ -248,6 +256,9 @@ TEST(ModelRope, Yarn) {
   EXPECT_EQ(r.original_max_position, 4096);
   j["rope_scaling"]["truncate"] = "no";
   parse_error(j, {"\"rope_scaling.truncate\"", "true or false"});
+  // No factor: transformers derives it from the two lengths.
+  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", nullptr}, {"original_max_position_embeddings", 32768}};
+  EXPECT_EQ(parse(j).rope.factor, 40960.0 / 32768.0);
   j.erase("max_position_embeddings");
   j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
   parse_error(j, {"\"rope_scaling.original_max_position_embeddings\"", "max_position_embeddings"});
@@ -261,11 +272,19 @@ TEST(ModelRope, RopeParametersOfTransformers5) {
   EXPECT_EQ(parse(j).rope.scaling, Scaling::kNone);
   j["rope_parameters"] = {
       {"rope_type", "yarn"}, {"rope_theta", 1e6}, {"factor", 4.0}, {"original_max_position_embeddings", 32768}};
-  // rope_parameters wins over a stale rope_scaling.
-  j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.0}};
-  const cpu::RopeParams r = parse(j).rope;
+  // A null or empty rope_scaling leaves rope_parameters in charge …
+  j["rope_scaling"] = nullptr;
+  cpu::RopeParams r = parse(j).rope;
   EXPECT_EQ(r.scaling, Scaling::kYarn);
   EXPECT_EQ(std::tuple(r.theta, r.factor, r.original_max_position), std::tuple(1e6, 4.0, int64_t(32768)));
+  j["rope_scaling"] = json::object();
+  EXPECT_EQ(parse(j).rope.scaling, Scaling::kYarn);
+  // … a real one replaces it, as in transformers 5 (its theta, else the top-level one, else 10000).
+  j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.0}};
+  r = parse(j).rope;
+  EXPECT_EQ(r.scaling, Scaling::kLinear);
+  EXPECT_EQ(r.theta, 10000);
+  j.erase("rope_scaling");
   j["rope_parameters"]["rope_theta"] = -1;
   parse_error(j, {"\"rope_parameters.rope_theta\"", "positive"});
 }

@@ -232,12 +232,16 @@ def state_dict(directory, cfg):
 
 
 def rope_params(cfg):
-    """(type, fields, theta) from rope_parameters (transformers 5) or rope_theta + rope_scaling."""
-    if cfg.get("rope_parameters"):
-        p = dict(cfg["rope_parameters"])
-        return p.get("rope_type", p.get("type", "default")), p, p.get("rope_theta", cfg.get("rope_theta", 10000.0))
-    p = dict(cfg.get("rope_scaling") or {})
-    return p.get("rope_type", p.get("type", "default")), p, cfg.get("rope_theta", 10000.0)
+    """(type, fields, theta) as transformers 5 standardises them: rope_scaling when non-empty,
+    else rope_parameters; the dict's rope_theta over the top-level one; llama3 and yarn take a
+    top-level original_max_position_embeddings, then the dict's, then max_position_embeddings."""
+    p = dict(cfg.get("rope_scaling") or cfg.get("rope_parameters") or {})
+    kind = p.get("rope_type", p.get("type", "default"))
+    if kind in ("llama3", "yarn"):
+        p["original_max_position_embeddings"] = (cfg.get("original_max_position_embeddings")
+                                                 or p.get("original_max_position_embeddings")
+                                                 or cfg["max_position_embeddings"])
+    return kind, p, p.get("rope_theta", cfg.get("rope_theta", 10000.0))
 
 
 def inv_freq_and_scale(cfg, dim):
@@ -258,8 +262,8 @@ def inv_freq_and_scale(cfg, dim):
         medium = ~(wavelen < old / high) & ~(wavelen > old / low)
         return np.where(medium, smoothed, scaled).astype(np.float32), 1.0
     if kind == "yarn":
-        factor = p["factor"]
-        original = p.get("original_max_position_embeddings") or cfg["max_position_embeddings"]
+        original = p["original_max_position_embeddings"]
+        factor = p.get("factor") or cfg["max_position_embeddings"] / original
 
         def mscale(scale, m=1.0):
             return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0

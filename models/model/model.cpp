@@ -28,6 +28,13 @@ void check_device(Device device) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The KV pool's pages, once the options are known to be good.
+int64_t kv_pages(const ModelOptions& o) {
+  check_options(o);
+  check_device(o.device);
+  return ceil_div(o.kv_cache_tokens, o.page_size);
+}
+
 }  // namespace
 
 Device parse_device(const std::string& name) {
@@ -45,11 +52,7 @@ std::unique_ptr<Model> Model::load(const std::string& directory, const ModelOpti
 }
 
 Model::Model(const models::LoadedModel& loaded, const ModelOptions& options)
-    : config_(loaded.config),
-      options_(options),
-      pages_(ceil_div(options.kv_cache_tokens, options.page_size), options.page_size) {
-  check_options(options);
-  check_device(options.device);
+    : config_(loaded.config), options_(options), pages_(kv_pages(options), options.page_size) {
   shape_.layers = int(config_.layers);
   shape_.qkv_bias = !loaded.layers.empty() && !loaded.layers[0].qkv_bias.empty();
   shape_.o_bias = !loaded.layers.empty() && !loaded.layers[0].o_bias.empty();
