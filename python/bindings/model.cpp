@@ -8,7 +8,7 @@
 #include "models/model/generate.h"
 #include "models/model/generation_config.h"
 #include "python/bindings/families.h"
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat::python {
 namespace {
