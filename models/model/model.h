@@ -42,7 +42,7 @@ struct Sequence {
 class Model {
  public:
   // Loads a checkpoint directory (models/checkpoint) onto options.device. InputError for a bad
-  // checkpoint or options, and for --device cuda until the GPU backend exists.
+  // checkpoint or options, and for device cuda where no GPU is usable.
   static std::unique_ptr<Model> load(const std::string& directory, const ModelOptions& options = {});
   // From weights already in memory (tests perturb them); the config travels with them.
   Model(const models::LoadedModel& loaded, const ModelOptions& options);

@@ -1,5 +1,5 @@
-// onecat generate: one sequence through a checkpoint on the CPU backend (the GPU backend is
-// not built yet): the prompt as ids or text, greedy or sampled, until EOS or --max-tokens.
+// onecat generate: one sequence through a checkpoint on the CPU or GPU backend: the prompt as
+// ids or text, greedy or sampled, until EOS or --max-tokens.
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
