@@ -1,6 +1,7 @@
 #include "codegen/attention/family.h"
 #include "codegen/gemm/family.h"
 #include "codegen/rmsnorm/family.h"
+#include "codegen/sampling/family.h"
 #include "codegen/spec_text.h"
 #include "runtime/cuda/error.h"
 
@@ -10,7 +11,8 @@ std::vector<const Family*> all_families() {
   static const TypedFamily<rmsnorm::Traits> rmsnorm_family;
   static const TypedFamily<gemm::Traits> gemm_family;
   static const TypedFamily<attention::Traits> attention_family;
-  return {&rmsnorm_family, &gemm_family, &attention_family};
+  static const TypedFamily<sampling::Traits> sampling_family;
+  return {&rmsnorm_family, &gemm_family, &attention_family, &sampling_family};
 }
 
 const Family& family_of(std::string_view spec) {

@@ -10,6 +10,7 @@ namespace onecat {
 std::unique_ptr<Workload> rmsnorm_workload(const std::string& spec, int64_t m, uint64_t seed);
 std::unique_ptr<Workload> gemm_workload(const std::string& spec, int64_t m, uint64_t seed);
 std::unique_ptr<Workload> attention_workload(const std::string& spec, int64_t m, uint64_t seed);
+std::unique_ptr<Workload> sampling_workload(const std::string& spec, int64_t m, uint64_t seed);
 
 const FamilyHarness& harness_of(const Family& family) {
   // Keyed by the registered family objects themselves; names are read once, here.
@@ -18,6 +19,7 @@ const FamilyHarness& harness_of(const Family& family) {
         {"rmsnorm", {rmsnorm_workload, check_rmsnorm}},
         {"gemm", {gemm_workload, check_gemm}},
         {"attention", {attention_workload, check_attention}},
+        {"sampling", {sampling_workload, check_sampling}},
     };
     std::map<const Family*, FamilyHarness> out;
     for (const Family* f : all_families()) {
