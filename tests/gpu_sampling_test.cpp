@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "cache/store.h"
@@ -18,7 +19,9 @@
 #include "runtime/jit/module_table.h"
 #include "runtime/jit/service.h"
 #include "tuner/sampling_batch.h"
+#include "tuner/tuner.h"
 #include "tuner/verify.h"
+#include "tuner/workload.h"
 
 namespace onecat {
 namespace {
@@ -145,6 +148,24 @@ TEST_F(SamplingGpu, SampledFrequenciesFollowTheDefinition) {
     chi2 += (double(counts[size_t(i)]) - e) * (double(counts[size_t(i)]) - e) / e;
   }
   EXPECT_LT(chi2, 24.3);  // the 0.001 quantile of chi-square for ≤ 7 degrees of freedom
+}
+
+// The tuner end to end on both ops (every candidate must check right), printing the times:
+// argmax as bandwidth (the logits read once), sample per row.
+TEST_F(SamplingGpu, TunesAndReportsTimes) {
+  for (auto [spec, bucket] : {std::pair{"sampling:op=argmax,vocab=151936", int64_t(1)},
+                              std::pair{"sampling:op=argmax,vocab=151936", int64_t(256)},
+                              std::pair{"sampling:op=sample,vocab=151936,logprobs=20", int64_t(1)},
+                              std::pair{"sampling:op=sample,vocab=151936,logprobs=20", int64_t(64)}}) {
+    const Family& f = family_of(spec);
+    const TuningRecord rec = tune_spec(f, f.canonical_spec(spec), bucket, *jit, 8);
+    EXPECT_FALSE(rec.candidates.empty()) << spec;
+    for (const auto& c : rec.candidates) EXPECT_NE(c.status, "wrong") << spec << " " << c.config << " " << c.detail;
+    const double gbps = double(bucket) * 151936 * 4 / (rec.best_us * 1e-6) / 1e9;
+    std::printf("%s rows=%lld: best %s %.1f us (%.0f GB/s of logits), default %.1f us\n", spec, (long long)bucket,
+                rec.config.c_str(), rec.best_us, gbps, rec.default_us);
+  }
+  release_workloads();
 }
 
 // What the engine holds: PreparedOps of both ops, launched through the Session, against the

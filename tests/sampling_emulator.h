@@ -99,4 +99,8 @@ template <class T>
 T __ldg(const T* p) {
   return *p;
 }
+template <class T>
+T __ldcg(const T* p) {
+  return std::atomic_ref<T>(*const_cast<T*>(p)).load();
+}
 // expf, logf, fma and ceil are <math.h>'s.

@@ -17,5 +17,7 @@ inline constexpr int kGeneratorVersion = 1;
 
 Emitted emit(const Spec& spec, const Config& config, Arch arch);
 LaunchGeometry geometry(const Spec& spec, const Config& config, int64_t rows);
+// The byte alignment the logits need: argmax with vec=4 loads 16 bytes at a time.
+inline int logits_alignment(const Config& config) { return config.op == Op::kArgmax && config.vec == 4 ? 16 : 4; }
 
 }  // namespace onecat::sampling

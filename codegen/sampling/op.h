@@ -30,7 +30,7 @@ struct Args {
 // op=argmax: tokens[r] = the lowest id among the maxima of logits[r] (NaN never wins).
 struct ArgmaxArgs {
   DevicePtr tokens = 0;     // int [rows], out
-  DevicePtr logits = 0;     // float [rows][spec.vocab]
+  DevicePtr logits = 0;     // float [rows][spec.vocab], logits_alignment(config)-byte aligned (emit.h)
   DevicePtr workspace = 0;  // workspace_bytes(spec, config, rows), zeroed once when allocated
   int64_t rows = 0;
 };

@@ -100,8 +100,9 @@ struct SampleRow {
   __device__ __forceinline__ unsigned home_slot(int id) const { return __umulhi(unsigned(id) * 2654435761u, table_slots); }
   __device__ __forceinline__ unsigned seen_of(int id) const {
     unsigned slot = home_slot(id);
-    while (table[2 * slot] != id) slot = slot + 1 == table_slots ? 0 : slot + 1;
-    return unsigned(table[2 * slot + 1]);
+    // Through L2 (ld.global.cg): the table was filled by atomics, which L1 does not see.
+    while (__ldcg(table + 2 * slot) != id) slot = slot + 1 == table_slots ? 0 : slot + 1;
+    return unsigned(__ldcg(table + 2 * slot + 1));
   }
   __device__ __forceinline__ float penalised_value(int i, float raw) const {
     if (penalised && ((seen_bits[i >> 5] >> (i & 31)) & 1u)) return penalize(raw, seen_of(i), p);
