@@ -5,7 +5,7 @@
 // range [lo, hi) follows from the rows' positions (causal, sliding window); SPLIT CTAs share
 // it in tiles of BN keys and WN warp columns take turns within a CTA. Each warp keeps 16 rows:
 //   S = Q·Kᵀ (WMMA, fp32) → shared → online softmax in fp32 by the lanes → P (fp16) → O += P·V
-// with O in accumulator fragments, rescaled per row through a row map (wmma_rows). K/V tiles
+// with O in accumulator fragments, rescaled per row through the atom's row map (wmma::acc_rows). K/V tiles
 // go global → registers → shared, the next tile's loads in flight during this tile's math
 // (register double buffering: Volta has no cp.async); fp8 codes become fp16 on the way and
 // their scales join the softmax scale (K) and the final normalisation (V). Warp columns merge
@@ -18,9 +18,9 @@
 #pragma once
 #include "attention/cta.cuh"
 #include "attention/kv_format.cuh"
-#include "attention/wmma.cuh"
 #include "common/fp16.cuh"
 #include "common/gmem.cuh"
+#include "common/wmma_atom.cuh"
 
 namespace onecat {
 
@@ -137,7 +137,7 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
   half_t* ps = reinterpret_cast<half_t*>(ss);
   float* alpha_s = stats + warp * 48;
   int acc_row[8];
-  wmma_rows(acc_row, ss, kSld);
+  wmma::acc_rows(acc_row, ss, kSld);
 
   // The softmax lanes: lane pair (2r, 2r+1) owns row r of the warp, columns in pairs.
   const int my_r = lane / 2, my_half = lane % 2;
@@ -147,12 +147,9 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
   const int my_lo = WINDOW > 0 ? my_pos - WINDOW + 1 : 0;
   float m_run = kNegInf, l_run = 0.f;
 
-  AttnAcc o[kFd];
+  wmma::Acc o[kFd];
 #pragma unroll
-  for (int j = 0; j < kFd; ++j) {
-#pragma unroll
-    for (int e = 0; e < 8; ++e) o[j].v[e] = 0.f;
-  }
+  for (int j = 0; j < kFd; ++j) wmma::zero(o[j]);
 
   if (iters > 0) {
     load_tiles(0);
@@ -166,25 +163,22 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
     if (tile < tile_end && (row0 + wm * 16) / G < q_len) {
       const half_t* kt = ks + wn * BN * kLd;
       const half_t* vt = vs + wn * BN * kLd;
-      AttnAcc s[kFn];
+      wmma::Acc s[kFn];
 #pragma unroll
-      for (int j = 0; j < kFn; ++j) {
-#pragma unroll
-        for (int e = 0; e < 8; ++e) s[j].v[e] = 0.f;
-      }
+      for (int j = 0; j < kFn; ++j) wmma::zero(s[j]);
 #pragma unroll 1  // unrolled, ptxas hoists every K fragment and spills at D=128
       for (int kk = 0; kk < kFd; ++kk) {
-        AttnFrag a;
-        attn_load_a(a, qs + wm * 16 * kLd + kk * 16, kLd);
+        wmma::Frag a;
+        wmma::load_a(a, qs + wm * 16 * kLd + kk * 16, kLd);
 #pragma unroll
         for (int j = 0; j < kFn; ++j) {
-          AttnFrag bf;
-          attn_load_b_col(bf, kt + j * 16 * kLd + kk * 16, kLd);
-          attn_mma_col(s[j], a, bf);
+          wmma::Frag bf;
+          wmma::load_b<wmma::Layout::kCol>(bf, kt + j * 16 * kLd + kk * 16, kLd);
+          wmma::mma<wmma::Layout::kCol>(s[j], a, bf);
         }
       }
 #pragma unroll
-      for (int j = 0; j < kFn; ++j) attn_store_acc(ss + j * 16, kSld, s[j]);
+      for (int j = 0; j < kFn; ++j) wmma::store_acc(ss + j * 16, kSld, s[j]);
       __syncwarp();
 
       // Online softmax of this tile's scores, in the log2 domain.
@@ -235,13 +229,13 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
       }
 #pragma unroll
       for (int kk = 0; kk < kFn; ++kk) {
-        AttnFrag a;
-        attn_load_a(a, ps + kk * 16, kPld);
+        wmma::Frag a;
+        wmma::load_a(a, ps + kk * 16, kPld);
 #pragma unroll
         for (int j = 0; j < kFd; ++j) {
-          AttnFrag bf;
-          attn_load_b_row(bf, vt + kk * 16 * kLd + j * 16, kLd);
-          attn_mma_row(o[j], a, bf);
+          wmma::Frag bf;
+          wmma::load_b<wmma::Layout::kRow>(bf, vt + kk * 16 * kLd + j * 16, kLd);
+          wmma::mma<wmma::Layout::kRow>(o[j], a, bf);
         }
       }
       __syncwarp();  // P is read before the next tile's S overwrites it
@@ -285,14 +279,14 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
     for (int w = 1; w < WN; ++w) {
       if (wn == w) {
 #pragma unroll
-        for (int j = 0; j < kFd; ++j) attn_store_acc(merge + wm * 16 * D + j * 16, D, o[j]);
+        for (int j = 0; j < kFd; ++j) wmma::store_acc(merge + wm * 16 * D + j * 16, D, o[j]);
       }
       __syncthreads();
       if (wn == 0) {
 #pragma unroll
         for (int j = 0; j < kFd; ++j) {
-          AttnAcc other;
-          attn_load_acc(other, merge + wm * 16 * D + j * 16, D);
+          wmma::Acc other;
+          wmma::load_acc(other, merge + wm * 16 * D + j * 16, D);
 #pragma unroll
           for (int e = 0; e < 8; ++e) o[j].v[e] += other.v[e];
         }
@@ -313,7 +307,7 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
     const float inv = alpha_s[r];
 #pragma unroll
     for (int j = 0; j < kFd; ++j) {
-      attn_store_acc(ss, kSld, o[j]);
+      wmma::store_acc(ss, kSld, o[j]);
       __syncwarp();
       Chunk<16> v;
 #pragma unroll
@@ -328,7 +322,7 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
     const long long slot = attn_split_slot<KVH, G, D, BM, QLEN, SPLIT>(partial, cta, kvh, part_o, part_ml);
     if (wn == 0) {
 #pragma unroll
-      for (int j = 0; j < kFd; ++j) attn_store_acc(part_o + (split * BM + wm * 16) * D + j * 16, D, o[j]);
+      for (int j = 0; j < kFd; ++j) wmma::store_acc(part_o + (split * BM + wm * 16) * D + j * 16, D, o[j]);
       if (my_half == 0) {
         part_ml[(split * BM + wm * 16 + my_r) * 2] = row_max;
         part_ml[(split * BM + wm * 16 + my_r) * 2 + 1] = row_sum;
