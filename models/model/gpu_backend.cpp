@@ -191,8 +191,8 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
   }
 
   // The other ops.
-  g.norm = std::make_unique<NormOp>(session, "rmsnorm:hidden=" + s(c.hidden) + ",residual=0");
-  g.norm_residual = std::make_unique<NormOp>(session, "rmsnorm:hidden=" + s(c.hidden) + ",residual=1");
+  g.norm = std::make_unique<NormOp>(session, "rmsnorm:hidden=" + s(c.hidden) + ",dtype=f16,residual=0");
+  g.norm_residual = std::make_unique<NormOp>(session, "rmsnorm:hidden=" + s(c.hidden) + ",dtype=f16,residual=1");
   g.rope = std::make_unique<RopeOp>(session, "rope:" + heads + ",qk_norm=" + (c.qk_norm ? "1" : "0") + ",kv_out=pages" + page);
   g.decode = std::make_unique<AttentionOp>(session, "attention:op=decode," + heads + page + window);
   g.prefill = std::make_unique<AttentionOp>(session, "attention:op=prefill," + heads + page + ",causal=1" + window);
