@@ -38,7 +38,7 @@ print(json.dumps({"copy_bytes_per_s": 2 * 20 * x.numel() / (s.elapsed_time(e) / 
 EOF
 
 log "tune bucket 1"
-ONECAT_CACHE_DIR=$work/cache timeout 300 "$bin" tune --model "$ckpt" --buckets 1 --json >"$work/tune.json" 2>"$work/tune.err" ||
+ONECAT_CACHE_DIR=$work/cache timeout "${TUNE_S:-300}" "$bin" tune --model "$ckpt" --buckets 1 --json >"$work/tune.json" 2>"$work/tune.err" ||
   log "tune failed: $(tail -3 "$work/tune.err")"
 
 ids=$("$py" -c "import random; random.seed(0); print(','.join(str(random.randrange(1000, 150000)) for _ in range($prompt)))")

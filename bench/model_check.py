@@ -33,9 +33,13 @@ sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 import golden_logits as gl  # noqa: E402
 
 SHAPES = {
-    "llama-3.1-8b": ("llama", dict(hidden=4096, intermediate=14336, heads=32, kv_heads=8, head_dim=128, vocab=128256)),
-    "qwen2.5-7b": ("qwen2", dict(hidden=3584, intermediate=18944, heads=28, kv_heads=4, head_dim=128, vocab=152064)),
-    "qwen3-8b": ("qwen3", dict(hidden=4096, intermediate=12288, heads=32, kv_heads=8, head_dim=128, vocab=151936)),
+    # config.json fields (make_tiny_checkpoint.py --shape overrides them).
+    "llama-3.1-8b": ("llama", dict(hidden_size=4096, intermediate_size=14336, num_attention_heads=32,
+                                   num_key_value_heads=8, head_dim=128, vocab_size=128256)),
+    "qwen2.5-7b": ("qwen2", dict(hidden_size=3584, intermediate_size=18944, num_attention_heads=28,
+                                 num_key_value_heads=4, head_dim=128, vocab_size=152064)),
+    "qwen3-8b": ("qwen3", dict(hidden_size=4096, intermediate_size=12288, num_attention_heads=32,
+                               num_key_value_heads=8, head_dim=128, vocab_size=151936)),
 }
 DEFAULT_CASES = ("llama-3.1-8b:f16,qwen2.5-7b:bf16,qwen3-8b:f16,qwen3-8b:awq4,qwen3-8b:gptq4-act,"
                  "qwen3-8b:fp8,qwen3-8b:nvfp4,qwen3-8b:mxfp4")
@@ -74,14 +78,16 @@ def main():
     for case in args.cases.split(","):
         name, fmt = case.split(":")
         arch, dims = SHAPES[name]
-        shape = dict(dims, layers=args.layers)
+        shape = dict(dims, num_hidden_layers=args.layers)
         d = os.path.join(work, f"{name}-{fmt}")
         t0 = time.time()
         subprocess.run([sys.executable, gl.MAKE, d, "--arch", arch, "--format", fmt, "--shape", json.dumps(shape)],
                        check=True, stdout=subprocess.DEVNULL)
         cfg = json.load(open(os.path.join(d, "config.json")))
         rng = np.random.default_rng(7)
-        ids = [int(i) for i in rng.integers(0, dims["vocab"], args.tokens)]
+        if cfg["vocab_size"] != dims["vocab_size"] or cfg["hidden_size"] != dims["hidden_size"]:
+            raise SystemExit(f"{d}: the checkpoint's shape is not {name}'s")
+        ids = [int(i) for i in rng.integers(0, cfg["vocab_size"], args.tokens)]
         sd = gl.state_dict(d, cfg)
         ref_model = gl.transformers_model(d, cfg, sd).cuda()
         with torch.no_grad():
