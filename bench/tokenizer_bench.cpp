@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "models/tokenizer/tokenizer.h"
-#include "runtime/cuda/error.h"
 
 namespace {
 

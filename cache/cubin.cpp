@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat {
 namespace {

@@ -4,8 +4,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cxxabi.h>
-
 #include <algorithm>
 #include <bit>
 #include <csignal>
@@ -16,14 +14,11 @@
 #include <cstring>
 #include <map>
 
+#include "base/arch.h"
+#include "base/error.h"
+#include "base/sha256.h"
 #include "cache/cubin.h"
-#include "cache/sha256.h"
 #include "cache/sql.h"
-#include "codegen/arch.h"
-#include "codegen/family.h"
-#include "runtime/cuda/error.h"
-#include "runtime/cuda/nvrtc.h"
-#include "runtime/jit/compiler.h"
 
 namespace onecat {
 namespace {
@@ -52,56 +47,29 @@ bool damaged_message(const std::string& what) {
   return false;
 }
 
-std::string demangled(const std::string& symbol) {
-  int status = 0;
-  std::unique_ptr<char, void (*)(void*)> text(abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status), std::free);
-  return status == 0 && text ? std::string(text.get()) : std::string();
-}
-
-// What a binary row claims must be what it holds: its key is recomputed from its spec,
-// config, arch, NVRTC version and options, its cubin must be CUDA code for that arch that
-// defines its kernel, and the kernel's name must be the one that spec and config emit. So a
-// row whose cubin was swapped with another's (checksum and all) is refused. "" when sound.
-std::string binary_inconsistency(const KernelBinary& b) {
+// What a binary row claims must be what it holds: its cubin must be CUDA code for its arch
+// that defines its kernel, and (through the checker) its key and kernel name must be the ones
+// its spec, config and compiler give. So a row whose cubin was swapped with another's
+// (checksum and all) is refused. "" when sound.
+std::string binary_inconsistency(const KernelBinary& b, const ImportChecker& checker) {
   try {
     const Arch arch = Arch::parse(b.arch);
     const CubinFacts facts = read_cubin(b.cubin);
     if (!facts.built_for(arch.sm)) return "its cubin is not built for " + arch.name();
     if (!facts.defines(b.lowered_name)) return "its cubin does not define its kernel " + b.lowered_name.substr(0, 120);
-    const CompileRequest req = CompileRequest::make(family_of(b.spec), b.spec, b.config, arch);
-    if (req.spec != b.spec || req.config != b.config) return "its spec or config is not in canonical form";
-    std::vector<std::string> options;
-    for (size_t at = 0; at <= b.options.size();) {
-      const size_t space = std::min(b.options.find(' ', at), b.options.size());
-      options.push_back(b.options.substr(at, space - at));
-      at = space + 1;
-    }
-    if (binary_key(req, b.nvrtc_version, options) != b.key) return "its key does not match its spec, config and compiler";
-    if (demangled(b.lowered_name).rfind("void " + req.emitted.kernel_expression + "(", 0) != 0) {
-      return "its kernel " + b.lowered_name.substr(0, 120) + " is not the one its spec and config emit";
-    }
   } catch (const Error& e) {
     return first_line(e.what()).substr(0, 300);
   }
-  return "";
+  return checker.binary_inconsistency(b);
 }
 
 // A tuning record must name a canonical spec, configs valid for it and a real bucket, or a
 // serving process would dispatch a kernel nobody checked. "" when sound.
-std::string tuning_inconsistency(const TuningRecord& t) {
+std::string tuning_inconsistency(const TuningRecord& t, const ImportChecker& checker) {
   if (!is_bucket(t.bucket)) {
     return "its bucket is not a power of two from 1 to " + std::to_string(kMaxTuningBucket);
   }
-  try {
-    const Family& family = family_of(t.spec);
-    if (family.name() != t.family) return "its spec is not of family " + t.family;
-    if (family.canonical_spec(t.spec) != t.spec) return "its spec is not in canonical form";
-    for (const std::string* config : {&t.config, &t.default_config}) {
-      if (family.canonical_config(t.spec, *config) != *config) return "config " + config->substr(0, 100) + " is not canonical";
-    }
-  } catch (const Error& e) {
-    return first_line(e.what()).substr(0, 300);
-  }
+  if (std::string why = checker.spec_inconsistency(t); !why.empty()) return why;
   if (t.device.sm < 10 || t.device.multiprocessors < 1) return "its device fingerprint is not of a real GPU";
   return "";
 }
@@ -112,7 +80,7 @@ struct Contents {
   std::vector<TuningRecord> tunings;
 };
 
-Contents read_and_check(const std::string& file) {
+Contents read_and_check(const std::string& file, const ImportChecker& checker) {
   auto refuse = [&](const std::string& why) { return InputError("cannot import " + file + ": " + why); };
   const std::string damaged =
       "it is damaged or not an SQLite file (truncated or overwritten?); nothing was imported, export it again";
@@ -169,15 +137,13 @@ Contents read_and_check(const std::string& file) {
         if (to_hex(sha256(b.cubin)) != s.col_text(16)) {
           throw refuse(what + " does not match its checksum; the file was damaged, nothing was imported, export it again");
         }
-        if (const std::string why = binary_inconsistency(b); !why.empty()) {
+        if (const std::string why = binary_inconsistency(b, checker); !why.empty()) {
           throw refuse(what + ": " + why + "; nothing was imported");
         }
         out.binaries.push_back(std::move(b));
       }
     }
     if (version >= 2) {
-      std::map<std::string, int> generators;
-      for (const Family* f : all_families()) generators[std::string(f->name())] = f->generator_version();
       Stmt s(c.db, std::string("SELECT ") + sql::kTuningColumns + " FROM tunings ORDER BY key", file);
       while (s.step()) {
         TuningRecord t;
@@ -187,17 +153,17 @@ Contents read_and_check(const std::string& file) {
           if (damaged_message(e.what())) throw;
           throw refuse("tuning record " + s.col_text(0).substr(0, 16) + ": " + e.what() + "; nothing was imported");
         }
-        auto g = generators.find(t.family);
-        if (g == generators.end()) {
+        const std::optional<int> generator = checker.generator_version(t.family);
+        if (!generator) {
           throw refuse("it holds tuning records of kernel family '" + t.family +
                        "', which this onecat does not have; nothing was imported");
         }
-        if (g->second != t.generator_version) {
+        if (*generator != t.generator_version) {
           throw refuse("its tuning records of family '" + t.family + "' were made with generator version " +
                        std::to_string(t.generator_version) + ", but this onecat's '" + t.family + "' is generator version " +
-                       std::to_string(g->second) + "; nothing was imported, tune on this onecat or export from a matching one");
+                       std::to_string(*generator) + "; nothing was imported, tune on this onecat or export from a matching one");
         }
-        if (const std::string why = tuning_inconsistency(t); !why.empty()) {
+        if (const std::string why = tuning_inconsistency(t, checker); !why.empty()) {
           throw refuse("tuning record " + t.key.substr(0, 16) + " (" + t.spec.substr(0, 200) + ", bucket " +
                        std::to_string(t.bucket) + "): " + why + "; nothing was imported");
         }
@@ -215,41 +181,6 @@ Contents read_and_check(const std::string& file) {
     throw refuse(first_line(e.what()));
   }
   return out;
-}
-
-BinaryVerification verify_binary(const KernelBinary& b) {
-  BinaryVerification v;
-  v.key = b.key;
-  v.spec = b.spec;
-  v.config = b.config;
-  v.arch = b.arch;
-  try {
-    const Arch arch = Arch::parse(b.arch);
-    const NvrtcLib& nvrtc = NvrtcRegistry::get().for_arch(arch);
-    if (nvrtc.version() != b.nvrtc_version) {
-      v.detail = "cannot verify: built with NVRTC " + b.nvrtc_version + ", this machine has " + nvrtc.version();
-      return v;
-    }
-    const CompileRequest req = CompileRequest::make(family_of(b.spec), b.spec, b.config, arch);
-    const std::string key = binary_key(req, nvrtc.version(), nvrtc_options(arch));
-    if (key != b.key) {
-      v.detail = "its key differs from the one rebuilt here (" + key.substr(0, 16) +
-                 "…): other templates, options or generator";
-      return v;
-    }
-    const KernelBinary fresh = compile_kernel(req, nvrtc);
-    if (fresh.cubin != b.cubin) {
-      size_t at = 0;
-      while (at < fresh.cubin.size() && at < b.cubin.size() && fresh.cubin[at] == b.cubin[at]) ++at;
-      v.detail = "the recompiled cubin differs (" + std::to_string(fresh.cubin.size()) + " bytes here, " +
-                 std::to_string(b.cubin.size()) + " in the file, first difference at byte " + std::to_string(at) + ")";
-      return v;
-    }
-    v.ok = true;
-  } catch (const Error& e) {
-    v.detail = "cannot verify: " + first_line(e.what());
-  }
-  return v;
 }
 
 // The file an export replaces must be a plain file, and never the live store: renaming over
@@ -400,14 +331,14 @@ ExportReport export_cache(const Store& from, const std::string& file, const Expo
   return report;
 }
 
-ImportReport import_cache(Store& into, const std::string& file, bool verify) {
+ImportReport import_cache(Store& into, const std::string& file, bool verify, const ImportChecker& checker) {
   into.require_writable("import into it");
   ImportReport report;
   report.file = file;
-  Contents contents = read_and_check(file);
+  Contents contents = read_and_check(file, checker);
   if (verify) {
     report.verified = true;
-    for (const auto& b : contents.binaries) report.verification.push_back(verify_binary(b));
+    for (const auto& b : contents.binaries) report.verification.push_back(checker.verify(b));
     if (report.verification_failures() > 0) return report;  // imported stays false
   }
   sql::exec(into.db_, into.path_, "BEGIN IMMEDIATE");

@@ -3,6 +3,7 @@
 // and merges it into a store in one transaction, or changes nothing.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,14 +52,33 @@ struct ImportReport {
   int64_t verification_failures() const;
 };
 
+// What the store cannot judge by itself: whether a row is what this onecat's generators and
+// compiler make. The layer that can compile supplies it (runtime/jit/import.h), so the store
+// knows no kernel family and no NVRTC.
+class ImportChecker {
+ public:
+  virtual ~ImportChecker() = default;
+  // Why a binary row (its cubin already checked for its arch and kernel) is not what its spec,
+  // config, arch, NVRTC version and options give; "" when sound.
+  virtual std::string binary_inconsistency(const KernelBinary& b) const = 0;
+  // The generator version of a family this onecat has; nullopt for an unknown family.
+  virtual std::optional<int> generator_version(const std::string& family) const = 0;
+  // Why a tuning record's spec and configs are not canonical ones of its family; "" when sound.
+  virtual std::string spec_inconsistency(const TuningRecord& t) const = 0;
+  // import --verify: recompiles the binary here and compares key and cubin bytes.
+  virtual BinaryVerification verify(const KernelBinary& b) const = 0;
+};
+
 // Opens `file` read-only and checks all of it before writing anything: an onecat cache of
 // a schema this onecat reads, SQLite integrity, every cubin against its checksum, every
 // tuning record's family known with the current generator version, its candidates JSON and
-// key. Any problem throws InputError (one sentence naming the file) and `into` is unchanged.
-// With `verify`, every binary is recompiled with the same NVRTC version and must give the
-// same key and the same cubin byte for byte; otherwise the report lists what differs,
-// imported is false, and nothing is imported. Then everything is merged in one transaction:
-// binaries and tuning records already in the store are kept.
-ImportReport import_cache(Store& into, const std::string& file, bool verify);
+// key (what needs the generators, through `checker`). Any problem throws InputError (one
+// sentence naming the file) and `into` is unchanged. With `verify`, every binary is
+// recompiled with the same NVRTC version and must give the same key and the same cubin byte
+// for byte; otherwise the report lists what differs, imported is false, and nothing is
+// imported. Then everything is merged in one transaction: binaries and tuning records
+// already in the store are kept. Callers use runtime/jit/import.h's import_cache, which
+// passes this onecat's generators and NVRTC.
+ImportReport import_cache(Store& into, const std::string& file, bool verify, const ImportChecker& checker);
 
 }  // namespace onecat

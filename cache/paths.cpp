@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat {
 

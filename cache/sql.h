@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "cache/record.h"
-#include "runtime/cuda/error.h"
 
 namespace onecat::sql {
 

@@ -12,10 +12,10 @@
 #include <cstring>
 #include <thread>
 
+#include "base/error.h"
+#include "base/sha256.h"
 #include "cache/paths.h"
-#include "cache/sha256.h"
 #include "cache/sql.h"
-#include "runtime/cuda/error.h"
 
 namespace onecat {
 namespace sql {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "cache/record.h"
-#include "runtime/cuda/error.h"
 
 struct sqlite3;
 
@@ -34,6 +34,7 @@ std::string tuning_key(const TuningRecord& record);
 std::optional<int> parse_schema_version(const std::string& text);
 
 struct ImportReport;
+class ImportChecker;
 
 // A cache row whose cubin does not match its checksum (damaged on disk or tampered with).
 class CorruptEntry : public Error {
@@ -104,7 +105,7 @@ class Store {
   static void remove_files(const std::string& path);
 
  private:
-  friend ImportReport import_cache(Store& into, const std::string& file, bool verify);
+  friend ImportReport import_cache(Store& into, const std::string& file, bool verify, const ImportChecker& checker);
   void exec(const char* sql) const;
   void require_writable(const char* what) const;
   // Checks the meta table; with migrate, creates or migrates it to the current schema in one

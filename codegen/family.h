@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "codegen/arch.h"
+#include "base/arch.h"
 #include "codegen/tokens.h"
 
 namespace onecat {

@@ -3,7 +3,7 @@
 #include <cctype>
 #include <charconv>
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat {
 namespace {

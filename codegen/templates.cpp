@@ -3,7 +3,7 @@
 #include <map>
 #include <set>
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat {
 namespace {

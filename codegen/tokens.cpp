@@ -3,7 +3,7 @@
 #include <bit>
 #include <string>
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat {
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "base/error.h"
 #include "codegen/family.h"
-#include "runtime/cuda/error.h"
 
 namespace onecat::models {
 namespace {

@@ -9,13 +9,13 @@
 #include <random>
 #include <set>
 
+#include "base/e4m3.h"
+#include "base/error.h"
+#include "base/half.h"
 #include "codegen/attention/emit.h"
 #include "codegen/attention/space.h"
 #include "codegen/family.h"
-#include "models/quant/e4m3.h"
 #include "runtime/cpu/attention.h"
-#include "runtime/cpu/half.h"
-#include "runtime/cuda/error.h"
 #include "runtime/cuda/nvrtc.h"
 #include "runtime/jit/compiler.h"
 #include "tests/compile_checks.h"

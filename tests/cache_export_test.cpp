@@ -17,12 +17,12 @@
 #include <string>
 #include <vector>
 
-#include "cache/export.h"
-#include "cache/sha256.h"
+#include "base/error.h"
+#include "base/sha256.h"
 #include "cache/store.h"
 #include "codegen/family.h"
-#include "runtime/cuda/error.h"
 #include "runtime/jit/compiler.h"
+#include "runtime/jit/import.h"
 #include "runtime/jit/service.h"
 #include "tests/test_util.h"
 

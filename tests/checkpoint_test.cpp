@@ -12,13 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
+#include "base/half.h"
 #include "models/checkpoint/linear.h"
 #include "models/checkpoint/loaded_model.h"
 #include "models/checkpoint/safetensors.h"
 #include "models/checkpoint/tensor_values.h"
 #include "runtime/cpu/gemm.h"
-#include "runtime/cpu/half.h"
-#include "runtime/cuda/error.h"
 #include "test_util.h"
 
 namespace onecat {

@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "cache/sha256.h"
+#include "base/error.h"
+#include "base/sha256.h"
 #include "cache/store.h"
 #include "codegen/family.h"
 #include "codegen/templates.h"
-#include "runtime/cuda/error.h"
 #include "runtime/cuda/nvrtc.h"
 #include "runtime/jit/compiler.h"
 #include "runtime/jit/service.h"

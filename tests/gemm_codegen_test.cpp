@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <set>
 
+#include "base/error.h"
 #include "codegen/family.h"
 #include "codegen/gemm/emit.h"
 #include "codegen/gemm/space.h"
-#include "runtime/cuda/error.h"
 #include "runtime/cuda/nvrtc.h"
 #include "runtime/jit/compiler.h"
 #include "tests/compile_checks.h"

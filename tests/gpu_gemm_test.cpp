@@ -6,10 +6,10 @@
 #include <set>
 #include <string>
 
+#include "base/error.h"
 #include "cache/store.h"
 #include "codegen/family.h"
 #include "codegen/gemm/config.h"
-#include "runtime/cuda/error.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/jit/module_table.h"
 #include "runtime/jit/service.h"

@@ -6,12 +6,12 @@
 #include <cstdio>
 #include <string>
 
+#include "base/half.h"
 #include "cache/store.h"
 #include "codegen/family.h"
-#include "runtime/cuda/driver.h"
 #include "codegen/rmsnorm/op.h"
-#include "runtime/cpu/half.h"
 #include "runtime/cpu/rmsnorm.h"
+#include "runtime/cuda/driver.h"
 #include "runtime/engine/prepared_op.h"
 #include "runtime/jit/module_table.h"
 #include "runtime/jit/service.h"

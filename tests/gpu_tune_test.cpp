@@ -5,9 +5,9 @@
 
 #include <chrono>
 
+#include "base/error.h"
 #include "cache/store.h"
 #include "codegen/family.h"
-#include "runtime/cuda/error.h"
 #include "runtime/engine/store_resolver.h"
 #include "runtime/jit/service.h"
 #include "tuner/measure.h"

@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "runtime/cpu/half.h"
+#include "base/half.h"
 #include "runtime/cpu/rmsnorm.h"
 
 namespace onecat {

@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
 #include "codegen/family.h"
 #include "models/config.h"
 #include "models/plan.h"
-#include "runtime/cuda/error.h"
 #include "test_util.h"
 
 namespace onecat::models {
@@ -162,6 +162,149 @@ TEST(ModelConfig, RejectsMalformedFields) {
 
   expect_throw<InputError>([] { parse_model_config("{\"hidden_size\": ", "/x/config.json"); }, {"/x/config.json", "not valid JSON"});
   expect_throw<InputError>([] { parse_model_config("[1, 2]", "/x/config.json"); }, {"/x/config.json", "object"});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rotary embedding: rope_theta + rope_scaling (transformers 4) or rope_parameters (transformers 5)
+
+using Scaling = cpu::RopeParams::Scaling;
+
+TEST(ModelRope, DefaultAndTheta) {
+  ModelConfig m = parse(qwen3_8b_json());
+  EXPECT_EQ(m.rope.scaling, Scaling::kNone);
+  EXPECT_EQ(m.rope.theta, 1e6);
+  EXPECT_EQ(m.max_position_embeddings, 40960);
+  // No rope_theta: transformers' default for these architectures.
+  json j = qwen25_7b_json();
+  EXPECT_EQ(parse(j).rope.theta, 10000);
+  EXPECT_EQ(parse(j).max_position_embeddings, 0);
+  j["rope_scaling"] = nullptr;  // what Qwen's configs write
+  j["rope_theta"] = 1234.5;
+  EXPECT_EQ(parse(j).rope.scaling, Scaling::kNone);
+  EXPECT_EQ(parse(j).rope.theta, 1234.5);
+  j["rope_scaling"] = {{"rope_type", "default"}};
+  EXPECT_EQ(parse(j).rope.scaling, Scaling::kNone);
+}
+
+TEST(ModelRope, Llama3) {
+  // meta-llama/Llama-3.1-8B's
+  json j = qwen3_8b_json();
+  j["architectures"] = {"LlamaForCausalLM"};
+  j["rope_theta"] = 500000.0;
+  j["rope_scaling"] = {{"factor", 8.0},
+                       {"low_freq_factor", 1.0},
+                       {"high_freq_factor", 4.0},
+                       {"original_max_position_embeddings", 8192},
+                       {"rope_type", "llama3"}};
+  const cpu::RopeParams r = parse(j).rope;
+  EXPECT_EQ(r.scaling, Scaling::kLlama3);
+  EXPECT_EQ(std::tuple(r.theta, r.factor, r.low_freq_factor, r.high_freq_factor, r.original_max_position),
+            std::tuple(500000.0, 8.0, 1.0, 4.0, int64_t(8192)));
+  EXPECT_EQ(builtin_model("llama-3.1-8b").rope.scaling, Scaling::kLlama3);
+  EXPECT_EQ(builtin_model("llama-3.1-8b").rope.original_max_position, 8192);
+
+  // transformers 5 takes a top-level original_max_position_embeddings first (Phi-3 style), and
+  // max_position_embeddings when neither says.
+  j["original_max_position_embeddings"] = 4096;
+  EXPECT_EQ(parse(j).rope.original_max_position, 4096);
+  j.erase("original_max_position_embeddings");
+  j["rope_scaling"].erase("original_max_position_embeddings");
+  EXPECT_EQ(parse(j).rope.original_max_position, 40960);
+  j.erase("max_position_embeddings");
+  parse_error(j, {"/ckpt/config.json", "\"rope_scaling.original_max_position_embeddings\"", "missing",
+                  "max_position_embeddings"});
+  j["rope_scaling"]["original_max_position_embeddings"] = 8192;
+  j["rope_scaling"]["high_freq_factor"] = 1.0;
+  parse_error(j, {"\"rope_scaling.high_freq_factor\"", "larger than low_freq_factor"});
+}
+
+TEST(ModelRope, LinearWithTheOldTypeKey) {
+  json j = qwen3_8b_json();
+  j["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
+  const cpu::RopeParams r = parse(j).rope;
+  EXPECT_EQ(r.scaling, Scaling::kLinear);
+  EXPECT_EQ(r.factor, 2.0);
+  EXPECT_EQ(r.theta, 1e6);
+  j["rope_scaling"]["factor"] = 0;
+  parse_error(j, {"\"rope_scaling.factor\"", "positive"});
+  j["rope_scaling"]["factor"] = "2";
+  parse_error(j, {"\"rope_scaling.factor\"", "number", "string"});
+  j["rope_scaling"].erase("factor");
+  parse_error(j, {"\"rope_scaling.factor\"", "missing"});
+}
+
+TEST(ModelRope, Yarn) {
+  // Qwen's recommended long-context setting for Qwen3.
+  json j = qwen3_8b_json();
+  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 32768}};
+  cpu::RopeParams r = parse(j).rope;
+  EXPECT_EQ(r.scaling, Scaling::kYarn);
+  EXPECT_EQ(std::tuple(r.factor, r.original_max_position, r.beta_fast, r.beta_slow, r.attention_factor),
+            std::tuple(4.0, int64_t(32768), 32.0, 1.0, 0.0));
+  EXPECT_TRUE(r.truncate);
+  // Without original_max_position_embeddings, transformers takes max_position_embeddings.
+  j["rope_scaling"].erase("original_max_position_embeddings");
+  EXPECT_EQ(parse(j).rope.original_max_position, 40960);
+  // DeepSeek-style fields.
+  j["rope_scaling"] = {{"type", "yarn"},           {"factor", 40},      {"beta_fast", 16},
+                       {"beta_slow", 2},           {"mscale", 1.0},     {"mscale_all_dim", 0.5},
+                       {"attention_factor", 1.25}, {"truncate", false}, {"original_max_position_embeddings", 4096}};
+  r = parse(j).rope;
+  EXPECT_EQ(std::tuple(r.factor, r.beta_fast, r.beta_slow, r.mscale, r.mscale_all_dim, r.attention_factor),
+            std::tuple(40.0, 16.0, 2.0, 1.0, 0.5, 1.25));
+  EXPECT_FALSE(r.truncate);
+  EXPECT_EQ(r.original_max_position, 4096);
+  j["rope_scaling"]["truncate"] = "no";
+  parse_error(j, {"\"rope_scaling.truncate\"", "true or false"});
+  // No factor: transformers derives it from the two lengths.
+  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", nullptr}, {"original_max_position_embeddings", 32768}};
+  EXPECT_EQ(parse(j).rope.factor, 40960.0 / 32768.0);
+  j.erase("max_position_embeddings");
+  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+  parse_error(j, {"\"rope_scaling.original_max_position_embeddings\"", "max_position_embeddings"});
+}
+
+TEST(ModelRope, RopeParametersOfTransformers5) {
+  json j = qwen3_8b_json();
+  j.erase("rope_theta");
+  j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 250000.0}};
+  EXPECT_EQ(parse(j).rope.theta, 250000.0);
+  EXPECT_EQ(parse(j).rope.scaling, Scaling::kNone);
+  j["rope_parameters"] = {
+      {"rope_type", "yarn"}, {"rope_theta", 1e6}, {"factor", 4.0}, {"original_max_position_embeddings", 32768}};
+  // A null or empty rope_scaling leaves rope_parameters in charge …
+  j["rope_scaling"] = nullptr;
+  cpu::RopeParams r = parse(j).rope;
+  EXPECT_EQ(r.scaling, Scaling::kYarn);
+  EXPECT_EQ(std::tuple(r.theta, r.factor, r.original_max_position), std::tuple(1e6, 4.0, int64_t(32768)));
+  j["rope_scaling"] = json::object();
+  EXPECT_EQ(parse(j).rope.scaling, Scaling::kYarn);
+  // … a real one replaces it, as in transformers 5 (its theta, else the top-level one, else 10000).
+  j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.0}};
+  r = parse(j).rope;
+  EXPECT_EQ(r.scaling, Scaling::kLinear);
+  EXPECT_EQ(r.theta, 10000);
+  j.erase("rope_scaling");
+  j["rope_parameters"]["rope_theta"] = -1;
+  parse_error(j, {"\"rope_parameters.rope_theta\"", "positive"});
+}
+
+TEST(ModelRope, RefusesWhatItCannotRotate) {
+  json j = qwen3_8b_json();
+  j["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 2.0}};
+  const std::string e =
+      parse_error(j, {"/ckpt/config.json", "\"rope_scaling.rope_type\"", "dynamic", "default, linear, llama3, yarn"});
+  EXPECT_EQ(e.find(". "), std::string::npos) << "one sentence: " << e;
+  j["rope_scaling"] = {{"type", "longrope"}};
+  parse_error(j, {"\"rope_scaling.type\"", "longrope"});
+  j["rope_scaling"] = "yarn";
+  parse_error(j, {"\"rope_scaling\"", "object"});
+  j = qwen3_8b_json();
+  j["rope_theta"] = 0;
+  parse_error(j, {"\"rope_theta\"", "positive"});
+  j = qwen3_8b_json();
+  j["partial_rotary_factor"] = 0.5;
+  parse_error(j, {"\"partial_rotary_factor\"", "whole head"});
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <string>
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 #include "runtime/cuda/nvrtc.h"
 #include "tests/test_util.h"
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 #include "runtime/jit/ptxas_report.h"
 #include "tests/test_util.h"
 

@@ -15,13 +15,13 @@
 #include <string>
 #include <vector>
 
-#include "models/quant/e2m1.h"
-#include "models/quant/e4m3.h"
-#include "models/quant/format.h"
+#include "base/e2m1.h"
+#include "base/e4m3.h"
+#include "base/error.h"
+#include "base/half.h"
+#include "codegen/weight_format.h"
 #include "models/quant/pack.h"
 #include "runtime/cpu/gemm.h"
-#include "runtime/cpu/half.h"
-#include "runtime/cuda/error.h"
 #include "tests/test_util.h"
 
 namespace onecat {

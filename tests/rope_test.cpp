@@ -12,12 +12,13 @@
 #include <set>
 #include <vector>
 
+#include "runtime/cpu/embedding.h"
+#include "base/half.h"
+#include "base/error.h"
 #include "codegen/family.h"
 #include "codegen/rope/config.h"
 #include "codegen/rope/space.h"
 #include "codegen/rope/spec.h"
-#include "runtime/cpu/half.h"
-#include "runtime/cuda/error.h"
 #include "runtime/cuda/nvrtc.h"
 #include "runtime/jit/compiler.h"
 #include "tests/compile_checks.h"

@@ -6,7 +6,7 @@
 #include <set>
 #include <string>
 
-#include "cache/sha256.h"
+#include "base/sha256.h"
 
 namespace onecat {
 namespace {

@@ -13,14 +13,14 @@
 #include <string>
 #include <vector>
 
-#include "codegen/arch.h"
+#include "base/arch.h"
+#include "base/error.h"
 #include "codegen/family.h"
 #include "codegen/rmsnorm/config.h"
 #include "codegen/rmsnorm/space.h"
 #include "codegen/rmsnorm/spec.h"
 #include "codegen/spec_text.h"
 #include "codegen/tokens.h"
-#include "runtime/cuda/error.h"
 #include "tests/test_util.h"
 
 namespace onecat {

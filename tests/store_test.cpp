@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
+#include "base/sha256.h"
 #include "cache/paths.h"
-#include "cache/sha256.h"
 #include "cache/store.h"
-#include "runtime/cuda/error.h"
 #include "codegen/family.h"
 #include "runtime/jit/compiler.h"
 #include "runtime/jit/service.h"

@@ -14,10 +14,10 @@
 #include <set>
 #include <sstream>
 
+#include "base/error.h"
 #include "models/tokenizer/decode_stream.h"
 #include "models/tokenizer/regex.h"
 #include "models/tokenizer/unicode.h"
-#include "runtime/cuda/error.h"
 
 namespace fs = std::filesystem;
 using onecat::tokenizer::DecodeStream;

@@ -10,10 +10,10 @@
 #include <random>
 #include <set>
 
+#include "base/error.h"
+#include "base/half.h"
 #include "codegen/family.h"
-#include "runtime/cpu/half.h"
 #include "runtime/cuda/driver.h"
-#include "runtime/cuda/error.h"
 #include "runtime/engine/dispatch.h"
 #include "tests/test_util.h"
 #include "tuner/gemm_rig.h"

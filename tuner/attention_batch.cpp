@@ -5,10 +5,10 @@
 #include <cstring>
 #include <numeric>
 
+#include "base/error.h"
+#include "base/half.h"
 #include "codegen/attention/emit.h"
 #include "codegen/attention/op.h"
-#include "runtime/cpu/half.h"
-#include "runtime/cuda/error.h"
 #include "tuner/random_weight.h"
 
 namespace onecat {

@@ -5,16 +5,16 @@
 #include <cstring>
 #include <random>
 
+#include "base/error.h"
+#include "base/half.h"
 #include "codegen/family.h"
 #include "codegen/gemm/emit.h"
 #include "codegen/gemm/space.h"
 #include "runtime/cpu/gemm.h"
-#include "runtime/cpu/half.h"
 #include "runtime/cuda/cublas.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/jit/module_table.h"
 #include "runtime/jit/service.h"
-#include "runtime/cuda/error.h"
 #include "tuner/gemm_rig.h"
 #include "tuner/tuner.h"
 #include "tuner/workload.h"

@@ -3,11 +3,11 @@
 #include <cmath>
 #include <cstring>
 
+#include "base/error.h"
+#include "base/half.h"
 #include "codegen/gemm/emit.h"
 #include "codegen/gemm/op.h"
 #include "runtime/cpu/gemm.h"
-#include "runtime/cpu/half.h"
-#include "runtime/cuda/error.h"
 #include "tuner/output_compare.h"
 #include "tuner/random_weight.h"
 #include "tuner/workload.h"

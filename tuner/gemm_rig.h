@@ -12,7 +12,7 @@
 
 #include "codegen/gemm/config.h"
 #include "codegen/gemm/spec.h"
-#include "models/quant/format.h"
+#include "codegen/weight_format.h"
 #include "runtime/cuda/cublas.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/jit/module_table.h"

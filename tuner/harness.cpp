@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 #include "tuner/workload.h"
 
 namespace onecat {
@@ -12,6 +12,7 @@ std::unique_ptr<Workload> gemm_workload(const std::string& spec, int64_t m, uint
 std::unique_ptr<Workload> attention_workload(const std::string& spec, int64_t m, uint64_t seed);
 std::unique_ptr<Workload> embedding_workload(const std::string& spec, int64_t m, uint64_t seed);
 std::unique_ptr<Workload> rope_workload(const std::string& spec, int64_t m, uint64_t seed);
+std::unique_ptr<Workload> sampling_workload(const std::string& spec, int64_t m, uint64_t seed);
 
 const FamilyHarness& harness_of(const Family& family) {
   // Keyed by the registered family objects themselves; names are read once, here.
@@ -22,6 +23,7 @@ const FamilyHarness& harness_of(const Family& family) {
         {"attention", {attention_workload, check_attention}},
         {"embedding", {embedding_workload, check_embedding}},
         {"rope", {rope_workload, check_rope}},
+        {"sampling", {sampling_workload, check_sampling}},
     };
     std::map<const Family*, FamilyHarness> out;
     for (const Family* f : all_families()) {

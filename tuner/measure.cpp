@@ -6,8 +6,8 @@
 #include <mutex>
 #include <vector>
 
+#include "base/error.h"
 #include "runtime/cuda/driver.h"
-#include "runtime/cuda/error.h"
 
 namespace onecat {
 namespace {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "runtime/cpu/half.h"
+#include "base/half.h"
 #include "runtime/cpu/parallel.h"
 
 namespace onecat {

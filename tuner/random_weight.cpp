@@ -4,8 +4,8 @@
 #include <cstring>
 #include <numeric>
 
-#include "models/quant/e4m3.h"
-#include "runtime/cpu/half.h"
+#include "base/e4m3.h"
+#include "base/half.h"
 #include "runtime/cpu/parallel.h"
 
 namespace onecat {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "codegen/gemm/spec.h"
-#include "models/quant/format.h"
+#include "codegen/weight_format.h"
 
 namespace onecat {
 

@@ -4,8 +4,8 @@
 #include <chrono>
 #include <cmath>
 
+#include "base/error.h"
 #include "runtime/cuda/driver.h"
-#include "runtime/cuda/error.h"
 #include "runtime/cuda/nvrtc.h"
 #include "runtime/engine/session.h"
 #include "runtime/jit/module_table.h"

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <random>
 
-#include "runtime/cpu/half.h"
-#include "runtime/cuda/error.h"
+#include "base/error.h"
+#include "base/half.h"
 #include "tuner/harness.h"
 
 namespace onecat {

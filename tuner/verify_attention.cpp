@@ -4,10 +4,10 @@
 #include <cmath>
 #include <random>
 
+#include "base/error.h"
+#include "base/half.h"
 #include "codegen/attention/emit.h"
 #include "runtime/cpu/attention.h"
-#include "runtime/cpu/half.h"
-#include "runtime/cuda/error.h"
 
 namespace onecat {
 namespace {

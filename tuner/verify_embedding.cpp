@@ -6,7 +6,7 @@
 #include "codegen/embedding/emit.h"
 #include "codegen/embedding/op.h"
 #include "runtime/cpu/embedding.h"
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 #include "tuner/attention_batch.h"
 #include "tuner/random_weight.h"
 #include "tuner/verify.h"

@@ -1,9 +1,9 @@
 #include <random>
 #include <vector>
 
+#include "base/half.h"
 #include "codegen/rmsnorm/emit.h"
 #include "codegen/rmsnorm/op.h"
-#include "runtime/cpu/half.h"
 #include "runtime/cpu/rmsnorm.h"
 #include "tuner/random_weight.h"
 #include "tuner/verify.h"

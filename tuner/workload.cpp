@@ -7,19 +7,21 @@
 #include <random>
 #include <vector>
 
+#include "base/error.h"
+#include "base/half.h"
 #include "codegen/attention/emit.h"
 #include "codegen/embedding/op.h"
 #include "codegen/gemm/emit.h"
 #include "codegen/rmsnorm/emit.h"
 #include "codegen/rmsnorm/op.h"
 #include "codegen/rope/op.h"
-#include "runtime/cpu/half.h"
 #include "runtime/cpu/rope.h"
-#include "runtime/cuda/error.h"
+#include "codegen/sampling/op.h"
 #include "tuner/attention_batch.h"
 #include "tuner/gemm_rig.h"
 #include "tuner/harness.h"
 #include "tuner/random_weight.h"
+#include "tuner/sampling_batch.h"
 #include "tuner/verify_attention.h"
 
 namespace onecat {
@@ -268,6 +270,80 @@ class AttentionWorkload final : public Workload {
   std::unique_ptr<AttentionCheck> checker_;
 };
 
+// sampling at bucket m: m rows of the check's random mix of settings (greedy, every filter,
+// penalties with histories), their logits in copies rotated past the L2; argmax: m rows of
+// random logits. The settings and histories stay put (they are small).
+class SamplingWorkload final : public Workload {
+ public:
+  SamplingWorkload(const std::string& spec_text, int64_t m, uint64_t seed)
+      : spec_(sampling::Spec::parse(spec_text)), rows_(std::max<int64_t>(m, 1)), seed_(seed) {
+    std::vector<float> logits;
+    if (spec_.op == sampling::Op::kSample) {
+      SamplingBatch b = make_sampling_batch(spec_.vocab, rows_, spec_.logprobs, seed);
+      const std::vector<sampling::RowParams> rp = b.row_params();
+      params_ = DeviceBuffer::from_host(rp.data(), rp.size() * sizeof(sampling::RowParams));
+      offsets_ = DeviceBuffer::from_host(b.offsets.data(), b.offsets.size() * 4);
+      ids_ = DeviceBuffer::from_host(b.ids.data(), std::max<size_t>(b.ids.size(), 1) * 4);
+      table_ = DeviceBuffer(size_t(std::max<int64_t>(sampling::history_table_bytes(int64_t(b.ids.size())), 16)));
+      logits = std::move(b.logits);
+      const size_t width = size_t(std::max(spec_.logprobs, 1));
+      token_logprobs_ = DeviceBuffer(size_t(rows_) * 4);
+      top_ids_ = DeviceBuffer(size_t(rows_) * width * 4);
+      top_logprobs_ = DeviceBuffer(size_t(rows_) * width * 4);
+    } else {
+      logits = make_argmax_logits(spec_.vocab, rows_, seed);
+    }
+    tokens_ = DeviceBuffer(size_t(rows_) * 4);
+    const size_t bytes = logits.size() * 4;
+    stride_ = (bytes + 255) / 256 * 256;
+    copies_ = rotation_copies(bytes, l2_bytes());
+    std::vector<float> padded(stride_ / 4, 0.f);
+    std::copy(logits.begin(), logits.end(), padded.begin());
+    logits_ = upload_tiled(padded.data(), stride_, stride_ * size_t(copies_));
+  }
+
+  void launch(const LoadedKernel& kernel, const std::string& config, int i) override {
+    const sampling::Config c = sampling::Config::parse(spec_, config);
+    const CUdeviceptr logits = logits_.ptr() + CUdeviceptr(size_t(i % copies_) * stride_);
+    if (spec_.op == sampling::Op::kArgmax) {
+      // Zeroed when grown; every launch leaves the counters at 0.
+      const size_t ws = size_t(std::max<int64_t>(sampling::workspace_bytes(spec_, c, rows_), 16));
+      if (workspace_.bytes() < ws) {
+        workspace_ = DeviceBuffer(ws);
+        workspace_.fill_bytes(0);
+      }
+      onecat::launch(
+          kernel, sampling::make_call(spec_, c, sampling::ArgmaxArgs{tokens_.ptr(), logits, workspace_.ptr(), rows_}),
+          nullptr);
+      return;
+    }
+    sampling::Args a;
+    a.tokens = tokens_.ptr();
+    a.token_logprobs = token_logprobs_.ptr();
+    a.top_ids = spec_.logprobs ? top_ids_.ptr() : 0;
+    a.top_logprobs = spec_.logprobs ? top_logprobs_.ptr() : 0;
+    a.logits = logits;
+    a.params = params_.ptr();
+    a.history_offsets = offsets_.ptr();
+    a.history_ids = ids_.ptr();
+    a.history_table = table_.ptr();
+    a.rows = rows_;
+    onecat::launch(kernel, sampling::make_call(spec_, c, a), nullptr);
+  }
+
+  CheckResult check(const LoadedKernel& kernel, const std::string& config) override {
+    return check_sampling(spec_.to_string(), config, kernel, rows_, seed_ + 1);
+  }
+
+ private:
+  sampling::Spec spec_;
+  int64_t rows_;
+  uint64_t seed_;
+  size_t stride_ = 0;
+  int copies_ = 1;
+  DeviceBuffer logits_, params_, offsets_, ids_, table_, tokens_, token_logprobs_, top_ids_, top_logprobs_, workspace_;
+};
+
 }  // namespace
 
 void release_workloads() { kept_rig().reset(); }
@@ -302,6 +378,10 @@ std::unique_ptr<Workload> embedding_workload(const std::string& spec, int64_t m,
 
 std::unique_ptr<Workload> rope_workload(const std::string& spec, int64_t m, uint64_t seed) {
   return std::make_unique<RopeWorkload>(spec, m, seed);
+}
+
+std::unique_ptr<Workload> sampling_workload(const std::string& spec, int64_t m, uint64_t seed) {
+  return std::make_unique<SamplingWorkload>(spec, m, seed);
 }
 
 std::unique_ptr<Workload> make_workload(const Family& family, const std::string& spec, int64_t m, uint64_t seed) {

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
+#include "base/error.h"
 #include "codegen/spec_text.h"
-#include "runtime/cuda/error.h"
 
 namespace onecat::attention {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "codegen/arch.h"
+#include "base/arch.h"
 #include "codegen/attention/config.h"
 
 namespace onecat::attention {

@@ -1,7 +1,7 @@
 #include "codegen/attention/spec.h"
 
+#include "base/error.h"
 #include "codegen/spec_text.h"
-#include "runtime/cuda/error.h"
 
 namespace onecat::attention {
 

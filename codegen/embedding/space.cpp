@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "codegen/tokens.h"
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat::embedding {
 namespace {

@@ -1,7 +1,7 @@
 #include "codegen/embedding/spec.h"
 
 #include "codegen/spec_text.h"
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat::embedding {
 

@@ -4,7 +4,7 @@
 #include <bit>
 #include <tuple>
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat::gemm {
 namespace {

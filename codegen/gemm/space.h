@@ -1,6 +1,6 @@
 // gemm search space: the tuner's candidates and the deterministic default per M.
 #pragma once
-#include "codegen/arch.h"
+#include "base/arch.h"
 #include <cstdint>
 #include <vector>
 

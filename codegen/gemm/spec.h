@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "models/quant/format.h"
+#include "codegen/weight_format.h"
 
 namespace onecat::gemm {
 

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
+#include "base/error.h"
 #include "codegen/tokens.h"
-#include "runtime/cuda/error.h"
 
 namespace onecat::rmsnorm {
 namespace {

@@ -2,7 +2,7 @@
 
 #include "codegen/spec_text.h"
 #include "codegen/tokens.h"
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat::rope {
 namespace {

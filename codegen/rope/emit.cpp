@@ -1,6 +1,6 @@
 #include "codegen/rope/emit.h"
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat::rope {
 

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "codegen/tokens.h"
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat::rope {
 namespace {

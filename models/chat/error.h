@@ -2,7 +2,7 @@
 #pragma once
 #include <string>
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat::chat {
 

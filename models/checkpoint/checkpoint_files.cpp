@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat::models {
 namespace fs = std::filesystem;

@@ -1,8 +1,8 @@
 #include "models/checkpoint/linear.h"
 
+#include "base/error.h"
 #include "models/checkpoint/tensor_values.h"
 #include "models/quant/pack.h"
-#include "runtime/cuda/error.h"
 
 namespace onecat::models {
 namespace {

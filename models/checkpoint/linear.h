@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "codegen/weight_format.h"
 #include "models/checkpoint/checkpoint_files.h"
 #include "models/config.h"
-#include "models/quant/format.h"
 
 namespace onecat::models {
 

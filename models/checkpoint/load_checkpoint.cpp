@@ -2,13 +2,13 @@
 #include <exception>
 #include <filesystem>
 
+#include "base/error.h"
 #include "models/checkpoint/checkpoint_files.h"
 #include "models/checkpoint/linear.h"
 #include "models/checkpoint/load_progress.h"
 #include "models/checkpoint/loaded_model.h"
 #include "models/checkpoint/tensor_values.h"
 #include "runtime/cpu/parallel.h"
-#include "runtime/cuda/error.h"
 
 namespace onecat::models {
 namespace {

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "codegen/weight_format.h"
 #include "models/config.h"
-#include "models/quant/format.h"
 
 namespace onecat::models {
 

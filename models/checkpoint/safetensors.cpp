@@ -11,7 +11,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat::models {
 namespace {

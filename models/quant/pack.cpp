@@ -9,9 +9,9 @@
 #include <string>
 #include <string_view>
 
-#include "models/quant/e4m3.h"
-#include "runtime/cpu/half.h"
-#include "runtime/cuda/error.h"
+#include "base/e4m3.h"
+#include "base/error.h"
+#include "base/half.h"
 
 namespace onecat::quant {
 namespace {

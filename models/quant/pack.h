@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <span>
 
-#include "models/quant/format.h"
+#include "codegen/weight_format.h"
 
 namespace onecat::quant {
 

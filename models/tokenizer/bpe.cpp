@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <queue>
 
+#include "base/error.h"
 #include "models/tokenizer/unicode.h"
-#include "runtime/cuda/error.h"
 
 namespace onecat::tokenizer {
 

@@ -1,6 +1,6 @@
 #include "models/tokenizer/decode_stream.h"
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat::tokenizer {
 

@@ -2,9 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
 #include "models/tokenizer/pattern.h"
 #include "models/tokenizer/unicode.h"
-#include "runtime/cuda/error.h"
 
 namespace onecat::tokenizer {
 

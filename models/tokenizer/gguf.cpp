@@ -3,7 +3,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat::tokenizer {
 

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <numeric>
 
+#include "base/error.h"
 #include "models/tokenizer/definition.h"
 #include "models/tokenizer/gguf.h"
 #include "models/tokenizer/gguf_pretokenizers.h"
 #include "models/tokenizer/tokenizer.h"
-#include "runtime/cuda/error.h"
 
 namespace onecat::tokenizer {
 

@@ -6,9 +6,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/error.h"
 #include "models/tokenizer/definition.h"
 #include "models/tokenizer/tokenizer.h"
-#include "runtime/cuda/error.h"
 
 namespace onecat::tokenizer {
 

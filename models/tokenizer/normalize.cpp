@@ -6,10 +6,10 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
 #include "models/tokenizer/pattern.h"
 #include "models/tokenizer/unicode.h"
 #include "models/tokenizer/unicode_tables.h"
-#include "runtime/cuda/error.h"
 
 namespace onecat::tokenizer {
 

@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat::tokenizer {
 

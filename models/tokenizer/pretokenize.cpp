@@ -4,10 +4,10 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "base/error.h"
 #include "models/tokenizer/pattern.h"
 #include "models/tokenizer/unicode.h"
 #include "models/tokenizer/unicode_tables.h"
-#include "runtime/cuda/error.h"
 
 namespace onecat::tokenizer {
 

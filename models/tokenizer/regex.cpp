@@ -3,9 +3,9 @@
 
 #include <pcre2.h>
 
+#include "base/error.h"
 #include "models/tokenizer/unicode.h"
 #include "models/tokenizer/unicode_tables.h"
-#include "runtime/cuda/error.h"
 
 namespace onecat::tokenizer {
 

@@ -2,6 +2,7 @@
 
 #include <unordered_map>
 
+#include "base/error.h"
 #include "models/tokenizer/added_tokens.h"
 #include "models/tokenizer/bpe.h"
 #include "models/tokenizer/decoder.h"
@@ -10,7 +11,6 @@
 #include "models/tokenizer/post_process.h"
 #include "models/tokenizer/pretokenize.h"
 #include "models/tokenizer/unicode.h"
-#include "runtime/cuda/error.h"
 
 namespace onecat::tokenizer {
 

@@ -1,6 +1,6 @@
 #include "models/tokenizer/vocab.h"
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat::tokenizer {
 

@@ -12,13 +12,13 @@
 #include <tuple>
 #include <utility>
 
+#include "base/error.h"
 #include "codegen/attention/emit.h"
 #include "codegen/attention/op.h"
 #include "python/bindings/array.h"
 #include "python/bindings/families.h"
 #include "python/bindings/kv_cache.h"
 #include "python/bindings/runtime.h"
-#include "runtime/cuda/error.h"
 
 namespace onecat::python {
 namespace {

@@ -5,14 +5,14 @@
 #include <cstdlib>
 #include <thread>
 
-#include "cache/export.h"
+#include "base/error.h"
 #include "cache/paths.h"
 #include "codegen/family.h"
 #include "python/bindings/array.h"
 #include "python/bindings/families.h"
 #include "python/bindings/runtime.h"
-#include "runtime/cuda/error.h"
-#include "runtime/info.h"
+#include "runtime/engine/info.h"
+#include "runtime/jit/import.h"
 #include "tuner/tuner.h"
 
 namespace onecat::python {

@@ -2,12 +2,12 @@
 // table's slice (codegen/embedding, docs/embedding.md).
 #include <climits>
 
+#include "base/error.h"
 #include "codegen/embedding/emit.h"
 #include "codegen/embedding/op.h"
 #include "python/bindings/array.h"
 #include "python/bindings/families.h"
 #include "python/bindings/runtime.h"
-#include "runtime/cuda/error.h"
 
 namespace onecat::python {
 namespace {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 
+#include "base/error.h"
 #include "codegen/gemm/emit.h"
 #include "codegen/gemm/op.h"
 #include "models/quant/pack.h"
@@ -14,7 +15,6 @@
 #include "python/bindings/families.h"
 #include "python/bindings/runtime.h"
 #include "runtime/cpu/gemm.h"
-#include "runtime/cuda/error.h"
 #include "runtime/engine/dispatch.h"
 
 namespace onecat::python {

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "base/error.h"
 #include "python/bindings/families.h"
-#include "runtime/cuda/error.h"
 
 namespace {
 
@@ -49,4 +49,5 @@ PYBIND11_MODULE(_C, m) {
   onecat::python::bind_rope(m);
   onecat::python::bind_tokenizer(m);
   onecat::python::bind_chat_template(m);
+  onecat::python::bind_model(m);
 }

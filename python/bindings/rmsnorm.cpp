@@ -2,12 +2,12 @@
 // fused residual add writing residual <- x + residual in place (codegen/rmsnorm).
 #include <climits>
 
+#include "base/error.h"
 #include "codegen/rmsnorm/emit.h"
 #include "codegen/rmsnorm/op.h"
 #include "python/bindings/array.h"
 #include "python/bindings/families.h"
 #include "python/bindings/runtime.h"
-#include "runtime/cuda/error.h"
 
 namespace onecat::python {
 namespace {

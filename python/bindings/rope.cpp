@@ -10,13 +10,13 @@
 #include <utility>
 #include <vector>
 
+#include "base/error.h"
 #include "codegen/rope/emit.h"
 #include "codegen/rope/op.h"
 #include "python/bindings/array.h"
 #include "python/bindings/families.h"
 #include "python/bindings/kv_cache.h"
 #include "python/bindings/runtime.h"
-#include "runtime/cuda/error.h"
 
 namespace onecat::python {
 namespace {

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "runtime/cpu/half.h"
+#include "base/error.h"
+#include "base/half.h"
 #include "runtime/cpu/parallel.h"
-#include "runtime/cuda/error.h"
 
 namespace onecat::cpu {
 namespace {

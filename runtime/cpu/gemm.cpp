@@ -4,10 +4,10 @@
 #include <cstring>
 #include <string>
 
-#include "models/quant/e2m1.h"
-#include "models/quant/e4m3.h"
-#include "runtime/cpu/half.h"
-#include "runtime/cuda/error.h"
+#include "base/e2m1.h"
+#include "base/e4m3.h"
+#include "base/error.h"
+#include "base/half.h"
 
 namespace onecat::cpu {
 namespace {

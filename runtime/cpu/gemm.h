@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "models/quant/format.h"
+#include "codegen/weight_format.h"
 
 namespace onecat::cpu {
 

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <vector>
 
-#include "runtime/cpu/half.h"
+#include "base/half.h"
 
 namespace onecat::cpu {
 

@@ -1,6 +1,6 @@
 #include "runtime/cuda/cublas.h"
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat {
 namespace {

@@ -4,7 +4,7 @@
 #include <mutex>
 #include <utility>
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat {
 namespace {

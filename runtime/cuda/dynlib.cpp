@@ -5,7 +5,7 @@
 
 #include <utility>
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat {
 

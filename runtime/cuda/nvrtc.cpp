@@ -10,7 +10,7 @@
 #include <mutex>
 #include <set>
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/arch.h"
+#include "base/arch.h"
 #include "runtime/cuda/dynlib.h"
 
 namespace onecat {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <bit>
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat {
 

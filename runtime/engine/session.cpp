@@ -1,8 +1,8 @@
 #include "runtime/engine/session.h"
 
+#include "base/error.h"
 #include "cache/paths.h"
 #include "codegen/family.h"
-#include "runtime/cuda/error.h"
 #include "runtime/cuda/nvrtc.h"
 #include "runtime/engine/store_resolver.h"
 

@@ -4,9 +4,9 @@
 #include <cstdlib>
 #include <memory>
 
-#include "cache/sha256.h"
+#include "base/error.h"
+#include "base/sha256.h"
 #include "codegen/templates.h"
-#include "runtime/cuda/error.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/jit/debug.h"
 #include "runtime/jit/ptxas_report.h"

@@ -2,7 +2,7 @@
 
 #include <mutex>
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat {
 

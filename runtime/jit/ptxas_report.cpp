@@ -3,13 +3,13 @@
 #include <cctype>
 #include <sstream>
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat {
 namespace {
 
 // The number written just before " unit" in line ("37 registers"), 0 where there is none.
-// Plain string search, no std::regex (see codegen/arch.cpp).
+// Plain string search, no std::regex (see base/arch.cpp).
 int number_before(const std::string& line, const std::string& unit) {
   const std::string key = " " + unit;
   for (size_t at = line.find(key); at != std::string::npos; at = line.find(key, at + 1)) {

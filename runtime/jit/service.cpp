@@ -11,7 +11,7 @@
 #include <mutex>
 #include <thread>
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 #include "runtime/jit/debug.h"
 
 namespace onecat {

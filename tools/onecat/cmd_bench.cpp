@@ -5,9 +5,9 @@
 #include <memory>
 #include <sstream>
 
+#include "base/error.h"
 #include "cache/paths.h"
 #include "codegen/family.h"
-#include "runtime/cuda/error.h"
 #include "tools/onecat/commands.h"
 #include "tuner/bench_gemm.h"
 

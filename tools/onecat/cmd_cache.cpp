@@ -5,10 +5,10 @@
 #include <iostream>
 #include <memory>
 
-#include "cache/export.h"
+#include "base/error.h"
 #include "cache/paths.h"
 #include "cache/store.h"
-#include "runtime/cuda/error.h"
+#include "runtime/jit/import.h"
 #include "tools/onecat/commands.h"
 
 namespace onecat::cli {

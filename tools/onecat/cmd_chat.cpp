@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/error.h"
 #include "models/chat/chat_template.h"
-#include "runtime/cuda/error.h"
 #include "tools/onecat/commands.h"
 
 namespace onecat::cli {

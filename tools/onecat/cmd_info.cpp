@@ -7,9 +7,9 @@
 #include <iostream>
 #include <memory>
 
+#include "base/error.h"
 #include "runtime/cuda/driver.h"
-#include "runtime/cuda/error.h"
-#include "runtime/info.h"
+#include "runtime/engine/info.h"
 #include "tools/onecat/commands.h"
 
 namespace onecat::cli {

@@ -5,11 +5,11 @@
 #include <memory>
 #include <thread>
 
+#include "base/error.h"
 #include "cache/paths.h"
 #include "cache/store.h"
 #include "codegen/family.h"
 #include "runtime/cuda/driver.h"
-#include "runtime/cuda/error.h"
 #include "runtime/jit/module_table.h"
 #include "runtime/jit/service.h"
 #include "tools/onecat/commands.h"

@@ -9,13 +9,13 @@
 #include <sstream>
 #include <thread>
 
+#include "base/error.h"
 #include "cache/paths.h"
 #include "cache/store.h"
 #include "codegen/family.h"
 #include "models/config.h"
 #include "models/plan.h"
 #include "runtime/cuda/driver.h"
-#include "runtime/cuda/error.h"
 #include "runtime/jit/service.h"
 #include "tools/onecat/commands.h"
 #include "tuner/tuner.h"

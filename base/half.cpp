@@ -1,4 +1,4 @@
-#include "runtime/cpu/half.h"
+#include "base/half.h"
 
 #include <cstring>
 

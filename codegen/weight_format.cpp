@@ -1,10 +1,10 @@
-#include "models/quant/format.h"
+#include "codegen/weight_format.h"
 
 #include <array>
 #include <string>
 #include <utility>
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat::quant {
 namespace {

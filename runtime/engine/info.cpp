@@ -1,11 +1,11 @@
-#include "runtime/info.h"
+#include "runtime/engine/info.h"
 
+#include "base/error.h"
 #include "cache/paths.h"
 #include "cache/store.h"
 #include "codegen/family.h"
 #include "runtime/cuda/cublas.h"
 #include "runtime/cuda/driver.h"
-#include "runtime/cuda/error.h"
 #include "runtime/cuda/nvrtc.h"
 
 namespace onecat {

@@ -1,4 +1,4 @@
-#include "models/quant/e4m3.h"
+#include "base/e4m3.h"
 
 #include <cmath>
 #include <limits>

@@ -1,4 +1,4 @@
-#include "cache/sha256.h"
+#include "base/sha256.h"
 
 #include <cstring>
 

@@ -1,8 +1,8 @@
-#include "codegen/arch.h"
+#include "base/arch.h"
 
 #include <cctype>
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat {
 
