@@ -17,6 +17,7 @@
 #include "codegen/attention/op.h"
 #include "python/bindings/array.h"
 #include "python/bindings/families.h"
+#include "python/bindings/kv_cache.h"
 #include "python/bindings/runtime.h"
 
 namespace onecat::python {
@@ -73,13 +74,9 @@ int to_int(int64_t v, const std::string& label, const char* what) {
   return int(v);
 }
 
-// The K and V caches [pages][kv_heads][page][dim]: their kv type ("f16", "e4m3", "e5m2")
-// from the dtype and the `kv` argument (needed for uint8 caches).
-struct Caches {
-  ArrayView k, v;
-  std::string kv;
-};
+}  // namespace
 
+// Also rope's (kv_out=pages): python/bindings/kv_cache.h.
 Caches caches_of(py::handle k_cache, py::handle v_cache, const std::string& kv, const std::string& label, int device) {
   Caches c;
   const Arg ka{label.c_str(), "k_cache"}, va{label.c_str(), "v_cache"};
@@ -129,6 +126,8 @@ std::string scales_of(py::handle k_scale, py::handle v_scale, const Caches& c, A
   require_shape(vs, ks.shape, va);
   return ks.shape[0] == 1 ? "tensor" : "head";
 }
+
+namespace {
 
 struct Chosen {
   const LoadedKernel* kernel;
