@@ -5,7 +5,8 @@
 # the attention points of bench/points/before-after.txt (attention_bench points) and gemm at
 # the default config of each M (onecat bench). Writes $OUT/before_after.json: per point the
 # runs of each build, their medians and after / before.
-#   here:   bash bench/before_after.sh prepare REV   (REV's tree into .before/, ignored by git)
+#   here:   bash bench/before_after.sh prepare REV   (REV's tree into .before/, ignored by git;
+#           REV: the last commit before the change)
 #   device: bash bench/before_after.sh               (run tool carry: .device .before)
 # Environment: BEFORE (the before tree, default .before), POINTS (attention points file),
 # GEMM_SPECS (space separated), GEMM_MS (default 1,16,128,512), ROUNDS (runs per build and
@@ -14,9 +15,12 @@
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 if [ "${1:-}" = prepare ]; then
+  # Both builds time with this tree's driver (attention_bench.cpp: its `points` mode), so REV
+  # may predate it; the kernels, their codegen and onecat bench are REV's own.
   rev=${2:?usage: bench/before_after.sh prepare REV}
   rm -rf "$root/.before" && mkdir -p "$root/.before" &&
     git -C "$root" archive "$rev" | tar -x -C "$root/.before" &&
+    cp "$root/bench/attention_bench.cpp" "$root/.before/bench/attention_bench.cpp" &&
     git -C "$root" rev-parse "$rev" >"$root/.before/REVISION" &&
     echo "before tree: $(cat "$root/.before/REVISION") in $root/.before"
   exit $?
@@ -46,10 +50,9 @@ launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
-# Both trees are built the same way, the NVRTC search path (ONECAT_PROJECT_VENV) included, each
-# in build-ba/ under its root: the same relative paths, so ccache serves the before tree from
-# the after tree's objects where the sources agree. (Carry a .before fresh from `prepare`: a
-# local build-ba/ inside it would travel too.)
+# Both trees are built the same way, the NVRTC search path (ONECAT_PROJECT_VENV) included, into
+# build-ba-after/ and build-ba-before/ here: ignored, and outside the carried .before, so a warm
+# device keeps both builds for a second call (a call that ran out of time resumes measuring).
 build() {  # build NAME SOURCE_DIR BUILD_DIR
   log "build $1: $2"
   cmake -S "$2" -B "$3" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DONECAT_WERROR=OFF -DBUILD_TESTING=OFF \
@@ -57,14 +60,14 @@ build() {  # build NAME SOURCE_DIR BUILD_DIR
     cmake --build "$3" -j "$(nproc)" --target onecat attention_bench >>"$out/before_after_build.log" 2>&1 ||
     { tail -40 "$out/before_after_build.log"; exit 1; }
 }
-build before "$before" "$before/build-ba"
-build after "$root" "$root/build-ba"
+build before "$before" "$root/build-ba-before"
+build after "$root" "$root/build-ba-after"
 log "built both in $(($(date +%s) - start)) s"
 [ -z "${BUILD_ONLY:-}" ] || exit 0
 
 runs=$out/before_after_runs
 rm -rf "$runs" && mkdir -p "$runs"
-dir_of() { if [ "$1" = before ]; then echo "$before/build-ba"; else echo "$root/build-ba"; fi; }
+dir_of() { echo "$root/build-ba-$1"; }
 run_kind() {  # run_kind KIND BUILD ROUND
   local bin; bin=$(dir_of "$2")
   [ "$(left)" -gt 40 ] || { log "skip $1 $2 round $3: deadline"; return; }
@@ -130,7 +133,8 @@ json.dump({"before_revision": before_rev, "gpu": gpu, "points": table}, open(des
 for p in table:
     what = p["spec"] + (f" m={p['m']}" if p["kind"] == "gemm" else f" b={p['batch']} ctx={p['ctx']} q={p['q']}")
     r = p.get("after_over_before")
-    print(f"{what}: before {p['before_median_us']} us, after {p['after_median_us']} us"
+    us = lambda v: "-" if v is None else f"{v:.1f}"
+    print(f"{what}: before {us(p['before_median_us'])} us, after {us(p['after_median_us'])} us"
           + (f", after/before {r:.3f}" if r else "") + ("" if p["same_config"] else " (configs differ)"))
 EOF
 log "done: $out/before_after.json"

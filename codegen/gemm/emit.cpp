@@ -48,9 +48,10 @@ Emitted emit(const Spec& spec, const Config& c, Arch arch) {
     }
     // pipe=1: padded shared rows (mma16816_padded.cuh); pipe=2: swizzled rows, the decode a step
     // ahead, and split-K (mma16816_swizzled.cuh). Each in its own namespace.
-    e.kernel_expression = std::string(c.pipe == 2 ? "onecat::swizzled::" : "onecat::padded::") + "mma16816_kernel<" + shape +
-                          std::to_string(c.bm) + ", " + std::to_string(c.bn) + ", " + std::to_string(c.bk) + ", " +
-                          std::to_string(c.wm) + ", " + std::to_string(c.wn) + ", " + std::to_string(c.stages) + ", " +
+    const std::string body = c.pipe == 2 ? "onecat::swizzled::" : "onecat::padded::";
+    e.kernel_expression = body + "mma16816_kernel<" + shape + std::to_string(c.bm) + ", " + std::to_string(c.bn) +
+                          ", " + std::to_string(c.bk) + ", " + std::to_string(c.wm) + ", " + std::to_string(c.wn) + ", " +
+                          std::to_string(c.stages) + ", " +
                           (c.pipe == 2 ? std::to_string(c.split) + ", " : std::string()) + tail;
     header = c.pipe == 2 ? "gemm/mma16816_swizzled.cuh" : "gemm/mma16816_padded.cuh";
   }
