@@ -22,11 +22,11 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "models/checkpoint/loaded_model.h"
 #include "models/model/generate.h"
 #include "models/model/generation_config.h"
 #include "models/model/model.h"
-#include "runtime/cuda/error.h"
 #include "test_util.h"
 
 namespace onecat {

@@ -10,9 +10,9 @@
 #include <random>
 #include <vector>
 
+#include "base/error.h"
+#include "base/half.h"
 #include "runtime/cpu/embedding.h"
-#include "runtime/cpu/half.h"
-#include "runtime/cuda/error.h"
 #include "test_util.h"
 
 namespace onecat {

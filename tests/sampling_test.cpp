@@ -16,7 +16,7 @@
 #include <random>
 #include <set>
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 #include "tests/test_util.h"
 
 namespace onecat {

@@ -5,13 +5,13 @@
 #include <cmath>
 #include <cstring>
 
+#include "base/error.h"
+#include "base/half.h"
 #include "runtime/cpu/attention.h"
 #include "runtime/cpu/embedding.h"
 #include "runtime/cpu/gemm.h"
-#include "runtime/cpu/half.h"
 #include "runtime/cpu/parallel.h"
 #include "runtime/cpu/rmsnorm.h"
-#include "runtime/cuda/error.h"
 
 namespace onecat::model {
 namespace {

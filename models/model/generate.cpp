@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat::model {
 namespace {

@@ -6,7 +6,7 @@
 #include <optional>
 #include <sstream>
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat::model {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat::model {
 

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
+#include "base/error.h"
 #include "models/model/cpu_backend.h"
-#include "runtime/cuda/error.h"
 
 namespace onecat::model {
 namespace {

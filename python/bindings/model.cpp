@@ -5,10 +5,10 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include "base/error.h"
 #include "models/model/generate.h"
 #include "models/model/generation_config.h"
 #include "python/bindings/families.h"
-#include "runtime/cuda/error.h"
 
 namespace onecat::python {
 namespace {

@@ -7,8 +7,8 @@
 #include <numbers>
 #include <string>
 
-#include "runtime/cpu/half.h"
-#include "runtime/cuda/error.h"
+#include "base/error.h"
+#include "base/half.h"
 
 namespace onecat::cpu {
 namespace {

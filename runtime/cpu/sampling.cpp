@@ -6,7 +6,7 @@
 #include <limits>
 #include <numeric>
 
-#include "runtime/cuda/error.h"
+#include "base/error.h"
 
 namespace onecat::cpu {
 namespace {

@@ -7,13 +7,13 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "base/error.h"
 #include "models/config.h"
 #include "models/model/generate.h"
 #include "models/model/generation_config.h"
 #include "models/model/model.h"
 #include "models/tokenizer/decode_stream.h"
 #include "models/tokenizer/tokenizer.h"
-#include "runtime/cuda/error.h"
 #include "tools/onecat/commands.h"
 
 namespace onecat::cli {
