@@ -497,11 +497,10 @@ TEST(ModelLoad, DirectoryFileAndBuiltin) {
 // ---------------------------------------------------------------------------------------------
 // plans
 
-// The four attention ops of a head_dim-128 model with no sliding window; heads: "heads=H,kv_heads=K".
+// The three attention ops of a head_dim-128 model with no sliding window (rope writes the K/V
+// cache); heads: "heads=H,kv_heads=K".
 void expect_attention_specs(const std::vector<PlannedOp>& plan, const std::string& heads) {
-  const std::string kv_heads = heads.substr(heads.find("kv_heads="));
   const std::string tail = ",dim=128,page=16,kv=f16,kv_scale=none";
-  EXPECT_EQ(spec_of(plan, "layers.kv_write"), "attention:op=kv_write," + kv_heads + tail);
   EXPECT_EQ(spec_of(plan, "layers.attention_prefill"), "attention:op=prefill," + heads + tail + ",causal=1,window=0");
   EXPECT_EQ(spec_of(plan, "layers.attention_decode"), "attention:op=decode," + heads + tail + ",window=0");
   EXPECT_EQ(spec_of(plan, "layers.attention_verify"), "attention:op=verify," + heads + tail + ",q=8,window=0");
@@ -511,10 +510,11 @@ TEST(PlanModel, Qwen3_8bAwqTp1) {
   const auto plan = plan_model(builtin_model("qwen3-8b:awq4"), 1);
   std::vector<std::string> names;
   for (const auto& o : plan) names.push_back(o.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"embed_tokens", "layers.input_layernorm", "layers.qkv_proj", "layers.q_norm",
-                                             "layers.k_norm", "layers.rope", "layers.kv_write", "layers.attention_prefill",
-                                             "layers.attention_decode", "layers.attention_verify", "layers.o_proj", "layers.post_attention_layernorm",
-                                             "layers.gate_up_proj", "layers.down_proj", "norm", "lm_head", "sampling"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"embed_tokens", "layers.input_layernorm", "layers.qkv_proj", "layers.rope",
+                                      "layers.attention_prefill", "layers.attention_decode", "layers.attention_verify",
+                                      "layers.o_proj", "layers.post_attention_layernorm", "layers.gate_up_proj",
+                                      "layers.down_proj", "norm", "lm_head", "sampling"}));
   EXPECT_EQ(spec_of(plan, "layers.qkv_proj"), "gemm:n=6144,k=4096,fmt=awq4,group=128,out=f16,epi=none,act_order=0");
   EXPECT_EQ(spec_of(plan, "layers.o_proj"), "gemm:n=4096,k=4096,fmt=awq4,group=128,out=f16,epi=none,act_order=0");
   EXPECT_EQ(spec_of(plan, "layers.gate_up_proj"), "gemm:n=24576,k=4096,fmt=awq4,group=128,out=f16,epi=silu_mul,act_order=0");
@@ -523,18 +523,19 @@ TEST(PlanModel, Qwen3_8bAwqTp1) {
   EXPECT_EQ(spec_of(plan, "layers.input_layernorm"), "rmsnorm:hidden=4096,dtype=f16,residual=1");
   EXPECT_EQ(spec_of(plan, "layers.post_attention_layernorm"), "rmsnorm:hidden=4096,dtype=f16,residual=1");
   EXPECT_EQ(spec_of(plan, "norm"), "rmsnorm:hidden=4096,dtype=f16,residual=1");
-  EXPECT_EQ(spec_of(plan, "layers.q_norm"), "rmsnorm:hidden=128,dtype=f16,residual=0");
-  EXPECT_EQ(spec_of(plan, "layers.k_norm"), "rmsnorm:hidden=128,dtype=f16,residual=0");
+  // Qwen3's q/k norm, the rotation and the K/V cache write are one op.
+  EXPECT_EQ(spec_of(plan, "layers.rope"),
+            "rope:heads=32,kv_heads=8,dim=128,qk_norm=1,kv_out=pages,page=16,kv=f16,kv_scale=none");
+  EXPECT_EQ(op(plan, "layers.rope").count_per_rank, 36);
+  EXPECT_EQ(spec_of(plan, "embed_tokens"), "embedding:vocab=151936,hidden=4096");
   EXPECT_EQ(op(plan, "layers.qkv_proj").count_per_rank, 36);
   EXPECT_EQ(op(plan, "lm_head").count_per_rank, 1);
   EXPECT_EQ(op(plan, "norm").count_per_rank, 1);
-  for (const char* name : {"embed_tokens", "layers.rope", "sampling"}) {
-    EXPECT_FALSE(op(plan, name).spec.has_value()) << name;
-    EXPECT_TRUE(test::contains(op(plan, name).note, "no kernel family yet")) << name;
-  }
+  EXPECT_FALSE(op(plan, "sampling").spec.has_value());
+  EXPECT_TRUE(test::contains(op(plan, "sampling").note, "no kernel family yet"));
   // 32 q heads, 8 KV heads, head_dim 128, 16-token pages of fp16, no sliding window.
   expect_attention_specs(plan, "heads=32,kv_heads=8");
-  for (const char* name : {"layers.kv_write", "layers.attention_prefill", "layers.attention_decode", "layers.attention_verify"}) {
+  for (const char* name : {"layers.attention_prefill", "layers.attention_decode", "layers.attention_verify"}) {
     EXPECT_EQ(op(plan, name).family, "attention") << name;
     EXPECT_EQ(op(plan, name).count_per_rank, 36) << name;
   }
@@ -549,20 +550,20 @@ TEST(PlanModel, Qwen3_8bAwqTp1) {
     }
   }
   EXPECT_EQ(unique_specs(plan),
-            (std::vector<std::string>{"rmsnorm:hidden=4096,dtype=f16,residual=1",
-                                      "gemm:n=6144,k=4096,fmt=awq4,group=128,out=f16,epi=none,act_order=0",
-                                      "rmsnorm:hidden=128,dtype=f16,residual=0",
-                                      "attention:op=kv_write,kv_heads=8,dim=128,page=16,kv=f16,kv_scale=none",
-                                      "attention:op=prefill,heads=32,kv_heads=8,dim=128,page=16,kv=f16,kv_scale=none,causal=1,window=0",
-                                      "attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=f16,kv_scale=none,window=0",
-                                      "attention:op=verify,heads=32,kv_heads=8,dim=128,page=16,kv=f16,kv_scale=none,q=8,window=0",
-                                      "gemm:n=4096,k=4096,fmt=awq4,group=128,out=f16,epi=none,act_order=0",
-                                      "gemm:n=24576,k=4096,fmt=awq4,group=128,out=f16,epi=silu_mul,act_order=0",
-                                      "gemm:n=4096,k=12288,fmt=awq4,group=128,out=f16,epi=none,act_order=0",
-                                      "gemm:n=151936,k=4096,fmt=f16,group=0,out=f16,epi=none,act_order=0"}));
+            (std::vector<std::string>{
+                "embedding:vocab=151936,hidden=4096", "rmsnorm:hidden=4096,dtype=f16,residual=1",
+                "gemm:n=6144,k=4096,fmt=awq4,group=128,out=f16,epi=none,act_order=0",
+                "rope:heads=32,kv_heads=8,dim=128,qk_norm=1,kv_out=pages,page=16,kv=f16,kv_scale=none",
+                "attention:op=prefill,heads=32,kv_heads=8,dim=128,page=16,kv=f16,kv_scale=none,causal=1,window=0",
+                "attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=f16,kv_scale=none,window=0",
+                "attention:op=verify,heads=32,kv_heads=8,dim=128,page=16,kv=f16,kv_scale=none,q=8,window=0",
+                "gemm:n=4096,k=4096,fmt=awq4,group=128,out=f16,epi=none,act_order=0",
+                "gemm:n=24576,k=4096,fmt=awq4,group=128,out=f16,epi=silu_mul,act_order=0",
+                "gemm:n=4096,k=12288,fmt=awq4,group=128,out=f16,epi=none,act_order=0",
+                "gemm:n=151936,k=4096,fmt=f16,group=0,out=f16,epi=none,act_order=0"}));
 }
 
-// --kv-cache-dtype: every attention op reads (kv_write writes) an fp8 cache with one scale per
+// --kv-cache-dtype: every attention op reads (rope writes) an fp8 cache with one scale per
 // tensor; the rest of the plan is the same; vLLM's names parse, others are refused.
 TEST(PlanModel, Fp8KvCache) {
   const auto f16 = plan_model(builtin_model("qwen3-8b:awq4"), 1);
@@ -571,7 +572,7 @@ TEST(PlanModel, Fp8KvCache) {
     ASSERT_EQ(plan.size(), f16.size());
     for (size_t i = 0; i < plan.size(); ++i) {
       ASSERT_EQ(plan[i].name, f16[i].name);
-      if (plan[i].family != "attention") {
+      if (plan[i].family != "attention" && plan[i].family != "rope") {
         EXPECT_EQ(plan[i].spec, f16[i].spec) << plan[i].name;
         continue;
       }
@@ -627,6 +628,8 @@ TEST(PlanModel, Llama31_8bFp8) {
   EXPECT_EQ(spec_of(plan, "lm_head"), "gemm:n=128256,k=4096,fmt=f16,group=0,out=f16,epi=none,act_order=0");
   EXPECT_FALSE(has_op(plan, "layers.q_norm"));
   EXPECT_FALSE(has_op(plan, "layers.k_norm"));
+  EXPECT_EQ(spec_of(plan, "layers.rope"),
+            "rope:heads=32,kv_heads=8,dim=128,qk_norm=0,kv_out=pages,page=16,kv=f16,kv_scale=none");
   EXPECT_EQ(op(plan, "layers.o_proj").count_per_rank, 32);
   // The weights' fp8 does not make the KV cache fp8: fp16 stays the default.
   EXPECT_EQ(spec_of(plan, "layers.attention_decode"),
@@ -668,11 +671,13 @@ TEST(PlanModel, Qwen3MoeListsExpertsWithoutSpec) {
   EXPECT_TRUE(test::contains(experts.note, "gate_up n=192,k=2048")) << experts.note;
   EXPECT_FALSE(has_op(plan, "layers.gate_up_proj"));
   EXPECT_FALSE(has_op(plan, "layers.down_proj"));
-  EXPECT_EQ(spec_of(plan, "layers.q_norm"), "rmsnorm:hidden=128,dtype=f16,residual=0");
+  EXPECT_EQ(spec_of(plan, "layers.rope"),
+            "rope:heads=4,kv_heads=1,dim=128,qk_norm=1,kv_out=pages,page=16,kv=f16,kv_scale=none");
+  // Vocabulary-parallel embedding: a rank holds ceil(151936 / 8) rows.
+  EXPECT_EQ(spec_of(plan, "embed_tokens"), "embedding:vocab=18992,hidden=2048");
   // Attention sees the replicated KV head too: 4 q heads on 1 KV head per rank.
   EXPECT_EQ(spec_of(plan, "layers.attention_decode"),
             "attention:op=decode,heads=4,kv_heads=1,dim=128,page=16,kv=f16,kv_scale=none,window=0");
-  EXPECT_EQ(spec_of(plan, "layers.kv_write"), "attention:op=kv_write,kv_heads=1,dim=128,page=16,kv=f16,kv_scale=none");
   EXPECT_EQ(op(plan, "layers.attention_decode").count_per_rank, 48);
   // At tp 1 nothing is replicated.
   const auto tp1 = plan_model(builtin_model("qwen3-30b-a3b"), 1);
@@ -707,7 +712,7 @@ TEST(PlanModel, AttentionTakesTheSlidingWindowOrListsAShapeWithoutAKernel) {
   json k = qwen3_8b_json();
   k["head_dim"] = 96;
   const auto odd = plan_model(parse(k), 1);
-  for (const char* name : {"layers.kv_write", "layers.attention_prefill", "layers.attention_decode", "layers.attention_verify"}) {
+  for (const char* name : {"layers.attention_prefill", "layers.attention_decode", "layers.attention_verify"}) {
     EXPECT_FALSE(op(odd, name).spec.has_value()) << name;
     EXPECT_EQ(op(odd, name).family, "attention") << name;
     EXPECT_TRUE(test::contains(op(odd, name).note, "no kernel for this shape yet")) << op(odd, name).note;

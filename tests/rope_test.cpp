@@ -1,6 +1,7 @@
-// The embedding and rope CPU references: rope_table against closed forms of transformers'
-// RoPE initialisations, rope_qkv against an independent long-double evaluation, embedding
-// against a per-element gather.
+// The rope family on the CPU: rope_table against closed forms of transformers' RoPE
+// initialisations, rope_qkv against an independent long-double evaluation, spec and config
+// text, defaults and candidates, and the static quality of the generated code (NVRTC for sm_70
+// and sm_90: no spills, no local memory).
 #include "runtime/cpu/rope.h"
 
 #include <gtest/gtest.h>
@@ -8,12 +9,20 @@
 #include <cmath>
 #include <numbers>
 #include <random>
+#include <set>
 #include <vector>
 
-#include "base/error.h"
-#include "base/half.h"
 #include "runtime/cpu/embedding.h"
-#include "test_util.h"
+#include "base/half.h"
+#include "base/error.h"
+#include "codegen/family.h"
+#include "codegen/rope/config.h"
+#include "codegen/rope/space.h"
+#include "codegen/rope/spec.h"
+#include "runtime/cuda/nvrtc.h"
+#include "runtime/jit/compiler.h"
+#include "tests/compile_checks.h"
+#include "tests/test_util.h"
 
 namespace onecat {
 namespace {
@@ -297,19 +306,93 @@ TEST(RopeReference, PositionZeroIsTheIdentityAndRotationKeepsLength) {
   EXPECT_NE(out, x);
 }
 
-TEST(EmbeddingReference, GathersRowsAndZeroesOutOfRangeIds) {
-  std::mt19937 rng(3);
-  const int64_t vocab = 101, hidden = 72, tokens = 13;
-  const auto table = random_halves(size_t(vocab * hidden), rng, 1.f);
-  const std::vector<int> ids = {0, 100, 5, -1, 101, 7, 7, 50, 2147483647, -2147483647 - 1, 99, 1, 3};
-  std::vector<uint16_t> out(size_t(tokens * hidden), 0xFFFF);
-  cpu::embedding(out.data(), table.data(), ids.data(), tokens, hidden, vocab);
-  for (int64_t t = 0; t < tokens; ++t) {
-    const int id = ids[size_t(t)];
-    for (int64_t d = 0; d < hidden; ++d) {
-      const uint16_t want = id >= 0 && id < vocab ? table[size_t(id * hidden + d)] : uint16_t(0);
-      ASSERT_EQ(out[size_t(t * hidden + d)], want) << "token " << t << " id " << id;
+TEST(RopeSpec, CanonicalFormsAndRefusals) {
+  const Family& f = family_of("rope:heads=32,kv_heads=8,dim=128,qk_norm=1,kv_out=dense");
+  EXPECT_EQ(f.name(), "rope");
+  EXPECT_EQ(f.canonical_spec("rope:kv_out=dense,qk_norm=1,dim=128,kv_heads=8,heads=32"),
+            "rope:heads=32,kv_heads=8,dim=128,qk_norm=1,kv_out=dense");
+  EXPECT_EQ(f.canonical_spec("rope:heads=32,kv_heads=8,dim=128,qk_norm=0,kv_out=pages,page=16,kv=f16"),
+            "rope:heads=32,kv_heads=8,dim=128,qk_norm=0,kv_out=pages,page=16,kv=f16,kv_scale=none");
+  EXPECT_EQ(f.canonical_spec("rope:heads=28,kv_heads=4,dim=128,qk_norm=0,kv_out=pages,page=16,kv=e4m3"),
+            "rope:heads=28,kv_heads=4,dim=128,qk_norm=0,kv_out=pages,page=16,kv=e4m3,kv_scale=tensor");
+  using test::expect_throw;
+  expect_throw<InputError>([&] { f.canonical_spec("rope:heads=8,kv_heads=8,dim=127,qk_norm=0,kv_out=dense"); },
+                           {"dim must be even"});
+  expect_throw<InputError>([&] { f.canonical_spec("rope:heads=8,kv_heads=8,dim=128,qk_norm=0,kv_out=dense,page=16"); },
+                           {"page"});
+  expect_throw<InputError>([&] { f.canonical_spec("rope:heads=8,kv_heads=8,dim=128,qk_norm=0,kv_out=pages,kv=f16"); },
+                           {"page"});
+  expect_throw<InputError>(
+      [&] {
+        f.canonical_spec("rope:heads=8,kv_heads=8,dim=128,qk_norm=0,kv_out=pages,page=16,kv=f16,kv_scale=tensor");
+      },
+      {"kv=f16 takes kv_scale=none"});
+  expect_throw<InputError>([&] { f.canonical_spec("rope:heads=8,kv_heads=8,dim=128,qk_norm=2,kv_out=dense"); },
+                           {"qk_norm"});
+  expect_throw<InputError>([&] { f.canonical_spec("rope:heads=8,kv_heads=8,dim=128,qk_norm=0,kv_out=cache"); },
+                           {"kv_out"});
+}
+
+TEST(RopeConfig, DefaultsAndCandidatesAreValid) {
+  for (const char* geo : {"heads=32,kv_heads=8,dim=128", "heads=4,kv_heads=1,dim=64", "heads=24,kv_heads=4,dim=256",
+                          "heads=12,kv_heads=2,dim=96", "heads=2,kv_heads=2,dim=4", "heads=64,kv_heads=8,dim=512"}) {
+    for (const char* out : {"qk_norm=0,kv_out=dense", "qk_norm=1,kv_out=pages,page=16,kv=e5m2,kv_scale=head"}) {
+      const rope::Spec s = rope::Spec::parse(std::string("rope:") + geo + "," + out);
+      for (int64_t m : {1, 7, 4096}) {
+        const rope::Config c = rope::default_config(s, m);
+        EXPECT_FALSE(c.invalid_reason(s)) << s.to_string();
+        EXPECT_TRUE(rope::fits_bucket(s, c, m));
+      }
+      const auto candidates = rope::candidate_configs(s);
+      EXPECT_FALSE(candidates.empty()) << s.to_string();
+      for (const auto& c : candidates) EXPECT_FALSE(c.invalid_reason(s)) << s.to_string() << " " << c.to_string();
     }
+  }
+  // Llama/Qwen shapes: 16-byte pairs, 8 lanes a head, one token of 48 heads per CTA.
+  const rope::Spec qwen = rope::Spec::parse("rope:heads=32,kv_heads=8,dim=128,qk_norm=1,kv_out=dense");
+  EXPECT_EQ(rope::default_config(qwen, 1).to_string(), "vec=8,threads=256,tokens=1");
+  using test::expect_throw;
+  expect_throw<InputError>([&] { rope::Config::parse(qwen, "vec=3,threads=128,tokens=1"); }, {"vec must be"});
+  expect_throw<InputError>([&] { rope::Config::parse(qwen, "vec=1,threads=128,tokens=1"); }, {"lanes"});
+  expect_throw<InputError>([&] { rope::Config::parse(qwen, "vec=8,threads=96,tokens=1"); }, {"power of two"});
+  const rope::Spec wide = rope::Spec::parse("rope:heads=8,kv_heads=8,dim=512,qk_norm=0,kv_out=dense");
+  expect_throw<InputError>([&] { rope::Config::parse(wide, "vec=8,threads=128,tokens=32"); }, {"shared memory"});
+  const rope::Spec dim100 = rope::Spec::parse("rope:heads=12,kv_heads=2,dim=100,qk_norm=0,kv_out=dense");
+  expect_throw<InputError>([&] { rope::Config::parse(dim100, "vec=8,threads=128,tokens=1"); }, {"does not divide"});
+  const rope::Spec fp8 =
+      rope::Spec::parse("rope:heads=2,kv_heads=2,dim=4,qk_norm=0,kv_out=pages,page=16,kv=e4m3,kv_scale=tensor");
+  expect_throw<InputError>([&] { rope::Config::parse(fp8, "vec=1,threads=32,tokens=1"); }, {"at least 2"});
+  expect_throw<InputError>(
+      [&] { rope::Spec::parse("rope:heads=2,kv_heads=2,dim=6,qk_norm=0,kv_out=pages,page=16,kv=e4m3"); },
+      {"multiple of 4"});
+}
+
+// sincospif after the double reduction keeps the kernel free of local memory (sincosf's
+// large-argument path would not): no stack, no spills, for every output mode and head dim.
+TEST(RopeStaticQuality, DefaultsCompileWithoutSpillsOrStackForSm70AndSm90) {
+  std::vector<std::string> specs;
+  for (const char* geo : {"heads=32,kv_heads=8,dim=128", "heads=16,kv_heads=2,dim=64", "heads=8,kv_heads=1,dim=256"}) {
+    for (const char* out :
+         {"qk_norm=0,kv_out=dense", "qk_norm=1,kv_out=dense", "qk_norm=1,kv_out=pages,page=16,kv=f16",
+          "qk_norm=0,kv_out=pages,page=16,kv=e4m3", "qk_norm=1,kv_out=pages,page=16,kv=e5m2,kv_scale=head"}) {
+      specs.push_back(std::string("rope:") + geo + "," + out);
+    }
+  }
+  for (Arch arch : {Arch{70}, Arch{90}}) {
+    std::vector<CompileRequest> reqs;
+    for (const auto& spec : specs) {
+      const Family& f = family_of(spec);
+      std::set<std::string> configs;
+      for (int64_t m : {1, 4096}) configs.insert(f.default_config(spec, m, arch));
+      for (const auto& c : configs) reqs.push_back(CompileRequest::make(f, spec, c, arch));
+    }
+    ASSERT_NO_FATAL_FAILURE(test::expect_compile_without_spills(reqs, true));
+    const std::string spec = "rope:heads=32,kv_heads=8,dim=128,qk_norm=1,kv_out=pages,page=16,kv=e4m3";
+    const Family& f = family_of(spec);
+    const std::string ptx = compile_to_ptx(CompileRequest::make(f, spec, f.default_config(spec, 1, arch), arch),
+                                           NvrtcRegistry::get().for_arch(arch));
+    EXPECT_NE(ptx.find("ld.global.nc.v4.u32"), std::string::npos) << arch.name();
+    EXPECT_EQ(ptx.find(".local"), std::string::npos) << arch.name();
   }
 }
 

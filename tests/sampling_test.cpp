@@ -2,21 +2,30 @@
 // published answers, the parameter checks, the semantics case by case, an independent
 // sort-based fp64 implementation on random rows (ties, −inf, NaN, extreme temperatures, each
 // filter alone and combined, penalties with repeated ids), and the sampled frequencies of a
-// small vocabulary against the distribution the definition gives (chi-square).
+// small vocabulary against the distribution the definition gives (chi-square); and the
+// family's spec, config, space, typed op and NVRTC builds for sm_70 and sm_90 without spills.
 #include "runtime/cpu/sampling.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <map>
 #include <numeric>
 #include <random>
 #include <set>
+#include <tuple>
 
 #include "base/error.h"
+#include "codegen/family.h"
+#include "codegen/sampling/emit.h"
+#include "codegen/sampling/op.h"
+#include "codegen/sampling/space.h"
+#include "runtime/jit/compiler.h"
+#include "tests/compile_checks.h"
 #include "tests/test_util.h"
 
 namespace onecat {
@@ -435,6 +444,175 @@ TEST(SamplingReference, FrequenciesFollowTheDistributionOfTheDefinition) {
   ASSERT_GE(df, 3);
   // The 0.001 quantile of chi-square for 3..7 degrees of freedom is at most 24.3.
   EXPECT_LT(chi2, 24.3) << "df " << df;
+}
+
+// ---- the sampling family: spec, config, space, op, real compiles ----
+
+TEST(SamplingSpec, CanonicalFormAndErrors) {
+  const Family& f = family_of("sampling:op=sample,vocab=151936");
+  EXPECT_EQ(f.name(), "sampling");
+  EXPECT_EQ(f.canonical_spec("sampling:vocab=151936,op=sample"), "sampling:op=sample,vocab=151936,logprobs=0");
+  EXPECT_EQ(f.canonical_spec("sampling:logprobs=20,op=sample,vocab=7"), "sampling:op=sample,vocab=7,logprobs=20");
+  EXPECT_EQ(f.canonical_spec("sampling:op=argmax,vocab=128256"), "sampling:op=argmax,vocab=128256");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"sampling:op=sample,vocab=151936,logprobs=21", "out of range"},
+      {"sampling:op=argmax,vocab=151936,logprobs=5", "unknown field 'logprobs'"},
+      {"sampling:op=sample,vocab=0", "out of range"},
+      {"sampling:op=sample,vocab=524289", "out of range"},
+      {"sampling:op=topk,vocab=100", "is not one of"},
+      {"sampling:vocab=100", "missing field 'op'"},
+      {"rmsnorm:hidden=8,dtype=f16,residual=0", "is not a sampling spec"},
+  };
+  for (const auto& [text, needle] : cases) {
+    SCOPED_TRACE(text);
+    expect_throw<InputError>([&] { sampling::Spec::parse(text); }, {needle});
+  }
+}
+
+TEST(SamplingConfig, ParseValidityAndDefaults) {
+  const sampling::Spec sample = sampling::Spec::parse("sampling:op=sample,vocab=151936,logprobs=20");
+  const sampling::Spec argmax = sampling::Spec::parse("sampling:op=argmax,vocab=151936");
+  const sampling::Spec odd = sampling::Spec::parse("sampling:op=argmax,vocab=50021");
+  EXPECT_EQ(sampling::Config::parse(sample, "cap=2048,threads=256").to_string(), "threads=256,cap=2048");
+  EXPECT_EQ(sampling::Config::parse(argmax, "split=4,unroll=8,vec=4,threads=128").to_string(),
+            "threads=128,vec=4,unroll=8,split=4");
+  const sampling::Spec largest = sampling::Spec::parse("sampling:op=sample,vocab=524288,logprobs=20");
+  // Validity rules name the spec; field errors name the field.
+  const std::vector<std::tuple<sampling::Spec, std::string, std::string>> bad = {
+      {sample, "threads=384,cap=1024", "threads must be a power of two"},
+      {sample, "threads=32,cap=1024", "threads must be a power of two from 64"},
+      {sample, "threads=512,cap=1000", "cap must be a power of two"},
+      {largest, "threads=1024,cap=4096", "bytes of shared memory exceed"},
+      {odd, "threads=256,vec=4,unroll=4,split=1", "vec=4 needs a vocab divisible by 4"},
+      {argmax, "threads=256,vec=4,unroll=3,split=1", "unroll must be 1, 2, 4 or 8"},
+      {argmax, "threads=1024,vec=4,unroll=4,split=64", "fewer than one load per thread"},
+  };
+  for (const auto& [spec, text, needle] : bad) {
+    SCOPED_TRACE(text);
+    expect_throw<InputError>([&] { sampling::Config::parse(spec, text); }, {needle, spec.to_string()});
+  }
+  expect_throw<InputError>([&] { sampling::Config::parse(sample, "threads=512,cap=1024,split=2"); },
+                           {"unknown field 'split'"});
+  expect_throw<InputError>([&] { sampling::Config::parse(argmax, "threads=256,vec=4,unroll=4,split=1,cap=1024"); },
+                           {"unknown field 'cap'"});
+  // Defaults: valid at every bucket; argmax splits small batches, never large ones.
+  for (int64_t m : {1, 2, 7, 64, 160, 1000, 65536}) {
+    for (const auto& spec : {sample, argmax, odd}) {
+      const sampling::Config c = sampling::default_config(spec, m);
+      EXPECT_FALSE(c.invalid_reason(spec).has_value()) << spec.to_string() << " m=" << m;
+    }
+  }
+  EXPECT_GT(sampling::default_config(argmax, 1).split, 1);
+  EXPECT_EQ(sampling::default_config(argmax, 1000).split, 1);
+  EXPECT_EQ(sampling::default_config(odd, 1).vec, 1);
+  EXPECT_EQ(sampling::default_config(argmax, 1).vec, 4);
+  // The largest vocabulary still has configs.
+  EXPECT_FALSE(sampling::default_config(largest, 1).invalid_reason(largest).has_value());
+  for (const auto& spec : {sample, argmax, odd, largest}) {
+    const auto candidates = sampling::candidate_configs(spec);
+    EXPECT_FALSE(candidates.empty()) << spec.to_string();
+    for (const auto& c : candidates) EXPECT_FALSE(c.invalid_reason(spec).has_value()) << c.to_string();
+  }
+}
+
+TEST(SamplingOp, ArgumentsAndGeometry) {
+  const sampling::Spec sample = sampling::Spec::parse("sampling:op=sample,vocab=1001,logprobs=5");
+  const sampling::Spec argmax = sampling::Spec::parse("sampling:op=argmax,vocab=4096");
+  const sampling::Config sc = sampling::Config::parse(sample, "threads=256,cap=512");
+  const sampling::Config ac = sampling::Config::parse(argmax, "threads=128,vec=4,unroll=2,split=4");
+  sampling::Args a{.tokens = 1,
+                   .token_logprobs = 2,
+                   .top_ids = 3,
+                   .top_logprobs = 4,
+                   .logits = 5,
+                   .params = 6,
+                   .history_offsets = 7,
+                   .history_ids = 8,
+                   .history_table = 9,
+                   .rows = 33};
+  KernelCall call = sampling::make_call(sample, sc, a);
+  EXPECT_EQ(call.count, 9);
+  for (int i = 0; i < 9; ++i) {
+    uint64_t v;
+    std::memcpy(&v, call.values[size_t(i)].data(), 8);
+    EXPECT_EQ(v, uint64_t(i + 1));
+  }
+  EXPECT_EQ(call.geometry.grid[0], 33u);
+  EXPECT_EQ(call.geometry.block[0], 256u);
+  EXPECT_EQ(call.geometry.dynamic_shared_bytes, unsigned(8 * 256 + 8 * 512 + 6272 + 4 * 32));
+  EXPECT_EQ(sampling::workspace_bytes(sample, sc, 33), 0);
+  EXPECT_EQ(sampling::history_table_bytes(100), 1600);
+
+  KernelCall ac_call = sampling::make_call(argmax, ac, sampling::ArgmaxArgs{10, 20, 1000, 7});
+  EXPECT_EQ(ac_call.count, 4);
+  uint64_t partials, counters;
+  std::memcpy(&partials, ac_call.values[2].data(), 8);
+  std::memcpy(&counters, ac_call.values[3].data(), 8);
+  EXPECT_EQ(partials, 1000u);
+  EXPECT_EQ(counters, 1000u + 7 * 4 * 8);
+  EXPECT_EQ(sampling::workspace_bytes(argmax, ac, 7), 7 * 4 * 8 + 7 * 4);
+  EXPECT_EQ(ac_call.geometry.grid[0], 7u);
+  EXPECT_EQ(ac_call.geometry.grid[1], 4u);
+  expect_throw<InputError>([&] { sampling::make_call(argmax, ac, a); }, {"takes ArgmaxArgs"});
+  expect_throw<InputError>([&] { sampling::make_call(sample, sc, sampling::ArgmaxArgs{}); }, {"takes sample Args"});
+  a.rows = 0;
+  expect_throw<InputError>([&] { sampling::make_call(sample, sc, a); }, {"at least one row"});
+  // The emitted source names the generator, spec and config, and includes the body.
+  const Emitted e = sampling::emit(sample, sc, Arch{70});
+  EXPECT_TRUE(test::contains(e.source, "#include \"sampling/sample.cuh\""));
+  EXPECT_EQ(e.kernel_expression, "onecat::sampling::sample_kernel<1001, 5, 256, 512>");
+  EXPECT_EQ(sampling::emit(argmax, ac, Arch{90}).kernel_expression,
+            "onecat::sampling::argmax_kernel<4096, 128, 4, 2, 4>");
+}
+
+TEST(SamplingOp, RowParamsCarryEverySetting) {
+  const SamplingParams p{.temperature = 0.7f,
+                         .top_k = 40,
+                         .top_p = 0.9f,
+                         .min_p = 0.05f,
+                         .repetition_penalty = 1.1f,
+                         .presence_penalty = 0.5f,
+                         .frequency_penalty = -0.25f,
+                         .seed = 99,
+                         .logprobs = 7};
+  const sampling::RowParams r = cpu::row_params(p, 12345678901ull, 17);
+  EXPECT_EQ(r.temperature, 0.7f);
+  EXPECT_EQ(r.top_k, 40);
+  EXPECT_EQ(r.top_p, 0.9f);
+  EXPECT_EQ(r.min_p, 0.05f);
+  EXPECT_EQ(r.repetition_penalty, 1.1f);
+  EXPECT_EQ(r.presence_penalty, 0.5f);
+  EXPECT_EQ(r.frequency_penalty, -0.25f);
+  EXPECT_EQ(r.seed, 99u);
+  EXPECT_EQ(r.logprobs, 7);
+  EXPECT_EQ(r.step, 12345678901ull);
+  EXPECT_EQ(r.prompt_length, 17);
+}
+
+// Every default and candidate config of common vocabularies builds with NVRTC for sm_70 and
+// sm_90 without spills.
+TEST(SamplingStaticQuality, ConfigsCompileWithoutSpills) {
+  std::vector<CompileRequest> reqs;
+  std::set<std::string> seen;
+  auto add = [&](const std::string& spec, const std::string& config, Arch arch) {
+    if (seen.insert(spec + "|" + config + "|" + arch.name()).second) {
+      reqs.push_back(CompileRequest::make(family_of(spec), spec, config, arch));
+    }
+  };
+  for (Arch arch : {Arch{70}, Arch{90}}) {
+    for (const char* spec :
+         {"sampling:op=sample,vocab=151936,logprobs=20", "sampling:op=sample,vocab=262144,logprobs=20",
+          "sampling:op=sample,vocab=50021,logprobs=0", "sampling:op=sample,vocab=7,logprobs=3",
+          "sampling:op=argmax,vocab=151936", "sampling:op=argmax,vocab=50021"}) {
+      const Family& f = family_of(spec);
+      for (int64_t m : {1, 64, 1024}) add(spec, f.default_config(spec, m, arch), arch);
+    }
+    for (const auto& c : family_of("sampling:op=sample,vocab=128256")
+                             .candidate_configs("sampling:op=sample,vocab=128256,logprobs=20", arch)) {
+      add("sampling:op=sample,vocab=128256,logprobs=20", c, arch);
+    }
+  }
+  ASSERT_NO_FATAL_FAILURE(test::expect_compile_without_spills(reqs, false));
 }
 
 }  // namespace

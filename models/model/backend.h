@@ -67,11 +67,11 @@ class Backend {
   virtual void rmsnorm(Act out, Act x, std::optional<Act> residual, Norm weight) = 0;
   // out = epilogue(in · Wᵀ), rounded to fp16 once.
   virtual void gemm(Act out, Act in, Linear weight, Epilogue epilogue) = 0;
-  // qkv → q, k, v: per-head RMSNorm of q and k where the model has q_norm/k_norm (Qwen3), then
-  // RoPE at each token's position; v copied.
-  virtual void rope_qkv(int layer, Act qkv, Act q, Act k, Act v) = 0;
-  // k, v rows into the layer's KV cache at the batch's slots.
-  virtual void kv_write(int layer, Act k, Act v) = 0;
+  // qkv → q, and K and V into the layer's KV cache at the batch's slots: per-head RMSNorm of q
+  // and k where the model has q_norm/k_norm (Qwen3), then RoPE at each token's position; v as
+  // it is. One op, so a backend can write the cache straight from registers (the GPU's rope
+  // kernel does); k and v are scratch rows a backend may use on the way.
+  virtual void rope_kv_write(int layer, Act qkv, Act q, Act k, Act v) = 0;
   // out rows of the decode sequences (the first decode_sequences tokens), or of the prefill
   // chunks (the rest): causal attention of q over each sequence's cached keys.
   virtual void attention_decode(int layer, Act q, Act out) = 0;

@@ -5,13 +5,13 @@
 #include <cmath>
 #include <cstring>
 
-#include "base/error.h"
-#include "base/half.h"
 #include "runtime/cpu/attention.h"
 #include "runtime/cpu/embedding.h"
 #include "runtime/cpu/gemm.h"
+#include "base/half.h"
 #include "runtime/cpu/parallel.h"
 #include "runtime/cpu/rmsnorm.h"
+#include "base/error.h"
 
 namespace onecat::model {
 namespace {
@@ -226,15 +226,6 @@ void CpuBackend::gemm(Act out, Act in, Linear weight, Epilogue epilogue) {
   }
 }
 
-void CpuBackend::rope_qkv(int layer, Act qkv, Act q, Act k, Act v) {
-  Buffers& b = *buffers_;
-  const LayerWeights& l = weights_->layers[size_t(layer)];
-  cpu::rope_qkv(b.act(qkv), b.positions.data(), b.tokens, int(config_.heads), int(config_.kv_heads),
-                int(config_.head_dim), weights_->rope, l.q_norm.empty() ? nullptr : l.q_norm.data(),
-                l.k_norm.empty() ? nullptr : l.k_norm.data(), float(config_.rms_norm_eps), b.act(q), b.act(k),
-                b.act(v));
-}
-
 namespace {
 
 cpu::PagedKv paged_kv(const models::ModelConfig& c, int page_size, std::vector<uint16_t>& k, std::vector<uint16_t>& v) {
@@ -250,8 +241,13 @@ cpu::PagedKv paged_kv(const models::ModelConfig& c, int page_size, std::vector<u
 
 }  // namespace
 
-void CpuBackend::kv_write(int layer, Act k, Act v) {
+void CpuBackend::rope_kv_write(int layer, Act qkv, Act q, Act k, Act v) {
   Buffers& b = *buffers_;
+  const LayerWeights& l = weights_->layers[size_t(layer)];
+  cpu::rope_qkv(b.act(qkv), b.positions.data(), b.tokens, int(config_.heads), int(config_.kv_heads),
+                int(config_.head_dim), weights_->rope, l.q_norm.empty() ? nullptr : l.q_norm.data(),
+                l.k_norm.empty() ? nullptr : l.k_norm.data(), float(config_.rms_norm_eps), b.act(q), b.act(k),
+                b.act(v));
   const cpu::PagedKv kv = paged_kv(config_, limits_.page_size, b.k_cache[size_t(layer)], b.v_cache[size_t(layer)]);
   cpu::kv_write(kv, b.act(k), b.act(v), b.slots.data(), b.tokens);
 }

@@ -23,8 +23,7 @@ class CpuBackend final : public Backend {
   void embedding(Act out) override;
   void rmsnorm(Act out, Act x, std::optional<Act> residual, Norm weight) override;
   void gemm(Act out, Act in, Linear weight, Epilogue epilogue) override;
-  void rope_qkv(int layer, Act qkv, Act q, Act k, Act v) override;
-  void kv_write(int layer, Act k, Act v) override;
+  void rope_kv_write(int layer, Act qkv, Act q, Act k, Act v) override;
   void attention_decode(int layer, Act q, Act out) override;
   void attention_prefill(int layer, Act q, Act out) override;
   void logits(Act in) override;

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 
-#include "base/error.h"
 #include "models/model/cpu_backend.h"
+#include "models/model/gpu_backend.h"
+#include "runtime/engine/session.h"
+#include "base/error.h"
 
 namespace onecat::model {
 namespace {
@@ -15,10 +17,13 @@ void check_options(const ModelOptions& o) {
   if (o.kv_cache_tokens < 1) throw InputError("kv_cache_tokens must be at least 1 (it is rounded up to whole pages).");
 }
 
+// The GPU before gigabytes are read: a machine without one is told so now, in one sentence.
 void check_device(Device device) {
-  if (device == Device::kCuda) {
-    throw InputError("device cuda is not available yet (the GPU forward pass is not built); use device cpu.");
+  if (device != Device::kCuda) return;
+  if (!Driver::find() || Driver::find()->device_count() == 0) {
+    throw InputError("device cuda: " + Driver::unavailable_reason() + "; use device cpu.");
   }
+  Session::get().use_gpu(-1);
 }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -56,14 +61,27 @@ Model::Model(const models::LoadedModel& loaded, const ModelOptions& options)
   limits.max_sequences = options.max_sequences;
   limits.kv_pages = pages_.pages();
   limits.page_size = options.page_size;
-  backend_ = std::make_unique<CpuBackend>(loaded, limits);
+  if (options.device == Device::kCuda) {
+    auto gpu = std::make_unique<GpuBackend>(Session::get(), loaded, limits);
+    gpu_ = gpu.get();
+    backend_ = std::move(gpu);
+  } else {
+    backend_ = std::make_unique<CpuBackend>(loaded, limits);
+  }
 }
 
 Model::~Model() = default;
 
 void Model::forward(const ForwardBatch& batch, std::span<float> logits) {
   check_batch(batch, pages_.pages(), pages_.page_size());
-  run_forward(*backend_, shape_, batch);
+  if (gpu_ && options_.cuda_graphs && batch.decode_sequences == batch.sequences()) {
+    // A decode step: one graph per batch size replays every launch (the batch's arrays are
+    // device data, uploaded by begin; its counts are the same for one size).
+    backend_->begin(batch);
+    gpu_->run_graph(batch.sequences(), [&] { run_layers(*backend_, shape_, batch); });
+  } else {
+    run_forward(*backend_, shape_, batch);
+  }
   backend_->read_logits(logits);
 }
 

@@ -16,6 +16,8 @@
 
 namespace onecat::model {
 
+class GpuBackend;
+
 enum class Device { kCpu, kCuda };
 
 // "cpu" or "cuda"; InputError naming the choices otherwise.
@@ -28,6 +30,7 @@ struct ModelOptions {
   int64_t kv_cache_tokens = 4096;  // KV cache capacity, all sequences together (rounded up to whole pages)
   int page_size = 16;              // tokens per KV page
   bool progress = true;            // a progress bar while loading
+  bool cuda_graphs = true;         // cuda: replay decode steps as CUDA graphs
 };
 
 // A sequence's tokens in the KV cache: its pages and how many tokens they hold.
@@ -39,7 +42,7 @@ struct Sequence {
 class Model {
  public:
   // Loads a checkpoint directory (models/checkpoint) onto options.device. InputError for a bad
-  // checkpoint or options, and for --device cuda until the GPU backend exists.
+  // checkpoint or options, and for device cuda where no GPU is usable.
   static std::unique_ptr<Model> load(const std::string& directory, const ModelOptions& options = {});
   // From weights already in memory (tests perturb them); the config travels with them.
   Model(const models::LoadedModel& loaded, const ModelOptions& options);
@@ -77,6 +80,7 @@ class Model {
   ModelOptions options_;
   ForwardShape shape_;
   std::unique_ptr<Backend> backend_;
+  GpuBackend* gpu_ = nullptr;  // backend_ when it is the GPU's
   KvPages pages_;
 };
 

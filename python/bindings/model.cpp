@@ -1,14 +1,14 @@
-// onecat.Model: a checkpoint loaded and run by models/model (docs/models.md) for Python. The
-// CPU backend for now; device="cuda" is a ValueError until the GPU backend exists.
+// onecat.Model: a checkpoint loaded and run by models/model (docs/models.md) for Python, on
+// the CPU backend or (device="cuda") the GPU one.
 #include "models/model/model.h"
 
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
-#include "base/error.h"
 #include "models/model/generate.h"
 #include "models/model/generation_config.h"
 #include "python/bindings/families.h"
+#include "base/error.h"
 
 namespace onecat::python {
 namespace {
@@ -41,7 +41,7 @@ py::dict config_dict(const models::ModelConfig& c) {
 }  // namespace
 
 void bind_model(py::module_& m) {
-  py::class_<PyModel>(m, "Model", "A Hugging Face checkpoint loaded for generation (CPU backend; docs/models.md)")
+  py::class_<PyModel>(m, "Model", "A Hugging Face checkpoint loaded for generation on the CPU or a GPU (docs/models.md)")
       .def(py::init([](const std::string& path, const std::string& device, int64_t max_batch_tokens,
                        int64_t kv_cache_tokens, bool progress) {
              model::ModelOptions o;

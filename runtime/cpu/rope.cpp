@@ -7,8 +7,8 @@
 #include <numbers>
 #include <string>
 
-#include "base/error.h"
 #include "base/half.h"
+#include "base/error.h"
 
 namespace onecat::cpu {
 namespace {

@@ -255,6 +255,22 @@ SampleDecision sample_decision(const float* logits, int64_t vocab, const Samplin
   return finish(token);
 }
 
+sampling::RowParams row_params(const SamplingParams& p, uint64_t step, int prompt_length) {
+  sampling::RowParams r;
+  r.temperature = p.temperature;
+  r.top_p = p.top_p;
+  r.min_p = p.min_p;
+  r.repetition_penalty = p.repetition_penalty;
+  r.presence_penalty = p.presence_penalty;
+  r.frequency_penalty = p.frequency_penalty;
+  r.top_k = p.top_k;
+  r.logprobs = p.logprobs;
+  r.seed = p.seed;
+  r.step = step;
+  r.prompt_length = prompt_length;
+  return r;
+}
+
 SampledToken sample(const float* logits, int64_t vocab, const SamplingParams& p, std::span<const int> prompt_tokens,
                     std::span<const int> output_tokens, uint64_t step) {
   return sample_decision(logits, vocab, p, prompt_tokens, output_tokens, step).sampled;

@@ -21,6 +21,8 @@
 #include <utility>
 #include <vector>
 
+#include "codegen/sampling/row_params.h"
+
 namespace onecat::cpu {
 
 // The most top logprobs a row may ask for (OpenAI's and vLLM's default limit).
@@ -76,6 +78,10 @@ struct SampleDecision {
 };
 SampleDecision sample_decision(const float* logits, int64_t vocab, const SamplingParams& p,
                                std::span<const int> prompt_tokens, std::span<const int> output_tokens, uint64_t step);
+
+// The GPU kernel's row struct (codegen/sampling/row_params.h) for these settings, this step
+// and a history whose first prompt_length ids are the prompt's.
+sampling::RowParams row_params(const SamplingParams& p, uint64_t step, int prompt_length);
 
 // Building blocks, exposed for the tests and the GPU check.
 // Philox-4x32-10 (Salmon et al., SC'11): one block of four 32-bit outputs.

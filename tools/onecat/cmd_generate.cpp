@@ -1,5 +1,5 @@
-// onecat generate: one sequence through a checkpoint on the CPU backend (the GPU backend is
-// not built yet): the prompt as ids or text, greedy or sampled, until EOS or --max-tokens.
+// onecat generate: one sequence through a checkpoint on the CPU or GPU backend: the prompt as
+// ids or text, greedy or sampled, until EOS or --max-tokens.
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -7,13 +7,13 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
-#include "base/error.h"
 #include "models/config.h"
 #include "models/model/generate.h"
 #include "models/model/generation_config.h"
 #include "models/model/model.h"
 #include "models/tokenizer/decode_stream.h"
 #include "models/tokenizer/tokenizer.h"
+#include "base/error.h"
 #include "tools/onecat/commands.h"
 
 namespace onecat::cli {
@@ -23,7 +23,7 @@ struct Options {
   std::string model, prompt_ids, prompt, device = "cpu";
   int64_t max_tokens = 64, prefill_chunk = 256;
   cpu::SamplingParams sampling = model::GenerateOptions::greedy();
-  bool ignore_eos = false, json = false;
+  bool ignore_eos = false, json = false, no_cuda_graphs = false;
 };
 
 void run(const Options& o, bool ids_given, bool text_given) {
@@ -54,6 +54,7 @@ void run(const Options& o, bool ids_given, bool text_given) {
   mo.max_sequences = 1;
   mo.kv_cache_tokens = int64_t(prompt.size()) + o.max_tokens;
   mo.progress = !o.json;
+  mo.cuda_graphs = !o.no_cuda_graphs;
   const std::unique_ptr<model::Model> m = model::Model::load(o.model, mo);
 
   model::GenerateOptions go;
@@ -116,7 +117,7 @@ void add_generate(CLI::App& app) {
   auto* ids = cmd->add_option("--prompt-ids", o->prompt_ids, "The prompt as comma-separated token ids");
   auto* text = cmd->add_option("--prompt", o->prompt, "The prompt as text (needs the checkpoint's tokenizer.json)");
   cmd->add_option("--max-tokens", o->max_tokens, "New tokens at most (default 64)");
-  cmd->add_option("--device", o->device, "cpu, or cuda (not available yet)");
+  cmd->add_option("--device", o->device, "cpu (default) or cuda");
   cmd->add_option("--prefill-chunk", o->prefill_chunk, "Prompt tokens per forward step (default 256)");
   cmd->add_option("--temperature", o->sampling.temperature, "0 (default): greedy");
   cmd->add_option("--top-k", o->sampling.top_k, "Keep the k most likely tokens (0: off)");
@@ -127,6 +128,7 @@ void add_generate(CLI::App& app) {
   cmd->add_option("--frequency-penalty", o->sampling.frequency_penalty, "0: off");
   cmd->add_option("--seed", o->sampling.seed, "Seed of the sampler (default 0)");
   cmd->add_flag("--ignore-eos", o->ignore_eos, "Do not stop at end-of-sequence tokens");
+  cmd->add_flag("--no-cuda-graphs", o->no_cuda_graphs, "cuda: launch every decode step op by op (no CUDA graphs)");
   cmd->add_flag("--json", o->json, "Print one JSON object: prompt_ids, ids, text, finish_reason, timings");
   cmd->callback([o, ids, text] { run(*o, ids->count() > 0, text->count() > 0); });
 }

@@ -29,7 +29,7 @@ struct TuneArgs {
   int tp = 1;
   std::string kv_cache_dtype = "auto";
   std::string buckets;
-  std::string families = "gemm,rmsnorm,attention";
+  std::string families = "gemm,rmsnorm,attention,embedding,rope";
   double budget_s = 0;
   bool compile_only = false;
   std::string arch;
@@ -208,7 +208,7 @@ void add_tune(CLI::App& app) {
                   "KV cache type of the attention kernels: auto (fp16), fp8 (= fp8_e4m3) or fp8_e5m2, per-tensor scale");
   cmd->add_option("--buckets", a->buckets,
                   "Buckets: tokens; sequences for attention decode/verify (default 1,2,4,...,512,2048)");
-  cmd->add_option("--families", a->families, "Kernel families to tune (default gemm,rmsnorm,attention)");
+  cmd->add_option("--families", a->families, "Kernel families to tune (default gemm,rmsnorm,attention,embedding,rope)");
   cmd->add_option("--budget-s", a->budget_s, "Start no new tuning after this many seconds");
   cmd->add_flag("--compile-only", a->compile_only, "Compile every default config into the cache, no GPU needed");
   cmd->add_option("--arch", a->arch, "Target arch for --compile-only (default: this GPU)");
