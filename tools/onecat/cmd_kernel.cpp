@@ -10,6 +10,7 @@
 #include "cache/store.h"
 #include "codegen/family.h"
 #include "runtime/cuda/driver.h"
+#include "runtime/engine/session.h"
 #include "runtime/jit/module_table.h"
 #include "runtime/jit/service.h"
 #include "tools/onecat/commands.h"
@@ -165,13 +166,11 @@ void add_check(CLI::App& app) {
   cmd->callback([a, rows, seed] {
     const Family& f = family_of(a->specs[0]);
     const std::string spec = f.canonical_spec(a->specs[0]);
-    Driver& d = Driver::require_gpu();
-    use_device(0);
-    Arch arch{d.device_info(0).sm};
+    Session& session = Session::get();
+    session.use_gpu(0);
+    const Arch arch = session.arch();
     const std::string config = f.canonical_config(spec, config_or_default(f, spec, a->config, *rows, arch));
-    Store store(cache_file());
-    JitService jit(&store);
-    CompileResult compiled = jit.get(CompileRequest::make(f, spec, config, arch));
+    CompileResult compiled = session.jit().get(CompileRequest::make(f, spec, config, arch));
     const LoadedKernel& kernel = ModuleTable::get().load(compiled.binary);
     CheckResult r = check_kernel(f, spec, config, kernel, *rows, *seed);
     if (a->json) {
