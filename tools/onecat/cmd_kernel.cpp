@@ -6,8 +6,6 @@
 #include <thread>
 
 #include "base/error.h"
-#include "cache/paths.h"
-#include "cache/store.h"
 #include "codegen/family.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/engine/session.h"
@@ -103,9 +101,10 @@ void add_compile(CLI::App& app) {
       std::vector<std::string> configs = *all ? f.candidate_configs(spec, arch) : std::vector{config_or_default(f, spec, a->config, 1, arch)};
       for (const auto& c : configs) reqs.push_back(CompileRequest::make(f, spec, c, arch));
     }
-    std::unique_ptr<Store> store;
-    if (!*no_cache) store = std::make_unique<Store>(cache_file());
-    JitService jit(store.get());
+    // The Session's compile service and store, or with --no-cache one that stores nothing.
+    std::unique_ptr<JitService> uncached;
+    if (*no_cache) uncached = std::make_unique<JitService>(nullptr);
+    JitService& jit = *no_cache ? *uncached : Session::get().jit();
     Progress progress("compiling " + std::to_string(reqs.size()) + " kernels for " + arch.name(), reqs.size());
     const bool show_progress = reqs.size() > 1;
     const auto start = std::chrono::steady_clock::now();
