@@ -58,7 +58,7 @@ std::optional<int> CompilerImportChecker::generator_version(const std::string& f
 std::string CompilerImportChecker::spec_inconsistency(const TuningRecord& t) const {
   try {
     const Family& family = family_of(t.spec);
-    if (family.name() != t.family) return "its spec is not of family " + t.family;
+    if (&family != find_family(t.family)) return "its spec is not of family " + t.family;
     if (family.canonical_spec(t.spec) != t.spec) return "its spec is not in canonical form";
     for (const std::string* config : {&t.config, &t.default_config}) {
       if (family.canonical_config(t.spec, *config) != *config)
