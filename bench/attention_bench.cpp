@@ -10,12 +10,16 @@
 //   the best).
 //   attention_bench OUT.json one SPEC BATCH CTX Q [CONFIG]: one point, default config or CONFIG
 //   (what bench/ncu_profile.sh runs under the profiler).
+//   attention_bench OUT.json points FILE: one point per line of FILE (SPEC BATCH CTX Q [CONFIG];
+//   # comments), every kernel compiled up front into the kernel cache (ONECAT_CACHE_DIR), so
+//   a run's time goes to measuring (bench/before_after.sh runs two builds on one file).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <numeric>
 #include <random>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -24,6 +28,8 @@
 
 #include "base/error.h"
 #include "base/half.h"
+#include "cache/paths.h"
+#include "cache/store.h"
 #include "codegen/attention/emit.h"
 #include "codegen/attention/op.h"
 #include "codegen/family.h"
@@ -169,6 +175,55 @@ int main(int argc, char** argv) {
     std::printf("%s batch=%s ctx=%s q=%s: %.1f us [%s]\n", argv[3], argv[4], argv[5], argv[6], r.us, r.config.c_str());
     res["one"] = {{"spec", argv[3]}, {"us", r.us}, {"config", r.config}};
     save();
+    return 0;
+  }
+  if (argc > 2 && std::string(argv[2]) == "points") {  // points FILE: one point per line
+    if (argc < 4) throw Error("usage: attention_bench OUT.json points FILE");
+    struct Point {
+      std::string spec;
+      int batch = 0, ctx = 0, q = 0;
+      std::string config;  // empty: the default
+    };
+    std::vector<Point> points;
+    std::ifstream in(argv[3]);
+    if (!in) throw InputError(std::string("cannot read the points file ") + argv[3]);
+    for (std::string line; std::getline(in, line);) {
+      std::istringstream ls(line);
+      Point p;
+      if (!(ls >> p.spec) || p.spec[0] == '#') continue;
+      if (!(ls >> p.batch >> p.ctx >> p.q)) {
+        throw InputError("points file line " + quoted_input(line) + " is not SPEC BATCH CTX Q [CONFIG]");
+      }
+      ls >> p.config;
+      points.push_back(p);
+    }
+    // Compile every kernel at once into the cache; time_attention then finds each there.
+    Store store(cache_file());
+    JitService cached(&store);
+    const Arch arch{dev.sm};
+    std::vector<CompileRequest> reqs;
+    for (const Point& p : points) {
+      const Family& f = family_of(p.spec);
+      const bool prefill = attention::Spec::parse(p.spec).op == attention::Op::kPrefill;
+      const int64_t m = prefill ? int64_t(p.batch) * p.q : p.batch;  // as time_attention buckets it
+      const std::string cfg = p.config.empty() ? f.default_config(p.spec, m, arch) : p.config;
+      reqs.push_back(CompileRequest::make(f, p.spec, cfg, arch));
+    }
+    for (const auto& r : cached.get_all(reqs, 16, Parallelism::kThreads)) {
+      if (!r.error.empty()) throw Error(r.error);
+    }
+    res["points"] = nlohmann::json::array();
+    for (const Point& p : points) {
+      std::vector<std::string> cfg;
+      if (!p.config.empty()) cfg.push_back(p.config);
+      const Run r = time_attention(cached, p.spec, p.batch, p.ctx, p.q, rng, dev.l2_bytes, cfg);
+      std::printf("%s batch=%d ctx=%d q=%d: %.1f us [%s]\n", p.spec.c_str(), p.batch, p.ctx, p.q, r.us,
+                  r.config.c_str());
+      std::fflush(stdout);
+      res["points"].push_back(
+          {{"spec", p.spec}, {"batch", p.batch}, {"ctx", p.ctx}, {"q", p.q}, {"config", r.config}, {"us", r.us}});
+      save();
+    }
     return 0;
   }
   if (sweep) {  // every candidate config at a few points: data for the defaults

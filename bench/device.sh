@@ -29,6 +29,13 @@
 #   probe            bench/mma_probe.cu: mma.sync ceilings by warps per SM and warp tile -> probe.jsonl
 #   sass@SPEC@CONFIG the sm_90 SASS of one kernel (onecat emit --ptx, ptxas, cuobjdump) -> sass.txt.gz
 #   ncu              bench/ncu_profile.sh: Nsight Compute on one launch of each listed kernel -> ncu.txt
+#   gpu-model        the GPU forward against the CPU forward (onecat_gpu_model_tests, every architecture × format)
+#   golden           tools/golden_logits.py with transformers -> golden/ (the CPU tests' committed goldens)
+#   model-check      bench/model_check.py: the GPU forward against transformers on real shapes -> model_check.jsonl
+#   llama-build      bench/llama_peer.sh build (llama.cpp from the carried .llama/, in the background;
+#                    model-bench waits for it)
+#   model-bench      bench/model_bench.sh: decode tokens/s vs roofline and llama.cpp -> model_bench.json
+#                    (needs .vocab/ggml-vocab-qwen2.gguf carried)
 #   gemm-bench[@graph]  bench/gemm_bench.sh (the 8B linear set; FORMATS/SHAPES select, SWEEP_MS the
 #                    swept token counts, DEFAULT_MS those at the default config, GRAPH=1 times CUDA-graph
 #                    replays: onecat bench --graph and the torch peer's --graph) -> gemm_bench.jsonl
@@ -60,7 +67,7 @@ cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DONECAT_P
   -DPython_EXECUTABLE="$py" -DSQLite3_INCLUDE_DIR="$root/.device" -DSQLite3_LIBRARY="$lib" \
   -DPCRE2_INCLUDE_DIR="$root/.device" -DPCRE2_LIBRARY="$root/.device/libpcre2-8.a" \
   -DUTF8PROC_INCLUDE_DIR="$root/.device" -DUTF8PROC_LIBRARY="$root/.device/libutf8proc.a" >"$out/build.log" 2>&1 &&
-  cmake --build build-device -j "$(nproc)" --target onecat onecat_gpu_tests onecat_tests attention_bench host_overhead _C >>"$out/build.log" 2>&1 ||
+  cmake --build build-device -j "$(nproc)" --target onecat onecat_gpu_tests onecat_gpu_model_tests onecat_tests attention_bench host_overhead _C >>"$out/build.log" 2>&1 ||
   { tail -40 "$out/build.log"; exit 1; }
 step "built in $(( $(date +%s) - start )) s"
 bin=$root/build-device/onecat
@@ -100,6 +107,14 @@ lane() {  # lane GPU STEPS...
       tests-tune) timeout "$(left)" build-device/tests/onecat_gpu_tests --gtest_filter='TuneGpu.*' ;;
       tests-rest) timeout "$(left)" build-device/tests/onecat_gpu_tests --gtest_filter='-TuneGpu.*' ;;
       tests-*) timeout "$(left)" build-device/tests/onecat_gpu_tests --gtest_filter="${s#tests-}" ;;
+      gpu-model) timeout "$(left)" build-device/tests/onecat_gpu_model_tests ;;
+      golden) timeout "$(left)" "$py" tools/golden_logits.py --out "$out/golden" ;;
+      model-check) PYTHONPATH="$root/build-device/python" timeout "$(left)" "$py" bench/model_check.py >>"$out/model_check.jsonl" ;;
+      llama-build) (OUT=$out bash bench/llama_peer.sh build >"$out/llama_build.log" 2>&1; echo "rc=$?" >>"$out/llama_build.log") &
+                   llama_pid=$! ;;
+      model-bench) [ -z "${llama_pid:-}" ] || wait "$llama_pid"
+        LLAMA=$([ -x build-llama/cmake/bin/llama-bench ] && echo 1 || echo 0) VOCAB_GGUF=$root/.vocab/ggml-vocab-qwen2.gguf \
+          OUT=$out timeout "$(left)" bash bench/model_bench.sh "$bin" ;;
       cpu-*) timeout "$(left)" build-device/tests/onecat_tests --gtest_filter="${s#cpu-}" ;;
       host-overhead) timeout "$(left)" build-device/host_overhead "$out/host_overhead.json" ;;
       verify-export) rm -rf build-device/fleet-a build-device/fleet-b build-device/fleet.onecat

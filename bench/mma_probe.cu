@@ -1,6 +1,6 @@
 // What mma.sync.m16n8k16 can reach on this GPU as a function of warps per SM and of the
 // warp tile, with fragments fed by ldmatrix from shared memory and with a CTA barrier every
-// few k16 slices — the ceilings the gemm mma pipelines (templates/gemm/mma16816_v2.cuh) work
+// few k16 slices — the ceilings the gemm mma pipelines (templates/gemm/mma16816_swizzled.cuh) work
 // under, without their global loads. Standalone (nvcc -O3 -arch=sm_90 mma_probe.cu);
 // prints one JSON object per line: kernel, warp tile, warps per SM, TFLOP/s.
 //   pure   FM·FN independent accumulators per warp, fragments fixed in registers

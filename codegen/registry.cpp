@@ -1,7 +1,10 @@
 #include "base/error.h"
 #include "codegen/attention/family.h"
+#include "codegen/embedding/family.h"
 #include "codegen/gemm/family.h"
 #include "codegen/rmsnorm/family.h"
+#include "codegen/rope/family.h"
+#include "codegen/sampling/family.h"
 #include "codegen/spec_text.h"
 
 namespace onecat {
@@ -10,7 +13,10 @@ std::vector<const Family*> all_families() {
   static const TypedFamily<rmsnorm::Traits> rmsnorm_family;
   static const TypedFamily<gemm::Traits> gemm_family;
   static const TypedFamily<attention::Traits> attention_family;
-  return {&rmsnorm_family, &gemm_family, &attention_family};
+  static const TypedFamily<embedding::Traits> embedding_family;
+  static const TypedFamily<rope::Traits> rope_family;
+  static const TypedFamily<sampling::Traits> sampling_family;
+  return {&rmsnorm_family, &gemm_family, &attention_family, &embedding_family, &rope_family, &sampling_family};
 }
 
 const Family* find_family(std::string_view name) {

@@ -25,13 +25,23 @@ ModelConfig dense(std::string name, std::string arch, int64_t hidden, int64_t in
   m.tie_word_embeddings = false;
   m.qk_norm = qk_norm;
   m.attention_bias = false;
+  m.rope.theta = 1e6;  // the Qwen3 models'
+  m.max_position_embeddings = 40960;
   return m;
 }
 
 std::vector<ModelConfig> base_models() {
   std::vector<ModelConfig> out;
   out.push_back(dense("qwen3-8b", "Qwen3ForCausalLM", 4096, 12288, 36, 32, 8, 151936, 1e-6, true));
-  out.push_back(dense("llama-3.1-8b", "LlamaForCausalLM", 4096, 14336, 32, 32, 8, 128256, 1e-5, false));
+  ModelConfig llama = dense("llama-3.1-8b", "LlamaForCausalLM", 4096, 14336, 32, 32, 8, 128256, 1e-5, false);
+  llama.rope = {.scaling = cpu::RopeParams::Scaling::kLlama3,
+                .theta = 500000,
+                .factor = 8,
+                .low_freq_factor = 1,
+                .high_freq_factor = 4,
+                .original_max_position = 8192};
+  llama.max_position_embeddings = 131072;
+  out.push_back(llama);
   out.push_back(dense("qwen3-32b", "Qwen3ForCausalLM", 5120, 25600, 64, 64, 8, 151936, 1e-6, true));
   // intermediate_size 6144 is in its config.json but unused: every layer is a MoE layer.
   ModelConfig moe = dense("qwen3-30b-a3b", "Qwen3MoeForCausalLM", 2048, 6144, 48, 32, 4, 151936, 1e-6, true);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -59,6 +60,12 @@ class Fields {
     if (!v.is_number()) fail(key, std::string("must be a number, not ") + v.type_name());
     return v.get<double>();
   }
+  double positive(const std::string& key) const {
+    const double x = number(key);
+    if (!(x > 0) || !std::isfinite(x)) fail(key, "must be a positive number, not " + at(key).dump());
+    return x;
+  }
+  double positive_or(const std::string& key, double fallback) const { return has(key) ? positive(key) : fallback; }
   bool boolean_or(const std::string& key, bool fallback) const {
     if (!has(key)) return fallback;
     const json& v = j_.at(key);
@@ -146,6 +153,74 @@ QuantConfig parse_quantization_config(const json& q, const std::string& origin) 
     f.fail("quant_method", "is \"" + method + "\", which onecat does not support (supported: awq, gptq, fp8, fbgemm_fp8, modelopt, mxfp4)");
   }
   return c;
+}
+
+// Rotary embedding as transformers 5 standardises it (RotaryEmbeddingConfigMixin): the dict is
+// rope_scaling when that is a non-empty object (transformers 4's name; version 5 lets it win),
+// else rope_parameters (version 5's, which it writes); its rope_theta wins over the top-level
+// one; the type is "rope_type" or the older "type"; llama3 and yarn take a top-level
+// original_max_position_embeddings first (Phi-3 style), then the dict's, then
+// max_position_embeddings. Fields the type does not use are ignored, as transformers does.
+cpu::RopeParams parse_rope(const Fields& top, const std::string& origin, int64_t max_position) {
+  using Scaling = cpu::RopeParams::Scaling;
+  cpu::RopeParams r;
+  r.theta = top.positive_or("rope_theta", r.theta);
+  if (top.has("partial_rotary_factor") && top.number("partial_rotary_factor") != 1) {
+    top.fail("partial_rotary_factor", "is not 1, and onecat rotates the whole head");
+  }
+  const bool scaling = top.has("rope_scaling") && !(top.at("rope_scaling").is_object() && top.at("rope_scaling").empty());
+  const std::string key = scaling ? "rope_scaling" : "rope_parameters";
+  if (!top.has(key)) return r;
+  const Fields f(top.object(key), origin, key + ".");
+  r.theta = f.positive_or("rope_theta", r.theta);
+  if (f.has("partial_rotary_factor") && f.number("partial_rotary_factor") != 1) {
+    f.fail("partial_rotary_factor", "is not 1, and onecat rotates the whole head");
+  }
+  const std::string type_key = f.has("rope_type") ? "rope_type" : "type";
+  const std::string type = f.has(type_key) ? f.string(type_key) : "default";
+  auto original_max_position = [&] {
+    if (top.has("original_max_position_embeddings")) return top.integer("original_max_position_embeddings");
+    if (f.has("original_max_position_embeddings")) return f.integer("original_max_position_embeddings");
+    if (max_position <= 0) {
+      f.fail("original_max_position_embeddings", "is missing, and so is max_position_embeddings, which " + type + " then uses");
+    }
+    return max_position;
+  };
+  if (type == "default") {
+    r.scaling = Scaling::kNone;
+  } else if (type == "linear") {
+    r.scaling = Scaling::kLinear;
+    r.factor = f.positive("factor");
+  } else if (type == "llama3") {
+    r.scaling = Scaling::kLlama3;
+    r.factor = f.positive("factor");
+    r.low_freq_factor = f.positive("low_freq_factor");
+    r.high_freq_factor = f.positive("high_freq_factor");
+    if (!(r.high_freq_factor > r.low_freq_factor)) {
+      f.fail("high_freq_factor", "must be larger than low_freq_factor (llama3 interpolates between them)");
+    }
+    r.original_max_position = original_max_position();
+  } else if (type == "yarn") {
+    r.scaling = Scaling::kYarn;
+    r.original_max_position = original_max_position();
+    // transformers: a null factor is max_position_embeddings / original_max_position_embeddings.
+    if (f.has("factor")) {
+      r.factor = f.positive("factor");
+    } else if (max_position > 0) {
+      r.factor = double(max_position) / double(r.original_max_position);
+    } else {
+      f.fail("factor", "is missing, and so is max_position_embeddings, from which yarn would derive it");
+    }
+    r.beta_fast = f.positive_or("beta_fast", r.beta_fast);
+    r.beta_slow = f.positive_or("beta_slow", r.beta_slow);
+    r.attention_factor = f.positive_or("attention_factor", 0);
+    r.mscale = f.positive_or("mscale", 0);
+    r.mscale_all_dim = f.positive_or("mscale_all_dim", 0);
+    r.truncate = f.boolean_or("truncate", true);
+  } else {
+    f.fail(type_key, "is \"" + type + "\", which onecat does not support (supported: default, linear, llama3, yarn)");
+  }
+  return r;
 }
 
 std::string read_text_file(const std::filesystem::path& path) {
@@ -256,6 +331,8 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
                                       " use the sliding window, which onecat does not support (one window for every layer)");
     }
   }
+  m.max_position_embeddings = f.integer_or("max_position_embeddings", 0);
+  m.rope = parse_rope(f, origin, m.max_position_embeddings);
   if (a == "LlamaForCausalLM" && f.boolean_or("mlp_bias", false)) f.fail("mlp_bias", "is true, which onecat does not support");
   if (a == "Qwen3MoeForCausalLM") {
     m.experts = f.integer("num_experts");

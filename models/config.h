@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/cpu/rope.h"
+
 namespace onecat::models {
 
 struct QuantConfig {
@@ -35,6 +37,10 @@ struct ModelConfig {
   bool qk_norm = false;         // Qwen3, Qwen3Moe: rmsnorm over head_dim on q and k
   bool attention_bias = false;  // Qwen2: bias on q, k and v
   int64_t sliding_window = 0;   // keys every layer attends to (use_sliding_window); 0: all
+  // Rotary embedding: rope_theta and rope_scaling (transformers 4), or rope_parameters
+  // (transformers 5); default, linear, llama3 or yarn.
+  cpu::RopeParams rope;
+  int64_t max_position_embeddings = 0;  // 0 when config.json does not say
   // Mixture of experts (Qwen3Moe), 0 otherwise.
   int64_t experts = 0, experts_per_token = 0, moe_intermediate = 0;
   QuantConfig quant;

@@ -19,6 +19,11 @@ constexpr int kPageTokens = 16;
 // yet) chooses its own (attention's verify takes 2..16).
 constexpr int kVerifyTokens = 8;
 
+// The KV cache's element type and scale as attention and rope specs spell them.
+std::string kv_text_of(KvCacheDtype kv) {
+  return kv == KvCacheDtype::kF16 ? "f16" : kv == KvCacheDtype::kE4m3 ? "e4m3,kv_scale=tensor" : "e5m2,kv_scale=tensor";
+}
+
 struct WeightFmt {
   std::string fmt;
   int group = 0;
@@ -62,10 +67,13 @@ class Planner {
         kv_replicated ? s(m_.kv_heads) + " KV heads < " + tp_text + ": KV heads replicated, 1 per rank"
                       : s(kv_heads) + " KV heads per rank";
 
-    add_unkernelled("embed_tokens", "embedding", 1,
-                    tp_ > 1 ? "vocab-parallel lookup of " + s(ceil_div(m_.vocab, tp_)) + " rows of " + s(m_.hidden) +
-                                  " per rank, then all-reduce"
-                            : "lookup of " + s(m_.vocab) + " rows of " + s(m_.hidden));
+    const int64_t vocab_rows = ceil_div(m_.vocab, tp_);
+    ops_.push_back({"embed_tokens", "embedding",
+                    canonical("embed_tokens", "embedding:vocab=" + s(vocab_rows) + ",hidden=" + s(m_.hidden)),
+                    tp_ > 1 ? "vocab-parallel lookup of " + s(vocab_rows) + " rows of " + s(m_.hidden) +
+                                  " per rank (ids outside the rank's slice give zero rows), then all-reduce"
+                            : "lookup of " + s(m_.vocab) + " rows of " + s(m_.hidden),
+                    1});
     add_rmsnorm("layers.input_layernorm", m_.hidden, true, L, "replicated; fused residual add");
 
     // q, k, v stacked: one column-parallel gemm.
@@ -73,15 +81,18 @@ class Planner {
     add_gemm("layers.qkv_proj", qkv_n, m_.hidden, false, m_.attention_bias ? "bias" : "none", L,
              "column-parallel: " + s(q_heads) + " q heads + " + kv_text + " (head_dim " + s(m_.head_dim) + ")" +
                  (m_.attention_bias ? ", q/k/v bias" : ""));
-    if (m_.qk_norm) {
-      add_rmsnorm("layers.q_norm", m_.head_dim, false, L, "over head_dim, each of " + s(q_heads) + " q heads per rank");
-      add_rmsnorm("layers.k_norm", m_.head_dim, false, L, "over head_dim, each of " + s(kv_heads) + " k heads per rank");
-    }
     const std::string heads_text = s(q_heads) + " q heads, " + s(kv_heads) + " kv heads, head_dim " + s(m_.head_dim);
-    add_unkernelled("layers.rope", "rope", L, "rotary embedding of q and k: " + heads_text);
-    // kv_write runs first: seq_lens count a pass's new tokens (docs/attention.md).
-    add_attention("layers.kv_write", "kv_write", q_heads, kv_heads, L,
-                  "writes the pass's new K/V rows into the paged cache: " + heads_text);
+    // One kernel from the projection to the cache: Qwen3's q/k RMSNorm, the rotation and the
+    // write of K and V into the paged cache (what two rmsnorm ops and attention's kv_write
+    // would do in three more launches and a K/V round trip). It runs before attention:
+    // seq_lens count a pass's new tokens (docs/attention.md).
+    ops_.push_back({"layers.rope", "rope",
+                    canonical("layers.rope", "rope:heads=" + s(q_heads) + ",kv_heads=" + s(kv_heads) +
+                                                 ",dim=" + s(m_.head_dim) + ",qk_norm=" + (m_.qk_norm ? "1" : "0") +
+                                                 ",kv_out=pages,page=" + s(kPageTokens) + ",kv=" + kv_text_of(kv_)),
+                    std::string(m_.qk_norm ? "q/k RMSNorm over head_dim, then " : "") +
+                        "rotary embedding of q and k; K and V written into the paged cache: " + heads_text,
+                    L});
     add_attention("layers.attention_prefill", "prefill", q_heads, kv_heads, L,
                   "prefill passes (causal, paged KV cache; chunked prefill and cached prefixes alike): " + heads_text);
     add_attention("layers.attention_decode", "decode", q_heads, kv_heads, L, "decode passes (paged KV cache): " + heads_text);
@@ -180,9 +191,9 @@ class Planner {
   // the rest of the model still plans and tunes.
   void add_attention(const std::string& name, const std::string& op, int64_t q_heads, int64_t kv_heads, int64_t count,
                      const std::string& note) {
-    std::string spec = "attention:op=" + op + (op == "kv_write" ? "" : ",heads=" + s(q_heads)) + ",kv_heads=" + s(kv_heads) +
-                       ",dim=" + s(m_.head_dim) + ",page=" + s(kPageTokens) +
-                       (kv_ == KvCacheDtype::kF16 ? ",kv=f16" : kv_ == KvCacheDtype::kE4m3 ? ",kv=e4m3,kv_scale=tensor" : ",kv=e5m2,kv_scale=tensor");
+    std::string spec = "attention:op=" + op + (op == "kv_write" ? "" : ",heads=" + s(q_heads)) +
+                       ",kv_heads=" + s(kv_heads) + ",dim=" + s(m_.head_dim) + ",page=" + s(kPageTokens) +
+                       ",kv=" + kv_text_of(kv_);
     if (op != "kv_write") spec += ",window=" + s(m_.sliding_window);
     if (op == "verify") spec += ",q=" + s(kVerifyTokens);
     try {

@@ -163,7 +163,7 @@ TEST(SessionGpu, TuneAndRecordIsDispatchedByPreparedOps) {
 
 // `onecat bench` for every family through the harness registry: each point's config passes
 // its check in the run, its traffic and ceilings are counted (flops for gemm and attention,
-// bandwidth only for rmsnorm and kv_write), and only gemm has a peer (cuBLAS).
+// bandwidth only for the rest), and only gemm has a peer (cuBLAS).
 TEST(BenchGpu, EveryFamilyAgainstItsCeilings) {
   Session& session = Session::get();
   session.use_gpu(0);
@@ -173,7 +173,11 @@ TEST(BenchGpu, EveryFamilyAgainstItsCeilings) {
         std::tuple{"gemm:n=1024,k=1024,fmt=f16", true, true}, std::tuple{"gemm:n=1024,k=1024,fmt=awq4,epi=bias", true, false},
         std::tuple{"attention:op=decode,heads=8,kv_heads=2,dim=128,page=16,kv=f16", true, false},
         std::tuple{"attention:op=prefill,heads=8,kv_heads=2,dim=128,page=16,kv=f16", true, false},
-        std::tuple{"attention:op=kv_write,kv_heads=2,dim=128,page=16,kv=e4m3,kv_scale=tensor", false, false}}) {
+        std::tuple{"attention:op=kv_write,kv_heads=2,dim=128,page=16,kv=e4m3,kv_scale=tensor", false, false},
+        std::tuple{"embedding:vocab=32000,hidden=4096", false, false},
+        std::tuple{"rope:heads=16,kv_heads=4,dim=128,qk_norm=1,kv_out=pages,page=16,kv=f16", false, false},
+        std::tuple{"sampling:op=sample,vocab=1000,logprobs=20", false, false},
+        std::tuple{"sampling:op=argmax,vocab=1000", false, false}}) {
     SCOPED_TRACE(spec);
     const BenchResult b = bench_spec(session, spec, {1, 4}, BenchOptions{});
     EXPECT_EQ(b.family, family_of(spec).name());

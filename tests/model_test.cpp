@@ -165,6 +165,149 @@ TEST(ModelConfig, RejectsMalformedFields) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Rotary embedding: rope_theta + rope_scaling (transformers 4) or rope_parameters (transformers 5)
+
+using Scaling = cpu::RopeParams::Scaling;
+
+TEST(ModelRope, DefaultAndTheta) {
+  ModelConfig m = parse(qwen3_8b_json());
+  EXPECT_EQ(m.rope.scaling, Scaling::kNone);
+  EXPECT_EQ(m.rope.theta, 1e6);
+  EXPECT_EQ(m.max_position_embeddings, 40960);
+  // No rope_theta: transformers' default for these architectures.
+  json j = qwen25_7b_json();
+  EXPECT_EQ(parse(j).rope.theta, 10000);
+  EXPECT_EQ(parse(j).max_position_embeddings, 0);
+  j["rope_scaling"] = nullptr;  // what Qwen's configs write
+  j["rope_theta"] = 1234.5;
+  EXPECT_EQ(parse(j).rope.scaling, Scaling::kNone);
+  EXPECT_EQ(parse(j).rope.theta, 1234.5);
+  j["rope_scaling"] = {{"rope_type", "default"}};
+  EXPECT_EQ(parse(j).rope.scaling, Scaling::kNone);
+}
+
+TEST(ModelRope, Llama3) {
+  // meta-llama/Llama-3.1-8B's
+  json j = qwen3_8b_json();
+  j["architectures"] = {"LlamaForCausalLM"};
+  j["rope_theta"] = 500000.0;
+  j["rope_scaling"] = {{"factor", 8.0},
+                       {"low_freq_factor", 1.0},
+                       {"high_freq_factor", 4.0},
+                       {"original_max_position_embeddings", 8192},
+                       {"rope_type", "llama3"}};
+  const cpu::RopeParams r = parse(j).rope;
+  EXPECT_EQ(r.scaling, Scaling::kLlama3);
+  EXPECT_EQ(std::tuple(r.theta, r.factor, r.low_freq_factor, r.high_freq_factor, r.original_max_position),
+            std::tuple(500000.0, 8.0, 1.0, 4.0, int64_t(8192)));
+  EXPECT_EQ(builtin_model("llama-3.1-8b").rope.scaling, Scaling::kLlama3);
+  EXPECT_EQ(builtin_model("llama-3.1-8b").rope.original_max_position, 8192);
+
+  // transformers 5 takes a top-level original_max_position_embeddings first (Phi-3 style), and
+  // max_position_embeddings when neither says.
+  j["original_max_position_embeddings"] = 4096;
+  EXPECT_EQ(parse(j).rope.original_max_position, 4096);
+  j.erase("original_max_position_embeddings");
+  j["rope_scaling"].erase("original_max_position_embeddings");
+  EXPECT_EQ(parse(j).rope.original_max_position, 40960);
+  j.erase("max_position_embeddings");
+  parse_error(j, {"/ckpt/config.json", "\"rope_scaling.original_max_position_embeddings\"", "missing",
+                  "max_position_embeddings"});
+  j["rope_scaling"]["original_max_position_embeddings"] = 8192;
+  j["rope_scaling"]["high_freq_factor"] = 1.0;
+  parse_error(j, {"\"rope_scaling.high_freq_factor\"", "larger than low_freq_factor"});
+}
+
+TEST(ModelRope, LinearWithTheOldTypeKey) {
+  json j = qwen3_8b_json();
+  j["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
+  const cpu::RopeParams r = parse(j).rope;
+  EXPECT_EQ(r.scaling, Scaling::kLinear);
+  EXPECT_EQ(r.factor, 2.0);
+  EXPECT_EQ(r.theta, 1e6);
+  j["rope_scaling"]["factor"] = 0;
+  parse_error(j, {"\"rope_scaling.factor\"", "positive"});
+  j["rope_scaling"]["factor"] = "2";
+  parse_error(j, {"\"rope_scaling.factor\"", "number", "string"});
+  j["rope_scaling"].erase("factor");
+  parse_error(j, {"\"rope_scaling.factor\"", "missing"});
+}
+
+TEST(ModelRope, Yarn) {
+  // Qwen's recommended long-context setting for Qwen3.
+  json j = qwen3_8b_json();
+  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 32768}};
+  cpu::RopeParams r = parse(j).rope;
+  EXPECT_EQ(r.scaling, Scaling::kYarn);
+  EXPECT_EQ(std::tuple(r.factor, r.original_max_position, r.beta_fast, r.beta_slow, r.attention_factor),
+            std::tuple(4.0, int64_t(32768), 32.0, 1.0, 0.0));
+  EXPECT_TRUE(r.truncate);
+  // Without original_max_position_embeddings, transformers takes max_position_embeddings.
+  j["rope_scaling"].erase("original_max_position_embeddings");
+  EXPECT_EQ(parse(j).rope.original_max_position, 40960);
+  // DeepSeek-style fields.
+  j["rope_scaling"] = {{"type", "yarn"},           {"factor", 40},      {"beta_fast", 16},
+                       {"beta_slow", 2},           {"mscale", 1.0},     {"mscale_all_dim", 0.5},
+                       {"attention_factor", 1.25}, {"truncate", false}, {"original_max_position_embeddings", 4096}};
+  r = parse(j).rope;
+  EXPECT_EQ(std::tuple(r.factor, r.beta_fast, r.beta_slow, r.mscale, r.mscale_all_dim, r.attention_factor),
+            std::tuple(40.0, 16.0, 2.0, 1.0, 0.5, 1.25));
+  EXPECT_FALSE(r.truncate);
+  EXPECT_EQ(r.original_max_position, 4096);
+  j["rope_scaling"]["truncate"] = "no";
+  parse_error(j, {"\"rope_scaling.truncate\"", "true or false"});
+  // No factor: transformers derives it from the two lengths.
+  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", nullptr}, {"original_max_position_embeddings", 32768}};
+  EXPECT_EQ(parse(j).rope.factor, 40960.0 / 32768.0);
+  j.erase("max_position_embeddings");
+  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+  parse_error(j, {"\"rope_scaling.original_max_position_embeddings\"", "max_position_embeddings"});
+}
+
+TEST(ModelRope, RopeParametersOfTransformers5) {
+  json j = qwen3_8b_json();
+  j.erase("rope_theta");
+  j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 250000.0}};
+  EXPECT_EQ(parse(j).rope.theta, 250000.0);
+  EXPECT_EQ(parse(j).rope.scaling, Scaling::kNone);
+  j["rope_parameters"] = {
+      {"rope_type", "yarn"}, {"rope_theta", 1e6}, {"factor", 4.0}, {"original_max_position_embeddings", 32768}};
+  // A null or empty rope_scaling leaves rope_parameters in charge …
+  j["rope_scaling"] = nullptr;
+  cpu::RopeParams r = parse(j).rope;
+  EXPECT_EQ(r.scaling, Scaling::kYarn);
+  EXPECT_EQ(std::tuple(r.theta, r.factor, r.original_max_position), std::tuple(1e6, 4.0, int64_t(32768)));
+  j["rope_scaling"] = json::object();
+  EXPECT_EQ(parse(j).rope.scaling, Scaling::kYarn);
+  // … a real one replaces it, as in transformers 5 (its theta, else the top-level one, else 10000).
+  j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.0}};
+  r = parse(j).rope;
+  EXPECT_EQ(r.scaling, Scaling::kLinear);
+  EXPECT_EQ(r.theta, 10000);
+  j.erase("rope_scaling");
+  j["rope_parameters"]["rope_theta"] = -1;
+  parse_error(j, {"\"rope_parameters.rope_theta\"", "positive"});
+}
+
+TEST(ModelRope, RefusesWhatItCannotRotate) {
+  json j = qwen3_8b_json();
+  j["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 2.0}};
+  const std::string e =
+      parse_error(j, {"/ckpt/config.json", "\"rope_scaling.rope_type\"", "dynamic", "default, linear, llama3, yarn"});
+  EXPECT_EQ(e.find(". "), std::string::npos) << "one sentence: " << e;
+  j["rope_scaling"] = {{"type", "longrope"}};
+  parse_error(j, {"\"rope_scaling.type\"", "longrope"});
+  j["rope_scaling"] = "yarn";
+  parse_error(j, {"\"rope_scaling\"", "object"});
+  j = qwen3_8b_json();
+  j["rope_theta"] = 0;
+  parse_error(j, {"\"rope_theta\"", "positive"});
+  j = qwen3_8b_json();
+  j["partial_rotary_factor"] = 0.5;
+  parse_error(j, {"\"partial_rotary_factor\"", "whole head"});
+}
+
+// ---------------------------------------------------------------------------------------------
 // quantization_config
 
 TEST(ModelQuant, Awq) {
@@ -354,11 +497,10 @@ TEST(ModelLoad, DirectoryFileAndBuiltin) {
 // ---------------------------------------------------------------------------------------------
 // plans
 
-// The four attention ops of a head_dim-128 model with no sliding window; heads: "heads=H,kv_heads=K".
+// The three attention ops of a head_dim-128 model with no sliding window (rope writes the K/V
+// cache); heads: "heads=H,kv_heads=K".
 void expect_attention_specs(const std::vector<PlannedOp>& plan, const std::string& heads) {
-  const std::string kv_heads = heads.substr(heads.find("kv_heads="));
   const std::string tail = ",dim=128,page=16,kv=f16,kv_scale=none";
-  EXPECT_EQ(spec_of(plan, "layers.kv_write"), "attention:op=kv_write," + kv_heads + tail);
   EXPECT_EQ(spec_of(plan, "layers.attention_prefill"), "attention:op=prefill," + heads + tail + ",causal=1,window=0");
   EXPECT_EQ(spec_of(plan, "layers.attention_decode"), "attention:op=decode," + heads + tail + ",window=0");
   EXPECT_EQ(spec_of(plan, "layers.attention_verify"), "attention:op=verify," + heads + tail + ",q=8,window=0");
@@ -368,10 +510,11 @@ TEST(PlanModel, Qwen3_8bAwqTp1) {
   const auto plan = plan_model(builtin_model("qwen3-8b:awq4"), 1);
   std::vector<std::string> names;
   for (const auto& o : plan) names.push_back(o.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"embed_tokens", "layers.input_layernorm", "layers.qkv_proj", "layers.q_norm",
-                                             "layers.k_norm", "layers.rope", "layers.kv_write", "layers.attention_prefill",
-                                             "layers.attention_decode", "layers.attention_verify", "layers.o_proj", "layers.post_attention_layernorm",
-                                             "layers.gate_up_proj", "layers.down_proj", "norm", "lm_head", "sampling"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"embed_tokens", "layers.input_layernorm", "layers.qkv_proj", "layers.rope",
+                                      "layers.attention_prefill", "layers.attention_decode", "layers.attention_verify",
+                                      "layers.o_proj", "layers.post_attention_layernorm", "layers.gate_up_proj",
+                                      "layers.down_proj", "norm", "lm_head", "sampling"}));
   EXPECT_EQ(spec_of(plan, "layers.qkv_proj"), "gemm:n=6144,k=4096,fmt=awq4,group=128,out=f16,epi=none,act_order=0");
   EXPECT_EQ(spec_of(plan, "layers.o_proj"), "gemm:n=4096,k=4096,fmt=awq4,group=128,out=f16,epi=none,act_order=0");
   EXPECT_EQ(spec_of(plan, "layers.gate_up_proj"), "gemm:n=24576,k=4096,fmt=awq4,group=128,out=f16,epi=silu_mul,act_order=0");
@@ -380,18 +523,19 @@ TEST(PlanModel, Qwen3_8bAwqTp1) {
   EXPECT_EQ(spec_of(plan, "layers.input_layernorm"), "rmsnorm:hidden=4096,dtype=f16,residual=1");
   EXPECT_EQ(spec_of(plan, "layers.post_attention_layernorm"), "rmsnorm:hidden=4096,dtype=f16,residual=1");
   EXPECT_EQ(spec_of(plan, "norm"), "rmsnorm:hidden=4096,dtype=f16,residual=1");
-  EXPECT_EQ(spec_of(plan, "layers.q_norm"), "rmsnorm:hidden=128,dtype=f16,residual=0");
-  EXPECT_EQ(spec_of(plan, "layers.k_norm"), "rmsnorm:hidden=128,dtype=f16,residual=0");
+  // Qwen3's q/k norm, the rotation and the K/V cache write are one op.
+  EXPECT_EQ(spec_of(plan, "layers.rope"),
+            "rope:heads=32,kv_heads=8,dim=128,qk_norm=1,kv_out=pages,page=16,kv=f16,kv_scale=none");
+  EXPECT_EQ(op(plan, "layers.rope").count_per_rank, 36);
+  EXPECT_EQ(spec_of(plan, "embed_tokens"), "embedding:vocab=151936,hidden=4096");
   EXPECT_EQ(op(plan, "layers.qkv_proj").count_per_rank, 36);
   EXPECT_EQ(op(plan, "lm_head").count_per_rank, 1);
   EXPECT_EQ(op(plan, "norm").count_per_rank, 1);
-  for (const char* name : {"embed_tokens", "layers.rope", "sampling"}) {
-    EXPECT_FALSE(op(plan, name).spec.has_value()) << name;
-    EXPECT_TRUE(test::contains(op(plan, name).note, "no kernel family yet")) << name;
-  }
+  EXPECT_FALSE(op(plan, "sampling").spec.has_value());
+  EXPECT_TRUE(test::contains(op(plan, "sampling").note, "no kernel family yet"));
   // 32 q heads, 8 KV heads, head_dim 128, 16-token pages of fp16, no sliding window.
   expect_attention_specs(plan, "heads=32,kv_heads=8");
-  for (const char* name : {"layers.kv_write", "layers.attention_prefill", "layers.attention_decode", "layers.attention_verify"}) {
+  for (const char* name : {"layers.attention_prefill", "layers.attention_decode", "layers.attention_verify"}) {
     EXPECT_EQ(op(plan, name).family, "attention") << name;
     EXPECT_EQ(op(plan, name).count_per_rank, 36) << name;
   }
@@ -406,20 +550,20 @@ TEST(PlanModel, Qwen3_8bAwqTp1) {
     }
   }
   EXPECT_EQ(unique_specs(plan),
-            (std::vector<std::string>{"rmsnorm:hidden=4096,dtype=f16,residual=1",
-                                      "gemm:n=6144,k=4096,fmt=awq4,group=128,out=f16,epi=none,act_order=0",
-                                      "rmsnorm:hidden=128,dtype=f16,residual=0",
-                                      "attention:op=kv_write,kv_heads=8,dim=128,page=16,kv=f16,kv_scale=none",
-                                      "attention:op=prefill,heads=32,kv_heads=8,dim=128,page=16,kv=f16,kv_scale=none,causal=1,window=0",
-                                      "attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=f16,kv_scale=none,window=0",
-                                      "attention:op=verify,heads=32,kv_heads=8,dim=128,page=16,kv=f16,kv_scale=none,q=8,window=0",
-                                      "gemm:n=4096,k=4096,fmt=awq4,group=128,out=f16,epi=none,act_order=0",
-                                      "gemm:n=24576,k=4096,fmt=awq4,group=128,out=f16,epi=silu_mul,act_order=0",
-                                      "gemm:n=4096,k=12288,fmt=awq4,group=128,out=f16,epi=none,act_order=0",
-                                      "gemm:n=151936,k=4096,fmt=f16,group=0,out=f16,epi=none,act_order=0"}));
+            (std::vector<std::string>{
+                "embedding:vocab=151936,hidden=4096", "rmsnorm:hidden=4096,dtype=f16,residual=1",
+                "gemm:n=6144,k=4096,fmt=awq4,group=128,out=f16,epi=none,act_order=0",
+                "rope:heads=32,kv_heads=8,dim=128,qk_norm=1,kv_out=pages,page=16,kv=f16,kv_scale=none",
+                "attention:op=prefill,heads=32,kv_heads=8,dim=128,page=16,kv=f16,kv_scale=none,causal=1,window=0",
+                "attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=f16,kv_scale=none,window=0",
+                "attention:op=verify,heads=32,kv_heads=8,dim=128,page=16,kv=f16,kv_scale=none,q=8,window=0",
+                "gemm:n=4096,k=4096,fmt=awq4,group=128,out=f16,epi=none,act_order=0",
+                "gemm:n=24576,k=4096,fmt=awq4,group=128,out=f16,epi=silu_mul,act_order=0",
+                "gemm:n=4096,k=12288,fmt=awq4,group=128,out=f16,epi=none,act_order=0",
+                "gemm:n=151936,k=4096,fmt=f16,group=0,out=f16,epi=none,act_order=0"}));
 }
 
-// --kv-cache-dtype: every attention op reads (kv_write writes) an fp8 cache with one scale per
+// --kv-cache-dtype: every attention op reads (rope writes) an fp8 cache with one scale per
 // tensor; the rest of the plan is the same; vLLM's names parse, others are refused.
 TEST(PlanModel, Fp8KvCache) {
   const auto f16 = plan_model(builtin_model("qwen3-8b:awq4"), 1);
@@ -428,7 +572,7 @@ TEST(PlanModel, Fp8KvCache) {
     ASSERT_EQ(plan.size(), f16.size());
     for (size_t i = 0; i < plan.size(); ++i) {
       ASSERT_EQ(plan[i].name, f16[i].name);
-      if (plan[i].family != "attention") {
+      if (plan[i].family != "attention" && plan[i].family != "rope") {
         EXPECT_EQ(plan[i].spec, f16[i].spec) << plan[i].name;
         continue;
       }
@@ -484,6 +628,8 @@ TEST(PlanModel, Llama31_8bFp8) {
   EXPECT_EQ(spec_of(plan, "lm_head"), "gemm:n=128256,k=4096,fmt=f16,group=0,out=f16,epi=none,act_order=0");
   EXPECT_FALSE(has_op(plan, "layers.q_norm"));
   EXPECT_FALSE(has_op(plan, "layers.k_norm"));
+  EXPECT_EQ(spec_of(plan, "layers.rope"),
+            "rope:heads=32,kv_heads=8,dim=128,qk_norm=0,kv_out=pages,page=16,kv=f16,kv_scale=none");
   EXPECT_EQ(op(plan, "layers.o_proj").count_per_rank, 32);
   // The weights' fp8 does not make the KV cache fp8: fp16 stays the default.
   EXPECT_EQ(spec_of(plan, "layers.attention_decode"),
@@ -525,11 +671,13 @@ TEST(PlanModel, Qwen3MoeListsExpertsWithoutSpec) {
   EXPECT_TRUE(test::contains(experts.note, "gate_up n=192,k=2048")) << experts.note;
   EXPECT_FALSE(has_op(plan, "layers.gate_up_proj"));
   EXPECT_FALSE(has_op(plan, "layers.down_proj"));
-  EXPECT_EQ(spec_of(plan, "layers.q_norm"), "rmsnorm:hidden=128,dtype=f16,residual=0");
+  EXPECT_EQ(spec_of(plan, "layers.rope"),
+            "rope:heads=4,kv_heads=1,dim=128,qk_norm=1,kv_out=pages,page=16,kv=f16,kv_scale=none");
+  // Vocabulary-parallel embedding: a rank holds ceil(151936 / 8) rows.
+  EXPECT_EQ(spec_of(plan, "embed_tokens"), "embedding:vocab=18992,hidden=2048");
   // Attention sees the replicated KV head too: 4 q heads on 1 KV head per rank.
   EXPECT_EQ(spec_of(plan, "layers.attention_decode"),
             "attention:op=decode,heads=4,kv_heads=1,dim=128,page=16,kv=f16,kv_scale=none,window=0");
-  EXPECT_EQ(spec_of(plan, "layers.kv_write"), "attention:op=kv_write,kv_heads=1,dim=128,page=16,kv=f16,kv_scale=none");
   EXPECT_EQ(op(plan, "layers.attention_decode").count_per_rank, 48);
   // At tp 1 nothing is replicated.
   const auto tp1 = plan_model(builtin_model("qwen3-30b-a3b"), 1);
@@ -564,7 +712,7 @@ TEST(PlanModel, AttentionTakesTheSlidingWindowOrListsAShapeWithoutAKernel) {
   json k = qwen3_8b_json();
   k["head_dim"] = 96;
   const auto odd = plan_model(parse(k), 1);
-  for (const char* name : {"layers.kv_write", "layers.attention_prefill", "layers.attention_decode", "layers.attention_verify"}) {
+  for (const char* name : {"layers.attention_prefill", "layers.attention_decode", "layers.attention_verify"}) {
     EXPECT_FALSE(op(odd, name).spec.has_value()) << name;
     EXPECT_EQ(op(odd, name).family, "attention") << name;
     EXPECT_TRUE(test::contains(op(odd, name).note, "no kernel for this shape yet")) << op(odd, name).note;

@@ -3,6 +3,7 @@
 names and config.json, written in each published weight format (quantised here in numpy).
 
     make_tiny_checkpoint.py OUT [--arch llama|mistral|qwen2|qwen3] [--format FMT] [--shards N]
+                            [--rope default|linear|llama3|yarn|yarn-v5] [--sliding-window N] [--tokenizer]
     make_tiny_checkpoint.py OUT --all        # every arch × format, and the bad checkpoints
 
 Formats: f16 bf16 awq4 gptq4 gptq4-act fp8 (block 128) fp8-channel (FBGEMM) nvfp4 mxfp4. Beside the checkpoint, reference.safetensors
@@ -10,6 +11,11 @@ holds, as F32, every tensor the loader should produce before fusion: each linear
 dequantised weight [N][K] (original column order) under "<prefix>.weight", and every norm, bias
 and embedding after rounding to fp16. Needs numpy only; safetensors files are written by hand
 here because numpy has neither bfloat16 nor float8.
+
+The weights depend only on (arch, format, seed): the golden logits of tests/data/golden/
+(tools/golden_logits.py) were computed from checkpoints this script writes, so changing how it
+draws them means recomputing those. --rope, --sliding-window and --tokenizer change config.json
+and the files beside the weights, never the weights.
 """
 import argparse
 import json
@@ -19,10 +25,28 @@ import sys
 
 import numpy as np
 
+# Rotary embeddings as config.json gives them. "yarn" keeps factor = max_position_embeddings /
+# original_max_position_embeddings (4096 / 1024), so transformers versions that take the factor
+# from that ratio (before huggingface/transformers#40320) and those that read it agree.
+# "yarn-v5" is the same in transformers 5's rope_parameters form.
+ROPES = {
+    "default": {},
+    "linear": {"rope_scaling": {"rope_type": "linear", "factor": 2.0}},
+    # Llama 3.1's own values: with head_dim 64 and theta 5e5 some frequencies are kept, some
+    # interpolated and some divided by the factor.
+    "llama3": {"rope_theta": 500000.0,
+               "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                "original_max_position_embeddings": 8192}},
+    "yarn": {"rope_theta": 100000.0,
+             "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 1024}},
+    "yarn-v5": {"rope_parameters": {"rope_type": "yarn", "rope_theta": 100000.0, "factor": 4.0,
+                                    "original_max_position_embeddings": 1024}},
+}
+
 ARCHS = {
     # hidden 256, q rows 256 or 512 and kv rows 128: every fused part is whole 128-row fp8 blocks.
     "llama": dict(architectures=["LlamaForCausalLM"], model_type="llama", hidden_size=256, num_attention_heads=4,
-                  num_key_value_heads=2, intermediate_size=256, rope_theta=500000.0, tie_word_embeddings=False),
+                  num_key_value_heads=2, intermediate_size=256, tie_word_embeddings=False, **ROPES["llama3"]),
     "mistral": dict(architectures=["MistralForCausalLM"], model_type="mistral", hidden_size=256,
                     num_attention_heads=4, num_key_value_heads=2, intermediate_size=256, sliding_window=None,
                     tie_word_embeddings=False),
@@ -279,12 +303,23 @@ def quantization_config(fmt):
 # A checkpoint
 
 
-def make(out, arch, fmt, shards=1, seed=0, overflow=False, shape=None, reference_file=True):
+def make(out, arch, fmt, shards=1, seed=0, overflow=False, shape=None, reference_file=True, rope=None,
+         sliding_window=None, tokenizer=False):
     """Writes the checkpoint and reference.safetensors into `out`; returns (tensors, config).
-    `shape` overrides config fields (hidden_size, …) for larger checkpoints (load throughput)."""
+    `shape` overrides config fields (hidden_size, …) for larger checkpoints (load throughput);
+    `rope` (a ROPES name) replaces the architecture's rotary embedding; `sliding_window` windows
+    every layer (Mistral); `tokenizer` writes a byte-level tokenizer of the printable ASCII."""
     rng = np.random.default_rng(seed)
     cfg = dict(ARCHS[arch], num_hidden_layers=LAYERS, vocab_size=VOCAB, rms_norm_eps=1e-6, hidden_act="silu",
                max_position_embeddings=4096, torch_dtype="bfloat16" if fmt == "bf16" else "float16")
+    if rope is not None:
+        for key in ("rope_theta", "rope_scaling", "rope_parameters"):
+            cfg.pop(key, None)
+        cfg.update(ROPES[rope])
+    if sliding_window is not None:
+        if arch != "mistral":
+            sys.exit("--sliding-window: only Mistral windows every layer by sliding_window alone")
+        cfg["sliding_window"] = sliding_window
     cfg.update(shape or {})
     layers, vocab = cfg["num_hidden_layers"], cfg["vocab_size"]
     if fmt in QUANTISERS:
@@ -343,6 +378,8 @@ def make(out, arch, fmt, shards=1, seed=0, overflow=False, shape=None, reference
         tensors[name] = Raw("BF16", tensors[name].shape, arr)
 
     write(out, cfg, tensors, shards)
+    if tokenizer:
+        write_tokenizer(out, vocab)
     if reference_file:
         write_safetensors(os.path.join(out, "reference.safetensors"), reference)
         check_with_safetensors(out, tensors)
@@ -351,6 +388,33 @@ def make(out, arch, fmt, shards=1, seed=0, overflow=False, shape=None, reference
             json.dump({"producer": {"name": "modelopt"},
                        "quantization": {"quant_algo": "NVFP4", "group_size": 16, "exclude_modules": ["lm_head"]}}, f)
     return tensors, cfg
+
+
+def byte_level_char(b):
+    """The character GPT-2's byte-level pre-tokenizer maps byte b (0–126) to: 0–32 become
+    U+0100–U+0120 (so a space is Ġ), 33–126 stay."""
+    return chr(b + 256) if b <= 32 else chr(b)
+
+
+def write_tokenizer(out, vocab):
+    """tokenizer.json (byte-level BPE over the printable ASCII bytes, ids 0–94, a few merges),
+    tokenizer_config.json and generation_config.json with <eos> = id 95, <bos> = id 96."""
+    chars = [byte_level_char(b) for b in range(32, 127)]
+    merges = [("t", "h"), ("th", "e"), ("Ġ", "the"), ("i", "n"), ("Ġ", "a")]
+    tokens = chars + ["<eos>", "<bos>"] + ["".join(m) for m in merges]
+    assert len(tokens) <= vocab
+    model = {"type": "BPE", "vocab": {t: i for i, t in enumerate(tokens)}, "merges": [" ".join(m) for m in merges]}
+    special = [{"id": 95, "content": "<eos>", "special": True, "normalized": False},
+               {"id": 96, "content": "<bos>", "special": True, "normalized": False}]
+    tok = {"version": "1.0", "added_tokens": special, "normalizer": None,
+           "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True, "trim_offsets": False},
+           "post_processor": None, "decoder": {"type": "ByteLevel"}, "model": model}
+    with open(os.path.join(out, "tokenizer.json"), "w") as f:
+        json.dump(tok, f, indent=1)
+    with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
+        json.dump({"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<bos>", "eos_token": "<eos>"}, f)
+    with open(os.path.join(out, "generation_config.json"), "w") as f:
+        json.dump({"bos_token_id": 96, "eos_token_id": 95}, f)
 
 
 def write(out, cfg, tensors, shards=1, edit_header=None):
@@ -468,6 +532,10 @@ def main():
     ap.add_argument("--format", choices=FORMATS, default="f16")
     ap.add_argument("--shards", type=int, default=1)
     ap.add_argument("--bad", choices=BAD_CASES)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--rope", choices=list(ROPES), help="rotary embedding instead of the architecture's")
+    ap.add_argument("--sliding-window", type=int, help="Mistral: every layer sees only the last N keys")
+    ap.add_argument("--tokenizer", action="store_true", help="write a byte-level tokenizer of the printable ASCII")
     ap.add_argument("--shape", type=json.loads, default=None,
                     help='config fields to override, e.g. \'{"hidden_size": 4096, "intermediate_size": 14336, '
                          '"num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000}\'; '
@@ -484,7 +552,8 @@ def main():
     elif a.bad:
         bad(a.out, a.bad)
     else:
-        make(a.out, a.arch, a.format, a.shards, shape=a.shape, reference_file=a.shape is None)
+        make(a.out, a.arch, a.format, a.shards, seed=a.seed, shape=a.shape, reference_file=a.shape is None, rope=a.rope,
+             sliding_window=a.sliding_window, tokenizer=a.tokenizer)
 
 
 if __name__ == "__main__":

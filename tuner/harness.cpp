@@ -10,6 +10,9 @@ namespace onecat {
 std::unique_ptr<Workload> rmsnorm_workload(const std::string& spec, int64_t m, uint64_t seed);
 std::unique_ptr<Workload> gemm_workload(const std::string& spec, int64_t m, uint64_t seed);
 std::unique_ptr<Workload> attention_workload(const std::string& spec, int64_t m, uint64_t seed);
+std::unique_ptr<Workload> embedding_workload(const std::string& spec, int64_t m, uint64_t seed);
+std::unique_ptr<Workload> rope_workload(const std::string& spec, int64_t m, uint64_t seed);
+std::unique_ptr<Workload> sampling_workload(const std::string& spec, int64_t m, uint64_t seed);
 
 const FamilyHarness& harness_of(const Family& family) {
   // Keyed by the registered family objects themselves; names are read once, here.
@@ -18,6 +21,9 @@ const FamilyHarness& harness_of(const Family& family) {
         {"rmsnorm", {rmsnorm_workload, check_rmsnorm}},
         {"gemm", {gemm_workload, check_gemm}},
         {"attention", {attention_workload, check_attention}},
+        {"embedding", {embedding_workload, check_embedding}},
+        {"rope", {rope_workload, check_rope}},
+        {"sampling", {sampling_workload, check_sampling}},
     };
     std::map<const Family*, FamilyHarness> out;
     for (const Family* f : all_families()) {

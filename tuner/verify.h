@@ -37,6 +37,14 @@ CheckResult check_gemm(const std::string& spec, const std::string& config, const
                        uint64_t seed);
 CheckResult check_attention(const std::string& spec, const std::string& config, const LoadedKernel& kernel, int64_t m,
                             uint64_t seed);
+// Bit-exact rows, zero rows for ids outside the table's slice.
+CheckResult check_embedding(const std::string& spec, const std::string& config, const LoadedKernel& kernel,
+                            int64_t tokens, uint64_t seed);
+// Every scaling, positions up to 128K; the element-wise bound is in tuner/verify_rope.cpp.
+CheckResult check_rope(const std::string& spec, const std::string& config, const LoadedKernel& kernel, int64_t tokens,
+                       uint64_t seed);
+CheckResult check_sampling(const std::string& spec, const std::string& config, const LoadedKernel& kernel, int64_t rows,
+                           uint64_t seed);
 
 // Compares fp16 outputs (as raw bits) element by element: error = max |gpu - ref| /
 // (|ref| + kHalfAbsFloor); on failure fills detail.

@@ -2,19 +2,26 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <optional>
 #include <random>
 #include <vector>
 
 #include "base/error.h"
 #include "base/half.h"
 #include "codegen/attention/emit.h"
+#include "codegen/embedding/op.h"
 #include "codegen/gemm/emit.h"
 #include "codegen/rmsnorm/emit.h"
 #include "codegen/rmsnorm/op.h"
+#include "codegen/rope/op.h"
+#include "runtime/cpu/rope.h"
+#include "codegen/sampling/op.h"
 #include "tuner/attention_batch.h"
 #include "tuner/gemm_rig.h"
 #include "tuner/harness.h"
 #include "tuner/random_weight.h"
+#include "tuner/sampling_batch.h"
 #include "tuner/verify_attention.h"
 
 namespace onecat {
@@ -115,6 +122,120 @@ class RmsnormWorkload final : public Workload {
   DeviceBuffer x_, residual_, weight_, out_;
 };
 
+// Embedding at bucket m: m ids drawn over the whole slice (a realistic spread of rows), a
+// table of the spec's full size (random rows repeated), fresh ids per rotated copy.
+class EmbeddingWorkload final : public Workload {
+ public:
+  EmbeddingWorkload(const std::string& spec_text, int64_t m, uint64_t seed)
+      : spec_(embedding::Spec::parse(spec_text)), m_(m), seed_(seed) {
+    std::mt19937_64 rng(seed);
+    const size_t row_bytes = size_t(spec_.hidden) * 2;
+    const size_t content_rows =
+        std::min<size_t>(size_t(spec_.vocab), std::max<size_t>(1, kRandomTableBytes / row_bytes));
+    const std::vector<uint16_t> content = random_half(rng, content_rows * size_t(spec_.hidden), -2.f, 2.f);
+    table_ = upload_tiled(content.data(), content.size() * 2, size_t(spec_.vocab) * row_bytes);
+    std::uniform_int_distribution<int> id(0, spec_.vocab - 1);
+    copies_ = rotation_copies(size_t(m) * row_bytes * 2, l2_bytes());
+    std::vector<int> ids(size_t(m) * size_t(copies_));
+    for (int& i : ids) i = id(rng);
+    ids_ = upload_bytes(ids.data(), ids.size() * 4);
+    out_ = DeviceBuffer(size_t(m) * row_bytes);
+  }
+
+  void launch(const LoadedKernel& kernel, const std::string& config, int i, CUstream stream) override {
+    const embedding::Config c = embedding::Config::parse(spec_, config);
+    const CUdeviceptr ids = ids_.ptr() + CUdeviceptr(size_t(i % copies_) * size_t(m_) * 4);
+    onecat::launch(kernel, embedding::make_call(spec_, c, {out_.ptr(), table_.ptr(), ids, 0, m_}), stream);
+  }
+
+  CheckResult check(const LoadedKernel& kernel, const std::string& config) override {
+    return check_embedding(spec_.to_string(), config, kernel, m_, seed_ + 1);
+  }
+
+  // m fp16 rows gathered and written, the ids read.
+  Traffic traffic() const override { return {double(m_) * (2.0 * double(spec_.hidden) * 2 + 4), 0}; }
+
+ private:
+  static constexpr size_t kRandomTableBytes = size_t(32) << 20;
+  embedding::Spec spec_;
+  int64_t m_;
+  uint64_t seed_;
+  int copies_ = 1;
+  DeviceBuffer table_, ids_, out_;
+};
+
+// RoPE at bucket m: m tokens at random positions up to 128K with the default frequencies (the
+// scaling changes the table's values, not the work); kv_out=pages writes into a cache of
+// m + 2 pages of slots in shuffled order. qkv rotates through copies past the L2.
+class RopeWorkload final : public Workload {
+ public:
+  RopeWorkload(const std::string& spec_text, int64_t m, uint64_t seed)
+      : spec_(rope::Spec::parse(spec_text)), m_(m), seed_(seed) {
+    std::mt19937_64 rng(seed);
+    const size_t n = size_t(m) * size_t(spec_.slots()) * size_t(spec_.dim);
+    stride_ = (n * 2 + 255) / 256 * 256;
+    copies_ = rotation_copies(n * 2 * 2, l2_bytes());
+    const std::vector<uint16_t> qkv = random_half(rng, stride_ / 2, -4.f, 4.f);
+    qkv_ = upload_tiled(qkv.data(), stride_, stride_ * size_t(copies_));
+    std::vector<int> positions(static_cast<size_t>(m));
+    std::uniform_int_distribution<int> pos(0, 131071);
+    for (int& p : positions) p = pos(rng);
+    positions_ = upload_bytes(positions.data(), positions.size() * 4);
+    const cpu::RopeTable table = cpu::rope_table(cpu::RopeParams{}, spec_.dim);
+    inv_freq_ = upload_bytes(table.inv_freq.data(), table.inv_freq.size() * 4);
+    const std::vector<uint16_t> norm = random_half(rng, size_t(spec_.dim) * 2, 0.5f, 1.5f);
+    norms_ = upload_bytes(norm.data(), norm.size() * 2);
+    q_ = DeviceBuffer(size_t(m) * size_t(spec_.heads) * size_t(spec_.dim) * 2);
+    if (spec_.paged) {
+      cache_spec_.op = attention::Op::kKvWrite, cache_spec_.kv_heads = spec_.kv_heads, cache_spec_.dim = spec_.dim;
+      cache_spec_.page = spec_.page, cache_spec_.kv = spec_.kv, cache_spec_.kv_scale = spec_.kv_scale;
+      const int64_t pages = (m + spec_.page - 1) / spec_.page + 2;
+      cache_.emplace(cache_spec_, random_kv_cache(cache_spec_, pages, rng, 1));
+      std::vector<int> slots(static_cast<size_t>(pages * spec_.page));
+      std::iota(slots.begin(), slots.end(), 0);
+      std::shuffle(slots.begin(), slots.end(), rng);
+      slots_ = upload_bytes(slots.data(), size_t(m) * 4);
+    } else {
+      k_ = DeviceBuffer(size_t(m) * size_t(spec_.kv_heads) * size_t(spec_.dim) * 2);
+      v_ = DeviceBuffer(k_.bytes());
+    }
+  }
+
+  void launch(const LoadedKernel& kernel, const std::string& config, int i, CUstream stream) override {
+    const rope::Config c = rope::Config::parse(spec_, config);
+    rope::Args a;
+    a.qkv = qkv_.ptr() + CUdeviceptr(size_t(i % copies_) * stride_), a.positions = positions_.ptr();
+    a.inv_freq = inv_freq_.ptr(), a.q_norm = norms_.ptr(), a.k_norm = norms_.ptr() + CUdeviceptr(spec_.dim * 2);
+    a.q = q_.ptr(), a.k = cache_ ? cache_->k.ptr() : k_.ptr(), a.v = cache_ ? cache_->v.ptr() : v_.ptr();
+    if (cache_) a.slot_mapping = slots_.ptr(), a.k_scale = cache_->k_scale.ptr(), a.v_scale = cache_->v_scale.ptr();
+    a.tokens = m_;
+    onecat::launch(kernel, rope::make_call(spec_, c, a), stream);
+  }
+
+  CheckResult check(const LoadedKernel& kernel, const std::string& config) override {
+    return check_rope(spec_.to_string(), config, kernel, m_, seed_ + 1);
+  }
+
+  // Per token: the fp16 qkv row read, q written, K and V written (cache elements when paged)
+  // with their slot, the position read.
+  Traffic traffic() const override {
+    const double dim = spec_.dim, kv_bytes = spec_.paged && spec_.kv != attention::KvType::kF16 ? 1 : 2;
+    const double per_token = double(spec_.slots()) * dim * 2 + double(spec_.heads) * dim * 2 +
+                             2 * double(spec_.kv_heads) * dim * kv_bytes + 4 + (spec_.paged ? 4 : 0);
+    return {double(m_) * per_token, 0};
+  }
+
+ private:
+  rope::Spec spec_;
+  int64_t m_;
+  uint64_t seed_;
+  size_t stride_ = 0;
+  int copies_ = 1;
+  attention::Spec cache_spec_;
+  DeviceBuffer qkv_, positions_, inv_freq_, norms_, q_, k_, v_, slots_;
+  std::optional<DeviceKvCache> cache_;
+};
+
 // Attention at bucket m (docs/attention.md): decode and verify — m sequences of
 // kAttentionContext keys each; prefill — m new tokens as one sequence with no prefix; kv_write —
 // m tokens into a cache of m + 7 slots. Inputs are made as the check makes them
@@ -213,6 +334,86 @@ class AttentionWorkload final : public Workload {
   std::unique_ptr<AttentionCheck> checker_;
 };
 
+// sampling at bucket m: m rows of the check's random mix of settings (greedy, every filter,
+// penalties with histories), their logits in copies rotated past the L2; argmax: m rows of
+// random logits. The settings and histories stay put (they are small).
+class SamplingWorkload final : public Workload {
+ public:
+  SamplingWorkload(const std::string& spec_text, int64_t m, uint64_t seed)
+      : spec_(sampling::Spec::parse(spec_text)), rows_(std::max<int64_t>(m, 1)), seed_(seed) {
+    std::vector<float> logits;
+    if (spec_.op == sampling::Op::kSample) {
+      SamplingBatch b = make_sampling_batch(spec_.vocab, rows_, spec_.logprobs, seed);
+      const std::vector<sampling::RowParams> rp = b.row_params();
+      params_ = DeviceBuffer::from_host(rp.data(), rp.size() * sizeof(sampling::RowParams));
+      offsets_ = DeviceBuffer::from_host(b.offsets.data(), b.offsets.size() * 4);
+      ids_ = DeviceBuffer::from_host(b.ids.data(), std::max<size_t>(b.ids.size(), 1) * 4);
+      table_ = DeviceBuffer(size_t(std::max<int64_t>(sampling::history_table_bytes(int64_t(b.ids.size())), 16)));
+      logits = std::move(b.logits);
+      const size_t width = size_t(std::max(spec_.logprobs, 1));
+      token_logprobs_ = DeviceBuffer(size_t(rows_) * 4);
+      top_ids_ = DeviceBuffer(size_t(rows_) * width * 4);
+      top_logprobs_ = DeviceBuffer(size_t(rows_) * width * 4);
+    } else {
+      logits = make_argmax_logits(spec_.vocab, rows_, seed);
+    }
+    tokens_ = DeviceBuffer(size_t(rows_) * 4);
+    const size_t bytes = logits.size() * 4;
+    stride_ = (bytes + 255) / 256 * 256;
+    copies_ = rotation_copies(bytes, l2_bytes());
+    std::vector<float> padded(stride_ / 4, 0.f);
+    std::copy(logits.begin(), logits.end(), padded.begin());
+    logits_ = upload_tiled(padded.data(), stride_, stride_ * size_t(copies_));
+  }
+
+  void launch(const LoadedKernel& kernel, const std::string& config, int i, CUstream stream) override {
+    const sampling::Config c = sampling::Config::parse(spec_, config);
+    const CUdeviceptr logits = logits_.ptr() + CUdeviceptr(size_t(i % copies_) * stride_);
+    if (spec_.op == sampling::Op::kArgmax) {
+      // Zeroed when grown; every launch leaves the counters at 0.
+      const size_t ws = size_t(std::max<int64_t>(sampling::workspace_bytes(spec_, c, rows_), 16));
+      if (workspace_.bytes() < ws) {
+        workspace_ = DeviceBuffer(ws);
+        workspace_.fill_bytes(0);
+      }
+      onecat::launch(
+          kernel, sampling::make_call(spec_, c, sampling::ArgmaxArgs{tokens_.ptr(), logits, workspace_.ptr(), rows_}),
+          stream);
+      return;
+    }
+    sampling::Args a;
+    a.tokens = tokens_.ptr();
+    a.token_logprobs = token_logprobs_.ptr();
+    a.top_ids = spec_.logprobs ? top_ids_.ptr() : 0;
+    a.top_logprobs = spec_.logprobs ? top_logprobs_.ptr() : 0;
+    a.logits = logits;
+    a.params = params_.ptr();
+    a.history_offsets = offsets_.ptr();
+    a.history_ids = ids_.ptr();
+    a.history_table = table_.ptr();
+    a.rows = rows_;
+    onecat::launch(kernel, sampling::make_call(spec_, c, a), stream);
+  }
+
+  CheckResult check(const LoadedKernel& kernel, const std::string& config) override {
+    return check_sampling(spec_.to_string(), config, kernel, rows_, seed_ + 1);
+  }
+
+  // Every row's fp32 logits read once, its token written (and its logprobs when asked for).
+  Traffic traffic() const override {
+    const double per_row = double(spec_.vocab) * 4 + 4 + (spec_.logprobs ? 4 + 8.0 * spec_.logprobs : 0);
+    return {double(rows_) * per_row, 0};
+  }
+
+ private:
+  sampling::Spec spec_;
+  int64_t rows_;
+  uint64_t seed_;
+  size_t stride_ = 0;
+  int copies_ = 1;
+  DeviceBuffer logits_, params_, offsets_, ids_, table_, tokens_, token_logprobs_, top_ids_, top_logprobs_, workspace_;
+};
+
 }  // namespace
 
 void release_workloads() { kept_rig().reset(); }
@@ -239,6 +440,18 @@ std::unique_ptr<Workload> rmsnorm_workload(const std::string& spec, int64_t m, u
 
 std::unique_ptr<Workload> attention_workload(const std::string& spec, int64_t m, uint64_t seed) {
   return std::make_unique<AttentionWorkload>(spec, m, seed);
+}
+
+std::unique_ptr<Workload> embedding_workload(const std::string& spec, int64_t m, uint64_t seed) {
+  return std::make_unique<EmbeddingWorkload>(spec, m, seed);
+}
+
+std::unique_ptr<Workload> rope_workload(const std::string& spec, int64_t m, uint64_t seed) {
+  return std::make_unique<RopeWorkload>(spec, m, seed);
+}
+
+std::unique_ptr<Workload> sampling_workload(const std::string& spec, int64_t m, uint64_t seed) {
+  return std::make_unique<SamplingWorkload>(spec, m, seed);
 }
 
 std::unique_ptr<Workload> make_workload(const Family& family, const std::string& spec, int64_t m, uint64_t seed) {

@@ -189,7 +189,7 @@ std::string Config::to_string() const {
 
 int Config::shared_bytes(const Spec& spec) const {
   if (strategy != Strategy::kMma || atom != Atom::kM16n8k16) return 0;
-  // templates/gemm/mma16816{,_v2}.cuh Mma16816Smem: x stages; fp16 weight stages, or raw weight
+  // templates/gemm/mma16816_{padded,swizzled}.cuh Mma16816Smem: x stages; fp16 weight stages, or raw weight
   // stages plus two decoded fp16 tiles. fp16 rows: bk + kMmaPad halves (pipe=1), bk halves
   // swizzled (pipe=2).
   const int ld = pipe == 1 ? bk + kMmaPad : bk;

@@ -1,8 +1,8 @@
 // gemm config: what the tuner varies. Two strategies:
 //   strategy=gemv,mt=1,rows=2,warps=4                            small M (templates/gemm/gemv.cuh)
 //   strategy=mma,atom=wmma,bm=64,bn=128,wm=2,wn=2                larger M, any arch (templates/gemm/mma.cuh)
-//   strategy=mma,atom=m16n8k16,bm=128,bn=128,wm=2,wn=2,bk=32,stages=4   sm_80+ (templates/gemm/mma16816.cuh)
-//   strategy=mma,atom=m16n8k16,bm=128,bn=256,wm=2,wn=4,bk=32,stages=4,pipe=2   (mma16816_v2.cuh)
+//   strategy=mma,atom=m16n8k16,bm=128,bn=128,wm=2,wn=2,bk=32,stages=4   sm_80+ (templates/gemm/mma16816_padded.cuh)
+//   strategy=mma,atom=m16n8k16,bm=128,bn=256,wm=2,wn=4,bk=32,stages=4,pipe=2   (mma16816_swizzled.cuh)
 //   strategy=tc_small,mt=16,rows=64,warps=4,stages=3,split=4     M ≤ 16, sm_80+ (templates/gemm/tc_small.cuh)
 // gemv: a CTA of `warps` warps (1 to 16) owns `rows` output rows and a tile of `mt` tokens;
 // its warps split K, each lane streaming 16-byte chunks of weight rows.

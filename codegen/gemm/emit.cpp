@@ -46,12 +46,13 @@ Emitted emit(const Spec& spec, const Config& c, Arch arch) {
       throw InputError("config " + c.to_string() + " uses the m16n8k16 atom, which needs sm_80 or newer (not " + arch.name() +
                        "); use atom=wmma");
     }
-    // pipe=2 lives in its own header and namespace, and has split-K.
-    e.kernel_expression = std::string(c.pipe == 2 ? "onecat::pipe2::" : "onecat::") + "mma16816_kernel<" + shape +
+    // pipe=1: padded shared rows (mma16816_padded.cuh); pipe=2: swizzled rows, the decode a step
+    // ahead, and split-K (mma16816_swizzled.cuh). Each in its own namespace.
+    e.kernel_expression = std::string(c.pipe == 2 ? "onecat::swizzled::" : "onecat::padded::") + "mma16816_kernel<" + shape +
                           std::to_string(c.bm) + ", " + std::to_string(c.bn) + ", " + std::to_string(c.bk) + ", " +
                           std::to_string(c.wm) + ", " + std::to_string(c.wn) + ", " + std::to_string(c.stages) + ", " +
                           (c.pipe == 2 ? std::to_string(c.split) + ", " : std::string()) + tail;
-    header = c.pipe == 2 ? "gemm/mma16816_v2.cuh" : "gemm/mma16816.cuh";
+    header = c.pipe == 2 ? "gemm/mma16816_swizzled.cuh" : "gemm/mma16816_padded.cuh";
   }
   e.source = "// onecat gemm generator v" + std::to_string(kGeneratorVersion) + "\n// spec:   " + spec.to_string() +
              "\n// config: " + c.to_string() + "\n// arch:   " + arch.name() + "\n#include \"" + header + "\"\n";

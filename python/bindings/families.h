@@ -14,5 +14,6 @@ void bind_gemm(py::module_& m);
 void bind_attention(py::module_& m);
 void bind_tokenizer(py::module_& m);      // not a kernel family: Tokenizer, DecodeStream
 void bind_chat_template(py::module_& m);  // not a kernel family: ChatTemplate, load_chat_template
+void bind_model(py::module_& m);          // not a kernel family: Model
 
 }  // namespace onecat::python

@@ -2,13 +2,35 @@
 // (page = slot / PAGE, row = slot % PAGE; a negative slot skips the token, as padding).
 // One thread moves 8 values of one (token, KV head): a 16-byte load of each of k and v and a
 // 16-byte (fp16) or 8-byte (fp8, quantised with value / scale) store of each.
-// Cache layout: [pages][KVH][PAGE][D] for K and for V.
+// Cache layout: [pages][KVH][PAGE][D] for K and for V. kv_cache_offset and kv_store are also
+// how rope (kv_out=pages) writes its K and V, so both write the same bytes.
 #pragma once
 #include "attention/kv_format.cuh"
 #include "common/fp16.cuh"
 #include "common/gmem.cuh"
 
 namespace onecat {
+
+// Element offset of element 0 of KV head kvh's row for `slot` in a [pages][KVH][PAGE][D] cache.
+template <int KVH, int D, int PAGE>
+__device__ __forceinline__ long long kv_cache_offset(int slot, int kvh) {
+  return (((long long)(slot / PAGE) * KVH + kvh) * PAGE + slot % PAGE) * D;
+}
+
+// N fp16 values (one 2N-byte chunk) into a cache at element offset `at`: as they are (fp16), or
+// as the fp8 codes of value / scale (N bytes).
+template <int KV, int N>
+__device__ __forceinline__ void kv_store(void* cache, long long at, const Chunk<2 * N>& values, float scale) {
+  if constexpr (KV == kKvF16) {
+    gmem_store<2 * N>(static_cast<half_t*>(cache) + at, values);
+  } else {
+    Chunk<N> codes;
+    unsigned char* b = reinterpret_cast<unsigned char*>(codes.h);
+#pragma unroll
+    for (int e = 0; e < N; ++e) b[e] = (unsigned char)fp8_encode<KV>(half_to_float(half_t{values.h[e]}) / scale);
+    gmem_store<N>(static_cast<unsigned char*>(cache) + at, codes);
+  }
+}
 
 template <int KVH, int D, int PAGE, int KV, bool SCALE_PER_HEAD, int THREADS>
 __global__ void __launch_bounds__(THREADS)
@@ -23,24 +45,15 @@ __global__ void __launch_bounds__(THREADS)
   const int slot = slot_mapping[token];
   if (slot < 0) return;
   const long long src = c * 8;
-  const long long dst = (((long long)(slot / PAGE) * KVH + kvh) * PAGE + slot % PAGE) * D + part * 8;
+  const long long dst = kv_cache_offset<KVH, D, PAGE>(slot, kvh) + part * 8;
   const Chunk<16> kc = gmem_load_nc<16>(k + src), vc = gmem_load_nc<16>(v + src);
-  if constexpr (KV == kKvF16) {
-    gmem_store<16>(static_cast<half_t*>(k_cache) + dst, kc);
-    gmem_store<16>(static_cast<half_t*>(v_cache) + dst, vc);
-  } else {
-    const float ks = k_scale[SCALE_PER_HEAD ? kvh : 0], vs = v_scale[SCALE_PER_HEAD ? kvh : 0];
-    Chunk<8> kq, vq;
-    unsigned char* kb = reinterpret_cast<unsigned char*>(kq.h);
-    unsigned char* vb = reinterpret_cast<unsigned char*>(vq.h);
-#pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      kb[e] = (unsigned char)fp8_encode<KV>(half_to_float(half_t{kc.h[e]}) / ks);
-      vb[e] = (unsigned char)fp8_encode<KV>(half_to_float(half_t{vc.h[e]}) / vs);
-    }
-    gmem_store<8>(static_cast<unsigned char*>(k_cache) + dst, kq);
-    gmem_store<8>(static_cast<unsigned char*>(v_cache) + dst, vq);
+  float ks = 1.f, vs = 1.f;
+  if constexpr (KV != kKvF16) {
+    ks = k_scale[SCALE_PER_HEAD ? kvh : 0];
+    vs = v_scale[SCALE_PER_HEAD ? kvh : 0];
   }
+  kv_store<KV, 8>(k_cache, dst, kc, ks);
+  kv_store<KV, 8>(v_cache, dst, vc, vs);
 }
 
 }  // namespace onecat

@@ -3,11 +3,12 @@
 // steps of BK = 32. Each step's x tile and weight tile go global → registers → shared memory,
 // the weights decoded to fp16 in registers on the way (Volta has no cp.async, so the next
 // step's loads are issued before this step's math: register double buffering, two shared
-// buffers). The matrix instruction is WMMA m16n16k16 (fp16 in, fp32 accumulate), written in
-// PTX: on sm_70 it is Volta's HMMA.884 sequence, on sm_80+ HMMA.16816.
+// buffers). The matrix instruction is the WMMA atom (common/wmma_atom.cuh: m16n16k16, fp16 in,
+// fp32 accumulate; Volta's HMMA.884 on sm_70, HMMA.16816 on sm_80+).
 #pragma once
 #include "common/fp16.cuh"
 #include "common/gmem.cuh"
+#include "common/wmma_atom.cuh"
 #include "gemm/epilogue.cuh"
 #include "gemm/formats.cuh"
 #include "gemm/split_k.cuh"
@@ -16,48 +17,6 @@ namespace onecat {
 
 inline constexpr int kMmaBk = 32;
 inline constexpr int kMmaPad = 8;  // halves of padding per shared row: spreads rows over banks
-
-struct WmmaAcc {
-  float v[8];
-};
-
-struct WmmaFrag {
-  unsigned r[8];  // 16 fp16 values; their placement is the instruction's business
-};
-
-// Operands come from shared memory (generic addresses); a is 16×16 row-major with stride
-// lda, b is 16×16 column-major (weight rows, k contiguous) with stride ldb, in elements.
-__device__ __forceinline__ void wmma_load_a(WmmaFrag& f, const half_t* a, int lda) {
-  asm volatile("wmma.load.a.sync.aligned.row.m16n16k16.f16 {%0,%1,%2,%3,%4,%5,%6,%7}, [%8], %9;"
-               : "=r"(f.r[0]), "=r"(f.r[1]), "=r"(f.r[2]), "=r"(f.r[3]), "=r"(f.r[4]), "=r"(f.r[5]), "=r"(f.r[6]),
-                 "=r"(f.r[7])
-               : "l"(a), "r"(lda));
-}
-
-__device__ __forceinline__ void wmma_load_b(WmmaFrag& f, const half_t* b, int ldb) {
-  asm volatile("wmma.load.b.sync.aligned.col.m16n16k16.f16 {%0,%1,%2,%3,%4,%5,%6,%7}, [%8], %9;"
-               : "=r"(f.r[0]), "=r"(f.r[1]), "=r"(f.r[2]), "=r"(f.r[3]), "=r"(f.r[4]), "=r"(f.r[5]), "=r"(f.r[6]),
-                 "=r"(f.r[7])
-               : "l"(b), "r"(ldb));
-}
-
-// acc += a · b, fp16 operands, fp32 accumulators.
-__device__ __forceinline__ void wmma_mma(WmmaAcc& acc, const WmmaFrag& a, const WmmaFrag& b) {
-  asm volatile(
-      "wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32 {%0,%1,%2,%3,%4,%5,%6,%7}, "
-      "{%8,%9,%10,%11,%12,%13,%14,%15}, {%16,%17,%18,%19,%20,%21,%22,%23}, {%0,%1,%2,%3,%4,%5,%6,%7};"
-      : "+f"(acc.v[0]), "+f"(acc.v[1]), "+f"(acc.v[2]), "+f"(acc.v[3]), "+f"(acc.v[4]), "+f"(acc.v[5]),
-        "+f"(acc.v[6]), "+f"(acc.v[7])
-      : "r"(a.r[0]), "r"(a.r[1]), "r"(a.r[2]), "r"(a.r[3]), "r"(a.r[4]), "r"(a.r[5]), "r"(a.r[6]), "r"(a.r[7]),
-        "r"(b.r[0]), "r"(b.r[1]), "r"(b.r[2]), "r"(b.r[3]), "r"(b.r[4]), "r"(b.r[5]), "r"(b.r[6]), "r"(b.r[7]));
-}
-
-__device__ __forceinline__ void wmma_store_16x16(float* d, int ldd, const WmmaAcc& acc) {
-  asm volatile("wmma.store.d.sync.aligned.row.m16n16k16.f32 [%0], {%1,%2,%3,%4,%5,%6,%7,%8}, %9;" ::"l"(d),
-               "f"(acc.v[0]), "f"(acc.v[1]), "f"(acc.v[2]), "f"(acc.v[3]), "f"(acc.v[4]), "f"(acc.v[5]),
-               "f"(acc.v[6]), "f"(acc.v[7]), "r"(ldd)
-               : "memory");
-}
 
 // SPLIT > 1: blockIdx.z computes one of SPLIT equal parts of K, the parts meet in
 // split_k_reduce (gemm/split_k.cuh) through the workspace `partial` / `counters`, which
@@ -151,14 +110,11 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
     }
   };
 
-  WmmaAcc acc[kFm][kFn];
+  wmma::Acc acc[kFm][kFn];
 #pragma unroll
   for (int i = 0; i < kFm; ++i) {
 #pragma unroll
-    for (int j = 0; j < kFn; ++j) {
-#pragma unroll
-      for (int e = 0; e < 8; ++e) acc[i][j].v[e] = 0.f;
-    }
+    for (int j = 0; j < kFn; ++j) wmma::zero(acc[i][j]);
   }
 
   static_assert(SPLIT >= 1 && K % (kMmaBk * SPLIT) == 0, "K splits into SPLIT parts of whole steps");
@@ -175,15 +131,15 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
     for (int kk = 0; kk < kMmaBk; kk += 16) {
       // The warp's weight fragments once per half-step, each x fragment once: every
       // operand is read from shared memory once.
-      WmmaFrag b[kFn];
+      wmma::Frag b[kFn];
 #pragma unroll
-      for (int j = 0; j < kFn; ++j) wmma_load_b(b[j], &ws[buf][(wn * kFn + j) * 16][kk], kLd);
+      for (int j = 0; j < kFn; ++j) wmma::load_b<wmma::Layout::kCol>(b[j], &ws[buf][(wn * kFn + j) * 16][kk], kLd);
 #pragma unroll
       for (int i = 0; i < kFm; ++i) {
-        WmmaFrag a;
-        wmma_load_a(a, &xs[buf][(wm * kFm + i) * 16][kk], kLd);
+        wmma::Frag a;
+        wmma::load_a(a, &xs[buf][(wm * kFm + i) * 16][kk], kLd);
 #pragma unroll
-        for (int j = 0; j < kFn; ++j) wmma_mma(acc[i][j], a, b[j]);
+        for (int j = 0; j < kFn; ++j) wmma::mma<wmma::Layout::kCol>(acc[i][j], a, b[j]);
       }
     }
     if (kt + 1 < kt_end) store_step(buf ^ 1);
@@ -205,8 +161,8 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
   for (int i = 0; i < kFm; ++i) {
 #pragma unroll
     for (int j = 0; j < kFn; j += kGated ? 2 : 1) {
-      wmma_store_16x16(stage, 16, acc[i][j]);
-      if constexpr (kGated) wmma_store_16x16(stage + 256, 16, acc[i][j + 1]);
+      wmma::store_acc(stage, 16, acc[i][j]);
+      if constexpr (kGated) wmma::store_acc(stage + 256, 16, acc[i][j + 1]);
       __syncwarp();
       const int tile_col = kGated ? ((wn * kFn + j) / 2) * 16 : (wn * kFn + j) * 16;
 #pragma unroll

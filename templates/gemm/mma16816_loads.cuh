@@ -1,5 +1,5 @@
-// What the two pipelines of the m16n8k16 mma strategy (pipe=1 mma16816.cuh, pipe=2
-// mma16816_v2.cuh) share outside their math: each K step's cp.async loads of the x tile and
+// What the two pipelines of the m16n8k16 mma strategy (pipe=1 mma16816_padded.cuh, pipe=2
+// mma16816_swizzled.cuh) share outside their math: each K step's cp.async loads of the x tile and
 // the raw weight tile, the next step's scales, and the decode of a raw weight stage into an
 // fp16 tile. Where a chunk lands in shared memory is the pipeline's own layout (padded rows
 // for pipe=1, swizzled rows for pipe=2), passed in as a function of (row, 16-byte chunk).

@@ -21,20 +21,6 @@ std::string read_stdin() {
   return s.str();
 }
 
-std::vector<int32_t> parse_ids(const std::string& text) {
-  std::vector<int32_t> ids;
-  std::stringstream s(text);
-  std::string item;
-  while (std::getline(s, item, ',')) {
-    size_t used = 0;
-    const long long v = leading_integer(item, used).value_or(-1);
-    if (used == 0 || item.find_first_not_of(" \t", used) != std::string::npos || v < 0 || v > INT32_MAX)
-      throw InputError("--ids must be comma-separated token ids, and " + quoted_input(item) + " is not one.");
-    ids.push_back(int32_t(v));
-  }
-  return ids;
-}
-
 nlohmann::json parse_json_line(const std::string& line, size_t number) {
   try {
     return nlohmann::json::parse(line);
@@ -104,7 +90,7 @@ void add_detokenize(CLI::App& app) {
       return;
     }
     if (!ids->count()) throw InputError("detokenize needs --ids (or --jsonl with arrays of ids on stdin).");
-    std::vector<int32_t> list = parse_ids(o->ids);
+    std::vector<int32_t> list = parse_ids(o->ids, "--ids");
     if (!o->stream) {
       std::string text = tok.decode(list, o->skip_special);
       if (o->json) {
@@ -133,6 +119,20 @@ void add_detokenize(CLI::App& app) {
 }
 
 }  // namespace
+
+std::vector<int32_t> parse_ids(const std::string& text, const std::string& option) {
+  std::vector<int32_t> ids;
+  std::stringstream s(text);
+  std::string item;
+  while (std::getline(s, item, ',')) {
+    size_t used = 0;
+    const long long v = leading_integer(item, used).value_or(-1);
+    if (used == 0 || item.find_first_not_of(" \t", used) != std::string::npos || v < 0 || v > INT32_MAX)
+      throw InputError(option + " must be comma-separated token ids, and " + quoted_input(item) + " is not one.");
+    ids.push_back(int32_t(v));
+  }
+  return ids;
+}
 
 void add_text_commands(CLI::App& app) {
   add_tokenize(app);

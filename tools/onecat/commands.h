@@ -1,6 +1,7 @@
 // The onecat command-line front end: each command registers itself on the app.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,10 @@ void add_bench(CLI::App& app);
 void add_tune(CLI::App& app);
 void add_chat_template(CLI::App& app);
 void add_text_commands(CLI::App& app);  // tokenize, detokenize
+void add_generate(CLI::App& app);
+
+// "1,2,3" → ids; InputError naming `option` and the bad item.
+std::vector<int32_t> parse_ids(const std::string& text, const std::string& option);
 
 // "native" → the first GPU's arch (without one, an Error suggesting --arch sm_70); otherwise
 // Arch::parse.

@@ -88,6 +88,7 @@ int main(int argc, char** argv) {
   onecat::cli::add_tune(app);
   onecat::cli::add_chat_template(app);
   onecat::cli::add_text_commands(app);
+  onecat::cli::add_generate(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

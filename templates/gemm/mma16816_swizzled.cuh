@@ -1,6 +1,7 @@
-// pipe=2 of the mma strategy with the sm_80+ atom:
-// mma.sync.m16n8k16 (fp16 in, fp32
-// accumulate) fed by ldmatrix from shared memory. A CTA computes a BM×BN tile of y (tokens ×
+// pipe=2 of the mma strategy with the sm_80+ atom, "swizzled": unpadded XOR-swizzled shared
+// rows, the decode one step ahead of the math (one barrier per step), split-K. The default from
+// 512 tokens and for split-K (codegen/gemm/space.cpp); pipe=1 is mma16816_padded.cuh.
+// mma.sync.m16n8k16 (fp16 in, fp32 accumulate) fed by ldmatrix from shared memory. A CTA computes a BM×BN tile of y (tokens ×
 // weight rows) with WM×WN warps; K advances in steps of BK. The x tile and the raw weight
 // tile of each step arrive by cp.async through STAGES shared buffers, so STAGES-1 steps of
 // loads are in flight during the math. fp16 tiles in shared memory have no padding: their
@@ -24,7 +25,7 @@
 #include "gemm/mma16816_loads.cuh"
 #include "gemm/split_k.cuh"
 
-namespace onecat::pipe2 {
+namespace onecat::swizzled {
 
 using sm80::cp_async16;
 using sm80::cp_async_commit;
@@ -317,4 +318,4 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
                                                                bias, residual);
 }
 
-}  // namespace onecat::pipe2
+}  // namespace onecat::swizzled

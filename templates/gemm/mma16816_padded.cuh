@@ -1,11 +1,16 @@
-// mma strategy of the gemm family with the sm_80+ atom: mma.sync.m16n8k16 (fp16 in, fp32
-// accumulate) fed by ldmatrix from shared memory. A CTA computes a BM×BN tile of y (tokens ×
-// weight rows) with WM×WN warps; K advances in steps of BK. The x tile and the raw weight
-// tile of each step arrive by cp.async through STAGES shared buffers, so STAGES-1 steps of
-// loads are in flight during the math. fp16 weights are used where they land; other
-// formats are decoded once per step from their raw buffer into one of two fp16 tiles, with
-// the next step's scales already in registers. The epilogue works on the accumulators in
-// registers: the m16n8 layout gives each thread two adjacent outputs of two tokens.
+// pipe=1 of the mma strategy with the sm_80+ atom, "padded": shared rows padded by 16 bytes,
+// each K step decoded and then multiplied (two barriers per step). The first sm_80+ pipeline;
+// pipe=2 (mma16816_swizzled.cuh) replaced it as the default from 512 tokens, where it was
+// measured, and for split-K; it stays the default from 17 to 511 tokens (codegen/gemm/space.cpp)
+// and a candidate of every sm_80+ bucket.
+// mma.sync.m16n8k16 (fp16 in, fp32 accumulate) fed by ldmatrix from shared memory. A CTA
+// computes a BM×BN tile of y (tokens × weight rows) with WM×WN warps; K advances in steps of
+// BK. The x tile and the raw weight tile of each step arrive by cp.async through STAGES shared
+// buffers, so STAGES-1 steps of loads are in flight during the math. fp16 weights are used
+// where they land; other formats are decoded once per step from their raw buffer into one of
+// two fp16 tiles, with the next step's scales already in registers. The epilogue works on the
+// accumulators in registers: the m16n8 layout gives each thread two adjacent outputs of two
+// tokens.
 #pragma once
 #include "common/fp16.cuh"
 #include "common/gmem.cuh"
@@ -14,7 +19,7 @@
 #include "gemm/formats.cuh"
 #include "gemm/mma16816_loads.cuh"
 
-namespace onecat {
+namespace onecat::padded {
 
 using sm80::cp_async16;
 using sm80::cp_async_commit;
@@ -146,4 +151,4 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
                                                                bias, residual);
 }
 
-}  // namespace onecat
+}  // namespace onecat::padded

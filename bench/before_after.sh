@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Before/after speed of a change in one device call. Builds onecat and attention_bench from
+# this tree ("after") and from a second source tree ("before": the pre-change commit), then
+# times the same points on both builds in alternating order (before, after, after, before, …):
+# the attention points of bench/points/before-after.txt (attention_bench points) and gemm at
+# the default config of each M (onecat bench). Writes $OUT/before_after.json: per point the
+# runs of each build, their medians and after / before.
+#   here:   bash bench/before_after.sh prepare REV   (REV's tree into .before/, ignored by git)
+#   device: bash bench/before_after.sh               (run tool carry: .device .before)
+# Environment: BEFORE (the before tree, default .before), POINTS (attention points file),
+# GEMM_SPECS (space separated), GEMM_MS (default 1,16,128,512), ROUNDS (runs per build and
+# kind, default 2), DEADLINE (seconds from the start, default 560), BUILD_ONLY=1 (build both
+# trees and stop: all that runs without a GPU).
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+if [ "${1:-}" = prepare ]; then
+  rev=${2:?usage: bench/before_after.sh prepare REV}
+  rm -rf "$root/.before" && mkdir -p "$root/.before" &&
+    git -C "$root" archive "$rev" | tar -x -C "$root/.before" &&
+    git -C "$root" rev-parse "$rev" >"$root/.before/REVISION" &&
+    echo "before tree: $(cat "$root/.before/REVISION") in $root/.before"
+  exit $?
+fi
+out=${OUT:-$root/device-out}
+before=$(cd "${BEFORE:-$root/.before}" && pwd) || { echo "no before tree (bash bench/before_after.sh prepare REV)"; exit 1; }
+points=${POINTS:-$root/bench/points/before-after.txt}
+read -r -a gemm_specs <<<"${GEMM_SPECS:-gemm:n=28672,k=4096,fmt=awq4 gemm:n=4096,k=14336,fmt=awq4}"
+gemm_ms=${GEMM_MS:-1,16,128,512}
+rounds=${ROUNDS:-2}
+mkdir -p "$out"
+start=$(date +%s)
+deadline=$((start + ${DEADLINE:-560}))
+left() { echo $((deadline - $(date +%s))); }
+log() { echo "[$(date +%T)] $*" | tee -a "$out/before_after.log"; }
+
+# The device image lacks SQLite's, PCRE2's and utf8proc's headers and static libraries:
+# .device carries them (bench/device.sh). Elsewhere the system's are found.
+deps=()
+if [ -f "$root/.device/sqlite3.h" ]; then
+  lib=$(ldconfig -p 2>/dev/null | awk '/libsqlite3\.so\.0 .*x86-64/ {print $NF; exit}')
+  deps=(-DSQLite3_INCLUDE_DIR="$root/.device" -DSQLite3_LIBRARY="${lib:-$root/.device/libsqlite3.a}"
+        -DPCRE2_INCLUDE_DIR="$root/.device" -DPCRE2_LIBRARY="$root/.device/libpcre2-8.a"
+        -DUTF8PROC_INCLUDE_DIR="$root/.device" -DUTF8PROC_LIBRARY="$root/.device/libutf8proc.a")
+fi
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+# Both trees are built the same way, the NVRTC search path (ONECAT_PROJECT_VENV) included, each
+# in build-ba/ under its root: the same relative paths, so ccache serves the before tree from
+# the after tree's objects where the sources agree. (Carry a .before fresh from `prepare`: a
+# local build-ba/ inside it would travel too.)
+build() {  # build NAME SOURCE_DIR BUILD_DIR
+  log "build $1: $2"
+  cmake -S "$2" -B "$3" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DONECAT_WERROR=OFF -DBUILD_TESTING=OFF \
+    -DONECAT_PROJECT_VENV="$root/.venv" "${deps[@]}" "${launcher[@]}" >>"$out/before_after_build.log" 2>&1 &&
+    cmake --build "$3" -j "$(nproc)" --target onecat attention_bench >>"$out/before_after_build.log" 2>&1 ||
+    { tail -40 "$out/before_after_build.log"; exit 1; }
+}
+build before "$before" "$before/build-ba"
+build after "$root" "$root/build-ba"
+log "built both in $(($(date +%s) - start)) s"
+[ -z "${BUILD_ONLY:-}" ] || exit 0
+
+runs=$out/before_after_runs
+rm -rf "$runs" && mkdir -p "$runs"
+dir_of() { if [ "$1" = before ]; then echo "$before/build-ba"; else echo "$root/build-ba"; fi; }
+run_kind() {  # run_kind KIND BUILD ROUND
+  local bin; bin=$(dir_of "$2")
+  [ "$(left)" -gt 40 ] || { log "skip $1 $2 round $3: deadline"; return; }
+  log "$1 $2 round $3 ($(left) s left)"
+  export ONECAT_CACHE_DIR=$bin/cache  # each build its own kernels
+  if [ "$1" = attention ]; then
+    timeout "$(left)" "$bin/attention_bench" "$runs/attention-$2-$3.json" points "$points" >>"$out/before_after.log" 2>&1
+  else
+    local i=0
+    for spec in "${gemm_specs[@]}"; do
+      timeout "$(left)" "$bin/onecat" bench "$spec" --m "$gemm_ms" --json >"$runs/gemm-$2-$3-$i.json" 2>>"$out/before_after.log"
+      i=$((i + 1))
+    done
+  fi
+}
+for ((r = 1; r <= rounds; r++)); do
+  order="before after"
+  [ $((r % 2)) -eq 0 ] && order="after before"  # ABBA: a drift of the clocks cancels
+  for kind in attention gemm; do
+    for b in $order; do run_kind "$kind" "$b" "$r"; done
+  done
+done
+
+python3 - "$runs" "$out/before_after.json" "$(cat "$before/REVISION" 2>/dev/null)" <<'EOF'
+import glob, json, os, statistics, subprocess, sys
+runs, dest, before_rev = sys.argv[1:]
+def load(p):
+    try:
+        return json.load(open(p))
+    except Exception:
+        return None  # a run cut by the deadline
+points = {}  # key -> {"before": [us], "after": [us], ...}
+def add(key, info, build, us):
+    p = points.setdefault(key, dict(info, before=[], after=[], configs={}))
+    p[build].append(us)
+    p["configs"].setdefault(build, info.get("config"))
+for path in sorted(glob.glob(runs + "/attention-*.json")):
+    build = os.path.basename(path).split("-")[1]
+    for q in (load(path) or {}).get("points", []):
+        key = ("attention", q["spec"], q["batch"], q["ctx"], q["q"])
+        add(key, {"kind": "attention", "spec": q["spec"], "batch": q["batch"], "ctx": q["ctx"], "q": q["q"],
+                  "config": q["config"]}, build, q["us"])
+for path in sorted(glob.glob(runs + "/gemm-*.json")):
+    build = os.path.basename(path).split("-")[1]
+    j = load(path) or {}
+    for q in j.get("points", []):
+        key = ("gemm", j["spec"], q["m"])
+        add(key, {"kind": "gemm", "spec": j["spec"], "m": q["m"], "config": q["config"]}, build, q["us"])
+table = []
+for p in points.values():
+    for b in ("before", "after"):
+        p[b + "_median_us"] = statistics.median(p[b]) if p[b] else None
+    if p["before_median_us"] and p["after_median_us"]:
+        p["after_over_before"] = p["after_median_us"] / p["before_median_us"]
+    p["same_config"] = len(set(p.pop("configs").values())) == 1
+    table.append(p)
+try:
+    gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm", "--format=csv,noheader"],
+                         capture_output=True, text=True).stdout.strip()
+except OSError:
+    gpu = ""
+json.dump({"before_revision": before_rev, "gpu": gpu, "points": table}, open(dest, "w"), indent=1)
+for p in table:
+    what = p["spec"] + (f" m={p['m']}" if p["kind"] == "gemm" else f" b={p['batch']} ctx={p['ctx']} q={p['q']}")
+    r = p.get("after_over_before")
+    print(f"{what}: before {p['before_median_us']} us, after {p['after_median_us']} us"
+          + (f", after/before {r:.3f}" if r else "") + ("" if p["same_config"] else " (configs differ)"))
+EOF
+log "done: $out/before_after.json"

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""onecat's GPU forward pass against transformers on real model shapes (device-side).
+
+For each case: a random checkpoint written by tools/make_tiny_checkpoint.py with a real
+model's dimensions (hidden, heads, KV heads, head_dim, intermediate, vocabulary) and a few
+layers (the layer count changes no kernel shape), in one checkpoint format; transformers runs
+the exact dequantisation of its weights in fp32 on the GPU (TF32 off) — tools/golden_logits.py's
+loader — and onecat.Model(device="cuda") runs the checkpoint itself. Both see the same prompt;
+logits are compared on every row by
+
+  rel   = max |Δlogit| / (max − min of the reference row)   (scale-free, worst element)
+  kl    = KL(softmax(ref) ‖ softmax(onecat)), mean and max over rows
+  top1  = share of rows whose argmax agrees
+
+and the same is done for a model whose config lies about one thing (rope_theta · 1.01, given to
+onecat only) to show the metric would catch it. One JSON line per case on stdout.
+
+    bench/model_check.py [--cases qwen3-8b:f16,...] [--tokens 1024] [--layers 2]
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tools"))
+import golden_logits as gl  # noqa: E402
+
+SHAPES = {
+    "llama-3.1-8b": ("llama", dict(hidden=4096, intermediate=14336, heads=32, kv_heads=8, head_dim=128, vocab=128256)),
+    "qwen2.5-7b": ("qwen2", dict(hidden=3584, intermediate=18944, heads=28, kv_heads=4, head_dim=128, vocab=152064)),
+    "qwen3-8b": ("qwen3", dict(hidden=4096, intermediate=12288, heads=32, kv_heads=8, head_dim=128, vocab=151936)),
+}
+DEFAULT_CASES = ("llama-3.1-8b:f16,qwen2.5-7b:bf16,qwen3-8b:f16,qwen3-8b:awq4,qwen3-8b:gptq4-act,"
+                 "qwen3-8b:fp8,qwen3-8b:nvfp4,qwen3-8b:mxfp4")
+
+
+def metrics(got, want):
+    spread = want.max(-1) - want.min(-1)
+    rel = float((np.abs(got - want).max(-1) / spread).max())
+
+    def log_softmax(x):
+        x = x.astype(np.float64)
+        x = x - x.max(-1, keepdims=True)
+        return x - np.log(np.exp(x).sum(-1, keepdims=True))
+
+    lp, lq = log_softmax(want), log_softmax(got)
+    kl = (np.exp(lp) * (lp - lq)).sum(-1)
+    top1 = float((got.argmax(-1) == want.argmax(-1)).mean())
+    return {"rel": rel, "kl_mean": float(kl.mean()), "kl_max": float(kl.max()), "top1": top1}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cases", default=DEFAULT_CASES)
+    ap.add_argument("--tokens", type=int, default=1024)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--rel-bound", type=float, default=0.02)
+    args = ap.parse_args()
+
+    import torch
+    import onecat
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    work = tempfile.mkdtemp(prefix="model_check-")
+    failed = 0
+    for case in args.cases.split(","):
+        name, fmt = case.split(":")
+        arch, dims = SHAPES[name]
+        shape = dict(dims, layers=args.layers)
+        d = os.path.join(work, f"{name}-{fmt}")
+        t0 = time.time()
+        subprocess.run([sys.executable, gl.MAKE, d, "--arch", arch, "--format", fmt, "--shape", json.dumps(shape)],
+                       check=True, stdout=subprocess.DEVNULL)
+        cfg = json.load(open(os.path.join(d, "config.json")))
+        rng = np.random.default_rng(7)
+        ids = [int(i) for i in rng.integers(0, dims["vocab"], args.tokens)]
+        sd = gl.state_dict(d, cfg)
+        ref_model = gl.transformers_model(d, cfg, sd).cuda()
+        with torch.no_grad():
+            want = ref_model(input_ids=torch.tensor([ids], device="cuda")).logits[0].float().cpu().numpy()
+        del ref_model, sd
+        torch.cuda.empty_cache()
+        t1 = time.time()
+        m = onecat.Model(d, device="cuda", max_batch_tokens=min(args.tokens, 512), kv_cache_tokens=args.tokens + 64)
+        got = m.logits(ids)
+        del m
+        t2 = time.time()
+        result = {"case": case, "tokens": args.tokens, "layers": args.layers, **metrics(got, want),
+                  "reference_s": round(t1 - t0, 1), "onecat_s": round(t2 - t1, 1)}
+        # Power: the same checkpoint with rope_theta off by 1 % must fail the bound.
+        bad = d + "-theta"
+        shutil.copytree(d, bad)
+        cfg_bad = json.loads(json.dumps(cfg))
+        for fields in (cfg_bad, cfg_bad.get("rope_parameters") or {}, cfg_bad.get("rope_scaling") or {}):
+            if "rope_theta" in fields:
+                fields["rope_theta"] *= 1.01
+        json.dump(cfg_bad, open(os.path.join(bad, "config.json"), "w"))
+        m = onecat.Model(bad, device="cuda", max_batch_tokens=min(args.tokens, 512), kv_cache_tokens=args.tokens + 64)
+        result["theta_1pct"] = metrics(m.logits(ids), want)
+        del m
+        shutil.rmtree(bad)
+        result["pass"] = result["rel"] <= args.rel_bound and result["theta_1pct"]["rel"] > args.rel_bound
+        failed += not result["pass"]
+        print(json.dumps(result), flush=True)
+        shutil.rmtree(d)
+    shutil.rmtree(work, ignore_errors=True)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

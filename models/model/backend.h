@@ -1,0 +1,86 @@
+// The ops the forward pass is written over (models/model/forward.h), one virtual call each;
+// a CPU implementation (cpu_backend.h) and, later, a GPU one run the same layer loop. A backend
+// owns its weights (uploaded or dequantised once), its activation buffers (sized at
+// construction for the largest step: no allocation per step, so a GPU step can be captured in
+// a CUDA graph) and the KV cache's memory. Activations are fp16 rows [tokens][width]; logits
+// fp32 [logit rows][vocab].
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include "models/model/forward_batch.h"
+
+namespace onecat::model {
+
+// The activation buffers, [tokens][width] fp16, width:
+enum class Act {
+  kResidual,  // hidden: the residual stream
+  kHidden,    // hidden: a block's output, before it joins the residual stream
+  kNormed,    // hidden: rmsnorm output, the next gemm's input
+  kQkv,       // (heads + 2·kv_heads)·head_dim: q|k|v projections (bias added)
+  kQ,         // heads·head_dim: rotated (and, Qwen3, normed) queries
+  kK,         // kv_heads·head_dim
+  kV,         // kv_heads·head_dim
+  kAttn,      // heads·head_dim: attention output
+  kMlp,       // intermediate: silu(gate)·up
+};
+
+// A linear layer's weight (its bias, where the checkpoint has one, goes with it).
+struct Linear {
+  enum Kind { kQkv, kO, kGateUp, kDown } kind;
+  int layer;
+};
+
+// An RMSNorm's weight.
+struct Norm {
+  enum Kind { kInput, kPostAttention, kFinal } kind;
+  int layer = 0;  // unused for kFinal
+};
+
+enum class Epilogue {
+  kNone,
+  kBias,     // + the linear's bias
+  kSiluMul,  // gate|up: silu(x·gateᵀ)·(x·upᵀ), width N/2
+};
+
+// What a backend sizes its buffers and KV cache for, once.
+struct BackendLimits {
+  int64_t max_tokens = 0;  // per step (and so logit rows per step)
+  int max_sequences = 0;   // per step
+  int64_t kv_pages = 0;    // pages in the KV cache
+  int page_size = 16;      // tokens per page
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // The step's batch (already checked): the backend copies ids, positions, slots, sequence
+  // lengths and block tables into its own buffers. Every call below until the next begin()
+  // is about this batch.
+  virtual void begin(const ForwardBatch& batch) = 0;
+
+  // out = embed_tokens[token_ids]
+  virtual void embedding(Act out) = 0;
+  // residual ? (residual ← x + residual; out = rmsnorm(residual)) : out = rmsnorm(x)
+  virtual void rmsnorm(Act out, Act x, std::optional<Act> residual, Norm weight) = 0;
+  // out = epilogue(in · Wᵀ), rounded to fp16 once.
+  virtual void gemm(Act out, Act in, Linear weight, Epilogue epilogue) = 0;
+  // qkv → q, and K and V into the layer's KV cache at the batch's slots: per-head RMSNorm of q
+  // and k where the model has q_norm/k_norm (Qwen3), then RoPE at each token's position; v as
+  // it is. One op, so a backend can write the cache straight from registers (the GPU's rope
+  // kernel does); k and v are scratch rows a backend may use on the way.
+  virtual void rope_kv_write(int layer, Act qkv, Act q, Act k, Act v) = 0;
+  // out rows of the decode sequences (the first decode_sequences tokens), or of the prefill
+  // chunks (the rest): causal attention of q over each sequence's cached keys.
+  virtual void attention_decode(int layer, Act q, Act out) = 0;
+  virtual void attention_prefill(int layer, Act q, Act out) = 0;
+  // The final norm's output rows named by logit_rows through lm_head (the embeddings when
+  // tied), in fp32, into the backend's logits buffer.
+  virtual void logits(Act in) = 0;
+  // That buffer, [logit rows][vocab], copied out (the GPU backend's sampler reads it in place).
+  virtual void read_logits(std::span<float> out) = 0;
+};
+
+}  // namespace onecat::model

@@ -1,0 +1,298 @@
+#include "models/model/cpu_backend.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+
+#include "runtime/cpu/attention.h"
+#include "runtime/cpu/embedding.h"
+#include "runtime/cpu/gemm.h"
+#include "base/half.h"
+#include "runtime/cpu/parallel.h"
+#include "runtime/cpu/rmsnorm.h"
+#include "base/error.h"
+
+namespace onecat::model {
+namespace {
+
+// W[N][K] in fp32, columns in the activations' order.
+struct Matrix {
+  std::vector<float> w;
+  int64_t n = 0, k = 0;
+};
+
+Matrix dequantized(const quant::PackedWeight& packed) {
+  Matrix m{cpu::dequantize(packed), packed.n, packed.k};
+  if (!packed.perm.empty()) {
+    // gptq act-order keeps column k' = original column perm[k']; put them back once, so the
+    // gemm reads the activations in order.
+    std::vector<float> w(m.w.size());
+    for (int64_t n = 0; n < m.n; ++n) {
+      for (int64_t k = 0; k < m.k; ++k) w[size_t(n * m.k + packed.perm[size_t(k)])] = m.w[size_t(n * m.k + k)];
+    }
+    m.w = std::move(w);
+  }
+  return m;
+}
+
+Matrix from_f16(const std::vector<uint16_t>& h, int64_t n, int64_t k) {
+  Matrix m{std::vector<float>(h.size()), n, k};
+  for (size_t i = 0; i < h.size(); ++i) m.w[i] = cpu::half_to_float(h[i]);
+  return m;
+}
+
+// Eight running sums in a fixed order: vectorisable without reassociating, so every run gives
+// the same bits.
+float dot(const float* a, const float* b, int64_t k) {
+  std::array<float, 8> s{};
+  int64_t i = 0;
+  for (; i + 8 <= k; i += 8) {
+    for (int l = 0; l < 8; ++l) s[size_t(l)] += a[i + l] * b[i + l];
+  }
+  float sum = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+  for (; i < k; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+// y[m][n] = x[m][k] · W[n][k]ᵀ, fp32; columns of y in parallel.
+void matmul(const float* x, int64_t m, const Matrix& w, float* y) {
+  constexpr int64_t kColumnsPerTask = 32;
+  cpu::parallel_chunks(w.n, kColumnsPerTask, [&](int64_t n0, int64_t n1) {
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t n = n0; n < n1; ++n) y[i * w.n + n] = dot(x + i * w.k, &w.w[size_t(n * w.k)], w.k);
+    }
+  });
+}
+
+struct LayerWeights {
+  std::vector<uint16_t> input_norm, post_attention_norm, q_norm, k_norm, qkv_bias, o_bias;
+  Matrix qkv, o, gate_up, down;
+};
+
+}  // namespace
+
+struct CpuBackend::Weights {
+  std::vector<uint16_t> embed, final_norm;
+  Matrix lm_head;
+  std::vector<LayerWeights> layers;
+  cpu::RopeTable rope;
+};
+
+struct CpuBackend::Buffers {
+  std::array<std::vector<uint16_t>, 9> acts;  // by Act
+  std::array<int64_t, 9> width{};
+  std::vector<float> x, y;                              // gemm scratch, fp32 [max_tokens][widest]
+  std::vector<float> logits;                            // [max_tokens][vocab]
+  std::vector<std::vector<uint16_t>> k_cache, v_cache;  // per layer, [pages][kv_heads][page][dim]
+  // The step's batch.
+  std::vector<int32_t> ids, positions, slots, cu_q, prefill_cu_q, seq_lens, block_table, logit_rows;
+  int64_t tokens = 0, logit_count = 0;
+  int sequences = 0, decode_sequences = 0, max_pages = 0;
+
+  uint16_t* act(Act a) { return acts[size_t(a)].data(); }
+};
+
+CpuBackend::CpuBackend(const models::LoadedModel& model, const BackendLimits& limits)
+    : config_(model.config),
+      limits_(limits),
+      weights_(std::make_unique<Weights>()),
+      buffers_(std::make_unique<Buffers>()) {
+  const models::ModelConfig& c = config_;
+  if (limits.max_tokens <= 0 || limits.max_sequences <= 0 || limits.kv_pages <= 0 || limits.page_size <= 0) {
+    throw Error("CPU backend: every limit (tokens, sequences, KV pages, page size) must be positive");
+  }
+  if (int64_t(model.layers.size()) != c.layers) throw Error("CPU backend: the model's layers do not match its config");
+  Weights& w = *weights_;
+  w.embed = model.embed_tokens;
+  w.final_norm = model.final_norm;
+  w.lm_head = model.lm_head ? dequantized(*model.lm_head) : from_f16(model.embed_tokens, c.vocab, c.hidden);
+  w.layers.resize(model.layers.size());
+  // Layers dequantise independently: all cores.
+  cpu::parallel_for(c.layers, [&](int64_t i) {
+    const models::LoadedLayer& from = model.layers[size_t(i)];
+    LayerWeights& to = w.layers[size_t(i)];
+    to.input_norm = from.input_norm;
+    to.post_attention_norm = from.post_attention_norm;
+    to.q_norm = from.q_norm;
+    to.k_norm = from.k_norm;
+    to.qkv_bias = from.qkv_bias;
+    to.o_bias = from.o_bias;
+    to.qkv = dequantized(from.qkv);
+    to.o = dequantized(from.o);
+    to.gate_up = dequantized(from.gate_up);
+    to.down = dequantized(from.down);
+  });
+  w.rope = cpu::rope_table(c.rope, int(c.head_dim));
+
+  Buffers& b = *buffers_;
+  const int64_t q_width = c.heads * c.head_dim, kv_width = c.kv_heads * c.head_dim;
+  b.width = {c.hidden, c.hidden, c.hidden, q_width + 2 * kv_width, q_width,
+             kv_width, kv_width, q_width,  c.intermediate};
+  for (size_t a = 0; a < b.acts.size(); ++a) b.acts[a].assign(size_t(limits.max_tokens * b.width[a]), 0);
+  const int64_t widest = std::max({c.hidden, q_width + 2 * kv_width, 2 * c.intermediate, c.vocab});
+  b.x.resize(size_t(limits.max_tokens * widest));
+  b.y.resize(size_t(limits.max_tokens * widest));
+  b.logits.resize(size_t(limits.max_tokens * c.vocab));
+  const size_t cache = size_t(limits.kv_pages * limits.page_size * kv_width);
+  b.k_cache.assign(size_t(c.layers), std::vector<uint16_t>(cache, 0));
+  b.v_cache.assign(size_t(c.layers), std::vector<uint16_t>(cache, 0));
+  b.ids.resize(size_t(limits.max_tokens));
+  b.positions.resize(size_t(limits.max_tokens));
+  b.slots.resize(size_t(limits.max_tokens));
+  b.logit_rows.resize(size_t(limits.max_tokens));
+  b.cu_q.resize(size_t(limits.max_sequences) + 1);
+  b.prefill_cu_q.resize(size_t(limits.max_sequences) + 1);
+  b.seq_lens.resize(size_t(limits.max_sequences));
+  b.block_table.resize(size_t(limits.max_sequences * limits.kv_pages));
+}
+
+CpuBackend::~CpuBackend() = default;
+
+void CpuBackend::begin(const ForwardBatch& batch) {
+  Buffers& b = *buffers_;
+  if (batch.tokens() > limits_.max_tokens || batch.sequences() > limits_.max_sequences ||
+      int64_t(batch.logit_rows.size()) > limits_.max_tokens || batch.max_pages > limits_.kv_pages) {
+    throw Error("CPU backend: the batch is larger than the backend was sized for");
+  }
+  auto copy = [](std::span<const int32_t> from, std::vector<int32_t>& to) {
+    std::copy(from.begin(), from.end(), to.begin());
+  };
+  copy(batch.token_ids, b.ids);
+  copy(batch.positions, b.positions);
+  copy(batch.slot_mapping, b.slots);
+  copy(batch.cu_q, b.cu_q);
+  copy(batch.seq_lens, b.seq_lens);
+  copy(batch.block_table, b.block_table);
+  copy(batch.logit_rows, b.logit_rows);
+  b.tokens = batch.tokens();
+  b.sequences = batch.sequences();
+  b.decode_sequences = batch.decode_sequences;
+  b.max_pages = batch.max_pages;
+  b.logit_count = int64_t(batch.logit_rows.size());
+  // The prefill chunks' own cu_q, from 0, for the attention call over them alone.
+  for (int s = b.decode_sequences; s <= b.sequences; ++s) {
+    b.prefill_cu_q[size_t(s - b.decode_sequences)] = b.cu_q[size_t(s)] - b.cu_q[size_t(b.decode_sequences)];
+  }
+}
+
+void CpuBackend::embedding(Act out) {
+  Buffers& b = *buffers_;
+  cpu::embedding(b.act(out), weights_->embed.data(), b.ids.data(), b.tokens, config_.hidden, config_.vocab);
+}
+
+void CpuBackend::rmsnorm(Act out, Act x, std::optional<Act> residual, Norm weight) {
+  Buffers& b = *buffers_;
+  const Weights& w = *weights_;
+  const std::vector<uint16_t>& gamma = weight.kind == Norm::kFinal ? w.final_norm
+                                       : weight.kind == Norm::kInput
+                                           ? w.layers[size_t(weight.layer)].input_norm
+                                           : w.layers[size_t(weight.layer)].post_attention_norm;
+  cpu::rmsnorm(b.act(out), b.act(x), residual ? b.act(*residual) : nullptr, gamma.data(), float(config_.rms_norm_eps),
+               b.tokens, config_.hidden);
+}
+
+void CpuBackend::gemm(Act out, Act in, Linear weight, Epilogue epilogue) {
+  Buffers& b = *buffers_;
+  const LayerWeights& l = weights_->layers[size_t(weight.layer)];
+  const Matrix& w = weight.kind == Linear::kQkv      ? l.qkv
+                    : weight.kind == Linear::kO      ? l.o
+                    : weight.kind == Linear::kGateUp ? l.gate_up
+                                                     : l.down;
+  const uint16_t* x = b.act(in);
+  for (int64_t i = 0; i < b.tokens * w.k; ++i) b.x[size_t(i)] = cpu::half_to_float(x[i]);
+  matmul(b.x.data(), b.tokens, w, b.y.data());
+  uint16_t* y = b.act(out);
+  if (epilogue == Epilogue::kSiluMul) {
+    const int64_t half = w.n / 2;
+    for (int64_t i = 0; i < b.tokens; ++i) {
+      for (int64_t j = 0; j < half; ++j) {
+        const float gate = b.y[size_t(i * w.n + j)], up = b.y[size_t(i * w.n + half + j)];
+        y[i * half + j] = cpu::float_to_half(gate / (1.f + std::exp(-gate)) * up);
+      }
+    }
+    return;
+  }
+  const std::vector<uint16_t>* bias = nullptr;
+  if (epilogue == Epilogue::kBias) {
+    bias = weight.kind == Linear::kQkv ? &l.qkv_bias : weight.kind == Linear::kO ? &l.o_bias : nullptr;
+    if (!bias || int64_t(bias->size()) != w.n) throw Error("CPU backend: a bias epilogue on a linear without a bias");
+  }
+  for (int64_t i = 0; i < b.tokens; ++i) {
+    for (int64_t n = 0; n < w.n; ++n) {
+      const float v = b.y[size_t(i * w.n + n)] + (bias ? cpu::half_to_float((*bias)[size_t(n)]) : 0.f);
+      y[i * w.n + n] = cpu::float_to_half(v);
+    }
+  }
+}
+
+namespace {
+
+cpu::PagedKv paged_kv(const models::ModelConfig& c, int page_size, std::vector<uint16_t>& k, std::vector<uint16_t>& v) {
+  cpu::PagedKv kv;
+  kv.kv_heads = int(c.kv_heads);
+  kv.dim = int(c.head_dim);
+  kv.page = page_size;
+  kv.dtype = cpu::KvDtype::kF16;
+  kv.k = k.data();
+  kv.v = v.data();
+  return kv;
+}
+
+}  // namespace
+
+void CpuBackend::rope_kv_write(int layer, Act qkv, Act q, Act k, Act v) {
+  Buffers& b = *buffers_;
+  const LayerWeights& l = weights_->layers[size_t(layer)];
+  cpu::rope_qkv(b.act(qkv), b.positions.data(), b.tokens, int(config_.heads), int(config_.kv_heads),
+                int(config_.head_dim), weights_->rope, l.q_norm.empty() ? nullptr : l.q_norm.data(),
+                l.k_norm.empty() ? nullptr : l.k_norm.data(), float(config_.rms_norm_eps), b.act(q), b.act(k),
+                b.act(v));
+  const cpu::PagedKv kv = paged_kv(config_, limits_.page_size, b.k_cache[size_t(layer)], b.v_cache[size_t(layer)]);
+  cpu::kv_write(kv, b.act(k), b.act(v), b.slots.data(), b.tokens);
+}
+
+void CpuBackend::attention(int layer, Act q, Act out, int first, int sequences) {
+  Buffers& b = *buffers_;
+  const models::ModelConfig& c = config_;
+  const cpu::PagedKv kv = paged_kv(c, limits_.page_size, b.k_cache[size_t(layer)], b.v_cache[size_t(layer)]);
+  cpu::AttentionShape shape;
+  shape.heads = int(c.heads);
+  shape.causal = true;
+  shape.window = int(c.sliding_window);
+  shape.sm_scale = float(1.0 / std::sqrt(double(c.head_dim)));
+  const int64_t row = c.heads * c.head_dim, first_token = b.cu_q[size_t(first)];
+  const int* cu_q = first == 0 ? b.cu_q.data() : b.prefill_cu_q.data();
+  cpu::attention(b.act(out) + first_token * row, b.act(q) + first_token * row, kv,
+                 b.block_table.data() + size_t(first) * size_t(b.max_pages), b.max_pages, b.seq_lens.data() + first,
+                 cu_q, sequences, shape);
+}
+
+void CpuBackend::attention_decode(int layer, Act q, Act out) {
+  attention(layer, q, out, 0, buffers_->decode_sequences);
+}
+
+void CpuBackend::attention_prefill(int layer, Act q, Act out) {
+  const Buffers& b = *buffers_;
+  attention(layer, q, out, b.decode_sequences, b.sequences - b.decode_sequences);
+}
+
+void CpuBackend::logits(Act in) {
+  Buffers& b = *buffers_;
+  const int64_t hidden = config_.hidden, rows = b.logit_count;
+  const uint16_t* x = b.act(in);
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint16_t* src = x + b.logit_rows[size_t(r)] * hidden;
+    for (int64_t i = 0; i < hidden; ++i) b.x[size_t(r * hidden + i)] = cpu::half_to_float(src[i]);
+  }
+  matmul(b.x.data(), rows, weights_->lm_head, b.logits.data());
+}
+
+void CpuBackend::read_logits(std::span<float> out) {
+  const Buffers& b = *buffers_;
+  const size_t count = size_t(b.logit_count * config_.vocab);
+  if (out.size() != count) throw Error("CPU backend: read_logits needs room for exactly rows × vocab floats");
+  std::copy(b.logits.begin(), b.logits.begin() + std::ptrdiff_t(count), out.begin());
+}
+
+}  // namespace onecat::model

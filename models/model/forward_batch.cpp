@@ -1,0 +1,58 @@
+#include "models/model/forward_batch.h"
+
+#include <string>
+
+#include "base/error.h"
+
+namespace onecat::model {
+namespace {
+
+[[noreturn]] void fail(const std::string& what) { throw Error("forward batch: " + what); }
+
+}  // namespace
+
+void check_batch(const ForwardBatch& b, int64_t pages, int page_size) {
+  const int64_t tokens = b.tokens();
+  const int sequences = b.sequences();
+  if (tokens == 0 || sequences == 0) fail("no tokens");
+  if (int64_t(b.positions.size()) != tokens || int64_t(b.slot_mapping.size()) != tokens) {
+    fail("positions and slot_mapping must have one entry per token");
+  }
+  if (int64_t(b.cu_q.size()) != sequences + 1) fail("cu_q must have sequences + 1 entries");
+  if (b.max_pages <= 0 || int64_t(b.block_table.size()) != int64_t(sequences) * b.max_pages) {
+    fail("block_table must be sequences × max_pages");
+  }
+  if (b.decode_sequences < 0 || b.decode_sequences > sequences) fail("decode_sequences out of range");
+  if (b.cu_q[0] != 0 || b.cu_q[size_t(sequences)] != tokens) fail("cu_q must run from 0 to the token count");
+  for (int s = 0; s < sequences; ++s) {
+    const int32_t begin = b.cu_q[size_t(s)], end = b.cu_q[size_t(s) + 1], q_len = end - begin;
+    const int32_t len = b.seq_lens[size_t(s)];
+    if (q_len < 1) fail("sequence " + std::to_string(s) + " has no new tokens");
+    if (s < b.decode_sequences && q_len != 1) {
+      fail("decode sequence " + std::to_string(s) + " has " + std::to_string(q_len) + " tokens");
+    }
+    if (len < q_len || int64_t(len) > int64_t(b.max_pages) * page_size) {
+      fail("sequence " + std::to_string(s) + " has seq_len " + std::to_string(len));
+    }
+    for (int32_t t = begin; t < end; ++t) {
+      const int32_t position = len - q_len + (t - begin);
+      if (b.positions[size_t(t)] != position) {
+        fail("token " + std::to_string(t) + " has position " + std::to_string(b.positions[size_t(t)]) +
+             ", its sequence's place is " + std::to_string(position));
+      }
+      const int32_t page = b.block_table[size_t(s) * size_t(b.max_pages) + size_t(position / page_size)];
+      if (page < 0 || page >= pages || b.slot_mapping[size_t(t)] != page * page_size + position % page_size) {
+        fail("token " + std::to_string(t) + "'s slot is not its position's place in its pages");
+      }
+    }
+    for (int32_t p = 0; p < (len + page_size - 1) / page_size; ++p) {
+      const int32_t page = b.block_table[size_t(s) * size_t(b.max_pages) + size_t(p)];
+      if (page < 0 || page >= pages) fail("sequence " + std::to_string(s) + " names page " + std::to_string(page));
+    }
+  }
+  for (int32_t row : b.logit_rows) {
+    if (row < 0 || row >= tokens) fail("logit row " + std::to_string(row) + " is not a token of the batch");
+  }
+}
+
+}  // namespace onecat::model

@@ -1,0 +1,36 @@
+// One step of the forward pass (docs/models.md, "The forward pass"): some sequences, each with
+// its new tokens — one decode token, or a prefill chunk — and its pages of the KV cache. The
+// layout is the attention family's (docs/attention.md): per-token rows sequence by sequence,
+// seq_lens counting the new tokens, a block table row per sequence.
+#pragma once
+#include <cstdint>
+#include <span>
+
+namespace onecat::model {
+
+struct ForwardBatch {
+  // Per token, sequence after sequence: the decode sequences (one token each) first, then the
+  // prefill chunks, so each attention kernel sees one contiguous run of rows.
+  std::span<const int32_t> token_ids;     // [tokens]
+  std::span<const int32_t> positions;     // [tokens]: place in its sequence (what RoPE rotates by)
+  std::span<const int32_t> slot_mapping;  // [tokens]: KV slot, page · page_size + row
+  // Per sequence.
+  int decode_sequences = 0;              // how many of the first sequences are decodes
+  std::span<const int32_t> cu_q;         // [sequences + 1]: sequence b's tokens are [cu_q[b], cu_q[b+1])
+  std::span<const int32_t> seq_lens;     // [sequences]: its keys, the new tokens included
+  std::span<const int32_t> block_table;  // [sequences][max_pages]: its pages, in order
+  int max_pages = 0;
+  // The token rows whose logits the step returns, in this order (e.g. each sequence's last).
+  std::span<const int32_t> logit_rows;
+
+  int64_t tokens() const { return int64_t(token_ids.size()); }
+  int sequences() const { return int(seq_lens.size()); }
+};
+
+// Throws Error (naming the field) unless the batch is consistent: sizes agree, cu_q rises from
+// 0 to tokens, decodes have one token, positions are each sequence's last q_len places, slots
+// lie in the sequence's pages, logit rows are tokens. `pages` and `page_size` describe the KV
+// pool. Host work proportional to the batch; no allocation.
+void check_batch(const ForwardBatch& batch, int64_t pages, int page_size);
+
+}  // namespace onecat::model

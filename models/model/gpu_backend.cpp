@@ -1,0 +1,419 @@
+#include "models/model/gpu_backend.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cache/record.h"
+#include "codegen/attention/op.h"
+#include "codegen/embedding/op.h"
+#include "codegen/gemm/op.h"
+#include "codegen/attention/emit.h"
+#include "codegen/gemm/emit.h"
+#include "codegen/rmsnorm/op.h"
+#include "codegen/rope/op.h"
+#include "runtime/cpu/rope.h"
+#include "base/error.h"
+#include "runtime/engine/prepared_op.h"
+#include "runtime/engine/session.h"
+
+namespace onecat::model {
+namespace {
+
+using GemmOp = PreparedOp<gemm::Spec, gemm::Config, gemm::Args>;
+using NormOp = PreparedOp<rmsnorm::Spec, rmsnorm::Config, rmsnorm::Args>;
+using AttentionOp = PreparedOp<attention::Spec, attention::Config, attention::Args>;
+using RopeOp = PreparedOp<rope::Spec, rope::Config, rope::Args>;
+using EmbeddingOp = PreparedOp<embedding::Spec, embedding::Config, embedding::Args>;
+
+constexpr size_t kActs = 9;  // the Act values
+
+std::string s(int64_t v) { return std::to_string(v); }
+
+// A linear layer on the GPU: its packed buffers and the gemm op of its shape and epilogue.
+struct DeviceLinear {
+  GemmOp* op = nullptr;
+  DeviceBuffer qweight, scales, zeros, perm, bias;
+  DevicePtr weight = 0;  // qweight, or the embedding table for a tied lm_head
+  float global_scale = 1.f;
+  Epilogue epilogue = Epilogue::kNone;
+};
+
+template <class T>
+DeviceBuffer upload(const std::vector<T>& v) {
+  return DeviceBuffer::from_host(v.data(), v.size() * sizeof(T));
+}
+
+std::string gemm_spec(const quant::PackedWeight& w, bool out_f32, Epilogue epilogue) {
+  const char* epi = epilogue == Epilogue::kBias ? "bias" : epilogue == Epilogue::kSiluMul ? "silu_mul" : "none";
+  return "gemm:n=" + s(w.n) + ",k=" + s(w.k) + ",fmt=" + std::string(quant::format_name(w.format)) +
+         ",group=" + s(w.group) + ",out=" + (out_f32 ? "f32" : "f16") + ",epi=" + epi +
+         ",act_order=" + (w.perm.empty() ? "0" : "1");
+}
+
+// The buckets a PreparedOp serves for counts 1..max.
+std::vector<int64_t> buckets_up_to(int64_t max) {
+  std::vector<int64_t> out;
+  for (int64_t b = 1;; b *= 2) {
+    out.push_back(b);
+    if (b >= max || b >= kMaxTuningBucket) break;
+  }
+  return out;
+}
+
+}  // namespace
+
+struct GpuBackend::Impl {
+  Session& session;
+  models::ModelConfig config;
+  BackendLimits limits;
+  CUstream stream = nullptr;
+
+  // Ops, one per distinct spec; the linears point at theirs.
+  std::map<std::string, std::unique_ptr<GemmOp>> gemm_ops;
+  std::unique_ptr<NormOp> norm, norm_residual;
+  std::unique_ptr<AttentionOp> decode, prefill;
+  std::unique_ptr<RopeOp> rope;
+  std::unique_ptr<EmbeddingOp> embed, gather;
+
+  // Weights.
+  DeviceBuffer embed_table, final_norm, inv_freq;
+  float attention_factor = 1.f;
+  struct Layer {
+    DeviceBuffer input_norm, post_attention_norm, q_norm, k_norm;
+    DeviceLinear qkv, o, gate_up, down;
+    DeviceBuffer k_cache, v_cache;
+  };
+  std::vector<Layer> layers;
+  DeviceLinear lm_head;
+  size_t weight_bytes = 0, kv_bytes = 0;
+
+  // Activations [max_tokens][width] fp16, the gathered logit rows, the logits (fp32).
+  std::array<DeviceBuffer, kActs> acts;
+  DeviceBuffer logit_inputs, logits;
+  SplitWorkspace workspace;
+
+  // The step's batch on the device, and the counts the launches need.
+  DeviceBuffer ids, positions, slots, cu_q, seq_lens, block_table, logit_rows;
+  int64_t tokens = 0, logit_count = 0, prefill_tokens = 0, max_prefill_q = 0;
+  int sequences = 0, decode_sequences = 0;
+  std::vector<int32_t> table_rows;  // the block table re-strided to kv_pages, staged for upload
+
+  struct Graph {
+    CUgraph graph = nullptr;
+    CUgraphExec exec = nullptr;
+  };
+  std::map<int, Graph> graphs;
+
+  Impl(Session& s, const models::LoadedModel& model, const BackendLimits& l)
+      : session(s), config(model.config), limits(l) {}
+
+  GemmOp* gemm_op(const std::string& spec) {
+    auto& op = gemm_ops[spec];
+    if (!op) op = std::make_unique<GemmOp>(session, spec);
+    return op.get();
+  }
+
+  DeviceLinear linear(const quant::PackedWeight& w, const std::vector<uint16_t>& bias, Epilogue epilogue,
+                      bool out_f32 = false) {
+    DeviceLinear d;
+    d.op = gemm_op(gemm_spec(w, out_f32, epilogue));
+    d.qweight = upload(w.qweight);
+    d.scales = upload(w.scales);
+    d.zeros = upload(w.zeros);
+    d.perm = upload(w.perm);
+    d.bias = upload(bias);
+    d.weight = d.qweight.ptr();
+    d.global_scale = w.global_scale;
+    d.epilogue = epilogue;
+    weight_bytes += w.bytes() + bias.size() * 2;
+    return d;
+  }
+
+  CUdeviceptr act(Act a) const { return acts[size_t(a)].ptr(); }
+};
+
+GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const BackendLimits& limits)
+    : impl_(std::make_unique<Impl>(session, model, limits)) {
+  Impl& g = *impl_;
+  const models::ModelConfig& c = g.config;
+  const Driver& d = Driver::require_gpu();
+  if (limits.max_tokens <= 0 || limits.max_sequences <= 0 || limits.kv_pages <= 0 || limits.page_size <= 0) {
+    throw Error("GPU backend: every limit (tokens, sequences, KV pages, page size) must be positive");
+  }
+  if (c.is_moe()) throw InputError("model " + c.name + ": mixture-of-experts layers have no GPU kernels yet");
+  d.check(d.cuStreamCreate(&g.stream, 0), "cuStreamCreate", "the GPU backend's stream");
+
+  const int64_t q_width = c.heads * c.head_dim, kv_width = c.kv_heads * c.head_dim;
+  const std::string heads = "heads=" + s(c.heads) + ",kv_heads=" + s(c.kv_heads) + ",dim=" + s(c.head_dim);
+  const std::string page = ",page=" + s(limits.page_size) + ",kv=f16";
+  const std::string window = ",window=" + s(c.sliding_window);
+
+  // Weights, each linear with the op of its shape.
+  g.embed_table = upload(model.embed_tokens);
+  g.final_norm = upload(model.final_norm);
+  g.weight_bytes += model.embed_tokens.size() * 2 + model.final_norm.size() * 2;
+  const cpu::RopeTable table = cpu::rope_table(c.rope, int(c.head_dim));
+  g.inv_freq = upload(table.inv_freq);
+  g.attention_factor = table.attention_factor;
+  g.layers.resize(model.layers.size());
+  const size_t cache_bytes = size_t(limits.kv_pages) * size_t(limits.page_size) * size_t(kv_width) * 2;
+  for (size_t i = 0; i < model.layers.size(); ++i) {
+    const models::LoadedLayer& from = model.layers[i];
+    Impl::Layer& to = g.layers[i];
+    to.input_norm = upload(from.input_norm);
+    to.post_attention_norm = upload(from.post_attention_norm);
+    to.q_norm = upload(from.q_norm);
+    to.k_norm = upload(from.k_norm);
+    to.qkv = g.linear(from.qkv, from.qkv_bias, from.qkv_bias.empty() ? Epilogue::kNone : Epilogue::kBias);
+    to.o = g.linear(from.o, from.o_bias, from.o_bias.empty() ? Epilogue::kNone : Epilogue::kBias);
+    to.gate_up = g.linear(from.gate_up, {}, Epilogue::kSiluMul);
+    to.down = g.linear(from.down, {}, Epilogue::kNone);
+    to.k_cache = DeviceBuffer(cache_bytes);
+    to.v_cache = DeviceBuffer(cache_bytes);
+    to.k_cache.fill_bytes(0);
+    to.v_cache.fill_bytes(0);
+    g.weight_bytes += (from.input_norm.size() + from.post_attention_norm.size() + from.q_norm.size() + from.k_norm.size()) * 2;
+    g.kv_bytes += 2 * cache_bytes;
+  }
+  if (model.lm_head) {
+    g.lm_head = g.linear(*model.lm_head, {}, Epilogue::kNone, true);
+  } else {
+    // Tied: the embedding table is the lm_head's fp16 weight, [vocab][hidden].
+    quant::PackedWeight tied;
+    tied.n = c.vocab, tied.k = c.hidden;
+    g.lm_head.op = g.gemm_op(gemm_spec(tied, true, Epilogue::kNone));
+    g.lm_head.weight = g.embed_table.ptr();
+  }
+
+  // The other ops.
+  g.norm = std::make_unique<NormOp>(session, "rmsnorm:hidden=" + s(c.hidden) + ",residual=0");
+  g.norm_residual = std::make_unique<NormOp>(session, "rmsnorm:hidden=" + s(c.hidden) + ",residual=1");
+  g.rope = std::make_unique<RopeOp>(session, "rope:" + heads + ",qk_norm=" + (c.qk_norm ? "1" : "0") + ",kv_out=pages" + page);
+  g.decode = std::make_unique<AttentionOp>(session, "attention:op=decode," + heads + page + window);
+  g.prefill = std::make_unique<AttentionOp>(session, "attention:op=prefill," + heads + page + ",causal=1" + window);
+  g.embed = std::make_unique<EmbeddingOp>(session, "embedding:vocab=" + s(c.vocab) + ",hidden=" + s(c.hidden));
+  g.gather = std::make_unique<EmbeddingOp>(session, "embedding:vocab=" + s(limits.max_tokens) + ",hidden=" + s(c.hidden));
+
+  // Every kernel of every bucket now (in parallel, through the cache), so no step compiles.
+  const std::vector<int64_t> token_buckets = buckets_up_to(limits.max_tokens);
+  const std::vector<int64_t> sequence_buckets = buckets_up_to(limits.max_sequences);
+  std::vector<std::string> token_specs;
+  for (const auto& [spec, op] : g.gemm_ops) token_specs.push_back(op->spec().to_string());
+  for (const auto* op : {g.norm.get(), g.norm_residual.get()}) token_specs.push_back(op->spec().to_string());
+  token_specs.push_back(g.rope->spec().to_string());
+  token_specs.push_back(g.prefill->spec().to_string());
+  token_specs.push_back(g.embed->spec().to_string());
+  token_specs.push_back(g.gather->spec().to_string());
+  const int jobs = int(std::max(1u, std::thread::hardware_concurrency()));
+  session.prepare(token_specs, token_buckets, jobs);
+  session.prepare({g.decode->spec().to_string()}, sequence_buckets, jobs);
+
+  // The split workspaces: the largest any launch up to the limits takes.
+  int64_t floats = 0, counters = 0;
+  for (int64_t m : token_buckets) {
+    for (const auto& [spec, op] : g.gemm_ops) {
+      floats = std::max(floats, gemm::workspace_floats(op->spec(), op->config(m), m));
+      counters = std::max(counters, gemm::workspace_counters(op->spec(), op->config(m), m));
+    }
+    floats = std::max(floats, attention::workspace_floats(g.prefill->spec(), g.prefill->config(m), m));
+    counters = std::max(counters, attention::workspace_counters(g.prefill->spec(), g.prefill->config(m), m));
+  }
+  for (int64_t m : sequence_buckets) {
+    floats = std::max(floats, attention::workspace_floats(g.decode->spec(), g.decode->config(m), m));
+    counters = std::max(counters, attention::workspace_counters(g.decode->spec(), g.decode->config(m), m));
+  }
+  g.workspace.reserve(std::max<int64_t>(floats, 1), std::max<int64_t>(counters, 1));
+
+  // Activations and the step's batch.
+  const std::array<int64_t, kActs> width = {c.hidden, c.hidden, c.hidden, q_width + 2 * kv_width, q_width,
+                                           kv_width, kv_width, q_width,  c.intermediate};
+  for (size_t a = 0; a < kActs; ++a) g.acts[a] = DeviceBuffer(size_t(limits.max_tokens * width[a]) * 2);
+  g.logit_inputs = DeviceBuffer(size_t(limits.max_tokens * c.hidden) * 2);
+  g.logits = DeviceBuffer(size_t(limits.max_tokens * c.vocab) * 4);
+  const size_t tokens = size_t(limits.max_tokens) * 4, sequences = size_t(limits.max_sequences) * 4;
+  g.ids = DeviceBuffer(tokens), g.positions = DeviceBuffer(tokens), g.slots = DeviceBuffer(tokens);
+  g.logit_rows = DeviceBuffer(tokens);
+  g.cu_q = DeviceBuffer(sequences + 4), g.seq_lens = DeviceBuffer(sequences);
+  g.block_table = DeviceBuffer(sequences * size_t(limits.kv_pages));
+  g.table_rows.assign(size_t(limits.max_sequences) * size_t(limits.kv_pages), 0);
+}
+
+GpuBackend::~GpuBackend() {
+  if (impl_ && impl_->stream) {
+    const Driver& d = Driver::require_gpu();
+    d.cuStreamSynchronize(impl_->stream);
+    for (auto& [key, graph] : impl_->graphs) {
+      if (graph.exec) d.cuGraphExecDestroy(graph.exec);
+      if (graph.graph) d.cuGraphDestroy(graph.graph);
+    }
+    d.cuStreamDestroy(impl_->stream);
+  }
+}
+
+void GpuBackend::run_graph(int key, const std::function<void()>& step) {
+  Impl& g = *impl_;
+  const Driver& d = Driver::require_gpu();
+  auto found = g.graphs.find(key);
+  if (found == g.graphs.end()) {
+    step();  // resolves every op's kernel for these counts: nothing may load during capture
+    constexpr int kCaptureThreadLocal = 1;  // CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+    Impl::Graph graph;
+    d.check(d.cuStreamBeginCapture(g.stream, kCaptureThreadLocal), "cuStreamBeginCapture", "a forward step");
+    try {
+      step();
+    } catch (...) {
+      CUgraph partial = nullptr;
+      d.cuStreamEndCapture(g.stream, &partial);
+      if (partial) d.cuGraphDestroy(partial);
+      throw;
+    }
+    d.check(d.cuStreamEndCapture(g.stream, &graph.graph), "cuStreamEndCapture", "a forward step");
+    d.check(d.cuGraphInstantiateWithFlags(&graph.exec, graph.graph, 0), "cuGraphInstantiateWithFlags", "a forward step");
+    found = g.graphs.emplace(key, graph).first;
+  }
+  d.check(d.cuGraphLaunch(found->second.exec, g.stream), "cuGraphLaunch", "a forward step");
+}
+
+CUstream GpuBackend::stream() const { return impl_->stream; }
+size_t GpuBackend::weight_bytes() const { return impl_->weight_bytes; }
+size_t GpuBackend::kv_cache_bytes() const { return impl_->kv_bytes; }
+
+void GpuBackend::begin(const ForwardBatch& batch) {
+  Impl& g = *impl_;
+  if (batch.tokens() > g.limits.max_tokens || batch.sequences() > g.limits.max_sequences ||
+      int64_t(batch.logit_rows.size()) > g.limits.max_tokens || batch.max_pages > g.limits.kv_pages) {
+    throw Error("GPU backend: the batch is larger than the backend was sized for");
+  }
+  // Synchronous copies: the previous step's reads of these buffers are done when they start
+  // (the stream is a blocking one), and a captured step replays after them.
+  auto copy = [](std::span<const int32_t> from, DeviceBuffer& to) {
+    if (!from.empty()) to.upload(from.data(), from.size_bytes());
+  };
+  copy(batch.token_ids, g.ids);
+  copy(batch.positions, g.positions);
+  copy(batch.slot_mapping, g.slots);
+  copy(batch.cu_q, g.cu_q);
+  copy(batch.seq_lens, g.seq_lens);
+  // Rows re-strided to the cache's page count: a captured step's launches keep theirs.
+  const size_t stride = size_t(g.limits.kv_pages);
+  for (int b = 0; b < batch.sequences(); ++b) {
+    const auto row = batch.block_table.subspan(size_t(b) * size_t(batch.max_pages), size_t(batch.max_pages));
+    std::copy(row.begin(), row.end(), g.table_rows.begin() + std::ptrdiff_t(size_t(b) * stride));
+  }
+  if (batch.sequences() > 0) g.block_table.upload(g.table_rows.data(), size_t(batch.sequences()) * stride * 4);
+  copy(batch.logit_rows, g.logit_rows);
+  g.tokens = batch.tokens();
+  g.sequences = batch.sequences();
+  g.decode_sequences = batch.decode_sequences;
+  g.logit_count = int64_t(batch.logit_rows.size());
+  g.prefill_tokens = g.tokens - (g.decode_sequences > 0 ? batch.cu_q[size_t(g.decode_sequences)] : 0);
+  g.max_prefill_q = 0;
+  for (int b = g.decode_sequences; b < g.sequences; ++b) {
+    g.max_prefill_q = std::max<int64_t>(g.max_prefill_q, batch.cu_q[size_t(b) + 1] - batch.cu_q[size_t(b)]);
+  }
+}
+
+void GpuBackend::embedding(Act out) {
+  Impl& g = *impl_;
+  embedding::Args a;
+  a.out = g.act(out), a.table = g.embed_table.ptr(), a.ids = g.ids.ptr(), a.tokens = g.tokens;
+  g.embed->launch(a, g.tokens, g.stream);
+}
+
+void GpuBackend::rmsnorm(Act out, Act x, std::optional<Act> residual, Norm weight) {
+  Impl& g = *impl_;
+  rmsnorm::Args a;
+  a.out = g.act(out), a.x = g.act(x), a.residual = residual ? g.act(*residual) : 0;
+  a.weight = weight.kind == Norm::kFinal   ? g.final_norm.ptr()
+             : weight.kind == Norm::kInput ? g.layers[size_t(weight.layer)].input_norm.ptr()
+                                           : g.layers[size_t(weight.layer)].post_attention_norm.ptr();
+  a.eps = float(g.config.rms_norm_eps), a.rows = g.tokens;
+  (residual ? g.norm_residual : g.norm)->launch(a, g.tokens, g.stream);
+}
+
+void GpuBackend::gemm(Act out, Act in, Linear weight, Epilogue epilogue) {
+  Impl& g = *impl_;
+  Impl::Layer& l = g.layers[size_t(weight.layer)];
+  DeviceLinear& w = weight.kind == Linear::kQkv ? l.qkv : weight.kind == Linear::kO ? l.o : weight.kind == Linear::kGateUp ? l.gate_up : l.down;
+  if (epilogue != w.epilogue) throw Error("GPU backend: a gemm's epilogue differs from the one its weight was prepared for");
+  gemm::Args a;
+  a.y = g.act(out), a.x = g.act(in), a.qweight = w.weight, a.scales = w.scales.ptr(), a.zeros = w.zeros.ptr();
+  a.perm = w.perm.ptr(), a.global_scale = w.global_scale, a.bias = w.bias.ptr(), a.m = g.tokens;
+  const int64_t floats = gemm::workspace_floats(w.op->spec(), w.op->config(g.tokens), g.tokens);
+  const int64_t counters = gemm::workspace_counters(w.op->spec(), w.op->config(g.tokens), g.tokens);
+  a.partial = g.workspace.partial(floats), a.counters = g.workspace.counters(counters);
+  w.op->launch(a, g.tokens, g.stream);
+}
+
+void GpuBackend::rope_kv_write(int layer, Act qkv, Act q, Act, Act) {
+  Impl& g = *impl_;
+  Impl::Layer& l = g.layers[size_t(layer)];
+  rope::Args a;
+  a.qkv = g.act(qkv), a.positions = g.positions.ptr(), a.inv_freq = g.inv_freq.ptr();
+  a.attention_factor = g.attention_factor, a.q_norm = l.q_norm.ptr(), a.k_norm = l.k_norm.ptr();
+  a.eps = float(g.config.rms_norm_eps), a.q = g.act(q), a.k = l.k_cache.ptr(), a.v = l.v_cache.ptr();
+  a.slot_mapping = g.slots.ptr(), a.tokens = g.tokens;
+  g.rope->launch(a, g.tokens, g.stream);
+}
+
+void GpuBackend::attention_decode(int layer, Act q, Act out) {
+  Impl& g = *impl_;
+  Impl::Layer& l = g.layers[size_t(layer)];
+  attention::Args a;
+  a.out = g.act(out), a.q = g.act(q), a.k_cache = l.k_cache.ptr(), a.v_cache = l.v_cache.ptr();
+  a.block_table = g.block_table.ptr(), a.max_pages = int(g.limits.kv_pages), a.seq_lens = g.seq_lens.ptr();
+  a.cu_q = g.cu_q.ptr(), a.sm_scale = float(1.0 / std::sqrt(double(g.config.head_dim)));
+  a.batch = g.decode_sequences, a.max_q = 1;
+  const int64_t m = g.decode_sequences;
+  a.partial = g.workspace.partial(attention::workspace_floats(g.decode->spec(), g.decode->config(m), m));
+  a.counters = g.workspace.counters(attention::workspace_counters(g.decode->spec(), g.decode->config(m), m));
+  g.decode->launch(a, m, g.stream);
+}
+
+void GpuBackend::attention_prefill(int layer, Act q, Act out) {
+  Impl& g = *impl_;
+  Impl::Layer& l = g.layers[size_t(layer)];
+  const int first = g.decode_sequences;
+  attention::Args a;
+  // q and out at the batch's start: cu_q holds each chunk's absolute first row.
+  a.out = g.act(out), a.q = g.act(q), a.k_cache = l.k_cache.ptr(), a.v_cache = l.v_cache.ptr();
+  a.block_table = g.block_table.ptr() + CUdeviceptr(size_t(first) * size_t(int(g.limits.kv_pages)) * 4);
+  a.max_pages = int(g.limits.kv_pages), a.seq_lens = g.seq_lens.ptr() + CUdeviceptr(first * 4);
+  a.cu_q = g.cu_q.ptr() + CUdeviceptr(first * 4), a.sm_scale = float(1.0 / std::sqrt(double(g.config.head_dim)));
+  a.batch = g.sequences - first, a.max_q = g.max_prefill_q;
+  const int64_t m = g.prefill_tokens;
+  a.partial = g.workspace.partial(attention::workspace_floats(g.prefill->spec(), g.prefill->config(m), a.batch));
+  a.counters = g.workspace.counters(attention::workspace_counters(g.prefill->spec(), g.prefill->config(m), a.batch));
+  g.prefill->launch(a, m, g.stream);
+}
+
+void GpuBackend::logits(Act in) {
+  Impl& g = *impl_;
+  embedding::Args rows;
+  rows.out = g.logit_inputs.ptr(), rows.table = g.act(in), rows.ids = g.logit_rows.ptr(), rows.tokens = g.logit_count;
+  g.gather->launch(rows, g.logit_count, g.stream);
+  gemm::Args a;
+  a.y = g.logits.ptr(), a.x = g.logit_inputs.ptr(), a.qweight = g.lm_head.weight, a.scales = g.lm_head.scales.ptr();
+  a.zeros = g.lm_head.zeros.ptr(), a.perm = g.lm_head.perm.ptr(), a.global_scale = g.lm_head.global_scale;
+  a.m = g.logit_count;
+  GemmOp& op = *g.lm_head.op;
+  a.partial = g.workspace.partial(gemm::workspace_floats(op.spec(), op.config(a.m), a.m));
+  a.counters = g.workspace.counters(gemm::workspace_counters(op.spec(), op.config(a.m), a.m));
+  op.launch(a, a.m, g.stream);
+}
+
+void GpuBackend::read_logits(std::span<float> out) {
+  Impl& g = *impl_;
+  const size_t count = size_t(g.logit_count * g.config.vocab);
+  if (out.size() != count) throw Error("GPU backend: read_logits needs room for exactly rows × vocab floats");
+  const Driver& d = Driver::require_gpu();
+  d.check(d.cuStreamSynchronize(g.stream), "cuStreamSynchronize", "the forward step");
+  g.logits.download(out.data(), count * 4);
+}
+
+}  // namespace onecat::model

@@ -1,0 +1,56 @@
+// The forward pass's ops on a GPU: the checkpoint's packed weights uploaded once, every
+// op a PreparedOp of its family (gemm, rmsnorm, rope with K/V written straight into the paged
+// cache, attention, embedding; the lm_head's rows gathered by the embedding kernel), every
+// kernel of every M bucket up to the limits compiled (or read from the cache) and every buffer
+// allocated at construction. A step is then launches on one stream with no allocation, no
+// compile and no text, so it can be captured in a CUDA graph.
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+
+#include "models/checkpoint/loaded_model.h"
+#include "models/model/backend.h"
+#include "runtime/cuda/driver.h"
+
+namespace onecat {
+class Session;
+}
+
+namespace onecat::model {
+
+class GpuBackend final : public Backend {
+ public:
+  // Needs the Session's GPU in use (Session::use_gpu). Error when the model does not fit in
+  // the GPU's memory (the driver's sentence names the allocation).
+  GpuBackend(Session& session, const models::LoadedModel& model, const BackendLimits& limits);
+  ~GpuBackend() override;
+
+  void begin(const ForwardBatch& batch) override;
+  void embedding(Act out) override;
+  void rmsnorm(Act out, Act x, std::optional<Act> residual, Norm weight) override;
+  void gemm(Act out, Act in, Linear weight, Epilogue epilogue) override;
+  void rope_kv_write(int layer, Act qkv, Act q, Act k, Act v) override;
+  void attention_decode(int layer, Act q, Act out) override;
+  void attention_prefill(int layer, Act q, Act out) override;
+  void logits(Act in) override;
+  void read_logits(std::span<float> out) override;
+
+  // Runs `step` (the ops of one forward step after begin()) as a CUDA graph keyed by `key`
+  // (e.g. the decode batch size: every count a launch bakes in is the same for one key). The
+  // first time, `step` runs eagerly once, so every op's kernel for these counts is resolved,
+  // and is then captured; later calls replay the graph. The block table's stride is always the
+  // cache's page count, so it is the same in every step.
+  void run_graph(int key, const std::function<void()>& step);
+
+  CUstream stream() const;
+  // Device bytes of the weights, and of the KV cache.
+  size_t weight_bytes() const;
+  size_t kv_cache_bytes() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace onecat::model

@@ -1,0 +1,223 @@
+#include "models/model/model.h"
+
+#include <algorithm>
+
+#include "models/model/cpu_backend.h"
+#include "models/model/gpu_backend.h"
+#include "runtime/engine/session.h"
+#include "base/error.h"
+
+namespace onecat::model {
+namespace {
+
+void check_options(const ModelOptions& o) {
+  if (o.max_batch_tokens < 1) throw InputError("max_batch_tokens must be at least 1.");
+  if (o.max_sequences < 1) throw InputError("max_sequences must be at least 1.");
+  if (o.page_size < 1 || o.page_size > 1024) throw InputError("page_size must be 1 to 1024 tokens.");
+  if (o.kv_cache_tokens < 1) throw InputError("kv_cache_tokens must be at least 1 (it is rounded up to whole pages).");
+}
+
+// The GPU before gigabytes are read: a machine without one is told so now, in one sentence.
+void check_device(Device device) {
+  if (device != Device::kCuda) return;
+  if (!Driver::find() || Driver::find()->device_count() == 0) {
+    throw InputError("device cuda: " + Driver::unavailable_reason() + "; use device cpu.");
+  }
+  Session::get().use_gpu(-1);
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The KV pool's pages, once the options are known to be good.
+int64_t kv_pages(const ModelOptions& o) {
+  check_options(o);
+  check_device(o.device);
+  return ceil_div(o.kv_cache_tokens, o.page_size);
+}
+
+}  // namespace
+
+Device parse_device(const std::string& name) {
+  if (name == "cpu") return Device::kCpu;
+  if (name == "cuda") return Device::kCuda;
+  throw InputError("device " + quoted_input(name) + " is not one of cpu, cuda.");
+}
+
+std::unique_ptr<Model> Model::load(const std::string& directory, const ModelOptions& options) {
+  check_options(options);
+  check_device(options.device);  // before reading gigabytes
+  models::LoadOptions load;
+  load.progress = options.progress;
+  return std::make_unique<Model>(models::load_checkpoint(directory, load), options);
+}
+
+Model::Model(const models::LoadedModel& loaded, const ModelOptions& options)
+    : config_(loaded.config), options_(options), pages_(kv_pages(options), options.page_size) {
+  shape_.layers = int(config_.layers);
+  shape_.qkv_bias = !loaded.layers.empty() && !loaded.layers[0].qkv_bias.empty();
+  shape_.o_bias = !loaded.layers.empty() && !loaded.layers[0].o_bias.empty();
+  BackendLimits limits;
+  limits.max_tokens = options.max_batch_tokens;
+  limits.max_sequences = options.max_sequences;
+  limits.kv_pages = pages_.pages();
+  limits.page_size = options.page_size;
+  if (options.device == Device::kCuda) {
+    auto gpu = std::make_unique<GpuBackend>(Session::get(), loaded, limits);
+    gpu_ = gpu.get();
+    backend_ = std::move(gpu);
+  } else {
+    backend_ = std::make_unique<CpuBackend>(loaded, limits);
+  }
+}
+
+Model::~Model() = default;
+
+void Model::forward(const ForwardBatch& batch, std::span<float> logits) {
+  check_batch(batch, pages_.pages(), pages_.page_size());
+  if (gpu_ && options_.cuda_graphs && batch.decode_sequences == batch.sequences()) {
+    // A decode step: one graph per batch size replays every launch (the batch's arrays are
+    // device data, uploaded by begin; its counts are the same for one size).
+    backend_->begin(batch);
+    gpu_->run_graph(batch.sequences(), [&] { run_layers(*backend_, shape_, batch); });
+  } else {
+    run_forward(*backend_, shape_, batch);
+  }
+  backend_->read_logits(logits);
+}
+
+void Model::reserve(Sequence& s, int64_t length) {
+  while (int64_t(s.pages.size()) * pages_.page_size() < length) {
+    const std::optional<int32_t> page = pages_.allocate();
+    if (!page) {
+      throw InputError("the KV cache is full: it holds " + std::to_string(pages_.pages() * pages_.page_size()) +
+                       " tokens and a sequence needs " + std::to_string(length) +
+                       "; give it more room (kv_cache_tokens).");
+    }
+    s.pages.push_back(*page);
+  }
+}
+
+void Model::release(Sequence& s) {
+  for (int32_t page : s.pages) pages_.release(page);
+  s.pages.clear();
+  s.length = 0;
+}
+
+namespace {
+
+// A planned step: the batch's arrays, owned.
+struct Plan {
+  std::vector<int32_t> ids, positions, slots, cu_q{0}, seq_lens, block_table, logit_rows;
+  int decode_sequences = 0, max_pages = 0;
+
+  ForwardBatch batch() const {
+    ForwardBatch b;
+    b.token_ids = ids;
+    b.positions = positions;
+    b.slot_mapping = slots;
+    b.decode_sequences = decode_sequences;
+    b.cu_q = cu_q;
+    b.seq_lens = seq_lens;
+    b.block_table = block_table;
+    b.max_pages = max_pages;
+    b.logit_rows = logit_rows;
+    return b;
+  }
+};
+
+}  // namespace
+
+std::vector<std::vector<float>> Model::run(std::span<const Chunk> chunks, bool all_logits) {
+  const int64_t vocab = config_.vocab;
+  if (chunks.empty()) return {};
+  if (int64_t(chunks.size()) > options_.max_sequences) {
+    throw InputError("a step takes at most " + std::to_string(options_.max_sequences) + " sequences, not " +
+                     std::to_string(chunks.size()) + ".");
+  }
+  int64_t tokens = 0;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    if (chunks[i].tokens.empty()) throw InputError("every sequence of a step needs at least one new token.");
+    for (size_t j = 0; j < i; ++j) {
+      if (chunks[j].sequence == chunks[i].sequence) throw InputError("a sequence can appear once per step.");
+    }
+    for (int32_t id : chunks[i].tokens) {
+      if (id < 0 || id >= vocab) {
+        throw InputError("token id " + std::to_string(id) + " is outside the vocabulary (0 to " +
+                         std::to_string(vocab - 1) + ").");
+      }
+    }
+    tokens += int64_t(chunks[i].tokens.size());
+  }
+  if (tokens > options_.max_batch_tokens) {
+    throw InputError("a step takes at most " + std::to_string(options_.max_batch_tokens) + " tokens, not " +
+                     std::to_string(tokens) + ".");
+  }
+  // Decodes first (docs/attention.md: each attention op runs over one contiguous run).
+  std::vector<size_t> order(chunks.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_partition(order.begin(), order.end(), [&](size_t i) { return chunks[i].tokens.size() == 1; });
+
+  const int page = pages_.page_size();
+  Plan p;
+  for (size_t i : order) {
+    const Chunk& c = chunks[i];
+    reserve(*c.sequence, c.sequence->length + int64_t(c.tokens.size()));
+    p.max_pages = std::max(p.max_pages, int(c.sequence->pages.size()));
+    if (c.tokens.size() == 1) ++p.decode_sequences;
+  }
+  for (size_t i : order) {
+    const Chunk& c = chunks[i];
+    const Sequence& s = *c.sequence;
+    for (size_t t = 0; t < c.tokens.size(); ++t) {
+      const int32_t position = int32_t(s.length + int64_t(t));
+      p.ids.push_back(c.tokens[t]);
+      p.positions.push_back(position);
+      p.slots.push_back(s.pages[size_t(position / page)] * page + position % page);
+    }
+    p.cu_q.push_back(int32_t(p.ids.size()));
+    p.seq_lens.push_back(int32_t(s.length + int64_t(c.tokens.size())));
+    std::vector<int32_t> row(size_t(p.max_pages), 0);
+    std::copy(s.pages.begin(), s.pages.end(), row.begin());
+    p.block_table.insert(p.block_table.end(), row.begin(), row.end());
+  }
+  // Each chunk's rows (its last, or all of them), in the caller's order of chunks.
+  std::vector<int32_t> first_row(chunks.size()), end_row(chunks.size());
+  for (size_t k = 0; k < order.size(); ++k) {
+    end_row[order[k]] = p.cu_q[k + 1];
+    first_row[order[k]] = all_logits ? p.cu_q[k] : p.cu_q[k + 1] - 1;
+  }
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    for (int32_t r = first_row[i]; r < end_row[i]; ++r) p.logit_rows.push_back(r);
+  }
+
+  std::vector<float> logits(p.logit_rows.size() * size_t(vocab));
+  forward(p.batch(), logits);
+  std::vector<std::vector<float>> out;
+  auto at = logits.begin();
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    chunks[i].sequence->length += int64_t(chunks[i].tokens.size());
+    const auto rows = std::ptrdiff_t(end_row[i] - first_row[i]) * std::ptrdiff_t(vocab);
+    out.emplace_back(at, at + rows);
+    at += rows;
+  }
+  return out;
+}
+
+std::vector<std::vector<float>> Model::step(std::span<const Chunk> chunks) { return run(chunks, false); }
+
+std::vector<float> Model::extend(Sequence& s, std::span<const int32_t> tokens, bool all_logits) {
+  if (tokens.empty()) throw InputError("extend needs at least one token.");
+  std::vector<float> out;
+  for (size_t begin = 0; begin < tokens.size(); begin += size_t(options_.max_batch_tokens)) {
+    const Chunk chunk{&s, tokens.subspan(begin, std::min(tokens.size() - begin, size_t(options_.max_batch_tokens)))};
+    std::vector<float> logits = std::move(run(std::span(&chunk, 1), all_logits)[0]);
+    if (all_logits) {
+      out.insert(out.end(), logits.begin(), logits.end());
+    } else {
+      out = std::move(logits);
+    }
+  }
+  return out;
+}
+
+}  // namespace onecat::model

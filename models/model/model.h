@@ -1,0 +1,87 @@
+// A loaded model ready to run: its weights on a backend, the KV cache's pages, and the forward
+// pass (docs/models.md, "Model"). Model::forward runs one step of a batch the caller planned;
+// Sequence and extend() are the convenience above it that generate, the CLI and the tests use
+// (one or a few sequences, chunked prefill, then decode steps).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "models/checkpoint/loaded_model.h"
+#include "models/model/backend.h"
+#include "models/model/forward.h"
+#include "models/model/kv_pages.h"
+
+namespace onecat::model {
+
+class GpuBackend;
+
+enum class Device { kCpu, kCuda };
+
+// "cpu" or "cuda"; InputError naming the choices otherwise.
+Device parse_device(const std::string& name);
+
+struct ModelOptions {
+  Device device = Device::kCpu;
+  int64_t max_batch_tokens = 256;  // tokens per step: longer prompts are prefilled in chunks of this
+  int max_sequences = 8;           // sequences per step
+  int64_t kv_cache_tokens = 4096;  // KV cache capacity, all sequences together (rounded up to whole pages)
+  int page_size = 16;              // tokens per KV page
+  bool progress = true;            // a progress bar while loading
+  bool cuda_graphs = true;         // cuda: replay decode steps as CUDA graphs
+};
+
+// A sequence's tokens in the KV cache: its pages and how many tokens they hold.
+struct Sequence {
+  std::vector<int32_t> pages;
+  int64_t length = 0;
+};
+
+class Model {
+ public:
+  // Loads a checkpoint directory (models/checkpoint) onto options.device. InputError for a bad
+  // checkpoint or options, and for device cuda where no GPU is usable.
+  static std::unique_ptr<Model> load(const std::string& directory, const ModelOptions& options = {});
+  // From weights already in memory (tests perturb them); the config travels with them.
+  Model(const models::LoadedModel& loaded, const ModelOptions& options);
+  ~Model();
+
+  const models::ModelConfig& config() const { return config_; }
+  const ModelOptions& options() const { return options_; }
+  KvPages& pages() { return pages_; }
+
+  // One step of a planned batch (check_batch'ed): logits of batch.logit_rows into `logits`,
+  // [rows][vocab].
+  void forward(const ForwardBatch& batch, std::span<float> logits);
+
+  // Appends `tokens` to `sequence` (pages allocated as needed; prefilled in chunks of
+  // max_batch_tokens) and returns the logits, [vocab] per row, of its last new token, or of
+  // every new token with all_logits. InputError for an id outside the vocabulary or a full
+  // KV cache.
+  std::vector<float> extend(Sequence& sequence, std::span<const int32_t> tokens, bool all_logits = false);
+  // One step for several sequences at once (each chunk ≤ max_batch_tokens in all, decodes of
+  // one token and prefill chunks mixed); logits of each chunk's last token, in order.
+  struct Chunk {
+    Sequence* sequence;
+    std::span<const int32_t> tokens;
+  };
+  std::vector<std::vector<float>> step(std::span<const Chunk> chunks);
+  // Gives the sequence's pages back.
+  void release(Sequence& sequence);
+
+ private:
+  void reserve(Sequence& sequence, int64_t length);
+  // step() with each chunk's logits of all its tokens (all_logits) or its last.
+  std::vector<std::vector<float>> run(std::span<const Chunk> chunks, bool all_logits);
+
+  models::ModelConfig config_;
+  ModelOptions options_;
+  ForwardShape shape_;
+  std::unique_ptr<Backend> backend_;
+  GpuBackend* gpu_ = nullptr;  // backend_ when it is the GPU's
+  KvPages pages_;
+};
+
+}  // namespace onecat::model

@@ -1,0 +1,279 @@
+#include "runtime/cpu/sampling.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "base/error.h"
+
+namespace onecat::cpu {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// The sampling order: larger value first, then lower id. Every filter keeps a prefix of it.
+struct Ranked {
+  float value;
+  int id;
+};
+bool before(const Ranked& a, const Ranked& b) { return a.value > b.value || (a.value == b.value && a.id < b.id); }
+
+std::string number(double v) {
+  std::string s = std::to_string(v);
+  if (s.find('.') != std::string::npos) {
+    while (s.back() == '0') s.pop_back();
+    if (s.back() == '.') s.pop_back();
+  }
+  return s;
+}
+
+// The shortest prefix of `c` (in sampling order) whose weight reaches `target`, found by
+// quickselect on mass so a whole-vocabulary top_p costs O(vocab), not a sort. On return
+// c[0, n) is that prefix (in no particular order); *before and *through are the prefix's mass
+// without and with its last token.
+int64_t mass_prefix(std::vector<Ranked>& c, const std::vector<double>& w, double target, double* before_last,
+                    double* through_last) {
+  auto first = c.begin(), last = c.end();
+  double acc = 0;
+  auto weight = [&](const Ranked& r) { return w[size_t(r.id)]; };
+  while (last - first > 32) {
+    auto mid = first + (last - first) / 2;
+    std::nth_element(first, mid, last, before);
+    double m = 0;
+    for (auto it = first; it != mid; ++it) m += weight(*it);
+    if (acc + m >= target) {
+      last = mid;
+    } else {
+      acc += m;
+      first = mid;
+    }
+  }
+  std::sort(first, last, before);
+  for (auto it = first; it != last; ++it) {
+    const double next = acc + weight(*it);
+    if (next >= target || it + 1 == c.end()) {
+      *before_last = acc;
+      *through_last = next;
+      return (it - c.begin()) + 1;
+    }
+    acc = next;
+  }
+  // Only reachable when target exceeds the whole mass (rounding): keep everything.
+  *before_last = acc;
+  *through_last = acc;
+  return int64_t(c.size());
+}
+
+}  // namespace
+
+std::optional<std::string> invalid_reason(const SamplingParams& p) {
+  if (!(std::isfinite(p.temperature) && p.temperature >= 0)) {
+    return "temperature must be a finite number ≥ 0 (0 is greedy), got " + number(p.temperature);
+  }
+  if (p.top_k < -1) return "top_k must be ≥ 1, or 0 or −1 for all tokens, got " + std::to_string(p.top_k);
+  if (!(p.top_p > 0 && p.top_p <= 1)) return "top_p must be in (0, 1], got " + number(p.top_p);
+  if (!(p.min_p >= 0 && p.min_p <= 1)) return "min_p must be in [0, 1], got " + number(p.min_p);
+  if (!(std::isfinite(p.repetition_penalty) && p.repetition_penalty > 0)) {
+    return "repetition_penalty must be a finite number > 0 (1 is off), got " + number(p.repetition_penalty);
+  }
+  if (!(p.presence_penalty >= -2 && p.presence_penalty <= 2)) {
+    return "presence_penalty must be in [−2, 2], got " + number(p.presence_penalty);
+  }
+  if (!(p.frequency_penalty >= -2 && p.frequency_penalty <= 2)) {
+    return "frequency_penalty must be in [−2, 2], got " + number(p.frequency_penalty);
+  }
+  if (p.logprobs < 0 || p.logprobs > kMaxLogprobs) {
+    return "logprobs must be in [0, " + std::to_string(kMaxLogprobs) + "], got " + std::to_string(p.logprobs);
+  }
+  return std::nullopt;
+}
+
+void validate(const SamplingParams& p) {
+  if (auto why = invalid_reason(p)) throw InputError("bad sampling parameters: " + *why + ".");
+}
+
+std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> c, std::array<uint32_t, 2> k) {
+  // The multipliers and Weyl key increments of Philox-4x32 (Salmon et al., Random123).
+  constexpr uint64_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
+  constexpr uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
+  for (int round = 0; round < 10; ++round) {
+    const uint64_t p0 = kM0 * c[0], p1 = kM1 * c[2];
+    c = {uint32_t(p1 >> 32) ^ c[1] ^ k[0], uint32_t(p1), uint32_t(p0 >> 32) ^ c[3] ^ k[1], uint32_t(p0)};
+    k[0] += kW0;
+    k[1] += kW1;
+  }
+  return c;
+}
+
+float philox_uniform(uint64_t seed, uint64_t step) {
+  auto x = philox4x32_10({uint32_t(step), uint32_t(step >> 32), 0, 0}, {uint32_t(seed), uint32_t(seed >> 32)});
+  return float((x[0] >> 8) + 1) * 0x1p-24f;
+}
+
+float sanitize_logit(float v) {
+  if (std::isnan(v)) return -std::numeric_limits<float>::infinity();
+  if (v == std::numeric_limits<float>::infinity()) return FLT_MAX;
+  return v + 0.0f;  // −0 + +0 = +0: equal values get one key on the GPU
+}
+
+std::vector<float> penalized_logits(const float* logits, int64_t vocab, const SamplingParams& p,
+                                    std::span<const int> prompt_tokens, std::span<const int> output_tokens) {
+  std::vector<float> l(static_cast<size_t>(vocab));
+  for (int64_t i = 0; i < vocab; ++i) l[size_t(i)] = sanitize_logit(logits[i]);
+  const bool repetition = p.repetition_penalty != 1.0f;
+  const bool additive = p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f;
+  if (!repetition && !additive) return l;
+  // Per token: bit 0 = seen in the prompt, the rest = times seen in the output.
+  std::vector<uint32_t> seen(static_cast<size_t>(vocab), 0);
+  auto check = [&](int id) {
+    if (id < 0 || id >= vocab) {
+      throw InputError("history token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                       std::to_string(vocab) + ").");
+    }
+  };
+  for (int id : prompt_tokens) check(id), seen[size_t(id)] |= 1u;
+  for (int id : output_tokens) check(id), seen[size_t(id)] += 2u;
+  for (int64_t i = 0; i < vocab; ++i) {
+    const uint32_t s = seen[size_t(i)];
+    if (s == 0) continue;
+    float v = l[size_t(i)];
+    // One fp32 operation per statement, in this order, as templates/sampling does them
+    // (no contraction into FMAs), so both sides get the same bits.
+    if (repetition) v = v > 0 ? v / p.repetition_penalty : v * p.repetition_penalty;
+    const uint32_t count = s >> 1;
+    if (count > 0) {
+      const float frequency = p.frequency_penalty * float(count);
+      v = v - frequency;
+      v = v - p.presence_penalty;
+    }
+    l[size_t(i)] = v + 0.0f;
+  }
+  return l;
+}
+
+int argmax(const float* logits, int64_t vocab) {
+  int best = 0;
+  float best_value = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < vocab; ++i) {
+    if (logits[i] > best_value) best_value = logits[i], best = int(i);
+  }
+  return best;
+}
+
+SampleDecision sample_decision(const float* logits, int64_t vocab, const SamplingParams& p,
+                               std::span<const int> prompt_tokens, std::span<const int> output_tokens, uint64_t step) {
+  validate(p);
+  if (vocab < 1 || vocab > std::numeric_limits<int>::max()) {
+    throw InputError("sampling needs a vocabulary of 1 to 2^31−1 tokens, got " + std::to_string(vocab) + ".");
+  }
+  if (p.logprobs > vocab) {
+    throw InputError("logprobs=" + std::to_string(p.logprobs) + " exceeds the vocabulary of " + std::to_string(vocab) +
+                     ".");
+  }
+  SampleDecision d;
+  d.margin = kInf;
+
+  // Logprobs of the raw distribution.
+  std::vector<float> raw(static_cast<size_t>(vocab));
+  for (int64_t i = 0; i < vocab; ++i) raw[size_t(i)] = sanitize_logit(logits[i]);
+  const double raw_max = *std::max_element(raw.begin(), raw.end());
+  double lse = -kInf;
+  if (raw_max > -kInf) {
+    double sum = 0;
+    for (float v : raw) sum += std::exp(double(v) - raw_max);
+    lse = raw_max + std::log(sum);
+  }
+  auto logprob = [&](int id) {
+    return lse == -kInf ? -std::numeric_limits<float>::infinity() : float(raw[size_t(id)] - lse);
+  };
+  if (p.logprobs > 0) {
+    std::vector<Ranked> all(static_cast<size_t>(vocab));
+    for (int64_t i = 0; i < vocab; ++i) all[size_t(i)] = {raw[size_t(i)], int(i)};
+    std::partial_sort(all.begin(), all.begin() + p.logprobs, all.end(), before);
+    for (int j = 0; j < p.logprobs; ++j) d.sampled.top.emplace_back(all[size_t(j)].id, logprob(all[size_t(j)].id));
+  }
+
+  const std::vector<float> l = penalized_logits(logits, vocab, p, prompt_tokens, output_tokens);
+  const float l_max = *std::max_element(l.begin(), l.end());
+  auto finish = [&](int token) {
+    d.sampled.token = token;
+    d.sampled.logprob = logprob(token);
+    return d;
+  };
+  if (p.temperature < kGreedyTemperature || l_max == -std::numeric_limits<float>::infinity()) {
+    return finish(argmax(l.data(), vocab));
+  }
+
+  // Weights and the min_p cut.
+  const double t = p.temperature;
+  std::vector<double> w(static_cast<size_t>(vocab), 0.0);
+  std::vector<Ranked> kept;
+  for (int64_t i = 0; i < vocab; ++i) {
+    const float v = l[size_t(i)];
+    if (v == -std::numeric_limits<float>::infinity()) continue;
+    const double wi = std::exp((double(v) - double(l_max)) / t);
+    w[size_t(i)] = wi;
+    if (p.min_p > 0) {
+      d.margin = std::min(d.margin, std::abs(wi - p.min_p) / p.min_p);
+      if (wi < p.min_p) continue;
+    }
+    kept.push_back({v, int(i)});
+  }
+  // top_k: exact on the fp32 values, so no margin.
+  if (p.top_k > 0 && size_t(p.top_k) < kept.size()) {
+    std::nth_element(kept.begin(), kept.begin() + p.top_k, kept.end(), before);
+    kept.resize(size_t(p.top_k));
+  }
+  if (p.top_p < 1) {
+    double mass = 0;
+    for (const Ranked& r : kept) mass += w[size_t(r.id)];
+    const double target = double(p.top_p) * mass;
+    double before_last = 0, through_last = 0;
+    kept.resize(size_t(mass_prefix(kept, w, target, &before_last, &through_last)));
+    d.margin = std::min(d.margin, std::min(target - before_last, through_last - target) / mass);
+  }
+  d.kept = int64_t(kept.size());
+
+  // Inverse CDF over the kept tokens in id order.
+  std::sort(kept.begin(), kept.end(), [](const Ranked& a, const Ranked& b) { return a.id < b.id; });
+  double total = 0;
+  for (const Ranked& r : kept) total += w[size_t(r.id)];
+  const double target = double(philox_uniform(p.seed, step)) * total;
+  double cum = 0;
+  int token = kept.back().id;
+  for (const Ranked& r : kept) {
+    const double next = cum + w[size_t(r.id)];
+    if (next >= target) {
+      token = r.id;
+      d.margin = std::min(d.margin, std::min(target - cum, next - target) / total);
+      break;
+    }
+    cum = next;
+  }
+  return finish(token);
+}
+
+sampling::RowParams row_params(const SamplingParams& p, uint64_t step, int prompt_length) {
+  sampling::RowParams r;
+  r.temperature = p.temperature;
+  r.top_p = p.top_p;
+  r.min_p = p.min_p;
+  r.repetition_penalty = p.repetition_penalty;
+  r.presence_penalty = p.presence_penalty;
+  r.frequency_penalty = p.frequency_penalty;
+  r.top_k = p.top_k;
+  r.logprobs = p.logprobs;
+  r.seed = p.seed;
+  r.step = step;
+  r.prompt_length = prompt_length;
+  return r;
+}
+
+SampledToken sample(const float* logits, int64_t vocab, const SamplingParams& p, std::span<const int> prompt_tokens,
+                    std::span<const int> output_tokens, uint64_t step) {
+  return sample_decision(logits, vocab, p, prompt_tokens, output_tokens, step).sampled;
+}
+
+}  // namespace onecat::cpu

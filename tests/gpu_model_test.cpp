@@ -1,0 +1,111 @@
+// The GPU forward pass (models/model/gpu_backend) against the CPU one, which the golden tests
+// hold to transformers: every architecture × checkpoint format of the tiny checkpoints, one
+// prefill, chunked prefill with decode steps (eager and as CUDA graphs), and batches of several
+// sequences; the same distance and bounds as the goldens (model_test_util.h). Label gpu.
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <string>
+#include <vector>
+
+#include "model_test_util.h"
+
+namespace onecat {
+namespace {
+
+struct Case {
+  std::string arch, format;
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << c.arch << "-" << c.format; }
+
+std::vector<Case> all_cases() {
+  std::vector<Case> out;
+  for (const char* arch : {"llama", "mistral", "qwen2", "qwen3"}) {
+    for (const char* f : {"f16", "bf16", "awq4", "gptq4", "gptq4-act", "fp8", "fp8-channel", "nvfp4", "mxfp4"})
+      out.push_back({arch, f});
+  }
+  return out;
+}
+
+std::string case_name(const testing::TestParamInfo<Case>& info) {
+  std::string s = info.param.arch + "_" + info.param.format;
+  for (char& ch : s) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  return s;
+}
+
+ModelOptions on_gpu(ModelOptions o, bool graphs) {
+  o.device = model::Device::kCuda;
+  o.cuda_graphs = graphs;
+  return o;
+}
+
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, int64_t vocab, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (float v : got) ASSERT_TRUE(std::isfinite(v)) << what;
+  const Distance d = distance(got.data(), want.data(), int64_t(want.size()) / vocab, vocab);
+  EXPECT_TRUE(d.passes()) << what << ": " << d;
+}
+
+class GpuForward : public testing::TestWithParam<Case> {};
+
+TEST_P(GpuForward, MatchesTheCpuForward) {
+  const LoadedModel loaded = load(Checkpoints::of(GetParam().arch, GetParam().format));
+  const int64_t vocab = loaded.config.vocab;
+  const std::vector<int32_t> prompt = random_prompt(150, vocab, 11);
+  Model cpu(loaded, options(256));
+  const std::vector<float> want = logits_by_steps(cpu, prompt, {prompt.size()}, 0);
+
+  Model gpu(loaded, on_gpu(options(256), false));
+  expect_close(logits_by_steps(gpu, prompt, {prompt.size()}, 0), want, vocab, "one prefill");
+  // Chunks ending inside and on page boundaries, then decode steps; max_batch_tokens 64 splits
+  // the longest chunk, so several gemm and attention buckets run.
+  Model chunked(loaded, on_gpu(options(64), false));
+  expect_close(logits_by_steps(chunked, prompt, {1, 15, 16, 33, 100}, 30), want, vocab, "chunked + decode, eager");
+  Model graphed(loaded, on_gpu(options(64), true));
+  expect_close(logits_by_steps(graphed, prompt, {37}, 50), want, vocab, "chunked + decode, CUDA graphs");
+  // The graphs replay with new data: a second sequence through the same graphs.
+  const std::vector<int32_t> other = random_prompt(90, vocab, 12);
+  const std::vector<float> other_want = logits_by_steps(cpu, other, {other.size()}, 0);
+  expect_close(logits_by_steps(graphed, other, {20}, 60), other_want, vocab, "second sequence, CUDA graphs");
+  // Pages of 7 tokens.
+  Model odd_pages(loaded, on_gpu(options(256, 512, 7), true));
+  expect_close(logits_by_steps(odd_pages, prompt, {64}, 20), want, vocab, "pages of 7");
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiny, GpuForward, testing::ValuesIn(all_cases()), case_name);
+
+// Decodes and prefill chunks of several sequences in one step give each what it gets alone.
+TEST(GpuForwardBatch, MixedStepsMatchSequencesAlone) {
+  const LoadedModel loaded = load(Checkpoints::of("qwen3", "awq4"));
+  const int64_t vocab = loaded.config.vocab;
+  const std::vector<int32_t> a = random_prompt(70, vocab, 1), b = random_prompt(45, vocab, 2);
+  Model cpu(loaded, options(256));
+  const std::vector<float> want_a = logits_by_steps(cpu, a, {a.size()}, 0);
+  const std::vector<float> want_b = logits_by_steps(cpu, b, {b.size()}, 0);
+  for (bool graphs : {false, true}) {
+    Model gpu(loaded, on_gpu(options(128), graphs));
+    Sequence sa, sb;
+    std::vector<float> got_a = gpu.extend(sa, std::span(a).subspan(0, 40), true);
+    std::vector<float> got_b;
+    // a decodes while b prefills in chunks, then both decode together.
+    for (size_t t = 40, at_b = 0; t < a.size(); ++t) {
+      std::vector<Model::Chunk> chunks{{&sa, std::span(a).subspan(t, 1)}};
+      const size_t n = at_b < 30 ? 10 : 1;
+      if (at_b < b.size()) chunks.push_back({&sb, std::span(b).subspan(at_b, std::min(n, b.size() - at_b))});
+      const std::vector<std::vector<float>> out = gpu.step(chunks);
+      got_a.insert(got_a.end(), out[0].begin(), out[0].end());
+      if (at_b < b.size()) {
+        at_b += std::min(n, b.size() - at_b);
+        if (at_b == b.size()) got_b = out[1];
+      }
+    }
+    const std::string mode = graphs ? " (graphs)" : " (eager)";
+    expect_close(got_a, want_a, vocab, "sequence a" + mode);
+    expect_close(got_b, std::vector<float>(want_b.end() - vocab, want_b.end()), vocab, "b's last row" + mode);
+    gpu.release(sa);
+    gpu.release(sb);
+  }
+}
+
+}  // namespace
+}  // namespace onecat

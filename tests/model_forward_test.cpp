@@ -1,0 +1,464 @@
+// The model's forward pass on the CPU backend (models/model/), on the tiny checkpoints of
+// tools/make_tiny_checkpoint.py written at test time:
+//  - one prefill, chunked prefills, prefill + decode steps and mixed batches of several
+//    sequences give the same logits, bit for bit (every op of the CPU backend computes a row
+//    from that row and the cached keys alone, so nothing may differ);
+//  - the logits match transformers' (fp32, eager attention) committed in tests/data/golden/ by
+//    tools/golden_logits.py, under the metric below, for every architecture × weight format;
+//  - the metric has power: RoPE theta off by 1 %, a wrong GQA mapping or two layers swapped
+//    fail it;
+//  - generate, KV page accounting and the refusals.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "models/checkpoint/loaded_model.h"
+#include "models/model/generate.h"
+#include "models/model/generation_config.h"
+#include "models/model/model.h"
+#include "runtime/cuda/driver.h"
+#include "base/error.h"
+#include "model_test_util.h"
+#include "test_util.h"
+
+namespace onecat {
+namespace {
+
+using nlohmann::json;
+
+void expect_bits_equal(const std::vector<float>& got, const std::vector<float>& want, int64_t vocab,
+                       const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0)
+        << what << ": row " << i / size_t(vocab) << ", token " << i % size_t(vocab) << ": " << got[i] << " vs "
+        << want[i];
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Consistency: the batch's shape never changes a row's logits.
+
+struct Case {
+  std::string arch, format, extra;  // extra: more make_tiny_checkpoint.py arguments
+  std::string args() const { return "--arch " + arch + " --format " + format + (extra.empty() ? "" : " " + extra); }
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << c.args(); }
+
+// Every architecture × format, and the RoPE scalings and sliding window beyond the defaults.
+std::vector<Case> all_cases() {
+  std::vector<Case> out;
+  for (const char* arch : {"llama", "mistral", "qwen2", "qwen3"}) {
+    for (const char* f : {"f16", "bf16", "awq4", "gptq4", "gptq4-act", "fp8", "fp8-channel", "nvfp4", "mxfp4"})
+      out.push_back({arch, f, ""});
+  }
+  out.push_back({"llama", "f16", "--rope linear"});
+  out.push_back({"qwen2", "f16", "--rope yarn"});
+  out.push_back({"qwen3", "bf16", "--rope yarn-v5"});
+  out.push_back({"mistral", "f16", "--sliding-window 48"});
+  return out;
+}
+
+std::string case_name(const testing::TestParamInfo<Case>& info) {
+  std::string s = info.param.arch + "_" + info.param.format + (info.param.extra.empty() ? "" : "_" + info.param.extra);
+  std::string out;
+  for (char ch : s) {
+    if (std::isalnum(static_cast<unsigned char>(ch))) {
+      out += ch;
+    } else if (!out.empty() && out.back() != '_') {
+      out += '_';
+    }
+  }
+  return out;
+}
+
+class Consistency : public testing::TestWithParam<Case> {};
+
+TEST_P(Consistency, ChunkedPrefillAndDecodeEqualOnePrefill) {
+  const LoadedModel loaded = load(Checkpoints::get(GetParam().args()));
+  const int64_t vocab = loaded.config.vocab;
+  const std::vector<int32_t> prompt = random_prompt(150, vocab, 7);
+  Model whole(loaded, options(256));
+  const std::vector<float> one = logits_by_steps(whole, prompt, {prompt.size()}, 0);
+  ASSERT_EQ(one.size(), prompt.size() * size_t(vocab));
+  for (float v : one) ASSERT_TRUE(std::isfinite(v));
+  // Chunks that end inside and on page boundaries (pages of 16), a one-token prefill chunk,
+  // and a chunk limit (max_batch_tokens 64) that splits the longest.
+  Model chunked(loaded, options(64));
+  expect_bits_equal(logits_by_steps(chunked, prompt, {1, 15, 16, 33, 100}, 0), one, vocab, "chunked prefill");
+  expect_bits_equal(logits_by_steps(chunked, prompt, {37}, 50), one, vocab, "prefill + 50 decode steps");
+  // Pages of 1 and 7 tokens: the block table, not the page size, decides where keys live.
+  Model odd_pages(loaded, options(256, 512, 7));
+  expect_bits_equal(logits_by_steps(odd_pages, prompt, {64}, 20), one, vocab, "pages of 7");
+  Model single_pages(loaded, options(256, 512, 1));
+  expect_bits_equal(logits_by_steps(single_pages, prompt, {prompt.size()}, 0), one, vocab, "pages of 1");
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiny, Consistency, testing::ValuesIn(all_cases()), case_name);
+
+// Several sequences in one step — decodes and prefill chunks mixed, in any order of the
+// caller — give each the logits it gets alone.
+TEST(ModelForward, MixedBatchesEqualSequencesAlone) {
+  for (const char* arch : {"qwen3", "mistral"}) {
+    SCOPED_TRACE(arch);
+    const LoadedModel loaded = load(Checkpoints::of(arch, "awq4"));
+    const int64_t vocab = loaded.config.vocab;
+    const std::vector<int32_t> a = random_prompt(90, vocab, 1), b = random_prompt(70, vocab, 2),
+                               c = random_prompt(40, vocab, 3);
+    Model alone(loaded, options(256));
+    const std::vector<float> la = logits_by_steps(alone, a, {90}, 0), lb = logits_by_steps(alone, b, {70}, 0),
+                             lc = logits_by_steps(alone, c, {40}, 0);
+    auto row = [&](const std::vector<float>& l, size_t r) {
+      return std::vector<float>(l.begin() + std::ptrdiff_t(r * vocab), l.begin() + std::ptrdiff_t((r + 1) * vocab));
+    };
+    Model batched(loaded, options(128));
+    Sequence sa, sb, sc;
+    // Step 1: a's first 50 tokens and b's first 30; step 2: a decode, b's next 40, c's first
+    // 39; then c decodes while a and b decode too, the callers' order shuffled.
+    auto step = [&](std::vector<Model::Chunk> chunks) { return batched.step(chunks); };
+    auto span = [](const std::vector<int32_t>& v, size_t at, size_t n) { return std::span(v).subspan(at, n); };
+    auto out = step({{&sa, span(a, 0, 50)}, {&sb, span(b, 0, 30)}});
+    expect_bits_equal(out[0], row(la, 49), vocab, "a after 50");
+    expect_bits_equal(out[1], row(lb, 29), vocab, "b after 30");
+    out = step({{&sb, span(b, 30, 40)}, {&sa, span(a, 50, 1)}, {&sc, span(c, 0, 39)}});
+    expect_bits_equal(out[0], row(lb, 69), vocab, "b after 70");
+    expect_bits_equal(out[1], row(la, 50), vocab, "a decode 51");
+    expect_bits_equal(out[2], row(lc, 38), vocab, "c after 39");
+    for (size_t t = 51; t < 90; ++t) {
+      std::vector<Model::Chunk> chunks{{&sa, span(a, t, 1)}};
+      if (t == 51) chunks.insert(chunks.begin(), Model::Chunk{&sc, span(c, 39, 1)});
+      out = step(chunks);
+      expect_bits_equal(out.back(), row(la, t), vocab, "a decode " + std::to_string(t + 1));
+      if (t == 51) expect_bits_equal(out[0], row(lc, 39), vocab, "c decode 40");
+    }
+    batched.release(sa);
+    batched.release(sb);
+    batched.release(sc);
+    EXPECT_EQ(batched.pages().free_pages(), batched.pages().pages());
+  }
+}
+
+// tests/data/golden (ONECAT_GOLDEN_DIR overrides): manifest.json and a .npy per case.
+std::string golden_dir() {
+  if (const char* d = std::getenv("ONECAT_GOLDEN_DIR"); d && *d) return d;
+  return std::string(ONECAT_SOURCE_DIR) + "/tests/data/golden";
+}
+
+std::optional<json> golden_manifest() {
+  const std::string path = golden_dir() + "/manifest.json";
+  if (!std::filesystem::exists(path)) return std::nullopt;
+  return json::parse(test::read_file(path));
+}
+
+constexpr const char* kGoldenMissing =
+    "golden logits absent: run `python tools/golden_logits.py --out tests/data/golden` where torch and "
+    "transformers are installed (the device) and commit the files";
+
+// A float32 C-order .npy of shape [rows][cols] (what golden_logits.py writes).
+std::vector<float> read_npy(const std::string& path, int64_t rows, int64_t cols) {
+  const std::string data = test::read_file(path);
+  if (data.size() < 10 || data.compare(0, 6, "\x93NUMPY") != 0) throw std::runtime_error(path + " is not a .npy file");
+  const int major = data[6];
+  const size_t header_len = major == 1 ? size_t(uint8_t(data[8]) | uint8_t(data[9]) << 8)
+                                       : size_t(uint8_t(data[8]) | uint8_t(data[9]) << 8 | uint8_t(data[10]) << 16);
+  const size_t start = (major == 1 ? 10 : 12) + header_len;
+  const std::string header = data.substr(major == 1 ? 10 : 12, header_len);
+  const std::string shape = "(" + std::to_string(rows) + ", " + std::to_string(cols) + ")";
+  if (header.find("'<f4'") == std::string::npos || header.find("'fortran_order': False") == std::string::npos ||
+      header.find(shape) == std::string::npos || data.size() != start + size_t(rows * cols) * 4) {
+    throw std::runtime_error(path + " is not float32 " + shape + ": " + header);
+  }
+  std::vector<float> out(size_t(rows * cols));
+  std::memcpy(out.data(), data.data() + start, out.size() * 4);
+  return out;
+}
+
+std::string join_args(const json& args) {
+  std::string s;
+  for (const auto& a : args) s += (s.empty() ? "" : " ") + a.get<std::string>();
+  return s;
+}
+
+// The CPU forward's logits of `rows` of `prompt`, from one prefill.
+std::vector<float> forward_rows(const LoadedModel& loaded, const std::vector<int32_t>& prompt,
+                                const std::vector<int32_t>& rows) {
+  Model m(loaded, options(int64_t(prompt.size())));
+  Sequence s;
+  const std::vector<float> all = m.extend(s, prompt, true);
+  const int64_t vocab = loaded.config.vocab;
+  std::vector<float> out;
+  for (int32_t r : rows) out.insert(out.end(), all.begin() + r * vocab, all.begin() + (r + 1) * vocab);
+  return out;
+}
+
+TEST(ModelGolden, MatchesTransformers) {
+  const std::optional<json> manifest = golden_manifest();
+  if (!manifest) GTEST_SKIP() << kGoldenMissing;
+  std::cout << "golden logits by " << manifest->value("engine", "?") << " "
+            << manifest->value("versions", json::object()).dump() << "\n";
+  size_t checked = 0;
+  for (const json& c : (*manifest)["cases"]) {
+    const std::string name = c["name"];
+    SCOPED_TRACE(name);
+    const LoadedModel loaded = load(Checkpoints::get(join_args(c["args"])));
+    const auto prompt = c["prompt"].get<std::vector<int32_t>>();
+    const auto rows = c["rows"].get<std::vector<int32_t>>();
+    const int64_t vocab = loaded.config.vocab;
+    const std::vector<float> want =
+        read_npy(golden_dir() + "/" + c["file"].get<std::string>(), int64_t(rows.size()), vocab);
+    const Distance d = distance(forward_rows(loaded, prompt, rows).data(), want.data(), int64_t(rows.size()), vocab);
+    std::cout << name << ": " << d << "\n";
+    EXPECT_TRUE(d.passes()) << name << ": " << d;
+    ++checked;
+  }
+  EXPECT_GE(checked, 36u) << "the manifest should cover every architecture × format";
+}
+
+// ---------------------------------------------------------------------------------------------
+// The metric's power: models that are wrong in the ways that matter fail it, against the
+// goldens where they exist and always against the unperturbed CPU forward.
+
+// f16 only: the perturbations rewrite fp16 weights in place.
+uint16_t* f16_rows(quant::PackedWeight& w) {
+  EXPECT_EQ(w.format, quant::WeightFormat::kF16);
+  return reinterpret_cast<uint16_t*>(w.qweight.data());
+}
+
+// Query head h attends to KV head h % kv_heads instead of h / group: the same as moving head h
+// (its q rows, q bias and o_proj columns) to place (h % kv_heads)·group + h / kv_heads under
+// the right mapping.
+void wrong_gqa_mapping(LoadedModel& m) {
+  const auto& c = m.config;
+  const int64_t group = c.heads / c.kv_heads, dim = c.head_dim, hidden = c.hidden, q_width = c.heads * dim;
+  auto moved_to = [&](int64_t h) { return (h % c.kv_heads) * group + h / c.kv_heads; };
+  for (auto& l : m.layers) {
+    uint16_t* qkv = f16_rows(l.qkv);
+    uint16_t* o = f16_rows(l.o);
+    const std::vector<uint16_t> qkv_old(qkv, qkv + q_width * hidden), o_old(o, o + hidden * q_width);
+    const std::vector<uint16_t> bias_old = l.qkv_bias;
+    for (int64_t h = 0; h < c.heads; ++h) {
+      const int64_t to = moved_to(h);
+      std::copy_n(&qkv_old[size_t(h * dim * hidden)], dim * hidden, qkv + to * dim * hidden);
+      if (!bias_old.empty()) std::copy_n(&bias_old[size_t(h * dim)], dim, l.qkv_bias.begin() + to * dim);
+      for (int64_t n = 0; n < hidden; ++n)
+        std::copy_n(&o_old[size_t(n * q_width + h * dim)], dim, o + n * q_width + to * dim);
+    }
+  }
+}
+
+TEST(ModelGolden, MetricHasPower) {
+  const std::optional<json> manifest = golden_manifest();
+  std::map<std::string, const json*> golden;
+  if (manifest) {
+    for (const json& c : (*manifest)["cases"]) golden[c["name"].get<std::string>()] = &c;
+  }
+  for (const char* arch : {"llama", "mistral", "qwen2", "qwen3"}) {
+    const std::string name = std::string(arch) + "-f16";
+    SCOPED_TRACE(name);
+    const LoadedModel loaded = load(Checkpoints::of(arch, "f16"));
+    const int64_t vocab = loaded.config.vocab;
+    std::vector<int32_t> prompt, rows;
+    std::vector<float> want_golden;
+    if (golden.count(name)) {
+      prompt = (*golden[name])["prompt"].get<std::vector<int32_t>>();
+      rows = (*golden[name])["rows"].get<std::vector<int32_t>>();
+      want_golden =
+          read_npy(golden_dir() + "/" + (*golden[name])["file"].get<std::string>(), int64_t(rows.size()), vocab);
+    } else {
+      // golden_logits.py's shape: 1024 tokens, every 64th row and the last four.
+      prompt = random_prompt(1024, vocab, 11);
+      for (int32_t r = 0; r < 1024; r += 64) rows.push_back(r);
+      for (int32_t r = 1020; r < 1024; ++r) rows.push_back(r);
+    }
+    const std::vector<float> want = forward_rows(loaded, prompt, rows);
+    const int64_t n = int64_t(rows.size());
+    // The unperturbed model passes against the goldens (if any).
+    if (!want_golden.empty()) {
+      EXPECT_TRUE(distance(want.data(), want_golden.data(), n, vocab).passes());
+    }
+
+    auto expect_fails = [&](const LoadedModel& bad, const std::string& what) {
+      const std::vector<float> got = forward_rows(bad, prompt, rows);
+      const Distance d = distance(got.data(), want.data(), n, vocab);
+      std::cout << name << ", " << what << ": " << d << "\n";
+      EXPECT_FALSE(d.passes()) << what << " passes the metric against the CPU forward: " << d;
+      if (!want_golden.empty()) {
+        const Distance g = distance(got.data(), want_golden.data(), n, vocab);
+        EXPECT_FALSE(g.passes()) << what << " passes the metric against the goldens: " << g;
+      }
+    };
+    LoadedModel theta = loaded;
+    theta.config.rope.theta *= 1.01;
+    expect_fails(theta, "rope theta × 1.01");
+    LoadedModel gqa = loaded;
+    wrong_gqa_mapping(gqa);
+    expect_fails(gqa, "query head h on KV head h % kv_heads");
+    LoadedModel swapped = loaded;
+    std::swap(swapped.layers[0], swapped.layers[1]);
+    expect_fails(swapped, "layers 0 and 1 swapped");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// generate, pages, refusals
+
+TEST(ModelGenerate, GreedyIsTheArgmaxOfEachStepsLogits) {
+  const std::string dir = Checkpoints::get("--arch qwen2 --format gptq4-act");
+  const LoadedModel loaded = load(dir);
+  Model m(loaded, options(32, 256));
+  const std::vector<int32_t> prompt = random_prompt(45, loaded.config.vocab, 5);
+  model::GenerateOptions g;
+  g.max_tokens = 20;
+  std::vector<int32_t> seen;
+  const model::GenerateResult r = model::generate(m, prompt, g, [&](int32_t t) { seen.push_back(t); });
+  EXPECT_EQ(r.finish_reason, "length");
+  ASSERT_EQ(r.tokens.size(), 20u);
+  EXPECT_EQ(seen, r.tokens);
+  EXPECT_EQ(r.decode_steps, 19);
+  EXPECT_EQ(m.pages().free_pages(), m.pages().pages()) << "generate gives its pages back";
+  // Replay: each token is the argmax of the logits after the prompt and the tokens before it.
+  std::vector<int32_t> context = prompt;
+  for (size_t i = 0; i < r.tokens.size(); ++i) {
+    Sequence s;
+    const std::vector<float> l = m.extend(s, context);
+    m.release(s);
+    EXPECT_EQ(r.tokens[i], int32_t(std::max_element(l.begin(), l.end()) - l.begin())) << "token " << i;
+    context.push_back(r.tokens[i]);
+  }
+  // A stop id ends it, and is the last token.
+  g.stop_ids = {r.tokens[3]};
+  const model::GenerateResult stopped = model::generate(m, prompt, g);
+  EXPECT_EQ(stopped.finish_reason, "stop");
+  EXPECT_EQ(stopped.tokens.back(), r.tokens[3]);
+  EXPECT_LE(stopped.tokens.size(), 4u);
+  // Sampling with a seed is repeatable.
+  g.stop_ids.clear();
+  g.sampling.temperature = 0.8f;
+  g.sampling.seed = 42;
+  EXPECT_EQ(model::generate(m, prompt, g).tokens, model::generate(m, prompt, g).tokens);
+}
+
+TEST(ModelGenerate, Refusals) {
+  const LoadedModel loaded = load(Checkpoints::of("llama", "f16"));
+  Model m(loaded, options(16, 64));
+  model::GenerateOptions g;
+  const std::vector<int32_t> prompt = {1, 2, 3};
+  test::expect_throw<InputError>([&] { model::generate(m, std::vector<int32_t>{}, g); }, {"prompt"});
+  g.max_tokens = 0;
+  test::expect_throw<InputError>([&] { model::generate(m, prompt, g); }, {"max_tokens"});
+  g.max_tokens = 63;
+  test::expect_throw<InputError>([&] { model::generate(m, prompt, g); }, {"KV cache", "64"});
+  g.max_tokens = 4;
+  g.sampling.top_p = 1.5f;
+  test::expect_throw<InputError>([&] { model::generate(m, prompt, g); }, {"top_p"});
+  g.sampling.top_p = 1;
+  test::expect_throw<InputError>([&] { model::generate(m, std::vector<int32_t>{1, 128}, g); }, {"128", "vocabulary"});
+  EXPECT_EQ(m.pages().free_pages(), m.pages().pages());
+
+  Sequence s;
+  m.extend(s, random_prompt(60, 128, 1));
+  test::expect_throw<InputError>([&] { m.extend(s, random_prompt(5, 128, 2)); }, {"KV cache is full"});
+  m.release(s);
+  EXPECT_EQ(m.pages().free_pages(), m.pages().pages());
+
+  ModelOptions cuda = options(16);
+  cuda.device = model::Device::kCuda;
+  if (!Driver::find() || Driver::find()->device_count() == 0) {
+    test::expect_throw<InputError>([&] { Model bad(loaded, cuda); }, {"device cuda", "use device cpu"});
+  }
+  test::expect_throw<InputError>([] { model::parse_device("tpu"); }, {"tpu", "cpu, cuda"});
+  ModelOptions bad_pages = options(16);
+  bad_pages.page_size = 0;
+  test::expect_throw<InputError>([&] { Model bad(loaded, bad_pages); }, {"page_size"});
+  bad_pages = options(0);
+  test::expect_throw<InputError>([&] { Model bad(loaded, bad_pages); }, {"max_batch_tokens"});
+  test::expect_throw<InputError>([] { Model::load("/no/such/checkpoint"); }, {"/no/such/checkpoint"});
+}
+
+TEST(ModelGenerate, EosIdsFromGenerationConfigOrConfig) {
+  test::TempDir dir;
+  EXPECT_TRUE(model::eos_token_ids(dir.path()).empty());
+  test::write_file(dir / "config.json", R"({"eos_token_id": 7})");
+  EXPECT_EQ(model::eos_token_ids(dir.path()), (std::vector<int32_t>{7}));
+  test::write_file(dir / "generation_config.json", R"({"eos_token_id": [3, 9]})");
+  EXPECT_EQ(model::eos_token_ids(dir.path()), (std::vector<int32_t>{3, 9}));
+  test::write_file(dir / "generation_config.json", R"({"eos_token_id": "x"})");
+  test::expect_throw<InputError>([&] { model::eos_token_ids(dir.path()); }, {"generation_config.json", "eos_token_id"});
+}
+
+// ---------------------------------------------------------------------------------------------
+// onecat generate
+
+test::CommandResult onecat_cli(const std::string& args) {
+  static test::TempDir scratch;
+  return test::run_command(std::string(ONECAT_BIN) + " " + args, scratch.path());
+}
+
+TEST(ModelCli, GeneratesWhatTheLibraryGenerates) {
+  const std::string dir = Checkpoints::get("--arch qwen3 --format fp8 --tokenizer");
+  test::CommandResult r = onecat_cli("generate --model " + dir + " --prompt-ids 5,17,3,99 --max-tokens 6 --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  json j = test::parse_json(r);
+  EXPECT_EQ(j["prompt_ids"], json({5, 17, 3, 99}));
+  const LoadedModel loaded = load(dir);
+  Model m(loaded, options(16, 64));
+  model::GenerateOptions g;
+  g.max_tokens = 6;
+  g.stop_ids = {95};  // the tiny tokenizer's <eos>, from generation_config.json
+  const model::GenerateResult want = model::generate(m, std::vector<int32_t>{5, 17, 3, 99}, g);
+  EXPECT_EQ(j["ids"].get<std::vector<int32_t>>(), want.tokens);
+  EXPECT_EQ(j["finish_reason"], want.finish_reason);
+  EXPECT_TRUE(j["text"].is_string());
+  EXPECT_TRUE(test::contains(r.err, "tokens/s")) << r.err;
+
+  // Text in: the tokenizer's ids; text out on stdout, the speed on stderr.
+  r = onecat_cli("generate --model " + dir + " --prompt 'the cat' --max-tokens 3 --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  j = test::parse_json(r);
+  EXPECT_EQ(j["prompt_ids"], json({98, 0, 'c' - 32, 'a' - 32, 't' - 32}));  // "the" (merged), Ġ, c, a, t
+  r = onecat_cli("generate --model " + dir + " --prompt-ids 1,2 --max-tokens 4 --temperature 0.7 --seed 3");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_FALSE(r.out.empty());
+}
+
+TEST(ModelCli, RefusalsAreOneSentenceAndStatus2) {
+  const std::string dir = Checkpoints::of("llama", "f16");
+  auto expect_refused = [&](const std::string& args, std::initializer_list<std::string_view> needles) {
+    const test::CommandResult r = onecat_cli("generate " + args);
+    EXPECT_EQ(r.status, 2) << args << ": " << r.err;
+    for (std::string_view n : needles) EXPECT_TRUE(test::contains(r.err, n)) << args << ": " << r.err;
+    // One sentence, the last line of stderr (loading may have drawn progress lines before it).
+    const size_t line = r.err.rfind('\n', r.err.size() - 2);
+    const std::string last = r.err.substr(line == std::string::npos ? 0 : line + 1);
+    EXPECT_TRUE(last.starts_with("onecat: error: ") && last.ends_with(".\n")) << args << ": " << r.err;
+    EXPECT_EQ(r.err.find("error"), r.err.rfind("error")) << args << ": " << r.err;
+  };
+  if (!Driver::find() || Driver::find()->device_count() == 0) {
+    expect_refused("--model " + dir + " --prompt-ids 1,2 --device cuda", {"device cuda", "use device cpu"});
+  }
+  expect_refused("--model " + dir + " --prompt-ids 1,2 --device tpu", {"tpu"});
+  expect_refused("--model " + dir + " --prompt-ids 1,x", {"--prompt-ids", "'x'"});
+  expect_refused("--model " + dir + " --prompt-ids 1,200", {"200", "vocabulary"});
+  expect_refused("--model " + dir + " --prompt hello", {"--prompt", "tokenizer.json"});
+  expect_refused("--model " + dir + " --prompt-ids 1 --prompt hello", {"exactly one"});
+  expect_refused("--model " + dir, {"exactly one"});
+  expect_refused("--model " + dir + " --prompt-ids 1 --top-p 2", {"top_p"});
+  expect_refused("--model " + dir + " --prompt-ids 1 --max-tokens 0", {"--max-tokens"});
+  expect_refused("--model /no/such/dir --prompt-ids 1", {"/no/such/dir"});
+  test::TempDir bad;
+  make_checkpoint(bad.path(), "--bad missing-tensor");
+  expect_refused("--model " + bad.path() + " --prompt-ids 1", {"model.layers.1.mlp.up_proj.weight"});
+}
+
+}  // namespace
+}  // namespace onecat
