@@ -91,6 +91,11 @@ class TypedFamily final : public Family {
 
 // The family a spec names ("rmsnorm:…" → rmsnorm); throws InputError listing the known ones.
 const Family& family_of(std::string_view spec);
+// The registered family of that name ("gemm"), or nullptr.
+const Family* find_family(std::string_view name);
+// Every registered family, in registry order (codegen/registry.cpp: one line per family).
 std::vector<const Family*> all_families();
+// Their names, comma separated, for messages ("rmsnorm, gemm, attention").
+std::string family_names();
 
 }  // namespace onecat

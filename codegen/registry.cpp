@@ -19,14 +19,24 @@ std::vector<const Family*> all_families() {
   return {&rmsnorm_family, &gemm_family, &attention_family, &embedding_family, &rope_family, &sampling_family};
 }
 
-const Family& family_of(std::string_view spec) {
-  std::string family = split_spec(spec).family;
-  std::string known;
+const Family* find_family(std::string_view name) {
   for (const Family* f : all_families()) {
-    if (f->name() == family) return *f;
-    known += (known.empty() ? "" : ", ") + std::string(f->name());
+    if (f->name() == name) return f;
   }
-  throw InputError("spec " + quoted_input(spec) + ": unknown kernel family " + quoted_input(family) + " (known: " + known + ")");
+  return nullptr;
+}
+
+std::string family_names() {
+  std::string names;
+  for (const Family* f : all_families()) names += (names.empty() ? "" : ", ") + std::string(f->name());
+  return names;
+}
+
+const Family& family_of(std::string_view spec) {
+  const std::string family = split_spec(spec).family;
+  if (const Family* f = find_family(family)) return *f;
+  throw InputError("spec " + quoted_input(spec) + ": unknown kernel family " + quoted_input(family) + " (known: " +
+                   family_names() + ")");
 }
 
 }  // namespace onecat

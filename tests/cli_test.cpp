@@ -361,6 +361,32 @@ TEST_F(Cli, CheckWithoutAGpuSaysSo) {
   expect_one_error_line(tune);
   EXPECT_TRUE(contains(tune.err, "--compile-only --arch sm_70")) << tune.err;
   EXPECT_TRUE(tune.out.empty()) << "printed before failing:\n" << tune.out;
+  // bench takes a spec of any family (through the harness registry); without a GPU it says so.
+  for (const std::string& spec : {std::string(kSpec), std::string("gemm:n=256,k=256,fmt=f16"),
+                                 std::string("attention:op=decode,heads=8,kv_heads=2,dim=128,page=16,kv=f16")}) {
+    SCOPED_TRACE(spec);
+    auto bench = onecat("bench '" + spec + "' --m 1,4");
+    EXPECT_EQ(bench.status, 1);
+    expect_one_error_line(bench);
+    EXPECT_TRUE(contains(bench.err, "GPU")) << bench.err;
+    EXPECT_TRUE(bench.out.empty()) << bench.out;
+  }
+}
+
+// Bad input to bench and tune is reported before any driver call, naming what is known.
+TEST_F(Cli, BenchAndTuneRefuseUnknownFamilies) {
+  auto bench = onecat("bench 'nope:n=1' --m 1");
+  EXPECT_EQ(bench.status, 2);
+  expect_one_error_line(bench);
+  EXPECT_TRUE(contains(bench.err, "known: rmsnorm, gemm, attention")) << bench.err;
+  auto config = onecat(std::string("bench '") + kSpec + "' --config bogus=1");
+  EXPECT_EQ(config.status, 2);
+  expect_one_error_line(config);
+  auto tune = onecat("tune --model qwen3-8b:awq4 --families gemm,nope --compile-only --arch sm_70");
+  EXPECT_EQ(tune.status, 2);
+  expect_one_error_line(tune);
+  EXPECT_TRUE(contains(tune.err, "'nope'")) << tune.err;
+  EXPECT_TRUE(contains(tune.err, "known: rmsnorm, gemm, attention")) << tune.err;
 }
 
 TEST_F(Cli, InfoSaysWhichNvrtcCompilesForWhichArch) {
@@ -486,6 +512,7 @@ TEST_F(Cli, HelpWorksForEveryCommand) {
       {"emit", "--ptx"},
       {"compile", "--all-configs"},
       {"check", "--rows"},
+      {"bench", "--graph"},
       {"cache", "verify"},
       {"cache stats", "--json"},
       {"cache ls", "--json"},

@@ -4,12 +4,18 @@
 #include <stdlib.h>
 
 #include <chrono>
+#include <tuple>
 
 #include "base/error.h"
 #include "cache/store.h"
 #include "codegen/family.h"
+#include "runtime/cuda/cublas.h"
+#include "codegen/rmsnorm/op.h"
+#include "runtime/engine/prepared_op.h"
+#include "runtime/engine/session.h"
 #include "runtime/engine/store_resolver.h"
 #include "runtime/jit/service.h"
+#include "tuner/bench.h"
 #include "tuner/measure.h"
 #include "tuner/tuner.h"
 #include "tuner/workload.h"
@@ -94,6 +100,109 @@ TEST_F(TuneGpu, TunesAttention) {
     EXPECT_TRUE(store->find_tuning(rec.key).has_value()) << spec;
   }
   release_workloads();
+}
+
+// Session::tune_and_record, the one "tune and record" the CLI and Python call: a record is
+// made by the tuner passed in, keyed and stored once, served from the store afterwards (the
+// tuner is not called again unless asked to retune), and a PreparedOp made before the record
+// dispatches it from its next call. The tuner here records a config other than the default, so
+// the switch is visible.
+TEST(SessionGpu, TuneAndRecordIsDispatchedByPreparedOps) {
+  char tmpl[] = "/tmp/onecat-session-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  setenv("ONECAT_CACHE_DIR", dir.c_str(), 1);
+  Session& session = Session::get();
+  session.reset();
+  session.use_gpu(0);
+  const Family& f = family_of("rmsnorm:hidden=4096,dtype=f16,residual=0");
+  const std::string spec = f.canonical_spec("rmsnorm:hidden=4096,dtype=f16,residual=0");
+  const int64_t bucket = 16;
+  const std::string def = f.default_config(spec, bucket, session.arch());
+  std::string other;
+  for (const auto& c : f.candidate_configs(spec, session.arch())) {
+    if (c != def && f.fits_bucket(spec, c, bucket)) other = c;
+  }
+  ASSERT_FALSE(other.empty());
+  PreparedOp<rmsnorm::Spec, rmsnorm::Config, rmsnorm::Args> op(session, spec);
+  EXPECT_EQ(op.config(bucket).to_string(), def);
+
+  int calls = 0;
+  auto tuner = [&](const Family& family, const std::string& s, int64_t b) {
+    ++calls;
+    TuningRecord r;
+    r.device = session.device();
+    r.family = std::string(family.name());
+    r.generator_version = family.generator_version();
+    r.spec = s;
+    r.bucket = b;
+    r.config = other;
+    r.default_config = def;
+    r.best_us = 1, r.default_us = 2;
+    return r;
+  };
+  bool tuned = false;
+  const TuningRecord made = session.tune_and_record(spec, bucket, /*retune=*/false, tuner, &tuned);
+  EXPECT_TRUE(tuned);
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(made.key, session.tuning_key(spec, bucket));
+  ASSERT_TRUE(session.find_tuning(spec, bucket).has_value());
+  EXPECT_EQ(session.find_tuning(spec, bucket)->config, other);
+  EXPECT_EQ(op.config(bucket).to_string(), other) << "the op did not pick up the new record";
+
+  const TuningRecord stored = session.tune_and_record(spec, bucket, /*retune=*/false, tuner, &tuned);
+  EXPECT_FALSE(tuned);
+  EXPECT_EQ(calls, 1) << "a stored record was tuned again";
+  EXPECT_EQ(stored.config, other);
+  session.tune_and_record(spec, bucket, /*retune=*/true, tuner, &tuned);
+  EXPECT_TRUE(tuned);
+  EXPECT_EQ(calls, 2);
+  EXPECT_THROW(session.tune_and_record(spec, 3, false, tuner), InputError) << "3 is not a bucket";
+  unsetenv("ONECAT_CACHE_DIR");
+  session.reset();
+}
+
+// `onecat bench` for every family through the harness registry: each point's config passes
+// its check in the run, its traffic and ceilings are counted (flops for gemm and attention,
+// bandwidth only for the rest), and only gemm has a peer (cuBLAS).
+TEST(BenchGpu, EveryFamilyAgainstItsCeilings) {
+  Session& session = Session::get();
+  session.use_gpu(0);
+  const bool cublas = Cublas::find() != nullptr;
+  for (const auto& [spec, computes, peer] :
+       {std::tuple{"rmsnorm:hidden=4096,dtype=f16,residual=1", false, false},
+        std::tuple{"gemm:n=1024,k=1024,fmt=f16", true, true}, std::tuple{"gemm:n=1024,k=1024,fmt=awq4,epi=bias", true, false},
+        std::tuple{"attention:op=decode,heads=8,kv_heads=2,dim=128,page=16,kv=f16", true, false},
+        std::tuple{"attention:op=prefill,heads=8,kv_heads=2,dim=128,page=16,kv=f16", true, false},
+        std::tuple{"attention:op=kv_write,kv_heads=2,dim=128,page=16,kv=e4m3,kv_scale=tensor", false, false},
+        std::tuple{"embedding:vocab=32000,hidden=4096", false, false},
+        std::tuple{"rope:heads=16,kv_heads=4,dim=128,qk_norm=1,kv_out=pages,page=16,kv=f16", false, false},
+        std::tuple{"sampling:op=sample,vocab=1000,logprobs=20", false, false},
+        std::tuple{"sampling:op=argmax,vocab=1000", false, false}}) {
+    SCOPED_TRACE(spec);
+    const BenchResult b = bench_spec(session, spec, {1, 4}, BenchOptions{});
+    EXPECT_EQ(b.family, family_of(spec).name());
+    EXPECT_GT(b.copy_gbps, 0);
+    EXPECT_EQ(!b.peer.empty(), peer && cublas) << b.peer;
+    ASSERT_EQ(b.points.size(), 2u);
+    for (const BenchPoint& p : b.points) {
+      EXPECT_GE(p.error_vs_reference, 0);
+      EXPECT_GT(p.ours.median_us, 0);
+      EXPECT_GT(p.bytes, 0);
+      EXPECT_GT(p.bandwidth_floor_us, 0);
+      EXPECT_NEAR(p.gbps, p.bytes / p.ours.median_us / 1e3, p.gbps * 1e-9);
+      EXPECT_EQ(p.flops > 0, computes);
+      if (computes && cublas) {
+        EXPECT_GT(b.peak_tflops, 0);
+        EXPECT_GT(p.flop_floor_us, 0);
+      }
+      if (!b.peer.empty()) {
+        EXPECT_GT(p.peer_us, 0);
+        EXPECT_GE(p.error_vs_peer, 0);
+        EXPECT_LT(p.error_vs_peer, 1e-2);
+      }
+    }
+    EXPECT_GT(b.points[1].bytes, b.points[0].bytes) << "4 tokens (or sequences) move more than 1";
+  }
 }
 
 // Timing measures the GPU, not the launching thread: a 5-µs kernel launched by a thread that

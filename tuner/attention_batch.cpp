@@ -145,20 +145,20 @@ DeviceKvWriteBatch::DeviceKvWriteBatch(const attention::Spec& s, const KvWriteBa
 
 void launch_attention(const LoadedKernel& kernel, const attention::Spec& s, const attention::Config& c,
                       const AttentionBatch& b, const DeviceAttentionBatch& in, CUdeviceptr out, CUdeviceptr partial,
-                      CUdeviceptr counters) {
+                      CUdeviceptr counters, CUstream stream) {
   attention::Args a;
   a.out = out, a.q = in.q.ptr(), a.k_cache = in.cache.k.ptr(), a.v_cache = in.cache.v.ptr();
   a.k_scale = in.cache.k_scale.ptr(), a.v_scale = in.cache.v_scale.ptr(), a.block_table = in.table.ptr();
   a.max_pages = b.max_pages, a.seq_lens = in.seq_lens.ptr(), a.cu_q = in.cu_q.ptr(), a.sm_scale = b.sm_scale;
   a.partial = partial, a.counters = counters, a.batch = b.batch, a.max_q = b.max_q;
-  launch(kernel, attention::make_call(s, c, a), nullptr);
+  launch(kernel, attention::make_call(s, c, a), stream);
 }
 
 void launch_kv_write(const LoadedKernel& kernel, const attention::Spec& s, const attention::Config& c,
-                     const KvWriteBatch& b, const DeviceKvWriteBatch& in) {
+                     const KvWriteBatch& b, const DeviceKvWriteBatch& in, CUstream stream) {
   const attention::KvWriteArgs a{in.cache.k.ptr(), in.cache.v.ptr(), in.k.ptr(), in.v.ptr(), in.slots.ptr(),
                                   in.cache.k_scale.ptr(), in.cache.v_scale.ptr(), b.tokens};
-  launch(kernel, attention::make_call(s, c, a), nullptr);
+  launch(kernel, attention::make_call(s, c, a), stream);
 }
 
 }  // namespace onecat

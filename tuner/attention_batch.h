@@ -81,12 +81,12 @@ struct DeviceKvWriteBatch {
   DeviceKvWriteBatch(const attention::Spec& s, const KvWriteBatch& b);
 };
 
-// Enqueues one launch on the default stream. partial/counters: the split-KV workspace
-// (attention::workspace_floats / workspace_counters; 0 when split = 1).
+// Enqueues one launch on `stream` (the default stream unless given). partial/counters: the
+// split-KV workspace (attention::workspace_floats / workspace_counters; 0 when split = 1).
 void launch_attention(const LoadedKernel& kernel, const attention::Spec& s, const attention::Config& c,
                       const AttentionBatch& b, const DeviceAttentionBatch& in, CUdeviceptr out, CUdeviceptr partial,
-                      CUdeviceptr counters);
+                      CUdeviceptr counters, CUstream stream = nullptr);
 void launch_kv_write(const LoadedKernel& kernel, const attention::Spec& s, const attention::Config& c,
-                     const KvWriteBatch& b, const DeviceKvWriteBatch& in);
+                     const KvWriteBatch& b, const DeviceKvWriteBatch& in, CUstream stream = nullptr);
 
 }  // namespace onecat

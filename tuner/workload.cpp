@@ -34,18 +34,39 @@ int l2_bytes() { return Driver::require_gpu().device_info(0).l2_bytes; }
 
 class GemmWorkload final : public Workload {
  public:
-  GemmWorkload(std::shared_ptr<GemmRig> rig, int64_t m) : rig_(std::move(rig)) { rig_->prepare(m); }
+  GemmWorkload(std::shared_ptr<GemmRig> rig, int64_t m) : rig_(std::move(rig)), m_(m) { rig_->prepare(m); }
 
-  void launch(const LoadedKernel& kernel, const std::string& config, int i) override {
-    rig_->launch(kernel, gemm::Config::parse(rig_->spec(), config), i);
+  void launch(const LoadedKernel& kernel, const std::string& config, int i, CUstream stream) override {
+    rig_->launch(kernel, gemm::Config::parse(rig_->spec(), config), i, stream);
   }
 
   CheckResult check(const LoadedKernel& kernel, const std::string& config) override {
     return rig_->check(kernel, gemm::Config::parse(rig_->spec(), config));
   }
 
+  // The packed weights, x and y (and the bias or residual the epilogue reads).
+  Traffic traffic() const override {
+    const gemm::Spec& s = rig_->spec();
+    const double m = double(m_), out = double(s.out_cols());
+    double bytes = double(rig_->weight().bytes()) + m * double(s.k) * 2 + m * out * (s.out_f32 ? 4 : 2);
+    if (s.epilogue == gemm::Epilogue::kBias) bytes += out * 2;
+    if (s.epilogue == gemm::Epilogue::kResidual) bytes += m * out * 2;
+    return {bytes, 2.0 * m * double(s.n) * double(s.k)};
+  }
+
+  // cuBLAS fp16 on the dequantised weights computes the plain product only.
+  std::string peer_name() const override {
+    const gemm::Spec& s = rig_->spec();
+    return s.epilogue == gemm::Epilogue::kNone && !s.out_f32 && !s.act_order ? "cuBLAS" : "";
+  }
+  void launch_peer(int i, CUstream stream) override { rig_->launch_cublas(i, stream); }
+  double error_vs_peer(const LoadedKernel& kernel, const std::string& config) override {
+    return rig_->error_vs_cublas(kernel, gemm::Config::parse(rig_->spec(), config));
+  }
+
  private:
   std::shared_ptr<GemmRig> rig_;
+  int64_t m_;
 };
 
 // The last gemm spec's rig, for the next bucket of the same spec.
@@ -75,15 +96,21 @@ class RmsnormWorkload final : public Workload {
     out_ = DeviceBuffer(n * 2);
   }
 
-  void launch(const LoadedKernel& kernel, const std::string& config, int i) override {
+  void launch(const LoadedKernel& kernel, const std::string& config, int i, CUstream stream) override {
     const rmsnorm::Config c = rmsnorm::Config::parse(spec_, config);
     const CUdeviceptr at = CUdeviceptr(size_t(i % copies_) * stride_);
     const rmsnorm::Args a{out_.ptr(), x_.ptr() + at, spec_.residual ? residual_.ptr() + at : 0, weight_.ptr(), 1e-6f, rows_};
-    onecat::launch(kernel, rmsnorm::make_call(spec_, c, a), nullptr);
+    onecat::launch(kernel, rmsnorm::make_call(spec_, c, a), stream);
   }
 
   CheckResult check(const LoadedKernel& kernel, const std::string& config) override {
     return check_rmsnorm(spec_.to_string(), config, kernel, rows_, seed_ + 1);
+  }
+
+  // fp16 x read, out written, the residual read and written back, the weight read.
+  Traffic traffic() const override {
+    const double n = double(rows_) * double(spec_.hidden);
+    return {2.0 * (2 * n + (spec_.residual ? 2 * n : 0) + double(spec_.hidden)), 0};
   }
 
  private:
@@ -115,15 +142,18 @@ class EmbeddingWorkload final : public Workload {
     out_ = DeviceBuffer(size_t(m) * row_bytes);
   }
 
-  void launch(const LoadedKernel& kernel, const std::string& config, int i) override {
+  void launch(const LoadedKernel& kernel, const std::string& config, int i, CUstream stream) override {
     const embedding::Config c = embedding::Config::parse(spec_, config);
     const CUdeviceptr ids = ids_.ptr() + CUdeviceptr(size_t(i % copies_) * size_t(m_) * 4);
-    onecat::launch(kernel, embedding::make_call(spec_, c, {out_.ptr(), table_.ptr(), ids, 0, m_}), nullptr);
+    onecat::launch(kernel, embedding::make_call(spec_, c, {out_.ptr(), table_.ptr(), ids, 0, m_}), stream);
   }
 
   CheckResult check(const LoadedKernel& kernel, const std::string& config) override {
     return check_embedding(spec_.to_string(), config, kernel, m_, seed_ + 1);
   }
+
+  // m fp16 rows gathered and written, the ids read.
+  Traffic traffic() const override { return {double(m_) * (2.0 * double(spec_.hidden) * 2 + 4), 0}; }
 
  private:
   static constexpr size_t kRandomTableBytes = size_t(32) << 20;
@@ -171,7 +201,7 @@ class RopeWorkload final : public Workload {
     }
   }
 
-  void launch(const LoadedKernel& kernel, const std::string& config, int i) override {
+  void launch(const LoadedKernel& kernel, const std::string& config, int i, CUstream stream) override {
     const rope::Config c = rope::Config::parse(spec_, config);
     rope::Args a;
     a.qkv = qkv_.ptr() + CUdeviceptr(size_t(i % copies_) * stride_), a.positions = positions_.ptr();
@@ -179,11 +209,20 @@ class RopeWorkload final : public Workload {
     a.q = q_.ptr(), a.k = cache_ ? cache_->k.ptr() : k_.ptr(), a.v = cache_ ? cache_->v.ptr() : v_.ptr();
     if (cache_) a.slot_mapping = slots_.ptr(), a.k_scale = cache_->k_scale.ptr(), a.v_scale = cache_->v_scale.ptr();
     a.tokens = m_;
-    onecat::launch(kernel, rope::make_call(spec_, c, a), nullptr);
+    onecat::launch(kernel, rope::make_call(spec_, c, a), stream);
   }
 
   CheckResult check(const LoadedKernel& kernel, const std::string& config) override {
     return check_rope(spec_.to_string(), config, kernel, m_, seed_ + 1);
+  }
+
+  // Per token: the fp16 qkv row read, q written, K and V written (cache elements when paged)
+  // with their slot, the position read.
+  Traffic traffic() const override {
+    const double dim = spec_.dim, kv_bytes = spec_.paged && spec_.kv != attention::KvType::kF16 ? 1 : 2;
+    const double per_token = double(spec_.slots()) * dim * 2 + double(spec_.heads) * dim * 2 +
+                             2 * double(spec_.kv_heads) * dim * kv_bytes + 4 + (spec_.paged ? 4 : 0);
+    return {double(m_) * per_token, 0};
   }
 
  private:
@@ -231,17 +270,42 @@ class AttentionWorkload final : public Workload {
     out_ = DeviceBuffer(std::max<size_t>(batch_.q.size() * 2, 16));
   }
 
-  void launch(const LoadedKernel& kernel, const std::string& config, int i) override {
+  void launch(const LoadedKernel& kernel, const std::string& config, int i, CUstream stream) override {
     const attention::Config c = attention::Config::parse(spec_, config);
     if (spec_.op == attention::Op::kKvWrite) {
-      launch_kv_write(kernel, spec_, c, kv_write_, kv_write_inputs_[size_t(i) % kv_write_inputs_.size()]);
+      launch_kv_write(kernel, spec_, c, kv_write_, kv_write_inputs_[size_t(i) % kv_write_inputs_.size()], stream);
       return;
     }
     const int64_t wf = attention::workspace_floats(spec_, c, batch_.batch);
     const int64_t wc = attention::workspace_counters(spec_, c, batch_.batch);
     workspace_.reserve(wf, wc);
     launch_attention(kernel, spec_, c, batch_, inputs_[size_t(i) % inputs_.size()], out_.ptr(), workspace_.partial(wf),
-                     workspace_.counters(wc));
+                     workspace_.counters(wc), stream);
+  }
+
+  // Every sequence's K and V read once, q read, out written; two products of dim per key
+  // each query sees (causal, within the window). kv_write: fp16 K and V rows read, the
+  // cache's rows written.
+  Traffic traffic() const override {
+    const double kv_row = double(spec_.kv_heads) * spec_.dim * spec_.kv_bytes();  // one token's K (or V)
+    if (spec_.op == attention::Op::kKvWrite) {
+      const double tokens = kv_write_.tokens;
+      return {tokens * (2 * (double(spec_.kv_heads) * spec_.dim * 2) + 2 * kv_row + 4), 0};
+    }
+    double bytes = double(batch_.q.size()) * 2 * 2 + double(batch_.table.size()) * 4;
+    double seen = 0;  // (query, key) pairs
+    for (int b = 0; b < batch_.batch; ++b) {
+      const int64_t keys = batch_.seq_lens[size_t(b)];
+      const int64_t queries = batch_.cu_q[size_t(b) + 1] - batch_.cu_q[size_t(b)];
+      bytes += 2 * double(keys) * kv_row;
+      for (int64_t j = 0; j < queries; ++j) {
+        const int64_t position = keys - queries + j;  // the queries are the sequence's last positions
+        int64_t visible = spec_.op == attention::Op::kPrefill && !spec_.causal ? keys : position + 1;
+        if (spec_.window > 0) visible = std::min<int64_t>(visible, spec_.window);
+        seen += double(visible);
+      }
+    }
+    return {bytes, 4.0 * double(spec_.heads) * double(spec_.dim) * seen};
   }
 
   // Every candidate is checked against one reference, made at the first check.
@@ -302,7 +366,7 @@ class SamplingWorkload final : public Workload {
     logits_ = upload_tiled(padded.data(), stride_, stride_ * size_t(copies_));
   }
 
-  void launch(const LoadedKernel& kernel, const std::string& config, int i) override {
+  void launch(const LoadedKernel& kernel, const std::string& config, int i, CUstream stream) override {
     const sampling::Config c = sampling::Config::parse(spec_, config);
     const CUdeviceptr logits = logits_.ptr() + CUdeviceptr(size_t(i % copies_) * stride_);
     if (spec_.op == sampling::Op::kArgmax) {
@@ -314,7 +378,7 @@ class SamplingWorkload final : public Workload {
       }
       onecat::launch(
           kernel, sampling::make_call(spec_, c, sampling::ArgmaxArgs{tokens_.ptr(), logits, workspace_.ptr(), rows_}),
-          nullptr);
+          stream);
       return;
     }
     sampling::Args a;
@@ -328,11 +392,17 @@ class SamplingWorkload final : public Workload {
     a.history_ids = ids_.ptr();
     a.history_table = table_.ptr();
     a.rows = rows_;
-    onecat::launch(kernel, sampling::make_call(spec_, c, a), nullptr);
+    onecat::launch(kernel, sampling::make_call(spec_, c, a), stream);
   }
 
   CheckResult check(const LoadedKernel& kernel, const std::string& config) override {
     return check_sampling(spec_.to_string(), config, kernel, rows_, seed_ + 1);
+  }
+
+  // Every row's fp32 logits read once, its token written (and its logprobs when asked for).
+  Traffic traffic() const override {
+    const double per_row = double(spec_.vocab) * 4 + 4 + (spec_.logprobs ? 4 + 8.0 * spec_.logprobs : 0);
+    return {double(rows_) * per_row, 0};
   }
 
  private:

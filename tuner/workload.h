@@ -12,15 +12,30 @@
 
 namespace onecat {
 
+// What one launch must at least move through memory and compute: a benchmark's ceilings
+// (bytes at the copy bandwidth, flops at the measured fp16 tensor rate).
+struct Traffic {
+  double bytes = 0;  // inputs read once, outputs written once
+  double flops = 0;  // multiply-adds count two; 0 for a family that is all memory traffic
+};
+
 class Workload {
  public:
   virtual ~Workload() = default;
-  // Enqueues launch number i of `kernel` (built with `config`) on the default stream;
-  // the inputs rotate with i.
-  virtual void launch(const LoadedKernel& kernel, const std::string& config, int i) = 0;
+  // Enqueues launch number i of `kernel` (built with `config`) on `stream` (nullptr: the
+  // default stream); the inputs rotate with i.
+  virtual void launch(const LoadedKernel& kernel, const std::string& config, int i, CUstream stream = nullptr) = 0;
   // Runs `kernel` (built with `config`) once on poisoned outputs and compares it with the
   // reference; the reference is computed once per workload and shared by every candidate.
   virtual CheckResult check(const LoadedKernel& kernel, const std::string& config) = 0;
+  virtual Traffic traffic() const = 0;
+
+  // A peer on the same inputs, for `onecat bench` (gemm: cuBLAS on the dequantised weights);
+  // none by default. peer_name() is empty without one.
+  virtual std::string peer_name() const { return ""; }
+  virtual void launch_peer(int /*i*/, CUstream /*stream*/) {}
+  // ‖kernel − peer‖ / ‖peer‖ on the same inputs; −1 without a peer.
+  virtual double error_vs_peer(const LoadedKernel& /*kernel*/, const std::string& /*config*/) { return -1; }
 };
 
 // For spec at token count m, on the current GPU. Throws Error for a family without one.

@@ -114,27 +114,58 @@ std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape) {
   return s;
 }
 
-py::object torch_tensor_type() {
-  py::dict modules = py::module_::import("sys").attr("modules");
-  if (!modules.contains("torch")) return py::none();
-  py::object torch = modules["torch"];
-  return py::hasattr(torch, "Tensor") ? py::object(torch.attr("Tensor")) : py::object(py::none());
+// torch.Tensor once torch is imported (nullptr before): looked up by name until then, then
+// held for the life of the process, so an op call on torch tensors does no lookup by text.
+PyObject* torch_tensor_type() {
+  static PyObject* type = nullptr;
+  if (type) return type;
+  PyObject* torch = PyImport_GetModule(py::str("torch").ptr());  // only if already imported; new reference
+  if (!torch) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  PyObject* tensor = PyObject_GetAttrString(torch, "Tensor");
+  Py_DECREF(torch);
+  if (!tensor) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  type = tensor;  // kept: the reference is never released
+  return type;
+}
+
+// A torch dtype's element type and name. torch dtypes are singletons, so each is read as text
+// once and found by identity after that.
+struct TorchDType {
+  PyObject* dtype;  // held
+  DTypeInfo info;
+  std::string name;
+};
+
+const TorchDType& torch_dtype(py::handle dtype) {
+  static std::vector<TorchDType>* seen = new std::vector<TorchDType>();  // never destroyed: holds Python objects
+  for (const TorchDType& d : *seen) {
+    if (d.dtype == dtype.ptr()) return d;
+  }
+  std::string name = py::str(dtype);
+  if (name.rfind("torch.", 0) == 0) name = name.substr(6);
+  seen->push_back({dtype.inc_ref().ptr(), from_name(name), name});
+  return seen->back();
 }
 
 ArrayView torch_view(py::handle t) {
   ArrayView v;
-  std::string name = py::str(t.attr("dtype"));
-  if (name.rfind("torch.", 0) == 0) name = name.substr(6);
-  const DTypeInfo info = from_name(name);
-  v.dtype = info.type;
-  v.dtype_name = name;
-  v.itemsize = t.attr("element_size")().cast<int>();
+  const TorchDType& dt = torch_dtype(t.attr("dtype"));
+  v.dtype = dt.info.type;
+  v.dtype_name = dt.name;
+  v.itemsize = dt.info.size > 0 ? dt.info.size : t.attr("element_size")().cast<int>();
   v.shape = int_tuple(t.attr("shape"));
   v.strides = int_tuple(t.attr("stride")());
   v.data = t.attr("data_ptr")().cast<uintptr_t>();
-  py::object device = t.attr("device");
-  v.on_cuda = device.attr("type").cast<std::string>() == "cuda";
-  if (v.on_cuda) v.device = device.attr("index").is_none() ? 0 : device.attr("index").cast<int>();
+  // get_device(): the CUDA ordinal, −1 for a CPU tensor (one call, no device object or text).
+  const int device = t.attr("get_device")().cast<int>();
+  v.on_cuda = device >= 0 && t.attr("is_cuda").cast<bool>();
+  if (v.on_cuda) v.device = device;
   return v;
 }
 
@@ -274,8 +305,11 @@ std::string ArrayView::shape_text() const { return python::shape_text(shape); }
 
 ArrayView view_of(py::handle obj, Arg arg) {
   if (obj.is_none()) throw py::type_error(arg.prefix() + " must be an array, got None");
-  py::object tensor_type = torch_tensor_type();
-  if (!tensor_type.is_none() && py::isinstance(obj, tensor_type)) return torch_view(obj);
+  if (PyObject* tensor_type = torch_tensor_type()) {
+    const int is_tensor = PyObject_IsInstance(obj.ptr(), tensor_type);
+    if (is_tensor < 0) throw py::error_already_set();
+    if (is_tensor) return torch_view(obj);
+  }
   if (py::hasattr(obj, "__cuda_array_interface__")) return cuda_interface_view(obj, arg);
   if (PyObject_CheckBuffer(obj.ptr())) return buffer_view(obj);
   if (py::hasattr(obj, "__dlpack__") && py::hasattr(obj, "__dlpack_device__")) return dlpack_view(obj, arg);

@@ -6,9 +6,12 @@
 // and CUDA graph capture works.
 #include <pybind11/stl.h>
 
+#include <array>
 #include <climits>
 #include <cmath>
 #include <initializer_list>
+#include <map>
+#include <memory>
 #include <tuple>
 #include <utility>
 
@@ -19,6 +22,7 @@
 #include "python/bindings/families.h"
 #include "python/bindings/kv_cache.h"
 #include "python/bindings/runtime.h"
+#include "runtime/engine/prepared_op.h"
 
 namespace onecat::python {
 namespace {
@@ -135,23 +139,52 @@ struct Chosen {
   attention::Config config;
 };
 
-Chosen choose(const std::string& spec, int64_t m, const std::string& kernel_spec, const std::string& config,
-              const std::string& label) {
-  if (!kernel_spec.empty() && kernel_spec != spec) {
-    throw py::value_error(label + ": this kernel is " + kernel_spec + " but the arguments need " + spec);
+using AttentionOp = PreparedOp<attention::Spec, attention::Config, attention::Args>;
+
+// One shape of arguments: its canonical spec, made and checked on the shape's first call (so a
+// shape without a kernel is reported before any driver call, as every bad argument is), and
+// its prepared op, made on the first call that reaches the GPU. Later calls find it by the
+// shape's numbers and build no text (ARCHITECTURE.md rule 4).
+struct Prepared {
+  std::string spec;
+  std::unique_ptr<AttentionOp> op;
+};
+
+int code_of(const std::string& text, std::initializer_list<const char*> names) {
+  int i = 0;
+  for (const char* n : names) {
+    if (text == n) return i;
+    ++i;
   }
-  Runtime& rt = Runtime::get();
-  const LoadedKernel* kernel;
-  std::string chosen = config;
+  return i;
+}
+
+Prepared& prepared(const std::string& op, int64_t heads, int64_t kv_heads, int64_t dim, int64_t page,
+                   const std::string& kv, const std::string& kv_scale, bool causal, int64_t window, int64_t q) {
+  using Key = std::array<int64_t, 10>;
+  static auto* table = new std::map<Key, Prepared>();  // never destroyed, like the Session
+  const Key key{code_of(op, {"prefill", "decode", "verify", "kv_write"}), heads, kv_heads, dim, page,
+                code_of(kv, {"f16", "e4m3", "e5m2"}), code_of(kv_scale, {"none", "tensor", "head"}), causal ? 1 : 0,
+                window, q};
+  if (auto it = table->find(key); it != table->end()) return it->second;
+  Prepared p{spec_for(op, heads, kv_heads, dim, page, kv, kv_scale, causal, window, q), nullptr};  // throws for no kernel
+  return table->emplace(key, std::move(p)).first->second;
+}
+
+// The kernel for m: the prepared op's dispatched one, or a compiled kernel's own config.
+Chosen choose(Prepared& p, int64_t m, const std::string& config) {
   if (config.empty()) {
-    const DispatchEntry& e = rt.kernel_for(spec, m);
-    kernel = e.kernel;
-    chosen = e.config;
-  } else {
-    kernel = &rt.kernel_with_config(spec, config);
+    if (!p.op) p.op = std::make_unique<AttentionOp>(Runtime::get(), p.spec);
+    return {&p.op->kernel(m), p.op->spec(), p.op->config(m)};
   }
-  const attention::Spec s = attention::Spec::parse(spec);
-  return {kernel, s, attention::Config::parse(s, chosen)};
+  const attention::Spec s = attention::Spec::parse(p.spec);  // a compiled kernel: not the dispatched hot path
+  return {&Runtime::get().kernel_with_config(p.spec, config), s, attention::Config::parse(s, config)};
+}
+
+void check_kernel_spec(const std::string& kernel_spec, const Prepared& p, const std::string& label) {
+  if (!kernel_spec.empty() && kernel_spec != p.spec) {
+    throw py::value_error(label + ": this kernel is " + kernel_spec + " but the arguments need " + p.spec);
+  }
 }
 
 // prefill / decode / verify.
@@ -198,7 +231,8 @@ void attention_op(const std::string& op, py::handle out, py::handle q, py::handl
   }
   ArrayView ov = typed(out, DType::kFloat16, 3, {L, "out"}, qv.device);
   require_shape(ov, qv.shape, {L, "out"});
-  const std::string spec = spec_for(op, heads, kv_heads, dim, page, c.kv, kv_scale, causal, window, q_per_seq);
+  Prepared& prep = prepared(op, heads, kv_heads, dim, page, c.kv, kv_scale, causal, window, q_per_seq);
+  check_kernel_spec(kernel_spec, prep, label);
   if (prefill && tokens > 0 && max_q < 1) {
     throw py::value_error(label + ": max_q (the longest query count of the batch) must be ≥ 1, got " + std::to_string(max_q));
   }
@@ -225,7 +259,7 @@ void attention_op(const std::string& op, py::handle out, py::handle q, py::handl
                                       {has_partial ? &nv : nullptr, {L, "workspace.counters"}}});
   Runtime::get().use_gpu(device);
   if (batch == 0 || tokens == 0) return;
-  const Chosen k = choose(spec, prefill ? tokens : batch, kernel_spec, config, label);
+  const Chosen k = choose(prep, prefill ? tokens : batch, config);
   const int64_t floats = attention::workspace_floats(k.spec, k.config, batch);
   const int64_t ncounters = attention::workspace_counters(k.spec, k.config, batch);
   if (floats > 0 || ncounters > 0) {
@@ -267,7 +301,8 @@ void kv_write_op(py::handle k_cache, py::handle v_cache, py::handle k, py::handl
   require_shape(vn, kn.shape, {L, "v"});
   ArrayView sv = typed(slot_mapping, DType::kInt32, 1, {L, "slot_mapping"}, c.k.device);
   require_shape(sv, {tokens}, {L, "slot_mapping"});
-  const std::string spec = spec_for("kv_write", 0, kv_heads, dim, page, c.kv, kv_scale, true, 0, 1);
+  Prepared& prep = prepared("kv_write", 0, kv_heads, dim, page, c.kv, kv_scale, true, 0, 1);
+  check_kernel_spec(kernel_spec, prep, label);
   const int tokens_arg = to_int(tokens, label, "token count");
   const bool fp8 = c.kv != "f16";
   const int device = resolve_devices({{&c.k, {L, "k_cache"}}, {&c.v, {L, "v_cache"}}, {&kn, {L, "k"}}, {&vn, {L, "v"}},
@@ -275,7 +310,7 @@ void kv_write_op(py::handle k_cache, py::handle v_cache, py::handle k, py::handl
                                       {fp8 ? &vs : nullptr, {L, "v_scale"}}});
   Runtime::get().use_gpu(device);
   if (tokens == 0) return;
-  const Chosen ch = choose(spec, tokens, kernel_spec, config, label);
+  const Chosen ch = choose(prep, tokens, config);
   for (auto [a, name] : std::initializer_list<std::pair<ArrayView*, const char*>>{{&kn, "k"}, {&vn, "v"}, {&c.k, "k_cache"}, {&c.v, "v_cache"}}) {
     require_aligned(*a, kAlignment, {L, name});
   }

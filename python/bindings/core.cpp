@@ -75,20 +75,13 @@ py::list tune(const std::string& spec_text, const std::vector<int64_t>& buckets,
     }
   }
   Runtime& rt = Runtime::get();
-  rt.use_gpu(0);  // the tuner measures on GPU 0
-  const DeviceFingerprint device = this_device();
   py::list out;
   for (int64_t b : buckets) {
-    const std::string key = tuning_key(device, std::string(family.name()), family.generator_version(), spec, b);
-    std::optional<TuningRecord> rec = retune ? std::nullopt : rt.store().find_tuning(key);
-    if (!rec) {
-      rec = tune_spec(family, spec, b, rt.jit(), default_jobs(jobs));
-      rec->key = key;
-      rt.store().put_tuning(*rec);
-    }
-    out.append(record_dict(*rec));
+    const TuningRecord rec = rt.tune_and_record(spec, b, retune, [&](const Family& f, const std::string& s, int64_t bucket) {
+      return tune_spec(f, s, bucket, rt.jit(), default_jobs(jobs));
+    });
+    out.append(record_dict(rec));
   }
-  rt.reset();  // the dispatcher picks up the new records
   return out;
 }
 

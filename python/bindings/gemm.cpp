@@ -3,7 +3,9 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <array>
 #include <climits>
+#include <memory>
 #include <optional>
 #include <span>
 
@@ -16,6 +18,7 @@
 #include "python/bindings/runtime.h"
 #include "runtime/cpu/gemm.h"
 #include "runtime/engine/dispatch.h"
+#include "runtime/engine/prepared_op.h"
 
 namespace onecat::python {
 namespace {
@@ -36,6 +39,21 @@ struct PyPackedWeight {
   SplitWorkspace workspace;
 
   bool act_order() const { return !host.perm.empty(); }
+
+  // Per (epilogue, output type): the canonical spec, made on the first call with them, and
+  // the prepared op, made on the first call that reaches the GPU; later calls index this
+  // array and build no text (ARCHITECTURE.md rule 4).
+  using GemmOp = PreparedOp<gemm::Spec, gemm::Config, gemm::Args>;
+  struct Prepared {
+    std::string spec;
+    std::unique_ptr<GemmOp> op;
+  };
+  std::array<Prepared, 8> prepared_;
+  Prepared& prepared(gemm::Epilogue epi, const std::string& epilogue, bool out_f32) {
+    Prepared& p = prepared_[size_t(int(epi) * 2 + (out_f32 ? 1 : 0))];
+    if (p.spec.empty()) p.spec = spec(epilogue, out_f32);
+    return p;
+  }
 
   // Room for `floats` partials and `ncounters` zeroed counters. Growing waits for the GPU
   // before (no launch in flight still uses the old buffers) and after (the counters are zero
@@ -248,11 +266,13 @@ void gemm_op(py::handle y, py::handle x, PyPackedWeight& w, py::handle bias, py:
     throw py::value_error(std::string(kGemm) + ": x is on cuda:" + std::to_string(xv.device) + " but packed on cuda:" +
                           std::to_string(w.device));
   }
-  const std::string spec_text = w.spec(epilogue, out_f32);
-  if (!kernel_spec.empty() && kernel_spec != spec_text) {
-    throw py::value_error(std::string(kGemm) + ": this kernel is " + kernel_spec + " but the arguments need " + spec_text);
+  PyPackedWeight::Prepared& p = w.prepared(epi, epilogue, out_f32);
+  if (!kernel_spec.empty() && kernel_spec != p.spec) {
+    throw py::value_error(std::string(kGemm) + ": this kernel is " + kernel_spec + " but the arguments need " + p.spec);
   }
-  const gemm::Spec spec = gemm::Spec::parse(spec_text);
+  // The spec's numbers, read without text: out_cols depends on the epilogue alone.
+  gemm::Spec spec;
+  spec.n = w.host.n, spec.k = w.host.k, spec.epilogue = epi, spec.out_f32 = out_f32;
   std::vector<int64_t> out_shape = xv.shape;
   out_shape.back() = spec.out_cols();
 
@@ -293,27 +313,27 @@ void gemm_op(py::handle y, py::handle x, PyPackedWeight& w, py::handle bias, py:
   Runtime& rt = Runtime::get();
   rt.use_gpu(w.device);
   if (m == 0) return;
+  const gemm::Spec* parsed;
+  gemm::Config c;
   const LoadedKernel* kernel;
-  std::string chosen = config;
   if (config.empty()) {
-    const DispatchEntry& e = rt.kernel_for(spec_text, m);
-    kernel = e.kernel;
-    chosen = e.config;
-  } else {
-    kernel = &rt.kernel_with_config(spec_text, config);
+    if (!p.op) p.op = std::make_unique<PyPackedWeight::GemmOp>(rt, p.spec);
+    parsed = &p.op->spec(), c = p.op->config(m), kernel = &p.op->kernel(m);
+  } else {  // a compiled kernel (onecat.compile) with its own config: not the dispatched hot path
+    spec = gemm::Spec::parse(p.spec);
+    parsed = &spec, c = gemm::Config::parse(spec, config), kernel = &rt.kernel_with_config(p.spec, config);
   }
-  const gemm::Config c = gemm::Config::parse(spec, chosen);
 
   // Room for any token count of m's bucket, so later calls of the bucket (a CUDA graph
   // captured after a first call) never grow it.
   const int64_t cap = std::max<int64_t>(m, int64_t(1) << Dispatcher::bucket_index(m));
-  const int64_t floats = gemm::workspace_floats(spec, c, m), ncounters = gemm::workspace_counters(spec, c, m);
-  if (floats > 0) w.reserve_workspace(gemm::workspace_floats(spec, c, cap), gemm::workspace_counters(spec, c, cap));
+  const int64_t floats = gemm::workspace_floats(*parsed, c, m), ncounters = gemm::workspace_counters(*parsed, c, m);
+  if (floats > 0) w.reserve_workspace(gemm::workspace_floats(*parsed, c, cap), gemm::workspace_counters(*parsed, c, cap));
   gemm::Args a;
   a.y = yv.data, a.x = xv.data, a.qweight = w.qweight.ptr(), a.scales = w.scales.ptr(), a.zeros = w.zeros.ptr();
   a.perm = w.perm.ptr(), a.global_scale = w.host.global_scale, a.bias = bv.data, a.residual = rv.data, a.m = m;
   a.partial = w.workspace.partial(floats), a.counters = w.workspace.counters(ncounters);
-  launch(*kernel, gemm::make_call(spec, c, a), as_stream(stream));
+  launch(*kernel, gemm::make_call(*parsed, c, a), as_stream(stream));
 }
 
 }  // namespace

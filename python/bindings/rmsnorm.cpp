@@ -1,6 +1,8 @@
 // rmsnorm bindings: out = rmsnorm(x [+ residual]) · weight over the last dimension, with the
 // fused residual add writing residual <- x + residual in place (codegen/rmsnorm).
 #include <climits>
+#include <memory>
+#include <unordered_map>
 
 #include "base/error.h"
 #include "codegen/rmsnorm/emit.h"
@@ -8,6 +10,7 @@
 #include "python/bindings/array.h"
 #include "python/bindings/families.h"
 #include "python/bindings/runtime.h"
+#include "runtime/engine/prepared_op.h"
 
 namespace onecat::python {
 namespace {
@@ -33,6 +36,25 @@ ArrayView half_cuda(py::handle obj, const char* name, int device) {
   return v;
 }
 
+using RmsnormOp = PreparedOp<rmsnorm::Spec, rmsnorm::Config, rmsnorm::Args>;
+
+// One (hidden, residual) shape: its canonical spec, made and checked on the shape's first call
+// (so a shape without a kernel is reported before any driver call, as every bad argument is),
+// and its prepared op, made on the first call that reaches the GPU. Later calls find it by
+// those two numbers and build no text (ARCHITECTURE.md rule 4).
+struct Prepared {
+  std::string spec;
+  std::unique_ptr<RmsnormOp> op;
+};
+
+Prepared& prepared(int64_t hidden, bool residual) {
+  static auto* table = new std::unordered_map<int64_t, Prepared>();  // never destroyed, like the Session
+  const int64_t key = hidden * 2 + (residual ? 1 : 0);
+  if (auto it = table->find(key); it != table->end()) return it->second;
+  Prepared p{spec_for(hidden, residual), nullptr};  // throws for a shape without a kernel
+  return table->emplace(key, std::move(p)).first->second;
+}
+
 // kernel_spec/config: set when a compiled kernel (onecat.compile) is called; empty to dispatch.
 void rmsnorm_op(py::handle out, py::handle x, py::handle weight, double eps, py::handle residual, uintptr_t stream,
                 const std::string& kernel_spec, const std::string& config) {
@@ -50,9 +72,9 @@ void rmsnorm_op(py::handle out, py::handle x, py::handle weight, double eps, py:
   ArrayView ov = half_cuda(out, "out", xv.device);
   require_shape(ov, xv.shape, {kOp, "out"});
 
-  const std::string spec = spec_for(hidden, has_residual);
-  if (!kernel_spec.empty() && kernel_spec != spec) {
-    throw py::value_error(std::string(kOp) + ": this kernel is " + kernel_spec + " but the arguments need " + spec);
+  Prepared& p = prepared(hidden, has_residual);
+  if (!kernel_spec.empty() && kernel_spec != p.spec) {
+    throw py::value_error(std::string(kOp) + ": this kernel is " + kernel_spec + " but the arguments need " + p.spec);
   }
   const int64_t rows = hidden ? xv.numel() / hidden : 0;
   if (rows > INT_MAX) throw py::value_error(std::string(kOp) + ": x has " + std::to_string(rows) + " rows, more than 2^31 - 1");
@@ -62,25 +84,26 @@ void rmsnorm_op(py::handle out, py::handle x, py::handle weight, double eps, py:
   Runtime& rt = Runtime::get();
   rt.use_gpu(device);
   if (rows == 0) return;
-  const LoadedKernel* kernel;
-  std::string chosen = config;
-  if (config.empty()) {
-    const DispatchEntry& e = rt.kernel_for(spec, rows);
-    kernel = e.kernel;
-    chosen = e.config;
-  } else {
-    kernel = &rt.kernel_with_config(spec, config);
-  }
-  const rmsnorm::Spec s = rmsnorm::Spec::parse(spec);
-  const rmsnorm::Config c = rmsnorm::Config::parse(s, chosen);
-  const int align = rmsnorm::pointer_alignment(c);
-  require_aligned(xv, align, {kOp, "x"});
-  require_aligned(wv, align, {kOp, "weight"});
-  require_aligned(ov, align, {kOp, "out"});
-  if (has_residual) require_aligned(rv, align, {kOp, "residual"});
-
   const rmsnorm::Args a{ov.data, xv.data, has_residual ? rv.data : 0, wv.data, float(eps), rows};
-  launch(*kernel, rmsnorm::make_call(s, c, a), as_stream(stream));
+  auto check_alignment = [&](const rmsnorm::Config& c) {
+    const int align = rmsnorm::pointer_alignment(c);
+    require_aligned(xv, align, {kOp, "x"});
+    require_aligned(wv, align, {kOp, "weight"});
+    require_aligned(ov, align, {kOp, "out"});
+    if (has_residual) require_aligned(rv, align, {kOp, "residual"});
+  };
+  if (config.empty()) {
+    if (!p.op) p.op = std::make_unique<RmsnormOp>(rt, p.spec);
+    check_alignment(p.op->config(rows));
+    p.op->launch(a, rows, as_stream(stream));
+    return;
+  }
+  // A compiled kernel (onecat.compile) with its own config: not the dispatched hot path.
+  const LoadedKernel& kernel = rt.kernel_with_config(p.spec, config);
+  const rmsnorm::Spec s = rmsnorm::Spec::parse(p.spec);
+  const rmsnorm::Config c = rmsnorm::Config::parse(s, config);
+  check_alignment(c);
+  launch(kernel, rmsnorm::make_call(s, c, a), as_stream(stream));
 }
 
 }  // namespace

@@ -31,8 +31,18 @@ def _is_cupy(x: Any) -> bool:
     return type(x).__module__.split(".")[0] == "cupy"
 
 
+#: dtype objects (torch, NumPy) already named: an op call finds them by identity, no text.
+_SEEN_DTYPES: dict[Any, str] = {}
+
+
 def dtype_name(dtype: Any, op: str, arg: str) -> str:
     """'float16' or 'float32' from a string, a torch dtype or a NumPy dtype."""
+    try:
+        name = _DTYPE_NAMES.get(dtype) if isinstance(dtype, str) else _SEEN_DTYPES.get(dtype)
+    except TypeError:  # an unhashable dtype-like object
+        name = None
+    if name is not None:
+        return name
     text = str(dtype)
     for prefix in ("torch.", "numpy.", "<class 'numpy.", "dtype('"):
         if text.startswith(prefix):
@@ -41,6 +51,11 @@ def dtype_name(dtype: Any, op: str, arg: str) -> str:
     name = _DTYPE_NAMES.get(text)
     if name is None:
         raise ValueError(f"{op}: {arg} must be float16 or float32, got {dtype!r}")
+    if not isinstance(dtype, str):
+        try:
+            _SEEN_DTYPES[dtype] = name
+        except TypeError:
+            pass
     return name
 
 
@@ -53,9 +68,12 @@ def stream_handle(stream: Stream, like: Array, op: str) -> int:
     """
     if stream is None:
         if _is_torch(like):
-            if like.device.type != "cuda":
+            if not like.is_cuda:
                 return 0  # no stream to find: the argument checks reject the array, naming it
             torch = sys.modules["torch"]
+            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+            if raw is not None:  # the handle itself, without making a Stream object (what inductor calls)
+                return int(raw(like.get_device()))
             return int(torch.cuda.current_stream(like.device).cuda_stream)
         if _is_cupy(like):
             cupy = sys.modules["cupy"]
@@ -91,6 +109,8 @@ def new_like(like: Array, shape: Sequence[int], dtype: str, op: str) -> Array:
 def array_shape(x: Array, op: str, arg: str) -> tuple[int, ...]:
     """The shape of any array onecat accepts (to size outputs before the C++ checks)."""
     shape = getattr(x, "shape", None)
+    if isinstance(shape, tuple) and not isinstance(x, (list, tuple)):
+        return tuple(shape)  # torch.Size and NumPy/CuPy shapes: tuples of ints already
     if shape is None or isinstance(x, (list, tuple)):
         from . import _C
 

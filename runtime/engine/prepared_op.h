@@ -2,7 +2,9 @@
 // dispatched config (parsed) and loaded kernel, resolved on the bucket's first use through
 // the Session's dispatcher. A launch after that is a bucket index, a table read, the family's
 // make_call (arithmetic and argument packing) and cuLaunchKernel: no text, no map lookup by
-// text, no allocation, so it can be captured in a CUDA graph (ARCHITECTURE.md rule 4).
+// text, no allocation, so it can be captured in a CUDA graph (ARCHITECTURE.md rule 4). When
+// the session's dispatch changes (a new tuning record, a reset) the op notices by a counter and
+// resolves its buckets again on their next use.
 //   PreparedOp<gemm::Spec, gemm::Config, gemm::Args> op(session, spec_text);
 //   op.launch(args, m, stream);
 #pragma once
@@ -29,7 +31,10 @@ template <class Spec, class Config, class Args>
 class PreparedOp {
  public:
   PreparedOp(Session& session, std::string_view spec)
-      : session_(&session), spec_(Spec::parse(spec)), handle_(session.spec_handle(spec_.to_string())) {}
+      : session_(&session),
+        spec_(Spec::parse(spec)),
+        handle_(session.spec_handle(spec_.to_string())),
+        generation_(session.generation()) {}
 
   const Spec& spec() const { return spec_; }
   // The dispatched config and kernel for m (gemm: tokens; rmsnorm: rows; attention:
@@ -50,6 +55,7 @@ class PreparedOp {
     Config config{};
   };
   Slot& slot(int64_t m) {
+    if (generation_ != session_->generation()) refresh();
     Slot& s = slots_[size_t(Dispatcher::bucket_index(m))];
     if (!s.kernel) {
       const DispatchEntry& e = session_->dispatcher().kernel_for(handle_, m);
@@ -58,9 +64,16 @@ class PreparedOp {
     }
     return s;
   }
+  // The session's dispatch was reset or a bucket retuned: register again, resolve afresh.
+  void refresh() {
+    handle_ = session_->spec_handle(spec_.to_string());
+    generation_ = session_->generation();
+    slots_ = {};
+  }
   Session* session_;
   Spec spec_;
   int handle_;
+  uint64_t generation_;
   std::array<Slot, Dispatcher::kBuckets> slots_{};
 };
 

@@ -20,6 +20,10 @@ DeviceFingerprint device_fingerprint(int ordinal) {
   return f;
 }
 
+std::string tuning_key(const DeviceFingerprint& device, const Family& family, const std::string& spec, int64_t bucket) {
+  return tuning_key(device, std::string(family.name()), family.generator_version(), spec, bucket);
+}
+
 Session& Session::get() {
   static Session* session = new Session();  // never destroyed: modules outlive interpreter exit order
   return *session;
@@ -85,7 +89,7 @@ std::vector<DispatchEntry> Session::prepare(const std::vector<std::string>& spec
   for (const auto& spec : specs) {
     const Family& family = family_of(spec);
     for (int64_t b : buckets) {
-      const auto record = store().find_tuning(tuning_key(device_, std::string(family.name()), family.generator_version(), spec, b));
+      const auto record = find_tuning(spec, b);
       requests.push_back(CompileRequest::make(family, spec, record ? record->config : family.default_config(spec, b, arch()), arch()));
     }
   }
@@ -99,9 +103,42 @@ std::vector<DispatchEntry> Session::prepare(const std::vector<std::string>& spec
   return entries;
 }
 
-void Session::reset() {
+std::string Session::tuning_key(const std::string& spec, int64_t bucket) const {
+  return onecat::tuning_key(device_, family_of(spec), spec, bucket);
+}
+
+std::optional<TuningRecord> Session::find_tuning(const std::string& spec, int64_t bucket) {
+  return store().find_tuning(tuning_key(spec, bucket));
+}
+
+TuningRecord Session::tune_and_record(const std::string& spec, int64_t bucket, bool retune, const Tuner& tune,
+                                      bool* tuned) {
+  if (!is_bucket(bucket)) {
+    throw InputError("bucket " + std::to_string(bucket) + " is not a bucket (powers of two from 1 to " +
+                     std::to_string(kMaxTuningBucket) + ")");
+  }
+  use_gpu(0);  // the tuner measures on GPU 0
+  const std::string key = tuning_key(spec, bucket);
+  if (tuned) *tuned = false;
+  if (!retune) {
+    if (std::optional<TuningRecord> stored = store().find_tuning(key)) return *stored;
+  }
+  TuningRecord record = tune(family_of(spec), spec, bucket);
+  record.key = key;
+  store().put_tuning(record);
+  forget_dispatch();  // the next call dispatches the new record
+  if (tuned) *tuned = true;
+  return record;
+}
+
+void Session::forget_dispatch() {
   dispatcher_.reset();
   handles_.clear();
+  ++generation_;
+}
+
+void Session::reset() {
+  forget_dispatch();
   configured_.clear();
   jit_.reset();
   store_.reset();

@@ -6,14 +6,17 @@
 // launches (CUDA graph capture works).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "cache/store.h"
+#include "codegen/family.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/engine/dispatch.h"
 #include "runtime/jit/module_table.h"
@@ -24,6 +27,10 @@ namespace onecat {
 // What a tuning record is keyed by for GPU `ordinal` (ARCHITECTURE.md rule 2): name, compute
 // capability, SM count, driver and the NVRTC that compiles for it. Needs a GPU.
 DeviceFingerprint device_fingerprint(int ordinal);
+
+// The key of the tuning record of (canonical spec, bucket) of `family` on `device`
+// (ARCHITECTURE.md rule 2): the one place a key is made from a family, a spec and a bucket.
+std::string tuning_key(const DeviceFingerprint& device, const Family& family, const std::string& spec, int64_t bucket);
 
 class Session {
  public:
@@ -49,8 +56,23 @@ class Session {
   Dispatcher& dispatcher();
   // The dispatcher's handle of a canonical spec (registered on first use).
   int spec_handle(const std::string& spec);
-  // After set_cache_dir or new tuning records: reopen the store, forget prepared entries.
+  // After set_cache_dir or an import: reopen the store, forget prepared entries.
   void reset();
+  // Moves whenever dispatched entries may change (reset, a new tuning record); a PreparedOp
+  // compares it on each call and resolves its buckets again when it moved.
+  uint64_t generation() const { return generation_; }
+
+  // Tuning records of the GPU in use (use_gpu first), by canonical spec and bucket.
+  std::string tuning_key(const std::string& spec, int64_t bucket) const;
+  std::optional<TuningRecord> find_tuning(const std::string& spec, int64_t bucket);
+  // "Tune and record", defined once (`onecat tune`, onecat.tune): unless `retune`, the
+  // stored record of (canonical spec, bucket) on GPU 0; else the record `tune` measures
+  // there (the tuner is passed in: it sits above this layer), keyed here, written to the
+  // store at once (an interrupted run keeps what it finished) and dispatched from the next
+  // call on, PreparedOps included. `tuned` (optional) says whether `tune` ran.
+  using Tuner = std::function<TuningRecord(const Family& family, const std::string& spec, int64_t bucket)>;
+  TuningRecord tune_and_record(const std::string& spec, int64_t bucket, bool retune, const Tuner& tune,
+                               bool* tuned = nullptr);
 
  private:
   Session() = default;
@@ -61,6 +83,8 @@ class Session {
   std::map<std::pair<std::string, std::string>, const LoadedKernel*> configured_;
   int ordinal_ = -1;
   DeviceFingerprint device_;
+  uint64_t generation_ = 0;
+  void forget_dispatch();
 };
 
 }  // namespace onecat

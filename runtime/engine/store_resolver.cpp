@@ -5,6 +5,7 @@
 #include <set>
 
 #include "codegen/family.h"
+#include "runtime/engine/session.h"
 #include "runtime/jit/module_table.h"
 
 namespace onecat {
@@ -14,7 +15,7 @@ Dispatcher::Resolver store_resolver(Store& store, JitService& jit, const DeviceF
   return [&store, &jit, device, warned](const std::string& spec, int64_t bucket) {
     const Family& family = family_of(spec);
     DispatchEntry entry;
-    const auto record = store.find_tuning(tuning_key(device, std::string(family.name()), family.generator_version(), spec, bucket));
+    const auto record = store.find_tuning(tuning_key(device, family, spec, bucket));
     if (record) {
       entry.config = record->config;
       entry.tuned = true;

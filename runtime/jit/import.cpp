@@ -19,7 +19,8 @@ std::string first_line(const std::string& text) { return text.substr(0, text.fin
 
 std::string demangled(const std::string& symbol) {
   int status = 0;
-  std::unique_ptr<char, void (*)(void*)> text(abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status), std::free);
+  std::unique_ptr<char, void (*)(void*)> text(abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status),
+                                              std::free);
   return status == 0 && text ? std::string(text.get()) : std::string();
 }
 
@@ -38,7 +39,8 @@ std::string CompilerImportChecker::binary_inconsistency(const KernelBinary& b) c
       options.push_back(b.options.substr(at, space - at));
       at = space + 1;
     }
-    if (binary_key(req, b.nvrtc_version, options) != b.key) return "its key does not match its spec, config and compiler";
+    if (binary_key(req, b.nvrtc_version, options) != b.key)
+      return "its key does not match its spec, config and compiler";
     if (demangled(b.lowered_name).rfind("void " + req.emitted.kernel_expression + "(", 0) != 0) {
       return "its kernel " + b.lowered_name.substr(0, 120) + " is not the one its spec and config emit";
     }
@@ -49,19 +51,18 @@ std::string CompilerImportChecker::binary_inconsistency(const KernelBinary& b) c
 }
 
 std::optional<int> CompilerImportChecker::generator_version(const std::string& family) const {
-  for (const Family* f : all_families()) {
-    if (f->name() == family) return f->generator_version();
-  }
+  if (const Family* f = find_family(family)) return f->generator_version();
   return std::nullopt;
 }
 
 std::string CompilerImportChecker::spec_inconsistency(const TuningRecord& t) const {
   try {
     const Family& family = family_of(t.spec);
-    if (family.name() != t.family) return "its spec is not of family " + t.family;
+    if (&family != find_family(t.family)) return "its spec is not of family " + t.family;
     if (family.canonical_spec(t.spec) != t.spec) return "its spec is not in canonical form";
     for (const std::string* config : {&t.config, &t.default_config}) {
-      if (family.canonical_config(t.spec, *config) != *config) return "config " + config->substr(0, 100) + " is not canonical";
+      if (family.canonical_config(t.spec, *config) != *config)
+        return "config " + config->substr(0, 100) + " is not canonical";
     }
   } catch (const Error& e) {
     return first_line(e.what()).substr(0, 300);

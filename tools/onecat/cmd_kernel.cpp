@@ -6,10 +6,9 @@
 #include <thread>
 
 #include "base/error.h"
-#include "cache/paths.h"
-#include "cache/store.h"
 #include "codegen/family.h"
 #include "runtime/cuda/driver.h"
+#include "runtime/engine/session.h"
 #include "runtime/jit/module_table.h"
 #include "runtime/jit/service.h"
 #include "tools/onecat/commands.h"
@@ -102,9 +101,10 @@ void add_compile(CLI::App& app) {
       std::vector<std::string> configs = *all ? f.candidate_configs(spec, arch) : std::vector{config_or_default(f, spec, a->config, 1, arch)};
       for (const auto& c : configs) reqs.push_back(CompileRequest::make(f, spec, c, arch));
     }
-    std::unique_ptr<Store> store;
-    if (!*no_cache) store = std::make_unique<Store>(cache_file());
-    JitService jit(store.get());
+    // The Session's compile service and store, or with --no-cache one that stores nothing.
+    std::unique_ptr<JitService> uncached;
+    if (*no_cache) uncached = std::make_unique<JitService>(nullptr);
+    JitService& jit = *no_cache ? *uncached : Session::get().jit();
     Progress progress("compiling " + std::to_string(reqs.size()) + " kernels for " + arch.name(), reqs.size());
     const bool show_progress = reqs.size() > 1;
     const auto start = std::chrono::steady_clock::now();
@@ -165,13 +165,11 @@ void add_check(CLI::App& app) {
   cmd->callback([a, rows, seed] {
     const Family& f = family_of(a->specs[0]);
     const std::string spec = f.canonical_spec(a->specs[0]);
-    Driver& d = Driver::require_gpu();
-    use_device(0);
-    Arch arch{d.device_info(0).sm};
+    Session& session = Session::get();
+    session.use_gpu(0);
+    const Arch arch = session.arch();
     const std::string config = f.canonical_config(spec, config_or_default(f, spec, a->config, *rows, arch));
-    Store store(cache_file());
-    JitService jit(&store);
-    CompileResult compiled = jit.get(CompileRequest::make(f, spec, config, arch));
+    CompileResult compiled = session.jit().get(CompileRequest::make(f, spec, config, arch));
     const LoadedKernel& kernel = ModuleTable::get().load(compiled.binary);
     CheckResult r = check_kernel(f, spec, config, kernel, *rows, *seed);
     if (a->json) {

@@ -10,12 +10,11 @@
 #include <thread>
 
 #include "base/error.h"
-#include "cache/paths.h"
-#include "cache/store.h"
 #include "codegen/family.h"
 #include "models/config.h"
 #include "models/plan.h"
 #include "runtime/cuda/driver.h"
+#include "runtime/engine/session.h"
 #include "runtime/jit/service.h"
 #include "tools/onecat/commands.h"
 #include "tuner/tuner.h"
@@ -29,7 +28,7 @@ struct TuneArgs {
   int tp = 1;
   std::string kv_cache_dtype = "auto";
   std::string buckets;
-  std::string families = "gemm,rmsnorm,attention,embedding,rope";
+  std::string families;  // empty: every registered family
   double budget_s = 0;
   bool compile_only = false;
   std::string arch;
@@ -91,8 +90,7 @@ void compile_only(const TuneArgs& a, Arch arch, const std::vector<std::string>& 
       bucket_of.push_back(list);
     }
   }
-  Store store(cache_file());
-  JitService jit(&store);
+  JitService& jit = Session::get().jit();
   Progress progress("compiling " + std::to_string(reqs.size()) + " default kernels for " + arch.name(), reqs.size());
   auto results = jit.get_all(reqs, a.jobs, Parallelism::kThreads, [&](size_t) { progress.tick(); });
   progress.done();
@@ -121,24 +119,21 @@ void compile_only(const TuneArgs& a, Arch arch, const std::vector<std::string>& 
 }
 
 void tune(const TuneArgs& a, const std::vector<std::string>& specs, const std::vector<int64_t>& buckets) {
-  const DeviceFingerprint device = this_device();
-  Store store(cache_file());
-  JitService jit(&store);
+  Session& session = Session::get();
+  session.use_gpu(0);  // the tuner measures on GPU 0
+  const DeviceFingerprint device = session.device();
   struct Job {
     std::string spec;
     int64_t bucket;
-    std::string key;
   };
   std::vector<Job> todo;
   int already = 0;
   for (const auto& spec : specs) {
-    const Family& f = family_of(spec);
     for (int64_t b : buckets) {
-      const std::string key = tuning_key(device, std::string(f.name()), f.generator_version(), spec, b);
-      if (store.find_tuning(key)) {
+      if (session.find_tuning(spec, b)) {
         ++already;
       } else {
-        todo.push_back({spec, b, key});
+        todo.push_back({spec, b});
       }
     }
   }
@@ -158,10 +153,10 @@ void tune(const TuneArgs& a, const std::vector<std::string>& specs, const std::v
     }
     try {
       TunePhases ph;
-      TuningRecord rec = tune_spec(family_of(job.spec), job.spec, job.bucket, jit, a.jobs, {}, &ph);
-      rec.key = job.key;
-      store.put_tuning(rec);  // at once: an interrupted run keeps what it finished
-      done.push_back(std::move(rec));
+      done.push_back(session.tune_and_record(job.spec, job.bucket, /*retune=*/false,
+                                             [&](const Family& f, const std::string& spec, int64_t bucket) {
+                                               return tune_spec(f, spec, bucket, session.jit(), a.jobs, {}, &ph);
+                                             }));
       phases.push_back(ph);
     } catch (const Error& e) {
       failures.push_back(job.spec + " M=" + std::to_string(job.bucket) + ": " + e.what());
@@ -208,7 +203,7 @@ void add_tune(CLI::App& app) {
                   "KV cache type of the attention kernels: auto (fp16), fp8 (= fp8_e4m3) or fp8_e5m2, per-tensor scale");
   cmd->add_option("--buckets", a->buckets,
                   "Buckets: tokens; sequences for attention decode/verify (default 1,2,4,...,512,2048)");
-  cmd->add_option("--families", a->families, "Kernel families to tune (default gemm,rmsnorm,attention,embedding,rope)");
+  cmd->add_option("--families", a->families, "Kernel families to tune, comma separated (default: every family)");
   cmd->add_option("--budget-s", a->budget_s, "Start no new tuning after this many seconds");
   cmd->add_flag("--compile-only", a->compile_only, "Compile every default config into the cache, no GPU needed");
   cmd->add_option("--arch", a->arch, "Target arch for --compile-only (default: this GPU)");
@@ -220,10 +215,13 @@ void add_tune(CLI::App& app) {
     const std::vector<models::PlannedOp> plan = models::plan_model(model, a->tp, models::parse_kv_cache_dtype(a->kv_cache_dtype));
     std::set<std::string> families;
     for (const auto& f : split(a->families)) {
-      bool known = false;
-      for (const Family* fam : all_families()) known |= fam->name() == f;
-      if (!known) throw InputError("--families: " + quoted_input(f) + " is not a kernel family");
+      if (!find_family(f)) {
+        throw InputError("--families: " + quoted_input(f) + " is not a kernel family (known: " + family_names() + ")");
+      }
       families.insert(f);
+    }
+    if (families.empty()) {
+      for (const Family* f : all_families()) families.insert(std::string(f->name()));
     }
     std::vector<std::string> specs;
     for (const auto& spec : models::unique_specs(plan)) {
