@@ -73,7 +73,7 @@ mean_context = prompt + gen / 2
 kv_bytes = L * 2 * kvh * d * 2 * mean_context
 copy = load(os.path.join(work, "copy.json")).get("copy_bytes_per_s")
 roof = copy / (weight_bytes + kv_bytes) if copy else None
-result = {"shape": os.path.basename(os.path.dirname(work)), "prompt": prompt, "gen": gen,
+result = {"shape": os.path.basename(work)[len("model-"):], "prompt": prompt, "gen": gen,
           "weight_bytes": weight_bytes, "kv_bytes_per_token_mean": kv_bytes, "copy_bytes_per_s": copy,
           "roofline_tokens_per_s": roof}
 for name in ("generate", "generate_eager"):
