@@ -5,10 +5,12 @@
 // a CUDA graph) and the KV cache's memory. Activations are fp16 rows [tokens][width]; logits
 // fp32 [logit rows][vocab].
 #pragma once
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
 
+#include "models/config.h"
 #include "models/model/forward_batch.h"
 
 namespace onecat::model {
@@ -25,6 +27,13 @@ enum class Act {
   kAttn,      // heads·head_dim: attention output
   kMlp,       // intermediate: silu(gate)·up
 };
+inline constexpr size_t kActCount = 9;
+
+// Each Act's row width (halves) for `c`, indexed by Act.
+inline std::array<int64_t, kActCount> act_widths(const models::ModelConfig& c) {
+  const int64_t q = c.heads * c.head_dim, kv = c.kv_heads * c.head_dim;
+  return {c.hidden, c.hidden, c.hidden, q + 2 * kv, q, kv, kv, q, c.intermediate};
+}
 
 // A linear layer's weight (its bias, where the checkpoint has one, goes with it).
 struct Linear {
@@ -50,6 +59,11 @@ struct BackendLimits {
   int max_sequences = 0;   // per step
   int64_t kv_pages = 0;    // pages in the KV cache
   int page_size = 16;      // tokens per page
+
+  // Error naming `backend` ("CPU backend") unless every limit is positive.
+  void check(const char* backend) const;
+  // Error unless `batch` fits the buffers sized for these limits.
+  void check_fits(const ForwardBatch& batch, const char* backend) const;
 };
 
 class Backend {

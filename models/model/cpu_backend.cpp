@@ -80,8 +80,8 @@ struct CpuBackend::Weights {
 };
 
 struct CpuBackend::Buffers {
-  std::array<std::vector<uint16_t>, 9> acts;  // by Act
-  std::array<int64_t, 9> width{};
+  std::array<std::vector<uint16_t>, kActCount> acts;  // by Act
+  std::array<int64_t, kActCount> width{};
   std::vector<float> x, y;                              // gemm scratch, fp32 [max_tokens][widest]
   std::vector<float> logits;                            // [max_tokens][vocab]
   std::vector<std::vector<uint16_t>> k_cache, v_cache;  // per layer, [pages][kv_heads][page][dim]
@@ -99,9 +99,7 @@ CpuBackend::CpuBackend(const models::LoadedModel& model, const BackendLimits& li
       weights_(std::make_unique<Weights>()),
       buffers_(std::make_unique<Buffers>()) {
   const models::ModelConfig& c = config_;
-  if (limits.max_tokens <= 0 || limits.max_sequences <= 0 || limits.kv_pages <= 0 || limits.page_size <= 0) {
-    throw Error("CPU backend: every limit (tokens, sequences, KV pages, page size) must be positive");
-  }
+  limits.check("CPU backend");
   if (int64_t(model.layers.size()) != c.layers) throw Error("CPU backend: the model's layers do not match its config");
   Weights& w = *weights_;
   w.embed = model.embed_tokens;
@@ -127,8 +125,7 @@ CpuBackend::CpuBackend(const models::LoadedModel& model, const BackendLimits& li
 
   Buffers& b = *buffers_;
   const int64_t q_width = c.heads * c.head_dim, kv_width = c.kv_heads * c.head_dim;
-  b.width = {c.hidden, c.hidden, c.hidden, q_width + 2 * kv_width, q_width,
-             kv_width, kv_width, q_width,  c.intermediate};
+  b.width = act_widths(c);
   for (size_t a = 0; a < b.acts.size(); ++a) b.acts[a].assign(size_t(limits.max_tokens * b.width[a]), 0);
   const int64_t widest = std::max({c.hidden, q_width + 2 * kv_width, 2 * c.intermediate, c.vocab});
   b.x.resize(size_t(limits.max_tokens * widest));
@@ -151,10 +148,7 @@ CpuBackend::~CpuBackend() = default;
 
 void CpuBackend::begin(const ForwardBatch& batch) {
   Buffers& b = *buffers_;
-  if (batch.tokens() > limits_.max_tokens || batch.sequences() > limits_.max_sequences ||
-      int64_t(batch.logit_rows.size()) > limits_.max_tokens || batch.max_pages > limits_.kv_pages) {
-    throw Error("CPU backend: the batch is larger than the backend was sized for");
-  }
+  limits_.check_fits(batch, "CPU backend");
   auto copy = [](std::span<const int32_t> from, std::vector<int32_t>& to) {
     std::copy(from.begin(), from.end(), to.begin());
   };

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "models/model/backend.h"
 
 namespace onecat::model {
 namespace {
@@ -52,6 +53,19 @@ void check_batch(const ForwardBatch& b, int64_t pages, int page_size) {
   }
   for (int32_t row : b.logit_rows) {
     if (row < 0 || row >= tokens) fail("logit row " + std::to_string(row) + " is not a token of the batch");
+  }
+}
+
+void BackendLimits::check(const char* backend) const {
+  if (max_tokens <= 0 || max_sequences <= 0 || kv_pages <= 0 || page_size <= 0) {
+    throw Error(std::string(backend) + ": every limit (tokens, sequences, KV pages, page size) must be positive");
+  }
+}
+
+void BackendLimits::check_fits(const ForwardBatch& batch, const char* backend) const {
+  if (batch.tokens() > max_tokens || batch.sequences() > max_sequences ||
+      int64_t(batch.logit_rows.size()) > max_tokens || batch.max_pages > kv_pages) {
+    throw Error(std::string(backend) + ": the batch is larger than the backend was sized for");
   }
 }
 

@@ -30,8 +30,6 @@ using AttentionOp = PreparedOp<attention::Spec, attention::Config, attention::Ar
 using RopeOp = PreparedOp<rope::Spec, rope::Config, rope::Args>;
 using EmbeddingOp = PreparedOp<embedding::Spec, embedding::Config, embedding::Args>;
 
-constexpr size_t kActs = 9;  // the Act values
-
 std::string s(int64_t v) { return std::to_string(v); }
 
 // A linear layer on the GPU: its packed buffers and the gemm op of its shape and epilogue.
@@ -93,7 +91,7 @@ struct GpuBackend::Impl {
   size_t weight_bytes = 0, kv_bytes = 0;
 
   // Activations [max_tokens][width] fp16, the gathered logit rows, the logits (fp32).
-  std::array<DeviceBuffer, kActs> acts;
+  std::array<DeviceBuffer, kActCount> acts;
   DeviceBuffer logit_inputs, logits;
   SplitWorkspace workspace;
 
@@ -142,13 +140,11 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
   Impl& g = *impl_;
   const models::ModelConfig& c = g.config;
   const Driver& d = Driver::require_gpu();
-  if (limits.max_tokens <= 0 || limits.max_sequences <= 0 || limits.kv_pages <= 0 || limits.page_size <= 0) {
-    throw Error("GPU backend: every limit (tokens, sequences, KV pages, page size) must be positive");
-  }
+  limits.check("GPU backend");
   if (c.is_moe()) throw InputError("model " + c.name + ": mixture-of-experts layers have no GPU kernels yet");
   d.check(d.cuStreamCreate(&g.stream, 0), "cuStreamCreate", "the GPU backend's stream");
 
-  const int64_t q_width = c.heads * c.head_dim, kv_width = c.kv_heads * c.head_dim;
+  const int64_t kv_width = c.kv_heads * c.head_dim;
   const std::string heads = "heads=" + s(c.heads) + ",kv_heads=" + s(c.kv_heads) + ",dim=" + s(c.head_dim);
   const std::string page = ",page=" + s(limits.page_size) + ",kv=f16";
   const std::string window = ",window=" + s(c.sliding_window);
@@ -230,9 +226,8 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
   g.workspace.reserve(std::max<int64_t>(floats, 1), std::max<int64_t>(counters, 1));
 
   // Activations and the step's batch.
-  const std::array<int64_t, kActs> width = {c.hidden, c.hidden, c.hidden, q_width + 2 * kv_width, q_width,
-                                           kv_width, kv_width, q_width,  c.intermediate};
-  for (size_t a = 0; a < kActs; ++a) g.acts[a] = DeviceBuffer(size_t(limits.max_tokens * width[a]) * 2);
+  const std::array<int64_t, kActCount> width = act_widths(c);
+  for (size_t a = 0; a < kActCount; ++a) g.acts[a] = DeviceBuffer(size_t(limits.max_tokens * width[a]) * 2);
   g.logit_inputs = DeviceBuffer(size_t(limits.max_tokens * c.hidden) * 2);
   g.logits = DeviceBuffer(size_t(limits.max_tokens * c.vocab) * 4);
   const size_t tokens = size_t(limits.max_tokens) * 4, sequences = size_t(limits.max_sequences) * 4;
