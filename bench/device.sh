@@ -15,6 +15,7 @@
 #   tests-FILTER     gtest with --gtest_filter=FILTER (e.g. tests-GemmGpu.*)
 #   cpu-FILTER       the CPU test binary with --gtest_filter=FILTER, here with the image's NVRTC
 #   host-overhead    bench/host_overhead.cpp: host time per PreparedOp launch vs a bare one -> host_overhead.json
+#   py-overhead      bench/python_host_overhead.py: host time per Python call vs torch's -> py_overhead.json
 #   verify-export    the fleet workflow with this GPU's NVRTC: compile qwen3-8b:awq4's kernels (every
 #                    family) for this arch, export, and import --verify elsewhere (recompiles each,
 #                    byte-identical cubins required)
@@ -34,7 +35,7 @@
 #   model-check      bench/model_check.py: the GPU forward against transformers on real shapes -> model_check.jsonl
 #                    (MODEL_CASES: its --cases)
 #   llama-build      bench/llama_peer.sh build (llama.cpp from the carried .llama/, in the background;
-#                    model-bench waits for it)
+#                    model-bench's llama.cpp part waits for it; LLAMA_TYPES its types)
 #   model-bench      bench/model_bench.sh: decode tokens/s vs roofline and llama.cpp -> model_bench.json
 #                    (needs .vocab/ggml-vocab-qwen2.gguf carried)
 #   gemm-bench[@graph]  bench/gemm_bench.sh (the 8B linear set; FORMATS/SHAPES select, SWEEP_MS the
@@ -114,8 +115,9 @@ lane() {  # lane GPU STEPS...
       model-check) PYTHONPATH="$root/build-device/python" timeout "$(left)" "$py" bench/model_check.py ${MODEL_CASES:+--cases "$MODEL_CASES"} >>"$out/model_check.jsonl" ;;
       llama-build) (OUT=$out bash bench/llama_peer.sh build >"$out/llama_build.log" 2>&1; echo "rc=$?" >>"$out/llama_build.log") &
                    llama_pid=$! ;;
-      model-bench) [ -z "${llama_pid:-}" ] || wait "$llama_pid"
-        LLAMA=$([ -x build-llama/cmake/bin/llama-bench ] && echo 1 || echo 0) VOCAB_GGUF=$root/.vocab/ggml-vocab-qwen2.gguf \
+      model-bench) # llama.cpp's part waits for a build started by llama-build in this call, or finds one built before
+        LLAMA=$([ -n "${llama_pid:-}" ] || [ -x build-llama/cmake/bin/llama-bench ] && echo 1 || echo 0) \
+          LLAMA_BUILD_LOG=$([ -n "${llama_pid:-}" ] && echo "$out/llama_build.log") VOCAB_GGUF=$root/.vocab/ggml-vocab-qwen2.gguf \
           OUT=$out timeout "$(left)" bash bench/model_bench.sh "$bin" ;;
       cpu-*) timeout "$(left)" build-device/tests/onecat_tests --gtest_filter="${s#cpu-}" ;;
       host-overhead) timeout "$(left)" build-device/host_overhead "$out/host_overhead.json" ;;
@@ -127,6 +129,7 @@ lane() {  # lane GPU STEPS...
           tail -n 3 ;;
       pytest) PYTHONPATH="$root/build-device/python" PYTHONFAULTHANDLER=1 ONECAT_CRASH_BACKTRACE=1 \
                 timeout "$(left)" "$py" -m pytest -m gpu -v -s -rs -p no:cacheprovider python/tests ;;
+      py-overhead) PYTHONPATH="$root/build-device/python" timeout "$(left)" "$py" bench/python_host_overhead.py "$out/py_overhead.json" ;;
       pysmoke) PYTHONPATH="$root/build-device/python" timeout "$(left)" "$py" bench/py_smoke.py ;;
       tune:*) IFS=: read -r _ m q r <<<"$s"; tune "$m:$q" "$r" "$gpu" ;;
       bench@*) IFS=@ read -r _ spec ms mode <<<"$s"

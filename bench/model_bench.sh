@@ -5,7 +5,9 @@
 # against llama.cpp (bench/llama_peer.sh: the same random-weight checkpoint converted by its
 # convert_hf_to_gguf.py, `llama-bench -p PROMPT -n GEN`). Batch 1.
 #   bash bench/model_bench.sh BIN   (env: SHAPE qwen3-8b, PROMPT 1024, GEN 256, OUT, VOCAB_GGUF,
-#                                    LLAMA=1 to run llama.cpp too: bench/llama_peer.sh build first)
+#                                    LLAMA=1 to run llama.cpp too: bench/llama_peer.sh build first;
+#                                    LLAMA_TYPES its types, default f16, e.g. "f16 Q8_0 Q4_K_M")
+# Also runs generate --profile: the decode step's kernel times by op beside the step time.
 # Writes $OUT/model_bench.json.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -49,12 +51,26 @@ ONECAT_CACHE_DIR=$work/cache "$bin" generate --model "$ckpt" --device cuda --pro
 ONECAT_CACHE_DIR=$work/cache "$bin" generate --model "$ckpt" --device cuda --prompt-ids "$ids" --max-tokens "$gen" \
   --prefill-chunk 512 --ignore-eos --json --no-cuda-graphs >"$work/generate_eager.json" 2>>"$work/generate.err" ||
   log "eager generate failed: $(tail -3 "$work/generate.err")"
+# Every kernel timed with events (op by op): the sum of the step's kernel times by op.
+ONECAT_CACHE_DIR=$work/cache "$bin" generate --model "$ckpt" --device cuda --prompt-ids "$ids" --max-tokens "$gen" \
+  --prefill-chunk 512 --ignore-eos --json --profile >"$work/generate_profile.json" 2>>"$work/generate.err" ||
+  log "profiled generate failed: $(tail -3 "$work/generate.err")"
 
+if [ "${LLAMA:-0}" = 1 ] && [ -n "${LLAMA_BUILD_LOG:-}" ]; then
+  log "waiting for llama.cpp's build"
+  until grep -q '^rc=' "$LLAMA_BUILD_LOG" 2>/dev/null; do sleep 5; done
+  [ -x "$root/build-llama/cmake/bin/llama-bench" ] || { log "llama.cpp did not build: $(tail -3 "$LLAMA_BUILD_LOG")"; LLAMA=0; }
+fi
 if [ "${LLAMA:-0}" = 1 ]; then
   log "llama.cpp"
   rm -f "$out/llama_bench.jsonl"
-  PROMPT=$prompt GEN=$gen OUT=$out bash "$root/bench/llama_peer.sh" "convert:$ckpt:$shape" "bench:$shape:f16" ||
-    log "llama.cpp failed"
+  [ -f "$root/build-llama/$shape-f16.gguf" ] || PROMPT=$prompt GEN=$gen OUT=$out bash "$root/bench/llama_peer.sh" "convert:$ckpt:$shape" ||
+    log "llama.cpp convert failed"
+  for type in ${LLAMA_TYPES:-f16}; do
+    [ "$type" = f16 ] || [ -f "$root/build-llama/$shape-$type.gguf" ] || OUT=$out bash "$root/bench/llama_peer.sh" "quantize:$shape:$type" ||
+      log "llama.cpp quantize $type failed"
+    PROMPT=$prompt GEN=$gen OUT=$out bash "$root/bench/llama_peer.sh" "bench:$shape:$type" || log "llama.cpp bench $type failed"
+  done
 fi
 
 "$py" - "$ckpt" "$work" "$out" "$prompt" "$gen" >"$out/model_bench.json" <<'EOF'
@@ -76,9 +92,9 @@ roof = copy / (weight_bytes + kv_bytes) if copy else None
 result = {"shape": os.path.basename(work)[len("model-"):], "prompt": prompt, "gen": gen,
           "weight_bytes": weight_bytes, "kv_bytes_per_token_mean": kv_bytes, "copy_bytes_per_s": copy,
           "roofline_tokens_per_s": roof}
-for name in ("generate", "generate_eager"):
+for name in ("generate", "generate_eager", "generate_profile"):
     g = load(os.path.join(work, name + ".json"))
-    result[name] = {k: g.get(k) for k in ("decode_tokens_per_second", "prefill_seconds", "decode_seconds", "finish_reason", "error")}
+    result[name] = {k: g.get(k) for k in ("decode_tokens_per_second", "prefill_seconds", "decode_seconds", "finish_reason", "profile", "error")}
     tps = g.get("decode_tokens_per_second")
     if tps and roof: result[name]["fraction_of_roofline"] = tps / roof
 llama = []

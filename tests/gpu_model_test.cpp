@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "model_test_util.h"
+#include "models/model/gpu_backend.h"
 
 namespace onecat {
 namespace {
@@ -105,6 +107,36 @@ TEST(GpuForwardBatch, MixedStepsMatchSequencesAlone) {
     gpu.release(sa);
     gpu.release(sb);
   }
+}
+
+// The profile times every launch of the steps it saw: the ops a decode step runs, once per layer
+// (rmsnorm twice), their times positive, and the logits those steps gave the same as without it.
+TEST(GpuProfile, TimesEveryLaunchOfTheSteps) {
+  const LoadedModel loaded = load(Checkpoints::of("qwen3", "f16"));
+  const int64_t vocab = loaded.config.vocab, layers = loaded.config.layers;
+  const std::vector<int32_t> prompt = random_prompt(40, vocab, 5);
+  Model plain(loaded, on_gpu(options(64), true));
+  const std::vector<float> want = logits_by_steps(plain, prompt, {40}, 10);
+  ModelOptions o = on_gpu(options(64), true);
+  o.profile = true;
+  Model profiled(loaded, o);
+  expect_close(logits_by_steps(profiled, prompt, {40}, 10), want, vocab, "profiled");
+  const model::GpuBackend::Profile p = profiled.gpu()->take_profile();
+  EXPECT_EQ(p.decode_steps, 10);
+  EXPECT_EQ(p.prefill_steps, 1);
+  std::map<std::string, int64_t> decode_launches;
+  for (const auto& op : p.ops) {
+    EXPECT_GT(op.ms, 0) << op.op;
+    if (op.decode) decode_launches[op.op] = op.launches;
+  }
+  const std::map<std::string, int64_t> per_step = {
+      {"embedding", 1},        {"rmsnorm", 1},           {"rmsnorm + residual", 2 * layers},
+      {"gemm qkv", layers},    {"rope + kv write", layers}, {"attention decode", layers},
+      {"gemm o", layers},      {"gemm gate_up", layers}, {"gemm down", layers},
+      {"lm_head row gather", 1}, {"gemm lm_head", 1}};
+  for (const auto& [op, n] : per_step) EXPECT_EQ(decode_launches[op], n * 10) << op;
+  EXPECT_EQ(decode_launches.size(), per_step.size());
+  EXPECT_TRUE(profiled.gpu()->take_profile().ops.empty());  // taken: reset
 }
 
 }  // namespace

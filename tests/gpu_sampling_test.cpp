@@ -186,7 +186,7 @@ TEST(SamplingPreparedOp, BothOpsThroughTheSession) {
     DeviceBuffer logits = DeviceBuffer::from_host(b.logits.data(), b.logits.size() * 4);
     DeviceBuffer params = DeviceBuffer::from_host(rp.data(), rp.size() * sizeof(rp[0]));
     DeviceBuffer offsets = DeviceBuffer::from_host(b.offsets.data(), b.offsets.size() * 4);
-    DeviceBuffer ids = DeviceBuffer::from_host(b.ids.data(), std::max<size_t>(b.ids.size(), 1) * 4);
+    DeviceBuffer ids = DeviceBuffer::from_host(b.ids.data(), b.ids.size() * 4);
     DeviceBuffer table(size_t(std::max<int64_t>(sampling::history_table_bytes(int64_t(b.ids.size())), 16)));
     DeviceBuffer tokens(size_t(rows) * 4), token_lp(size_t(rows) * 4), top_ids(size_t(rows) * 16),
         top_lp(size_t(rows) * 16);

@@ -447,6 +447,7 @@ TEST(ModelCli, RefusalsAreOneSentenceAndStatus2) {
     expect_refused("--model " + dir + " --prompt-ids 1,2 --device cuda", {"device cuda", "use device cpu"});
   }
   expect_refused("--model " + dir + " --prompt-ids 1,2 --device tpu", {"tpu"});
+  expect_refused("--model " + dir + " --prompt-ids 1,2 --profile", {"--profile", "--device cuda"});
   expect_refused("--model " + dir + " --prompt-ids 1,x", {"--prompt-ids", "'x'"});
   expect_refused("--model " + dir + " --prompt-ids 1,200", {"200", "vocabulary"});
   expect_refused("--model " + dir + " --prompt hello", {"--prompt", "tokenizer.json"});

@@ -98,13 +98,33 @@ void compare_rotated(const uint16_t* got, const uint16_t* want, int64_t rows, in
   }
 }
 
-// fp8 codes of the same value computed twice may differ by one step when the two values lie
-// on either side of a rounding tie: adjacent codes of one sign (or both codes within one step
-// of zero).
-bool adjacent_fp8(uint8_t a, uint8_t b) {
-  const int ma = a & 0x7f, mb = b & 0x7f;
-  if ((a & 0x80) == (b & 0x80)) return std::abs(ma - mb) <= 1;
-  return ma + mb <= 1;
+// fp8 codes in value order: sign and magnitude → one signed integer (±0 both 0), so that the
+// codes of a bracket of values are the integers between the brackets' codes.
+int fp8_order(uint8_t c) { return (c & 0x80) ? -(c & 0x7f) : (c & 0x7f); }
+
+// K rotated on both sides differs by compare_rotated's bound before kv_write quantises it; the
+// fp8 code of K must then lie between the codes of want − bound and want + bound (one code of
+// slack for either bracket's rounding tie). The tight bracket uses the tight bound; a normed
+// element whose rsqrt rounds the other way may land in the loose one only (a small element of a
+// long pair can move two codes that way), and counts as over_tight like an fp16 flip does.
+std::vector<uint16_t> bracket_k(const uint16_t* want, int64_t rows, int dim, bool loose, double sign) {
+  const int half = dim / 2;
+  std::vector<uint16_t> out(size_t(rows) * dim);
+  for (int64_t row = 0; row < rows; ++row) {
+    for (int d = 0; d < dim; ++d) {
+      const int64_t i = row * dim + d, partner = row * dim + (d < half ? d + half : d - half);
+      const double r = cpu::half_to_float(want[i]);
+      const double pair = std::hypot(r, double(cpu::half_to_float(want[partner])));
+      const double bound = half_ulp(r) + kFp32Share * pair + (loose ? kNormFlipShare * pair : 0);
+      out[size_t(i)] = cpu::float_to_half(float(r + sign * bound));
+    }
+  }
+  return out;
+}
+
+bool within_codes(uint8_t got, uint8_t lo, uint8_t hi) {
+  const int g = fp8_order(got), a = fp8_order(lo), b = fp8_order(hi);
+  return g >= std::min(a, b) - 1 && g <= std::max(a, b) + 1;
 }
 
 }  // namespace
@@ -216,10 +236,25 @@ CheckResult check_rope(const std::string& spec_text, const std::string& config_t
                         reinterpret_cast<const uint16_t*>(ref.k.data()), int64_t(ref.k.size() / 2 / size_t(dim)), dim,
                         spec.qk_norm, "K cache" + at, tally);
       } else {
+        // Brackets written by the same kv_write; untouched bytes are equal in all of them.
+        const int64_t rows = tokens * kvh;
+        std::vector<uint8_t> bracket[2][2];  // [tight, loose][low, high]
+        for (int loose = 0; loose < 2; ++loose) {
+          for (int high = 0; high < 2; ++high) {
+            const std::vector<uint16_t> k = bracket_k(want_k.data(), rows, dim, loose && spec.qk_norm, high ? 1 : -1);
+            HostKvCache b = cache;
+            cpu::kv_write(b.view(cache_spec), k.data(), want_v.data(), slots.data(), tokens);
+            bracket[loose][high] = std::move(b.k);
+          }
+        }
         for (size_t i = 0; i < got_k.size() && tally.detail.empty(); ++i) {
-          if (!adjacent_fp8(got_k[i], ref.k[i])) {
+          if (within_codes(got_k[i], bracket[0][0][i], bracket[0][1][i])) continue;
+          ++tally.over_tight;
+          if (!within_codes(got_k[i], bracket[1][0][i], bracket[1][1][i])) {
+            tally.worst = std::max(tally.worst, 2.0);
             tally.detail = "K cache byte " + std::to_string(i) + " is code " + std::to_string(got_k[i]) +
-                           ", expected " + std::to_string(ref.k[i]) + at;
+                           ", expected " + std::to_string(ref.k[i]) + " (codes " + std::to_string(bracket[1][0][i]) +
+                           ".." + std::to_string(bracket[1][1][i]) + " allowed)" + at;
           }
         }
       }

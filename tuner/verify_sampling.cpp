@@ -52,7 +52,7 @@ CheckResult check_sample(const sampling::Spec& spec, const std::string& spec_tex
   DeviceBuffer logits = DeviceBuffer::from_host(b.logits.data(), b.logits.size() * 4);
   DeviceBuffer params = DeviceBuffer::from_host(rp.data(), rp.size() * sizeof(sampling::RowParams));
   DeviceBuffer offsets = DeviceBuffer::from_host(b.offsets.data(), b.offsets.size() * 4);
-  DeviceBuffer ids = DeviceBuffer::from_host(b.ids.data(), std::max<size_t>(b.ids.size(), 1) * 4);
+  DeviceBuffer ids = DeviceBuffer::from_host(b.ids.data(), b.ids.size() * 4);
   DeviceBuffer table(size_t(std::max<int64_t>(sampling::history_table_bytes(int64_t(b.ids.size())), 16)));
   table.fill_bytes(kPoison);  // the kernel initialises what it uses
   const size_t width = size_t(spec.logprobs);

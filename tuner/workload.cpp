@@ -347,7 +347,7 @@ class SamplingWorkload final : public Workload {
       const std::vector<sampling::RowParams> rp = b.row_params();
       params_ = DeviceBuffer::from_host(rp.data(), rp.size() * sizeof(sampling::RowParams));
       offsets_ = DeviceBuffer::from_host(b.offsets.data(), b.offsets.size() * 4);
-      ids_ = DeviceBuffer::from_host(b.ids.data(), std::max<size_t>(b.ids.size(), 1) * 4);
+      ids_ = DeviceBuffer::from_host(b.ids.data(), b.ids.size() * 4);
       table_ = DeviceBuffer(size_t(std::max<int64_t>(sampling::history_table_bytes(int64_t(b.ids.size())), 16)));
       logits = std::move(b.logits);
       const size_t width = size_t(std::max(spec_.logprobs, 1));

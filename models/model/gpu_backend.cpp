@@ -101,6 +101,65 @@ struct GpuBackend::Impl {
   int sequences = 0, decode_sequences = 0;
   std::vector<int32_t> table_rows;  // the block table re-strided to kv_pages, staged for upload
 
+  // Profiling: an event pair per launch of the step, timed in read_logits.
+  struct Timing {
+    bool on = false;
+    std::vector<CUevent> starts, ends;
+    std::vector<const char*> labels;
+    size_t used = 0;
+    std::map<std::pair<bool, std::string>, OpTime> totals;
+    int64_t decode_steps = 0, prefill_steps = 0;
+  } timing;
+
+  // Brackets one launch with events while profiling (no-op otherwise). The end event is
+  // recorded even when the launch throws, so pairs stay matched; its error is not checked
+  // there (a destructor), the next synchronisation reports a broken stream.
+  class Timed {
+   public:
+    Timed(Impl& g, const char* label) : g_(g) {
+      if (!g_.timing.on) return;
+      const Driver& d = Driver::require_gpu();
+      Timing& t = g_.timing;
+      if (t.used == t.starts.size()) {
+        CUevent a = nullptr, b = nullptr;
+        d.check(d.cuEventCreate(&a, 0), "cuEventCreate", "profiling a forward step");
+        d.check(d.cuEventCreate(&b, 0), "cuEventCreate", "profiling a forward step");
+        t.starts.push_back(a), t.ends.push_back(b), t.labels.push_back(label);
+      }
+      t.labels[t.used] = label;
+      d.check(d.cuEventRecord(t.starts[t.used], g_.stream), "cuEventRecord", "profiling a forward step");
+      active_ = true;
+    }
+    ~Timed() {
+      if (!active_) return;
+      Timing& t = g_.timing;
+      Driver::require_gpu().cuEventRecord(t.ends[t.used], g_.stream);
+      ++t.used;
+    }
+    Timed(const Timed&) = delete;
+    Timed& operator=(const Timed&) = delete;
+
+   private:
+    Impl& g_;
+    bool active_ = false;
+  };
+
+  // After the step's synchronisation: the pairs' times into the totals.
+  void collect_timing() {
+    Timing& t = timing;
+    if (!t.on) return;
+    const Driver& d = Driver::require_gpu();
+    const bool decode_step = decode_sequences == sequences;
+    for (size_t i = 0; i < t.used; ++i) {
+      float ms = 0;
+      d.check(d.cuEventElapsedTime(&ms, t.starts[i], t.ends[i]), "cuEventElapsedTime", "profiling a forward step");
+      OpTime& o = t.totals[{decode_step, t.labels[i]}];
+      o.op = t.labels[i], o.decode = decode_step, ++o.launches, o.ms += ms;
+    }
+    t.used = 0;
+    ++(decode_step ? t.decode_steps : t.prefill_steps);
+  }
+
   struct Graph {
     CUgraph graph = nullptr;
     CUgraphExec exec = nullptr;
@@ -242,6 +301,8 @@ GpuBackend::~GpuBackend() {
   if (impl_ && impl_->stream) {
     const Driver& d = Driver::require_gpu();
     d.cuStreamSynchronize(impl_->stream);
+    for (CUevent e : impl_->timing.starts) d.cuEventDestroy(e);
+    for (CUevent e : impl_->timing.ends) d.cuEventDestroy(e);
     for (auto& [key, graph] : impl_->graphs) {
       if (graph.exec) d.cuGraphExecDestroy(graph.exec);
       if (graph.graph) d.cuGraphDestroy(graph.graph);
@@ -252,6 +313,7 @@ GpuBackend::~GpuBackend() {
 
 void GpuBackend::run_graph(int key, const std::function<void()>& step) {
   Impl& g = *impl_;
+  if (g.timing.on) throw Error("GPU backend: a profiled step runs op by op, not as a CUDA graph");
   const Driver& d = Driver::require_gpu();
   auto found = g.graphs.find(key);
   if (found == g.graphs.end()) {
@@ -272,6 +334,21 @@ void GpuBackend::run_graph(int key, const std::function<void()>& step) {
     found = g.graphs.emplace(key, graph).first;
   }
   d.check(d.cuGraphLaunch(found->second.exec, g.stream), "cuGraphLaunch", "a forward step");
+}
+
+void GpuBackend::set_profiling(bool on) {
+  impl_->timing.on = on;
+  impl_->timing.used = 0;
+}
+
+GpuBackend::Profile GpuBackend::take_profile() {
+  Impl::Timing& t = impl_->timing;
+  Profile p;
+  for (const auto& [key, o] : t.totals) p.ops.push_back(o);
+  std::stable_sort(p.ops.begin(), p.ops.end(), [](const OpTime& a, const OpTime& b) { return a.ms > b.ms; });
+  p.decode_steps = t.decode_steps, p.prefill_steps = t.prefill_steps;
+  t.totals.clear(), t.decode_steps = 0, t.prefill_steps = 0;
+  return p;
 }
 
 CUstream GpuBackend::stream() const { return impl_->stream; }
@@ -317,6 +394,7 @@ void GpuBackend::embedding(Act out) {
   Impl& g = *impl_;
   embedding::Args a;
   a.out = g.act(out), a.table = g.embed_table.ptr(), a.ids = g.ids.ptr(), a.tokens = g.tokens;
+  Impl::Timed timed(g, "embedding");
   g.embed->launch(a, g.tokens, g.stream);
 }
 
@@ -328,6 +406,7 @@ void GpuBackend::rmsnorm(Act out, Act x, std::optional<Act> residual, Norm weigh
              : weight.kind == Norm::kInput ? g.layers[size_t(weight.layer)].input_norm.ptr()
                                            : g.layers[size_t(weight.layer)].post_attention_norm.ptr();
   a.eps = float(g.config.rms_norm_eps), a.rows = g.tokens;
+  Impl::Timed timed(g, residual ? "rmsnorm + residual" : "rmsnorm");
   (residual ? g.norm_residual : g.norm)->launch(a, g.tokens, g.stream);
 }
 
@@ -342,6 +421,7 @@ void GpuBackend::gemm(Act out, Act in, Linear weight, Epilogue epilogue) {
   const int64_t floats = gemm::workspace_floats(w.op->spec(), w.op->config(g.tokens), g.tokens);
   const int64_t counters = gemm::workspace_counters(w.op->spec(), w.op->config(g.tokens), g.tokens);
   a.partial = g.workspace.partial(floats), a.counters = g.workspace.counters(counters);
+  Impl::Timed timed(g, weight.kind == Linear::kQkv ? "gemm qkv" : weight.kind == Linear::kO ? "gemm o" : weight.kind == Linear::kGateUp ? "gemm gate_up" : "gemm down");
   w.op->launch(a, g.tokens, g.stream);
 }
 
@@ -353,6 +433,7 @@ void GpuBackend::rope_kv_write(int layer, Act qkv, Act q, Act, Act) {
   a.attention_factor = g.attention_factor, a.q_norm = l.q_norm.ptr(), a.k_norm = l.k_norm.ptr();
   a.eps = float(g.config.rms_norm_eps), a.q = g.act(q), a.k = l.k_cache.ptr(), a.v = l.v_cache.ptr();
   a.slot_mapping = g.slots.ptr(), a.tokens = g.tokens;
+  Impl::Timed timed(g, "rope + kv write");
   g.rope->launch(a, g.tokens, g.stream);
 }
 
@@ -367,6 +448,7 @@ void GpuBackend::attention_decode(int layer, Act q, Act out) {
   const int64_t m = g.decode_sequences;
   a.partial = g.workspace.partial(attention::workspace_floats(g.decode->spec(), g.decode->config(m), m));
   a.counters = g.workspace.counters(attention::workspace_counters(g.decode->spec(), g.decode->config(m), m));
+  Impl::Timed timed(g, "attention decode");
   g.decode->launch(a, m, g.stream);
 }
 
@@ -384,6 +466,7 @@ void GpuBackend::attention_prefill(int layer, Act q, Act out) {
   const int64_t m = g.prefill_tokens;
   a.partial = g.workspace.partial(attention::workspace_floats(g.prefill->spec(), g.prefill->config(m), a.batch));
   a.counters = g.workspace.counters(attention::workspace_counters(g.prefill->spec(), g.prefill->config(m), a.batch));
+  Impl::Timed timed(g, "attention prefill");
   g.prefill->launch(a, m, g.stream);
 }
 
@@ -391,7 +474,10 @@ void GpuBackend::logits(Act in) {
   Impl& g = *impl_;
   embedding::Args rows;
   rows.out = g.logit_inputs.ptr(), rows.table = g.act(in), rows.ids = g.logit_rows.ptr(), rows.tokens = g.logit_count;
-  g.gather->launch(rows, g.logit_count, g.stream);
+  {
+    Impl::Timed timed(g, "lm_head row gather");
+    g.gather->launch(rows, g.logit_count, g.stream);
+  }
   gemm::Args a;
   a.y = g.logits.ptr(), a.x = g.logit_inputs.ptr(), a.qweight = g.lm_head.weight, a.scales = g.lm_head.scales.ptr();
   a.zeros = g.lm_head.zeros.ptr(), a.perm = g.lm_head.perm.ptr(), a.global_scale = g.lm_head.global_scale;
@@ -399,6 +485,7 @@ void GpuBackend::logits(Act in) {
   GemmOp& op = *g.lm_head.op;
   a.partial = g.workspace.partial(gemm::workspace_floats(op.spec(), op.config(a.m), a.m));
   a.counters = g.workspace.counters(gemm::workspace_counters(op.spec(), op.config(a.m), a.m));
+  Impl::Timed timed(g, "gemm lm_head");
   op.launch(a, a.m, g.stream);
 }
 
@@ -408,6 +495,7 @@ void GpuBackend::read_logits(std::span<float> out) {
   if (out.size() != count) throw Error("GPU backend: read_logits needs room for exactly rows × vocab floats");
   const Driver& d = Driver::require_gpu();
   d.check(d.cuStreamSynchronize(g.stream), "cuStreamSynchronize", "the forward step");
+  g.collect_timing();
   g.logits.download(out.data(), count * 4);
 }
 

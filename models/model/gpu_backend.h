@@ -8,6 +8,8 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "models/checkpoint/loaded_model.h"
 #include "models/model/backend.h"
@@ -42,6 +44,22 @@ class GpuBackend final : public Backend {
   // and is then captured; later calls replay the graph. The block table's stride is always the
   // cache's page count, so it is the same in every step.
   void run_graph(int key, const std::function<void()>& step);
+
+  // Kernel times by op (docs/models.md, "Profiling"): while on, every launch is bracketed by
+  // events and timed when the step's logits are read; steps must then run op by op (a captured
+  // graph would hold the events). take_profile returns the sums since the last call and resets.
+  struct OpTime {
+    std::string op;          // "gemm gate_up", "attention decode", ...
+    bool decode = false;     // from decode-only steps (else steps with a prefill chunk)
+    int64_t launches = 0;
+    double ms = 0;           // the launches' GPU time, summed
+  };
+  struct Profile {
+    std::vector<OpTime> ops;
+    int64_t decode_steps = 0, prefill_steps = 0;
+  };
+  void set_profiling(bool on);
+  Profile take_profile();
 
   CUstream stream() const;
   // Device bytes of the weights, and of the KV cache.

@@ -64,6 +64,7 @@ Model::Model(const models::LoadedModel& loaded, const ModelOptions& options)
   if (options.device == Device::kCuda) {
     auto gpu = std::make_unique<GpuBackend>(Session::get(), loaded, limits);
     gpu_ = gpu.get();
+    gpu_->set_profiling(options.profile);
     backend_ = std::move(gpu);
   } else {
     backend_ = std::make_unique<CpuBackend>(loaded, limits);
@@ -74,7 +75,7 @@ Model::~Model() = default;
 
 void Model::forward(const ForwardBatch& batch, std::span<float> logits) {
   check_batch(batch, pages_.pages(), pages_.page_size());
-  if (gpu_ && options_.cuda_graphs && batch.decode_sequences == batch.sequences()) {
+  if (gpu_ && options_.cuda_graphs && !options_.profile && batch.decode_sequences == batch.sequences()) {
     // A decode step: one graph per batch size replays every launch (the batch's arrays are
     // device data, uploaded by begin; its counts are the same for one size).
     backend_->begin(batch);

@@ -31,6 +31,7 @@ struct ModelOptions {
   int page_size = 16;              // tokens per KV page
   bool progress = true;            // a progress bar while loading
   bool cuda_graphs = true;         // cuda: replay decode steps as CUDA graphs
+  bool profile = false;            // cuda: time every kernel (steps then run op by op); see gpu()
 };
 
 // A sequence's tokens in the KV cache: its pages and how many tokens they hold.
@@ -51,6 +52,8 @@ class Model {
   const models::ModelConfig& config() const { return config_; }
   const ModelOptions& options() const { return options_; }
   KvPages& pages() { return pages_; }
+  // The GPU backend (device cuda), else null: its weight/cache sizes and the profile.
+  GpuBackend* gpu() { return gpu_; }
 
   // One step of a planned batch (check_batch'ed): logits of batch.logit_rows into `logits`,
   // [rows][vocab].

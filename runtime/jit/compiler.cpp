@@ -42,7 +42,7 @@ std::string program_log(const NvrtcLib& nvrtc, nvrtcProgram prog) {
 }
 
 // Creates and compiles the program; returns its log. Throws with the log on failure.
-// `salt` is appended to the source as a comment (see compile_kernel).
+// `salt` is appended to the source (see compile_kernel).
 std::string build(Program& p, const CompileRequest& req, const std::vector<std::string>& options,
                   const std::string& salt = "") {
   const NvrtcLib& nvrtc = p.nvrtc;
@@ -104,11 +104,20 @@ KernelBinary compile_kernel(const CompileRequest& req, const NvrtcLib& nvrtc) {
     // NVRTC 13 keeps programs in the CUDA compute cache (~/.nv/ComputeCache) and on a hit
     // there skips ptxas and leaves the log empty (seen on the H200 device, 2026-11-29).
     // CUDA_CACHE_DISABLE only helps when set before the driver starts (a host such as torch
-    // may start it first), so compile once more with a comment that misses that cache; the
-    // cubin is the same, and our key still hashes the unsalted source.
+    // may start it first), so compile once more with a source that misses that cache: a
+    // declaration of a unique, unused type. A comment is not enough (the preprocessor drops
+    // it, and a Python process with torch loaded hit the cache again); a declaration changes
+    // the translation unit but emits no code, so the cubin is the same, and our key still
+    // hashes the unsalted source.
     debug_log("NVRTC returned no ptxas report (CUDA compute cache hit?); compiling again to get it");
     p = std::make_unique<Program>(nvrtc);
-    log = build(*p, req, options, "\n// onecat: ptxas report wanted " + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + "\n");
+    const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+    log = build(*p, req, options, "\nstruct onecat_ptxas_report_wanted_" + std::to_string(now) + ";\n");
+    if (log.find("Used ") == std::string::npos) {
+      throw Error("NVRTC " + nvrtc.version() + " compiled " + req.spec + " [" + req.config +
+                  "] without running ptxas twice (its compiled-program cache answered); set CUDA_CACHE_DISABLE=1 "
+                  "in the environment before the process starts");
+    }
   }
 
   KernelBinary b;

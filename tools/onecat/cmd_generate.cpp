@@ -10,6 +10,7 @@
 #include "models/config.h"
 #include "models/model/generate.h"
 #include "models/model/generation_config.h"
+#include "models/model/gpu_backend.h"
 #include "models/model/model.h"
 #include "models/tokenizer/decode_stream.h"
 #include "models/tokenizer/tokenizer.h"
@@ -23,14 +24,51 @@ struct Options {
   std::string model, prompt_ids, prompt, device = "cpu";
   int64_t max_tokens = 64, prefill_chunk = 256;
   cpu::SamplingParams sampling = model::GenerateOptions::greedy();
-  bool ignore_eos = false, json = false, no_cuda_graphs = false;
+  bool ignore_eos = false, json = false, no_cuda_graphs = false, profile = false;
 };
+
+// --profile: the kernels' GPU time per step by op, beside the measured step time (the
+// difference is launch and host time: what CUDA graphs and the engine remove).
+nlohmann::json profile_json(const model::GpuBackend::Profile& p, const model::GenerateResult& r) {
+  nlohmann::json ops = nlohmann::json::array();
+  double decode_ms = 0;
+  for (const auto& o : p.ops) {
+    const int64_t steps = o.decode ? p.decode_steps : p.prefill_steps;
+    if (o.decode) decode_ms += o.ms;
+    ops.push_back({{"op", o.op},
+                   {"step", o.decode ? "decode" : "prefill"},
+                   {"launches_per_step", steps ? double(o.launches) / double(steps) : 0.0},
+                   {"us_per_step", steps ? o.ms * 1e3 / double(steps) : 0.0}});
+  }
+  const double step_us = r.decode_steps ? r.decode_seconds * 1e6 / double(r.decode_steps) : 0.0;
+  return {{"decode_steps", p.decode_steps},
+          {"prefill_steps", p.prefill_steps},
+          {"decode_kernel_us_per_step", p.decode_steps ? decode_ms * 1e3 / double(p.decode_steps) : 0.0},
+          {"decode_step_us", step_us},
+          {"ops", ops}};
+}
+
+void print_profile(const model::GpuBackend::Profile& p, const model::GenerateResult& r) {
+  const nlohmann::json j = profile_json(p, r);
+  std::fprintf(stderr, "onecat: kernel time per decode step (%lld steps, op by op):\n",
+               static_cast<long long>(p.decode_steps));
+  const double sum = j["decode_kernel_us_per_step"].get<double>();
+  for (const auto& o : j["ops"]) {
+    if (o["step"] != "decode") continue;
+    const double us = o["us_per_step"].get<double>();
+    std::fprintf(stderr, "  %-22s %6.1f launches %9.1f us %5.1f %%\n", o["op"].get<std::string>().c_str(),
+                 o["launches_per_step"].get<double>(), us, sum > 0 ? 100 * us / sum : 0.0);
+  }
+  std::fprintf(stderr, "  kernels %.1f us of a %.1f us step (the rest: launches, copies, sampling on the host)\n", sum,
+               j["decode_step_us"].get<double>());
+}
 
 void run(const Options& o, bool ids_given, bool text_given) {
   if (ids_given == text_given) throw InputError("generate needs exactly one of --prompt-ids and --prompt.");
   cpu::validate(o.sampling);
   if (o.max_tokens < 1) throw InputError("--max-tokens must be at least 1.");
   const model::Device device = model::parse_device(o.device);
+  if (o.profile && device != model::Device::kCuda) throw InputError("--profile times GPU kernels; it needs --device cuda.");
   std::optional<tokenizer::Tokenizer> tok;
   if (std::filesystem::exists(std::filesystem::path(o.model) / "tokenizer.json")) {
     tok = tokenizer::Tokenizer::from_hf_directory(o.model);
@@ -55,6 +93,7 @@ void run(const Options& o, bool ids_given, bool text_given) {
   mo.kv_cache_tokens = int64_t(prompt.size()) + o.max_tokens;
   mo.progress = !o.json;
   mo.cuda_graphs = !o.no_cuda_graphs;
+  mo.profile = o.profile;
   const std::unique_ptr<model::Model> m = model::Model::load(o.model, mo);
 
   model::GenerateOptions go;
@@ -96,10 +135,12 @@ void run(const Options& o, bool ids_given, bool text_given) {
                      {"decode_seconds", r.decode_seconds},
                      {"decode_tokens_per_second", r.decode_tokens_per_second()}};
     if (tok) j["text"] = text;
+    if (o.profile) j["profile"] = profile_json(m->gpu()->take_profile(), r);
     std::cout << j.dump() << "\n";
   } else {
     std::cout << "\n";
   }
+  if (o.profile && !o.json) print_profile(m->gpu()->take_profile(), r);
   std::fprintf(
       stderr,
       "onecat: %zu prompt tokens prefilled in %.3f s (%.1f tokens/s); %zu new tokens, %.1f tokens/s decoding; %s\n",
@@ -129,6 +170,8 @@ void add_generate(CLI::App& app) {
   cmd->add_option("--seed", o->sampling.seed, "Seed of the sampler (default 0)");
   cmd->add_flag("--ignore-eos", o->ignore_eos, "Do not stop at end-of-sequence tokens");
   cmd->add_flag("--no-cuda-graphs", o->no_cuda_graphs, "cuda: launch every decode step op by op (no CUDA graphs)");
+  cmd->add_flag("--profile", o->profile,
+                "cuda: time every kernel and print the time per decode step by op (steps run op by op)");
   cmd->add_flag("--json", o->json, "Print one JSON object: prompt_ids, ids, text, finish_reason, timings");
   cmd->callback([o, ids, text] { run(*o, ids->count() > 0, text->count() > 0); });
 }
