@@ -56,23 +56,7 @@ ONECAT_CACHE_DIR=$work/cache "$bin" generate --model "$ckpt" --device cuda --pro
   --prefill-chunk 512 --ignore-eos --json --profile >"$work/generate_profile.json" 2>>"$work/generate.err" ||
   log "profiled generate failed: $(tail -3 "$work/generate.err")"
 
-if [ "${LLAMA:-0}" = 1 ] && [ -n "${LLAMA_BUILD_LOG:-}" ]; then
-  log "waiting for llama.cpp's build"
-  until grep -q '^rc=' "$LLAMA_BUILD_LOG" 2>/dev/null; do sleep 5; done
-  [ -x "$root/build-llama/cmake/bin/llama-bench" ] || { log "llama.cpp did not build: $(tail -3 "$LLAMA_BUILD_LOG")"; LLAMA=0; }
-fi
-if [ "${LLAMA:-0}" = 1 ]; then
-  log "llama.cpp"
-  rm -f "$out/llama_bench.jsonl"
-  [ -f "$root/build-llama/$shape-f16.gguf" ] || PROMPT=$prompt GEN=$gen OUT=$out bash "$root/bench/llama_peer.sh" "convert:$ckpt:$shape" ||
-    log "llama.cpp convert failed"
-  for type in ${LLAMA_TYPES:-f16}; do
-    [ "$type" = f16 ] || [ -f "$root/build-llama/$shape-$type.gguf" ] || OUT=$out bash "$root/bench/llama_peer.sh" "quantize:$shape:$type" ||
-      log "llama.cpp quantize $type failed"
-    PROMPT=$prompt GEN=$gen OUT=$out bash "$root/bench/llama_peer.sh" "bench:$shape:$type" || log "llama.cpp bench $type failed"
-  done
-fi
-
+summarize() {  # written after onecat's runs and again after llama.cpp's (a deadline may cut those)
 "$py" - "$ckpt" "$work" "$out" "$prompt" "$gen" >"$out/model_bench.json" <<'EOF'
 import glob, json, os, sys
 ckpt, work, out, prompt, gen = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
@@ -106,4 +90,24 @@ tune = load(os.path.join(work, "tune.json"))
 result["tune"] = tune if "error" in tune else {"summary": str(tune)[:2000]}
 print(json.dumps(result, indent=1))
 EOF
+}
+summarize
+if [ "${LLAMA:-0}" = 1 ] && [ -n "${LLAMA_BUILD_LOG:-}" ]; then
+  log "waiting for llama.cpp's build"
+  until grep -q '^rc=' "$LLAMA_BUILD_LOG" 2>/dev/null; do sleep 5; done
+  [ -x "$root/build-llama/cmake/bin/llama-bench" ] || { log "llama.cpp did not build: $(tail -3 "$LLAMA_BUILD_LOG")"; LLAMA=0; }
+fi
+if [ "${LLAMA:-0}" = 1 ]; then
+  log "llama.cpp"
+  rm -f "$out/llama_bench.jsonl"
+  [ -f "$root/build-llama/$shape-f16.gguf" ] || PROMPT=$prompt GEN=$gen OUT=$out bash "$root/bench/llama_peer.sh" "convert:$ckpt:$shape" ||
+    log "llama.cpp convert failed"
+  for type in ${LLAMA_TYPES:-f16}; do
+    [ "$type" = f16 ] || [ -f "$root/build-llama/$shape-$type.gguf" ] || OUT=$out bash "$root/bench/llama_peer.sh" "quantize:$shape:$type" ||
+      log "llama.cpp quantize $type failed"
+    PROMPT=$prompt GEN=$gen OUT=$out bash "$root/bench/llama_peer.sh" "bench:$shape:$type" || log "llama.cpp bench $type failed"
+  done
+fi
+
+summarize
 cat "$out/model_bench.json"
