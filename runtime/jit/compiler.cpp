@@ -42,9 +42,7 @@ std::string program_log(const NvrtcLib& nvrtc, nvrtcProgram prog) {
 }
 
 // Creates and compiles the program; returns its log. Throws with the log on failure.
-// `salt` is appended to the source (see compile_kernel).
-std::string build(Program& p, const CompileRequest& req, const std::vector<std::string>& options,
-                  const std::string& salt = "") {
+std::string build(Program& p, const CompileRequest& req, const std::vector<std::string>& options) {
   const NvrtcLib& nvrtc = p.nvrtc;
   std::vector<EmbeddedTemplate> headers = templates_included_by(req.emitted.source);
   std::vector<std::string> header_text, header_name;
@@ -52,7 +50,7 @@ std::string build(Program& p, const CompileRequest& req, const std::vector<std::
   std::vector<const char*> texts, names;
   for (size_t i = 0; i < headers.size(); ++i) texts.push_back(header_text[i].c_str()), names.push_back(header_name[i].c_str());
   const std::string what = req.spec + " [" + req.config + "] for " + req.arch.name();
-  const std::string source = req.emitted.source + salt;
+  const std::string& source = req.emitted.source;
   nvrtc.check(nvrtc.nvrtcCreateProgram(&p.prog, source.c_str(), (req.family + ".cu").c_str(),
                                        int(texts.size()), texts.data(), names.data()),
               "nvrtcCreateProgram", "creating " + what);
@@ -98,26 +96,21 @@ KernelBinary compile_kernel(const CompileRequest& req, const NvrtcLib& nvrtc) {
   const auto start = std::chrono::steady_clock::now();
   const std::vector<std::string> options = nvrtc_options(req.arch);
   disable_cuda_compute_cache();
+  // NVRTC 13 (its docs say 12.9+) keeps compiled programs in the driver's compute cache (~/.nv/ComputeCache) and
+  // on a hit skips ptxas and leaves the log without its resource report (seen on the H200 device
+  // with NVRTC 13.0, 2026-11-29). CUDA_CACHE_DISABLE only helps when set before the driver
+  // starts, which a host such as torch does first, and that cache keys the PTX, so no change to
+  // the source's text misses it (a salted retry hit it again, 2026-12-02). Its own option
+  // --no-cache does. It changes no output, so it stays out of the binary key: keys made before
+  // it, and by NVRTC 12.8 which lacks it, stay valid. Passed from 13 on, where the option was
+  // seen in the library (12.9 untested here: a cache hit there is the error below).
+  std::vector<std::string> compile_options = options;
+  if (nvrtc.major() >= 13) compile_options.push_back("--no-cache");
   auto p = std::make_unique<Program>(nvrtc);
-  std::string log = build(*p, req, options);
+  std::string log = build(*p, req, compile_options);
   if (log.find("Used ") == std::string::npos) {
-    // NVRTC 13 keeps programs in the CUDA compute cache (~/.nv/ComputeCache) and on a hit
-    // there skips ptxas and leaves the log empty (seen on the H200 device, 2026-11-29).
-    // CUDA_CACHE_DISABLE only helps when set before the driver starts (a host such as torch
-    // may start it first), so compile once more with a source that misses that cache: a
-    // declaration of a unique, unused type. A comment is not enough (the preprocessor drops
-    // it, and a Python process with torch loaded hit the cache again); a declaration changes
-    // the translation unit but emits no code, so the cubin is the same, and our key still
-    // hashes the unsalted source.
-    debug_log("NVRTC returned no ptxas report (CUDA compute cache hit?); compiling again to get it");
-    p = std::make_unique<Program>(nvrtc);
-    const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
-    log = build(*p, req, options, "\nstruct onecat_ptxas_report_wanted_" + std::to_string(now) + ";\n");
-    if (log.find("Used ") == std::string::npos) {
-      throw Error("NVRTC " + nvrtc.version() + " compiled " + req.spec + " [" + req.config +
-                  "] without running ptxas twice (its compiled-program cache answered); set CUDA_CACHE_DISABLE=1 "
-                  "in the environment before the process starts");
-    }
+    throw Error("NVRTC " + nvrtc.version() + " compiled " + req.spec + " [" + req.config +
+                "] without its ptxas resource report (did its compiled-program cache answer?)");
   }
 
   KernelBinary b;
