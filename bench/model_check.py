@@ -92,6 +92,12 @@ def main():
         ref_model = gl.transformers_model(d, cfg, sd).cuda()
         with torch.no_grad():
             want = ref_model(input_ids=torch.tensor([ids], device="cuda")).logits[0].float().cpu().numpy()
+        # The θ transformers ran with (the tiny checkpoints leave it to the architecture's default).
+        rope = getattr(ref_model.config, "rope_parameters", None)
+        theta = (rope or {}).get("rope_theta") if isinstance(rope, dict) else None
+        theta = theta or getattr(ref_model.config, "rope_theta", None)
+        if not theta:
+            raise SystemExit(f"{d}: cannot read the rope_theta transformers used")
         del ref_model, sd
         torch.cuda.empty_cache()
         t1 = time.time()
@@ -105,9 +111,13 @@ def main():
         bad = d + "-theta"
         shutil.copytree(d, bad)
         cfg_bad = json.loads(json.dumps(cfg))
+        changed = 0
         for fields in (cfg_bad, cfg_bad.get("rope_parameters") or {}, cfg_bad.get("rope_scaling") or {}):
             if "rope_theta" in fields:
                 fields["rope_theta"] *= 1.01
+                changed += 1
+        if not changed:
+            cfg_bad["rope_theta"] = theta * 1.01
         json.dump(cfg_bad, open(os.path.join(bad, "config.json"), "w"))
         m = onecat.Model(bad, device="cuda", max_batch_tokens=min(args.tokens, 512), kv_cache_tokens=args.tokens + 64)
         result["theta_1pct"] = metrics(m.logits(ids), want)

@@ -11,6 +11,7 @@
 
 #include "model_test_util.h"
 #include "models/model/gpu_backend.h"
+#include "runtime/cpu/sampling.h"
 
 namespace onecat {
 namespace {
@@ -109,6 +110,28 @@ TEST(GpuForwardBatch, MixedStepsMatchSequencesAlone) {
   }
 }
 
+// Greedy on the GPU (the argmax kernel over the logits in place, as graphs and eagerly) picks
+// what the argmax of the same model's logits picks, through chunked prefill and decode steps.
+TEST(GpuGreedy, ArgmaxOnTheGpuIsTheLogitsArgmax) {
+  for (const char* format : {"f16", "awq4"}) {
+    const LoadedModel loaded = load(Checkpoints::of("qwen3", format));
+    const int64_t vocab = loaded.config.vocab;
+    const std::vector<int32_t> prompt = random_prompt(100, vocab, 21);
+    for (bool graphs : {false, true}) {
+      Model a(loaded, on_gpu(options(32), graphs)), b(loaded, on_gpu(options(32), graphs));
+      Sequence sa, sb;
+      std::vector<float> l = a.extend(sa, prompt);
+      int32_t id = b.extend_greedy(sb, prompt);
+      for (int step = 0; step < 30; ++step) {
+        const int32_t want = cpu::argmax(l.data(), vocab);
+        ASSERT_EQ(id, want) << format << (graphs ? " graphs" : " eager") << " step " << step;
+        l = a.extend(sa, std::span(&want, 1));
+        id = b.extend_greedy(sb, std::span(&want, 1));
+      }
+    }
+  }
+}
+
 // The profile times every launch of the steps it saw: the ops a decode step runs, once per layer
 // (rmsnorm twice), their times positive, and the logits those steps gave the same as without it.
 TEST(GpuProfile, TimesEveryLaunchOfTheSteps) {
@@ -121,9 +144,13 @@ TEST(GpuProfile, TimesEveryLaunchOfTheSteps) {
   o.profile = true;
   Model profiled(loaded, o);
   expect_close(logits_by_steps(profiled, prompt, {40}, 10), want, vocab, "profiled");
+  Sequence greedy;  // ten greedy decode steps: the argmax launch is timed too
+  int32_t id = profiled.extend_greedy(greedy, prompt);
+  for (int i = 0; i < 10; ++i) id = profiled.extend_greedy(greedy, std::span(&id, 1));
+  profiled.release(greedy);
   const model::GpuBackend::Profile p = profiled.gpu()->take_profile();
-  EXPECT_EQ(p.decode_steps, 10);
-  EXPECT_EQ(p.prefill_steps, 1);
+  EXPECT_EQ(p.decode_steps, 20);
+  EXPECT_EQ(p.prefill_steps, 2);
   std::map<std::string, int64_t> decode_launches;
   for (const auto& op : p.ops) {
     EXPECT_GT(op.ms, 0) << op.op;
@@ -133,8 +160,8 @@ TEST(GpuProfile, TimesEveryLaunchOfTheSteps) {
       {"embedding", 1},        {"rmsnorm", 1},           {"rmsnorm + residual", 2 * layers},
       {"gemm qkv", layers},    {"rope + kv write", layers}, {"attention decode", layers},
       {"gemm o", layers},      {"gemm gate_up", layers}, {"gemm down", layers},
-      {"lm_head row gather", 1}, {"gemm lm_head", 1}};
-  for (const auto& [op, n] : per_step) EXPECT_EQ(decode_launches[op], n * 10) << op;
+      {"lm_head row gather", 1}, {"gemm lm_head", 1}, {"argmax", 1}};
+  for (const auto& [op, n] : per_step) EXPECT_EQ(decode_launches[op], n * (op == "argmax" ? 10 : 20)) << op;
   EXPECT_EQ(decode_launches.size(), per_step.size());
   EXPECT_TRUE(profiled.gpu()->take_profile().ops.empty());  // taken: reset
 }

@@ -26,6 +26,7 @@
 #include "models/model/generate.h"
 #include "models/model/generation_config.h"
 #include "models/model/model.h"
+#include "runtime/cpu/sampling.h"
 #include "runtime/cuda/driver.h"
 #include "base/error.h"
 #include "model_test_util.h"
@@ -346,6 +347,27 @@ TEST(ModelGenerate, GreedyIsTheArgmaxOfEachStepsLogits) {
   g.sampling.temperature = 0.8f;
   g.sampling.seed = 42;
   EXPECT_EQ(model::generate(m, prompt, g).tokens, model::generate(m, prompt, g).tokens);
+}
+
+// step_greedy: each chunk's next token is the argmax of the logits step() gives for it, for
+// mixed decodes and prefill chunks in one step, in the caller's order.
+TEST(ModelGenerate, StepGreedyIsTheArgmaxOfStepsLogits) {
+  const LoadedModel loaded = load(Checkpoints::of("mistral", "nvfp4"));
+  const int64_t vocab = loaded.config.vocab;
+  Model a(loaded, options(64)), b(loaded, options(64));
+  const std::vector<int32_t> p = random_prompt(30, vocab, 8), q = random_prompt(20, vocab, 9);
+  Sequence a1, a2, b1, b2;
+  a.extend(a1, std::span(p).subspan(0, 10)), b.extend(b1, std::span(p).subspan(0, 10));
+  for (size_t t = 10; t < 25; ++t) {
+    const std::vector<Model::Chunk> ca{{&a2, std::span(q).subspan(t - 10, 1)}, {&a1, std::span(p).subspan(t, 1)}};
+    const std::vector<Model::Chunk> cb{{&b2, std::span(q).subspan(t - 10, 1)}, {&b1, std::span(p).subspan(t, 1)}};
+    const std::vector<std::vector<float>> l = a.step(ca);
+    const std::vector<int32_t> ids = b.step_greedy(cb);
+    ASSERT_EQ(ids.size(), 2u);
+    for (size_t i = 0; i < 2; ++i) EXPECT_EQ(ids[i], cpu::argmax(l[i].data(), vocab)) << "step " << t << " chunk " << i;
+  }
+  EXPECT_EQ(b1.length, a1.length);
+  EXPECT_EQ(b2.length, a2.length);
 }
 
 TEST(ModelGenerate, Refusals) {

@@ -95,6 +95,9 @@ class Backend {
   virtual void logits(Act in) = 0;
   // That buffer, [logit rows][vocab], copied out (the GPU backend's sampler reads it in place).
   virtual void read_logits(std::span<float> out) = 0;
+  // Greedy decoding without copying the logits out: the lowest id among each logit row's
+  // maxima (NaN never wins; cpu::argmax's rule), [logit rows].
+  virtual void read_argmax(std::span<int32_t> out) = 0;
 };
 
 }  // namespace onecat::model

@@ -1,5 +1,7 @@
 #include "models/model/cpu_backend.h"
 
+#include "runtime/cpu/sampling.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -287,6 +289,12 @@ void CpuBackend::read_logits(std::span<float> out) {
   const size_t count = size_t(b.logit_count * config_.vocab);
   if (out.size() != count) throw Error("CPU backend: read_logits needs room for exactly rows × vocab floats");
   std::copy(b.logits.begin(), b.logits.begin() + std::ptrdiff_t(count), out.begin());
+}
+
+void CpuBackend::read_argmax(std::span<int32_t> out) {
+  const Buffers& b = *buffers_;
+  if (int64_t(out.size()) != b.logit_count) throw Error("CPU backend: read_argmax needs room for exactly one id per row");
+  for (int64_t r = 0; r < b.logit_count; ++r) out[size_t(r)] = cpu::argmax(b.logits.data() + r * config_.vocab, config_.vocab);
 }
 
 }  // namespace onecat::model

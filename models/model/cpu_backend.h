@@ -28,6 +28,7 @@ class CpuBackend final : public Backend {
   void attention_prefill(int layer, Act q, Act out) override;
   void logits(Act in) override;
   void read_logits(std::span<float> out) override;
+  void read_argmax(std::span<int32_t> out) override;
 
  private:
   struct Weights;

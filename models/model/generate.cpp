@@ -46,17 +46,31 @@ GenerateResult generate(Model& model, std::span<const int32_t> prompt, const Gen
   const std::vector<int> history(prompt.begin(), prompt.end());
   std::vector<int> output;
 
+  // Plain greedy (no penalty, no logprobs) needs only each step's argmax: the backend computes
+  // it where the logits are (on the GPU, 4 bytes leave the device instead of the vocabulary's
+  // logits, and no host pass over them).
+  const cpu::SamplingParams& p = options.sampling;
+  const bool plain_greedy = p.temperature < cpu::kGreedyTemperature && p.repetition_penalty == 1 &&
+                            p.presence_penalty == 0 && p.frequency_penalty == 0 && p.logprobs == 0;
   auto start = std::chrono::steady_clock::now();
-  std::vector<float> logits = model.extend(sequence, prompt);
+  std::vector<float> logits;
+  int32_t greedy_next = 0;
+  if (plain_greedy) {
+    greedy_next = model.extend_greedy(sequence, prompt);
+  } else {
+    logits = model.extend(sequence, prompt);
+  }
   result.prefill_seconds = seconds_since(start);
   start = std::chrono::steady_clock::now();
   for (;;) {
-    const cpu::SampledToken next =
-        cpu::sample(logits.data(), vocab, options.sampling, history, output, uint64_t(output.size()));
-    output.push_back(next.token);
-    result.tokens.push_back(next.token);
-    if (on_token) on_token(next.token);
-    if (std::find(options.stop_ids.begin(), options.stop_ids.end(), next.token) != options.stop_ids.end()) {
+    const int32_t token = plain_greedy ? greedy_next
+                                       : cpu::sample(logits.data(), vocab, options.sampling, history, output,
+                                                     uint64_t(output.size()))
+                                             .token;
+    output.push_back(token);
+    result.tokens.push_back(token);
+    if (on_token) on_token(token);
+    if (std::find(options.stop_ids.begin(), options.stop_ids.end(), token) != options.stop_ids.end()) {
       result.finish_reason = "stop";
       break;
     }
@@ -64,8 +78,11 @@ GenerateResult generate(Model& model, std::span<const int32_t> prompt, const Gen
       result.finish_reason = "length";
       break;
     }
-    const int32_t token = next.token;
-    logits = model.extend(sequence, std::span(&token, 1));
+    if (plain_greedy) {
+      greedy_next = model.extend_greedy(sequence, std::span(&token, 1));
+    } else {
+      logits = model.extend(sequence, std::span(&token, 1));
+    }
     ++result.decode_steps;
   }
   result.decode_seconds = seconds_since(start);

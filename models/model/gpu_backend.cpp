@@ -16,6 +16,7 @@
 #include "codegen/gemm/emit.h"
 #include "codegen/rmsnorm/op.h"
 #include "codegen/rope/op.h"
+#include "codegen/sampling/op.h"
 #include "runtime/cpu/rope.h"
 #include "base/error.h"
 #include "runtime/engine/prepared_op.h"
@@ -29,6 +30,7 @@ using NormOp = PreparedOp<rmsnorm::Spec, rmsnorm::Config, rmsnorm::Args>;
 using AttentionOp = PreparedOp<attention::Spec, attention::Config, attention::Args>;
 using RopeOp = PreparedOp<rope::Spec, rope::Config, rope::Args>;
 using EmbeddingOp = PreparedOp<embedding::Spec, embedding::Config, embedding::Args>;
+using ArgmaxOp = PreparedOp<sampling::Spec, sampling::Config, sampling::ArgmaxArgs>;
 
 std::string s(int64_t v) { return std::to_string(v); }
 
@@ -77,6 +79,7 @@ struct GpuBackend::Impl {
   std::unique_ptr<AttentionOp> decode, prefill;
   std::unique_ptr<RopeOp> rope;
   std::unique_ptr<EmbeddingOp> embed, gather;
+  std::unique_ptr<ArgmaxOp> argmax;
 
   // Weights.
   DeviceBuffer embed_table, final_norm, inv_freq;
@@ -94,6 +97,7 @@ struct GpuBackend::Impl {
   std::array<DeviceBuffer, kActCount> acts;
   DeviceBuffer logit_inputs, logits;
   SplitWorkspace workspace;
+  DeviceBuffer argmax_workspace, argmax_ids;  // the workspace zeroed once (sampling/op.h)
 
   // The step's batch on the device, and the counts the launches need.
   DeviceBuffer ids, positions, slots, cu_q, seq_lens, block_table, logit_rows;
@@ -253,6 +257,7 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
   g.prefill = std::make_unique<AttentionOp>(session, "attention:op=prefill," + heads + page + ",causal=1" + window);
   g.embed = std::make_unique<EmbeddingOp>(session, "embedding:vocab=" + s(c.vocab) + ",hidden=" + s(c.hidden));
   g.gather = std::make_unique<EmbeddingOp>(session, "embedding:vocab=" + s(limits.max_tokens) + ",hidden=" + s(c.hidden));
+  g.argmax = std::make_unique<ArgmaxOp>(session, "sampling:op=argmax,vocab=" + s(c.vocab));
 
   // Every kernel of every bucket now (in parallel, through the cache), so no step compiles.
   const std::vector<int64_t> token_buckets = buckets_up_to(limits.max_tokens);
@@ -264,6 +269,7 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
   token_specs.push_back(g.prefill->spec().to_string());
   token_specs.push_back(g.embed->spec().to_string());
   token_specs.push_back(g.gather->spec().to_string());
+  token_specs.push_back(g.argmax->spec().to_string());
   const int jobs = int(std::max(1u, std::thread::hardware_concurrency()));
   session.prepare(token_specs, token_buckets, jobs);
   session.prepare({g.decode->spec().to_string()}, sequence_buckets, jobs);
@@ -283,6 +289,11 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
     counters = std::max(counters, attention::workspace_counters(g.decode->spec(), g.decode->config(m), m));
   }
   g.workspace.reserve(std::max<int64_t>(floats, 1), std::max<int64_t>(counters, 1));
+  int64_t argmax_bytes = 16;
+  for (int64_t m : token_buckets) argmax_bytes = std::max(argmax_bytes, g.argmax->workspace_bytes(m));
+  g.argmax_workspace = DeviceBuffer(size_t(argmax_bytes));
+  g.argmax_workspace.fill_bytes(0);
+  g.argmax_ids = DeviceBuffer(size_t(limits.max_tokens) * 4);
 
   // Activations and the step's batch.
   const std::array<int64_t, kActCount> width = act_widths(c);
@@ -497,6 +508,20 @@ void GpuBackend::read_logits(std::span<float> out) {
   d.check(d.cuStreamSynchronize(g.stream), "cuStreamSynchronize", "the forward step");
   g.collect_timing();
   g.logits.download(out.data(), count * 4);
+}
+
+void GpuBackend::read_argmax(std::span<int32_t> out) {
+  Impl& g = *impl_;
+  if (int64_t(out.size()) != g.logit_count) throw Error("GPU backend: read_argmax needs room for exactly one id per row");
+  if (g.logit_count > 0) {
+    Impl::Timed timed(g, "argmax");
+    g.argmax->launch({g.argmax_ids.ptr(), g.logits.ptr(), g.argmax_workspace.ptr(), g.logit_count}, g.logit_count,
+                     g.stream);
+  }
+  const Driver& d = Driver::require_gpu();
+  d.check(d.cuStreamSynchronize(g.stream), "cuStreamSynchronize", "the forward step");
+  g.collect_timing();
+  if (!out.empty()) g.argmax_ids.download(out.data(), out.size_bytes());
 }
 
 }  // namespace onecat::model

@@ -37,6 +37,7 @@ class GpuBackend final : public Backend {
   void attention_prefill(int layer, Act q, Act out) override;
   void logits(Act in) override;
   void read_logits(std::span<float> out) override;
+  void read_argmax(std::span<int32_t> out) override;
 
   // Runs `step` (the ops of one forward step after begin()) as a CUDA graph keyed by `key`
   // (e.g. the decode batch size: every count a launch bakes in is the same for one key). The

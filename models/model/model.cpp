@@ -73,7 +73,7 @@ Model::Model(const models::LoadedModel& loaded, const ModelOptions& options)
 
 Model::~Model() = default;
 
-void Model::forward(const ForwardBatch& batch, std::span<float> logits) {
+void Model::run_step(const ForwardBatch& batch) {
   check_batch(batch, pages_.pages(), pages_.page_size());
   if (gpu_ && options_.cuda_graphs && !options_.profile && batch.decode_sequences == batch.sequences()) {
     // A decode step: one graph per batch size replays every launch (the batch's arrays are
@@ -83,7 +83,16 @@ void Model::forward(const ForwardBatch& batch, std::span<float> logits) {
   } else {
     run_forward(*backend_, shape_, batch);
   }
+}
+
+void Model::forward(const ForwardBatch& batch, std::span<float> logits) {
+  run_step(batch);
   backend_->read_logits(logits);
+}
+
+void Model::forward_argmax(const ForwardBatch& batch, std::span<int32_t> ids) {
+  run_step(batch);
+  backend_->read_argmax(ids);
 }
 
 void Model::reserve(Sequence& s, int64_t length) {
@@ -128,7 +137,7 @@ struct Plan {
 
 }  // namespace
 
-std::vector<std::vector<float>> Model::run(std::span<const Chunk> chunks, bool all_logits) {
+std::vector<std::vector<float>> Model::run(std::span<const Chunk> chunks, bool all_logits, std::vector<int32_t>* argmax) {
   const int64_t vocab = config_.vocab;
   if (chunks.empty()) return {};
   if (int64_t(chunks.size()) > options_.max_sequences) {
@@ -191,6 +200,13 @@ std::vector<std::vector<float>> Model::run(std::span<const Chunk> chunks, bool a
     for (int32_t r = first_row[i]; r < end_row[i]; ++r) p.logit_rows.push_back(r);
   }
 
+  if (argmax) {
+    // One id per logit row, in the caller's order of chunks (rows are laid out in it).
+    argmax->assign(p.logit_rows.size(), 0);
+    forward_argmax(p.batch(), *argmax);
+    for (size_t i = 0; i < chunks.size(); ++i) chunks[i].sequence->length += int64_t(chunks[i].tokens.size());
+    return {};
+  }
   std::vector<float> logits(p.logit_rows.size() * size_t(vocab));
   forward(p.batch(), logits);
   std::vector<std::vector<float>> out;
@@ -205,6 +221,25 @@ std::vector<std::vector<float>> Model::run(std::span<const Chunk> chunks, bool a
 }
 
 std::vector<std::vector<float>> Model::step(std::span<const Chunk> chunks) { return run(chunks, false); }
+
+std::vector<int32_t> Model::step_greedy(std::span<const Chunk> chunks) {
+  std::vector<int32_t> ids;
+  run(chunks, false, &ids);
+  return ids;
+}
+
+int32_t Model::extend_greedy(Sequence& s, std::span<const int32_t> tokens) {
+  if (tokens.empty()) throw InputError("extend needs at least one token.");
+  const size_t chunk = size_t(options_.max_batch_tokens);
+  // Every chunk but the last only fills the cache; their logits are not needed.
+  size_t begin = 0;
+  for (; tokens.size() - begin > chunk; begin += chunk) {
+    const Chunk c{&s, tokens.subspan(begin, chunk)};
+    run(std::span(&c, 1), false);
+  }
+  const Chunk last{&s, tokens.subspan(begin)};
+  return step_greedy(std::span(&last, 1))[0];
+}
 
 std::vector<float> Model::extend(Sequence& s, std::span<const int32_t> tokens, bool all_logits) {
   if (tokens.empty()) throw InputError("extend needs at least one token.");

@@ -58,6 +58,9 @@ class Model {
   // One step of a planned batch (check_batch'ed): logits of batch.logit_rows into `logits`,
   // [rows][vocab].
   void forward(const ForwardBatch& batch, std::span<float> logits);
+  // The same step, returning each logit row's argmax (greedy decoding) instead of its logits:
+  // on the GPU only the ids leave the device.
+  void forward_argmax(const ForwardBatch& batch, std::span<int32_t> ids);
 
   // Appends `tokens` to `sequence` (pages allocated as needed; prefilled in chunks of
   // max_batch_tokens) and returns the logits, [vocab] per row, of its last new token, or of
@@ -71,13 +74,20 @@ class Model {
     std::span<const int32_t> tokens;
   };
   std::vector<std::vector<float>> step(std::span<const Chunk> chunks);
+  // Greedy: each chunk's next token (the argmax of its last token's logits), and extend()
+  // returning the next token instead of the logits.
+  std::vector<int32_t> step_greedy(std::span<const Chunk> chunks);
+  int32_t extend_greedy(Sequence& sequence, std::span<const int32_t> tokens);
   // Gives the sequence's pages back.
   void release(Sequence& sequence);
 
  private:
   void reserve(Sequence& sequence, int64_t length);
   // step() with each chunk's logits of all its tokens (all_logits) or its last.
-  std::vector<std::vector<float>> run(std::span<const Chunk> chunks, bool all_logits);
+  // With argmax, the ids of the logit rows go there and no logits are returned.
+  std::vector<std::vector<float>> run(std::span<const Chunk> chunks, bool all_logits,
+                                      std::vector<int32_t>* argmax = nullptr);
+  void run_step(const ForwardBatch& batch);
 
   models::ModelConfig config_;
   ModelOptions options_;
