@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <string>
 #include <thread>
@@ -99,11 +100,20 @@ struct GpuBackend::Impl {
   SplitWorkspace workspace;
   DeviceBuffer argmax_workspace, argmax_ids;  // the workspace zeroed once (sampling/op.h)
 
-  // The step's batch on the device, and the counts the launches need.
-  DeviceBuffer ids, positions, slots, cu_q, seq_lens, block_table, logit_rows;
+  // The step's batch: its arrays at fixed offsets of one page-locked staging buffer and of one
+  // device buffer, so begin() sends them up in one asynchronous copy (a captured step keeps
+  // the device addresses).
+  struct Slice {
+    const Impl* g = nullptr;
+    size_t offset = 0, bytes = 0;
+    CUdeviceptr ptr() const { return g->batch_device.ptr() + offset; }
+    std::byte* host() const { return g->batch_host.data() + offset; }
+  };
+  PinnedBuffer batch_host;
+  DeviceBuffer batch_device;
+  Slice ids, positions, slots, cu_q, seq_lens, block_table, logit_rows;
   int64_t tokens = 0, logit_count = 0, prefill_tokens = 0, max_prefill_q = 0;
   int sequences = 0, decode_sequences = 0;
-  std::vector<int32_t> table_rows;  // the block table re-strided to kv_pages, staged for upload
 
   // Profiling: an event pair per launch of the step, timed in read_logits.
   struct Timing {
@@ -301,11 +311,17 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
   g.logit_inputs = DeviceBuffer(size_t(limits.max_tokens * c.hidden) * 2);
   g.logits = DeviceBuffer(size_t(limits.max_tokens * c.vocab) * 4);
   const size_t tokens = size_t(limits.max_tokens) * 4, sequences = size_t(limits.max_sequences) * 4;
-  g.ids = DeviceBuffer(tokens), g.positions = DeviceBuffer(tokens), g.slots = DeviceBuffer(tokens);
-  g.logit_rows = DeviceBuffer(tokens);
-  g.cu_q = DeviceBuffer(sequences + 4), g.seq_lens = DeviceBuffer(sequences);
-  g.block_table = DeviceBuffer(sequences * size_t(limits.kv_pages));
-  g.table_rows.assign(size_t(limits.max_sequences) * size_t(limits.kv_pages), 0);
+  size_t end = 0;
+  auto slice = [&](Impl::Slice& to, size_t bytes) {
+    to.g = &g, to.offset = end, to.bytes = bytes;
+    end += (bytes + 255) / 256 * 256;  // each array 256-byte aligned, as its own allocation was
+  };
+  slice(g.ids, tokens), slice(g.positions, tokens), slice(g.slots, tokens), slice(g.logit_rows, tokens);
+  slice(g.cu_q, sequences + 4), slice(g.seq_lens, sequences);
+  slice(g.block_table, sequences * size_t(limits.kv_pages));
+  g.batch_host = PinnedBuffer(end);
+  g.batch_device = DeviceBuffer(end);
+  g.batch_device.fill_bytes(0);
 }
 
 GpuBackend::~GpuBackend() {
@@ -372,24 +388,30 @@ void GpuBackend::begin(const ForwardBatch& batch) {
       int64_t(batch.logit_rows.size()) > g.limits.max_tokens || batch.max_pages > g.limits.kv_pages) {
     throw Error("GPU backend: the batch is larger than the backend was sized for");
   }
-  // Synchronous copies: the previous step's reads of these buffers are done when they start
-  // (the stream is a blocking one), and a captured step replays after them.
-  auto copy = [](std::span<const int32_t> from, DeviceBuffer& to) {
-    if (!from.empty()) to.upload(from.data(), from.size_bytes());
+  // One asynchronous copy of the staging buffer on the step's stream, ahead of its launches.
+  // The staging buffer is free to refill: the previous step's read_logits/read_argmax waited
+  // for that step, its copy included.
+  auto put = [](std::span<const int32_t> from, const Impl::Slice& to) {
+    if (!from.empty()) std::memcpy(to.host(), from.data(), from.size_bytes());
   };
-  copy(batch.token_ids, g.ids);
-  copy(batch.positions, g.positions);
-  copy(batch.slot_mapping, g.slots);
-  copy(batch.cu_q, g.cu_q);
-  copy(batch.seq_lens, g.seq_lens);
+  put(batch.token_ids, g.ids);
+  put(batch.positions, g.positions);
+  put(batch.slot_mapping, g.slots);
+  put(batch.cu_q, g.cu_q);
+  put(batch.seq_lens, g.seq_lens);
+  put(batch.logit_rows, g.logit_rows);
   // Rows re-strided to the cache's page count: a captured step's launches keep theirs.
   const size_t stride = size_t(g.limits.kv_pages);
+  auto* table = reinterpret_cast<int32_t*>(g.block_table.host());
   for (int b = 0; b < batch.sequences(); ++b) {
     const auto row = batch.block_table.subspan(size_t(b) * size_t(batch.max_pages), size_t(batch.max_pages));
-    std::copy(row.begin(), row.end(), g.table_rows.begin() + std::ptrdiff_t(size_t(b) * stride));
+    std::copy(row.begin(), row.end(), table + std::ptrdiff_t(size_t(b) * stride));
   }
-  if (batch.sequences() > 0) g.block_table.upload(g.table_rows.data(), size_t(batch.sequences()) * stride * 4);
-  copy(batch.logit_rows, g.logit_rows);
+  const size_t used = batch.sequences() > 0 ? g.block_table.offset + size_t(batch.sequences()) * stride * 4
+                                            : g.block_table.offset;
+  const Driver& d = Driver::require_gpu();
+  d.check(d.cuMemcpyHtoDAsync(g.batch_device.ptr(), g.batch_host.data(), used, g.stream), "cuMemcpyHtoDAsync",
+          "copying a step's batch to the GPU");
   g.tokens = batch.tokens();
   g.sequences = batch.sequences();
   g.decode_sequences = batch.decode_sequences;

@@ -1,6 +1,7 @@
 #include "runtime/cuda/driver.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <utility>
 
@@ -71,6 +72,9 @@ Driver* Driver::find() {
       l.bind(d->cuMemcpyHtoD, "cuMemcpyHtoD_v2");
       l.bind(d->cuMemcpyDtoH, "cuMemcpyDtoH_v2");
       l.bind(d->cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
+      l.bind(d->cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
+      l.bind(d->cuMemAllocHost, "cuMemAllocHost_v2");
+      l.bind(d->cuMemFreeHost, "cuMemFreeHost");
       l.bind(d->cuMemsetD8, "cuMemsetD8_v2");
       l.bind(d->cuPointerGetAttribute, "cuPointerGetAttribute");
       l.bind(d->cuStreamSynchronize, "cuStreamSynchronize");
@@ -212,6 +216,31 @@ DeviceBuffer DeviceBuffer::from_host(const void* data, size_t bytes) {
 void DeviceBuffer::fill_bytes(unsigned char value) {
   Driver& d = *Driver::find();
   d.check(d.cuMemsetD8(ptr_, value, bytes_), "cuMemsetD8", "filling " + human_bytes(bytes_) + " on the GPU");
+}
+
+PinnedBuffer::PinnedBuffer(size_t bytes) : bytes_(bytes) {
+  Driver& d = Driver::require_gpu();
+  void* p = nullptr;
+  d.check(d.cuMemAllocHost(&p, bytes == 0 ? 1 : bytes), "cuMemAllocHost",
+          "allocating " + human_bytes(bytes) + " of page-locked host memory");
+  data_ = static_cast<std::byte*>(p);
+  std::memset(data_, 0, bytes_);
+}
+
+PinnedBuffer::PinnedBuffer(PinnedBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& other) noexcept {
+  if (this != &other) {
+    if (data_) Driver::find()->cuMemFreeHost(data_);
+    data_ = std::exchange(other.data_, nullptr);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+PinnedBuffer::~PinnedBuffer() {
+  if (data_) Driver::find()->cuMemFreeHost(data_);
 }
 
 void SplitWorkspace::reserve(int64_t floats, int64_t counters) {
