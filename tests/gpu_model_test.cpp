@@ -1,7 +1,8 @@
 // The GPU forward pass (models/model/gpu_backend) against the CPU one, which the golden tests
-// hold to transformers: every architecture × checkpoint format of the tiny checkpoints, one
-// prefill, chunked prefill with decode steps (eager and as CUDA graphs), and batches of several
-// sequences; the same distance and bounds as the goldens (model_test_util.h). Label gpu.
+// hold to transformers: every tiny checkpoint of the CPU tests (all_model_cases: architecture ×
+// format, RoPE scalings, a sliding window), one prefill, chunked prefill with decode steps
+// (eager and as CUDA graphs), batches of several sequences, greedy decoding on the GPU and the
+// profile; the same distance and bounds as the goldens (model_test_util.h). Label gpu.
 #include <gtest/gtest.h>
 
 #include <cctype>
@@ -16,26 +17,6 @@
 namespace onecat {
 namespace {
 
-struct Case {
-  std::string arch, format;
-};
-void PrintTo(const Case& c, std::ostream* os) { *os << c.arch << "-" << c.format; }
-
-std::vector<Case> all_cases() {
-  std::vector<Case> out;
-  for (const char* arch : {"llama", "mistral", "qwen2", "qwen3"}) {
-    for (const char* f : {"f16", "bf16", "awq4", "gptq4", "gptq4-act", "fp8", "fp8-channel", "nvfp4", "mxfp4"})
-      out.push_back({arch, f});
-  }
-  return out;
-}
-
-std::string case_name(const testing::TestParamInfo<Case>& info) {
-  std::string s = info.param.arch + "_" + info.param.format;
-  for (char& ch : s) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-  return s;
-}
-
 ModelOptions on_gpu(ModelOptions o, bool graphs) {
   o.device = model::Device::kCuda;
   o.cuda_graphs = graphs;
@@ -49,10 +30,10 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& want,
   EXPECT_TRUE(d.passes()) << what << ": " << d;
 }
 
-class GpuForward : public testing::TestWithParam<Case> {};
+class GpuForward : public testing::TestWithParam<ModelCase> {};
 
 TEST_P(GpuForward, MatchesTheCpuForward) {
-  const LoadedModel loaded = load(Checkpoints::of(GetParam().arch, GetParam().format));
+  const LoadedModel loaded = load(Checkpoints::get(GetParam().args()));
   const int64_t vocab = loaded.config.vocab;
   const std::vector<int32_t> prompt = random_prompt(150, vocab, 11);
   Model cpu(loaded, options(256));
@@ -75,7 +56,7 @@ TEST_P(GpuForward, MatchesTheCpuForward) {
   expect_close(logits_by_steps(odd_pages, prompt, {64}, 20), want, vocab, "pages of 7");
 }
 
-INSTANTIATE_TEST_SUITE_P(Tiny, GpuForward, testing::ValuesIn(all_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(Tiny, GpuForward, testing::ValuesIn(all_model_cases()), model_case_name);
 
 // Decodes and prefill chunks of several sequences in one step give each what it gets alone.
 TEST(GpuForwardBatch, MixedStepsMatchSequencesAlone) {

@@ -50,38 +50,7 @@ void expect_bits_equal(const std::vector<float>& got, const std::vector<float>& 
 // ---------------------------------------------------------------------------------------------
 // Consistency: the batch's shape never changes a row's logits.
 
-struct Case {
-  std::string arch, format, extra;  // extra: more make_tiny_checkpoint.py arguments
-  std::string args() const { return "--arch " + arch + " --format " + format + (extra.empty() ? "" : " " + extra); }
-};
-void PrintTo(const Case& c, std::ostream* os) { *os << c.args(); }
-
-// Every architecture × format, and the RoPE scalings and sliding window beyond the defaults.
-std::vector<Case> all_cases() {
-  std::vector<Case> out;
-  for (const char* arch : {"llama", "mistral", "qwen2", "qwen3"}) {
-    for (const char* f : {"f16", "bf16", "awq4", "gptq4", "gptq4-act", "fp8", "fp8-channel", "nvfp4", "mxfp4"})
-      out.push_back({arch, f, ""});
-  }
-  out.push_back({"llama", "f16", "--rope linear"});
-  out.push_back({"qwen2", "f16", "--rope yarn"});
-  out.push_back({"qwen3", "bf16", "--rope yarn-v5"});
-  out.push_back({"mistral", "f16", "--sliding-window 48"});
-  return out;
-}
-
-std::string case_name(const testing::TestParamInfo<Case>& info) {
-  std::string s = info.param.arch + "_" + info.param.format + (info.param.extra.empty() ? "" : "_" + info.param.extra);
-  std::string out;
-  for (char ch : s) {
-    if (std::isalnum(static_cast<unsigned char>(ch))) {
-      out += ch;
-    } else if (!out.empty() && out.back() != '_') {
-      out += '_';
-    }
-  }
-  return out;
-}
+using Case = ModelCase;
 
 class Consistency : public testing::TestWithParam<Case> {};
 
@@ -105,7 +74,7 @@ TEST_P(Consistency, ChunkedPrefillAndDecodeEqualOnePrefill) {
   expect_bits_equal(logits_by_steps(single_pages, prompt, {prompt.size()}, 0), one, vocab, "pages of 1");
 }
 
-INSTANTIATE_TEST_SUITE_P(Tiny, Consistency, testing::ValuesIn(all_cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(Tiny, Consistency, testing::ValuesIn(all_model_cases()), model_case_name);
 
 // Several sequences in one step — decodes and prefill chunks mixed, in any order of the
 // caller — give each the logits it gets alone.

@@ -3,6 +3,10 @@
 // sized for a test, prompts, logits step by step, and the distance between two sets of logits
 // with its bounds.
 #pragma once
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <ostream>
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -58,6 +62,42 @@ class Checkpoints {
   test::TempDir dir_;
   std::map<std::string, std::string> made_;
 };
+
+// The tiny checkpoints the forward tests run (CPU consistency, GPU against CPU): every
+// architecture × format, and the RoPE scalings and sliding window beyond the defaults.
+struct ModelCase {
+  std::string arch, format, extra;  // extra: more make_tiny_checkpoint.py arguments
+  std::string args() const { return "--arch " + arch + " --format " + format + (extra.empty() ? "" : " " + extra); }
+};
+inline void PrintTo(const ModelCase& c, std::ostream* os) { *os << c.args(); }
+
+inline std::vector<ModelCase> all_model_cases() {
+  std::vector<ModelCase> out;
+  for (const char* arch : {"llama", "mistral", "qwen2", "qwen3"}) {
+    for (const char* f : {"f16", "bf16", "awq4", "gptq4", "gptq4-act", "fp8", "fp8-channel", "nvfp4", "mxfp4"})
+      out.push_back({arch, f, ""});
+  }
+  out.push_back({"llama", "f16", "--rope linear"});
+  out.push_back({"qwen2", "f16", "--rope yarn"});
+  out.push_back({"qwen3", "bf16", "--rope yarn-v5"});
+  out.push_back({"mistral", "f16", "--sliding-window 48"});
+  return out;
+}
+
+// A gtest parameter name: "qwen3_bf16_rope_yarn_v5".
+inline std::string model_case_name(const testing::TestParamInfo<ModelCase>& info) {
+  const ModelCase& c = info.param;
+  const std::string s = c.arch + "_" + c.format + (c.extra.empty() ? "" : "_" + c.extra);
+  std::string out;
+  for (char ch : s) {
+    if (std::isalnum(static_cast<unsigned char>(ch))) {
+      out += ch;
+    } else if (!out.empty() && out.back() != '_') {
+      out += '_';
+    }
+  }
+  return out;
+}
 
 inline LoadedModel load(const std::string& dir) { return models::load_checkpoint(dir, {.progress = false}); }
 
