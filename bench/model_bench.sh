@@ -78,7 +78,7 @@ result = {"shape": os.path.basename(work)[len("model-"):], "prompt": prompt, "ge
           "roofline_tokens_per_s": roof}
 for name in ("generate", "generate_eager", "generate_profile"):
     g = load(os.path.join(work, name + ".json"))
-    result[name] = {k: g.get(k) for k in ("decode_tokens_per_second", "prefill_seconds", "decode_seconds", "finish_reason", "profile", "error")}
+    result[name] = {k: g.get(k) for k in ("decode_tokens_per_second", "prefill_seconds", "decode_seconds", "finish_reason", "load", "profile", "error")}
     tps = g.get("decode_tokens_per_second")
     if tps and roof: result[name]["fraction_of_roofline"] = tps / roof
 llama = []

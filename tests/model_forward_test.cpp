@@ -410,6 +410,11 @@ TEST(ModelCli, GeneratesWhatTheLibraryGenerates) {
   EXPECT_EQ(j["ids"].get<std::vector<int32_t>>(), want.tokens);
   EXPECT_EQ(j["finish_reason"], want.finish_reason);
   EXPECT_TRUE(j["text"].is_string());
+  // The load figures: every tensor byte of the checkpoint read, in a measured time.
+  EXPECT_EQ(j["load"]["checkpoint_bytes"].get<size_t>(), loaded.checkpoint_bytes);
+  EXPECT_GT(loaded.checkpoint_bytes, 0u);
+  EXPECT_GT(j["load"]["read_seconds"].get<double>(), 0);
+  EXPECT_GT(j["load"]["read_bytes_per_second"].get<double>(), 0);
   EXPECT_TRUE(test::contains(r.err, "tokens/s")) << r.err;
 
   // Text in: the tokenizer's ids; text out on stdout, the speed on stderr.

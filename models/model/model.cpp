@@ -1,6 +1,7 @@
 #include "models/model/model.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "models/model/cpu_backend.h"
 #include "models/model/gpu_backend.h"
@@ -48,7 +49,13 @@ std::unique_ptr<Model> Model::load(const std::string& directory, const ModelOpti
   check_device(options.device);  // before reading gigabytes
   models::LoadOptions load;
   load.progress = options.progress;
-  return std::make_unique<Model>(models::load_checkpoint(directory, load), options);
+  const models::LoadedModel loaded = models::load_checkpoint(directory, load);
+  const auto start = std::chrono::steady_clock::now();
+  auto model = std::make_unique<Model>(loaded, options);
+  model->load_stats_.checkpoint_bytes = loaded.checkpoint_bytes;
+  model->load_stats_.read_seconds = loaded.load_seconds;
+  model->load_stats_.backend_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return model;
 }
 
 Model::Model(const models::LoadedModel& loaded, const ModelOptions& options)

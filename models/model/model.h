@@ -51,6 +51,13 @@ class Model {
 
   const models::ModelConfig& config() const { return config_; }
   const ModelOptions& options() const { return options_; }
+  // Model::load's figures: the checkpoint's tensor bytes and the seconds reading, checking and
+  // packing them took, and the seconds the backend then took (upload, kernels prepared).
+  struct LoadStats {
+    size_t checkpoint_bytes = 0;
+    double read_seconds = 0, backend_seconds = 0;
+  };
+  const LoadStats& load_stats() const { return load_stats_; }
   KvPages& pages() { return pages_; }
   // The GPU backend (device cuda), else null: its weight/cache sizes and the profile.
   GpuBackend* gpu() { return gpu_; }
@@ -94,6 +101,7 @@ class Model {
   ForwardShape shape_;
   std::unique_ptr<Backend> backend_;
   GpuBackend* gpu_ = nullptr;  // backend_ when it is the GPU's
+  LoadStats load_stats_;
   KvPages pages_;
 };
 
