@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # Decode speed of a whole model on the device, in one run: onecat (`onecat generate --device
 # cuda`: tuned kernels, CUDA graphs) against the bandwidth roofline (copy bandwidth measured
-# here ÷ bytes read per token: every weight once plus the KV cache at the mean context) and
-# against llama.cpp (bench/llama_peer.sh: the same random-weight checkpoint converted by its
-# convert_hf_to_gguf.py, `llama-bench -p PROMPT -n GEN`). Batch 1.
+# here ÷ bytes read per token: every weight once — the checkpoint's tensor bytes less the
+# embedding table, of which a step reads one row — plus the KV cache at the mean context) and
+# against llama.cpp (bench/llama_peer.sh: the f16 random-weight checkpoint converted by its
+# convert_hf_to_gguf.py and quantised by llama-quantize, `llama-bench -p PROMPT -n GEN`). Batch 1.
 #   bash bench/model_bench.sh BIN   (env: SHAPE qwen3-8b, PROMPT 1024, GEN 256, OUT, VOCAB_GGUF,
+#                                    FORMATS (default f16) e.g. "f16 fp8 awq4 nvfp4",
+#                                    TUNE_S seconds of tuning per format (default 300),
 #                                    LLAMA=1 to run llama.cpp too: bench/llama_peer.sh build first;
 #                                    LLAMA_TYPES its types, default f16, e.g. "f16 Q8_0 Q4_K_M")
-# Also runs generate --profile: the decode step's kernel times by op beside the step time.
-# Writes $OUT/model_bench.json.
+# f16 is bench/random_checkpoint.py's checkpoint (transformers' save_pretrained, a real
+# tokenizer); the quantised formats are tools/make_tiny_checkpoint.py --random-codes at the same
+# shape (random codes in each format's real layout: speed only). Each format: its bucket-1
+# specs tuned, then generate with CUDA graphs, op by op, and --profile (the decode step's kernel
+# times by op beside the step time). Writes $OUT/model_bench.json.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bin=$1
@@ -20,12 +26,6 @@ py=$(command -v python3)
 work=$root/build-device/model-$shape
 mkdir -p "$out" "$work"
 log() { echo "[$(date +%T)] model_bench: $*" >&2; }
-
-ckpt=$work/checkpoint
-if [ ! -f "$ckpt/config.json" ]; then
-  log "random checkpoint $shape"
-  "$py" "$root/bench/random_checkpoint.py" "$ckpt" --shape "$shape" --vocab-gguf "${VOCAB_GGUF:?the qwen2 vocabulary gguf}" || exit 1
-fi
 
 log "copy bandwidth"
 "$py" - >"$work/copy.json" <<'EOF'
@@ -39,59 +39,75 @@ e.record(); torch.cuda.synchronize()
 print(json.dumps({"copy_bytes_per_s": 2 * 20 * x.numel() / (s.elapsed_time(e) / 1e3)}))
 EOF
 
-log "tune bucket 1"
-ONECAT_CACHE_DIR=$work/cache timeout "${TUNE_S:-300}" "$bin" tune --model "$ckpt" --buckets 1 --json >"$work/tune.json" 2>"$work/tune.err" ||
-  log "tune failed: $(tail -3 "$work/tune.err")"
-
-ids=$("$py" -c "import random; random.seed(0); print(','.join(str(random.randrange(1000, 150000)) for _ in range($prompt)))")
-log "onecat generate"
-ONECAT_CACHE_DIR=$work/cache "$bin" generate --model "$ckpt" --device cuda --prompt-ids "$ids" --max-tokens "$gen" \
-  --prefill-chunk 512 --ignore-eos --json >"$work/generate.json" 2>"$work/generate.err" ||
-  log "generate failed: $(tail -3 "$work/generate.err")"
-ONECAT_CACHE_DIR=$work/cache "$bin" generate --model "$ckpt" --device cuda --prompt-ids "$ids" --max-tokens "$gen" \
-  --prefill-chunk 512 --ignore-eos --json --no-cuda-graphs >"$work/generate_eager.json" 2>>"$work/generate.err" ||
-  log "eager generate failed: $(tail -3 "$work/generate.err")"
-# Every kernel timed with events (op by op): the sum of the step's kernel times by op.
-ONECAT_CACHE_DIR=$work/cache "$bin" generate --model "$ckpt" --device cuda --prompt-ids "$ids" --max-tokens "$gen" \
-  --prefill-chunk 512 --ignore-eos --json --profile >"$work/generate_profile.json" 2>>"$work/generate.err" ||
-  log "profiled generate failed: $(tail -3 "$work/generate.err")"
-
-summarize() {  # written after onecat's runs and again after llama.cpp's (a deadline may cut those)
-"$py" - "$ckpt" "$work" "$out" "$prompt" "$gen" >"$out/model_bench.json" <<'EOF'
-import glob, json, os, sys
-ckpt, work, out, prompt, gen = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+summarize() {  # after every format, and again after llama.cpp (a deadline may cut the rest)
+"$py" - "$work" "$out" "$prompt" "$gen" "${FORMATS:-f16}" >"$out/model_bench.json" <<'EOF'
+import json, os, sys
+work, out, prompt, gen, formats = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5].split()
 def load(p):
     try: return json.load(open(p))
     except Exception as e: return {"error": str(e)}
-cfg = json.load(open(os.path.join(ckpt, "config.json")))
-h, inter, L, heads, kvh = cfg["hidden_size"], cfg["intermediate_size"], cfg["num_hidden_layers"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
-d = cfg.get("head_dim") or h // heads
-vocab = cfg["vocab_size"]
-linear = L * (h * (heads + 2 * kvh) * d + heads * d * h + 3 * h * inter)
-weight_bytes = 2 * (linear + vocab * h) + 2 * L * 2 * h  # fp16 linears, lm_head, norms
-mean_context = prompt + gen / 2
-kv_bytes = L * 2 * kvh * d * 2 * mean_context
 copy = load(os.path.join(work, "copy.json")).get("copy_bytes_per_s")
-roof = copy / (weight_bytes + kv_bytes) if copy else None
-result = {"shape": os.path.basename(work)[len("model-"):], "prompt": prompt, "gen": gen,
-          "weight_bytes": weight_bytes, "kv_bytes_per_token_mean": kv_bytes, "copy_bytes_per_s": copy,
-          "roofline_tokens_per_s": roof}
-for name in ("generate", "generate_eager", "generate_profile"):
-    g = load(os.path.join(work, name + ".json"))
-    result[name] = {k: g.get(k) for k in ("decode_tokens_per_second", "prefill_seconds", "decode_seconds", "finish_reason", "load", "profile", "error")}
-    tps = g.get("decode_tokens_per_second")
-    if tps and roof: result[name]["fraction_of_roofline"] = tps / roof
+result = {"shape": os.path.basename(work)[len("model-"):], "prompt": prompt, "gen": gen, "copy_bytes_per_s": copy,
+          "formats": {}}
+for fmt in formats:
+    d = os.path.join(work, fmt)
+    if not os.path.exists(os.path.join(d, "checkpoint", "config.json")): continue
+    cfg = json.load(open(os.path.join(d, "checkpoint", "config.json")))
+    h, L, heads, kvh = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    dim = cfg.get("head_dim") or h // heads
+    kv_bytes = L * 2 * kvh * dim * 2 * (prompt + gen / 2)
+    r = {}
+    for name in ("generate", "generate_eager", "generate_profile"):
+        g = load(os.path.join(d, name + ".json"))
+        r[name] = {k: g.get(k) for k in ("decode_tokens_per_second", "prefill_seconds", "decode_seconds", "finish_reason", "load", "profile", "error")}
+    ckpt_bytes = (r["generate"].get("load") or {}).get("checkpoint_bytes")
+    if ckpt_bytes and copy:
+        weight_bytes = ckpt_bytes - cfg["vocab_size"] * h * 2  # a step reads one embedding row
+        r["weight_bytes_per_token"], r["kv_bytes_per_token_mean"] = weight_bytes, kv_bytes
+        r["roofline_tokens_per_s"] = roof = copy / (weight_bytes + kv_bytes)
+        for name in ("generate", "generate_eager", "generate_profile"):
+            tps = r[name].get("decode_tokens_per_second")
+            if tps: r[name]["fraction_of_roofline"] = tps / roof
+    tune = load(os.path.join(d, "tune.json"))
+    r["tune"] = tune if "error" in tune else {k: tune.get(k) for k in ("seconds", "failures", "skipped_for_budget")}
+    result["formats"][fmt] = r
 llama = []
-for line in open(os.path.join(out, "llama_bench.jsonl")) if os.path.exists(os.path.join(out, "llama_bench.jsonl")) else []:
+path = os.path.join(out, "llama_bench.jsonl")
+for line in open(path) if os.path.exists(path) else []:
     r = json.loads(line)
     llama.append({k: r.get(k) for k in ("model_type", "n_prompt", "n_gen", "avg_ts", "stddev_ts")})
 result["llama_cpp"] = llama
-tune = load(os.path.join(work, "tune.json"))
-result["tune"] = tune if "error" in tune else {"summary": str(tune)[:2000]}
 print(json.dumps(result, indent=1))
 EOF
 }
-summarize
+
+ids=$("$py" -c "import random; random.seed(0); print(','.join(str(random.randrange(1000, 150000)) for _ in range($prompt)))")
+for fmt in ${FORMATS:-f16}; do
+  d=$work/$fmt
+  ckpt=$d/checkpoint
+  mkdir -p "$d"
+  if [ ! -f "$ckpt/config.json" ]; then
+    log "random checkpoint $shape $fmt"
+    if [ "$fmt" = f16 ]; then
+      "$py" "$root/bench/random_checkpoint.py" "$ckpt" --shape "$shape" --vocab-gguf "${VOCAB_GGUF:?the qwen2 vocabulary gguf}" || exit 1
+    else
+      dims=$("$py" -c "import json, sys; sys.path.insert(0, '$root/bench'); import random_checkpoint as r; s = dict(r.SHAPES['$shape']); s.pop('arch'); print(json.dumps(s))")
+      "$py" "$root/tools/make_tiny_checkpoint.py" "$ckpt" --arch qwen3 --format "$fmt" --random-codes --shape "$dims" || continue
+    fi
+  fi
+  log "tune bucket 1 ($fmt)"
+  ONECAT_CACHE_DIR=$work/cache timeout "${TUNE_S:-300}" "$bin" tune --model "$ckpt" --buckets 1 --json >"$d/tune.json" 2>"$d/tune.err" ||
+    log "tune failed: $(tail -3 "$d/tune.err")"
+  for run in generate generate_eager generate_profile; do
+    flags=$([ $run = generate_eager ] && echo --no-cuda-graphs; [ $run = generate_profile ] && echo --profile)
+    log "onecat $run ($fmt)"
+    ONECAT_CACHE_DIR=$work/cache "$bin" generate --model "$ckpt" --device cuda --prompt-ids "$ids" --max-tokens "$gen" \
+      --prefill-chunk 512 --ignore-eos --json $flags >"$d/$run.json" 2>>"$d/generate.err" ||
+      log "$run failed: $(tail -3 "$d/generate.err")"
+  done
+  summarize
+done
+
 if [ "${LLAMA:-0}" = 1 ] && [ -n "${LLAMA_BUILD_LOG:-}" ]; then
   log "waiting for llama.cpp's build"
   until grep -q '^rc=' "$LLAMA_BUILD_LOG" 2>/dev/null; do sleep 5; done
@@ -100,14 +116,13 @@ fi
 if [ "${LLAMA:-0}" = 1 ]; then
   log "llama.cpp"
   rm -f "$out/llama_bench.jsonl"
-  [ -f "$root/build-llama/$shape-f16.gguf" ] || PROMPT=$prompt GEN=$gen OUT=$out bash "$root/bench/llama_peer.sh" "convert:$ckpt:$shape" ||
-    log "llama.cpp convert failed"
+  [ -f "$root/build-llama/$shape-f16.gguf" ] ||
+    PROMPT=$prompt GEN=$gen OUT=$out bash "$root/bench/llama_peer.sh" "convert:$work/f16/checkpoint:$shape" || log "llama.cpp convert failed"
   for type in ${LLAMA_TYPES:-f16}; do
     [ "$type" = f16 ] || [ -f "$root/build-llama/$shape-$type.gguf" ] || OUT=$out bash "$root/bench/llama_peer.sh" "quantize:$shape:$type" ||
       log "llama.cpp quantize $type failed"
     PROMPT=$prompt GEN=$gen OUT=$out bash "$root/bench/llama_peer.sh" "bench:$shape:$type" || log "llama.cpp bench $type failed"
   done
+  summarize
 fi
-
-summarize
 cat "$out/model_bench.json"

@@ -284,6 +284,41 @@ QUANTISERS = {
 }
 
 
+# ---------------------------------------------------------------------------------------------
+# Random codes (--random-codes): a real-size checkpoint for speed benchmarks in seconds. Each
+# format's tensors with the right names, shapes and dtypes, filled with uniform random codes and
+# constant scales chosen so a dequantised weight has about the spread of N(0, 1/K) (activations
+# stay finite through the layers); nothing is quantised, and no reference is written. Groups of
+# RANDOM_GROUP (AutoAWQ's and AutoGPTQ's usual 128).
+RANDOM_GROUP = 128
+
+
+def random_codes(fmt, n, k, rng):
+    u32 = lambda shape: rng.integers(0, 1 << 32, shape, dtype=np.uint32).view(np.int32)  # noqa: E731
+    g = RANDOM_GROUP
+    if fmt == "awq4":  # codes 0..15 around zero point 8: spread ≈ 4.6 steps
+        return {"qweight": u32((k, n // 8)), "qzeros": np.full((k // g, n // 8), 0x88888888, np.uint32).view(np.int32),
+                "scales": np.full((k // g, n), 1 / (4.6 * np.sqrt(k)), np.float16)}
+    if fmt == "gptq4":  # v1 stores zero − 1 = 7
+        return {"qweight": u32((k // 8, n)), "qzeros": np.full((k // g, n // 8), 0x77777777, np.uint32).view(np.int32),
+                "scales": np.full((k // g, n), 1 / (4.6 * np.sqrt(k)), np.float16),
+                "g_idx": (np.arange(k) // g).astype(np.int32)}
+    if fmt == "fp8":  # E4M3 codes of magnitude ≤ 1.875 · 2^3 (no NaN), spread ≈ 4
+        mag = rng.integers(0, 0x58, (n, k), dtype=np.uint8)
+        codes = mag | (rng.integers(0, 2, (n, k), dtype=np.uint8) << 7)
+        scale = np.full((-(-n // 128), -(-k // 128)), 1 / (4 * np.sqrt(k)), np.float32)
+        return {"weight": Raw("F8_E4M3", (n, k), codes), "weight_scale_inv": scale}
+    if fmt == "nvfp4":  # E2M1 codes (spread ≈ 3), block scales 1.0 (E4M3 0x38), one global scale
+        return {"weight": rng.integers(0, 256, (n, k // 2), dtype=np.uint8),
+                "weight_scale": Raw("F8_E4M3", (n, k // 16), np.full((n, k // 16), 0x38, np.uint8)),
+                "weight_scale_2": np.array(1 / (3 * np.sqrt(k)), np.float32), "input_scale": np.array(1.0, np.float32)}
+    if fmt == "mxfp4":  # E2M1 codes, block exponents 2^e ≈ 1/(3 √K)
+        e = int(np.floor(np.log2(1 / (3 * np.sqrt(k)))))
+        return {"blocks": rng.integers(0, 256, (n, k // 32, 16), dtype=np.uint8),
+                "scales": np.full((n, k // 32), e + 127, np.uint8)}
+    sys.exit(f"--random-codes: no random codes for format {fmt} (awq4, gptq4, fp8, nvfp4, mxfp4)")
+
+
 def quantization_config(fmt):
     return {
         "awq4": {"quant_method": "awq", "bits": 4, "group_size": GROUP, "zero_point": True, "version": "gemm",
@@ -304,11 +339,12 @@ def quantization_config(fmt):
 
 
 def make(out, arch, fmt, shards=1, seed=0, overflow=False, shape=None, reference_file=True, rope=None,
-         sliding_window=None, tokenizer=False):
+         sliding_window=None, tokenizer=False, random=False):
     """Writes the checkpoint and reference.safetensors into `out`; returns (tensors, config).
     `shape` overrides config fields (hidden_size, …) for larger checkpoints (load throughput);
     `rope` (a ROPES name) replaces the architecture's rotary embedding; `sliding_window` windows
-    every layer (Mistral); `tokenizer` writes a byte-level tokenizer of the printable ASCII."""
+    every layer (Mistral); `tokenizer` writes a byte-level tokenizer of the printable ASCII;
+    `random` fills quantised linears with random codes (random_codes) and writes no reference."""
     rng = np.random.default_rng(seed)
     cfg = dict(ARCHS[arch], num_hidden_layers=LAYERS, vocab_size=VOCAB, rms_norm_eps=1e-6, hidden_act="silu",
                max_position_embeddings=4096, torch_dtype="bfloat16" if fmt == "bf16" else "float16")
@@ -324,6 +360,10 @@ def make(out, arch, fmt, shards=1, seed=0, overflow=False, shape=None, reference
     layers, vocab = cfg["num_hidden_layers"], cfg["vocab_size"]
     if fmt in QUANTISERS:
         cfg["quantization_config"] = quantization_config(fmt)
+        if random:  # every linear quantised, groups of RANDOM_GROUP
+            cfg["quantization_config"].pop("modules_to_not_convert", None)
+            if "group_size" in cfg["quantization_config"] and fmt in ("awq4", "gptq4"):
+                cfg["quantization_config"]["group_size"] = RANDOM_GROUP
     hidden, inter = cfg["hidden_size"], cfg["intermediate_size"]
     head_dim = cfg.get("head_dim", hidden // cfg["num_attention_heads"])
     q_rows, kv_rows = cfg["num_attention_heads"] * head_dim, cfg["num_key_value_heads"] * head_dim
@@ -331,6 +371,9 @@ def make(out, arch, fmt, shards=1, seed=0, overflow=False, shape=None, reference
 
     def dense(name, shape, scale):
         """A float tensor as the checkpoint stores it; reference gets its fp16 value."""
+        if random:
+            tensors[name] = (rng.standard_normal(shape, dtype=np.float32) * np.float32(scale)).astype(np.float16)
+            return
         x = rng.standard_normal(shape) * scale
         if fmt == "bf16":
             bits = to_bf16_bits(x)
@@ -341,6 +384,10 @@ def make(out, arch, fmt, shards=1, seed=0, overflow=False, shape=None, reference
             reference[name] = tensors[name].astype(np.float32)
 
     def linear(prefix, n, k, fuse_key):
+        if random and fmt in QUANTISERS:
+            for suffix, t in random_codes(fmt, n, k, rng).items():
+                tensors[f"{prefix}.{suffix}"] = t
+            return
         w = rng.standard_normal((n, k)) / np.sqrt(k)
         if fmt in QUANTISERS and not (fmt == "awq4" and prefix == AWQ_NOT_CONVERTED):
             shared["fuse_key"] = fuse_key
@@ -540,6 +587,9 @@ def main():
                     help='config fields to override, e.g. \'{"hidden_size": 4096, "intermediate_size": 14336, '
                          '"num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000}\'; '
                          'no reference file is written then')
+    ap.add_argument("--random-codes", action="store_true",
+                    help="quantised linears of random codes, not quantised values (fast; speed benchmarks; "
+                         "needs --shape, writes no reference)")
     ap.add_argument("--all", action="store_true", help="OUT/<arch>-<format>/ for all, OUT/bad-<case>/ for every defect")
     a = ap.parse_args()
     if a.all:
@@ -552,8 +602,10 @@ def main():
     elif a.bad:
         bad(a.out, a.bad)
     else:
+        if a.random_codes and a.shape is None:
+            sys.exit("--random-codes needs --shape (it makes real-size checkpoints for speed benchmarks)")
         make(a.out, a.arch, a.format, a.shards, seed=a.seed, shape=a.shape, reference_file=a.shape is None, rope=a.rope,
-             sliding_window=a.sliding_window, tokenizer=a.tokenizer)
+             sliding_window=a.sliding_window, tokenizer=a.tokenizer, random=a.random_codes)
 
 
 if __name__ == "__main__":
