@@ -23,7 +23,8 @@ ModelOptions on_gpu(ModelOptions o, bool graphs) {
   return o;
 }
 
-void expect_close(const std::vector<float>& got, const std::vector<float>& want, int64_t vocab, const std::string& what) {
+void expect_close(const std::vector<float>& got, const std::vector<float>& want, int64_t vocab,
+                  const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   for (float v : got) ASSERT_TRUE(std::isfinite(v)) << what;
   const Distance d = distance(got.data(), want.data(), int64_t(want.size()) / vocab, vocab);
@@ -137,11 +138,18 @@ TEST(GpuProfile, TimesEveryLaunchOfTheSteps) {
     EXPECT_GT(op.ms, 0) << op.op;
     if (op.decode) decode_launches[op.op] = op.launches;
   }
-  const std::map<std::string, int64_t> per_step = {
-      {"embedding", 1},        {"rmsnorm", 1},           {"rmsnorm + residual", 2 * layers},
-      {"gemm qkv", layers},    {"rope + kv write", layers}, {"attention decode", layers},
-      {"gemm o", layers},      {"gemm gate_up", layers}, {"gemm down", layers},
-      {"lm_head row gather", 1}, {"gemm lm_head", 1}, {"argmax", 1}};
+  const std::map<std::string, int64_t> per_step = {{"embedding", 1},
+                                                   {"rmsnorm", 1},
+                                                   {"rmsnorm + residual", 2 * layers},
+                                                   {"gemm qkv", layers},
+                                                   {"rope + kv write", layers},
+                                                   {"attention decode", layers},
+                                                   {"gemm o", layers},
+                                                   {"gemm gate_up", layers},
+                                                   {"gemm down", layers},
+                                                   {"lm_head row gather", 1},
+                                                   {"gemm lm_head", 1},
+                                                   {"argmax", 1}};
   for (const auto& [op, n] : per_step) EXPECT_EQ(decode_launches[op], n * (op == "argmax" ? 10 : 20)) << op;
   EXPECT_EQ(decode_launches.size(), per_step.size());
   EXPECT_TRUE(profiled.gpu()->take_profile().ops.empty());  // taken: reset

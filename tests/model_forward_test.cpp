@@ -22,14 +22,14 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
+#include "model_test_util.h"
 #include "models/checkpoint/loaded_model.h"
 #include "models/model/generate.h"
 #include "models/model/generation_config.h"
 #include "models/model/model.h"
 #include "runtime/cpu/sampling.h"
 #include "runtime/cuda/driver.h"
-#include "base/error.h"
-#include "model_test_util.h"
 #include "test_util.h"
 
 namespace onecat {

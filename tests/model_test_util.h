@@ -5,9 +5,8 @@
 #pragma once
 #include <gtest/gtest.h>
 
-#include <cctype>
-#include <ostream>
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -121,8 +120,8 @@ inline std::vector<int32_t> random_prompt(int64_t length, int64_t vocab, uint32_
 
 // The logits of every prompt position, the prompt prefilled in chunks of `chunks` (cycled),
 // then its last `decodes` tokens one decode step each.
-inline std::vector<float> logits_by_steps(Model& m, const std::vector<int32_t>& prompt, const std::vector<size_t>& chunks,
-                                   size_t decodes) {
+inline std::vector<float> logits_by_steps(Model& m, const std::vector<int32_t>& prompt,
+                                          const std::vector<size_t>& chunks, size_t decodes) {
   Sequence s;
   std::vector<float> out;
   size_t at = 0, c = 0;

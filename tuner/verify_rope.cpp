@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
+#include "base/half.h"
 #include "codegen/rope/emit.h"
 #include "codegen/rope/op.h"
 #include "runtime/cpu/attention.h"
-#include "base/half.h"
 #include "runtime/cpu/rope.h"
-#include "base/error.h"
 #include "tuner/attention_batch.h"
 #include "tuner/random_weight.h"
 #include "tuner/verify.h"

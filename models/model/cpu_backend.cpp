@@ -1,19 +1,18 @@
 #include "models/model/cpu_backend.h"
 
-#include "runtime/cpu/sampling.h"
-
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
 
+#include "base/error.h"
+#include "base/half.h"
 #include "runtime/cpu/attention.h"
 #include "runtime/cpu/embedding.h"
 #include "runtime/cpu/gemm.h"
-#include "base/half.h"
 #include "runtime/cpu/parallel.h"
 #include "runtime/cpu/rmsnorm.h"
-#include "base/error.h"
+#include "runtime/cpu/sampling.h"
 
 namespace onecat::model {
 namespace {
@@ -293,8 +292,10 @@ void CpuBackend::read_logits(std::span<float> out) {
 
 void CpuBackend::read_argmax(std::span<int32_t> out) {
   const Buffers& b = *buffers_;
-  if (int64_t(out.size()) != b.logit_count) throw Error("CPU backend: read_argmax needs room for exactly one id per row");
-  for (int64_t r = 0; r < b.logit_count; ++r) out[size_t(r)] = cpu::argmax(b.logits.data() + r * config_.vocab, config_.vocab);
+  if (int64_t(out.size()) != b.logit_count)
+    throw Error("CPU backend: read_argmax needs room for exactly one id per row");
+  for (int64_t r = 0; r < b.logit_count; ++r)
+    out[size_t(r)] = cpu::argmax(b.logits.data() + r * config_.vocab, config_.vocab);
 }
 
 }  // namespace onecat::model

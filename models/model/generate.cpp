@@ -63,10 +63,10 @@ GenerateResult generate(Model& model, std::span<const int32_t> prompt, const Gen
   result.prefill_seconds = seconds_since(start);
   start = std::chrono::steady_clock::now();
   for (;;) {
-    const int32_t token = plain_greedy ? greedy_next
-                                       : cpu::sample(logits.data(), vocab, options.sampling, history, output,
-                                                     uint64_t(output.size()))
-                                             .token;
+    const int32_t token =
+        plain_greedy
+            ? greedy_next
+            : cpu::sample(logits.data(), vocab, options.sampling, history, output, uint64_t(output.size())).token;
     output.push_back(token);
     result.tokens.push_back(token);
     if (on_token) on_token(token);

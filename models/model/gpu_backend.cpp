@@ -9,17 +9,17 @@
 #include <thread>
 #include <vector>
 
+#include "base/error.h"
 #include "cache/record.h"
+#include "codegen/attention/emit.h"
 #include "codegen/attention/op.h"
 #include "codegen/embedding/op.h"
-#include "codegen/gemm/op.h"
-#include "codegen/attention/emit.h"
 #include "codegen/gemm/emit.h"
+#include "codegen/gemm/op.h"
 #include "codegen/rmsnorm/op.h"
 #include "codegen/rope/op.h"
 #include "codegen/sampling/op.h"
 #include "runtime/cpu/rope.h"
-#include "base/error.h"
 #include "runtime/engine/prepared_op.h"
 #include "runtime/engine/session.h"
 
@@ -246,7 +246,8 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
     to.v_cache = DeviceBuffer(cache_bytes);
     to.k_cache.fill_bytes(0);
     to.v_cache.fill_bytes(0);
-    g.weight_bytes += (from.input_norm.size() + from.post_attention_norm.size() + from.q_norm.size() + from.k_norm.size()) * 2;
+    g.weight_bytes +=
+        (from.input_norm.size() + from.post_attention_norm.size() + from.q_norm.size() + from.k_norm.size()) * 2;
     g.kv_bytes += 2 * cache_bytes;
   }
   if (model.lm_head) {
@@ -262,11 +263,13 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
   // The other ops.
   g.norm = std::make_unique<NormOp>(session, "rmsnorm:hidden=" + s(c.hidden) + ",dtype=f16,residual=0");
   g.norm_residual = std::make_unique<NormOp>(session, "rmsnorm:hidden=" + s(c.hidden) + ",dtype=f16,residual=1");
-  g.rope = std::make_unique<RopeOp>(session, "rope:" + heads + ",qk_norm=" + (c.qk_norm ? "1" : "0") + ",kv_out=pages" + page);
+  g.rope = std::make_unique<RopeOp>(session,
+                                    "rope:" + heads + ",qk_norm=" + (c.qk_norm ? "1" : "0") + ",kv_out=pages" + page);
   g.decode = std::make_unique<AttentionOp>(session, "attention:op=decode," + heads + page + window);
   g.prefill = std::make_unique<AttentionOp>(session, "attention:op=prefill," + heads + page + ",causal=1" + window);
   g.embed = std::make_unique<EmbeddingOp>(session, "embedding:vocab=" + s(c.vocab) + ",hidden=" + s(c.hidden));
-  g.gather = std::make_unique<EmbeddingOp>(session, "embedding:vocab=" + s(limits.max_tokens) + ",hidden=" + s(c.hidden));
+  g.gather =
+      std::make_unique<EmbeddingOp>(session, "embedding:vocab=" + s(limits.max_tokens) + ",hidden=" + s(c.hidden));
   g.argmax = std::make_unique<ArgmaxOp>(session, "sampling:op=argmax,vocab=" + s(c.vocab));
 
   // Every kernel of every bucket now (in parallel, through the cache), so no step compiles.
@@ -357,7 +360,8 @@ void GpuBackend::run_graph(int key, const std::function<void()>& step) {
       throw;
     }
     d.check(d.cuStreamEndCapture(g.stream, &graph.graph), "cuStreamEndCapture", "a forward step");
-    d.check(d.cuGraphInstantiateWithFlags(&graph.exec, graph.graph, 0), "cuGraphInstantiateWithFlags", "a forward step");
+    d.check(d.cuGraphInstantiateWithFlags(&graph.exec, graph.graph, 0), "cuGraphInstantiateWithFlags",
+            "a forward step");
     found = g.graphs.emplace(key, graph).first;
   }
   d.check(d.cuGraphLaunch(found->second.exec, g.stream), "cuGraphLaunch", "a forward step");
@@ -407,8 +411,8 @@ void GpuBackend::begin(const ForwardBatch& batch) {
     const auto row = batch.block_table.subspan(size_t(b) * size_t(batch.max_pages), size_t(batch.max_pages));
     std::copy(row.begin(), row.end(), table + std::ptrdiff_t(size_t(b) * stride));
   }
-  const size_t used = batch.sequences() > 0 ? g.block_table.offset + size_t(batch.sequences()) * stride * 4
-                                            : g.block_table.offset;
+  const size_t used =
+      batch.sequences() > 0 ? g.block_table.offset + size_t(batch.sequences()) * stride * 4 : g.block_table.offset;
   const Driver& d = Driver::require_gpu();
   d.check(d.cuMemcpyHtoDAsync(g.batch_device.ptr(), g.batch_host.data(), used, g.stream), "cuMemcpyHtoDAsync",
           "copying a step's batch to the GPU");
@@ -446,15 +450,22 @@ void GpuBackend::rmsnorm(Act out, Act x, std::optional<Act> residual, Norm weigh
 void GpuBackend::gemm(Act out, Act in, Linear weight, Epilogue epilogue) {
   Impl& g = *impl_;
   Impl::Layer& l = g.layers[size_t(weight.layer)];
-  DeviceLinear& w = weight.kind == Linear::kQkv ? l.qkv : weight.kind == Linear::kO ? l.o : weight.kind == Linear::kGateUp ? l.gate_up : l.down;
-  if (epilogue != w.epilogue) throw Error("GPU backend: a gemm's epilogue differs from the one its weight was prepared for");
+  DeviceLinear& w = weight.kind == Linear::kQkv      ? l.qkv
+                    : weight.kind == Linear::kO      ? l.o
+                    : weight.kind == Linear::kGateUp ? l.gate_up
+                                                     : l.down;
+  if (epilogue != w.epilogue)
+    throw Error("GPU backend: a gemm's epilogue differs from the one its weight was prepared for");
   gemm::Args a;
   a.y = g.act(out), a.x = g.act(in), a.qweight = w.weight, a.scales = w.scales.ptr(), a.zeros = w.zeros.ptr();
   a.perm = w.perm.ptr(), a.global_scale = w.global_scale, a.bias = w.bias.ptr(), a.m = g.tokens;
   const int64_t floats = gemm::workspace_floats(w.op->spec(), w.op->config(g.tokens), g.tokens);
   const int64_t counters = gemm::workspace_counters(w.op->spec(), w.op->config(g.tokens), g.tokens);
   a.partial = g.workspace.partial(floats), a.counters = g.workspace.counters(counters);
-  Impl::Timed timed(g, weight.kind == Linear::kQkv ? "gemm qkv" : weight.kind == Linear::kO ? "gemm o" : weight.kind == Linear::kGateUp ? "gemm gate_up" : "gemm down");
+  Impl::Timed timed(g, weight.kind == Linear::kQkv      ? "gemm qkv"
+                       : weight.kind == Linear::kO      ? "gemm o"
+                       : weight.kind == Linear::kGateUp ? "gemm gate_up"
+                                                        : "gemm down");
   w.op->launch(a, g.tokens, g.stream);
 }
 
@@ -534,7 +545,8 @@ void GpuBackend::read_logits(std::span<float> out) {
 
 void GpuBackend::read_argmax(std::span<int32_t> out) {
   Impl& g = *impl_;
-  if (int64_t(out.size()) != g.logit_count) throw Error("GPU backend: read_argmax needs room for exactly one id per row");
+  if (int64_t(out.size()) != g.logit_count)
+    throw Error("GPU backend: read_argmax needs room for exactly one id per row");
   if (g.logit_count > 0) {
     Impl::Timed timed(g, "argmax");
     g.argmax->launch({g.argmax_ids.ptr(), g.logits.ptr(), g.argmax_workspace.ptr(), g.logit_count}, g.logit_count,

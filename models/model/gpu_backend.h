@@ -50,10 +50,10 @@ class GpuBackend final : public Backend {
   // events and timed when the step's logits are read; steps must then run op by op (a captured
   // graph would hold the events). take_profile returns the sums since the last call and resets.
   struct OpTime {
-    std::string op;          // "gemm gate_up", "attention decode", ...
-    bool decode = false;     // from decode-only steps (else steps with a prefill chunk)
+    std::string op;       // "gemm gate_up", "attention decode", ...
+    bool decode = false;  // from decode-only steps (else steps with a prefill chunk)
     int64_t launches = 0;
-    double ms = 0;           // the launches' GPU time, summed
+    double ms = 0;  // the launches' GPU time, summed
   };
   struct Profile {
     std::vector<OpTime> ops;

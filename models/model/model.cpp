@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <chrono>
 
+#include "base/error.h"
 #include "models/model/cpu_backend.h"
 #include "models/model/gpu_backend.h"
 #include "runtime/engine/session.h"
-#include "base/error.h"
 
 namespace onecat::model {
 namespace {
@@ -144,7 +144,8 @@ struct Plan {
 
 }  // namespace
 
-std::vector<std::vector<float>> Model::run(std::span<const Chunk> chunks, bool all_logits, std::vector<int32_t>* argmax) {
+std::vector<std::vector<float>> Model::run(std::span<const Chunk> chunks, bool all_logits,
+                                           std::vector<int32_t>* argmax) {
   const int64_t vocab = config_.vocab;
   if (chunks.empty()) return {};
   if (int64_t(chunks.size()) > options_.max_sequences) {

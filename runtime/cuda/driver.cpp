@@ -41,8 +41,8 @@ Driver* Driver::find() {
     auto* d = new Driver();
     d->lib_ = DynLib::open(kDriverLibrary);
     if (!d->lib_) {
-      unavailable_message() = "no CUDA driver found (" + std::string(kDriverLibrary) + " cannot be loaded: " +
-                              d->lib_.error() + "); install the NVIDIA driver to run kernels";
+      unavailable_message() = "no CUDA driver found (" + std::string(kDriverLibrary) +
+                              " cannot be loaded: " + d->lib_.error() + "); install the NVIDIA driver to run kernels";
       delete d;
       return static_cast<Driver*>(nullptr);
     }
@@ -178,7 +178,8 @@ void use_device(int ordinal) {
 
 DeviceBuffer::DeviceBuffer(size_t bytes) : bytes_(bytes) {
   Driver& d = Driver::require_gpu();
-  d.check(d.cuMemAlloc(&ptr_, bytes == 0 ? 1 : bytes), "cuMemAlloc", "allocating " + human_bytes(bytes) + " on the GPU");
+  d.check(d.cuMemAlloc(&ptr_, bytes == 0 ? 1 : bytes), "cuMemAlloc",
+          "allocating " + human_bytes(bytes) + " on the GPU");
 }
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept

@@ -48,11 +48,12 @@ std::string build(Program& p, const CompileRequest& req, const std::vector<std::
   std::vector<std::string> header_text, header_name;
   for (const auto& h : headers) header_text.emplace_back(h.text), header_name.emplace_back(h.name);
   std::vector<const char*> texts, names;
-  for (size_t i = 0; i < headers.size(); ++i) texts.push_back(header_text[i].c_str()), names.push_back(header_name[i].c_str());
+  for (size_t i = 0; i < headers.size(); ++i)
+    texts.push_back(header_text[i].c_str()), names.push_back(header_name[i].c_str());
   const std::string what = req.spec + " [" + req.config + "] for " + req.arch.name();
   const std::string& source = req.emitted.source;
-  nvrtc.check(nvrtc.nvrtcCreateProgram(&p.prog, source.c_str(), (req.family + ".cu").c_str(),
-                                       int(texts.size()), texts.data(), names.data()),
+  nvrtc.check(nvrtc.nvrtcCreateProgram(&p.prog, source.c_str(), (req.family + ".cu").c_str(), int(texts.size()),
+                                       texts.data(), names.data()),
               "nvrtcCreateProgram", "creating " + what);
   nvrtc.check(nvrtc.nvrtcAddNameExpression(p.prog, req.emitted.kernel_expression.c_str()), "nvrtcAddNameExpression",
               "naming " + req.emitted.kernel_expression);
@@ -61,14 +62,16 @@ std::string build(Program& p, const CompileRequest& req, const std::vector<std::
   int rc = nvrtc.nvrtcCompileProgram(p.prog, int(opts.size()), opts.data());
   std::string log = program_log(nvrtc, p.prog);
   if (rc != 0) {
-    throw Error("NVRTC " + nvrtc.version() + " could not compile " + what + ": " + nvrtc.nvrtcGetErrorString(rc) + "\n" + log);
+    throw Error("NVRTC " + nvrtc.version() + " could not compile " + what + ": " + nvrtc.nvrtcGetErrorString(rc) +
+                "\n" + log);
   }
   return log;
 }
 
 }  // namespace
 
-CompileRequest CompileRequest::make(const Family& family, const std::string& spec, const std::string& config, Arch arch) {
+CompileRequest CompileRequest::make(const Family& family, const std::string& spec, const std::string& config,
+                                    Arch arch) {
   CompileRequest r;
   r.family = std::string(family.name());
   r.spec = family.canonical_spec(spec);
@@ -82,7 +85,8 @@ std::vector<std::string> nvrtc_options(Arch arch) {
   return {"--gpu-architecture=" + arch.name(), "-std=c++17", "--ptxas-options=-v"};
 }
 
-std::string binary_key(const CompileRequest& req, const std::string& nvrtc_version, const std::vector<std::string>& options) {
+std::string binary_key(const CompileRequest& req, const std::string& nvrtc_version,
+                       const std::vector<std::string>& options) {
   Sha256 h;
   h.field("onecat-binary-key-v1").field(req.emitted.source).field(req.emitted.kernel_expression);
   for (const auto& t : templates_included_by(req.emitted.source)) h.field(t.name).field(t.text);
@@ -115,14 +119,15 @@ KernelBinary compile_kernel(const CompileRequest& req, const NvrtcLib& nvrtc) {
 
   KernelBinary b;
   const char* lowered = nullptr;
-  nvrtc.check(nvrtc.nvrtcGetLoweredName(p->prog, req.emitted.kernel_expression.c_str(), &lowered), "nvrtcGetLoweredName",
-              "lowering " + req.emitted.kernel_expression);
+  nvrtc.check(nvrtc.nvrtcGetLoweredName(p->prog, req.emitted.kernel_expression.c_str(), &lowered),
+              "nvrtcGetLoweredName", "lowering " + req.emitted.kernel_expression);
   b.lowered_name = lowered;
   size_t size = 0;
   nvrtc.check(nvrtc.nvrtcGetCUBINSize(p->prog, &size), "nvrtcGetCUBINSize", "reading the cubin of " + req.spec);
   b.cubin.resize(size);
   nvrtc.check(nvrtc.nvrtcGetCUBIN(p->prog, b.cubin.data()), "nvrtcGetCUBIN", "reading the cubin of " + req.spec);
-  debug_log("NVRTC " + nvrtc.version() + " log for " + req.spec + " [" + req.config + "] " + req.arch.name() + ":\n" + log);
+  debug_log("NVRTC " + nvrtc.version() + " log for " + req.spec + " [" + req.config + "] " + req.arch.name() + ":\n" +
+            log);
   b.usage = parse_ptxas_report(log, b.lowered_name);
   b.key = binary_key(req, nvrtc.version(), options);
   b.family = req.family;

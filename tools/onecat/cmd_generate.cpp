@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "base/error.h"
 #include "models/config.h"
 #include "models/model/generate.h"
 #include "models/model/generation_config.h"
@@ -14,7 +15,6 @@
 #include "models/model/model.h"
 #include "models/tokenizer/decode_stream.h"
 #include "models/tokenizer/tokenizer.h"
-#include "base/error.h"
 #include "tools/onecat/commands.h"
 
 namespace onecat::cli {
@@ -68,7 +68,8 @@ void run(const Options& o, bool ids_given, bool text_given) {
   cpu::validate(o.sampling);
   if (o.max_tokens < 1) throw InputError("--max-tokens must be at least 1.");
   const model::Device device = model::parse_device(o.device);
-  if (o.profile && device != model::Device::kCuda) throw InputError("--profile times GPU kernels; it needs --device cuda.");
+  if (o.profile && device != model::Device::kCuda)
+    throw InputError("--profile times GPU kernels; it needs --device cuda.");
   std::optional<tokenizer::Tokenizer> tok;
   if (std::filesystem::exists(std::filesystem::path(o.model) / "tokenizer.json")) {
     tok = tokenizer::Tokenizer::from_hf_directory(o.model);

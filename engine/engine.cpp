@@ -1,0 +1,291 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <span>
+
+#include "base/error.h"
+#include "models/model/forward_batch.h"
+
+namespace onecat::engine {
+
+struct Engine::Seq {
+  int64_t id = 0;
+  Request request;
+  std::vector<int32_t> tokens;  // prompt, then the generated tokens
+  std::vector<int32_t> output;  // the generated tokens
+  int64_t computed = 0;         // leading tokens whose K/V are in `pages`
+  std::vector<int32_t> pages;   // held, in order
+  std::vector<PageKey> keys;    // keys of the leading full computed pages
+  bool greedy = false;          // plain greedy: the backend's argmax serves it
+
+  int64_t pending() const { return int64_t(tokens.size()) - computed; }
+};
+
+Engine::Engine(model::Model& model, const EngineOptions& options)
+    : model_(model),
+      options_(options),
+      blocks_(model.pages().pages(), model.pages().page_size(), options.prefix_caching) {
+  const model::ModelOptions& m = model.options();
+  if (options_.max_num_batched_tokens == 0) options_.max_num_batched_tokens = m.max_batch_tokens;
+  if (options_.max_num_seqs == 0) options_.max_num_seqs = m.max_sequences;
+  if (options_.max_num_batched_tokens < 1 || options.max_num_batched_tokens > m.max_batch_tokens) {
+    throw InputError("max_num_batched_tokens must be 1 to the model's max_batch_tokens (" +
+                     std::to_string(m.max_batch_tokens) + "), got " + std::to_string(options_.max_num_batched_tokens) +
+                     ".");
+  }
+  if (options_.max_num_seqs < 1 || options_.max_num_seqs > m.max_sequences) {
+    throw InputError("max_num_seqs must be 1 to the model's max_sequences (" + std::to_string(m.max_sequences) +
+                     "), got " + std::to_string(options_.max_num_seqs) + ".");
+  }
+  if (model.pages().free_pages() != model.pages().pages()) {
+    throw Error("engine: the model's KV pages are in use by its own sequences");
+  }
+}
+
+Engine::~Engine() = default;
+
+int64_t Engine::add(Request request) {
+  if (request.prompt.empty()) throw InputError("the prompt has no tokens.");
+  if (request.max_tokens < 1) throw InputError("max_tokens must be at least 1.");
+  cpu::validate(request.sampling);
+  const int64_t vocab = model_.config().vocab;
+  for (int32_t id : request.prompt) {
+    if (id < 0 || id >= vocab) {
+      throw InputError("prompt token id " + std::to_string(id) + " is outside the vocabulary (0 to " +
+                       std::to_string(vocab - 1) + ").");
+    }
+  }
+  // The last new token is never fed back, so the cache must hold prompt + max_tokens − 1.
+  const int64_t capacity = blocks_.pages() * blocks_.page_size();
+  if (int64_t(request.prompt.size()) + request.max_tokens - 1 > capacity) {
+    throw InputError("the prompt (" + std::to_string(request.prompt.size()) + " tokens) and max_tokens (" +
+                     std::to_string(request.max_tokens) + ") need more than the KV cache's " +
+                     std::to_string(capacity) + " tokens.");
+  }
+  auto s = std::make_unique<Seq>();
+  s->id = next_id_++;
+  s->tokens = request.prompt;
+  const cpu::SamplingParams& p = request.sampling;
+  s->greedy = p.temperature < cpu::kGreedyTemperature && p.repetition_penalty == 1 && p.presence_penalty == 0 &&
+              p.frequency_penalty == 0 && p.logprobs == 0;
+  s->request = std::move(request);
+  stats_.prompt_tokens += int64_t(s->tokens.size());
+  const int64_t id = s->id;
+  waiting_.push_back(std::move(s));
+  return id;
+}
+
+bool Engine::cancel(int64_t id) {
+  auto cancel_in = [&](auto& list) {
+    for (auto it = list.begin(); it != list.end(); ++it) {
+      if ((*it)->id != id) continue;
+      let_go(**it);
+      list.erase(it);
+      cancelled_.push_back({id, -1, true, "cancelled"});
+      return true;
+    }
+    return false;
+  };
+  return cancel_in(running_) || cancel_in(waiting_);
+}
+
+bool Engine::idle() const { return waiting_.empty() && running_.empty() && cancelled_.empty(); }
+
+void Engine::let_go(Seq& s) {
+  for (int32_t page : s.pages) blocks_.release(page);
+  s.pages.clear();
+  s.keys.clear();
+  s.computed = 0;
+}
+
+void Engine::preempt(Seq& s) {
+  let_go(s);
+  auto it = std::find_if(running_.begin(), running_.end(), [&](const auto& r) { return r.get() == &s; });
+  waiting_.push_front(std::move(*it));
+  running_.erase(it);
+  ++stats_.preemptions;
+}
+
+bool Engine::grow(Seq& s, int64_t length) {
+  const int64_t page = blocks_.page_size();
+  const size_t need = size_t((length + page - 1) / page);
+  const size_t had = s.pages.size();
+  while (s.pages.size() < need) {
+    const std::optional<int32_t> p = blocks_.allocate();
+    if (!p) {
+      while (s.pages.size() > had) blocks_.release(s.pages.back()), s.pages.pop_back();
+      return false;
+    }
+    s.pages.push_back(*p);
+  }
+  return true;
+}
+
+void Engine::admit_prefix(Seq& s) {
+  if (!s.pages.empty() || s.computed != 0) return;
+  // At least the last token is computed, so its logits exist to sample from.
+  const int64_t page = blocks_.page_size();
+  BlockManager::Match m = blocks_.match_prefix(s.tokens, (int64_t(s.tokens.size()) - 1) / page);
+  s.pages = std::move(m.pages);
+  s.keys = std::move(m.keys);
+  s.computed = int64_t(s.pages.size()) * page;
+  stats_.prefix_hit_tokens += s.computed;
+}
+
+void Engine::cache_pages(Seq& s) {
+  const int64_t page = blocks_.page_size();
+  while (int64_t(s.keys.size() + 1) * page <= s.computed) {
+    const size_t index = s.keys.size();
+    const std::span<const int32_t> own(s.tokens.data() + index * size_t(page), size_t(page));
+    s.keys.push_back((index == 0 ? PageKey{} : s.keys.back()).then(own));
+    blocks_.cache_full_page(s.keys.back(), own, s.pages[index]);
+  }
+}
+
+std::vector<Engine::Chunk> Engine::plan() {
+  std::vector<Chunk> chunks;
+  int64_t budget = options_.max_num_batched_tokens;
+  int seqs = options_.max_num_seqs;
+  // Decodes first, oldest first; a decode without a page preempts the latest arrival.
+  for (size_t i = 0; i < running_.size() && budget > 0 && seqs > 0; ++i) {
+    Seq& s = *running_[i];
+    if (s.pending() != 1) continue;
+    bool gone = false;
+    while (!gone && !grow(s, s.computed + 1)) {
+      Seq& victim = *running_.back();
+      gone = &victim == &s;
+      preempt(victim);
+    }
+    if (gone) break;
+    chunks.push_back({&s, 1});
+    --budget, --seqs;
+  }
+  // Then prefill chunks: of running requests, then of new ones while pages last.
+  auto chunk_of = [&](Seq& s) -> int64_t {
+    int64_t n = std::min(s.pending(), budget);
+    while (n > 0 && !grow(s, s.computed + n)) {
+      // As many tokens as the pages it can still get hold.
+      const int64_t page = blocks_.page_size();
+      const int64_t reachable = (int64_t(s.pages.size()) + blocks_.available()) * page - s.computed;
+      n = std::min(n - 1, reachable);
+    }
+    return n;
+  };
+  for (size_t i = 0; i < running_.size() && budget > 0 && seqs > 0; ++i) {
+    Seq& s = *running_[i];
+    if (s.pending() <= 1) continue;
+    const int64_t n = chunk_of(s);
+    if (n <= 0) continue;
+    chunks.push_back({&s, n});
+    budget -= n, --seqs;
+  }
+  while (!waiting_.empty() && budget > 0 && seqs > 0) {
+    Seq& s = *waiting_.front();
+    admit_prefix(s);
+    const int64_t n = chunk_of(s);
+    if (n <= 0) {
+      let_go(s);  // no page for it now: it waits, holding nothing
+      break;
+    }
+    chunks.push_back({&s, n});
+    budget -= n, --seqs;
+    // Running requests stay in arrival order (a preempted one goes back among them).
+    std::unique_ptr<Seq> moved = std::move(waiting_.front());
+    waiting_.pop_front();
+    auto at = std::upper_bound(running_.begin(), running_.end(), moved->id,
+                               [](int64_t id, const auto& r) { return id < r->id; });
+    running_.insert(at, std::move(moved));
+  }
+  return chunks;
+}
+
+std::vector<StepOutput> Engine::step() {
+  std::vector<StepOutput> out = std::move(cancelled_);
+  cancelled_.clear();
+  std::vector<Chunk> chunks = plan();
+  // Nothing could run: every page is held by requests that cannot grow. Let the latest go
+  // (recomputed later) until one can.
+  while (chunks.empty() && !running_.empty()) {
+    preempt(*running_.back());
+    chunks = plan();
+  }
+  if (chunks.empty()) {
+    if (!waiting_.empty()) throw Error("engine: a request cannot get a KV page with nothing running");
+    return out;
+  }
+  ++stats_.steps;
+
+  // The batch: one-token chunks (decodes) first, each chunk's last row for logits.
+  std::stable_partition(chunks.begin(), chunks.end(), [](const Chunk& c) { return c.tokens == 1; });
+  const int page = blocks_.page_size();
+  std::vector<int32_t> ids, positions, slots, cu_q{0}, seq_lens, table, logit_rows;
+  int max_pages = 0, decodes = 0;
+  bool greedy = true;
+  for (const Chunk& c : chunks) {
+    max_pages = std::max(max_pages, int(c.seq->pages.size()));
+    decodes += c.tokens == 1;
+    greedy = greedy && c.seq->greedy;
+  }
+  for (const Chunk& c : chunks) {
+    const Seq& s = *c.seq;
+    for (int64_t t = s.computed; t < s.computed + c.tokens; ++t) {
+      ids.push_back(s.tokens[size_t(t)]);
+      positions.push_back(int32_t(t));
+      slots.push_back(s.pages[size_t(t / page)] * page + int32_t(t % page));
+    }
+    cu_q.push_back(int32_t(ids.size()));
+    logit_rows.push_back(int32_t(ids.size()) - 1);
+    seq_lens.push_back(int32_t(s.computed + c.tokens));
+    std::vector<int32_t> row(size_t(max_pages), 0);
+    std::copy(s.pages.begin(), s.pages.end(), row.begin());
+    table.insert(table.end(), row.begin(), row.end());
+  }
+  model::ForwardBatch batch;
+  batch.token_ids = ids, batch.positions = positions, batch.slot_mapping = slots;
+  batch.decode_sequences = decodes, batch.cu_q = cu_q, batch.seq_lens = seq_lens;
+  batch.block_table = table, batch.max_pages = max_pages, batch.logit_rows = logit_rows;
+
+  const int64_t vocab = model_.config().vocab;
+  std::vector<int32_t> argmax;
+  std::vector<float> logits;
+  if (greedy) {
+    argmax.resize(chunks.size());
+    model_.forward_argmax(batch, argmax);
+  } else {
+    logits.resize(chunks.size() * size_t(vocab));
+    model_.forward(batch, logits);
+  }
+  stats_.computed_tokens += int64_t(ids.size());
+
+  for (size_t k = 0; k < chunks.size(); ++k) {
+    Seq& s = *chunks[k].seq;
+    s.computed += chunks[k].tokens;
+    cache_pages(s);
+    if (s.pending() > 0) continue;  // a prefill chunk short of the prompt's end
+    const Request& r = s.request;
+    const int32_t token = greedy ? argmax[k]
+                                 : cpu::sample(logits.data() + k * size_t(vocab), vocab, r.sampling, r.prompt, s.output,
+                                               uint64_t(s.output.size()))
+                                       .token;
+    s.tokens.push_back(token);
+    s.output.push_back(token);
+    ++stats_.generated_tokens;
+    StepOutput o{s.id, token, false, ""};
+    if (std::find(r.stop_ids.begin(), r.stop_ids.end(), token) != r.stop_ids.end()) {
+      o.finished = true, o.finish_reason = "stop";
+    } else if (int64_t(s.output.size()) >= r.max_tokens) {
+      o.finished = true, o.finish_reason = "length";
+    }
+    out.push_back(o);
+  }
+  // Finished requests let their pages go (their full pages stay in the prefix cache).
+  for (const StepOutput& o : out) {
+    if (!o.finished || o.finish_reason == "cancelled") continue;
+    auto it = std::find_if(running_.begin(), running_.end(), [&](const auto& r) { return r->id == o.id; });
+    let_go(**it);
+    running_.erase(it);
+  }
+  return out;
+}
+
+}  // namespace onecat::engine

@@ -1,0 +1,95 @@
+// The engine (docs/engine.md): many requests through one Model at once. Each step() plans one
+// forward over the running requests — decodes first, then prefill chunks of new or partly
+// prefilled prompts within a token budget and a sequence limit (continuous batching, chunked
+// prefill) — on KV pages from a BlockManager (prefix caching: a prompt's leading full pages
+// already computed by an earlier request are shared, not recomputed), samples each finished
+// chunk's next token and retires requests at a stop id or max_tokens. When pages run out, the
+// latest arrival is preempted: its pages are let go and it is recomputed later from its tokens
+// so far (its output continues where it stopped: sampling is a function of seed and step).
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/block_manager.h"
+#include "models/model/model.h"
+#include "runtime/cpu/sampling.h"
+
+namespace onecat::engine {
+
+struct EngineOptions {
+  int64_t max_num_batched_tokens = 0;  // tokens per step, ≤ the model's max_batch_tokens (0: that)
+  int max_num_seqs = 0;                // sequences per step, ≤ the model's max_sequences (0: that)
+  bool prefix_caching = true;
+};
+
+struct Request {
+  std::vector<int32_t> prompt;
+  cpu::SamplingParams sampling;  // validated by add(); vLLM's defaults (temperature 1); temperature 0: greedy
+  int64_t max_tokens = 16;
+  std::vector<int32_t> stop_ids;  // a generated stop id ends the request (and is its last token)
+};
+
+// What a step produced for one request: its new token, and whether it is done.
+struct StepOutput {
+  int64_t id = 0;
+  int32_t token = -1;  // −1: none (a cancelled request)
+  bool finished = false;
+  std::string finish_reason;  // "stop", "length" or "cancelled" once finished
+};
+
+struct EngineStats {
+  int64_t steps = 0, preemptions = 0;
+  int64_t prompt_tokens = 0;      // prompt tokens of the requests added
+  int64_t prefix_hit_tokens = 0;  // of them, found in the prefix cache instead of computed
+  int64_t computed_tokens = 0;    // tokens run through the model (recomputes included)
+  int64_t generated_tokens = 0;
+};
+
+class Engine {
+ public:
+  // The model's KV pool and step limits bound the engine's; the engine plans every step itself
+  // (Model::forward), so the model's own Sequence helpers must not be used alongside it.
+  Engine(model::Model& model, const EngineOptions& options = {});
+  ~Engine();
+
+  // Queues a request; its id. InputError for an empty prompt, an id outside the vocabulary,
+  // bad sampling settings, max_tokens < 1, or a request the whole KV cache cannot hold.
+  int64_t add(Request request);
+  // Ends a queued or running request now, its pages let go; false when no such request is
+  // unfinished. The next step() reports it finished, reason "cancelled".
+  bool cancel(int64_t id);
+  // No request queued or running (and no cancellation left to report).
+  bool idle() const;
+  // One forward step (nothing when idle): the outputs of the requests it advanced.
+  std::vector<StepOutput> step();
+
+  const EngineStats& stats() const { return stats_; }
+  const BlockManager& blocks() const { return blocks_; }
+
+ private:
+  struct Seq;
+  struct Chunk {
+    Seq* seq;
+    int64_t tokens;
+  };
+  void admit_prefix(Seq& s);
+  bool grow(Seq& s, int64_t length);  // pages for `length` tokens; false (unchanged) if none left
+  void preempt(Seq& s);
+  void let_go(Seq& s);
+  void cache_pages(Seq& s);
+  std::vector<Chunk> plan();
+
+  model::Model& model_;
+  EngineOptions options_;
+  BlockManager blocks_;
+  int64_t next_id_ = 0;
+  std::deque<std::unique_ptr<Seq>> waiting_;   // arrival order, preempted ones in front
+  std::vector<std::unique_ptr<Seq>> running_;  // arrival order
+  std::vector<StepOutput> cancelled_;          // reported by the next step
+  EngineStats stats_;
+};
+
+}  // namespace onecat::engine

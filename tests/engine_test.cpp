@@ -1,0 +1,304 @@
+// The serving engine (engine/) on the CPU backend, whose steps give the same bits whatever the
+// batch (tests/model_forward_test.cpp): many concurrent requests of mixed lengths — chunked
+// prefill, decodes mixed with prefills, preemption forced by a small pool, prefix-cache hits —
+// each produce exactly what generate() produces for them alone; the page accounting returns to
+// zero; the block manager's reference counts, cache and eviction order.
+#include "engine/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "engine/block_manager.h"
+#include "model_test_util.h"
+#include "models/model/generate.h"
+#include "test_util.h"
+
+namespace onecat {
+namespace {
+
+using engine::BlockManager;
+using engine::Engine;
+using engine::EngineOptions;
+using engine::PageKey;
+using engine::Request;
+
+// ---------------------------------------------------------------------------------------------
+// BlockManager
+
+TEST(BlockManager, CountsReferencesAndFreesPages) {
+  BlockManager b(4, 16);
+  std::vector<int32_t> held;
+  for (int i = 0; i < 4; ++i) held.push_back(*b.allocate());
+  EXPECT_FALSE(b.allocate());
+  EXPECT_EQ(b.available(), 0);
+  EXPECT_EQ(b.total_references(), 4);
+  for (int32_t p : held) b.release(p);
+  EXPECT_EQ(b.available(), 4);
+  EXPECT_EQ(b.total_references(), 0);
+  test::expect_throw<Error>([&] { b.release(held[0]); }, {"not held"});
+  test::expect_throw<Error>([&] { b.release(7); }, {"not held"});
+}
+
+TEST(BlockManager, SharesCachedPagesAndEvictsTheLeastRecentlyReleased) {
+  BlockManager b(3, 2);
+  const std::vector<int32_t> a = {1, 2, 3, 4, 5}, c = {1, 2, 9, 9, 5};
+  // Sequence a fills two pages and caches them.
+  const int32_t p0 = *b.allocate(), p1 = *b.allocate();
+  const PageKey k0 = PageKey{}.then(std::span(a).subspan(0, 2)), k1 = k0.then(std::span(a).subspan(2, 2));
+  b.cache_full_page(k0, std::span(a).subspan(0, 2), p0);
+  b.cache_full_page(k1, std::span(a).subspan(2, 2), p1);
+  EXPECT_EQ(b.cached(), 2);
+  // Another sequence with the same first page shares it (held twice), not the second.
+  const BlockManager::Match m = b.match_prefix(c, 2);
+  ASSERT_EQ(m.pages, std::vector<int32_t>{p0});
+  EXPECT_EQ(m.keys, std::vector<PageKey>{k0});
+  EXPECT_EQ(b.total_references(), 3);
+  // At most max_pages, even when more match.
+  const BlockManager::Match one = b.match_prefix(a, 1);
+  EXPECT_EQ(one.pages, std::vector<int32_t>{p0});
+  b.release(p0), b.release(p0), b.release(p0), b.release(p1);
+  EXPECT_EQ(b.total_references(), 0);
+  EXPECT_EQ(b.available(), 3);
+  EXPECT_EQ(b.cached(), 2);  // released pages stay cached
+  EXPECT_EQ(b.match_prefix(a, 2).pages, (std::vector<int32_t>{p0, p1}));
+  b.release(p1), b.release(p0);         // p1 released first: evicted first
+  const int32_t fresh = *b.allocate();  // the never-cached page goes first
+  EXPECT_NE(fresh, p0);
+  EXPECT_NE(fresh, p1);
+  EXPECT_EQ(*b.allocate(), p1);
+  EXPECT_EQ(b.cached(), 1);
+  EXPECT_TRUE(b.match_prefix(a, 2).pages == std::vector<int32_t>{p0});  // p0 still cached, p1 gone
+}
+
+TEST(BlockManager, KeysDependOnEveryEarlierToken) {
+  const std::vector<int32_t> x = {1, 2, 3, 4}, y = {2, 1, 3, 4};
+  const PageKey kx = PageKey{}.then(std::span(x).subspan(0, 2)).then(std::span(x).subspan(2, 2));
+  const PageKey ky = PageKey{}.then(std::span(y).subspan(0, 2)).then(std::span(y).subspan(2, 2));
+  EXPECT_NE(kx, ky);  // same last page, different prefix
+  BlockManager b(2, 2);
+  const int32_t p = *b.allocate();
+  b.cache_full_page(PageKey{}.then(std::span(x).subspan(0, 2)), std::span(x).subspan(0, 2), p);
+  EXPECT_TRUE(b.match_prefix(y, 1).pages.empty());
+  BlockManager off(2, 2, false);
+  const int32_t q = *off.allocate();
+  off.cache_full_page(PageKey{}.then(std::span(x).subspan(0, 2)), std::span(x).subspan(0, 2), q);
+  EXPECT_EQ(off.cached(), 0);
+  EXPECT_TRUE(off.match_prefix(x, 1).pages.empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Engine (checkpoints whose greedy runs do not collapse onto one token, so a wrong K/V shows)
+
+// The model the engine runs: 64 tokens and 8 sequences per step at most.
+ModelOptions engine_model(int64_t kv_cache_tokens = 2048) {
+  ModelOptions o = options(64, kv_cache_tokens);
+  o.max_sequences = 8;
+  return o;
+}
+
+struct Job {
+  std::vector<int32_t> prompt;
+  int64_t max_tokens;
+  cpu::SamplingParams sampling = model::GenerateOptions::greedy();
+};
+
+// What generate() gives each job alone, on a model of its own.
+std::vector<std::vector<int32_t>> alone(const LoadedModel& loaded, const std::vector<Job>& jobs) {
+  Model m(loaded, options(64, 2048));
+  std::vector<std::vector<int32_t>> out;
+  for (const Job& j : jobs) {
+    model::GenerateOptions g;
+    g.max_tokens = j.max_tokens;
+    g.sampling = j.sampling;
+    out.push_back(model::generate(m, j.prompt, g).tokens);
+  }
+  return out;
+}
+
+// Runs every job through one engine at once; each one's tokens, in job order.
+std::vector<std::vector<int32_t>> together(Engine& e, const std::vector<Job>& jobs) {
+  std::map<int64_t, size_t> index;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    Request r;
+    r.prompt = jobs[i].prompt, r.max_tokens = jobs[i].max_tokens, r.sampling = jobs[i].sampling;
+    index[e.add(r)] = i;
+  }
+  std::vector<std::vector<int32_t>> out(jobs.size());
+  std::vector<bool> done(jobs.size(), false);
+  for (int guard = 0; !e.idle(); ++guard) {
+    if (guard > 100000) throw Error("the engine does not finish");
+    for (const engine::StepOutput& o : e.step()) {
+      const size_t i = index.at(o.id);
+      EXPECT_FALSE(done[i]) << "request " << o.id << " reported after it finished";
+      out[i].push_back(o.token);
+      if (o.finished) {
+        done[i] = true;
+        EXPECT_EQ(o.finish_reason, "length");
+      }
+    }
+  }
+  for (size_t i = 0; i < jobs.size(); ++i) EXPECT_TRUE(done[i]) << "job " << i;
+  EXPECT_EQ(e.blocks().total_references(), 0) << "every page let go";
+  return out;
+}
+
+std::vector<Job> mixed_jobs(int64_t vocab, uint32_t seed) {
+  std::vector<Job> jobs;
+  const int64_t lengths[] = {1, 5, 17, 33, 64, 70, 100, 3, 16, 48, 90, 31};
+  for (size_t i = 0; i < std::size(lengths); ++i) {
+    jobs.push_back({random_prompt(lengths[i], vocab, seed + uint32_t(i)), int64_t(4 + (i * 7) % 23)});
+  }
+  return jobs;
+}
+
+TEST(Engine, ConcurrentRequestsGiveWhatEachGivesAlone) {
+  const LoadedModel loaded = load(Checkpoints::of("mistral", "awq4"));
+  const std::vector<Job> jobs = mixed_jobs(loaded.config.vocab, 100);
+  const std::vector<std::vector<int32_t>> want = alone(loaded, jobs);
+  Model m(loaded, engine_model());
+  Engine e(m, {.max_num_batched_tokens = 48, .max_num_seqs = 6});
+  EXPECT_EQ(together(e, jobs), want);
+  EXPECT_EQ(e.stats().preemptions, 0);
+  EXPECT_GT(e.stats().steps, 0);
+  // Several requests shared steps: fewer steps than one request after another would take.
+  int64_t alone_steps = 0;
+  for (const Job& j : jobs) alone_steps += (int64_t(j.prompt.size()) + 47) / 48 + j.max_tokens - 1;
+  EXPECT_LT(e.stats().steps, alone_steps);
+}
+
+TEST(Engine, PreemptionInASmallPoolLosesNothing) {
+  const LoadedModel loaded = load(Checkpoints::of("llama", "fp8"));
+  std::vector<Job> jobs = mixed_jobs(loaded.config.vocab, 200);
+  for (Job& j : jobs) j.max_tokens += 20;  // long enough to outgrow the pool together
+  const std::vector<std::vector<int32_t>> want = alone(loaded, jobs);
+  Model m(loaded, engine_model(160));  // ten pages of 16 tokens
+  Engine e(m, {.max_num_batched_tokens = 64, .max_num_seqs = 8});
+  EXPECT_EQ(together(e, jobs), want);
+  EXPECT_GT(e.stats().preemptions, 0);
+}
+
+TEST(Engine, PrefixCacheServesARepeatedPrompt) {
+  const LoadedModel loaded = load(Checkpoints::of("mistral", "f16"));
+  const std::vector<int32_t> shared = random_prompt(70, loaded.config.vocab, 7);
+  std::vector<int32_t> longer = shared;
+  longer.insert(longer.end(), {3, 1, 4, 1, 5});
+  const std::vector<Job> first = {{shared, 6}}, second = {{shared, 6}, {longer, 9}};
+  const std::vector<std::vector<int32_t>> want = alone(loaded, {first[0], second[1]});
+  Model m(loaded, engine_model());
+  Engine e(m);
+  EXPECT_EQ(together(e, first)[0], want[0]);
+  EXPECT_EQ(e.stats().prefix_hit_tokens, 0);
+  const int64_t computed = e.stats().computed_tokens;
+  const std::vector<std::vector<int32_t>> got = together(e, second);
+  EXPECT_EQ(got[0], want[0]);
+  EXPECT_EQ(got[1], want[1]);
+  // Both found the first 64 tokens (four full pages) cached, and computed only the rest.
+  EXPECT_EQ(e.stats().prefix_hit_tokens, 2 * 64);
+  EXPECT_EQ(e.stats().computed_tokens - computed, (70 - 64 + 5) + (75 - 64 + 8));
+  Model off_model(loaded, engine_model());
+  Engine off(off_model, {.prefix_caching = false});
+  together(off, first);
+  together(off, second);
+  EXPECT_EQ(off.stats().prefix_hit_tokens, 0);
+}
+
+TEST(Engine, SampledRequestsAreReproducibleAndMatchGenerate) {
+  const LoadedModel loaded = load(Checkpoints::of("qwen2", "nvfp4"));
+  std::vector<Job> jobs = mixed_jobs(loaded.config.vocab, 300);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    jobs[i].sampling = {
+        .temperature = 0.9f, .top_k = 40, .top_p = 0.95f, .repetition_penalty = i % 2 ? 1.1f : 1.f, .seed = 1000 + i};
+  }
+  const std::vector<std::vector<int32_t>> want = alone(loaded, jobs);
+  Model m(loaded, engine_model());
+  Engine e(m, {.max_num_batched_tokens = 40, .max_num_seqs = 5});
+  EXPECT_EQ(together(e, jobs), want);
+}
+
+TEST(Engine, CancelLetsThePagesGoAndStopIdsEndRequests) {
+  const LoadedModel loaded = load(Checkpoints::of("llama", "awq4"));
+  const int64_t vocab = loaded.config.vocab;
+  Model m(loaded, engine_model());
+  Engine e(m);
+  Request a, b;
+  a.sampling = b.sampling = model::GenerateOptions::greedy();
+  a.prompt = random_prompt(40, vocab, 1), a.max_tokens = 50;
+  b.prompt = random_prompt(20, vocab, 2), b.max_tokens = 50;
+  const int64_t ia = e.add(a), ib = e.add(b);
+  e.step(), e.step(), e.step();
+  EXPECT_GT(e.blocks().total_references(), 0);
+  EXPECT_TRUE(e.cancel(ia));
+  EXPECT_FALSE(e.cancel(ia));
+  EXPECT_FALSE(e.cancel(12345));
+  const std::vector<engine::StepOutput> out = e.step();
+  ASSERT_FALSE(out.empty());
+  EXPECT_EQ(out[0].id, ia);
+  EXPECT_TRUE(out[0].finished);
+  EXPECT_EQ(out[0].finish_reason, "cancelled");
+  EXPECT_TRUE(e.cancel(ib));
+  e.step();
+  EXPECT_TRUE(e.idle());
+  EXPECT_EQ(e.blocks().total_references(), 0);
+
+  // A stop id ends a request when generated, and is its last token: the first token of a
+  // sampled run that did not occur before it.
+  const cpu::SamplingParams sampled{.temperature = 1.f, .seed = 5};
+  const std::vector<int32_t> free_run = alone(loaded, {{a.prompt, 12, sampled}})[0];
+  size_t first_new = 1;
+  while (first_new < free_run.size() &&
+         std::find(free_run.begin(), free_run.begin() + std::ptrdiff_t(first_new), free_run[first_new]) !=
+             free_run.begin() + std::ptrdiff_t(first_new)) {
+    ++first_new;
+  }
+  ASSERT_LT(first_new, free_run.size()) << "the sampled run repeats one token";
+  Request s = a;
+  s.max_tokens = 12;
+  s.sampling = sampled;
+  s.stop_ids = {free_run[first_new]};
+  const int64_t is = e.add(s);
+  std::vector<int32_t> got;
+  std::string reason;
+  while (!e.idle()) {
+    for (const engine::StepOutput& o : e.step()) {
+      ASSERT_EQ(o.id, is);
+      got.push_back(o.token);
+      if (o.finished) reason = o.finish_reason;
+    }
+  }
+  EXPECT_EQ(reason, "stop");
+  EXPECT_EQ(got, std::vector<int32_t>(free_run.begin(), free_run.begin() + std::ptrdiff_t(first_new) + 1));
+}
+
+TEST(Engine, RefusalsAreOneSentence) {
+  const LoadedModel loaded = load(Checkpoints::of("llama", "f16"));
+  Model m(loaded, engine_model(256));
+  test::expect_throw<InputError>([&] { Engine(m, {.max_num_batched_tokens = 65}); }, {"max_num_batched_tokens", "64"});
+  test::expect_throw<InputError>([&] { Engine(m, {.max_num_seqs = 9}); }, {"max_num_seqs", "8"});
+  Engine e(m);
+  auto refused = [&](Request r, std::initializer_list<std::string_view> needles) {
+    test::expect_throw<InputError>([&] { e.add(r); }, needles);
+  };
+  Request r;
+  refused(r, {"no tokens"});
+  r.prompt = {1, 2, 3};
+  r.max_tokens = 0;
+  refused(r, {"max_tokens"});
+  r.max_tokens = 4;
+  r.prompt = {1, int32_t(loaded.config.vocab)};
+  refused(r, {"outside the vocabulary"});
+  r.prompt = random_prompt(250, loaded.config.vocab, 3);
+  r.max_tokens = 10;
+  refused(r, {"256 tokens"});
+  r.prompt = {1};
+  r.sampling.top_p = 2;
+  refused(r, {"top_p"});
+  EXPECT_TRUE(e.idle());
+}
+
+}  // namespace
+}  // namespace onecat
