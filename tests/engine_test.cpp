@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -298,6 +299,33 @@ TEST(Engine, RefusalsAreOneSentence) {
   r.sampling.top_p = 2;
   refused(r, {"top_p"});
   EXPECT_TRUE(e.idle());
+}
+
+// onecat throughput: every request runs to output_len; the figures are there and consistent.
+TEST(EngineCli, ThroughputReportsEveryRequest) {
+  const std::string dir = Checkpoints::of("llama", "fp8");
+  test::TempDir scratch;
+  test::CommandResult r = test::run_command(std::string(ONECAT_BIN) + " throughput --model " + dir +
+                                                " --num-prompts 7 --input-len 33 --output-len 9 --max-num-seqs 3 "
+                                                "--max-num-batched-tokens 40 --json",
+                                            scratch.path());
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json j = test::parse_json(r);
+  EXPECT_EQ(j["num_prompts"], 7);
+  EXPECT_EQ(j["preemptions"], 0);
+  const double seconds = j["seconds"].get<double>();
+  EXPECT_GT(seconds, 0);
+  EXPECT_NEAR(j["output_tokens_per_second"].get<double>(), 7 * 9 / seconds, 1e-6 * 63 / seconds);
+  EXPECT_NEAR(j["requests_per_second"].get<double>(), 7 / seconds, 1e-6 * 7 / seconds);
+  EXPECT_LE(j["ttft"]["p50_ms"].get<double>(), j["ttft"]["p99_ms"].get<double>());
+  EXPECT_GT(j["tpot"]["p50_ms"].get<double>(), 0);
+  // 7 prompts of 33 tokens at 40 tokens and 3 sequences per step take at least 7·33/40 steps.
+  EXPECT_GE(j["steps"].get<int64_t>(), 7 * 33 / 40 + 8);
+  for (const char* bad : {"--num-prompts 0", "--max-num-seqs 0", "--device tpu"}) {
+    r = test::run_command(std::string(ONECAT_BIN) + " throughput --model " + dir + " " + bad, scratch.path());
+    EXPECT_EQ(r.status, 2) << bad << ": " << r.err;
+    EXPECT_TRUE(test::contains(r.err, "onecat: error: ")) << bad << ": " << r.err;
+  }
 }
 
 }  // namespace

@@ -18,6 +18,7 @@ void add_tune(CLI::App& app);
 void add_chat_template(CLI::App& app);
 void add_text_commands(CLI::App& app);  // tokenize, detokenize
 void add_generate(CLI::App& app);
+void add_throughput(CLI::App& app);  // the engine benchmark
 
 // "1,2,3" → ids; InputError naming `option` and the bad item.
 std::vector<int32_t> parse_ids(const std::string& text, const std::string& option);
