@@ -36,6 +36,8 @@
 #                    (MODEL_CASES: its --cases)
 #   llama-build      bench/llama_peer.sh build (llama.cpp from the carried .llama/, in the background;
 #                    model-bench's llama.cpp part waits for it; LLAMA_TYPES its types)
+#   engine-bench     onecat throughput on model-bench's f16 8B checkpoint: ENGINE_SEQS (default "8 32") requests
+#                    of 1024 + 256 tokens at once -> engine_bench.jsonl
 #   model-bench      bench/model_bench.sh: decode tokens/s vs roofline and llama.cpp -> model_bench.json
 #                    (needs .vocab/ggml-vocab-qwen2.gguf carried)
 #   gemm-bench[@graph]  bench/gemm_bench.sh (the 8B linear set; FORMATS/SHAPES select, SWEEP_MS the
@@ -119,6 +121,11 @@ lane() {  # lane GPU STEPS...
         LLAMA=$([ -n "${llama_pid:-}" ] || [ -x build-llama/cmake/bin/llama-bench ] && echo 1 || echo 0) \
           LLAMA_BUILD_LOG=$([ -n "${llama_pid:-}" ] && echo "$out/llama_build.log") VOCAB_GGUF=$root/.vocab/ggml-vocab-qwen2.gguf \
           OUT=$out timeout "$(left)" bash bench/model_bench.sh "$bin" ;;
+      engine-bench) for n in ${ENGINE_SEQS:-8 32}; do  # after model-bench: its f16 checkpoint and tuned cache
+          ONECAT_CACHE_DIR=build-device/model-qwen3-8b/cache timeout "$(left)" $bin throughput \
+            --model build-device/model-qwen3-8b/f16/checkpoint --device cuda --num-prompts "$n" --input-len 1024 \
+            --output-len 256 --max-num-seqs "$n" --max-num-batched-tokens 2048 --json >>"$out/engine_bench.jsonl"
+        done ;;
       cpu-*) timeout "$(left)" build-device/tests/onecat_tests --gtest_filter="${s#cpu-}" ;;
       host-overhead) timeout "$(left)" build-device/host_overhead "$out/host_overhead.json" ;;
       verify-export) rm -rf build-device/fleet-a build-device/fleet-b build-device/fleet.onecat
