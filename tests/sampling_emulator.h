@@ -64,6 +64,10 @@ template <class T>
 T atomicAdd(T* p, T v) {
   return std::atomic_ref<T>(*p).fetch_add(v);
 }
+template <class T>
+T atomicExch(T* p, T v) {
+  return std::atomic_ref<T>(*p).exchange(v);
+}
 inline unsigned atomicOr(unsigned* p, unsigned v) { return std::atomic_ref<unsigned>(*p).fetch_or(v); }
 inline int atomicCAS(int* p, int expected, int desired) {
   std::atomic_ref<int>(*p).compare_exchange_strong(expected, desired);

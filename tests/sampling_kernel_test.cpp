@@ -174,7 +174,43 @@ void expect_argmax(int64_t rows, uint64_t seed) {
         });
     EXPECT_EQ(compare_argmax(logits, VOCAB, tokens), "");
     for (unsigned c : counters) EXPECT_EQ(c, 0u);
+    if (SPLIT > 1) {
+      for (uint64_t p : partials) EXPECT_EQ(p, 0u);  // the whole workspace is left zero
+    }
   }
+}
+
+// One argmax launch in a shared workspace laid out as sampling::make_call lays it out:
+// partials [rows][SPLIT] first, then the counters.
+template <int VOCAB, int SPLIT>
+void argmax_in_workspace(const std::vector<float>& logits, int64_t rows, std::vector<uint64_t>& workspace) {
+  constexpr int kThreads = 16;
+  std::vector<int> tokens(size_t(rows), -7);
+  auto* partials = reinterpret_cast<unsigned long long*>(workspace.data());
+  auto* counters = reinterpret_cast<unsigned*>(workspace.data() + rows * SPLIT);
+  std::vector<uint64_t> smem((8 * kThreads + 16) / 8);
+  emulated::run_grid(
+      unsigned(rows), SPLIT, kThreads, [&] { std::memset(smem.data(), kGarbage, smem.size() * 8); },
+      [&] {
+        sampling::argmax_body<VOCAB, kThreads, 1, 2, SPLIT>(
+            tokens.data(), logits.data(), partials, counters,
+            *reinterpret_cast<sampling::ArgmaxShared<kThreads>*>(smem.data()));
+      });
+  EXPECT_EQ(compare_argmax(std::vector<float>(logits.begin(), logits.begin() + rows * VOCAB), VOCAB, tokens), "");
+}
+
+// A workspace zeroed once serves launches of other row counts and splits (the engine and the
+// Python binding size it for their largest launch and pass it to every launch): each launch's
+// counters lie where an earlier launch's partials were.
+TEST(SamplingKernel, ArgmaxWorkspaceServesOtherRowCountsAndSplits) {
+  constexpr int kVocab = 3001;
+  const std::vector<float> logits = make_argmax_logits(kVocab, 10, 36);
+  std::vector<uint64_t> workspace(10 * 4 + 10, 0);
+  argmax_in_workspace<kVocab, 4>(logits, 10, workspace);
+  argmax_in_workspace<kVocab, 3>(logits, 7, workspace);
+  argmax_in_workspace<kVocab, 4>(logits, 2, workspace);
+  argmax_in_workspace<kVocab, 2>(logits, 10, workspace);
+  for (uint64_t w : workspace) EXPECT_EQ(w, 0u);
 }
 
 TEST(SamplingKernel, ArgmaxMatchesTheReference) {

@@ -7,13 +7,14 @@
 #include <string>
 #include <string_view>
 
+#include "codegen/common/row_config.h"
 #include "codegen/embedding/spec.h"
 
 namespace onecat::embedding {
 
 struct Config {
-  static constexpr int kMaxCtaThreads = 1024;
-  static constexpr int kMinCtaThreads = 32;
+  static constexpr int kMaxCtaThreads = row_config::kMaxCtaThreads;
+  static constexpr int kMinCtaThreads = row_config::kMinCtaThreads;
   // A thread issues all its loads before its first store (they overlap in flight) and holds
   // them meanwhile: 16 loads of 16 bytes are 64 registers, within sm_70's 255 per thread at
   // any CTA size this family uses.

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "codegen/common/row_config.h"
 #include "codegen/rmsnorm/spec.h"
 
 namespace onecat::rmsnorm {
@@ -15,14 +16,14 @@ struct Config {
   // A thread keeps its share of the row in fp32 registers between the two passes; 64
   // values (64 registers) leaves room for addressing within sm_70's 255 per thread.
   static constexpr int kMaxValuesPerThread = 64;
-  static constexpr int kMaxCtaThreads = 1024;
+  static constexpr int kMaxCtaThreads = row_config::kMaxCtaThreads;
   // 64K 32-bit registers per SM on sm_70 … sm_90: a CTA of T threads gets 65536 / T each
   // (capped at 255); the row may take half of them, the rest is addressing and loop state.
   static constexpr int kRegistersPerSm = 65536;
   static constexpr int kMaxRegistersPerThread = 255;
   // Unrolled loads per thread; beyond this their addresses and predicates crowd out the row.
   static constexpr int kMaxIters = 16;
-  static constexpr int kMinCtaThreads = 32;
+  static constexpr int kMinCtaThreads = row_config::kMinCtaThreads;
 
   int row_threads = 128;
   int vec = 8;

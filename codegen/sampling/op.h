@@ -37,9 +37,10 @@ struct ArgmaxArgs {
 
 // Two hash slots of (id, count) per history entry.
 inline int64_t history_table_bytes(int64_t history_entries) { return 16 * history_entries; }
-// argmax with split > 1: a partial per (row, CTA), then a counter per row that the kernel
-// leaves at 0 (so zero the workspace once, when it is allocated). sample: 0 (its history
-// scratch is Args::history_table).
+// argmax with split > 1: a partial per (row, CTA), then a counter per row. The kernel leaves
+// both at 0, so zero the workspace once, when it is allocated: one workspace of the largest
+// launch's size then serves every launch of the spec, whatever its rows and config.
+// sample: 0 (its history scratch is Args::history_table).
 int64_t workspace_bytes(const Spec& spec, const Config& config, int64_t rows);
 KernelCall make_call(const Spec& spec, const Config& config, const Args& args);
 KernelCall make_call(const Spec& spec, const Config& config, const ArgmaxArgs& args);

@@ -370,6 +370,16 @@ void require_aligned(const ArrayView& v, int bytes, Arg arg) {
   }
 }
 
+ArrayView cuda_array(py::handle obj, DType dtype, size_t ndim, Arg arg, int device) {
+  ArrayView v = view_of(obj, arg);
+  require_cuda(v, arg);
+  require_dtype(v, dtype, arg);
+  if (ndim) require_ndim(v, ndim, arg);
+  require_contiguous(v, arg);
+  require_same_device(v, device, arg);
+  return v;
+}
+
 }  // namespace onecat::python
 
 namespace onecat::python {

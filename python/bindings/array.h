@@ -56,6 +56,10 @@ void require_shape(const ArrayView& v, const std::vector<int64_t>& shape, Arg ar
 void require_same_device(const ArrayView& v, int device, Arg arg);
 void require_aligned(const ArrayView& v, int bytes, Arg arg);
 
+// The checks most kernel arguments take, in this order: an array (view_of), on a GPU, of
+// `dtype`, with `ndim` dimensions (0: any), contiguous, on `device` (−1: any).
+ArrayView cuda_array(py::handle obj, DType dtype, size_t ndim, Arg arg, int device);
+
 // After every other check (so a bad argument is reported before any driver call): finds the
 // device of arrays whose interface does not name it, checks that all are on one GPU, and
 // returns it (−1 when none is known, e.g. without a GPU).

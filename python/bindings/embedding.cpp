@@ -1,12 +1,15 @@
 // embedding bindings: out[t] = table[ids[t] − vocab_start], a zero row for an id outside the
 // table's slice (codegen/embedding, docs/embedding.md).
+#include <array>
 #include <climits>
+#include <map>
 
 #include "base/error.h"
 #include "codegen/embedding/emit.h"
 #include "codegen/embedding/op.h"
 #include "python/bindings/array.h"
 #include "python/bindings/families.h"
+#include "python/bindings/prepared.h"
 #include "python/bindings/runtime.h"
 
 namespace onecat::python {
@@ -24,54 +27,38 @@ std::string spec_for(int64_t vocab, int64_t hidden) {
   }
 }
 
-ArrayView cuda_array(py::handle obj, DType dtype, size_t ndim, const char* name, int device) {
-  const Arg arg{kOp, name};
-  ArrayView v = view_of(obj, arg);
-  require_cuda(v, arg);
-  require_dtype(v, dtype, arg);
-  require_ndim(v, ndim, arg);
-  require_contiguous(v, arg);
-  require_same_device(v, device, arg);
-  return v;
+using Shape = PreparedShape<embedding::Spec, embedding::Config, embedding::Args>;
+
+Shape& prepared(int64_t vocab, int64_t hidden) {
+  using Key = std::array<int64_t, 2>;
+  static auto* table = new std::map<Key, Shape>();  // never destroyed, like the Session
+  return prepared_shape(*table, Key{vocab, hidden}, [&] { return spec_for(vocab, hidden); });
 }
 
 // kernel_spec/config: set when a compiled kernel (onecat.compile) is called; empty to dispatch.
 void embedding_op(py::handle out, py::handle table, py::handle ids, int64_t vocab_start, uintptr_t stream,
                   const std::string& kernel_spec, const std::string& config) {
-  ArrayView tv = cuda_array(table, DType::kFloat16, 2, "table", -1);
-  ArrayView iv = cuda_array(ids, DType::kInt32, 1, "ids", tv.device);
+  ArrayView tv = cuda_array(table, DType::kFloat16, 2, {kOp, "table"}, -1);
+  ArrayView iv = cuda_array(ids, DType::kInt32, 1, {kOp, "ids"}, tv.device);
   const int64_t vocab = tv.shape[0], hidden = tv.shape[1], tokens = iv.shape[0];
-  ArrayView ov = cuda_array(out, DType::kFloat16, 2, "out", tv.device);
+  ArrayView ov = cuda_array(out, DType::kFloat16, 2, {kOp, "out"}, tv.device);
   require_shape(ov, {tokens, hidden}, {kOp, "out"});
   if (vocab_start < 0 || vocab_start > INT_MAX) {
     throw py::value_error(std::string(kOp) + ": vocab_start must be in [0, 2^31 - 1], got " +
                           std::to_string(vocab_start));
   }
   if (tokens > INT_MAX) throw py::value_error(std::string(kOp) + ": more than 2^31 - 1 ids");
-  const std::string spec = spec_for(vocab, hidden);
-  if (!kernel_spec.empty() && kernel_spec != spec) {
-    throw py::value_error(std::string(kOp) + ": this kernel is " + kernel_spec + " but the arguments need " + spec);
-  }
+  Shape& p = prepared(vocab, hidden);
+  p.check_kernel_spec(kernel_spec, kOp);
   const int device = resolve_devices({{&tv, {kOp, "table"}}, {&iv, {kOp, "ids"}}, {&ov, {kOp, "out"}}});
-  Runtime& rt = Runtime::get();
-  rt.use_gpu(device);
+  Runtime::get().use_gpu(device);
   if (tokens == 0) return;
-  const LoadedKernel* kernel;
-  std::string chosen = config;
-  if (config.empty()) {
-    const DispatchEntry& e = rt.kernel_for(spec, tokens);
-    kernel = e.kernel;
-    chosen = e.config;
-  } else {
-    kernel = &rt.kernel_with_config(spec, config);
-  }
-  const embedding::Spec s = embedding::Spec::parse(spec);
-  const embedding::Config c = embedding::Config::parse(s, chosen);
-  const int align = embedding::pointer_alignment(c);
+  const Shape::Chosen k = p.choose(tokens, config);
+  const int align = embedding::pointer_alignment(k.config);
   require_aligned(tv, align, {kOp, "table"});
   require_aligned(ov, align, {kOp, "out"});
   const embedding::Args a{ov.data, tv.data, iv.data, vocab_start, tokens};
-  launch(*kernel, embedding::make_call(s, c, a), as_stream(stream));
+  launch(*k.kernel, embedding::make_call(k.spec, k.config, a), as_stream(stream));
 }
 
 }  // namespace

@@ -5,8 +5,10 @@
 
 #include <pybind11/stl.h>
 
+#include <array>
 #include <climits>
 #include <cmath>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -16,6 +18,7 @@
 #include "python/bindings/array.h"
 #include "python/bindings/families.h"
 #include "python/bindings/kv_cache.h"
+#include "python/bindings/prepared.h"
 #include "python/bindings/runtime.h"
 
 namespace onecat::python {
@@ -24,17 +27,6 @@ namespace {
 constexpr const char* kOp = "onecat.rope";
 // Paged caches are written in chunks of up to 16 bytes, as attention's kernels read them.
 constexpr int kCacheAlignment = 16;
-
-ArrayView cuda_array(py::handle obj, DType dtype, size_t ndim, const char* name, int device) {
-  const Arg arg{kOp, name};
-  ArrayView v = view_of(obj, arg);
-  require_cuda(v, arg);
-  require_dtype(v, dtype, arg);
-  if (ndim) require_ndim(v, ndim, arg);
-  require_contiguous(v, arg);
-  require_same_device(v, device, arg);
-  return v;
-}
 
 std::string spec_for(int64_t heads, int64_t kv_heads, int64_t dim, bool qk_norm, int64_t page, const std::string& kv,
                      const std::string& kv_scale) {
@@ -49,6 +41,21 @@ std::string spec_for(int64_t heads, int64_t kv_heads, int64_t dim, bool qk_norm,
   }
 }
 
+using Shape = PreparedShape<rope::Spec, rope::Config, rope::Args>;
+
+int kv_code(const std::string& text) { return text == "f16" ? 0 : text == "e4m3" ? 1 : text == "e5m2" ? 2 : 3; }
+int kv_scale_code(const std::string& text) {
+  return text == "none" ? 0 : text == "tensor" ? 1 : text == "head" ? 2 : 3;
+}
+
+Shape& prepared(int64_t heads, int64_t kv_heads, int64_t dim, bool qk_norm, int64_t page, const std::string& kv,
+                const std::string& kv_scale) {
+  using Key = std::array<int64_t, 7>;
+  static auto* table = new std::map<Key, Shape>();  // never destroyed, like the Session
+  const Key key{heads, kv_heads, dim, qk_norm ? 1 : 0, page, kv_code(kv), kv_scale_code(kv_scale)};
+  return prepared_shape(*table, key, [&] { return spec_for(heads, kv_heads, dim, qk_norm, page, kv, kv_scale); });
+}
+
 // q: fp16 [tokens, heads, dim] (written); k, v: fp16 [tokens, kv_heads, dim] (dense) or None
 // with k_cache/v_cache [pages, kv_heads, page, dim] and slot_mapping int32 [tokens] (pages).
 void rope_op(py::handle q, py::handle k, py::handle v, py::handle qkv, py::handle positions, py::handle inv_freq,
@@ -56,7 +63,7 @@ void rope_op(py::handle q, py::handle k, py::handle v, py::handle qkv, py::handl
              py::handle v_cache, py::handle slot_mapping, py::handle k_scale, py::handle v_scale, const std::string& kv,
              uintptr_t stream, const std::string& kernel_spec, const std::string& config) {
   const std::string label = kOp;
-  ArrayView qv = cuda_array(q, DType::kFloat16, 3, "q", -1);
+  ArrayView qv = cuda_array(q, DType::kFloat16, 3, {kOp, "q"}, -1);
   const int64_t tokens = qv.shape[0], heads = qv.shape[1], dim = qv.shape[2];
   const bool paged = !k_cache.is_none();
   Caches c;
@@ -73,7 +80,7 @@ void rope_op(py::handle q, py::handle k, py::handle v, py::handle qkv, py::handl
                             ", got " + c.k.shape_text());
     }
     if (slot_mapping.is_none()) throw py::value_error(label + ": slot_mapping is required with k_cache and v_cache");
-    sv = cuda_array(slot_mapping, DType::kInt32, 1, "slot_mapping", qv.device);
+    sv = cuda_array(slot_mapping, DType::kInt32, 1, {kOp, "slot_mapping"}, qv.device);
     require_shape(sv, {tokens}, {kOp, "slot_mapping"});
   } else {
     if (k.is_none() || v.is_none())
@@ -81,39 +88,37 @@ void rope_op(py::handle q, py::handle k, py::handle v, py::handle qkv, py::handl
     if (!slot_mapping.is_none() || !k_scale.is_none() || !v_scale.is_none() || (!kv.empty() && kv != "f16")) {
       throw py::value_error(label + ": slot_mapping, k_scale, v_scale and kv are for k_cache/v_cache only");
     }
-    kd = cuda_array(k, DType::kFloat16, 3, "k", qv.device);
+    kd = cuda_array(k, DType::kFloat16, 3, {kOp, "k"}, qv.device);
     kv_heads = kd.shape[1];
     require_shape(kd, {tokens, kv_heads, dim}, {kOp, "k"});
-    vd = cuda_array(v, DType::kFloat16, 3, "v", qv.device);
+    vd = cuda_array(v, DType::kFloat16, 3, {kOp, "v"}, qv.device);
     require_shape(vd, kd.shape, {kOp, "v"});
   }
-  ArrayView xv = cuda_array(qkv, DType::kFloat16, 0, "qkv", qv.device);
+  ArrayView xv = cuda_array(qkv, DType::kFloat16, 0, {kOp, "qkv"}, qv.device);
   const int64_t width = (heads + 2 * kv_heads) * dim;
   if (xv.shape.empty() || xv.shape[0] != tokens || xv.numel() != tokens * width) {
     throw py::value_error(label + ": qkv must hold " + std::to_string(tokens) + " rows of (" + std::to_string(heads) +
                           " + 2·" + std::to_string(kv_heads) + ") heads of " + std::to_string(dim) + " values, got " +
                           xv.shape_text());
   }
-  ArrayView pv = cuda_array(positions, DType::kInt32, 1, "positions", qv.device);
+  ArrayView pv = cuda_array(positions, DType::kInt32, 1, {kOp, "positions"}, qv.device);
   require_shape(pv, {tokens}, {kOp, "positions"});
-  ArrayView fv = cuda_array(inv_freq, DType::kFloat32, 1, "inv_freq", qv.device);
+  ArrayView fv = cuda_array(inv_freq, DType::kFloat32, 1, {kOp, "inv_freq"}, qv.device);
   require_shape(fv, {dim / 2}, {kOp, "inv_freq"});
   if (q_norm.is_none() != k_norm.is_none()) throw py::value_error(label + ": pass q_norm and k_norm together");
   const bool qk_norm = !q_norm.is_none();
   ArrayView qn, kn;
   if (qk_norm) {
-    qn = cuda_array(q_norm, DType::kFloat16, 1, "q_norm", qv.device);
+    qn = cuda_array(q_norm, DType::kFloat16, 1, {kOp, "q_norm"}, qv.device);
     require_shape(qn, {dim}, {kOp, "q_norm"});
-    kn = cuda_array(k_norm, DType::kFloat16, 1, "k_norm", qv.device);
+    kn = cuda_array(k_norm, DType::kFloat16, 1, {kOp, "k_norm"}, qv.device);
     require_shape(kn, {dim}, {kOp, "k_norm"});
   }
   if (!std::isfinite(attention_factor)) throw py::value_error(label + ": attention_factor must be finite");
   if (!(eps >= 0) || !std::isfinite(eps)) throw py::value_error(label + ": eps must be a finite number ≥ 0");
   if (tokens > INT_MAX) throw py::value_error(label + ": more than 2^31 - 1 tokens");
-  const std::string spec = spec_for(heads, kv_heads, dim, qk_norm, page, paged ? c.kv : "f16", kv_scale);
-  if (!kernel_spec.empty() && kernel_spec != spec) {
-    throw py::value_error(label + ": this kernel is " + kernel_spec + " but the arguments need " + spec);
-  }
+  Shape& p = prepared(heads, kv_heads, dim, qk_norm, page, paged ? c.kv : "f16", kv_scale);
+  p.check_kernel_spec(kernel_spec, label);
   const bool fp8 = paged && c.kv != "f16";
   const int device = resolve_devices({{&qv, {kOp, "q"}},
                                       {&xv, {kOp, "qkv"}},
@@ -128,21 +133,10 @@ void rope_op(py::handle q, py::handle k, py::handle v, py::handle qkv, py::handl
                                       {paged ? &sv : nullptr, {kOp, "slot_mapping"}},
                                       {fp8 ? &ks : nullptr, {kOp, "k_scale"}},
                                       {fp8 ? &vs : nullptr, {kOp, "v_scale"}}});
-  Runtime& rt = Runtime::get();
-  rt.use_gpu(device);
+  Runtime::get().use_gpu(device);
   if (tokens == 0) return;
-  const LoadedKernel* kernel;
-  std::string chosen = config;
-  if (config.empty()) {
-    const DispatchEntry& e = rt.kernel_for(spec, tokens);
-    kernel = e.kernel;
-    chosen = e.config;
-  } else {
-    kernel = &rt.kernel_with_config(spec, config);
-  }
-  const rope::Spec s = rope::Spec::parse(spec);
-  const rope::Config cfg = rope::Config::parse(s, chosen);
-  const int align = rope::pointer_alignment(cfg);
+  const Shape::Chosen chosen = p.choose(tokens, config);
+  const int align = rope::pointer_alignment(chosen.config);
   require_aligned(xv, align, {kOp, "qkv"});
   require_aligned(qv, align, {kOp, "q"});
   if (qk_norm) require_aligned(qn, align, {kOp, "q_norm"}), require_aligned(kn, align, {kOp, "k_norm"});
@@ -156,7 +150,7 @@ void rope_op(py::handle q, py::handle k, py::handle v, py::handle qkv, py::handl
   a.q_norm = qk_norm ? qn.data : 0, a.k_norm = qk_norm ? kn.data : 0, a.eps = float(eps), a.q = qv.data;
   a.k = paged ? c.k.data : kd.data, a.v = paged ? c.v.data : vd.data, a.slot_mapping = paged ? sv.data : 0;
   a.k_scale = fp8 ? ks.data : 0, a.v_scale = fp8 ? vs.data : 0, a.tokens = tokens;
-  launch(*kernel, rope::make_call(s, cfg, a), as_stream(stream));
+  launch(*chosen.kernel, rope::make_call(chosen.spec, chosen.config, a), as_stream(stream));
 }
 
 // transformers' inverse frequencies and attention factor (cpu::rope_table); ValueError for bad

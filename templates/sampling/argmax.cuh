@@ -1,8 +1,8 @@
 // Greedy decoding of many rows at once: tokens[r] = the lowest id among the maxima of
 // logits[r][0, VOCAB) (NaN never wins; a row of NaN and −inf gives 0), as cpu::argmax.
 // SPLIT CTAs share a row (grid x: rows, y: SPLIT), each reducing a contiguous chunk to one packed (key, id); the last
-// of them to finish (a counter per row, left at 0 again) takes the maximum of the SPLIT
-// partials. The maximum of packed values does not depend on the order, so the result is
+// of them to finish (a counter per row) takes the maximum of the SPLIT partials, leaving
+// counters and partials at 0 again. The maximum of packed values does not depend on the order, so the result is
 // the same however the CTAs are scheduled. VEC floats per load (VEC = 4 needs VOCAB % 4 == 0,
 // so every row starts 16-byte aligned); UNROLL loads in flight per thread.
 #pragma once
@@ -84,7 +84,10 @@ ONECAT_SAMPLING_UNROLL
       __threadfence();
       u64 all = 0;
       for (int s = 0; s < SPLIT; ++s) {
-        const u64 p = atomicAdd(partials + (long long)row * SPLIT + s, 0ull);  // a coherent read
+        // A coherent read that leaves the partial 0: the whole workspace is zero after every
+        // launch, so a later launch with other rows or another split (whose counters lie
+        // where these partials were) finds its counters at 0.
+        const u64 p = atomicExch(partials + (long long)row * SPLIT + s, 0ull);
         all = p > all ? p : all;
       }
       tokens[row] = all == 0 ? 0 : packed_id(all);
