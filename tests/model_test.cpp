@@ -348,7 +348,7 @@ TEST(ModelQuant, Fp8Block32Ue8m0) {
   EXPECT_EQ(q.block_k, 32);
   EXPECT_EQ(q.group_size, 32);
   EXPECT_TRUE(q.ue8m0_scales);
-  // DeepSeek-V3.1's config: 128-blocks with UE8M0 scales stay fp8b128.
+  // DeepSeek-V3.2's and V4's configs: 128-blocks with UE8M0 scales stay fp8b128.
   q = parse_quant({{"quant_method", "fp8"}, {"weight_block_size", {128, 128}}, {"scale_fmt", "ue8m0"}});
   EXPECT_EQ(q.block_k, 128);
   EXPECT_TRUE(q.ue8m0_scales);
