@@ -330,6 +330,13 @@ def random_codes(fmt, n, k, rng):
         codes = mag | (rng.integers(0, 2, (n, k), dtype=np.uint8) << 7)
         scale = np.full((-(-n // 128), -(-k // 128)), 1 / (4 * np.sqrt(k)), np.float32)
         return {"weight": Raw("F8_E4M3", (n, k), codes), "weight_scale_inv": scale}
+    if fmt == "fp8-b32":  # the same E4M3 codes, 32×32 block exponents 2^e ≈ 1/(4 √K) as F8_E8M0 bytes
+        mag = rng.integers(0, 0x58, (n, k), dtype=np.uint8)
+        codes = mag | (rng.integers(0, 2, (n, k), dtype=np.uint8) << 7)
+        e = int(np.floor(np.log2(1 / (4 * np.sqrt(k)))))
+        shape = (-(-n // 32), k // 32)
+        return {"weight": Raw("F8_E4M3", (n, k), codes), "weight_scale_inv": Raw("F8_E8M0", shape,
+                                                                                 np.full(shape, e + 127, np.uint8))}
     if fmt == "nvfp4":  # E2M1 codes (spread ≈ 3), block scales 1.0 (E4M3 0x38), one global scale
         return {"weight": rng.integers(0, 256, (n, k // 2), dtype=np.uint8),
                 "weight_scale": Raw("F8_E4M3", (n, k // 16), np.full((n, k // 16), 0x38, np.uint8)),
@@ -338,7 +345,7 @@ def random_codes(fmt, n, k, rng):
         e = int(np.floor(np.log2(1 / (3 * np.sqrt(k)))))
         return {"blocks": rng.integers(0, 256, (n, k // 32, 16), dtype=np.uint8),
                 "scales": np.full((n, k // 32), e + 127, np.uint8)}
-    sys.exit(f"--random-codes: no random codes for format {fmt} (awq4, gptq4, fp8, nvfp4, mxfp4)")
+    sys.exit(f"--random-codes: no random codes for format {fmt} (awq4, gptq4, fp8, fp8-b32, nvfp4, mxfp4)")
 
 
 def quantization_config(fmt):
