@@ -135,10 +135,28 @@ QuantConfig parse_quantization_config(const json& q, const std::string& origin) 
       f.fail("weight_block_size", "must be a list of two integers [block_n, block_k]");
     }
     const int64_t bn = b[0].get<int64_t>(), bk = b[1].get<int64_t>();
-    if (bn != 128 || bk != 128) {
-      f.fail("weight_block_size", "is [" + std::to_string(bn) + ", " + std::to_string(bk) + "], but only [128, 128] blocks are supported");
+    // [128, 128] is DeepSeek-V3's block (gemm format fp8b128); [32, 32] is gemm format fp8b32,
+    // whose one exponent per 32×32 block the weight_scale_inv of such a checkpoint is exactly.
+    // MXFP8's one scale per row and 32 columns ([1, 32]) has no onecat format: fp8b32 shares
+    // one scale across 32 rows.
+    if ((bn != 128 || bk != 128) && (bn != 32 || bk != 32)) {
+      f.fail("weight_block_size", "is [" + std::to_string(bn) + ", " + std::to_string(bk) +
+                                      "], but only [128, 128] and [32, 32] blocks are supported");
     }
-    c = {QuantConfig::kFp8Block, 8, 128, false, true, 128, 128};
+    c = {QuantConfig::kFp8Block, 8, int(bk), false, true, int(bn), int(bk)};
+    if (f.has("scale_fmt")) {
+      const std::string fmt = lower(f.string("scale_fmt"));
+      if (fmt != "ue8m0" && fmt != "float") {
+        f.fail("scale_fmt", "is \"" + f.string("scale_fmt") +
+                                "\", but only \"ue8m0\" (power-of-two scales) and \"float\" are supported");
+      }
+      c.ue8m0_scales = fmt == "ue8m0";
+    }
+    if (bn == 32 && !c.ue8m0_scales) {
+      f.fail("weight_block_size",
+             "is [32, 32] but scale_fmt is not \"ue8m0\", and onecat's block-32 format (fp8b32) holds only "
+             "power-of-two (UE8M0) scales");
+    }
   } else if (method == "fbgemm_fp8") {
     // FBGEMM FP8 (transformers' FbgemmFp8Config): E4M3 weights with one f32 scale per output row.
     c = {QuantConfig::kFp8Block, 8, 0, false, true, 0, 0};

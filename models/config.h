@@ -21,6 +21,9 @@ struct QuantConfig {
   bool desc_act = false;  // gptq act-order
   bool sym = true;        // gptq sym; awq: !zero_point
   int block_n = 0, block_k = 0;  // fp8: weight_block_size; both 0 for per-channel scales (fbgemm_fp8)
+  // fp8 blocks: scale_fmt "ue8m0" (transformers' FineGrainedFP8Config): weight_scale_inv may hold
+  // UE8M0 exponent bytes (F8_E8M0 or U8) as well as float powers of two.
+  bool ue8m0_scales = false;
   friend bool operator==(const QuantConfig&, const QuantConfig&) = default;
 };
 

@@ -35,7 +35,8 @@ WeightFmt weight_format(const QuantConfig& q) {
     case QuantConfig::kNone: return {"f16", 0, false};
     case QuantConfig::kAwq: return {"awq4", q.group_size, false};
     case QuantConfig::kGptq: return {"gptq4", q.group_size, q.desc_act};
-    case QuantConfig::kFp8Block: return {"fp8b128", q.block_k, false};  // block_k 0: per-channel scales
+    case QuantConfig::kFp8Block:  // block_k 0: per-channel scales
+      return q.block_k == 32 ? WeightFmt{"fp8b32", 32, false} : WeightFmt{"fp8b128", q.block_k, false};
     case QuantConfig::kNvfp4: return {"nvfp4", 16, false};
     case QuantConfig::kMxfp4: return {"mxfp4", 32, false};
   }
@@ -159,12 +160,14 @@ class Planner {
       fail("moe_intermediate/tp", m_.moe_intermediate / tp_,
            "is not a multiple of the " + w_.fmt + " group " + s(w_.group) + " (a group would straddle two ranks)");
     }
-    // fp8 128×128 blocks: a rank's slice must hold whole scale blocks along the sharded dimension.
+    // fp8 blocks (128×128 or 32×32): a rank's slice must hold whole scale blocks along the sharded dimension.
     if (m_.quant.method == QuantConfig::kFp8Block && m_.quant.block_n > 0 && tp_ > 1) {
       const int64_t b = m_.quant.block_n;
-      if ((m_.heads / tp_ * m_.head_dim) % b != 0) fail("heads*head_dim/tp", m_.heads / tp_ * m_.head_dim, "is not a multiple of the fp8 block 128");
-      if (m_.kv_heads >= tp_ && (m_.kv_heads / tp_ * m_.head_dim) % b != 0) fail("kv_heads*head_dim/tp", m_.kv_heads / tp_ * m_.head_dim, "is not a multiple of the fp8 block 128");
-      if (!m_.is_moe() && (m_.intermediate / tp_) % b != 0) fail("intermediate/tp", m_.intermediate / tp_, "is not a multiple of the fp8 block 128");
+      const std::string block = "is not a multiple of the fp8 block " + s(b);
+      if ((m_.heads / tp_ * m_.head_dim) % b != 0) fail("heads*head_dim/tp", m_.heads / tp_ * m_.head_dim, block);
+      if (m_.kv_heads >= tp_ && (m_.kv_heads / tp_ * m_.head_dim) % b != 0)
+        fail("kv_heads*head_dim/tp", m_.kv_heads / tp_ * m_.head_dim, block);
+      if (!m_.is_moe() && (m_.intermediate / tp_) % b != 0) fail("intermediate/tp", m_.intermediate / tp_, block);
     }
   }
 

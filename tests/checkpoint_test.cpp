@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/e4m3.h"
 #include "base/error.h"
 #include "base/half.h"
 #include "models/checkpoint/linear.h"
@@ -111,7 +112,8 @@ std::string case_name(const testing::TestParamInfo<Case>& info) {
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
   for (const char* arch : {"llama", "mistral", "qwen2", "qwen3"}) {
-    for (const char* fmt : {"f16", "bf16", "awq4", "gptq4", "gptq4-act", "fp8", "fp8-channel", "nvfp4", "mxfp4"})
+    for (const char* fmt : {"f16", "bf16", "awq4", "gptq4", "gptq4-act", "fp8", "fp8-channel", "fp8-b32", "fp8-b32-f32",
+                            "nvfp4", "mxfp4"})
       cases.push_back({arch, fmt});
   }
   return cases;
@@ -121,6 +123,7 @@ WeightFormat expected_format(const std::string& fmt) {
   if (fmt == "awq4") return WeightFormat::kAwq4;
   if (fmt == "gptq4" || fmt == "gptq4-act") return WeightFormat::kGptq4;
   if (fmt == "fp8" || fmt == "fp8-channel") return WeightFormat::kFp8B128;
+  if (fmt == "fp8-b32" || fmt == "fp8-b32-f32") return WeightFormat::kFp8B32;
   if (fmt == "nvfp4") return WeightFormat::kNvfp4;
   if (fmt == "mxfp4") return WeightFormat::kMxfp4;
   return WeightFormat::kF16;
@@ -154,7 +157,10 @@ TEST_P(LoadTiny, ShapesFusionAndExactWeights) {
                 "post_attention_layernorm");
 
     EXPECT_EQ(l.qkv.format, expected_format(c.format));
-    EXPECT_EQ(l.qkv.group, c.format == "fp8-channel" ? 0 : c.format == "fp8" ? 128 : l.qkv.group);
+    EXPECT_EQ(l.qkv.group, c.format == "fp8-channel"                            ? 0
+                           : c.format == "fp8"                                  ? 128
+                           : c.format == "fp8-b32" || c.format == "fp8-b32-f32" ? 32
+                                                                                : l.qkv.group);
     EXPECT_EQ(l.qkv.n, q_rows + 2 * kv_rows);
     EXPECT_EQ(l.qkv.k, cfg.hidden);
     expect_same(
@@ -270,6 +276,16 @@ std::vector<BadCase> bad_cases() {
       {"nan-nvfp4-block-scale",
        {"{dir}/model.safetensors", "model.layers.0.mlp.gate_proj", "weight_scale[2][3]", "E4M3 NaN"}},
       {"bf16-overflow", {"{dir}/model.safetensors", "model.layers.1.mlp.up_proj.weight[0][5]", "beyond fp16's range"}},
+      {"nan-fp8-b32-scale",
+       {"{dir}/model.safetensors", "model.layers.0.self_attn.o_proj.weight_scale_inv[1][2]", "UE8M0 NaN byte 255"}},
+      {"fp8-b32-scale-out-of-range",
+       {"{dir}/model.safetensors", "model.layers.0.self_attn.o_proj.weight_scale_inv[1][2]", "2^-20", "[-14, 7]"}},
+      {"fp8-b32-scale-not-power-of-two",
+       {"{dir}/model.safetensors", "model.layers.1.mlp.gate_proj.weight_scale_inv[3][4]", "not a power of two"}},
+      {"fp8-b32-wrong-scale-shape",
+       {"{dir}/model.safetensors", "model.layers.0.mlp.down_proj.weight_scale_inv", "[2, 2]", "[8, 8]",
+        "32×32 blocks"}},
+      {"fp8-b32-without-ue8m0", {"{dir}/config.json", "quantization_config.weight_block_size", "[32, 32]", "ue8m0"}},
   };
 }
 
@@ -422,6 +438,55 @@ TEST(TensorValues, Bf16ToF16RoundsAndRefusesOverflow) {
   test::expect_throw<InputError>([&] { models::read_f16(bf16_tensor(inf)); }, {"tensor w[0]", "not a finite number"});
 }
 
+// fp8 blocks whose weight_scale_inv ships as UE8M0 bytes (scale_fmt "ue8m0": F8_E8M0, as
+// torch.float8_e8m0fnu saves it, or U8): each block's multiplier is 2^(b − 127), for 128×128
+// blocks (fp8b128, partial blocks at the edges) and 32×32 blocks (fp8b32) alike, on random
+// codes and exponents against that formula.
+TEST(LoadLinear, Ue8m0ScaleBytesDecodeExactly) {
+  const int64_t n = 40, k = 160;
+  std::mt19937 rng(3);
+  std::vector<uint8_t> codes(size_t(n * k));
+  for (auto& c : codes) {
+    c = uint8_t(rng());
+    if ((c & 0x7F) == 0x7F) c ^= 1;  // no E4M3 NaN codes
+  }
+  for (const int block : {128, 32}) {
+    const int64_t rows = (n + block - 1) / block, cols = (k + block - 1) / block;
+    std::vector<uint8_t> scale(size_t(rows * cols));
+    for (auto& b : scale) b = uint8_t(127 - 14 + int(rng() % 22));  // 2^-14 … 2^7
+    for (const char* dtype : {"F8_E8M0", "U8"}) {
+      SCOPED_TRACE(std::to_string(block) + " " + dtype);
+      test::TempDir dir;
+      const std::string header =
+          std::string(R"({"l.weight": {"dtype": "F8_E4M3", "shape": [40, 160], "data_offsets": [0, 6400]}, )") +
+          R"("l.weight_scale_inv": {"dtype": ")" + dtype + R"(", "shape": [)" + std::to_string(rows) + ", " +
+          std::to_string(cols) + R"(], "data_offsets": [6400, )" + std::to_string(6400 + scale.size()) + "]}}";
+      std::string bytes(8, '\0');
+      for (int b = 0; b < 8; ++b) bytes[size_t(b)] = char((header.size() >> (8 * b)) & 0xFF);
+      bytes += header + std::string(codes.begin(), codes.end()) + std::string(scale.begin(), scale.end());
+      test::write_file(dir / "model.safetensors", bytes);
+      const models::CheckpointFiles files(dir.path());
+      models::QuantConfig quant{models::QuantConfig::kFp8Block, 8, block, false, true, block, block, true};
+      const PackedWeight w = models::load_linear(files, "l", n, k, quant);
+      EXPECT_EQ(w.format, block == 32 ? WeightFormat::kFp8B32 : WeightFormat::kFp8B128);
+      const std::vector<float> got = cpu::dequantize(w);
+      for (int64_t r = 0; r < n; ++r) {
+        for (int64_t c = 0; c < k; ++c) {
+          const int e = int(scale[size_t((r / block) * cols + c / block)]) - 127;
+          const float want = std::ldexp(quant::e4m3_to_float(codes[size_t(r * k + c)]), e);
+          ASSERT_EQ(got[size_t(r * k + c)], want) << "W[" << r << "][" << c << "]";
+        }
+      }
+      // Without scale_fmt "ue8m0" the bytes are not scales: a 128-block config wants floats.
+      if (block == 128) {
+        quant.ue8m0_scales = false;
+        test::expect_throw<InputError>([&] { models::load_linear(files, "l", n, k, quant); },
+                                       {"l.weight_scale_inv", dtype, "F32"});
+      }
+    }
+  }
+}
+
 // Fusing parts that cannot share one packed weight is refused with the layer named.
 TEST(StackRows, RefusesPartsThatCannotShareOneWeight) {
   PackedWeight a, b;
@@ -447,6 +512,12 @@ TEST(StackRows, RefusesPartsThatCannotShareOneWeight) {
   a.format = b.format = WeightFormat::kFp8B128;
   a.group = b.group = 128;
   test::expect_throw<InputError>([&] { models::stack_rows({a, b}, "layer 3 q|k|v"); }, {"straddle"});
+  // fp8b32: 16 rows end inside a 32-row block; 32 rows do not.
+  a.format = b.format = WeightFormat::kFp8B32;
+  a.group = b.group = 32;
+  test::expect_throw<InputError>([&] { models::stack_rows({a, b}, "layer 3 q|k|v"); }, {"32 rows", "row 16"});
+  a.n = 32;
+  EXPECT_EQ(models::stack_rows({a, b}, "layer 3 q|k|v").n, 48);
 }
 
 }  // namespace

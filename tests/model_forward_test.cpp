@@ -23,11 +23,15 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/half.h"
 #include "model_test_util.h"
 #include "models/checkpoint/loaded_model.h"
+#include "models/checkpoint/safetensors.h"
+#include "models/checkpoint/tensor_values.h"
 #include "models/model/generate.h"
 #include "models/model/generation_config.h"
 #include "models/model/model.h"
+#include "models/quant/pack.h"
 #include "runtime/cpu/sampling.h"
 #include "runtime/cuda/driver.h"
 #include "test_util.h"
@@ -115,6 +119,51 @@ TEST(ModelForward, MixedBatchesEqualSequencesAlone) {
     batched.release(sb);
     batched.release(sc);
     EXPECT_EQ(batched.pages().free_pages(), batched.pages().pages());
+  }
+}
+
+// fp8b32 weights are e4m3 · 2^e with e in [−14, 7], every one exact in fp16: the fp16 model of
+// make_tiny_checkpoint.py's own dequantisation (reference.safetensors) is the same model, so
+// the CPU logits of the two must be the same bits (both gemms decode W exactly and sum in the
+// same order). Both scale containers (F8_E8M0 bytes and F32 powers of two) are checked.
+TEST(ModelForward, Fp8B32EqualsItsDequantisedFp16Model) {
+  for (const char* format : {"fp8-b32", "fp8-b32-f32"}) {
+    for (const char* arch : {"qwen3", "llama"}) {
+      SCOPED_TRACE(std::string(arch) + " " + format);
+      const std::string dir = Checkpoints::of(arch, format);
+      const LoadedModel loaded = load(dir);
+      const models::SafetensorsFile reference(dir + "/reference.safetensors");
+      LoadedModel dense = loaded;
+      dense.config.quant = {};
+      // The reference rows of `names`, stacked, as the fp16 weight replacing `w`.
+      auto dequantised = [&](quant::PackedWeight& w, const std::vector<std::string>& names) {
+        ASSERT_EQ(w.format, quant::WeightFormat::kFp8B32);
+        std::vector<uint16_t> halves;
+        for (const std::string& name : names) {
+          const models::Tensor* t = reference.find(name);
+          ASSERT_NE(t, nullptr) << name;
+          for (float v : models::read_f32(*t)) {
+            halves.push_back(cpu::float_to_half(v));
+            ASSERT_EQ(cpu::half_to_float(halves.back()), v) << name << " is not exact in fp16";
+          }
+        }
+        w = quant::pack_f16(w.n, w.k, halves);
+      };
+      for (size_t i = 0; i < dense.layers.size(); ++i) {
+        const std::string p = "model.layers." + std::to_string(i) + ".";
+        auto& l = dense.layers[i];
+        dequantised(l.qkv,
+                    {p + "self_attn.q_proj.weight", p + "self_attn.k_proj.weight", p + "self_attn.v_proj.weight"});
+        dequantised(l.o, {p + "self_attn.o_proj.weight"});
+        dequantised(l.gate_up, {p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"});
+        dequantised(l.down, {p + "mlp.down_proj.weight"});
+      }
+      const std::vector<int32_t> prompt = random_prompt(96, loaded.config.vocab, 11);
+      Model quantised(loaded, options(128)), reference_model(dense, options(128));
+      expect_bits_equal(logits_by_steps(quantised, prompt, {40}, 56),
+                        logits_by_steps(reference_model, prompt, {40}, 56), loaded.config.vocab,
+                        "fp8b32 vs its fp16 dequantisation");
+    }
   }
 }
 

@@ -339,6 +339,32 @@ TEST(ModelQuant, Fp8Block) {
   EXPECT_EQ(q.group_size, 128);
 }
 
+// fp8 with 32×32 blocks and scale_fmt "ue8m0" (transformers' FineGrainedFP8Config): gemm format
+// fp8b32, whose exponent per 32×32 block the UE8M0 scales are.
+TEST(ModelQuant, Fp8Block32Ue8m0) {
+  QuantConfig q = parse_quant({{"quant_method", "fp8"}, {"weight_block_size", {32, 32}}, {"scale_fmt", "ue8m0"}});
+  EXPECT_EQ(q.method, QuantConfig::kFp8Block);
+  EXPECT_EQ(q.block_n, 32);
+  EXPECT_EQ(q.block_k, 32);
+  EXPECT_EQ(q.group_size, 32);
+  EXPECT_TRUE(q.ue8m0_scales);
+  // DeepSeek-V3.2's and V4's configs: 128-blocks with UE8M0 scales stay fp8b128.
+  q = parse_quant({{"quant_method", "fp8"}, {"weight_block_size", {128, 128}}, {"scale_fmt", "ue8m0"}});
+  EXPECT_EQ(q.block_k, 128);
+  EXPECT_TRUE(q.ue8m0_scales);
+  EXPECT_FALSE(parse_quant({{"quant_method", "fp8"}, {"weight_block_size", {128, 128}}}).ue8m0_scales);
+
+  json j = qwen3_8b_json();
+  j["quantization_config"] = {{"quant_method", "fp8"}, {"weight_block_size", {32, 32}}, {"scale_fmt", "ue8m0"}};
+  const auto plan = plan_model(parse(j), 1);
+  EXPECT_EQ(spec_of(plan, "layers.qkv_proj"), "gemm:n=6144,k=4096,fmt=fp8b32,group=32,out=f16,epi=none,act_order=0");
+  EXPECT_EQ(spec_of(plan, "layers.down_proj"), "gemm:n=4096,k=12288,fmt=fp8b32,group=32,out=f16,epi=none,act_order=0");
+  // A rank's slice must hold whole 32-row blocks: 12288 / 8 = 1536 does, 11000 / 8 = 1375 does not.
+  EXPECT_NO_THROW(plan_model(parse(j), 8));
+  j["intermediate_size"] = 11000;
+  expect_throw<InputError>([&] { plan_model(parse(j), 8); }, {"intermediate/tp=1375", "fp8 block 32", "tp=8"});
+}
+
 // FBGEMM FP8: one scale per output row, planned as fp8b128 with group=0 (no block constraint on TP).
 TEST(ModelQuant, FbgemmFp8IsPerChannel) {
   QuantConfig q = parse_quant({{"quant_method", "fbgemm_fp8"}, {"activation_scale_ub", 1200.0}});
@@ -398,6 +424,16 @@ TEST(ModelQuant, RejectsMalformedQuantConfigs) {
   quant_error({{"quant_method", "fp8"}}, {"\"quantization_config.weight_block_size\"", "missing"});
   quant_error({{"quant_method", "fp8"}, {"weight_block_size", {64, 64}}}, {"\"quantization_config.weight_block_size\"", "[64, 64]"});
   quant_error({{"quant_method", "fp8"}, {"weight_block_size", "128"}}, {"\"quantization_config.weight_block_size\"", "two integers"});
+  // MXFP8-shaped blocks (one scale per row and 32 columns) have no onecat format.
+  quant_error({{"quant_method", "fp8"}, {"weight_block_size", {1, 32}}, {"scale_fmt", "ue8m0"}},
+              {"\"quantization_config.weight_block_size\"", "[1, 32]", "[32, 32]"});
+  // fp8b32 keeps exponents only: 32×32 blocks with arbitrary float scales are refused up front.
+  quant_error({{"quant_method", "fp8"}, {"weight_block_size", {32, 32}}},
+              {"\"quantization_config.weight_block_size\"", "[32, 32]", "ue8m0"});
+  quant_error({{"quant_method", "fp8"}, {"weight_block_size", {32, 32}}, {"scale_fmt", "float"}},
+              {"\"quantization_config.weight_block_size\"", "ue8m0"});
+  quant_error({{"quant_method", "fp8"}, {"weight_block_size", {128, 128}}, {"scale_fmt", "e4m3"}},
+              {"\"quantization_config.scale_fmt\"", "e4m3", "ue8m0"});
   quant_error({{"quant_method", "modelopt"}, {"quant_algo", "FP8"}}, {"\"quantization_config.quant_algo\"", "FP8"});
   quant_error({{"quant_method", "modelopt"}}, {"\"quantization_config.quant_algo\"", "missing"});
   json j = qwen3_8b_json();

@@ -73,7 +73,8 @@ inline void PrintTo(const ModelCase& c, std::ostream* os) { *os << c.args(); }
 inline std::vector<ModelCase> all_model_cases() {
   std::vector<ModelCase> out;
   for (const char* arch : {"llama", "mistral", "qwen2", "qwen3"}) {
-    for (const char* f : {"f16", "bf16", "awq4", "gptq4", "gptq4-act", "fp8", "fp8-channel", "nvfp4", "mxfp4"})
+    for (const char* f :
+         {"f16", "bf16", "awq4", "gptq4", "gptq4-act", "fp8", "fp8-channel", "fp8-b32", "nvfp4", "mxfp4"})
       out.push_back({arch, f, ""});
   }
   out.push_back({"llama", "f16", "--rope linear"});

@@ -5,6 +5,7 @@ attention) for the tiny checkpoints of tools/make_tiny_checkpoint.py, on fixed p
     golden_logits.py --out tests/data/golden            # every case, with transformers (torch)
     golden_logits.py --out DIR --engine numpy            # the same by this file's numpy forward
     golden_logits.py --out DIR --cases llama-f16,qwen3-awq4
+    golden_logits.py --out tests/data/golden --update --cases llama-fp8-b32,…   # add cases to a manifest
 
 Each case is a checkpoint the C++ test regenerates with the same make_tiny_checkpoint.py
 arguments (recorded in manifest.json; the script is seeded, so the weights are the same bits);
@@ -38,6 +39,10 @@ MAKE = os.path.join(HERE, "make_tiny_checkpoint.py")
 
 ARCHS = ["llama", "mistral", "qwen2", "qwen3"]
 FORMATS = ["f16", "bf16", "awq4", "gptq4", "gptq4-act", "fp8", "fp8-channel", "nvfp4", "mxfp4"]
+# Formats added later, their cases appended after all others so that no earlier case's index (its
+# prompt's seed) moves. fp8-b32-f32 is left out: its weights are fp8-b32's, only the scales'
+# container differs.
+LATER_FORMATS = ["fp8-b32"]
 PROMPT_TOKENS = 1024
 # Rows kept: every 64th position and the last few (the late ones are where RoPE errors grow).
 ROW_STRIDE, LAST_ROWS = 64, 4
@@ -57,6 +62,9 @@ def cases():
     out.append(("qwen2-f16-rope-yarn", ["--arch", "qwen2", "--format", "f16", "--rope", "yarn"]))
     out.append(("qwen3-bf16-rope-yarn-v5", ["--arch", "qwen3", "--format", "bf16", "--rope", "yarn-v5"]))
     out.append(("mistral-f16-window-48", ["--arch", "mistral", "--format", "f16", "--sliding-window", "48"]))
+    for fmt in LATER_FORMATS:
+        for arch in ARCHS:
+            out.append((f"{arch}-{fmt}", ["--arch", arch, "--format", fmt]))
     return out
 
 
@@ -88,11 +96,11 @@ def e4m3_values():
 
 E4M3 = e4m3_values()
 RAW_DTYPES = {"F16": np.float16, "F32": np.float32, "I32": np.int32, "I64": np.int64, "U8": np.uint8, "BF16": np.uint16,
-              "F8_E4M3": np.uint8}
+              "F8_E4M3": np.uint8, "F8_E8M0": np.uint8}
 
 
 def read_safetensors(path):
-    """name → float64 array for float dtypes (bf16 and e4m3 decoded exactly), raw ints otherwise."""
+    """name → float64 array for float dtypes (bf16, e4m3 and e8m0 decoded exactly), raw ints otherwise."""
     with open(path, "rb") as f:
         data = f.read()
     (n,) = struct.unpack("<Q", data[:8])
@@ -108,6 +116,8 @@ def read_safetensors(path):
             out[name] = (raw.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
         elif t["dtype"] == "F8_E4M3":
             out[name] = E4M3[raw]
+        elif t["dtype"] == "F8_E8M0":  # UE8M0: 2^(b − 127), 255 the NaN
+            out[name] = np.where(raw == 255, np.nan, np.exp2(raw.astype(np.float64) - 127))
         elif t["dtype"] in ("F16", "F32"):
             out[name] = raw.astype(np.float64)
         else:
@@ -170,9 +180,9 @@ def dequantise(t, prefix, method, group):
     if method in ("fp8", "fbgemm_fp8"):
         w = get("weight")  # decoded E4M3 [N][K]
         n, k = w.shape
-        if has("weight_scale_inv"):
+        if has("weight_scale_inv"):  # one multiplier per block of `group` × `group` (128 or 32)
             s = get("weight_scale_inv")
-            return w * np.repeat(np.repeat(s, 128, 0), 128, 1)[:n, :k]
+            return w * np.repeat(np.repeat(s, group, 0), group, 1)[:n, :k]
         return w * get("weight_scale").reshape(n, 1)
     if method == "modelopt":
         codes = low_nibble_first(get("weight"))  # [N][K]
@@ -191,7 +201,8 @@ def dequantise(t, prefix, method, group):
 def quant_method(directory, cfg):
     q = cfg.get("quantization_config")
     if q:
-        return q["quant_method"].lower(), q.get("group_size", 0)
+        # fp8: the square block of weight_scale_inv ([128, 128] or [32, 32]).
+        return q["quant_method"].lower(), q.get("group_size", q.get("weight_block_size", [0])[0])
     path = os.path.join(directory, "hf_quant_config.json")
     if os.path.exists(path):
         return "modelopt", 16
@@ -417,6 +428,9 @@ def main():
     ap.add_argument("--engine", choices=["transformers", "numpy"], default="transformers")
     ap.add_argument("--cases", help="comma-separated case names (default: all)")
     ap.add_argument("--python", default=sys.executable, help="the Python that runs make_tiny_checkpoint.py")
+    ap.add_argument("--update", action="store_true",
+                    help="keep the cases of OUT/manifest.json that this run does not compute (same engine and "
+                         "versions only), replacing those it does")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     wanted = set(a.cases.split(",")) if a.cases else None
@@ -427,6 +441,14 @@ def main():
 
         manifest["versions"] = {"torch": torch.__version__, "transformers": transformers.__version__}
         torch.manual_seed(0)
+    kept = []
+    if a.update and os.path.exists(os.path.join(a.out, "manifest.json")):
+        old = json.load(open(os.path.join(a.out, "manifest.json")))
+        for key in ("engine", "prompt_tokens", "versions"):
+            if old.get(key) != manifest.get(key):
+                raise SystemExit(f"--update: {a.out}/manifest.json has {key} {old.get(key)}, this run "
+                                 f"{manifest.get(key)}; regenerate every case instead")
+        kept = [c for c in old["cases"] if not (wanted is None or c["name"] in wanted)]
     for index, (name, args) in enumerate(cases()):
         if wanted and name not in wanted:
             continue
@@ -461,6 +483,9 @@ def main():
         print(f"{name}: {len(rows)} rows" + "".join(f", {k} {entry[k]:.2e}" for k in
                                                      ("numpy_max_rel_err", "chunked_max_rel_err") if k in entry),
               file=sys.stderr)
+    # In cases() order, whichever run computed them.
+    order = {name: i for i, (name, _) in enumerate(cases())}
+    manifest["cases"] = sorted(kept + manifest["cases"], key=lambda c: order.get(c["name"], len(order)))
     # One case per line: the prompts are long.
     head = {k: v for k, v in manifest.items() if k != "cases"}
     text = json.dumps(head)[:-1] + ', "cases": [\n' + ",\n".join(json.dumps(c) for c in manifest["cases"]) + "\n]}\n"

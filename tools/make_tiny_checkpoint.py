@@ -6,7 +6,8 @@ names and config.json, written in each published weight format (quantised here i
                             [--rope default|linear|llama3|yarn|yarn-v5] [--sliding-window N] [--tokenizer]
     make_tiny_checkpoint.py OUT --all        # every arch × format, and the bad checkpoints
 
-Formats: f16 bf16 awq4 gptq4 gptq4-act fp8 (block 128) fp8-channel (FBGEMM) nvfp4 mxfp4. Beside the checkpoint, reference.safetensors
+Formats: f16 bf16 awq4 gptq4 gptq4-act fp8 (block 128) fp8-channel (FBGEMM) fp8-b32 (32×32 blocks, UE8M0
+scales as F8_E8M0 bytes) fp8-b32-f32 (the same scales as F32 powers of two) nvfp4 mxfp4. Beside the checkpoint, reference.safetensors
 holds, as F32, every tensor the loader should produce before fusion: each linear's exact
 dequantised weight [N][K] (original column order) under "<prefix>.weight", and every norm, bias
 and embedding after rounding to fp16. Needs numpy only; safetensors files are written by hand
@@ -56,7 +57,7 @@ ARCHS = {
     "qwen3": dict(architectures=["Qwen3ForCausalLM"], model_type="qwen3", hidden_size=256, num_attention_heads=8,
                   num_key_value_heads=2, head_dim=64, intermediate_size=256, tie_word_embeddings=True),
 }
-FORMATS = ["f16", "bf16", "awq4", "gptq4", "gptq4-act", "fp8", "fp8-channel", "nvfp4", "mxfp4"]
+FORMATS = ["f16", "bf16", "awq4", "gptq4", "gptq4-act", "fp8", "fp8-channel", "fp8-b32", "fp8-b32-f32", "nvfp4", "mxfp4"]
 VOCAB, LAYERS, GROUP = 128, 2, 64
 # An AWQ layer left in fp16 by modules_to_not_convert (AutoAWQ's substring match).
 AWQ_NOT_CONVERTED = "model.layers.1.mlp.down_proj"
@@ -239,6 +240,25 @@ def quant_fp8(w, rng, _shared):
     return {"weight": Raw("F8_E4M3", (n, k), codes), "weight_scale_inv": scale}, deq
 
 
+def quant_fp8_b32(w, rng, _shared, container):
+    """FP8 in 32×32 blocks with UE8M0 scales (transformers' fp8 with weight_block_size [32, 32] and
+    scale_fmt "ue8m0"): 2^e with e = ⌈log2(amax / 448)⌉ (DeepGEMM's rounding up, so no block
+    overflows E4M3), stored as F8_E8M0 bytes e + 127 (torch.float8_e8m0fnu) or as their F32 values."""
+    n, k = w.shape
+    bn, bk = -(-n // 32), k // 32
+    e = np.zeros((bn, bk), np.int64)
+    codes = np.zeros((n, k), np.uint8)
+    for i in range(bn):
+        for j in range(bk):
+            blk = w[i * 32:(i + 1) * 32, j * 32:(j + 1) * 32]
+            e[i, j] = max(int(np.ceil(np.log2(max(np.abs(blk).max(), 1e-30) / 448))), -14)
+            codes[i * 32:(i + 1) * 32, j * 32:(j + 1) * 32] = to_e4m3(blk / np.exp2(float(e[i, j])))
+    deq = E4M3[codes] * np.repeat(np.repeat(np.exp2(e.astype(np.float64)), 32, 0), 32, 1)[:n, :k]
+    scale = Raw("F8_E8M0", e.shape, (e + 127).astype(np.uint8)) if container == "F8_E8M0" else np.exp2(e).astype(
+        np.float32)
+    return {"weight": Raw("F8_E4M3", (n, k), codes), "weight_scale_inv": scale}, deq
+
+
 def quant_fp8_channel(w, rng, _shared):
     """FBGEMM FP8: one f32 scale per output row, stored [N][1]."""
     scale = (np.maximum(np.abs(w).max(axis=1), 1e-6) / 448).astype(np.float32)
@@ -279,6 +299,8 @@ QUANTISERS = {
     "gptq4-act": lambda w, r, s: quant_gptq(w, r, s, True),
     "fp8": quant_fp8,
     "fp8-channel": quant_fp8_channel,
+    "fp8-b32": lambda w, r, s: quant_fp8_b32(w, r, s, "F8_E8M0"),
+    "fp8-b32-f32": lambda w, r, s: quant_fp8_b32(w, r, s, "F32"),
     "nvfp4": quant_nvfp4,
     "mxfp4": quant_mxfp4,
 }
@@ -308,6 +330,13 @@ def random_codes(fmt, n, k, rng):
         codes = mag | (rng.integers(0, 2, (n, k), dtype=np.uint8) << 7)
         scale = np.full((-(-n // 128), -(-k // 128)), 1 / (4 * np.sqrt(k)), np.float32)
         return {"weight": Raw("F8_E4M3", (n, k), codes), "weight_scale_inv": scale}
+    if fmt == "fp8-b32":  # the same E4M3 codes, 32×32 block exponents 2^e ≈ 1/(4 √K) as F8_E8M0 bytes
+        mag = rng.integers(0, 0x58, (n, k), dtype=np.uint8)
+        codes = mag | (rng.integers(0, 2, (n, k), dtype=np.uint8) << 7)
+        e = int(np.floor(np.log2(1 / (4 * np.sqrt(k)))))
+        shape = (-(-n // 32), k // 32)
+        return {"weight": Raw("F8_E4M3", (n, k), codes), "weight_scale_inv": Raw("F8_E8M0", shape,
+                                                                                 np.full(shape, e + 127, np.uint8))}
     if fmt == "nvfp4":  # E2M1 codes (spread ≈ 3), block scales 1.0 (E4M3 0x38), one global scale
         return {"weight": rng.integers(0, 256, (n, k // 2), dtype=np.uint8),
                 "weight_scale": Raw("F8_E4M3", (n, k // 16), np.full((n, k // 16), 0x38, np.uint8)),
@@ -316,7 +345,7 @@ def random_codes(fmt, n, k, rng):
         e = int(np.floor(np.log2(1 / (3 * np.sqrt(k)))))
         return {"blocks": rng.integers(0, 256, (n, k // 32, 16), dtype=np.uint8),
                 "scales": np.full((n, k // 32), e + 127, np.uint8)}
-    sys.exit(f"--random-codes: no random codes for format {fmt} (awq4, gptq4, fp8, nvfp4, mxfp4)")
+    sys.exit(f"--random-codes: no random codes for format {fmt} (awq4, gptq4, fp8, fp8-b32, nvfp4, mxfp4)")
 
 
 def quantization_config(fmt):
@@ -328,6 +357,10 @@ def quantization_config(fmt):
         "gptq4-act": {"quant_method": "gptq", "bits": 4, "group_size": GROUP, "desc_act": True, "sym": True,
                       "checkpoint_format": "gptq"},
         "fp8": {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": [128, 128]},
+        "fp8-b32": {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": [32, 32],
+                    "scale_fmt": "ue8m0"},
+        "fp8-b32-f32": {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic",
+                        "weight_block_size": [32, 32], "scale_fmt": "ue8m0"},
         "fp8-channel": {"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0, "modules_to_not_convert": ["lm_head"]},
         "nvfp4": {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16, "exclude_modules": ["lm_head"]},
         "mxfp4": {"quant_method": "mxfp4"},
@@ -487,7 +520,10 @@ def write(out, cfg, tensors, shards=1, edit_header=None):
 
 
 def bad(out, case):
-    fmt = {"nan-scales": "awq4", "bf16-overflow": "bf16", "nan-fp8-scale": "fp8", "nan-nvfp4-block-scale": "nvfp4"}
+    fmt = {"nan-scales": "awq4", "bf16-overflow": "bf16", "nan-fp8-scale": "fp8", "nan-nvfp4-block-scale": "nvfp4",
+           "nan-fp8-b32-scale": "fp8-b32", "fp8-b32-scale-out-of-range": "fp8-b32",
+           "fp8-b32-scale-not-power-of-two": "fp8-b32-f32", "fp8-b32-wrong-scale-shape": "fp8-b32",
+           "fp8-b32-without-ue8m0": "fp8-b32-f32"}
     tensors, cfg = make(out, "llama", fmt.get(case, "f16"), overflow=case == "bf16-overflow")
     path = os.path.join(out, "model.safetensors")
     victim = "model.layers.1.self_attn.k_proj.weight"
@@ -561,6 +597,27 @@ def bad(out, case):
         codes[2, 3] = 0x7F  # the E4M3 NaN code
         tensors[name] = Raw("F8_E4M3", codes.shape, codes)
         write(out, cfg, tensors)
+    elif case in ("nan-fp8-b32-scale", "fp8-b32-scale-out-of-range"):
+        name = "model.layers.0.self_attn.o_proj.weight_scale_inv"
+        e8m0 = np.frombuffer(tensors[name].data, np.uint8).reshape(tensors[name].shape).copy()
+        e8m0[1, 2] = 255 if case == "nan-fp8-b32-scale" else 127 - 20  # NaN; 2^-20, past fp16 for small codes
+        tensors[name] = Raw("F8_E8M0", e8m0.shape, e8m0)
+        write(out, cfg, tensors)
+    elif case == "fp8-b32-scale-not-power-of-two":
+        name = "model.layers.1.mlp.gate_proj.weight_scale_inv"
+        s = tensors[name].copy()
+        s[3, 4] *= 0.75
+        tensors[name] = s
+        write(out, cfg, tensors)
+    elif case == "fp8-b32-wrong-scale-shape":  # 128×128 blocks' scales under a [32, 32] config
+        name = "model.layers.0.mlp.down_proj.weight_scale_inv"
+        t = tensors[name]
+        e8m0 = np.frombuffer(t.data, np.uint8).reshape(t.shape)[::4, ::4].copy()
+        tensors[name] = Raw("F8_E8M0", e8m0.shape, e8m0)
+        write(out, cfg, tensors)
+    elif case == "fp8-b32-without-ue8m0":  # arbitrary float scales cannot be fp8b32's exponents
+        del cfg["quantization_config"]["scale_fmt"]
+        write(out, cfg, tensors)
     elif case == "bf16-overflow":
         pass
     else:
@@ -569,7 +626,9 @@ def bad(out, case):
 
 BAD_CASES = ["missing-shard", "index-names-absent-tensor", "missing-tensor", "wrong-shape", "wrong-dtype", "truncated",
              "lying-offsets", "size-mismatch", "header-too-long", "overlap", "unknown-dtype", "unknown-quant",
-             "unknown-architecture", "nan-scales", "nan-fp8-scale", "nan-nvfp4-block-scale", "bf16-overflow"]
+             "unknown-architecture", "nan-scales", "nan-fp8-scale", "nan-nvfp4-block-scale", "bf16-overflow",
+             "nan-fp8-b32-scale", "fp8-b32-scale-out-of-range", "fp8-b32-scale-not-power-of-two",
+             "fp8-b32-wrong-scale-shape", "fp8-b32-without-ue8m0"]
 
 
 def main():

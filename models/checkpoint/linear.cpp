@@ -1,5 +1,8 @@
 #include "models/checkpoint/linear.h"
 
+#include <cmath>
+#include <cstdio>
+
 #include "base/error.h"
 #include "models/checkpoint/tensor_values.h"
 #include "models/quant/pack.h"
@@ -63,8 +66,55 @@ quant::PackedWeight load_gptq(const CheckpointFiles& files, const std::string& p
   return pack_named(qweight, prefix, [&] { return quant::pack_gptq4(n, k, g, qw, qz, scales, g_idx); });
 }
 
-// fp8 block-128 (`weight_scale_inv` per 128×128 block) or, for fbgemm_fp8 (block_k 0), one
-// `weight_scale` per output row; the config decides, so the plan's gemm specs match the weights.
+// weight_scale_inv of fp8 block-128 checkpoints as f32 multipliers: float values, or with
+// scale_fmt "ue8m0" also the exponent bytes (F8_E8M0, or U8) decoded to 2^e, exact in f32.
+std::vector<float> block128_scales(const Tensor& scale, const QuantConfig& quant) {
+  if (!quant.ue8m0_scales || (scale.dtype != Dtype::kF8E8M0 && scale.dtype != Dtype::kU8)) return read_f32(scale);
+  const std::vector<int> e = read_ue8m0_exponents(scale);
+  std::vector<float> out(e.size());
+  for (size_t i = 0; i < e.size(); ++i) out[i] = std::ldexp(1.f, e[i]);
+  return out;
+}
+
+// fp8 block-32 (scale_fmt "ue8m0"): weight_scale_inv [⌈N/32⌉][⌈K/32⌉] as UE8M0 bytes or as
+// float powers of two → the exponents fp8b32 keeps, each checked here so that a bad scale names
+// the tensor and its element (the packer then refuses K not a multiple of 32).
+std::vector<uint8_t> block32_scale_bytes(const Tensor& scale) {
+  const int64_t cols = scale.shape.at(1);
+  auto refuse = [&](size_t i, const std::string& value) {
+    throw InputError(*scale.file + ": tensor " + scale.name + "[" + std::to_string(int64_t(i) / cols) + "][" +
+                     std::to_string(int64_t(i) % cols) + "] is " + value + ", but fp8b32 needs scales 2^e with e in [" +
+                     std::to_string(quant::kFp8b32MinExponent) + ", " + std::to_string(quant::kFp8b32MaxExponent) +
+                     "], where every scaled E4M3 value is exact in fp16.");
+  };
+  std::vector<int> exponents;
+  if (scale.dtype == Dtype::kF8E8M0 || scale.dtype == Dtype::kU8) {
+    exponents = read_ue8m0_exponents(scale);
+  } else {
+    expect_dtype(scale, {Dtype::kF32, Dtype::kBF16, Dtype::kF16, Dtype::kF8E8M0, Dtype::kU8});
+    const std::vector<float> values = read_f32(scale);  // NaN and infinity name the element there
+    exponents.resize(values.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+      int e = 0;
+      if (std::frexp(values[i], &e) != 0.5f) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%g", double(values[i]));
+        refuse(i, std::string(text) + ", not a power of two");
+      }
+      exponents[i] = e - 1;
+    }
+  }
+  std::vector<uint8_t> bytes(exponents.size());
+  for (size_t i = 0; i < exponents.size(); ++i) {
+    const int e = exponents[i];
+    if (e < quant::kFp8b32MinExponent || e > quant::kFp8b32MaxExponent) refuse(i, "2^" + std::to_string(e));
+    bytes[i] = uint8_t(e + 127);
+  }
+  return bytes;
+}
+
+// fp8 blocks (`weight_scale_inv` per 128×128 or 32×32 block) or, for fbgemm_fp8 (block_k 0),
+// one `weight_scale` per output row; the config decides, so the plan's gemm specs match the weights.
 quant::PackedWeight load_fp8(const CheckpointFiles& files, const std::string& prefix, int64_t n, int64_t k,
                              const QuantConfig& quant) {
   const std::string why = "N = " + std::to_string(n) + ", K = " + std::to_string(k);
@@ -73,12 +123,17 @@ quant::PackedWeight load_fp8(const CheckpointFiles& files, const std::string& pr
   expect_shape(weight, {n, k}, why);
   const bool per_channel = quant.block_k == 0;
   const Tensor& scale = files.require(prefix + (per_channel ? ".weight_scale" : ".weight_scale_inv"));
+  if (quant.block_k == 32) {
+    expect_shape(scale, {ceil_div(n, 32), ceil_div(k, 32)}, "32×32 blocks over " + why);
+    const std::vector<uint8_t> bytes = block32_scale_bytes(scale);
+    return pack_named(weight, prefix, [&] { return quant::pack_fp8b32(n, k, weight.bytes, bytes); });
+  }
   if (!per_channel) {
     expect_shape(scale, {ceil_div(n, 128), ceil_div(k, 128)}, "128×128 blocks over " + why);
   } else if (scale.shape != std::vector<int64_t>{n}) {
     expect_shape(scale, {n, 1}, "one scale per output row over " + why);
   }
-  const auto scales = read_f32(scale);
+  const auto scales = block128_scales(scale, quant);
   const auto layout = per_channel ? quant::Fp8Scales::kPerChannel : quant::Fp8Scales::kBlock128;
   return pack_named(weight, prefix, [&] { return quant::pack_fp8b128(n, k, weight.bytes, scales, layout); });
 }

@@ -25,10 +25,12 @@ struct DtypeInfo {
 };
 
 constexpr DtypeInfo kDtypes[] = {
-    {Dtype::kBool, "BOOL", 1},      {Dtype::kU8, "U8", 1},   {Dtype::kI8, "I8", 1},   {Dtype::kF8E4M3, "F8_E4M3", 1},
-    {Dtype::kF8E5M2, "F8_E5M2", 1}, {Dtype::kI16, "I16", 2}, {Dtype::kU16, "U16", 2}, {Dtype::kF16, "F16", 2},
-    {Dtype::kBF16, "BF16", 2},      {Dtype::kI32, "I32", 4}, {Dtype::kU32, "U32", 4}, {Dtype::kF32, "F32", 4},
-    {Dtype::kI64, "I64", 8},        {Dtype::kU64, "U64", 8}, {Dtype::kF64, "F64", 8},
+    {Dtype::kBool, "BOOL", 1},      {Dtype::kU8, "U8", 1},          {Dtype::kI8, "I8", 1},
+    {Dtype::kF8E4M3, "F8_E4M3", 1}, {Dtype::kF8E5M2, "F8_E5M2", 1}, {Dtype::kF8E8M0, "F8_E8M0", 1},
+    {Dtype::kI16, "I16", 2},        {Dtype::kU16, "U16", 2},        {Dtype::kF16, "F16", 2},
+    {Dtype::kBF16, "BF16", 2},      {Dtype::kI32, "I32", 4},        {Dtype::kU32, "U32", 4},
+    {Dtype::kF32, "F32", 4},        {Dtype::kI64, "I64", 8},        {Dtype::kU64, "U64", 8},
+    {Dtype::kF64, "F64", 8},
 };
 
 const DtypeInfo& info(Dtype d) {

@@ -14,7 +14,24 @@
 
 namespace onecat::models {
 
-enum class Dtype { kBool, kU8, kI8, kF8E4M3, kF8E5M2, kI16, kU16, kF16, kBF16, kI32, kU32, kF32, kI64, kU64, kF64 };
+enum class Dtype {
+  kBool,
+  kU8,
+  kI8,
+  kF8E4M3,
+  kF8E5M2,
+  kF8E8M0,
+  kI16,
+  kU16,
+  kF16,
+  kBF16,
+  kI32,
+  kU32,
+  kF32,
+  kI64,
+  kU64,
+  kF64
+};
 
 std::string_view dtype_name(Dtype dtype);  // as safetensors spells it: "F16", "BF16", "F8_E4M3", …
 size_t dtype_size(Dtype dtype);

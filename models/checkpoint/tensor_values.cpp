@@ -109,8 +109,20 @@ std::vector<int32_t> read_i32(const Tensor& t) {
   return out;
 }
 
+std::vector<int> read_ue8m0_exponents(const Tensor& t) {
+  expect_dtype(t, {Dtype::kF8E8M0, Dtype::kU8});
+  std::vector<int> out(t.bytes.size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (t.bytes[i] == 255) {
+      throw InputError(where(t) + index_text(t, i) + " is the UE8M0 NaN byte 255, not a scale.");
+    }
+    out[i] = int(t.bytes[i]) - 127;
+  }
+  return out;
+}
+
 std::span<const uint8_t> read_u8(const Tensor& t) {
-  expect_dtype(t, {Dtype::kU8, Dtype::kI8, Dtype::kF8E4M3});
+  expect_dtype(t, {Dtype::kU8, Dtype::kI8, Dtype::kF8E4M3, Dtype::kF8E8M0});
   return t.bytes;
 }
 

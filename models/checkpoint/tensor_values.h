@@ -20,5 +20,8 @@ std::vector<uint16_t> read_f16(const Tensor& t);
 std::vector<float> read_f32(const Tensor& t);  // F32, F16 or BF16; non-finite values are errors
 std::vector<int32_t> read_i32(const Tensor& t);
 std::span<const uint8_t> read_u8(const Tensor& t);  // U8, I8 and the F8 types: the raw bytes
+// UE8M0 scales (F8_E8M0, or U8 holding the same bytes): the exponents e = b − 127 of 2^e; the
+// NaN byte 255 is an error naming the tensor and the element.
+std::vector<int> read_ue8m0_exponents(const Tensor& t);
 
 }  // namespace onecat::models

@@ -185,9 +185,6 @@ PackedWeight empty_packed(WeightFormat format, int64_t n, int64_t k, int group) 
   return p;
 }
 
-constexpr int kFp8b32MinExp = -14;  // 2^-9 (least E4M3 step) · 2^-14 = 2^-23, above fp16's least 2^-24
-constexpr int kFp8b32MaxExp = 7;    // 448 · 2^7 = 57344 ≤ 65504, fp16's largest
-
 PackedWeight pack_fp8b32_exponents(const Checker& c, int64_t n, int64_t k, std::span<const uint8_t> weight,
                                    std::vector<uint8_t> exponents) {
   refuse_e4m3_nan(c, weight, k, "weight");
@@ -199,9 +196,9 @@ PackedWeight pack_fp8b32_exponents(const Checker& c, int64_t n, int64_t k, std::
 
 void check_fp8b32_exponent(const Checker& c, int e, int64_t rb, int64_t cb, int64_t n, int64_t k,
                            const std::string& shown) {
-  if (e < kFp8b32MinExp || e > kFp8b32MaxExp) {
+  if (e < kFp8b32MinExponent || e > kFp8b32MaxExponent) {
     c.fail("scale of " + fp8b32_block(rb, cb, n, k) + " is " + shown + "; fp8b32 needs scales 2^e with e in [" +
-           std::to_string(kFp8b32MinExp) + ", " + std::to_string(kFp8b32MaxExp) +
+           std::to_string(kFp8b32MinExponent) + ", " + std::to_string(kFp8b32MaxExponent) +
            "], where every scaled E4M3 value is exact in fp16");
   }
 }

@@ -30,6 +30,8 @@ PackedWeight pack_gptq4(int64_t n, int64_t k, int group, std::span<const int32_t
 // fp8b32: weight [N][K] E4M3, scales [⌈N/32⌉][K/32] as UE8M0 bytes (2^(b−127)) or as fp32
 // values. Refuses E4M3 NaN codes and scales that are not 2^e with e ∈ [−14, 7] (the window in
 // which every product is an exact fp16 value, VOLTA.md).
+inline constexpr int kFp8b32MinExponent = -14;  // 2^-9 (least E4M3 step) · 2^-14 = 2^-23, above fp16's least 2^-24
+inline constexpr int kFp8b32MaxExponent = 7;    // 448 · 2^7 = 57344 ≤ 65504, fp16's largest
 PackedWeight pack_fp8b32(int64_t n, int64_t k, std::span<const uint8_t> weight, std::span<const uint8_t> scales_ue8m0);
 PackedWeight pack_fp8b32(int64_t n, int64_t k, std::span<const uint8_t> weight, std::span<const float> scales);
 
