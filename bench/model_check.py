@@ -13,7 +13,9 @@ logits are compared on every row by
   top1  = share of rows whose argmax agrees
 
 and the same is done for a model whose config lies about one thing (rope_theta · 1.01, given to
-onecat only) to show the metric would catch it. One JSON line per case on stdout.
+onecat only) to show the metric would catch it. A case passes when rel ≤ --rel-bound and the
+mean KL ≤ --kl-bound (the goldens' 2e-3 and 1e-3) and the lying model fails one of them. One
+JSON line per case on stdout.
 
     bench/model_check.py [--cases qwen3-8b:f16,...] [--tokens 1024] [--layers 2]
 """
@@ -65,7 +67,11 @@ def main():
     ap.add_argument("--cases", default=DEFAULT_CASES)
     ap.add_argument("--tokens", type=int, default=1024)
     ap.add_argument("--layers", type=int, default=2)
-    ap.add_argument("--rel-bound", type=float, default=0.02)
+    # The goldens' bounds (tests/model_forward_test.cpp): on the H200 (2026-12-02, 2 layers of
+    # Qwen3-8B's shape, 1024 tokens) fp16 onecat against fp32 transformers gave rel 4.4e-4 and
+    # mean KL 6.3e-5, and rope_theta · 1.01 gave 1.0e-2 and 8.3e-3: both bounds sit between.
+    ap.add_argument("--rel-bound", type=float, default=2e-3)
+    ap.add_argument("--kl-bound", type=float, default=1e-3, help="bound on the mean KL over rows")
     args = ap.parse_args()
 
     import torch
@@ -123,7 +129,8 @@ def main():
         result["theta_1pct"] = metrics(m.logits(ids), want)
         del m
         shutil.rmtree(bad)
-        result["pass"] = result["rel"] <= args.rel_bound and result["theta_1pct"]["rel"] > args.rel_bound
+        ok = lambda m: m["rel"] <= args.rel_bound and m["kl_mean"] <= args.kl_bound  # noqa: E731
+        result["pass"] = ok(result) and not ok(result["theta_1pct"])
         failed += not result["pass"]
         print(json.dumps(result), flush=True)
         shutil.rmtree(d)
