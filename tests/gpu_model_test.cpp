@@ -5,12 +5,15 @@
 // profile; the same distance and bounds as the goldens (model_test_util.h). Label gpu.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "engine/engine.h"
 #include "model_test_util.h"
+#include "models/model/generate.h"
 #include "models/model/gpu_backend.h"
 #include "runtime/cpu/sampling.h"
 
@@ -110,6 +113,51 @@ TEST(GpuGreedy, ArgmaxOnTheGpuIsTheLogitsArgmax) {
         l = a.extend(sa, std::span(&want, 1));
         id = b.extend_greedy(sb, std::span(&want, 1));
       }
+    }
+  }
+}
+
+// The engine on the GPU: twelve concurrent requests (chunked prefill mixed with decodes, CUDA
+// graphs per decode batch size, and a small pool that forces preemption). The GPU's batches
+// round differently from one request alone, so each generated token is checked against the CPU
+// forward of the same prefix (teacher forcing): the CPU's argmax, or a token within the
+// goldens' bound (2e-3 of the row's spread) of the CPU's best.
+TEST(GpuEngine, ConcurrentRequestsFollowTheCpuForward) {
+  const LoadedModel loaded = load(Checkpoints::of("mistral", "awq4"));
+  const int64_t vocab = loaded.config.vocab;
+  for (int64_t pool : {2048, 160}) {
+    ModelOptions o = on_gpu(options(64, pool), true);
+    o.max_sequences = 8;
+    Model gpu(loaded, o);
+    engine::Engine e(gpu, {.max_num_batched_tokens = 48, .max_num_seqs = 6});
+    std::map<int64_t, std::vector<int32_t>> prompts, got;
+    for (int i = 0; i < 12; ++i) {
+      engine::Request r;
+      r.prompt = random_prompt(1 + (i * 37) % 100, vocab, 500 + uint32_t(i));
+      r.max_tokens = 4 + (i * 7) % 23 + (pool < 2048 ? 20 : 0);
+      r.sampling = model::GenerateOptions::greedy();
+      prompts[e.add(r)] = r.prompt;
+    }
+    while (!e.idle()) {
+      for (const engine::StepOutput& out : e.step()) got[out.id].push_back(out.token);
+    }
+    EXPECT_EQ(e.blocks().total_references(), 0);
+    if (pool < 2048) {
+      EXPECT_GT(e.stats().preemptions, 0);
+    }
+    Model cpu(loaded, options(256, 2048));
+    for (const auto& [id, tokens] : got) {
+      Sequence s;
+      std::vector<float> l = cpu.extend(s, prompts[id]);
+      for (size_t i = 0; i < tokens.size(); ++i) {
+        const auto [lo, hi] = std::minmax_element(l.begin(), l.end());
+        const float best = *hi, spread = *hi - *lo;
+        EXPECT_LE(best - l[size_t(tokens[i])], 2e-3f * spread)
+            << "request " << id << " token " << i << ": " << tokens[i] << " where the CPU picks " << (hi - l.begin())
+            << " (pool " << pool << ")";
+        l = cpu.extend(s, std::span(&tokens[i], 1));
+      }
+      cpu.release(s);
     }
   }
 }
