@@ -51,4 +51,5 @@ PYBIND11_MODULE(_C, m) {
   onecat::python::bind_tokenizer(m);
   onecat::python::bind_chat_template(m);
   onecat::python::bind_model(m);
+  onecat::python::bind_engine(m);
 }

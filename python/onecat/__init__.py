@@ -28,7 +28,7 @@ except ImportError as e:  # pragma: no cover - a broken install
     ) from e
 
 from . import cache
-from ._C import DecodeStream, Model, Tokenizer
+from ._C import LLM, DecodeStream, Model, StepOutput, Tokenizer
 from .chat import apply_chat_template
 from ._core import (
     Kernel,
@@ -48,7 +48,9 @@ __version__ = "0.1.0"
 __all__ = [
     "DecodeStream",
     "Kernel",
+    "LLM",
     "Model",
+    "StepOutput",
     "Tokenizer",
     "apply_chat_template",
     "cache",

@@ -1,0 +1,175 @@
+// onecat.LLM: the serving engine (engine/, docs/engine.md) for Python — many requests through
+// one model with continuous batching, chunked prefill and the prefix cache, on the CPU backend
+// or (device="cuda") the GPU one. A step runs without the GIL.
+#include "engine/engine.h"
+
+#include <pybind11/stl.h>
+
+#include <map>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+#include "base/error.h"
+#include "models/model/generation_config.h"
+#include "python/bindings/families.h"
+
+namespace onecat::python {
+namespace {
+
+struct PyLLM {
+  std::unique_ptr<model::Model> model;
+  std::unique_ptr<engine::Engine> engine;
+  std::vector<int32_t> eos;
+};
+
+struct Settings {
+  int64_t max_tokens;
+  cpu::SamplingParams sampling;
+  std::optional<std::vector<int32_t>> stop_ids;
+};
+
+engine::Request request(const PyLLM& p, std::vector<int32_t> prompt, const Settings& s) {
+  engine::Request r;
+  r.prompt = std::move(prompt);
+  r.max_tokens = s.max_tokens;
+  r.sampling = s.sampling;
+  r.stop_ids = s.stop_ids ? *s.stop_ids : p.eos;
+  return r;
+}
+
+// The sampling keywords every request call takes (vLLM's names and defaults: temperature 1).
+template <class... Extra>
+auto sampling_kwargs(Extra... extra) {
+  return std::make_tuple(extra..., py::kw_only(), py::arg("temperature") = 1.0f, py::arg("top_k") = 0,
+                         py::arg("top_p") = 1.0f, py::arg("min_p") = 0.0f, py::arg("repetition_penalty") = 1.0f,
+                         py::arg("presence_penalty") = 0.0f, py::arg("frequency_penalty") = 0.0f, py::arg("seed") = 0,
+                         py::arg("stop_ids") = py::none());
+}
+
+cpu::SamplingParams params(float temperature, int top_k, float top_p, float min_p, float repetition_penalty,
+                           float presence_penalty, float frequency_penalty, uint64_t seed) {
+  cpu::SamplingParams p;
+  p.temperature = temperature, p.top_k = top_k, p.top_p = top_p, p.min_p = min_p;
+  p.repetition_penalty = repetition_penalty, p.presence_penalty = presence_penalty;
+  p.frequency_penalty = frequency_penalty, p.seed = seed;
+  return p;
+}
+
+}  // namespace
+
+void bind_engine(py::module_& m) {
+  py::class_<engine::StepOutput>(m, "StepOutput", "One request's new token from LLM.step()")
+      .def_readonly("id", &engine::StepOutput::id)
+      .def_readonly("token", &engine::StepOutput::token, "−1 for a cancelled request")
+      .def_readonly("finished", &engine::StepOutput::finished)
+      .def_readonly("finish_reason", &engine::StepOutput::finish_reason, "'stop', 'length' or 'cancelled'")
+      .def("__repr__", [](const engine::StepOutput& o) {
+        return "StepOutput(id=" + std::to_string(o.id) + ", token=" + std::to_string(o.token) +
+               ", finished=" + (o.finished ? "True" : "False") + ", finish_reason='" + o.finish_reason + "')";
+      });
+
+  auto cls = py::class_<PyLLM>(m, "LLM",
+                               "Many requests through one checkpoint at once: continuous batching, chunked prefill, "
+                               "paged KV cache with prefix caching (docs/engine.md)");
+  cls.def(
+      py::init([](const std::string& path, const std::string& device, int max_num_seqs, int64_t max_num_batched_tokens,
+                  int64_t kv_cache_tokens, bool prefix_caching, bool cuda_graphs, bool progress) {
+        model::ModelOptions o;
+        o.device = model::parse_device(device);
+        o.max_batch_tokens = max_num_batched_tokens;
+        o.max_sequences = max_num_seqs;
+        o.kv_cache_tokens = kv_cache_tokens;
+        o.cuda_graphs = cuda_graphs;
+        o.progress = progress;
+        auto p = std::make_unique<PyLLM>();
+        {
+          py::gil_scoped_release release;
+          p->model = model::Model::load(path, o);
+          p->eos = model::eos_token_ids(path);
+        }
+        engine::EngineOptions eo;
+        eo.prefix_caching = prefix_caching;
+        p->engine = std::make_unique<engine::Engine>(*p->model, eo);
+        return p;
+      }),
+      py::arg("path"), py::arg("device") = "cpu", py::kw_only(), py::arg("max_num_seqs") = 8,
+      py::arg("max_num_batched_tokens") = 256, py::arg("kv_cache_tokens") = 8192, py::arg("prefix_caching") = true,
+      py::arg("cuda_graphs") = true, py::arg("progress") = false);
+  cls.def_property_readonly("eos_token_ids", [](const PyLLM& p) { return p.eos; });
+  cls.def_property_readonly("vocab_size", [](const PyLLM& p) { return p.model->config().vocab; });
+  cls.def_property_readonly("idle", [](const PyLLM& p) { return p.engine->idle(); });
+  cls.def_property_readonly("stats", [](const PyLLM& p) {
+    const engine::EngineStats& s = p.engine->stats();
+    py::dict d;
+    d["steps"] = s.steps, d["preemptions"] = s.preemptions, d["prompt_tokens"] = s.prompt_tokens;
+    d["prefix_hit_tokens"] = s.prefix_hit_tokens, d["computed_tokens"] = s.computed_tokens;
+    d["generated_tokens"] = s.generated_tokens;
+    return d;
+  });
+  std::apply(
+      [&](auto... a) {
+        cls.def(
+            "add_request",
+            [](PyLLM& p, std::vector<int32_t> prompt_ids, int64_t max_tokens, float temperature, int top_k, float top_p,
+               float min_p, float repetition_penalty, float presence_penalty, float frequency_penalty, uint64_t seed,
+               std::optional<std::vector<int32_t>> stop_ids) {
+              const Settings s{max_tokens,
+                               params(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty,
+                                      frequency_penalty, seed),
+                               std::move(stop_ids)};
+              return p.engine->add(request(p, std::move(prompt_ids), s));
+            },
+            a...,
+            "Queues a request; its id. Its tokens come from step(), ending at a stop id (default: the checkpoint's "
+            "EOS ids; [] for none) or after max_tokens");
+      },
+      sampling_kwargs(py::arg("prompt_ids"), py::arg("max_tokens") = 64));
+  cls.def(
+      "step",
+      [](PyLLM& p) {
+        py::gil_scoped_release release;
+        return p.engine->step();
+      },
+      "Runs one forward step; the requests it advanced, each with its new token");
+  cls.def(
+      "cancel", [](PyLLM& p, int64_t id) { return p.engine->cancel(id); }, py::arg("id"),
+      "Ends a request now (reported finished by the next step); False when it is not running or queued");
+  std::apply(
+      [&](auto... a) {
+        cls.def(
+            "generate",
+            [](PyLLM& p, const std::vector<std::vector<int32_t>>& prompts, int64_t max_tokens, float temperature,
+               int top_k, float top_p, float min_p, float repetition_penalty, float presence_penalty,
+               float frequency_penalty, uint64_t seed, std::optional<std::vector<int32_t>> stop_ids) {
+              if (!p.engine->idle()) throw InputError("generate() needs an idle LLM: finish or cancel its requests.");
+              std::map<int64_t, size_t> index;
+              for (size_t i = 0; i < prompts.size(); ++i) {
+                // Request i samples from seed + i, so equal prompts still draw their own tokens.
+                const Settings s{max_tokens,
+                                 params(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty,
+                                        frequency_penalty, seed + i),
+                                 stop_ids};
+                try {
+                  index[p.engine->add(request(p, prompts[i], s))] = i;
+                } catch (...) {
+                  for (const auto& [id, at] : index) p.engine->cancel(id);
+                  while (!p.engine->idle()) p.engine->step();
+                  throw;
+                }
+              }
+              std::vector<std::vector<int32_t>> out(prompts.size());
+              py::gil_scoped_release release;
+              while (!p.engine->idle()) {
+                for (const engine::StepOutput& o : p.engine->step()) out[index.at(o.id)].push_back(o.token);
+              }
+              return out;
+            },
+            a...,
+            "The new token ids of every prompt, run together; request i samples with seed + i (vLLM's sampling "
+            "defaults: temperature 1; 0 is greedy)");
+      },
+      sampling_kwargs(py::arg("prompts"), py::arg("max_tokens") = 64));
+}
+
+}  // namespace onecat::python
