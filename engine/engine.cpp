@@ -263,14 +263,19 @@ std::vector<StepOutput> Engine::step() {
     cache_pages(s);
     if (s.pending() > 0) continue;  // a prefill chunk short of the prompt's end
     const Request& r = s.request;
-    const int32_t token = greedy ? argmax[k]
-                                 : cpu::sample(logits.data() + k * size_t(vocab), vocab, r.sampling, r.prompt, s.output,
-                                               uint64_t(s.output.size()))
-                                       .token;
+    StepOutput o{s.id, -1, false, ""};
+    if (greedy) {
+      o.token = argmax[k];
+    } else {
+      cpu::SampledToken t = cpu::sample(logits.data() + k * size_t(vocab), vocab, r.sampling, r.prompt, s.output,
+                                        uint64_t(s.output.size()));
+      o.token = t.token;
+      if (r.sampling.logprobs > 0) o.logprob = t.logprob, o.top_logprobs = std::move(t.top);
+    }
+    const int32_t token = o.token;
     s.tokens.push_back(token);
     s.output.push_back(token);
     ++stats_.generated_tokens;
-    StepOutput o{s.id, token, false, ""};
     if (std::find(r.stop_ids.begin(), r.stop_ids.end(), token) != r.stop_ids.end()) {
       o.finished = true, o.finish_reason = "stop";
     } else if (int64_t(s.output.size()) >= r.max_tokens) {

@@ -38,6 +38,10 @@ struct StepOutput {
   int32_t token = -1;  // −1: none (a cancelled request)
   bool finished = false;
   std::string finish_reason;  // "stop", "length" or "cancelled" once finished
+  // With Request::sampling.logprobs = n > 0: the token's logprob under the raw logits and the
+  // n most likely (id, logprob), best first (cpu::SampledToken's).
+  float logprob = 0;
+  std::vector<std::pair<int, float>> top_logprobs;
 };
 
 struct EngineStats {

@@ -17,6 +17,7 @@
 #include "engine/block_manager.h"
 #include "model_test_util.h"
 #include "models/model/generate.h"
+#include "runtime/cpu/sampling.h"
 #include "test_util.h"
 
 namespace onecat {
@@ -219,6 +220,47 @@ TEST(Engine, SampledRequestsAreReproducibleAndMatchGenerate) {
   Model m(loaded, engine_model());
   Engine e(m, {.max_num_batched_tokens = 40, .max_num_seqs = 5});
   EXPECT_EQ(together(e, jobs), want);
+}
+
+// logprobs = n: each output carries the token's raw logprob and the n best, as cpu::sample
+// gives them for the same logits (those of generate's model alone, bit for bit on the CPU).
+TEST(Engine, LogprobsAreTheSamplersOwn) {
+  const LoadedModel loaded = load(Checkpoints::of("qwen2", "awq4"));
+  const int64_t vocab = loaded.config.vocab;
+  const cpu::SamplingParams p{.temperature = 0.7f, .seed = 9, .logprobs = 3};
+  const std::vector<int32_t> prompt = random_prompt(37, vocab, 4), other = random_prompt(20, vocab, 5);
+  Model m(loaded, engine_model());
+  Engine e(m, {.max_num_batched_tokens = 24});
+  Request r, greedy;
+  r.prompt = prompt, r.max_tokens = 6, r.sampling = p;
+  greedy.prompt = other, greedy.max_tokens = 6, greedy.sampling = model::GenerateOptions::greedy();
+  const int64_t id = e.add(r);
+  e.add(greedy);
+  std::vector<engine::StepOutput> got;
+  while (!e.idle()) {
+    for (engine::StepOutput& o : e.step()) {
+      if (o.id == id) {
+        got.push_back(std::move(o));
+      } else {
+        EXPECT_TRUE(o.top_logprobs.empty());  // not asked for
+      }
+    }
+  }
+  ASSERT_EQ(got.size(), 6u);
+  Model alone(loaded, engine_model());
+  Sequence s;
+  std::vector<float> l = alone.extend(s, prompt);
+  std::vector<int> output;
+  for (const engine::StepOutput& o : got) {
+    const cpu::SampledToken want = cpu::sample(l.data(), vocab, p, prompt, output, uint64_t(output.size()));
+    EXPECT_EQ(o.token, want.token);
+    EXPECT_EQ(o.logprob, want.logprob);
+    EXPECT_EQ(o.top_logprobs, want.top);
+    ASSERT_EQ(o.top_logprobs.size(), 3u);
+    EXPECT_LE(o.logprob, o.top_logprobs[0].second);
+    output.push_back(o.token);
+    l = alone.extend(s, std::span(&o.token, 1));
+  }
 }
 
 TEST(Engine, CancelLetsThePagesGoAndStopIdsEndRequests) {
