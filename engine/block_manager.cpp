@@ -38,7 +38,6 @@ BlockManager::BlockManager(int64_t pages, int page_size, bool prefix_caching)
   }
   refs_.assign(size_t(pages), 0);
   lru_at_.resize(size_t(pages));
-  in_lru_.assign(size_t(pages), false);
   entry_.resize(size_t(pages));
   free_.reserve(size_t(pages));
   for (int64_t p = pages - 1; p >= 0; --p) free_.push_back(int32_t(p));
@@ -52,7 +51,6 @@ std::optional<int32_t> BlockManager::allocate() {
   } else if (!evictable_.empty()) {
     page = evictable_.front();
     evictable_.pop_front();
-    in_lru_[size_t(page)] = false;
     drop_from_cache(page);
   } else {
     return std::nullopt;
@@ -68,7 +66,6 @@ void BlockManager::release(int32_t page) {
   if (--refs_[size_t(page)] > 0) return;
   if (entry_[size_t(page)]) {
     lru_at_[size_t(page)] = evictable_.insert(evictable_.end(), page);
-    in_lru_[size_t(page)] = true;
   } else {
     free_.push_back(page);
   }
@@ -86,10 +83,8 @@ BlockManager::Match BlockManager::match_prefix(std::span<const int32_t> tokens, 
     if (it == by_key_.end()) break;
     const int32_t p = it->second;
     if (!std::equal(own.begin(), own.end(), entry_[size_t(p)]->tokens.begin())) break;
-    if (refs_[size_t(p)]++ == 0 && in_lru_[size_t(p)]) {
-      evictable_.erase(lru_at_[size_t(p)]);
-      in_lru_[size_t(p)] = false;
-    }
+    // A cached page nobody holds is in the evictable list: it leaves it now.
+    if (refs_[size_t(p)]++ == 0) evictable_.erase(lru_at_[size_t(p)]);
     m.pages.push_back(p);
     m.keys.push_back(key);
   }

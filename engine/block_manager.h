@@ -67,10 +67,9 @@ class BlockManager {
   int page_size_;
   bool prefix_caching_;
   std::vector<int32_t> refs_;
-  std::vector<int32_t> free_;     // a stack of pages neither held nor cached
-  std::list<int32_t> evictable_;  // cached and not held, least recently released first
-  std::vector<std::list<int32_t>::iterator> lru_at_;
-  std::vector<bool> in_lru_;
+  std::vector<int32_t> free_;                         // a stack of pages neither held nor cached
+  std::list<int32_t> evictable_;                      // cached and not held, least recently released first
+  std::vector<std::list<int32_t>::iterator> lru_at_;  // a page's place there (cached, not held)
   std::unordered_map<PageKey, int32_t, KeyHash> by_key_;
   std::vector<std::optional<Entry>> entry_;  // per page: its cache entry, if cached
 };

@@ -16,7 +16,6 @@ struct Engine::Seq {
   int64_t computed = 0;         // leading tokens whose K/V are in `pages`
   std::vector<int32_t> pages;   // held, in order
   std::vector<PageKey> keys;    // keys of the leading full computed pages
-  bool greedy = false;          // plain greedy: the backend's argmax serves it
 
   int64_t pending() const { return int64_t(tokens.size()) - computed; }
 };
@@ -65,9 +64,6 @@ int64_t Engine::add(Request request) {
   auto s = std::make_unique<Seq>();
   s->id = next_id_++;
   s->tokens = request.prompt;
-  const cpu::SamplingParams& p = request.sampling;
-  s->greedy = p.temperature < cpu::kGreedyTemperature && p.repetition_penalty == 1 && p.presence_penalty == 0 &&
-              p.frequency_penalty == 0 && p.logprobs == 0;
   s->request = std::move(request);
   stats_.prompt_tokens += int64_t(s->tokens.size());
   const int64_t id = s->id;
@@ -224,7 +220,7 @@ std::vector<StepOutput> Engine::step() {
   for (const Chunk& c : chunks) {
     max_pages = std::max(max_pages, int(c.seq->pages.size()));
     decodes += c.tokens == 1;
-    greedy = greedy && c.seq->greedy;
+    greedy = greedy && cpu::plain_greedy(c.seq->request.sampling);
   }
   for (const Chunk& c : chunks) {
     const Seq& s = *c.seq;

@@ -46,12 +46,9 @@ GenerateResult generate(Model& model, std::span<const int32_t> prompt, const Gen
   const std::vector<int> history(prompt.begin(), prompt.end());
   std::vector<int> output;
 
-  // Plain greedy (no penalty, no logprobs) needs only each step's argmax: the backend computes
-  // it where the logits are (on the GPU, 4 bytes leave the device instead of the vocabulary's
-  // logits, and no host pass over them).
-  const cpu::SamplingParams& p = options.sampling;
-  const bool plain_greedy = p.temperature < cpu::kGreedyTemperature && p.repetition_penalty == 1 &&
-                            p.presence_penalty == 0 && p.frequency_penalty == 0 && p.logprobs == 0;
+  // Plain greedy needs only each step's argmax: the backend computes it where the logits are
+  // (on the GPU, 4 bytes leave the device instead of the vocabulary's logits).
+  const bool plain_greedy = cpu::plain_greedy(options.sampling);
   auto start = std::chrono::steady_clock::now();
   std::vector<float> logits;
   int32_t greedy_next = 0;

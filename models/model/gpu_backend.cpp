@@ -158,6 +158,13 @@ struct GpuBackend::Impl {
     bool active_ = false;
   };
 
+  // Waits for the step's work, then adds the profiled launches' times to the totals.
+  void finish_step() {
+    const Driver& d = Driver::require_gpu();
+    d.check(d.cuStreamSynchronize(stream), "cuStreamSynchronize", "the forward step");
+    collect_timing();
+  }
+
   // After the step's synchronisation: the pairs' times into the totals.
   void collect_timing() {
     Timing& t = timing;
@@ -537,9 +544,7 @@ void GpuBackend::read_logits(std::span<float> out) {
   Impl& g = *impl_;
   const size_t count = size_t(g.logit_count * g.config.vocab);
   if (out.size() != count) throw Error("GPU backend: read_logits needs room for exactly rows × vocab floats");
-  const Driver& d = Driver::require_gpu();
-  d.check(d.cuStreamSynchronize(g.stream), "cuStreamSynchronize", "the forward step");
-  g.collect_timing();
+  g.finish_step();
   g.logits.download(out.data(), count * 4);
 }
 
@@ -552,9 +557,7 @@ void GpuBackend::read_argmax(std::span<int32_t> out) {
     g.argmax->launch({g.argmax_ids.ptr(), g.logits.ptr(), g.argmax_workspace.ptr(), g.logit_count}, g.logit_count,
                      g.stream);
   }
-  const Driver& d = Driver::require_gpu();
-  d.check(d.cuStreamSynchronize(g.stream), "cuStreamSynchronize", "the forward step");
-  g.collect_timing();
+  g.finish_step();
   if (!out.empty()) g.argmax_ids.download(out.data(), out.size_bytes());
 }
 

@@ -44,6 +44,13 @@ struct SamplingParams {
   friend bool operator==(const SamplingParams&, const SamplingParams&) = default;
 };
 
+// Greedy with no penalty and no logprobs: the token is the argmax of the raw logits, so a
+// backend can pick it where the logits are (Model::forward_argmax) and copy out only the id.
+inline bool plain_greedy(const SamplingParams& p) {
+  return p.temperature < kGreedyTemperature && p.repetition_penalty == 1 && p.presence_penalty == 0 &&
+         p.frequency_penalty == 0 && p.logprobs == 0;
+}
+
 // One sentence naming the first bad setting (e.g. "top_p must be in (0, 1], got 1.5"), or
 // nothing. The server, the CLI and the Python bindings check requests with it.
 std::optional<std::string> invalid_reason(const SamplingParams& p);

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <random>
 
 #include "base/error.h"
@@ -38,13 +39,9 @@ double percentile(std::vector<double> v, double p) {
 }
 
 nlohmann::json summary(const std::vector<double>& seconds) {
-  return {{"mean_ms", seconds.empty() ? 0.0
-                                      : 1e3 *
-                                            [&] {
-                                              double s = 0;
-                                              for (double x : seconds) s += x;
-                                              return s / double(seconds.size());
-                                            }()},
+  const double mean =
+      seconds.empty() ? 0.0 : std::accumulate(seconds.begin(), seconds.end(), 0.0) / double(seconds.size());
+  return {{"mean_ms", 1e3 * mean},
           {"p50_ms", 1e3 * percentile(seconds, 50)},
           {"p90_ms", 1e3 * percentile(seconds, 90)},
           {"p99_ms", 1e3 * percentile(seconds, 99)}};
