@@ -31,7 +31,8 @@
 #   sass@SPEC@CONFIG the sm_90 SASS of one kernel (onecat emit --ptx, ptxas, cuobjdump) -> sass.txt.gz
 #   ncu              bench/ncu_profile.sh: Nsight Compute on one launch of each listed kernel -> ncu.txt
 #   gpu-model        the GPU forward against the CPU forward (onecat_gpu_model_tests, every architecture × format)
-#   golden           tools/golden_logits.py with transformers -> golden.tar.gz (the CPU tests' committed goldens)
+#   golden           tools/golden_logits.py with transformers -> golden.tar.gz (the CPU tests' committed goldens;
+#                    GOLDEN_CASES: its --cases)
 #   model-check      bench/model_check.py: the GPU forward against transformers on real shapes -> model_check.jsonl
 #                    (MODEL_CASES: its --cases)
 #   llama-build      bench/llama_peer.sh build (llama.cpp from the carried .llama/, in the background;
@@ -112,7 +113,8 @@ lane() {  # lane GPU STEPS...
       tests-rest) timeout "$(left)" build-device/tests/onecat_gpu_tests --gtest_filter='-TuneGpu.*' ;;
       tests-*) timeout "$(left)" build-device/tests/onecat_gpu_tests --gtest_filter="${s#tests-}" ;;
       gpu-model) timeout "$(left)" build-device/tests/onecat_gpu_model_tests ;;
-      golden) rm -rf build-device/golden && timeout "$(left)" "$py" tools/golden_logits.py --out build-device/golden &&
+      golden) rm -rf build-device/golden && timeout "$(left)" "$py" tools/golden_logits.py --out build-device/golden \
+                ${GOLDEN_CASES:+--cases "$GOLDEN_CASES"} &&
               tar czf "$out/golden.tar.gz" -C build-device golden ;;
       model-check) PYTHONPATH="$root/build-device/python" timeout "$(left)" "$py" bench/model_check.py ${MODEL_CASES:+--cases "$MODEL_CASES"} >>"$out/model_check.jsonl" ;;
       llama-build) (OUT=$out bash bench/llama_peer.sh build >"$out/llama_build.log" 2>&1; echo "rc=$?" >>"$out/llama_build.log") &

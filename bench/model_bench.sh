@@ -51,8 +51,8 @@ result = {"shape": os.path.basename(work)[len("model-"):], "prompt": prompt, "ge
           "formats": {}}
 for fmt in formats:
     d = os.path.join(work, fmt)
-    if not os.path.exists(os.path.join(d, "checkpoint", "config.json")): continue
-    cfg = json.load(open(os.path.join(d, "checkpoint", "config.json")))
+    if not os.path.exists(os.path.join(d, "config.json")): continue  # a copy: the checkpoint may be gone
+    cfg = json.load(open(os.path.join(d, "config.json")))
     h, L, heads, kvh = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
     dim = cfg.get("head_dim") or h // heads
     kv_bytes = L * 2 * kvh * dim * 2 * (prompt + gen / 2)
@@ -95,6 +95,7 @@ for fmt in ${FORMATS:-f16}; do
       "$py" "$root/tools/make_tiny_checkpoint.py" "$ckpt" --arch qwen3 --format "$fmt" --random-codes --shape "$dims" || continue
     fi
   fi
+  cp "$ckpt/config.json" "$d/config.json"
   log "tune bucket 1 ($fmt)"
   ONECAT_CACHE_DIR=$work/cache timeout "${TUNE_S:-300}" "$bin" tune --model "$ckpt" --buckets 1 --json >"$d/tune.json" 2>"$d/tune.err" ||
     log "tune failed: $(tail -3 "$d/tune.err")"
@@ -106,6 +107,9 @@ for fmt in ${FORMATS:-f16}; do
       log "$run failed: $(tail -3 "$d/generate.err")"
   done
   summarize
+  # The device has 64 GB of disk: a quantised checkpoint goes once measured (f16 stays: llama.cpp
+  # converts it and engine-bench runs it).
+  [ "$fmt" = f16 ] || [ "${KEEP_CHECKPOINTS:-0}" = 1 ] || rm -rf "$ckpt"
 done
 
 if [ "${LLAMA:-0}" = 1 ] && [ -n "${LLAMA_BUILD_LOG:-}" ]; then
@@ -115,13 +119,14 @@ if [ "${LLAMA:-0}" = 1 ] && [ -n "${LLAMA_BUILD_LOG:-}" ]; then
 fi
 if [ "${LLAMA:-0}" = 1 ]; then
   log "llama.cpp"
-  rm -f "$out/llama_bench.jsonl"
+  [ "${LLAMA_APPEND:-0}" = 1 ] || rm -f "$out/llama_bench.jsonl"
   [ -f "$root/build-llama/$shape-f16.gguf" ] ||
     PROMPT=$prompt GEN=$gen OUT=$out bash "$root/bench/llama_peer.sh" "convert:$work/f16/checkpoint:$shape" || log "llama.cpp convert failed"
   for type in ${LLAMA_TYPES:-f16}; do
     [ "$type" = f16 ] || [ -f "$root/build-llama/$shape-$type.gguf" ] || OUT=$out bash "$root/bench/llama_peer.sh" "quantize:$shape:$type" ||
       log "llama.cpp quantize $type failed"
     PROMPT=$prompt GEN=$gen OUT=$out bash "$root/bench/llama_peer.sh" "bench:$shape:$type" || log "llama.cpp bench $type failed"
+    [ "$type" = f16 ] || [ "${KEEP_CHECKPOINTS:-0}" = 1 ] || rm -f "$root/build-llama/$shape-$type.gguf"
   done
   summarize
 fi

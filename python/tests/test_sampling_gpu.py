@@ -21,8 +21,8 @@ MARGIN = 1e-4
 def random_logits(rows, vocab, seed):
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(rows, vocab, generator=g) * 3
-    x[0, 3] = float("nan")
-    x[1 % rows, 7] = float("inf")
+    x[0, 3 % vocab] = float("nan")  # "% vocab": vocab 1 too
+    x[1 % rows, 7 % vocab] = float("inf")
     return x
 
 
@@ -137,12 +137,13 @@ def test_argmax_checks_alignment():
 
 
 def test_compiled_sampling_kernels_run_their_own_config():
-    spec = onecat.sampling_spec(1000, op="argmax")
+    # split=3 leaves each of the 3 CTAs of a row 1333 logits: more than one 512-wide load.
+    spec = onecat.sampling_spec(4000, op="argmax")
     kernel = onecat.compile(spec, "threads=128,vec=4,unroll=2,split=3")
-    x = random_logits(4, 1000, 3)
+    x = random_logits(4, 4000, 3)
     assert kernel(x.cuda()).cpu().tolist() == onecat.argmax(x.numpy()).tolist()
-    sample_kernel = onecat.compile(onecat.sampling_spec(1000, logprobs=2), "threads=256,cap=256")
+    sample_kernel = onecat.compile(onecat.sampling_spec(4000, logprobs=2), "threads=256,cap=256")
     got = sample_kernel(x.cuda(), temperature=0.0, logprobs=2)
     assert got.tokens.cpu().tolist() == onecat.argmax(x.numpy()).tolist()
-    with pytest.raises(ValueError, match=r"this kernel is sampling:op=argmax,vocab=1000 but the arguments need"):
-        kernel(random_logits(4, 999, 3).cuda())
+    with pytest.raises(ValueError, match=r"this kernel is sampling:op=argmax,vocab=4000 but the arguments need"):
+        kernel(random_logits(4, 3999, 3).cuda())
