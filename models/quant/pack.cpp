@@ -1,6 +1,7 @@
 #include "models/quant/pack.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -106,6 +107,10 @@ void put_u16(std::vector<uint8_t>& bytes, size_t index, uint16_t v) {
 
 std::vector<uint8_t> words_to_bytes(const std::vector<uint32_t>& words) {
   std::vector<uint8_t> bytes(words.size() * 4);
+  if constexpr (std::endian::native == std::endian::little) {
+    if (!words.empty()) std::memcpy(bytes.data(), words.data(), bytes.size());
+    return bytes;
+  }
   for (size_t i = 0; i < words.size(); ++i) {
     for (int b = 0; b < 4; ++b) bytes[4 * i + b] = uint8_t(words[i] >> (8 * b));
   }
@@ -129,6 +134,8 @@ class NibbleWords {
   void set(int64_t n, int64_t k, uint32_t code) {
     words_[size_t(n * words_per_row_ + k / 8)] |= (code & 0xF) << (4 * kNibbleOfK[k % 8]);
   }
+  // A whole word: codes k = 8·word_k … 8·word_k + 7 of column n, already in kernel order.
+  void set_word(int64_t n, int64_t word_k, uint32_t word) { words_[size_t(n * words_per_row_ + word_k)] = word; }
   std::vector<uint8_t> bytes() const { return words_to_bytes(words_); }
 
  private:
@@ -137,6 +144,23 @@ class NibbleWords {
 };
 
 uint32_t nibble(int32_t word, int p) { return (uint32_t(word) >> (4 * p)) & 0xF; }
+
+// The inverse of kNibbleOfK: which k of a word sits at nibble p.
+constexpr int kKOfNibble[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+static_assert(kNibbleOfK[kKOfNibble[1]] == 1 && kNibbleOfK[kKOfNibble[6]] == 6);
+
+// Transposes the 8×8 matrix of nibbles whose row r is w[r] (column c: nibble c): afterwards
+// nibble c of w[r] is what nibble r of w[c] was. Three rounds of block swaps (4×4, 2×2, 1×1).
+void transpose_nibbles(uint32_t (&w)[8]) {
+  auto swap = [&](int a, int b, int shift, uint32_t mask) {
+    const uint32_t t = ((w[a] >> shift) ^ w[b]) & mask;
+    w[a] ^= t << shift;
+    w[b] ^= t;
+  };
+  for (int r = 0; r < 4; ++r) swap(r, r + 4, 16, 0x0000FFFFu);
+  for (int r : {0, 1, 4, 5}) swap(r, r + 2, 8, 0x00FF00FFu);
+  for (int r = 0; r < 8; r += 2) swap(r, r + 1, 4, 0x0F0F0F0Fu);
+}
 
 // Checkpoint [K/G][N] fp16 → kernel [N][K/G] fp16.
 std::vector<uint8_t> transpose_group_scales(std::span<const uint16_t> scales, int64_t n, int64_t groups) {
@@ -226,11 +250,22 @@ PackedWeight pack_awq4(int64_t n, int64_t k, int group, std::span<const int32_t>
   c.size("scales", scales.size(), {groups, n}, "[K/G][N]");
 
   PackedWeight p = empty_packed(WeightFormat::kAwq4, n, k, group);
+  // A transpose ([K][N/8] words → [N][K/8] words), so in tiles: 8 checkpoint words (8 k of 8
+  // columns) make 8 kernel words (8 k of one column each), every word written once; element by
+  // element through NibbleWords::set, the scattered read-modify-writes ran at 0.1 GB/s a core.
   NibbleWords words(n, k);
-  for (int64_t kk = 0; kk < k; ++kk) {
-    for (int64_t j = 0; j < n / 8; ++j) {
-      const int32_t word = qweight[size_t(kk * (n / 8) + j)];
-      for (int q = 0; q < 8; ++q) words.set(8 * j + kAwqColumnOfNibble[q], kk, nibble(word, q));
+  constexpr int64_t kTileWords = 16;  // input words per row of a tile: 128 columns
+  for (int64_t j0 = 0; j0 < n / 8; j0 += kTileWords) {
+    const int64_t j1 = std::min(n / 8, j0 + kTileWords);
+    for (int64_t wk = 0; wk < k / 8; ++wk) {
+      for (int64_t j = j0; j < j1; ++j) {
+        // Row p of the nibble matrix is the word of k = 8·wk + kKOfNibble[p]: after the
+        // transpose, word q holds nibble q of each, at the position the kernel wants that k.
+        uint32_t w[8];
+        for (int p = 0; p < 8; ++p) w[p] = uint32_t(qweight[size_t((8 * wk + kKOfNibble[p]) * (n / 8) + j)]);
+        transpose_nibbles(w);
+        for (int q = 0; q < 8; ++q) words.set_word(8 * j + kAwqColumnOfNibble[q], wk, w[q]);
+      }
     }
   }
   p.qweight = words.bytes();
@@ -297,6 +332,12 @@ PackedWeight pack_gptq4(int64_t n, int64_t k, int group, std::span<const int32_t
   for (int64_t r = 0; r < k / 8; ++r) {
     for (int64_t col = 0; col < n; ++col) {
       const int32_t word = qweight[size_t(r * n + col)];
+      if (!act_order) {  // the word's 8 k stay one word: only their nibbles move
+        uint32_t out = 0;
+        for (int i = 0; i < 8; ++i) out |= nibble(word, i) << (4 * kNibbleOfK[i]);
+        words.set_word(col, r, out);
+        continue;
+      }
       for (int i = 0; i < 8; ++i) words.set(col, position[size_t(8 * r + i)], nibble(word, i));
     }
   }
