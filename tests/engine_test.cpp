@@ -370,5 +370,47 @@ TEST(EngineCli, ThroughputReportsEveryRequest) {
   }
 }
 
+// --dataset and --wave: the requests of a JSONL file one after another; a repeated prompt's
+// pages come from the prefix cache; a bad line is refused with its number.
+TEST(EngineCli, ThroughputRunsADatasetInWaves) {
+  const std::string dir = Checkpoints::of("llama", "fp8");
+  test::TempDir scratch;
+  std::string ids;
+  for (int i = 0; i < 40; ++i) ids += (i ? "," : "") + std::to_string((i * 7 + 3) % 60);
+  test::write_file(scratch / "requests.jsonl", "{\"prompt_ids\": [" + ids + "], \"max_tokens\": 5}\n\n" +
+                                                   "{\"prompt_ids\": [" + ids + "], \"max_tokens\": 3}\n" +
+                                                   "{\"prompt_ids\": [9, 8, 7]}\n");
+  test::CommandResult r = test::run_command(std::string(ONECAT_BIN) + " throughput --model " + dir + " --dataset " +
+                                                (scratch / "requests.jsonl") + " --wave 1 --output-len 4 --json",
+                                            scratch.path());
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json j = test::parse_json(r);
+  EXPECT_EQ(j["num_prompts"], 3);
+  EXPECT_EQ(j["wave"], 1);
+  EXPECT_EQ(j["prompt_tokens"], 83);
+  EXPECT_EQ(j["output_tokens"], 5 + 3 + 4);
+  EXPECT_EQ(j["ttft_ms_by_request"].size(), 3u);
+  // The second request finds the first's full pages (16 tokens each) of the same 40-token prompt.
+  EXPECT_EQ(j["prefix_hit_tokens"].get<int64_t>() % 16, 0);
+  EXPECT_GE(j["prefix_hit_tokens"].get<int64_t>(), 16);
+  EXPECT_GT(j["itl"]["p50_ms"].get<double>(), 0);
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"{\"prompt_ids\": [1, 2]}\n[1, 2]\n", "line 2 is not a JSON object"},
+      {"{\"prompt_ids\": [1, 99999]}\n", "not an id in [0,"},
+      {"{\"prompt_ids\": [1], \"prompt\": \"hi\"}\n", "exactly one of"},
+      {"{\"prompt_ids\": [1], \"max_tokens\": 0}\n", "max_tokens must be"},
+      {"{\"prompt\": \"hi\"}\n", "no tokenizer.json"},
+      {"\n", "holds no requests"},
+  };
+  for (const auto& [text, want] : bad) {
+    test::write_file(scratch / "bad.jsonl", text);
+    r = test::run_command(
+        std::string(ONECAT_BIN) + " throughput --model " + dir + " --dataset " + (scratch / "bad.jsonl"),
+        scratch.path());
+    EXPECT_EQ(r.status, 2) << text << ": " << r.err;
+    EXPECT_TRUE(test::contains(r.err, want)) << text << ": " << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace onecat

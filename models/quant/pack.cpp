@@ -449,13 +449,15 @@ PackedWeight pack_mxfp4(int64_t n, int64_t k, std::span<const uint8_t> blocks, s
   c.size("blocks", blocks.size(), {n, k / 2}, "[N][K/2]");
   c.size("scales", scales.size(), {n, k / 32}, "[N][K/32]");
   for (size_t i = 0; i < scales.size(); ++i) {
-    const std::string where = "scales[" + std::to_string(int64_t(i) / (k / 32)) + "][" + std::to_string(int64_t(i) % (k / 32)) + "]";
+    const std::string where =
+        "scales[" + std::to_string(int64_t(i) / (k / 32)) + "][" + std::to_string(int64_t(i) % (k / 32)) + "]";
     if (scales[i] == 255) c.fail(where + " is 255, the UE8M0 NaN code; the checkpoint is corrupt");
     // 6 · 2^(e-127) must fit fp16 (65504): the tensor-core strategies multiply fp16 tiles.
     if (scales[i] > kMxfp4MaxScaleByte) {
-      c.fail(where + " is " + std::to_string(scales[i]) + " (a block scale of 2^" + std::to_string(int(scales[i]) - 127) +
-             "): its weights reach 6·2^" + std::to_string(int(scales[i]) - 127) +
-             ", beyond fp16's 65504; onecat takes UE8M0 scales up to " + std::to_string(kMxfp4MaxScaleByte) + " (2^13)");
+      c.fail(where + " is " + std::to_string(scales[i]) + " (a block scale of 2^" +
+             std::to_string(int(scales[i]) - 127) + "): its weights reach 6·2^" + std::to_string(int(scales[i]) - 127) +
+             ", beyond fp16's 65504; onecat takes UE8M0 scales up to " + std::to_string(kMxfp4MaxScaleByte) +
+             " (2^13)");
     }
   }
   PackedWeight p = empty_packed(WeightFormat::kMxfp4, n, k, 32);
