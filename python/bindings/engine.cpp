@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "models/model/generation_config.h"
 #include "python/bindings/families.h"
+#include "python/bindings/sampling_args.h"
 
 namespace onecat::python {
 namespace {
@@ -38,22 +39,11 @@ engine::Request request(const PyLLM& p, std::vector<int32_t> prompt, const Setti
   return r;
 }
 
-// The sampling keywords every request call takes (vLLM's names and defaults: temperature 1).
-template <class... Extra>
-auto sampling_kwargs(Extra... extra) {
-  return std::make_tuple(extra..., py::kw_only(), py::arg("temperature") = 1.0f, py::arg("top_k") = 0,
-                         py::arg("top_p") = 1.0f, py::arg("min_p") = 0.0f, py::arg("repetition_penalty") = 1.0f,
-                         py::arg("presence_penalty") = 0.0f, py::arg("frequency_penalty") = 0.0f, py::arg("seed") = 0,
-                         py::arg("stop_ids") = py::none());
-}
-
-cpu::SamplingParams params(float temperature, int top_k, float top_p, float min_p, float repetition_penalty,
-                           float presence_penalty, float frequency_penalty, uint64_t seed) {
-  cpu::SamplingParams p;
-  p.temperature = temperature, p.top_k = top_k, p.top_p = top_p, p.min_p = min_p;
-  p.repetition_penalty = repetition_penalty, p.presence_penalty = presence_penalty;
-  p.frequency_penalty = frequency_penalty, p.seed = seed;
-  return p;
+// The request calls' keywords: the sampling ones, then logprobs (each new token's logprob and
+// the n most likely, in its StepOutput).
+template <class... Leading>
+auto request_kwargs(Leading... leading) {
+  return std::tuple_cat(sampling_kwargs(1.0f, leading...), std::make_tuple(py::arg("logprobs") = 0));
 }
 
 }  // namespace
@@ -64,6 +54,10 @@ void bind_engine(py::module_& m) {
       .def_readonly("token", &engine::StepOutput::token, "−1 for a cancelled request")
       .def_readonly("finished", &engine::StepOutput::finished)
       .def_readonly("finish_reason", &engine::StepOutput::finish_reason, "'stop', 'length' or 'cancelled'")
+      .def_readonly("logprob", &engine::StepOutput::logprob,
+                    "With logprobs=n > 0: the token's logprob under the raw logits (else 0)")
+      .def_readonly("top_logprobs", &engine::StepOutput::top_logprobs,
+                    "With logprobs=n > 0: the n most likely (id, logprob), best first (else [])")
       .def("__repr__", [](const engine::StepOutput& o) {
         return "StepOutput(id=" + std::to_string(o.id) + ", token=" + std::to_string(o.token) +
                ", finished=" + (o.finished ? "True" : "False") + ", finish_reason='" + o.finish_reason + "')";
@@ -105,6 +99,10 @@ void bind_engine(py::module_& m) {
     d["steps"] = s.steps, d["preemptions"] = s.preemptions, d["prompt_tokens"] = s.prompt_tokens;
     d["prefix_hit_tokens"] = s.prefix_hit_tokens, d["computed_tokens"] = s.computed_tokens;
     d["generated_tokens"] = s.generated_tokens;
+    // The KV pool: pages in all, those a new request can take (free or cached and unused), and
+    // those in the prefix cache.
+    d["pages"] = p.engine->blocks().pages(), d["available_pages"] = p.engine->blocks().available();
+    d["cached_pages"] = p.engine->blocks().cached();
     return d;
   });
   std::apply(
@@ -113,10 +111,10 @@ void bind_engine(py::module_& m) {
             "add_request",
             [](PyLLM& p, std::vector<int32_t> prompt_ids, int64_t max_tokens, float temperature, int top_k, float top_p,
                float min_p, float repetition_penalty, float presence_penalty, float frequency_penalty, uint64_t seed,
-               std::optional<std::vector<int32_t>> stop_ids) {
+               std::optional<std::vector<int32_t>> stop_ids, int logprobs) {
               const Settings s{max_tokens,
-                               params(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty,
-                                      frequency_penalty, seed),
+                               sampling_params(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty,
+                                               frequency_penalty, seed, logprobs),
                                std::move(stop_ids)};
               return p.engine->add(request(p, std::move(prompt_ids), s));
             },
@@ -124,7 +122,7 @@ void bind_engine(py::module_& m) {
             "Queues a request; its id. Its tokens come from step(), ending at a stop id (default: the checkpoint's "
             "EOS ids; [] for none) or after max_tokens");
       },
-      sampling_kwargs(py::arg("prompt_ids"), py::arg("max_tokens") = 64));
+      request_kwargs(py::arg("prompt_ids"), py::arg("max_tokens") = 64));
   cls.def(
       "step",
       [](PyLLM& p) {
@@ -147,8 +145,8 @@ void bind_engine(py::module_& m) {
               for (size_t i = 0; i < prompts.size(); ++i) {
                 // Request i samples from seed + i, so equal prompts still draw their own tokens.
                 const Settings s{max_tokens,
-                                 params(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty,
-                                        frequency_penalty, seed + i),
+                                 sampling_params(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty,
+                                                 frequency_penalty, seed + i),
                                  stop_ids};
                 try {
                   index[p.engine->add(request(p, prompts[i], s))] = i;
@@ -169,7 +167,7 @@ void bind_engine(py::module_& m) {
             "The new token ids of every prompt, run together; request i samples with seed + i (vLLM's sampling "
             "defaults: temperature 1; 0 is greedy)");
       },
-      sampling_kwargs(py::arg("prompts"), py::arg("max_tokens") = 64));
+      sampling_kwargs(1.0f, py::arg("prompts"), py::arg("max_tokens") = 64));
 }
 
 }  // namespace onecat::python

@@ -5,10 +5,14 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <optional>
+#include <tuple>
+
+#include "base/error.h"
 #include "models/model/generate.h"
 #include "models/model/generation_config.h"
 #include "python/bindings/families.h"
-#include "base/error.h"
+#include "python/bindings/sampling_args.h"
 
 namespace onecat::python {
 namespace {
@@ -41,76 +45,73 @@ py::dict config_dict(const models::ModelConfig& c) {
 }  // namespace
 
 void bind_model(py::module_& m) {
-  py::class_<PyModel>(m, "Model", "A Hugging Face checkpoint loaded for generation on the CPU or a GPU (docs/models.md)")
-      .def(py::init([](const std::string& path, const std::string& device, int64_t max_batch_tokens,
-                       int64_t kv_cache_tokens, bool progress) {
-             model::ModelOptions o;
-             o.device = model::parse_device(device);
-             o.max_batch_tokens = max_batch_tokens;
-             o.kv_cache_tokens = kv_cache_tokens;
-             o.max_sequences = 1;
-             o.progress = progress;
-             auto p = std::make_unique<PyModel>();
-             {
-               py::gil_scoped_release release;
-               p->model = model::Model::load(path, o);
-               p->eos = model::eos_token_ids(path);
-             }
-             return p;
-           }),
-           py::arg("path"), py::arg("device") = "cpu", py::kw_only(), py::arg("max_batch_tokens") = 256,
-           py::arg("kv_cache_tokens") = 4096, py::arg("progress") = false)
-      .def_property_readonly("config", [](const PyModel& p) { return config_dict(p.model->config()); })
-      .def_property_readonly("vocab_size", [](const PyModel& p) { return p.model->config().vocab; })
-      .def_property_readonly("eos_token_ids", [](const PyModel& p) { return p.eos; })
-      .def(
-          "logits",
-          [](PyModel& p, const std::vector<int32_t>& ids, bool last_only) {
-            const int64_t vocab = p.model->config().vocab;
-            std::vector<float> out;
-            {
+  auto cls =
+      py::class_<PyModel>(m, "Model",
+                          "A Hugging Face checkpoint loaded for generation on the CPU or a GPU (docs/models.md)")
+          .def(py::init([](const std::string& path, const std::string& device, int64_t max_batch_tokens,
+                           int64_t kv_cache_tokens, bool progress) {
+                 model::ModelOptions o;
+                 o.device = model::parse_device(device);
+                 o.max_batch_tokens = max_batch_tokens;
+                 o.kv_cache_tokens = kv_cache_tokens;
+                 o.max_sequences = 1;
+                 o.progress = progress;
+                 auto p = std::make_unique<PyModel>();
+                 {
+                   py::gil_scoped_release release;
+                   p->model = model::Model::load(path, o);
+                   p->eos = model::eos_token_ids(path);
+                 }
+                 return p;
+               }),
+               py::arg("path"), py::arg("device") = "cpu", py::kw_only(), py::arg("max_batch_tokens") = 256,
+               py::arg("kv_cache_tokens") = 4096, py::arg("progress") = false)
+          .def_property_readonly("config", [](const PyModel& p) { return config_dict(p.model->config()); })
+          .def_property_readonly("vocab_size", [](const PyModel& p) { return p.model->config().vocab; })
+          .def_property_readonly("eos_token_ids", [](const PyModel& p) { return p.eos; })
+          .def(
+              "logits",
+              [](PyModel& p, const std::vector<int32_t>& ids, bool last_only) {
+                const int64_t vocab = p.model->config().vocab;
+                std::vector<float> out;
+                {
+                  py::gil_scoped_release release;
+                  model::Sequence s;
+                  try {
+                    out = p.model->extend(s, ids, !last_only);
+                  } catch (...) {
+                    p.model->release(s);
+                    throw;
+                  }
+                  p.model->release(s);
+                }
+                const py::ssize_t rows = py::ssize_t(out.size()) / py::ssize_t(vocab);
+                py::array_t<float> a({rows, py::ssize_t(vocab)});
+                std::copy(out.begin(), out.end(), a.mutable_data());
+                return a;
+              },
+              py::arg("ids"), py::arg("last_only") = false,
+              "float32 logits [len(ids), vocab] of a fresh sequence `ids` (only the last row with last_only=True)");
+  std::apply(
+      [&](auto... a) {
+        cls.def(
+            "generate",
+            [](PyModel& p, const std::vector<int32_t>& prompt_ids, int64_t max_tokens, float temperature, int top_k,
+               float top_p, float min_p, float repetition_penalty, float presence_penalty, float frequency_penalty,
+               uint64_t seed, std::optional<std::vector<int32_t>> stop_ids) {
+              model::GenerateOptions g;
+              g.max_tokens = max_tokens;
+              g.sampling = sampling_params(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty,
+                                           frequency_penalty, seed);
+              g.stop_ids = stop_ids ? *stop_ids : p.eos;
               py::gil_scoped_release release;
-              model::Sequence s;
-              try {
-                out = p.model->extend(s, ids, !last_only);
-              } catch (...) {
-                p.model->release(s);
-                throw;
-              }
-              p.model->release(s);
-            }
-            const py::ssize_t rows = py::ssize_t(out.size()) / py::ssize_t(vocab);
-            py::array_t<float> a({rows, py::ssize_t(vocab)});
-            std::copy(out.begin(), out.end(), a.mutable_data());
-            return a;
-          },
-          py::arg("ids"), py::arg("last_only") = false,
-          "float32 logits [len(ids), vocab] of a fresh sequence `ids` (only the last row with last_only=True)")
-      .def(
-          "generate",
-          [](PyModel& p, const std::vector<int32_t>& prompt_ids, int64_t max_tokens, float temperature, int top_k,
-             float top_p, float min_p, float repetition_penalty, float presence_penalty, float frequency_penalty,
-             uint64_t seed, std::optional<std::vector<int32_t>> stop_ids) {
-            model::GenerateOptions g;
-            g.max_tokens = max_tokens;
-            g.sampling.temperature = temperature;
-            g.sampling.top_k = top_k;
-            g.sampling.top_p = top_p;
-            g.sampling.min_p = min_p;
-            g.sampling.repetition_penalty = repetition_penalty;
-            g.sampling.presence_penalty = presence_penalty;
-            g.sampling.frequency_penalty = frequency_penalty;
-            g.sampling.seed = seed;
-            g.stop_ids = stop_ids ? *stop_ids : p.eos;
-            py::gil_scoped_release release;
-            return model::generate(*p.model, prompt_ids, g).tokens;
-          },
-          py::arg("prompt_ids"), py::arg("max_tokens") = 64, py::kw_only(), py::arg("temperature") = 0.0f,
-          py::arg("top_k") = 0, py::arg("top_p") = 1.0f, py::arg("min_p") = 0.0f, py::arg("repetition_penalty") = 1.0f,
-          py::arg("presence_penalty") = 0.0f, py::arg("frequency_penalty") = 0.0f, py::arg("seed") = 0,
-          py::arg("stop_ids") = py::none(),
-          "New token ids after prompt_ids (greedy at temperature 0), ending at a stop id (default: the checkpoint's "
-          "EOS ids; [] for none) or after max_tokens");
+              return model::generate(*p.model, prompt_ids, g).tokens;
+            },
+            a...,
+            "New token ids after prompt_ids (greedy at temperature 0), ending at a stop id (default: the "
+            "checkpoint's EOS ids; [] for none) or after max_tokens");
+      },
+      sampling_kwargs(0.0f, py::arg("prompt_ids"), py::arg("max_tokens") = 64));
 }
 
 }  // namespace onecat::python

@@ -29,6 +29,7 @@ except ImportError as e:  # pragma: no cover - a broken install
 
 from . import cache
 from ._C import LLM, DecodeStream, Model, StepOutput, Tokenizer
+from ._engine import stream as _stream
 from .chat import apply_chat_template
 from ._core import (
     Kernel,
@@ -42,6 +43,8 @@ from ._core import (
     tune,
 )
 from .families import export_families as _export_families
+
+LLM.stream = _stream
 
 __version__ = "0.1.0"
 

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import onecat
@@ -74,3 +75,57 @@ def test_value_errors(checkpoint):
     with pytest.raises(ValueError, match="KV cache"):
         llm.generate([[1, 2], [3] * 60], 10)
     assert llm.idle  # the first prompt of the refused batch was taken back
+
+
+def test_step_outputs_carry_logprobs(checkpoint):
+    llm = onecat.LLM(str(checkpoint), kv_cache_tokens=512)
+    prompt = list(range(3, 30))
+    a = llm.add_request(prompt, 4, temperature=0, stop_ids=[], logprobs=3)
+    b = llm.add_request(prompt, 4, temperature=0, stop_ids=[])
+    got = {a: [], b: []}
+    while not llm.idle:
+        for out in llm.step():
+            got[out.id].append(out)
+    assert [o.token for o in got[a]] == [o.token for o in got[b]]
+    alone = onecat.Model(str(checkpoint), kv_cache_tokens=512)
+    history = list(prompt)
+    for out in got[a]:
+        # The raw logits' log-softmax, from the model alone (float64 here, float32 in the sampler).
+        row = alone.logits(history, last_only=True)[-1].astype(np.float64)
+        logp = row - row.max() - np.log(np.exp(row - row.max()).sum())
+        best = np.argsort(-logp, kind="stable")[:3]
+        assert out.logprob == pytest.approx(logp[out.token], abs=1e-4)
+        assert [i for i, _ in out.top_logprobs] == best.tolist()
+        assert [lp for _, lp in out.top_logprobs] == pytest.approx(logp[best].tolist(), abs=1e-4)
+        assert out.token == best[0]  # greedy
+        history.append(out.token)
+    assert all(o.logprob == 0 and o.top_logprobs == [] for o in got[b])
+    with pytest.raises(ValueError, match="logprobs"):
+        llm.add_request(prompt, 2, logprobs=21)
+
+
+def test_stream_yields_each_token_as_made(checkpoint):
+    llm = onecat.LLM(str(checkpoint), max_num_seqs=3, max_num_batched_tokens=40, kv_cache_tokens=1024)
+    ps = prompts()[:5]
+    want = llm.generate(ps, 7, temperature=0.8, seed=11, stop_ids=[])
+    seen = [[] for _ in ps]
+    finished = []
+    for i, out in llm.stream(ps, 7, temperature=0.8, seed=11, stop_ids=[]):
+        assert not seen[i] or not seen[i][-1][1], "nothing after a prompt's finished output"
+        seen[i].append((out.token, out.finished))
+        if out.finished:
+            finished.append((i, out.finish_reason))
+    assert [[t for t, _ in s] for s in seen] == want
+    assert sorted(finished) == [(i, "length") for i in range(len(ps))]
+    # Leaving early cancels the rest: every page is back, and the LLM takes new work.
+    it = llm.stream(ps, 50, temperature=0, stop_ids=[])
+    first = [next(it) for _ in range(3)]
+    assert len(first) == 3
+    it.close()
+    assert llm.idle
+    assert llm.stats["available_pages"] == llm.stats["pages"]
+    alone = onecat.Model(str(checkpoint), kv_cache_tokens=512)
+    assert llm.generate([ps[3]], 3, temperature=0, stop_ids=[]) == [alone.generate(ps[3], 3, stop_ids=[])]
+    with pytest.raises(ValueError, match="vocabulary"):
+        list(llm.stream([[1, 2], [1, 999]], 4))
+    assert llm.idle
