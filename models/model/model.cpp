@@ -236,31 +236,30 @@ std::vector<int32_t> Model::step_greedy(std::span<const Chunk> chunks) {
   return ids;
 }
 
-int32_t Model::extend_greedy(Sequence& s, std::span<const int32_t> tokens) {
+std::span<const int32_t> Model::extend_leading(Sequence& s, std::span<const int32_t> tokens,
+                                               std::vector<float>* all_logits) {
   if (tokens.empty()) throw InputError("extend needs at least one token.");
   const size_t chunk = size_t(options_.max_batch_tokens);
-  // Every chunk but the last only fills the cache; their logits are not needed.
   size_t begin = 0;
   for (; tokens.size() - begin > chunk; begin += chunk) {
     const Chunk c{&s, tokens.subspan(begin, chunk)};
-    run(std::span(&c, 1), false);
+    std::vector<float> logits = std::move(run(std::span(&c, 1), all_logits != nullptr)[0]);
+    if (all_logits) all_logits->insert(all_logits->end(), logits.begin(), logits.end());
   }
-  const Chunk last{&s, tokens.subspan(begin)};
+  return tokens.subspan(begin);
+}
+
+int32_t Model::extend_greedy(Sequence& s, std::span<const int32_t> tokens) {
+  const Chunk last{&s, extend_leading(s, tokens, nullptr)};
   return step_greedy(std::span(&last, 1))[0];
 }
 
 std::vector<float> Model::extend(Sequence& s, std::span<const int32_t> tokens, bool all_logits) {
-  if (tokens.empty()) throw InputError("extend needs at least one token.");
   std::vector<float> out;
-  for (size_t begin = 0; begin < tokens.size(); begin += size_t(options_.max_batch_tokens)) {
-    const Chunk chunk{&s, tokens.subspan(begin, std::min(tokens.size() - begin, size_t(options_.max_batch_tokens)))};
-    std::vector<float> logits = std::move(run(std::span(&chunk, 1), all_logits)[0]);
-    if (all_logits) {
-      out.insert(out.end(), logits.begin(), logits.end());
-    } else {
-      out = std::move(logits);
-    }
-  }
+  const Chunk last{&s, extend_leading(s, tokens, all_logits ? &out : nullptr)};
+  std::vector<float> logits = std::move(run(std::span(&last, 1), all_logits)[0]);
+  if (!all_logits) return logits;
+  out.insert(out.end(), logits.begin(), logits.end());
   return out;
 }
 

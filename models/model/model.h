@@ -90,6 +90,10 @@ class Model {
 
  private:
   void reserve(Sequence& sequence, int64_t length);
+  // extend's chunks of max_batch_tokens but the last, run (their logits, every row, appended to
+  // all_logits when given); returns the last chunk, still to run.
+  std::span<const int32_t> extend_leading(Sequence& sequence, std::span<const int32_t> tokens,
+                                          std::vector<float>* all_logits);
   // step() with each chunk's logits of all its tokens (all_logits) or its last.
   // With argmax, the ids of the logit rows go there and no logits are returned.
   std::vector<std::vector<float>> run(std::span<const Chunk> chunks, bool all_logits,
