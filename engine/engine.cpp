@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "models/model/forward_batch.h"
+#include "runtime/cpu/parallel.h"
 
 namespace onecat::engine {
 
@@ -253,6 +254,28 @@ std::vector<StepOutput> Engine::step() {
   }
   stats_.computed_tokens += int64_t(ids.size());
 
+  // The rows to sample: chunks that reach their prompt's end. Sampled on the host, a row on
+  // each core (a row is several passes over the vocabulary).
+  std::vector<size_t> rows;
+  for (size_t k = 0; k < chunks.size(); ++k) {
+    if (chunks[k].seq->pending() == chunks[k].tokens) rows.push_back(k);
+  }
+  std::vector<cpu::SampledToken> sampled(chunks.size());
+  if (!greedy) {
+    auto sample_row = [&](int64_t i) {
+      const size_t k = rows[size_t(i)];
+      const Seq& s = *chunks[k].seq;
+      const Request& r = s.request;
+      sampled[k] = cpu::sample(logits.data() + k * size_t(vocab), vocab, r.sampling, r.prompt, s.output,
+                               uint64_t(s.output.size()), r.sampling.logprobs > 0);
+    };
+    if (rows.size() == 1) {
+      sample_row(0);
+    } else {
+      cpu::parallel_for(int64_t(rows.size()), sample_row);
+    }
+  }
+
   for (size_t k = 0; k < chunks.size(); ++k) {
     Seq& s = *chunks[k].seq;
     s.computed += chunks[k].tokens;
@@ -263,10 +286,8 @@ std::vector<StepOutput> Engine::step() {
     if (greedy) {
       o.token = argmax[k];
     } else {
-      cpu::SampledToken t = cpu::sample(logits.data() + k * size_t(vocab), vocab, r.sampling, r.prompt, s.output,
-                                        uint64_t(s.output.size()));
-      o.token = t.token;
-      if (r.sampling.logprobs > 0) o.logprob = t.logprob, o.top_logprobs = std::move(t.top);
+      o.token = sampled[k].token;
+      if (r.sampling.logprobs > 0) o.logprob = sampled[k].logprob, o.top_logprobs = std::move(sampled[k].top);
     }
     const int32_t token = o.token;
     s.tokens.push_back(token);

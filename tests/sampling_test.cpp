@@ -365,6 +365,11 @@ TEST(SamplingReference, MatchesASortBasedImplementationOnRandomRows) {
       SCOPED_TRACE("vocab " + std::to_string(vocab) + " trial " + std::to_string(trial));
       const Oracle want = oracle(logits, p, prompt, output, step);
       const cpu::SampleDecision got = cpu::sample_decision(logits.data(), vocab, p, prompt, output, step);
+      // Without the token's logprob (the engine's call when none is asked for): the same choice.
+      const cpu::SampledToken lean = cpu::sample(logits.data(), vocab, p, prompt, output, step, false);
+      EXPECT_EQ(lean.token, got.sampled.token);
+      EXPECT_EQ(lean.logprob, p.logprobs > 0 ? got.sampled.logprob : 0.0f);
+      EXPECT_EQ(lean.top, got.sampled.top);
       ++rows;
       kept_sizes.insert(got.kept);
       // Summation orders differ only in the last bits: a different choice is allowed only

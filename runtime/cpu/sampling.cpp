@@ -14,9 +14,11 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // The sampling order: larger value first, then lower id. Every filter keeps a prefix of it.
+// A candidate carries its weight, so the filters never look it up by id.
 struct Ranked {
   float value;
   int id;
+  double w = 0;
 };
 bool before(const Ranked& a, const Ranked& b) { return a.value > b.value || (a.value == b.value && a.id < b.id); }
 
@@ -33,11 +35,10 @@ std::string number(double v) {
 // quickselect on mass so a whole-vocabulary top_p costs O(vocab), not a sort. On return
 // c[0, n) is that prefix (in no particular order); *before and *through are the prefix's mass
 // without and with its last token.
-int64_t mass_prefix(std::vector<Ranked>& c, const std::vector<double>& w, double target, double* before_last,
-                    double* through_last) {
+int64_t mass_prefix(std::vector<Ranked>& c, double target, double* before_last, double* through_last) {
   auto first = c.begin(), last = c.end();
   double acc = 0;
-  auto weight = [&](const Ranked& r) { return w[size_t(r.id)]; };
+  auto weight = [](const Ranked& r) { return r.w; };
   while (last - first > 32) {
     auto mid = first + (last - first) / 2;
     std::nth_element(first, mid, last, before);
@@ -64,6 +65,33 @@ int64_t mass_prefix(std::vector<Ranked>& c, const std::vector<double>& w, double
   *before_last = acc;
   *through_last = acc;
   return int64_t(c.size());
+}
+
+// The candidates of `c` that the shortest prefix (in sampling order) reaching `target` can
+// hold: weights are monotone in the order, so binned by their binary exponent every prefix is
+// the bins above some bin plus part of it. Keeps the bins whose mass, summed from the top,
+// passes target with room to spare for the summation order (so the prefix found among them
+// is the one over all of c); c unchanged when it cannot narrow.
+void narrow_to_prefix_bins(std::vector<Ranked>& c, double target) {
+  constexpr int kBins = 64;  // w ∈ [2^-(b+1), 2^-b) in bin b; the last takes everything smaller
+  auto bin = [](double w) {
+    int e = 0;
+    std::frexp(w, &e);  // w = m · 2^e, m ∈ [0.5, 1)
+    return std::clamp(-e, 0, kBins - 1);
+  };
+  double mass[kBins] = {};
+  for (const Ranked& r : c) mass[bin(r.w)] += r.w;
+  double acc = 0;
+  int last = kBins - 1;
+  for (int b = 0; b < kBins - 1; ++b) {
+    acc += mass[b];
+    if (acc >= target * (1 + 1e-9) + 1e-300) {
+      last = b;
+      break;
+    }
+  }
+  if (last == kBins - 1) return;
+  c.erase(std::remove_if(c.begin(), c.end(), [&](const Ranked& r) { return bin(r.w) > last; }), c.end());
 }
 
 }  // namespace
@@ -162,8 +190,10 @@ int argmax(const float* logits, int64_t vocab) {
   return best;
 }
 
-SampleDecision sample_decision(const float* logits, int64_t vocab, const SamplingParams& p,
-                               std::span<const int> prompt_tokens, std::span<const int> output_tokens, uint64_t step) {
+namespace {
+
+SampleDecision decide(const float* logits, int64_t vocab, const SamplingParams& p, std::span<const int> prompt_tokens,
+                      std::span<const int> output_tokens, uint64_t step, bool token_logprob) {
   validate(p);
   if (vocab < 1 || vocab > std::numeric_limits<int>::max()) {
     throw InputError("sampling needs a vocabulary of 1 to 2^31−1 tokens, got " + std::to_string(vocab) + ".");
@@ -172,15 +202,21 @@ SampleDecision sample_decision(const float* logits, int64_t vocab, const Samplin
     throw InputError("logprobs=" + std::to_string(p.logprobs) + " exceeds the vocabulary of " + std::to_string(vocab) +
                      ".");
   }
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   SampleDecision d;
   d.margin = kInf;
 
-  // Logprobs of the raw distribution.
+  // Logprobs of the raw distribution (the log-sum-exp only when a logprob is asked for).
   std::vector<float> raw(static_cast<size_t>(vocab));
-  for (int64_t i = 0; i < vocab; ++i) raw[size_t(i)] = sanitize_logit(logits[i]);
-  const double raw_max = *std::max_element(raw.begin(), raw.end());
+  float raw_max_f = kNegInf;
+  for (int64_t i = 0; i < vocab; ++i) {
+    const float v = sanitize_logit(logits[i]);
+    raw[size_t(i)] = v;
+    raw_max_f = std::max(raw_max_f, v);
+  }
+  const double raw_max = raw_max_f;
   double lse = -kInf;
-  if (raw_max > -kInf) {
+  if ((token_logprob || p.logprobs > 0) && raw_max > -kInf) {
     double sum = 0;
     for (float v : raw) sum += std::exp(double(v) - raw_max);
     lse = raw_max + std::log(sum);
@@ -195,31 +231,35 @@ SampleDecision sample_decision(const float* logits, int64_t vocab, const Samplin
     for (int j = 0; j < p.logprobs; ++j) d.sampled.top.emplace_back(all[size_t(j)].id, logprob(all[size_t(j)].id));
   }
 
-  const std::vector<float> l = penalized_logits(logits, vocab, p, prompt_tokens, output_tokens);
-  const float l_max = *std::max_element(l.begin(), l.end());
+  const bool penalised = p.repetition_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f;
+  std::vector<float> penalised_values;
+  if (penalised) penalised_values = penalized_logits(logits, vocab, p, prompt_tokens, output_tokens);
+  const float* l = penalised ? penalised_values.data() : raw.data();
+  float l_max = raw_max_f;
+  if (penalised) {
+    l_max = kNegInf;
+    for (int64_t i = 0; i < vocab; ++i) l_max = std::max(l_max, l[i]);
+  }
   auto finish = [&](int token) {
     d.sampled.token = token;
-    d.sampled.logprob = logprob(token);
+    d.sampled.logprob = token_logprob || p.logprobs > 0 ? logprob(token) : 0.0f;
     return d;
   };
-  if (p.temperature < kGreedyTemperature || l_max == -std::numeric_limits<float>::infinity()) {
-    return finish(argmax(l.data(), vocab));
-  }
+  if (p.temperature < kGreedyTemperature || l_max == kNegInf) return finish(argmax(l, vocab));
 
   // Weights and the min_p cut.
   const double t = p.temperature;
-  std::vector<double> w(static_cast<size_t>(vocab), 0.0);
   std::vector<Ranked> kept;
+  kept.reserve(size_t(vocab));
   for (int64_t i = 0; i < vocab; ++i) {
-    const float v = l[size_t(i)];
-    if (v == -std::numeric_limits<float>::infinity()) continue;
+    const float v = l[i];
+    if (v == kNegInf) continue;
     const double wi = std::exp((double(v) - double(l_max)) / t);
-    w[size_t(i)] = wi;
     if (p.min_p > 0) {
       d.margin = std::min(d.margin, std::abs(wi - p.min_p) / p.min_p);
       if (wi < p.min_p) continue;
     }
-    kept.push_back({v, int(i)});
+    kept.push_back({v, int(i), wi});
   }
   // top_k: exact on the fp32 values, so no margin.
   if (p.top_k > 0 && size_t(p.top_k) < kept.size()) {
@@ -228,23 +268,25 @@ SampleDecision sample_decision(const float* logits, int64_t vocab, const Samplin
   }
   if (p.top_p < 1) {
     double mass = 0;
-    for (const Ranked& r : kept) mass += w[size_t(r.id)];
+    for (const Ranked& r : kept) mass += r.w;
     const double target = double(p.top_p) * mass;
+    narrow_to_prefix_bins(kept, target);
     double before_last = 0, through_last = 0;
-    kept.resize(size_t(mass_prefix(kept, w, target, &before_last, &through_last)));
+    kept.resize(size_t(mass_prefix(kept, target, &before_last, &through_last)));
     d.margin = std::min(d.margin, std::min(target - before_last, through_last - target) / mass);
   }
   d.kept = int64_t(kept.size());
 
-  // Inverse CDF over the kept tokens in id order.
-  std::sort(kept.begin(), kept.end(), [](const Ranked& a, const Ranked& b) { return a.id < b.id; });
+  // Inverse CDF over the kept tokens in id order (already so when no filter reordered them).
+  auto by_id = [](const Ranked& a, const Ranked& b) { return a.id < b.id; };
+  if (!std::is_sorted(kept.begin(), kept.end(), by_id)) std::sort(kept.begin(), kept.end(), by_id);
   double total = 0;
-  for (const Ranked& r : kept) total += w[size_t(r.id)];
+  for (const Ranked& r : kept) total += r.w;
   const double target = double(philox_uniform(p.seed, step)) * total;
   double cum = 0;
   int token = kept.back().id;
   for (const Ranked& r : kept) {
-    const double next = cum + w[size_t(r.id)];
+    const double next = cum + r.w;
     if (next >= target) {
       token = r.id;
       d.margin = std::min(d.margin, std::min(target - cum, next - target) / total);
@@ -253,6 +295,13 @@ SampleDecision sample_decision(const float* logits, int64_t vocab, const Samplin
     cum = next;
   }
   return finish(token);
+}
+
+}  // namespace
+
+SampleDecision sample_decision(const float* logits, int64_t vocab, const SamplingParams& p,
+                               std::span<const int> prompt_tokens, std::span<const int> output_tokens, uint64_t step) {
+  return decide(logits, vocab, p, prompt_tokens, output_tokens, step, true);
 }
 
 sampling::RowParams row_params(const SamplingParams& p, uint64_t step, int prompt_length) {
@@ -272,8 +321,8 @@ sampling::RowParams row_params(const SamplingParams& p, uint64_t step, int promp
 }
 
 SampledToken sample(const float* logits, int64_t vocab, const SamplingParams& p, std::span<const int> prompt_tokens,
-                    std::span<const int> output_tokens, uint64_t step) {
-  return sample_decision(logits, vocab, p, prompt_tokens, output_tokens, step).sampled;
+                    std::span<const int> output_tokens, uint64_t step, bool token_logprob) {
+  return decide(logits, vocab, p, prompt_tokens, output_tokens, step, token_logprob).sampled;
 }
 
 }  // namespace onecat::cpu

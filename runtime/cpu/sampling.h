@@ -66,9 +66,10 @@ struct SampledToken {
 // Samples row `logits` [vocab]. prompt_tokens and output_tokens are the sequence's history
 // (ids in [0, vocab), duplicates count for the frequency penalty); step is this token's index
 // in the sequence's output (with the seed, the random counter). Throws InputError for bad
-// params or ids.
+// params or ids. Without token_logprob (and with p.logprobs = 0) the token's logprob is not
+// computed (0): a pass of exp over the row saved.
 SampledToken sample(const float* logits, int64_t vocab, const SamplingParams& p, std::span<const int> prompt_tokens,
-                    std::span<const int> output_tokens, uint64_t step);
+                    std::span<const int> output_tokens, uint64_t step, bool token_logprob = true);
 
 // Lowest index among equal maxima; NaN never wins unless every value is NaN or −inf (then 0).
 int argmax(const float* logits, int64_t vocab);
