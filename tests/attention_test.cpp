@@ -1,8 +1,9 @@
 // The attention family on the CPU: spec and config text, defaults and candidates, the CPU
 // reference (fp8 codecs, masking, NaN-free empty rows, an independent dense computation),
 // and the static quality of its sm_70 code (no spills, WMMA in the PTX).
-#include <gtest/gtest.h>
+#include "runtime/cpu/attention.h"
 
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
@@ -15,7 +16,6 @@
 #include "codegen/attention/emit.h"
 #include "codegen/attention/space.h"
 #include "codegen/family.h"
-#include "runtime/cpu/attention.h"
 #include "runtime/cuda/nvrtc.h"
 #include "runtime/jit/compiler.h"
 #include "tests/compile_checks.h"
@@ -32,8 +32,9 @@ TEST(AttentionSpec, CanonicalFormPerOp) {
             "attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=f16,kv_scale=none,window=0");
   EXPECT_EQ(f.canonical_spec("attention:kv=e4m3,op=verify,q=8,heads=32,kv_heads=8,dim=128,page=16"),
             "attention:op=verify,heads=32,kv_heads=8,dim=128,page=16,kv=e4m3,kv_scale=tensor,q=8,window=0");
-  EXPECT_EQ(f.canonical_spec("attention:op=prefill,heads=24,kv_heads=4,dim=256,page=16,kv=e5m2,kv_scale=head,window=4096"),
-            "attention:op=prefill,heads=24,kv_heads=4,dim=256,page=16,kv=e5m2,kv_scale=head,causal=1,window=4096");
+  EXPECT_EQ(
+      f.canonical_spec("attention:op=prefill,heads=24,kv_heads=4,dim=256,page=16,kv=e5m2,kv_scale=head,window=4096"),
+      "attention:op=prefill,heads=24,kv_heads=4,dim=256,page=16,kv=e5m2,kv_scale=head,causal=1,window=4096");
   EXPECT_EQ(f.canonical_spec("attention:op=kv_write,kv_heads=8,dim=64,page=5,kv=f16"),
             "attention:op=kv_write,kv_heads=8,dim=64,page=5,kv=f16,kv_scale=none");
 }
@@ -61,7 +62,8 @@ TEST(AttentionSpec, MalformedSpecsAreRejectedWithTheReason) {
 TEST(AttentionConfig, RulesDefaultsAndCandidates) {
   const attention::Spec d = attention::Spec::parse("attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=f16");
   expect_throw<InputError>([&] { attention::Config::parse(d, "bm=24,bn=16,wn=1,split=1"); }, {"bm must be"});
-  expect_throw<InputError>([&] { attention::Config::parse(d, "bm=16,bn=16,wn=1,split=1"); }, {"prefetched K/V per thread"});
+  expect_throw<InputError>([&] { attention::Config::parse(d, "bm=16,bn=16,wn=1,split=1"); },
+                           {"prefetched K/V per thread"});
   expect_throw<InputError>([&] { attention::Config::parse(d, "bm=128,bn=16,wn=4,split=1"); }, {"threads per CTA"});
   expect_throw<InputError>([&] { attention::Config::parse(d, "threads=256"); }, {"missing field 'bm'"});
   const attention::Spec p = attention::Spec::parse("attention:op=prefill,heads=32,kv_heads=8,dim=128,page=16,kv=f16");
@@ -94,13 +96,43 @@ TEST(AttentionConfig, RulesDefaultsAndCandidates) {
   EXPECT_EQ(m.to_string(), "atom=m16n8k16,bm=128,bn=64,wn=1,stages=2,split=1");
   EXPECT_EQ(m.shared_bytes(p), 128 * 128 * 2 + 2 * 2 * 64 * 128 * 2);
   EXPECT_EQ(attention::Config::parse(d, "bm=64,bn=16,wn=1,split=4").to_string(), "bm=64,bn=16,wn=1,split=4");
+  // mk: the fewest keys per split, in the text only where it is not the default 256.
+  EXPECT_EQ(attention::Config::parse(d, "bm=64,bn=16,wn=1,split=16,mk=64").to_string(),
+            "bm=64,bn=16,wn=1,split=16,mk=64");
+  EXPECT_EQ(attention::Config::parse(d, "bm=64,bn=16,wn=1,split=16,mk=256").to_string(), "bm=64,bn=16,wn=1,split=16");
+  EXPECT_EQ(attention::Config::parse(d, "atom=m16n8k16,bm=16,bn=16,wn=2,stages=4,split=16,mk=64").to_string(),
+            "atom=m16n8k16,bm=16,bn=16,wn=2,stages=4,split=16,mk=64");
+  expect_throw<InputError>([&] { attention::Config::parse(d, "bm=64,bn=16,wn=1,split=16,mk=48"); },
+                           {"mk must be a power of two"});
+  expect_throw<InputError>([&] { attention::Config::parse(d, "bm=64,bn=16,wn=1,split=1,mk=64"); }, {"needs split > 1"});
+  {
+    const Family& f = family_of(d.to_string());
+    const std::string src64 = f.emit(d.to_string(), "bm=64,bn=16,wn=1,split=16,mk=64", Arch{70}).kernel_expression;
+    const std::string src256 = f.emit(d.to_string(), "bm=64,bn=16,wn=1,split=16", Arch{70}).kernel_expression;
+    EXPECT_NE(src64.find(", 64>"), std::string::npos) << src64;
+    EXPECT_EQ(src256.find(", 256>"), std::string::npos) << "the default keeps its kernel text: " << src256;
+    // Both kernels compile with MINKEYS set (sm_70's WMMA one and sm_90's m16n8k16 one).
+    std::vector<CompileRequest> reqs = {
+        CompileRequest::make(f, d.to_string(), "bm=64,bn=16,wn=1,split=16,mk=64", Arch{70}),
+        CompileRequest::make(f, d.to_string(), "atom=m16n8k16,bm=16,bn=16,wn=2,stages=4,split=16,mk=64", Arch{90})};
+    ASSERT_NO_FATAL_FAILURE(test::expect_compile_without_spills(reqs, false));
+    for (Arch a : {Arch{70}, Arch{90}}) {
+      const auto cands = f.candidate_configs(d.to_string(), a);
+      EXPECT_NE(std::find_if(cands.begin(), cands.end(),
+                             [](const std::string& c) { return c.find(",mk=64") != std::string::npos; }),
+                cands.end())
+          << a.name();
+    }
+  }
   expect_throw<InputError>([&] { attention::Config::parse(p, "atom=m16n8k16,bm=128,bn=64,wn=1,stages=5,split=1"); },
                            {"stages must be"});
   {
     // Shared memory: 227 KiB is the most any sm_80+ part grants; below that, emit checks the chip's own limit.
-    const attention::Spec p256 = attention::Spec::parse("attention:op=prefill,heads=24,kv_heads=4,dim=256,page=16,kv=f16");
-    expect_throw<InputError>([&] { attention::Config::parse(p256, "atom=m16n8k16,bm=128,bn=64,wn=1,stages=3,split=1"); },
-                             {"bytes of shared memory"});
+    const attention::Spec p256 =
+        attention::Spec::parse("attention:op=prefill,heads=24,kv_heads=4,dim=256,page=16,kv=f16");
+    expect_throw<InputError>(
+        [&] { attention::Config::parse(p256, "atom=m16n8k16,bm=128,bn=64,wn=1,stages=3,split=1"); },
+        {"bytes of shared memory"});
     const std::string big = "atom=m16n8k16,bm=128,bn=64,wn=1,stages=2,split=1";  // 192 KiB
     EXPECT_EQ(attention::Config::parse(p256, big).shared_bytes(p256), 192 * 1024);
     const Family& f = family_of(p256.to_string());
@@ -110,42 +142,55 @@ TEST(AttentionConfig, RulesDefaultsAndCandidates) {
     EXPECT_EQ(f.default_config(p256.to_string(), 4096, Arch{90}), big);
     for (int sm : {80, 86, 89, 90}) {
       const std::string c = f.default_config(p256.to_string(), 4096, Arch{sm});
-      EXPECT_LE(attention::Config::parse(p256, c).shared_bytes(p256), Arch{sm}.max_shared_bytes_per_cta()) << sm << " " << c;
+      EXPECT_LE(attention::Config::parse(p256, c).shared_bytes(p256), Arch{sm}.max_shared_bytes_per_cta())
+          << sm << " " << c;
       for (const auto& cand : f.candidate_configs(p256.to_string(), Arch{sm})) {
-        EXPECT_LE(attention::Config::parse(p256, cand).shared_bytes(p256), Arch{sm}.max_shared_bytes_per_cta()) << sm << " " << cand;
+        EXPECT_LE(attention::Config::parse(p256, cand).shared_bytes(p256), Arch{sm}.max_shared_bytes_per_cta())
+            << sm << " " << cand;
       }
     }
   }
-  expect_throw<InputError>([&] { attention::Config::parse(d, "bm=64,bn=16,wn=1,stages=2,split=1"); }, {"unknown field 'stages'"});
+  expect_throw<InputError>([&] { attention::Config::parse(d, "bm=64,bn=16,wn=1,stages=2,split=1"); },
+                           {"unknown field 'stages'"});
   // 32-row warps: their own text (16-row configs keep theirs), half the warps, D = 64 only.
   const attention::Spec p64 = attention::Spec::parse("attention:op=prefill,heads=32,kv_heads=8,dim=64,page=16,kv=f16");
   const attention::Config w32 = attention::Config::parse(p64, "atom=m16n8k16,bm=128,bn=32,wn=1,wr=32,stages=2,split=1");
   EXPECT_EQ(w32.to_string(), "atom=m16n8k16,bm=128,bn=32,wn=1,wr=32,stages=2,split=1");
   EXPECT_EQ(w32.warps(), 4);
-  EXPECT_EQ(attention::Config::parse(p, "atom=m16n8k16,bm=128,bn=64,wn=1,wr=16,stages=2,split=1").to_string(), m.to_string());
-  expect_throw<InputError>([&] { attention::Config::parse(p64, "atom=m16n8k16,bm=16,bn=32,wn=1,wr=32,stages=2,split=1"); },
-                           {"multiple of wr"});
-  expect_throw<InputError>([&] { attention::Config::parse(p64, "atom=m16n8k16,bm=64,bn=32,wn=1,wr=24,stages=2,split=1"); },
-                           {"wr must be 16 or 32"});
+  EXPECT_EQ(attention::Config::parse(p, "atom=m16n8k16,bm=128,bn=64,wn=1,wr=16,stages=2,split=1").to_string(),
+            m.to_string());
   expect_throw<InputError>(
-      [&] { attention::Config::parse(p, "atom=m16n8k16,bm=64,bn=32,wn=1,wr=32,stages=2,split=1"); }, {"wr=32 needs D <= 64"});
-  expect_throw<InputError>([&] { attention::Config::parse(d, "bm=64,bn=16,wn=1,wr=32,split=1"); }, {"unknown field 'wr'"});
+      [&] { attention::Config::parse(p64, "atom=m16n8k16,bm=16,bn=32,wn=1,wr=32,stages=2,split=1"); },
+      {"multiple of wr"});
+  expect_throw<InputError>(
+      [&] { attention::Config::parse(p64, "atom=m16n8k16,bm=64,bn=32,wn=1,wr=24,stages=2,split=1"); },
+      {"wr must be 16 or 32"});
+  expect_throw<InputError>(
+      [&] { attention::Config::parse(p, "atom=m16n8k16,bm=64,bn=32,wn=1,wr=32,stages=2,split=1"); },
+      {"wr=32 needs D <= 64"});
+  expect_throw<InputError>([&] { attention::Config::parse(d, "bm=64,bn=16,wn=1,wr=32,split=1"); },
+                           {"unknown field 'wr'"});
   {
     const auto c90 = family_of(p64.to_string()).candidate_configs(p64.to_string(), Arch{90});
     EXPECT_NE(std::find(c90.begin(), c90.end(), w32.to_string()), c90.end());
     for (const char* other : {"attention:op=decode,heads=32,kv_heads=8,dim=64,page=16,kv=f16",
                               "attention:op=prefill,heads=32,kv_heads=8,dim=128,page=16,kv=f16"}) {
-      for (const auto& c : family_of(other).candidate_configs(other, Arch{90})) EXPECT_EQ(c.find("wr="), std::string::npos) << c;
+      for (const auto& c : family_of(other).candidate_configs(other, Arch{90}))
+        EXPECT_EQ(c.find("wr="), std::string::npos) << c;
     }
   }
-  expect_throw<InputError>([&] { family_of(p.to_string()).emit(p.to_string(), m.to_string(), Arch{70}); }, {"needs sm_80"});
+  expect_throw<InputError>([&] { family_of(p.to_string()).emit(p.to_string(), m.to_string(), Arch{70}); },
+                           {"needs sm_80"});
   {
     // sm_80+ tunes over the WMMA candidates and the m16n8k16 ones.
     const char* spec = "attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=f16";
     const Family& f = family_of(spec);
-    const std::vector<std::string> sm70 = f.candidate_configs(spec, Arch{70}), sm90 = f.candidate_configs(spec, Arch{90});
+    const std::vector<std::string> sm70 = f.candidate_configs(spec, Arch{70}),
+                                   sm90 = f.candidate_configs(spec, Arch{90});
     for (const auto& c : sm70) EXPECT_NE(std::find(sm90.begin(), sm90.end(), c), sm90.end()) << c;
-    EXPECT_GT(std::count_if(sm90.begin(), sm90.end(), [](const std::string& c) { return c.rfind("atom=m16n8k16,", 0) == 0; }), 0);
+    EXPECT_GT(
+        std::count_if(sm90.begin(), sm90.end(), [](const std::string& c) { return c.rfind("atom=m16n8k16,", 0) == 0; }),
+        0);
   }
   for (const char* spec : {"attention:op=prefill,heads=32,kv_heads=8,dim=128,page=16,kv=f16",
                            "attention:op=decode,heads=24,kv_heads=4,dim=256,page=16,kv=e4m3",
@@ -209,8 +254,8 @@ TEST(AttentionReference, Fp8CodecsRoundTripAndMatchTheE4m3Decoder) {
       EXPECT_EQ(cpu::fp8_encode(e5, cpu::KvDtype::kE5m2), code) << code;
     }
   }
-  EXPECT_EQ(cpu::fp8_encode(1000.f, cpu::KvDtype::kE4m3), 0x7E);  // saturates to 448
-  EXPECT_EQ(cpu::fp8_encode(-1e9f, cpu::KvDtype::kE5m2), 0xFB);   // −57344
+  EXPECT_EQ(cpu::fp8_encode(1000.f, cpu::KvDtype::kE4m3), 0x7E);   // saturates to 448
+  EXPECT_EQ(cpu::fp8_encode(-1e9f, cpu::KvDtype::kE5m2), 0xFB);    // −57344
   EXPECT_EQ(cpu::fp8_encode(1.0625f, cpu::KvDtype::kE4m3), 0x38);  // tie to even (1.0)
   EXPECT_EQ(cpu::fp8_encode(1.1875f, cpu::KvDtype::kE4m3), 0x3A);  // tie to even (1.25)
 }
@@ -267,8 +312,10 @@ TEST(AttentionReference, PagedDecodeAndPrefillAgreeWithDenseAndWriteNoNaN) {
             cache.row(is_v, page, h, r, lut.data(), row.data());
             for (int d = 0; d < kDim; ++d) {
               const float want = cache.value(is_v, page, h, r, d);
-              if (std::isnan(want)) EXPECT_TRUE(std::isnan(row[size_t(d)]));
-              else EXPECT_EQ(row[size_t(d)], want) << page << " " << h << " " << r << " " << d;
+              if (std::isnan(want))
+                EXPECT_TRUE(std::isnan(row[size_t(d)]));
+              else
+                EXPECT_EQ(row[size_t(d)], want) << page << " " << h << " " << r << " " << d;
             }
           }
         }
@@ -343,7 +390,8 @@ TEST(AttentionStaticQuality, DefaultConfigsDoNotSpillOnSm70) {
   for (const char* spec : {"attention:op=prefill,heads=32,kv_heads=8,dim=128,page=16,kv=f16",
                            "attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=e4m3"}) {
     const Family& f = family_of(spec);
-    const std::string ptx = compile_to_ptx(CompileRequest::make(f, spec, f.default_config(spec, 4096, sm70), sm70), nvrtc);
+    const std::string ptx =
+        compile_to_ptx(CompileRequest::make(f, spec, f.default_config(spec, 4096, sm70), sm70), nvrtc);
     EXPECT_NE(ptx.find("wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32"), std::string::npos) << spec;
     EXPECT_NE(ptx.find("wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32"), std::string::npos) << spec;
     EXPECT_NE(ptx.find("ld.global.nc.v4.u32"), std::string::npos) << spec;
@@ -377,7 +425,8 @@ TEST(AttentionStaticQuality, Sm90DefaultsUseTheM16n8k16AtomWithoutSpills) {
   for (const char* spec : {"attention:op=prefill,heads=32,kv_heads=8,dim=128,page=16,kv=f16",
                            "attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=e4m3"}) {
     const Family& f = family_of(spec);
-    const std::string ptx = compile_to_ptx(CompileRequest::make(f, spec, f.default_config(spec, 4096, sm90), sm90), nvrtc);
+    const std::string ptx =
+        compile_to_ptx(CompileRequest::make(f, spec, f.default_config(spec, 4096, sm90), sm90), nvrtc);
     EXPECT_NE(ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"), std::string::npos) << spec;
     EXPECT_NE(ptx.find("cp.async.cg.shared.global"), std::string::npos) << spec;
     EXPECT_EQ(ptx.find("wmma."), std::string::npos) << spec;

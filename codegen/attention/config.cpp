@@ -8,7 +8,9 @@
 namespace onecat::attention {
 namespace {
 
-bool one_of(int v, std::initializer_list<int> allowed) { return std::find(allowed.begin(), allowed.end(), v) != allowed.end(); }
+bool one_of(int v, std::initializer_list<int> allowed) {
+  return std::find(allowed.begin(), allowed.end(), v) != allowed.end();
+}
 
 }  // namespace
 
@@ -28,6 +30,7 @@ Config Config::parse(const Spec& spec, std::string_view text) {
       c.wr = static_cast<int>(r.integer_or("wr", 16, 16, 32));
     }
     c.split = static_cast<int>(r.integer("split", 1, kMaxSplit));
+    c.mk = static_cast<int>(r.integer_or("mk", kDefaultMinKeys, 16, 4096));
   }
   r.finish();
   if (auto why = c.invalid_reason(spec)) {
@@ -39,16 +42,21 @@ Config Config::parse(const Spec& spec, std::string_view text) {
 std::string Config::to_string() const {
   if (op == Op::kKvWrite) return join_fields({{"threads", std::to_string(threads)}});
   if (atom == Atom::kM16n8k16) {
-    std::vector<std::pair<std::string, std::string>> f = {{"atom", "m16n8k16"}, {"bm", std::to_string(bm)}, {"bn", std::to_string(bn)},
-                                                          {"wn", std::to_string(wn)}};
+    std::vector<std::pair<std::string, std::string>> f = {
+        {"atom", "m16n8k16"}, {"bm", std::to_string(bm)}, {"bn", std::to_string(bn)}, {"wn", std::to_string(wn)}};
     if (wr != 16) f.push_back({"wr", std::to_string(wr)});  // 16-row configs keep their text (and cache keys)
     f.push_back({"stages", std::to_string(stages)});
     f.push_back({"split", std::to_string(split)});
+    if (mk != kDefaultMinKeys) f.push_back({"mk", std::to_string(mk)});  // the others keep their text
     return join_fields(f);
   }
   // atom=wmma keeps the text (and so the cache keys) it had before there was a second atom.
-  return join_fields({{"bm", std::to_string(bm)}, {"bn", std::to_string(bn)}, {"wn", std::to_string(wn)},
-                      {"split", std::to_string(split)}});
+  std::vector<std::pair<std::string, std::string>> f = {{"bm", std::to_string(bm)},
+                                                        {"bn", std::to_string(bn)},
+                                                        {"wn", std::to_string(wn)},
+                                                        {"split", std::to_string(split)}};
+  if (mk != kDefaultMinKeys) f.push_back({"mk", std::to_string(mk)});
+  return join_fields(f);
 }
 
 // Must equal the layout in templates/attention/attention.cuh (the template checks it):
@@ -108,7 +116,10 @@ std::optional<std::string> Config::invalid_reason(const Spec& spec) const {
   if (!one_of(bn, {16, 32, 64})) return "bn must be 16, 32 or 64";
   if (!one_of(wn, {1, 2, 4, 8})) return "wn must be 1, 2, 4 or 8";
   if (op == Op::kPrefill && split != 1) return "prefill has split=1 (its token tiles fill the GPU)";
-  if (cta_threads() > kMaxThreads) return std::to_string(cta_threads()) + " threads per CTA (max " + std::to_string(kMaxThreads) + ")";
+  if ((mk & (mk - 1)) != 0 || mk < 16) return "mk must be a power of two from 16 to 4096";
+  if (mk != kDefaultMinKeys && split == 1) return "mk (the fewest keys per split) needs split > 1";
+  if (cta_threads() > kMaxThreads)
+    return std::to_string(cta_threads()) + " threads per CTA (max " + std::to_string(kMaxThreads) + ")";
   if (atom == Atom::kM16n8k16) return m16n8k16_invalid_reason(spec);
   if (shared_bytes(spec) > kMaxSharedBytes) {
     return std::to_string(shared_bytes(spec)) + " bytes of shared memory per CTA (sm_70 allows " +

@@ -2,6 +2,7 @@
 //   prefill, decode, verify:  bm=16,bn=16,wn=4,split=4                         atom=wmma (any arch; sm_70's)
 //                             atom=m16n8k16,bm=64,bn=64,wn=1,stages=2,split=1  sm_80+ (attention_sm80.cuh)
 //                             atom=m16n8k16,bm=128,bn=64,wn=1,wr=32,...       32-row warps (D = 64)
+//                             …,split=16,mk=64: splits of at least 64 keys (default 256)
 //   kv_write:                 threads=256
 // A CTA holds bm query rows of one sequence and one KV head (a row is one (token, query head)
 // pair, so the query heads of a KV head share every K/V load: GQA packing), in bm/16 warp
@@ -33,13 +34,17 @@ struct Config {
   // spilled next to D=128's 64 output accumulators: ptxas for sm_70, NVRTC 12.8).
   static constexpr int kMaxPrefetchBytes = 64;
   static constexpr int kMaxSplit = 32;
+  // The fewest keys a split takes (templates/attention/cta.cuh kSplitMinKeys), so a short
+  // context runs on fewer splits; `mk` sets another (a power of two, split > 1 only).
+  static constexpr int kDefaultMinKeys = 256;
 
   Op op = Op::kDecode;
   Atom atom = Atom::kWmma;                  // attention ops
   int bm = 16, bn = 16, wn = 4, split = 1;  // attention ops
   int stages = 2;                           // atom=m16n8k16 (wmma: 2, register double buffering)
-  int wr = 16;                              // atom=m16n8k16: rows per warp, 16 or 32 (two m-tiles share each K/V fragment)
-  int threads = 256;                        // kv_write
+  int wr = 16;               // atom=m16n8k16: rows per warp, 16 or 32 (two m-tiles share each K/V fragment)
+  int mk = kDefaultMinKeys;  // attention ops with split > 1: the fewest keys per split
+  int threads = 256;         // kv_write
 
   static Config parse(const Spec& spec, std::string_view text);  // parses and validates
   std::string to_string() const;

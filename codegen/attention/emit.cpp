@@ -8,6 +8,10 @@ namespace {
 std::string b(bool v) { return v ? "true" : "false"; }
 std::string n(int64_t v) { return std::to_string(v); }
 
+// The kernels' last template argument, MINKEYS, where the config sets one: the default's
+// kernels keep their text (and their cache keys).
+std::string min_keys(const Config& c) { return c.mk == Config::kDefaultMinKeys ? "" : ", " + n(c.mk); }
+
 int64_t row_blocks(const Spec& s, const Config& c, int64_t max_q) { return (max_q * s.group() + c.bm - 1) / c.bm; }
 
 }  // namespace
@@ -26,21 +30,23 @@ Emitted emit(const Spec& s, const Config& c, Arch arch) {
                        arch.name() + "); use an atom=wmma config");
     }
     if (c.shared_bytes(s) > arch.max_shared_bytes_per_cta()) {
-      throw InputError("config " + c.to_string() + " needs " + n(c.shared_bytes(s)) + " bytes of shared memory per CTA; " +
-                       arch.name() + " grants " + n(arch.max_shared_bytes_per_cta()));
+      throw InputError("config " + c.to_string() + " needs " + n(c.shared_bytes(s)) +
+                       " bytes of shared memory per CTA; " + arch.name() + " grants " +
+                       n(arch.max_shared_bytes_per_cta()));
     }
     const int qlen = s.op == Op::kPrefill ? 0 : s.q;
     e.kernel_expression = "onecat::attention_sm80_kernel<" + n(s.heads) + ", " + n(s.kv_heads) + ", " + n(s.dim) +
                           ", " + n(s.page) + ", " + n(int(s.kv)) + ", " + b(per_head) + ", " + b(s.causal) + ", " +
                           n(s.window) + ", " + n(qlen) + ", " + n(c.bm) + ", " + n(c.bn) + ", " + n(c.wn) + ", " +
-                          n(c.wr / 16) + ", " + n(c.stages) + ", " + n(c.split) + ", " + n(c.shared_bytes(s)) + ">";
+                          n(c.wr / 16) + ", " + n(c.stages) + ", " + n(c.split) + ", " + n(c.shared_bytes(s)) +
+                          min_keys(c) + ">";
     header = "attention/attention_sm80.cuh";
   } else {
     const int qlen = s.op == Op::kPrefill ? 0 : s.q;
     e.kernel_expression = "onecat::attention_kernel<" + n(s.heads) + ", " + n(s.kv_heads) + ", " + n(s.dim) + ", " +
                           n(s.page) + ", " + n(int(s.kv)) + ", " + b(per_head) + ", " + b(s.causal) + ", " +
                           n(s.window) + ", " + n(qlen) + ", " + n(c.bm) + ", " + n(c.bn) + ", " + n(c.wn) + ", " +
-                          n(c.split) + ", " + n(c.shared_bytes(s)) + ">";
+                          n(c.split) + ", " + n(c.shared_bytes(s)) + min_keys(c) + ">";
     header = "attention/attention.cuh";
   }
   e.source = "// onecat attention generator v" + n(kGeneratorVersion) + "\n// spec:   " + s.to_string() +
@@ -61,9 +67,11 @@ LaunchGeometry geometry(const Spec& s, const Config& c, int64_t batch, int64_t m
   }
   if (batch < 1) throw InputError("attention needs at least one sequence (batch=" + n(batch) + ")");
   if (s.op != Op::kPrefill) max_q = s.q;
-  if (max_q < 1) throw InputError("attention prefill needs the longest query count of the batch (max_q=" + n(max_q) + ")");
+  if (max_q < 1)
+    throw InputError("attention prefill needs the longest query count of the batch (max_q=" + n(max_q) + ")");
   const int64_t z = batch * c.split;
-  if (z > 65535) throw InputError("attention: batch " + n(batch) + " × split " + n(c.split) + " exceeds the grid's 65535");
+  if (z > 65535)
+    throw InputError("attention: batch " + n(batch) + " × split " + n(c.split) + " exceeds the grid's 65535");
   const int64_t x = row_blocks(s, c, max_q);
   if (x > 0x7fffffff) throw InputError("attention: " + n(max_q) + " query tokens exceed the grid limit");
   g.grid[0] = unsigned(x);

@@ -26,6 +26,14 @@ int decode_bm(const Spec& s) {
   return bm;
 }
 
+// The fewest keys per split the candidates try: the default, and at 16 splits also 64, so a
+// batch-1 decode over ~1K keys can spread over 16 splits instead of 4 (whether that beats the
+// merge it adds is the tuner's measurement).
+std::vector<int> split_min_keys(int split) {
+  if (split == 16) return {Config::kDefaultMinKeys, 64};
+  return {Config::kDefaultMinKeys};
+}
+
 struct Shape {
   int bm, bn, wn, stages, wr = 16;
 };
@@ -52,14 +60,15 @@ Config m16n8k16_default(const Spec& s, int64_t m, Arch arch) {
     const bool wide = std::max<int64_t>(m, 1) * s.group() > 64;
     if (wide && s.dim <= 64) shapes.push_back({128, 64, 1, 2, 32});
     if (wide && s.dim > 128) shapes.push_back({128, 64, 1, 2});  // 192 KiB: sm_90
-    if (s.dim <= 128) shapes.push_back({64, 64, 1, 2});  // D = 256: 160 KiB, and slower than 64 × 32
+    if (s.dim <= 128) shapes.push_back({64, 64, 1, 2});          // D = 256: 160 KiB, and slower than 64 × 32
     shapes.insert(shapes.end(), {{64, 32, 1, 2}, {64, 16, 1, 2}});
   } else {
     const int64_t ctas = std::max<int64_t>(1, m) * s.kv_heads;
     c.split = int(std::min<int64_t>(pow2_ceil((kTargetCtasM16n8k16 + ctas - 1) / ctas), kMaxDefaultSplit));
     const int bm = decode_bm(s);
     // (4, 3) after (2, 4): at fp8 D=128 it spills 4 bytes with NVRTC 12.8 for sm_90.
-    shapes = {{bm, 16, 2, 4}, {bm, 16, 4, 3}, {bm, 16, 4, 2}, {bm, 16, 2, 3}, {bm, 16, 2, 2}, {bm, 16, 1, 4}, {bm, 16, 1, 2}};
+    shapes = {{bm, 16, 2, 4}, {bm, 16, 4, 3}, {bm, 16, 4, 2}, {bm, 16, 2, 3},
+              {bm, 16, 2, 2}, {bm, 16, 1, 4}, {bm, 16, 1, 2}};
     if (s.op == Op::kDecode && s.kv != KvType::kF16) shapes.insert(shapes.begin(), Shape{bm, 32, 4, 2});
     if (s.op == Op::kVerify) shapes.insert(shapes.begin(), Shape{bm, 32, 2, 2});
   }
@@ -73,7 +82,8 @@ Config m16n8k16_default(const Spec& s, int64_t m, Arch arch) {
 std::vector<Config> m16n8k16_candidates(const Spec& s, Arch arch) {
   std::vector<Config> out;
   const bool prefill = s.op == Op::kPrefill;
-  const std::vector<int> bms = prefill ? std::vector<int>{64, 128} : std::vector<int>{decode_bm(s), std::min(64, 2 * decode_bm(s))};
+  const std::vector<int> bms =
+      prefill ? std::vector<int>{64, 128} : std::vector<int>{decode_bm(s), std::min(64, 2 * decode_bm(s))};
   const std::vector<int> bns = prefill ? std::vector<int>{32, 64} : std::vector<int>{16, 32};
   const std::vector<int> wns = prefill ? std::vector<int>{1} : std::vector<int>{1, 2, 4};
   const std::vector<int> splits = prefill ? std::vector<int>{1} : std::vector<int>{1, 4, 8, 16};
@@ -88,8 +98,11 @@ std::vector<Config> m16n8k16_candidates(const Spec& s, Arch arch) {
               Config c;
               c.op = s.op, c.atom = Atom::kM16n8k16, c.bm = bm, c.bn = bn, c.wn = wn, c.wr = wr, c.stages = stages;
               c.split = split;
-              const bool seen = std::find(out.begin(), out.end(), c) != out.end();
-              if (!seen && runs_on(s, c, arch)) out.push_back(c);
+              for (int mk : split_min_keys(split)) {
+                c.mk = mk;
+                const bool seen = std::find(out.begin(), out.end(), c) != out.end();
+                if (!seen && runs_on(s, c, arch)) out.push_back(c);
+              }
             }
           }
         }
@@ -100,9 +113,7 @@ std::vector<Config> m16n8k16_candidates(const Spec& s, Arch arch) {
 }
 
 // The m16n8k16 atom serves attention ops (not kv_write) on sm_80+.
-bool offers_m16n8k16(const Spec& s, Arch arch) {
-  return s.op != Op::kKvWrite && arch.has_mma_m16n8k16();
-}
+bool offers_m16n8k16(const Spec& s, Arch arch) { return s.op != Op::kKvWrite && arch.has_mma_m16n8k16(); }
 
 }  // namespace
 
@@ -154,7 +165,10 @@ std::vector<Config> candidate_configs(const Spec& s, Arch arch) {
         for (int split : splits) {
           Config c;
           c.op = s.op, c.bm = bm, c.bn = bn, c.wn = wn, c.split = split;
-          if (!c.invalid_reason(s)) out.push_back(c);
+          for (int mk : split_min_keys(split)) {
+            c.mk = mk;
+            if (!c.invalid_reason(s)) out.push_back(c);
+          }
         }
       }
     }

@@ -342,7 +342,7 @@ __device__ __forceinline__ void attn_wmma_store_rows(half_t* __restrict__ out, c
 }
 
 template <int HEADS, int KVH, int D, int PAGE, int KV, bool SCALE_PER_HEAD, bool CAUSAL, int WINDOW, int QLEN, int BM,
-          int BN, int WN, int SPLIT, int SMEM_BYTES>
+          int BN, int WN, int SPLIT, int SMEM_BYTES, int MINKEYS = kSplitMinKeys>
 __global__ void __launch_bounds__(BM / 16 * WN * 32)
     attention_kernel(half_t* __restrict__ out, const half_t* __restrict__ q, const void* __restrict__ k_cache,
                      const void* __restrict__ v_cache, const float* __restrict__ k_scale,
@@ -362,7 +362,7 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
 
   // The CTA's rows and keys; a CTA with no rows, or a split with no keys, has nothing to do.
   AttnCta cta;
-  if (!attn_cta<G, BM, BN, QLEN, CAUSAL, WINDOW, SPLIT>(seq_lens, cu_q, cta)) return;
+  if (!attn_cta<G, BM, BN, QLEN, CAUSAL, WINDOW, SPLIT, MINKEYS>(seq_lens, cu_q, cta)) return;
   const int iters = (cta.tile_end - cta.tile_begin + WN - 1) / WN;
 
   float ks_factor, vs_factor;

@@ -699,7 +699,7 @@ __device__ __forceinline__ void attn_sm80_store_partials(float* part_o, float* p
 }
 
 template <int HEADS, int KVH, int D, int PAGE, int KV, bool SCALE_PER_HEAD, bool CAUSAL, int WINDOW, int QLEN, int BM,
-          int BN, int WN, int MT, int STAGES, int SPLIT, int SMEM_BYTES>
+          int BN, int WN, int MT, int STAGES, int SPLIT, int SMEM_BYTES, int MINKEYS = kSplitMinKeys>
 __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32, 1)
     attention_sm80_kernel(half_t* __restrict__ out, const half_t* __restrict__ q, const void* __restrict__ k_cache,
                           const void* __restrict__ v_cache, const float* __restrict__ k_scale,
@@ -717,7 +717,7 @@ __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32, 1)
 
   // The CTA's rows and keys; a CTA with no rows, or a split with no keys, has nothing to do.
   AttnCta cta;
-  if (!attn_cta<S::G, BM, BN, QLEN, CAUSAL, WINDOW, SPLIT>(seq_lens, cu_q, cta)) return;
+  if (!attn_cta<S::G, BM, BN, QLEN, CAUSAL, WINDOW, SPLIT, MINKEYS>(seq_lens, cu_q, cta)) return;
   const int iters = (cta.tile_end - cta.tile_begin + WN - 1) / WN;  // K/V stages
   const int key_end = min(cta.hi, cta.lo + cta.tile_end * BN);      // keys past it are zero-filled and never seen
 

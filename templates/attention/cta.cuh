@@ -12,21 +12,23 @@ namespace onecat {
 // the key range [lo, hi) their positions see (causal, sliding window), and this split's tiles
 // [tile_begin, tile_end) of BN keys. blockIdx: x row block (prefill: longest causal rows
 // first), y KV head, z sequence · SPLIT + split. Of the SPLIT CTAs of a row block only the
-// first n_splits take keys: a split gets at least kSplitMinKeys of them, so a short context
-// runs on fewer splits (one: no partials, no merge) than a long one.
+// first n_splits take keys: a split gets at least MINKEYS of them (kSplitMinKeys unless the
+// config's mk says otherwise), so a short context runs on fewer splits (one: no partials, no
+// merge) than a long one.
 struct AttnCta {
   int b, split, rb, tok0, q_len, row0, seq_len, lo, hi, tile_begin, tile_end, n_splits;
 };
 
 // Below this many keys per split, a split's fixed cost (query tile, partials, its share of
 // the merge) outweighs the keys it streams: an H200 batch-1 verify over 1K keys took 24.7 µs
-// on 16 splits of 64 keys and 13.8 µs on 4 of 256 (bench/RESULTS.md, 2026-12-01).
+// on 16 splits of 64 keys and 13.8 µs on 4 of 256 (bench/RESULTS.md, 2026-12-01). Must equal
+// codegen/attention/config.h's Config::kDefaultMinKeys.
 // inline: a plain namespace-scope constexpr has internal linkage, and NVRTC emits it under a
 // symbol named after the compiling process, which made every cubin differ (docs/codegen.md).
 inline constexpr int kSplitMinKeys = 256;
 
 // False when the CTA has no query rows, or its split no keys (the whole CTA returns).
-template <int G, int BM, int BN, int QLEN, bool CAUSAL, int WINDOW, int SPLIT>
+template <int G, int BM, int BN, int QLEN, bool CAUSAL, int WINDOW, int SPLIT, int MINKEYS>
 __device__ __forceinline__ bool attn_cta(const int* __restrict__ seq_lens, const int* __restrict__ cu_q, AttnCta& c) {
   c.b = blockIdx.z / SPLIT, c.split = blockIdx.z % SPLIT;
   c.rb = QLEN ? blockIdx.x : gridDim.x - 1 - blockIdx.x;
@@ -46,7 +48,7 @@ __device__ __forceinline__ bool attn_cta(const int* __restrict__ seq_lens, const
   c.lo = WINDOW > 0 ? max(0, pos0 + t_first - WINDOW + 1) : 0;
   if (c.hi < c.lo) c.hi = c.lo;
   const int n_tiles = (c.hi - c.lo + BN - 1) / BN;
-  constexpr int kMinTiles = SPLIT == 1 ? 1 : (kSplitMinKeys + BN - 1) / BN;
+  constexpr int kMinTiles = SPLIT == 1 ? 1 : (MINKEYS + BN - 1) / BN;
   const int per_split = max(kMinTiles, (n_tiles + SPLIT - 1) / SPLIT);
   c.n_splits = max(1, (n_tiles + per_split - 1) / per_split);
   if (c.split >= c.n_splits) return false;
