@@ -16,6 +16,8 @@
 #include "models/model/generate.h"
 #include "models/model/gpu_backend.h"
 #include "runtime/cpu/sampling.h"
+#include "runtime/cuda/driver.h"
+#include "runtime/engine/session.h"
 
 namespace onecat {
 namespace {
@@ -115,6 +117,34 @@ TEST(GpuGreedy, ArgmaxOnTheGpuIsTheLogitsArgmax) {
       }
     }
   }
+}
+
+// kv_cache_tokens 0: the pool fills the GPU's memory up to gpu_memory_utilization, after the
+// weights and activations; the model runs on it as on a pool of a given size.
+TEST(GpuKvPool, SizedFromFreeMemory) {
+  const LoadedModel loaded = load(Checkpoints::of("qwen3", "f16"));
+  const std::vector<int32_t> prompt = random_prompt(70, loaded.config.vocab, 5);
+  ModelOptions o = on_gpu(options(32), true);
+  o.kv_cache_tokens = 0;
+  o.gpu_memory_utilization = 0.05;  // a few GB of the device: well beyond the tiny model's weights
+  size_t free_before = 0, total = 0;
+  const Driver& d = Driver::require_gpu();
+  Session::get().use_gpu(-1);
+  d.check(d.cuMemGetInfo(&free_before, &total), "cuMemGetInfo", "the test");
+  Model filled(loaded, o);
+  const int64_t pages = filled.pages().pages();
+  ASSERT_GT(pages, 1000);
+  const model::GpuBackend& g = *filled.gpu();
+  EXPECT_EQ(g.kv_pages(), pages);
+  // The pool takes what the share leaves: within the reserve (512 MiB) and a page of it.
+  const double allowed = 0.05 * double(total) - (double(total) - double(free_before));
+  EXPECT_LE(double(g.kv_cache_bytes() + g.weight_bytes()), allowed);
+  EXPECT_GE(double(g.kv_cache_bytes()), allowed - double(g.weight_bytes()) - double(size_t(1) << 30));
+  Model sized(loaded, on_gpu(options(32), true));
+  model::GenerateOptions greedy;
+  greedy.sampling = model::GenerateOptions::greedy();
+  greedy.max_tokens = 12;
+  EXPECT_EQ(model::generate(filled, prompt, greedy).tokens, model::generate(sized, prompt, greedy).tokens);
 }
 
 // The engine on the GPU: twelve concurrent requests (chunked prefill mixed with decodes, CUDA

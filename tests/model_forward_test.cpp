@@ -422,7 +422,28 @@ TEST(ModelGenerate, Refusals) {
   test::expect_throw<InputError>([&] { Model bad(loaded, bad_pages); }, {"page_size"});
   bad_pages = options(0);
   test::expect_throw<InputError>([&] { Model bad(loaded, bad_pages); }, {"max_batch_tokens"});
+  bad_pages = options(16);
+  bad_pages.kv_cache_tokens = 0;  // sized from memory: a GPU's only
+  test::expect_throw<InputError>([&] { Model bad(loaded, bad_pages); }, {"kv_cache_tokens", "device cuda"});
+  bad_pages = options(16);
+  bad_pages.gpu_memory_utilization = 1.5;
+  test::expect_throw<InputError>([&] { Model bad(loaded, bad_pages); }, {"gpu_memory_utilization", "(0, 1]"});
   test::expect_throw<InputError>([] { Model::load("/no/such/checkpoint"); }, {"/no/such/checkpoint"});
+}
+
+// The KV pool sized from a GPU's memory: utilization × total, less what others and the model
+// hold and the reserve, in whole pages; one clear sentence when not a page fits.
+TEST(ModelKvPool, PagesForMemory) {
+  constexpr size_t kGiB = size_t(1) << 30, kMiB = size_t(1) << 20;
+  // 80 GiB, 1 GiB held by others, the model took 16 GiB, 0.9: 72 − 1 − 16 − 0.5 = 54.5 GiB.
+  EXPECT_EQ(model::kv_pages_for_memory(80 * kGiB, 79 * kGiB, 63 * kGiB, 0.9, 4 * kMiB, 512 * kMiB),
+            int64_t(54.5 * 1024 / 4));
+  EXPECT_EQ(model::kv_pages_for_memory(80 * kGiB, 80 * kGiB, 80 * kGiB, 1.0, 3 * kMiB, 0), int64_t(80 * 1024 / 3));
+  test::expect_throw<InputError>(
+      [&] { model::kv_pages_for_memory(16 * kGiB, 16 * kGiB, 2 * kGiB, 0.9, 4 * kMiB, 512 * kMiB); },
+      {"no room for the KV cache", "14.00 GiB", "Raise gpu_memory_utilization"});
+  test::expect_throw<InputError>([&] { model::kv_pages_for_memory(kGiB, kGiB, kGiB, 0, kMiB, 0); },
+                                 {"gpu_memory_utilization"});
 }
 
 TEST(ModelGenerate, EosIdsFromGenerationConfigOrConfig) {

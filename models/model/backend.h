@@ -57,14 +57,22 @@ enum class Epilogue {
 struct BackendLimits {
   int64_t max_tokens = 0;  // per step (and so logit rows per step)
   int max_sequences = 0;   // per step
-  int64_t kv_pages = 0;    // pages in the KV cache
+  int64_t kv_pages = 0;    // pages in the KV cache (GPU: 0 = as many as memory_utilization leaves room for)
   int page_size = 16;      // tokens per page
+  double memory_utilization = 0.9;  // GPU, kv_pages 0: the share of the GPU's memory onecat may hold
 
   // Error naming `backend` ("CPU backend") unless every limit is positive.
   void check(const char* backend) const;
   // Error unless `batch` fits the buffers sized for these limits.
   void check_fits(const ForwardBatch& batch, const char* backend) const;
 };
+
+// The KV pages a GPU has room for (vLLM's --gpu-memory-utilization): onecat may hold
+// utilization × total bytes; what others held when it started (total − free_at_start) and what
+// it has allocated since (free_at_start − free_now) come off, then `reserve`; whole pages of
+// page_bytes (every layer's K and V). InputError when not one page fits, naming the figures.
+int64_t kv_pages_for_memory(size_t total, size_t free_at_start, size_t free_now, double utilization, size_t page_bytes,
+                            size_t reserve);
 
 class Backend {
  public:

@@ -101,6 +101,7 @@ CpuBackend::CpuBackend(const models::LoadedModel& model, const BackendLimits& li
       buffers_(std::make_unique<Buffers>()) {
   const models::ModelConfig& c = config_;
   limits.check("CPU backend");
+  if (limits.kv_pages == 0) throw Error("CPU backend: the KV cache needs a size (it is sized from memory on a GPU only)");
   if (int64_t(model.layers.size()) != c.layers) throw Error("CPU backend: the model's layers do not match its config");
   Weights& w = *weights_;
   w.embed = model.embed_tokens;

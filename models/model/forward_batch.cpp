@@ -1,5 +1,6 @@
 #include "models/model/forward_batch.h"
 
+#include <cstdio>
 #include <string>
 
 #include "base/error.h"
@@ -57,9 +58,32 @@ void check_batch(const ForwardBatch& b, int64_t pages, int page_size) {
 }
 
 void BackendLimits::check(const char* backend) const {
-  if (max_tokens <= 0 || max_sequences <= 0 || kv_pages <= 0 || page_size <= 0) {
+  if (max_tokens <= 0 || max_sequences <= 0 || kv_pages < 0 || page_size <= 0) {
     throw Error(std::string(backend) + ": every limit (tokens, sequences, KV pages, page size) must be positive");
   }
+}
+
+int64_t kv_pages_for_memory(size_t total, size_t free_at_start, size_t free_now, double utilization, size_t page_bytes,
+                            size_t reserve) {
+  if (!(utilization > 0 && utilization <= 1)) {
+    throw InputError("gpu_memory_utilization must be in (0, 1], got " + std::to_string(utilization) + ".");
+  }
+  auto gib = [](double bytes) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f GiB", bytes / double(size_t(1) << 30));
+    return std::string(text);
+  };
+  const double allowed = utilization * double(total);
+  const double others = double(total) - double(free_at_start);
+  const double ours = double(free_at_start) - double(free_now);
+  const double room = allowed - others - ours - double(reserve);
+  if (page_bytes == 0 || room < double(page_bytes)) {
+    throw InputError("no room for the KV cache: of the GPU's " + gib(double(total)) + ", " +
+                     std::to_string(utilization) + " allows " + gib(allowed) + "; other processes hold " + gib(others) +
+                     ", the weights and activations " + gib(ours) + " and " + gib(double(reserve)) +
+                     " is kept back. Raise gpu_memory_utilization, lower the batch limits, or set the cache size.");
+  }
+  return int64_t(room / double(page_bytes));
 }
 
 void BackendLimits::check_fits(const ForwardBatch& batch, const char* backend) const {

@@ -221,6 +221,10 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
   const models::ModelConfig& c = g.config;
   const Driver& d = Driver::require_gpu();
   limits.check("GPU backend");
+  // Sizing the KV pool from memory: what the GPU has free before onecat allocates anything.
+  const bool fill_memory = limits.kv_pages == 0;
+  size_t free_at_start = 0, total_memory = 0;
+  if (fill_memory) d.check(d.cuMemGetInfo(&free_at_start, &total_memory), "cuMemGetInfo", "sizing the KV cache");
   if (c.is_moe()) throw InputError("model " + c.name + ": mixture-of-experts layers have no GPU kernels yet");
   d.check(d.cuStreamCreate(&g.stream, 0), "cuStreamCreate", "the GPU backend's stream");
 
@@ -237,7 +241,7 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
   g.inv_freq = upload(table.inv_freq);
   g.attention_factor = table.attention_factor;
   g.layers.resize(model.layers.size());
-  const size_t cache_bytes = size_t(limits.kv_pages) * size_t(limits.page_size) * size_t(kv_width) * 2;
+  const size_t page_bytes = size_t(limits.page_size) * size_t(kv_width) * 2;  // K or V of one layer
   for (size_t i = 0; i < model.layers.size(); ++i) {
     const models::LoadedLayer& from = model.layers[i];
     Impl::Layer& to = g.layers[i];
@@ -249,13 +253,8 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
     to.o = g.linear(from.o, from.o_bias, from.o_bias.empty() ? Epilogue::kNone : Epilogue::kBias);
     to.gate_up = g.linear(from.gate_up, {}, Epilogue::kSiluMul);
     to.down = g.linear(from.down, {}, Epilogue::kNone);
-    to.k_cache = DeviceBuffer(cache_bytes);
-    to.v_cache = DeviceBuffer(cache_bytes);
-    to.k_cache.fill_bytes(0);
-    to.v_cache.fill_bytes(0);
     g.weight_bytes +=
         (from.input_norm.size() + from.post_attention_norm.size() + from.q_norm.size() + from.k_norm.size()) * 2;
-    g.kv_bytes += 2 * cache_bytes;
   }
   if (model.lm_head) {
     g.lm_head = g.linear(*model.lm_head, {}, Epilogue::kNone, true);
@@ -320,6 +319,24 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
   for (size_t a = 0; a < kActCount; ++a) g.acts[a] = DeviceBuffer(size_t(limits.max_tokens * width[a]) * 2);
   g.logit_inputs = DeviceBuffer(size_t(limits.max_tokens * c.hidden) * 2);
   g.logits = DeviceBuffer(size_t(limits.max_tokens * c.vocab) * 4);
+
+  // The KV cache last, so a pool sized from memory gets what the rest left.
+  if (fill_memory) {
+    size_t free_now = 0;
+    d.check(d.cuMemGetInfo(&free_now, &total_memory), "cuMemGetInfo", "sizing the KV cache");
+    // Room for CUDA graphs (one per decode batch size), the step's batch arrays and the driver.
+    constexpr size_t kReserve = size_t(512) << 20;
+    g.limits.kv_pages = kv_pages_for_memory(total_memory, free_at_start, free_now, limits.memory_utilization,
+                                            2 * page_bytes * size_t(c.layers), kReserve);
+  }
+  const size_t cache_bytes = size_t(g.limits.kv_pages) * page_bytes;
+  for (Impl::Layer& to : g.layers) {
+    to.k_cache = DeviceBuffer(cache_bytes);
+    to.v_cache = DeviceBuffer(cache_bytes);
+    to.k_cache.fill_bytes(0);
+    to.v_cache.fill_bytes(0);
+    g.kv_bytes += 2 * cache_bytes;
+  }
   const size_t tokens = size_t(limits.max_tokens) * 4, sequences = size_t(limits.max_sequences) * 4;
   size_t end = 0;
   auto slice = [&](Impl::Slice& to, size_t bytes) {
@@ -328,7 +345,7 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
   };
   slice(g.ids, tokens), slice(g.positions, tokens), slice(g.slots, tokens), slice(g.logit_rows, tokens);
   slice(g.cu_q, sequences + 4), slice(g.seq_lens, sequences);
-  slice(g.block_table, sequences * size_t(limits.kv_pages));
+  slice(g.block_table, sequences * size_t(g.limits.kv_pages));
   g.batch_host = PinnedBuffer(end);
   g.batch_device = DeviceBuffer(end);
   g.batch_device.fill_bytes(0);
@@ -392,6 +409,8 @@ GpuBackend::Profile GpuBackend::take_profile() {
 CUstream GpuBackend::stream() const { return impl_->stream; }
 size_t GpuBackend::weight_bytes() const { return impl_->weight_bytes; }
 size_t GpuBackend::kv_cache_bytes() const { return impl_->kv_bytes; }
+
+int64_t GpuBackend::kv_pages() const { return impl_->limits.kv_pages; }
 
 void GpuBackend::begin(const ForwardBatch& batch) {
   Impl& g = *impl_;

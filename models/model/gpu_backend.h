@@ -66,6 +66,8 @@ class GpuBackend final : public Backend {
   // Device bytes of the weights, and of the KV cache.
   size_t weight_bytes() const;
   size_t kv_cache_bytes() const;
+  // The KV cache's pages: the limits', or those sized from memory (limits.kv_pages 0).
+  int64_t kv_pages() const;
 
  private:
   struct Impl;

@@ -15,7 +15,13 @@ void check_options(const ModelOptions& o) {
   if (o.max_batch_tokens < 1) throw InputError("max_batch_tokens must be at least 1.");
   if (o.max_sequences < 1) throw InputError("max_sequences must be at least 1.");
   if (o.page_size < 1 || o.page_size > 1024) throw InputError("page_size must be 1 to 1024 tokens.");
-  if (o.kv_cache_tokens < 1) throw InputError("kv_cache_tokens must be at least 1 (it is rounded up to whole pages).");
+  if (o.kv_cache_tokens < 0 || (o.kv_cache_tokens == 0 && o.device != Device::kCuda)) {
+    throw InputError("kv_cache_tokens must be at least 1 (it is rounded up to whole pages), or 0 on device cuda to "
+                     "fill the GPU's memory up to gpu_memory_utilization.");
+  }
+  if (!(o.gpu_memory_utilization > 0 && o.gpu_memory_utilization <= 1)) {
+    throw InputError("gpu_memory_utilization must be in (0, 1], got " + std::to_string(o.gpu_memory_utilization) + ".");
+  }
 }
 
 // The GPU before gigabytes are read: a machine without one is told so now, in one sentence.
@@ -29,7 +35,7 @@ void check_device(Device device) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// The KV pool's pages, once the options are known to be good.
+// The KV pool's pages, once the options are known to be good (0: the GPU backend sizes it).
 int64_t kv_pages(const ModelOptions& o) {
   check_options(o);
   check_device(o.device);
@@ -59,19 +65,21 @@ std::unique_ptr<Model> Model::load(const std::string& directory, const ModelOpti
 }
 
 Model::Model(const models::LoadedModel& loaded, const ModelOptions& options)
-    : config_(loaded.config), options_(options), pages_(kv_pages(options), options.page_size) {
+    : config_(loaded.config), options_(options), pages_(std::max<int64_t>(1, kv_pages(options)), options.page_size) {
   shape_.layers = int(config_.layers);
   shape_.qkv_bias = !loaded.layers.empty() && !loaded.layers[0].qkv_bias.empty();
   shape_.o_bias = !loaded.layers.empty() && !loaded.layers[0].o_bias.empty();
   BackendLimits limits;
   limits.max_tokens = options.max_batch_tokens;
   limits.max_sequences = options.max_sequences;
-  limits.kv_pages = pages_.pages();
+  limits.kv_pages = options.kv_cache_tokens == 0 ? 0 : pages_.pages();
   limits.page_size = options.page_size;
+  limits.memory_utilization = options.gpu_memory_utilization;
   if (options.device == Device::kCuda) {
     auto gpu = std::make_unique<GpuBackend>(Session::get(), loaded, limits);
     gpu_ = gpu.get();
     gpu_->set_profiling(options.profile);
+    if (limits.kv_pages == 0) pages_ = KvPages(gpu_->kv_pages(), options.page_size);
     backend_ = std::move(gpu);
   } else {
     backend_ = std::make_unique<CpuBackend>(loaded, limits);

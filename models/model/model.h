@@ -27,7 +27,9 @@ struct ModelOptions {
   Device device = Device::kCpu;
   int64_t max_batch_tokens = 256;  // tokens per step: longer prompts are prefilled in chunks of this
   int max_sequences = 8;           // sequences per step
-  int64_t kv_cache_tokens = 4096;  // KV cache capacity, all sequences together (rounded up to whole pages)
+  int64_t kv_cache_tokens = 4096;  // KV cache capacity, all sequences together (rounded up to whole pages);
+                                   // cuda: 0 = as much as gpu_memory_utilization leaves room for
+  double gpu_memory_utilization = 0.9;  // cuda, kv_cache_tokens 0: the share of the GPU's memory to fill
   int page_size = 16;              // tokens per KV page
   bool progress = true;            // a progress bar while loading
   bool cuda_graphs = true;         // cuda: replay decode steps as CUDA graphs

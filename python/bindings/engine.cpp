@@ -68,12 +68,14 @@ void bind_engine(py::module_& m) {
                                "paged KV cache with prefix caching (docs/engine.md)");
   cls.def(
       py::init([](const std::string& path, const std::string& device, int max_num_seqs, int64_t max_num_batched_tokens,
-                  int64_t kv_cache_tokens, bool prefix_caching, bool cuda_graphs, bool progress) {
+                  int64_t kv_cache_tokens, double gpu_memory_utilization, bool prefix_caching, bool cuda_graphs,
+                  bool progress) {
         model::ModelOptions o;
         o.device = model::parse_device(device);
         o.max_batch_tokens = max_num_batched_tokens;
         o.max_sequences = max_num_seqs;
         o.kv_cache_tokens = kv_cache_tokens;
+        o.gpu_memory_utilization = gpu_memory_utilization;
         o.cuda_graphs = cuda_graphs;
         o.progress = progress;
         auto p = std::make_unique<PyLLM>();
@@ -88,7 +90,8 @@ void bind_engine(py::module_& m) {
         return p;
       }),
       py::arg("path"), py::arg("device") = "cpu", py::kw_only(), py::arg("max_num_seqs") = 8,
-      py::arg("max_num_batched_tokens") = 256, py::arg("kv_cache_tokens") = 8192, py::arg("prefix_caching") = true,
+      py::arg("max_num_batched_tokens") = 256, py::arg("kv_cache_tokens") = 8192,
+      py::arg("gpu_memory_utilization") = 0.9, py::arg("prefix_caching") = true,
       py::arg("cuda_graphs") = true, py::arg("progress") = false);
   cls.def_property_readonly("eos_token_ids", [](const PyLLM& p) { return p.eos; });
   cls.def_property_readonly("vocab_size", [](const PyLLM& p) { return p.model->config().vocab; });

@@ -65,6 +65,8 @@ def test_step_and_cancel(checkpoint):
 def test_value_errors(checkpoint):
     with pytest.raises(ValueError, match="tpu"):
         onecat.LLM(str(checkpoint), device="tpu")
+    with pytest.raises(ValueError, match="device cuda"):  # a pool sized from memory is a GPU's
+        onecat.LLM(str(checkpoint), kv_cache_tokens=0)
     llm = onecat.LLM(str(checkpoint), kv_cache_tokens=64)
     with pytest.raises(ValueError, match="no tokens"):
         llm.add_request([], 4)

@@ -57,6 +57,7 @@ Driver* Driver::find() {
       l.bind(d->cuDeviceGetName, "cuDeviceGetName");
       l.bind(d->cuDeviceGetAttribute, "cuDeviceGetAttribute");
       l.bind(d->cuDeviceTotalMem, "cuDeviceTotalMem_v2");
+      l.bind(d->cuMemGetInfo, "cuMemGetInfo_v2");
       l.bind(d->cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
       l.bind(d->cuCtxSetCurrent, "cuCtxSetCurrent");
       l.bind(d->cuCtxGetCurrent, "cuCtxGetCurrent");

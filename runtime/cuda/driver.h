@@ -80,6 +80,7 @@ class Driver {
   CUresult (*cuDeviceGetName)(char*, int, CUdevice) = nullptr;
   CUresult (*cuDeviceGetAttribute)(int*, int, CUdevice) = nullptr;
   CUresult (*cuDeviceTotalMem)(size_t*, CUdevice) = nullptr;
+  CUresult (*cuMemGetInfo)(size_t*, size_t*) = nullptr;  // free, total of the current context's device
   CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice) = nullptr;
   CUresult (*cuCtxSetCurrent)(CUcontext) = nullptr;
   CUresult (*cuCtxGetCurrent)(CUcontext*) = nullptr;
