@@ -11,7 +11,10 @@
 #   tests-tune       the tuner's GPU tests (gtest TuneGpu.*)
 #   pytest           the Python package's GPU tests (pytest -m gpu, output not captured)
 #   pysmoke          bench/py_smoke.py: the package step by step, native frames of a crash
-#   tests-rest       the other GPU tests (gtest -TuneGpu.*)
+#   tests-rest       the other GPU tests (gtest -TuneGpu.*; more than one call's 10 minutes on a cold
+#                    cache: run tests-gemm and tests-other in separate calls instead)
+#   tests-gemm       gtest GemmGpu.* (its candidate sweeps compile hundreds of kernels)
+#   tests-other      gtest -TuneGpu.*:GemmGpu.*
 #   tests-FILTER     gtest with --gtest_filter=FILTER (e.g. tests-GemmGpu.*)
 #   cpu-FILTER       the CPU test binary with --gtest_filter=FILTER, here with the image's NVRTC
 #   host-overhead    bench/host_overhead.cpp: host time per PreparedOp launch vs a bare one -> host_overhead.json
@@ -111,6 +114,8 @@ lane() {  # lane GPU STEPS...
     case $s in
       tests-tune) timeout "$(left)" build-device/tests/onecat_gpu_tests --gtest_filter='TuneGpu.*' ;;
       tests-rest) timeout "$(left)" build-device/tests/onecat_gpu_tests --gtest_filter='-TuneGpu.*' ;;
+      tests-gemm) timeout "$(left)" build-device/tests/onecat_gpu_tests --gtest_filter='GemmGpu.*' ;;
+      tests-other) timeout "$(left)" build-device/tests/onecat_gpu_tests --gtest_filter='-TuneGpu.*:GemmGpu.*' ;;
       tests-*) timeout "$(left)" build-device/tests/onecat_gpu_tests --gtest_filter="${s#tests-}" ;;
       gpu-model) timeout "$(left)" build-device/tests/onecat_gpu_model_tests ;;
       golden) rm -rf build-device/golden && timeout "$(left)" "$py" tools/golden_logits.py --out build-device/golden \
