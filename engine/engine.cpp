@@ -5,7 +5,6 @@
 
 #include "base/error.h"
 #include "models/model/forward_batch.h"
-#include "runtime/cpu/parallel.h"
 
 namespace onecat::engine {
 
@@ -254,26 +253,21 @@ std::vector<StepOutput> Engine::step() {
   }
   stats_.computed_tokens += int64_t(ids.size());
 
-  // The rows to sample: chunks that reach their prompt's end. Sampled on the host, a row on
-  // each core (a row is several passes over the vocabulary).
+  // The rows to sample: chunks that reach their prompt's end. Sampled on the host on every
+  // core (cpu::sample_rows: the rows in parallel, or one row's passes split).
   std::vector<size_t> rows;
-  for (size_t k = 0; k < chunks.size(); ++k) {
-    if (chunks[k].seq->pending() == chunks[k].tokens) rows.push_back(k);
+  std::vector<cpu::SampleRow> to_sample;
+  for (size_t k = 0; k < chunks.size() && !greedy; ++k) {
+    if (chunks[k].seq->pending() != chunks[k].tokens) continue;
+    const Seq& s = *chunks[k].seq;
+    rows.push_back(k);
+    to_sample.push_back({logits.data() + k * size_t(vocab), &s.request.sampling, s.request.prompt, s.output,
+                         uint64_t(s.output.size()), s.request.sampling.logprobs > 0});
   }
   std::vector<cpu::SampledToken> sampled(chunks.size());
-  if (!greedy) {
-    auto sample_row = [&](int64_t i) {
-      const size_t k = rows[size_t(i)];
-      const Seq& s = *chunks[k].seq;
-      const Request& r = s.request;
-      sampled[k] = cpu::sample(logits.data() + k * size_t(vocab), vocab, r.sampling, r.prompt, s.output,
-                               uint64_t(s.output.size()), r.sampling.logprobs > 0);
-    };
-    if (rows.size() == 1) {
-      sample_row(0);
-    } else {
-      cpu::parallel_for(int64_t(rows.size()), sample_row);
-    }
+  if (!to_sample.empty()) {
+    std::vector<cpu::SampledToken> got = cpu::sample_rows(to_sample, vocab);
+    for (size_t i = 0; i < rows.size(); ++i) sampled[rows[i]] = std::move(got[i]);
   }
 
   for (size_t k = 0; k < chunks.size(); ++k) {

@@ -407,6 +407,39 @@ TEST(SamplingReference, MatchesASortBasedImplementationOnRandomRows) {
   EXPECT_GT(kept_sizes.size(), 30u);  // the filters kept many different set sizes
 }
 
+// sample_rows: one row split over every core, or rows side by side, is sample() bit for bit.
+TEST(SamplingReference, SampleRowsIsSampleBitForBit) {
+  std::mt19937_64 rng(99);
+  const int64_t vocab = 151936;  // 19 chunks of 8192
+  std::normal_distribution<float> normal(0, 3);
+  std::vector<float> logits(static_cast<size_t>(vocab * 3));
+  for (float& v : logits) v = normal(rng);
+  std::vector<SamplingParams> ps(3);
+  ps[0].temperature = 0.7f, ps[0].top_p = 0.9f, ps[0].logprobs = 5;
+  ps[1].temperature = 1.1f, ps[1].min_p = 0.01f, ps[1].repetition_penalty = 1.2f;
+  ps[2].temperature = 0, ps[2].logprobs = 3;
+  const std::vector<int> prompt = {1, 5, 9, 151935}, output = {5, 5, 42};
+  std::vector<cpu::SampleRow> rows;
+  for (int r = 0; r < 3; ++r) {
+    ps[size_t(r)].seed = uint64_t(r) * 7 + 1;
+    rows.push_back({logits.data() + r * vocab, &ps[size_t(r)], prompt, output, uint64_t(r), r != 1});
+  }
+  auto same = [](const cpu::SampledToken& a, const cpu::SampledToken& b) {
+    EXPECT_EQ(a.token, b.token);
+    EXPECT_EQ(std::memcmp(&a.logprob, &b.logprob, 4), 0) << a.logprob << " " << b.logprob;
+    EXPECT_EQ(a.top, b.top);
+  };
+  const std::vector<cpu::SampledToken> together = cpu::sample_rows(rows, vocab);
+  ASSERT_EQ(together.size(), 3u);
+  for (int r = 0; r < 3; ++r) {
+    SCOPED_TRACE(r);
+    const cpu::SampledToken alone = cpu::sample(rows[size_t(r)].logits, vocab, ps[size_t(r)], prompt, output,
+                                                uint64_t(r), r != 1);
+    same(together[size_t(r)], alone);
+    same(cpu::sample_rows(std::span(&rows[size_t(r)], 1), vocab).at(0), alone);  // split over the cores
+  }
+}
+
 TEST(SamplingReference, FrequenciesFollowTheDistributionOfTheDefinition) {
   // Eight tokens, temperature 0.8, top_k 6, top_p 0.95, a repeated output token: the expected
   // probabilities come from the oracle's definition, the draws from many seeds.

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "base/error.h"
+#include "runtime/cpu/parallel.h"
 
 namespace onecat::cpu {
 namespace {
@@ -192,8 +193,21 @@ int argmax(const float* logits, int64_t vocab) {
 
 namespace {
 
+// The row's long passes (exp over every logit) go in fixed chunks, summed in chunk order, so a
+// row gives the same bits whether its chunks run on one core or (split) on every core.
+constexpr int64_t kRowChunk = 8192;
+
+template <class Fn>
+void over_chunks(int64_t n, bool split, Fn&& fn) {
+  if (split && n > kRowChunk) {
+    parallel_chunks(n, kRowChunk, fn);
+  } else {
+    for (int64_t b = 0; b < n; b += kRowChunk) fn(b, std::min(n, b + kRowChunk));
+  }
+}
+
 SampleDecision decide(const float* logits, int64_t vocab, const SamplingParams& p, std::span<const int> prompt_tokens,
-                      std::span<const int> output_tokens, uint64_t step, bool token_logprob) {
+                      std::span<const int> output_tokens, uint64_t step, bool token_logprob, bool split = false) {
   validate(p);
   if (vocab < 1 || vocab > std::numeric_limits<int>::max()) {
     throw InputError("sampling needs a vocabulary of 1 to 2^31−1 tokens, got " + std::to_string(vocab) + ".");
@@ -215,10 +229,17 @@ SampleDecision decide(const float* logits, int64_t vocab, const SamplingParams& 
     raw_max_f = std::max(raw_max_f, v);
   }
   const double raw_max = raw_max_f;
+  const int64_t chunks = (vocab + kRowChunk - 1) / kRowChunk;
   double lse = -kInf;
   if ((token_logprob || p.logprobs > 0) && raw_max > -kInf) {
+    std::vector<double> sums(static_cast<size_t>(chunks), 0.0);
+    over_chunks(vocab, split, [&](int64_t b, int64_t e) {
+      double sum = 0;
+      for (int64_t i = b; i < e; ++i) sum += std::exp(double(raw[size_t(i)]) - raw_max);
+      sums[size_t(b / kRowChunk)] = sum;
+    });
     double sum = 0;
-    for (float v : raw) sum += std::exp(double(v) - raw_max);
+    for (double s : sums) sum += s;
     lse = raw_max + std::log(sum);
   }
   auto logprob = [&](int id) {
@@ -247,19 +268,32 @@ SampleDecision decide(const float* logits, int64_t vocab, const SamplingParams& 
   };
   if (p.temperature < kGreedyTemperature || l_max == kNegInf) return finish(argmax(l, vocab));
 
-  // Weights and the min_p cut.
+  // Weights and the min_p cut, chunk by chunk (kept in id order).
   const double t = p.temperature;
-  std::vector<Ranked> kept;
-  kept.reserve(size_t(vocab));
-  for (int64_t i = 0; i < vocab; ++i) {
-    const float v = l[i];
-    if (v == kNegInf) continue;
-    const double wi = std::exp((double(v) - double(l_max)) / t);
-    if (p.min_p > 0) {
-      d.margin = std::min(d.margin, std::abs(wi - p.min_p) / p.min_p);
-      if (wi < p.min_p) continue;
+  std::vector<std::vector<Ranked>> parts(static_cast<size_t>(chunks));
+  std::vector<double> margins(static_cast<size_t>(chunks), kInf);
+  over_chunks(vocab, split, [&](int64_t b, int64_t e) {
+    std::vector<Ranked>& part = parts[size_t(b / kRowChunk)];
+    double& margin = margins[size_t(b / kRowChunk)];
+    part.reserve(size_t(e - b));
+    for (int64_t i = b; i < e; ++i) {
+      const float v = l[i];
+      if (v == kNegInf) continue;
+      const double wi = std::exp((double(v) - double(l_max)) / t);
+      if (p.min_p > 0) {
+        margin = std::min(margin, std::abs(wi - p.min_p) / p.min_p);
+        if (wi < p.min_p) continue;
+      }
+      part.push_back({v, int(i), wi});
     }
-    kept.push_back({v, int(i), wi});
+  });
+  std::vector<Ranked> kept;
+  size_t kept_size = 0;
+  for (const auto& part : parts) kept_size += part.size();
+  kept.reserve(kept_size);
+  for (size_t c = 0; c < parts.size(); ++c) {
+    kept.insert(kept.end(), parts[c].begin(), parts[c].end());
+    d.margin = std::min(d.margin, margins[c]);
   }
   // top_k: exact on the fp32 values, so no margin.
   if (p.top_k > 0 && size_t(p.top_k) < kept.size()) {
@@ -323,6 +357,21 @@ sampling::RowParams row_params(const SamplingParams& p, uint64_t step, int promp
 SampledToken sample(const float* logits, int64_t vocab, const SamplingParams& p, std::span<const int> prompt_tokens,
                     std::span<const int> output_tokens, uint64_t step, bool token_logprob) {
   return decide(logits, vocab, p, prompt_tokens, output_tokens, step, token_logprob).sampled;
+}
+
+std::vector<SampledToken> sample_rows(std::span<const SampleRow> rows, int64_t vocab) {
+  std::vector<SampledToken> out(rows.size());
+  auto one = [&](size_t r, bool split) {
+    const SampleRow& x = rows[r];
+    out[r] =
+        decide(x.logits, vocab, *x.params, x.prompt_tokens, x.output_tokens, x.step, x.token_logprob, split).sampled;
+  };
+  if (rows.size() == 1) {
+    one(0, true);
+  } else {
+    parallel_for(int64_t(rows.size()), [&](int64_t r) { one(size_t(r), false); });
+  }
+  return out;
 }
 
 }  // namespace onecat::cpu

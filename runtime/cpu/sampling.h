@@ -71,6 +71,17 @@ struct SampledToken {
 SampledToken sample(const float* logits, int64_t vocab, const SamplingParams& p, std::span<const int> prompt_tokens,
                     std::span<const int> output_tokens, uint64_t step, bool token_logprob = true);
 
+// Several rows at once (the engine's step), on every core: the rows in parallel, or a single
+// row's passes over the vocabulary split in chunks. Each row's result is sample()'s, bit for bit.
+struct SampleRow {
+  const float* logits;  // [vocab]
+  const SamplingParams* params;
+  std::span<const int> prompt_tokens, output_tokens;
+  uint64_t step = 0;
+  bool token_logprob = true;
+};
+std::vector<SampledToken> sample_rows(std::span<const SampleRow> rows, int64_t vocab);
+
 // Lowest index among equal maxima; NaN never wins unless every value is NaN or −inf (then 0).
 int argmax(const float* logits, int64_t vocab);
 
