@@ -4,6 +4,7 @@
 #include <span>
 
 #include "base/error.h"
+#include "engine/drafter.h"
 #include "models/model/forward_batch.h"
 
 namespace onecat::engine {
@@ -16,6 +17,7 @@ struct Engine::Seq {
   int64_t computed = 0;         // leading tokens whose K/V are in `pages`
   std::vector<int32_t> pages;   // held, in order
   std::vector<PageKey> keys;    // keys of the leading full computed pages
+  int64_t drafted = 0;          // speculative tokens at the end of `tokens` this step
 
   int64_t pending() const { return int64_t(tokens.size()) - computed; }
 };
@@ -39,6 +41,81 @@ Engine::Engine(model::Model& model, const EngineOptions& options)
   if (model.pages().free_pages() != model.pages().pages()) {
     throw Error("engine: the model's KV pages are in use by its own sequences");
   }
+  if (options_.num_speculative_tokens < 0 || options_.num_speculative_tokens > 16) {
+    throw InputError("num_speculative_tokens must be 0 (off) to 16, got " +
+                     std::to_string(options_.num_speculative_tokens) + ".");
+  }
+  if (options_.ngram_min < 1 || options_.ngram_max < options_.ngram_min) {
+    throw InputError("the drafter's n-grams need 1 ≤ ngram_min ≤ ngram_max, got " + std::to_string(options_.ngram_min) +
+                     " and " + std::to_string(options_.ngram_max) + ".");
+  }
+  stats_.accepted_at.assign(size_t(options_.num_speculative_tokens), 0);
+  stats_.drafted_at.assign(size_t(options_.num_speculative_tokens), 0);
+}
+
+bool Engine::append(Seq& s, StepOutput o, std::vector<StepOutput>& out) {
+  const Request& r = s.request;
+  s.tokens.push_back(o.token);
+  s.output.push_back(o.token);
+  ++stats_.generated_tokens;
+  if (std::find(r.stop_ids.begin(), r.stop_ids.end(), o.token) != r.stop_ids.end()) {
+    o.finished = true, o.finish_reason = "stop";
+  } else if (int64_t(s.output.size()) >= r.max_tokens) {
+    o.finished = true, o.finish_reason = "length";
+  }
+  out.push_back(std::move(o));
+  return out.back().finished;
+}
+
+void Engine::verify(Seq& s, int32_t first_row, const std::function<int32_t(int32_t)>& greedy_token,
+                    std::vector<StepOutput>& out) {
+  // tokens = [..., t, d_1 … d_m]: row i's token is the target's after t, d_1 … d_i. Drafts
+  // are accepted while they are what the target would have chosen; the first row that
+  // disagrees (or the last) gives the next token itself.
+  const int64_t m = s.drafted;
+  const int64_t base = int64_t(s.tokens.size()) - m;  // t is tokens[base − 1]
+  int64_t accepted = 0;
+  while (accepted < m && greedy_token(first_row + int32_t(accepted)) == s.tokens[size_t(base + accepted)]) {
+    ++accepted;
+  }
+  const int32_t next = greedy_token(first_row + int32_t(accepted));
+  std::vector<int32_t> fresh(s.tokens.begin() + base, s.tokens.begin() + base + accepted);
+  fresh.push_back(next);
+  stats_.draft_tokens += m, stats_.accepted_tokens += accepted;
+  for (int64_t i = 0; i < m; ++i) {
+    ++stats_.drafted_at[size_t(i)];
+    if (i < accepted) ++stats_.accepted_at[size_t(i)];
+  }
+  // Back to the accepted tokens: their K/V (and t's) stand; the rejected drafts' rows are past
+  // the new length and get overwritten; pages past what it needs go back.
+  s.tokens.resize(size_t(base));
+  s.drafted = 0;
+  const int64_t page = blocks_.page_size();
+  for (int32_t token : fresh) {
+    const bool done = append(s, {s.id, token, false, ""}, out);
+    if (done) break;
+  }
+  // t and the accepted drafts have K/V now; the last new token is pending.
+  s.computed = std::min<int64_t>(int64_t(s.tokens.size()) - 1, base + accepted);
+  const size_t need = size_t((s.computed + page - 1) / page);
+  while (s.pages.size() > need) blocks_.release(s.pages.back()), s.pages.pop_back();
+  cache_pages(s);
+}
+
+void Engine::draft(Seq& s, int64_t budget) {
+  const Request& r = s.request;
+  if (options_.num_speculative_tokens == 0 || !cpu::plain_greedy(r.sampling)) return;
+  // A step adds the accepted drafts and one more token: never past max_tokens.
+  const int64_t room = r.max_tokens - int64_t(s.output.size()) - 1;
+  const int64_t k = std::min<int64_t>({options_.num_speculative_tokens, room, budget - 1});
+  if (k <= 0) return;
+  std::vector<int32_t> d = ngram_draft(s.tokens, int(k), options_.ngram_min, options_.ngram_max);
+  if (d.empty()) return;
+  // Drafts take pages only where every running request can still grow by one.
+  if (blocks_.available() < int64_t(running_.size())) return;
+  if (!grow(s, s.computed + 1 + int64_t(d.size()))) return;  // no pages for them: one token
+  s.tokens.insert(s.tokens.end(), d.begin(), d.end());
+  s.drafted = int64_t(d.size());
 }
 
 Engine::~Engine() = default;
@@ -153,8 +230,9 @@ std::vector<Engine::Chunk> Engine::plan() {
       preempt(victim);
     }
     if (gone) break;
-    chunks.push_back({&s, 1});
-    --budget, --seqs;
+    draft(s, budget);
+    chunks.push_back({&s, 1 + s.drafted});
+    budget -= 1 + s.drafted, --seqs;
   }
   // Then prefill chunks: of running requests, then of new ones while pages last.
   auto chunk_of = [&](Seq& s) -> int64_t {
@@ -169,7 +247,7 @@ std::vector<Engine::Chunk> Engine::plan() {
   };
   for (size_t i = 0; i < running_.size() && budget > 0 && seqs > 0; ++i) {
     Seq& s = *running_[i];
-    if (s.pending() <= 1) continue;
+    if (s.pending() <= 1 || s.drafted > 0) continue;
     const int64_t n = chunk_of(s);
     if (n <= 0) continue;
     chunks.push_back({&s, n});
@@ -211,10 +289,11 @@ std::vector<StepOutput> Engine::step() {
   }
   ++stats_.steps;
 
-  // The batch: one-token chunks (decodes) first, each chunk's last row for logits.
+  // The batch: one-token chunks (decodes) first, each chunk's last row for logits (a chunk
+  // with drafts: every row, each verifying the next draft).
   std::stable_partition(chunks.begin(), chunks.end(), [](const Chunk& c) { return c.tokens == 1; });
   const int page = blocks_.page_size();
-  std::vector<int32_t> ids, positions, slots, cu_q{0}, seq_lens, table, logit_rows;
+  std::vector<int32_t> ids, positions, slots, cu_q{0}, seq_lens, table, logit_rows, row_of;
   int max_pages = 0, decodes = 0;
   bool greedy = true;
   for (const Chunk& c : chunks) {
@@ -230,7 +309,8 @@ std::vector<StepOutput> Engine::step() {
       slots.push_back(s.pages[size_t(t / page)] * page + int32_t(t % page));
     }
     cu_q.push_back(int32_t(ids.size()));
-    logit_rows.push_back(int32_t(ids.size()) - 1);
+    row_of.push_back(int32_t(logit_rows.size()));
+    for (int64_t t = s.drafted > 0 ? c.tokens : 1; t >= 1; --t) logit_rows.push_back(int32_t(ids.size() - t));
     seq_lens.push_back(int32_t(s.computed + c.tokens));
     std::vector<int32_t> row(size_t(max_pages), 0);
     std::copy(s.pages.begin(), s.pages.end(), row.begin());
@@ -245,12 +325,16 @@ std::vector<StepOutput> Engine::step() {
   std::vector<int32_t> argmax;
   std::vector<float> logits;
   if (greedy) {
-    argmax.resize(chunks.size());
+    argmax.resize(logit_rows.size());
     model_.forward_argmax(batch, argmax);
   } else {
-    logits.resize(chunks.size() * size_t(vocab));
+    logits.resize(logit_rows.size() * size_t(vocab));
     model_.forward(batch, logits);
   }
+  // A logit row's greedy token (drafts are verified only for plain-greedy requests).
+  auto greedy_token = [&](int32_t row) {
+    return greedy ? argmax[size_t(row)] : int32_t(cpu::argmax(logits.data() + size_t(row) * size_t(vocab), vocab));
+  };
   stats_.computed_tokens += int64_t(ids.size());
 
   // The rows to sample: chunks that reach their prompt's end. Sampled on the host on every
@@ -258,11 +342,11 @@ std::vector<StepOutput> Engine::step() {
   std::vector<size_t> rows;
   std::vector<cpu::SampleRow> to_sample;
   for (size_t k = 0; k < chunks.size() && !greedy; ++k) {
-    if (chunks[k].seq->pending() != chunks[k].tokens) continue;
+    if (chunks[k].seq->pending() != chunks[k].tokens || chunks[k].seq->drafted > 0) continue;
     const Seq& s = *chunks[k].seq;
     rows.push_back(k);
-    to_sample.push_back({logits.data() + k * size_t(vocab), &s.request.sampling, s.request.prompt, s.output,
-                         uint64_t(s.output.size()), s.request.sampling.logprobs > 0});
+    to_sample.push_back({logits.data() + size_t(row_of[k]) * size_t(vocab), &s.request.sampling, s.request.prompt,
+                         s.output, uint64_t(s.output.size()), s.request.sampling.logprobs > 0});
   }
   std::vector<cpu::SampledToken> sampled(chunks.size());
   if (!to_sample.empty()) {
@@ -272,27 +356,22 @@ std::vector<StepOutput> Engine::step() {
 
   for (size_t k = 0; k < chunks.size(); ++k) {
     Seq& s = *chunks[k].seq;
+    if (s.drafted > 0) {
+      verify(s, row_of[k], greedy_token, out);
+      continue;
+    }
     s.computed += chunks[k].tokens;
     cache_pages(s);
     if (s.pending() > 0) continue;  // a prefill chunk short of the prompt's end
     const Request& r = s.request;
     StepOutput o{s.id, -1, false, ""};
     if (greedy) {
-      o.token = argmax[k];
+      o.token = argmax[size_t(row_of[k])];
     } else {
       o.token = sampled[k].token;
       if (r.sampling.logprobs > 0) o.logprob = sampled[k].logprob, o.top_logprobs = std::move(sampled[k].top);
     }
-    const int32_t token = o.token;
-    s.tokens.push_back(token);
-    s.output.push_back(token);
-    ++stats_.generated_tokens;
-    if (std::find(r.stop_ids.begin(), r.stop_ids.end(), token) != r.stop_ids.end()) {
-      o.finished = true, o.finish_reason = "stop";
-    } else if (int64_t(s.output.size()) >= r.max_tokens) {
-      o.finished = true, o.finish_reason = "length";
-    }
-    out.push_back(o);
+    append(s, o, out);
   }
   // Finished requests let their pages go (their full pages stay in the prefix cache).
   for (const StepOutput& o : out) {

@@ -9,6 +9,7 @@
 #pragma once
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +24,12 @@ struct EngineOptions {
   int64_t max_num_batched_tokens = 0;  // tokens per step, ≤ the model's max_batch_tokens (0: that)
   int max_num_seqs = 0;                // sequences per step, ≤ the model's max_sequences (0: that)
   bool prefix_caching = true;
+  // Speculative decoding by n-gram prompt lookup (engine/drafter.h): up to this many draft
+  // tokens per greedy request and step, verified by the same forward (0: off). Greedy
+  // acceptance (the longest prefix the target's argmax agrees with, plus its next token), so
+  // the output is the target's alone; sampled requests decode one token a step.
+  int num_speculative_tokens = 0;
+  int ngram_min = 1, ngram_max = 4;  // the n-gram lengths the drafter matches, longest first
 };
 
 struct Request {
@@ -50,6 +57,10 @@ struct EngineStats {
   int64_t prefix_hit_tokens = 0;  // of them, found in the prefix cache instead of computed
   int64_t computed_tokens = 0;    // tokens run through the model (recomputes included)
   int64_t generated_tokens = 0;
+  int64_t draft_tokens = 0;          // speculative tokens proposed and verified
+  int64_t accepted_tokens = 0;       // of them, accepted
+  std::vector<int64_t> accepted_at;  // [k]: drafts at position k + 1 accepted (acceptance by position)
+  std::vector<int64_t> drafted_at;   // [k]: drafts verified at position k + 1
 };
 
 class Engine {
@@ -84,6 +95,13 @@ class Engine {
   void preempt(Seq& s);
   void let_go(Seq& s);
   void cache_pages(Seq& s);
+  void draft(Seq& s, int64_t budget);  // appends speculative tokens to s.tokens (s.drafted)
+  // Accepts s's drafts against the target's greedy tokens of its rows from first_row on, rolls
+  // back the rest and appends the new tokens (their outputs to `out`).
+  void verify(Seq& s, int32_t first_row, const std::function<int32_t(int32_t)>& greedy_token,
+              std::vector<StepOutput>& out);
+  // Appends s's new token o.token, ending the request at a stop id or max_tokens; true then.
+  bool append(Seq& s, StepOutput o, std::vector<StepOutput>& out);
   std::vector<Chunk> plan();
 
   model::Model& model_;

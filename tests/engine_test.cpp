@@ -3,6 +3,7 @@
 // prefill, decodes mixed with prefills, preemption forced by a small pool, prefix-cache hits —
 // each produce exactly what generate() produces for them alone; the page accounting returns to
 // zero; the block manager's reference counts, cache and eviction order.
+#include "engine/drafter.h"
 #include "engine/engine.h"
 
 #include <gtest/gtest.h>
@@ -171,6 +172,74 @@ TEST(Engine, ConcurrentRequestsGiveWhatEachGivesAlone) {
   int64_t alone_steps = 0;
   for (const Job& j : jobs) alone_steps += (int64_t(j.prompt.size()) + 47) / 48 + j.max_tokens - 1;
   EXPECT_LT(e.stats().steps, alone_steps);
+}
+
+TEST(Drafter, NgramLookupTakesTheLatestMatchOfTheLongestSuffix) {
+  const std::vector<int32_t> t = {1, 2, 3, 4, 9, 2, 3, 5, 6, 1, 2, 3};
+  // Suffix [1 2 3] (n = 3) matched at 0: what followed it.
+  EXPECT_EQ(engine::ngram_draft(t, 2, 1, 3), (std::vector<int32_t>{4, 9}));
+  // With n ≤ 2, suffix [2 3]: its latest earlier match is at 5, followed by 5 6 1.
+  EXPECT_EQ(engine::ngram_draft(t, 3, 1, 2), (std::vector<int32_t>{5, 6, 1}));
+  EXPECT_EQ(engine::ngram_draft(t, 10, 1, 2), (std::vector<int32_t>{5, 6, 1, 2, 3}));  // up to the end
+  EXPECT_TRUE(engine::ngram_draft(t, 0, 1, 3).empty());
+  EXPECT_TRUE(engine::ngram_draft(std::vector<int32_t>{1, 2, 3, 4}, 3, 1, 3).empty());  // no repeat
+  EXPECT_EQ(engine::ngram_draft(std::vector<int32_t>{7, 7}, 3, 1, 3), (std::vector<int32_t>{7}));
+  EXPECT_TRUE(engine::ngram_draft(std::vector<int32_t>{7}, 3, 1, 3).empty());
+}
+
+// Jobs whose prompts repeat themselves, so n-gram drafts get accepted.
+std::vector<Job> repetitive_jobs(int64_t vocab, uint32_t seed) {
+  std::vector<Job> jobs;
+  for (int i = 0; i < 8; ++i) {
+    const std::vector<int32_t> motif = random_prompt(3 + i % 5, vocab, seed + uint32_t(i));
+    std::vector<int32_t> p;
+    for (int r = 0; r < 2 + i % 4; ++r) p.insert(p.end(), motif.begin(), motif.end());
+    jobs.push_back({p, int64_t(10 + 5 * (i % 4))});
+  }
+  return jobs;
+}
+
+// Speculation never changes a greedy output: with drafts of 1 to 8 tokens, mixed with
+// sampled requests (which decode one token a step) and in a pool small enough to preempt.
+TEST(Engine, SpeculativeGreedyOutputsEqualPlainOnes) {
+  const LoadedModel loaded = load(Checkpoints::of("llama", "f16"));
+  const int64_t vocab = loaded.config.vocab;
+  std::vector<Job> jobs = repetitive_jobs(vocab, 300);
+  for (const Job& j : mixed_jobs(vocab, 310)) jobs.push_back(j);
+  for (size_t i = 0; i < 3; ++i) {
+    jobs[i * 5].sampling.temperature = 0.8f, jobs[i * 5].sampling.seed = 7 + i;
+  }
+  const std::vector<std::vector<int32_t>> want = alone(loaded, jobs);
+  for (int k : {1, 3, 8}) {
+    for (int64_t pool : {2048, 240}) {
+      SCOPED_TRACE("k " + std::to_string(k) + " pool " + std::to_string(pool));
+      Model m(loaded, engine_model(pool));
+      Engine e(m, {.max_num_batched_tokens = 48, .max_num_seqs = 6, .num_speculative_tokens = k});
+      EXPECT_EQ(together(e, jobs), want);
+      const engine::EngineStats& st = e.stats();
+      EXPECT_GT(st.draft_tokens, 0);
+      EXPECT_GT(st.accepted_tokens, 0) << "the repeated motifs are drafted and accepted";
+      EXPECT_LE(st.accepted_tokens, st.draft_tokens);
+      ASSERT_EQ(st.drafted_at.size(), size_t(k));
+      int64_t drafted = 0, accepted = 0;
+      for (int i = 0; i < k; ++i) {
+        drafted += st.drafted_at[size_t(i)], accepted += st.accepted_at[size_t(i)];
+        EXPECT_LE(st.accepted_at[size_t(i)], st.drafted_at[size_t(i)]);
+      }
+      EXPECT_EQ(drafted, st.draft_tokens);
+      EXPECT_EQ(accepted, st.accepted_tokens);
+      // Every generated token came from a step: with accepted drafts, fewer steps than tokens.
+      EXPECT_EQ(st.generated_tokens, [&] {
+        int64_t n = 0;
+        for (const auto& w : want) n += int64_t(w.size());
+        return n;
+      }());
+    }
+  }
+  Model m(loaded, engine_model());
+  test::expect_throw<InputError>([&] { Engine bad(m, {.num_speculative_tokens = 17}); }, {"num_speculative_tokens"});
+  test::expect_throw<InputError>([&] { Engine bad(m, {.num_speculative_tokens = 2, .ngram_min = 3, .ngram_max = 2}); },
+                                 {"ngram_min"});
 }
 
 TEST(Engine, PreemptionInASmallPoolLosesNothing) {

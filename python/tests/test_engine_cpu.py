@@ -131,3 +131,15 @@ def test_stream_yields_each_token_as_made(checkpoint):
     with pytest.raises(ValueError, match="vocabulary"):
         list(llm.stream([[1, 2], [1, 999]], 4))
     assert llm.idle
+
+
+def test_speculative_greedy_equals_plain(checkpoint):
+    motif = [11, 40, 7, 93, 2]
+    ps = [motif * 4, [5, 6] * 9, list(range(20, 60))]
+    plain = onecat.LLM(str(checkpoint), kv_cache_tokens=1024).generate(ps, 16, temperature=0, stop_ids=[])
+    llm = onecat.LLM(str(checkpoint), kv_cache_tokens=1024, num_speculative_tokens=4)
+    assert llm.generate(ps, 16, temperature=0, stop_ids=[]) == plain
+    stats = llm.stats
+    assert 0 < stats["accepted_tokens"] <= stats["draft_tokens"]
+    with pytest.raises(ValueError, match="num_speculative_tokens"):
+        onecat.LLM(str(checkpoint), num_speculative_tokens=99)

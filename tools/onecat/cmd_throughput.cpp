@@ -30,7 +30,7 @@ namespace {
 struct Options {
   std::string model, device = "cpu", dataset;
   int64_t num_prompts = 8, input_len = 128, output_len = 32, max_num_batched_tokens = 512, wave = 0;
-  int max_num_seqs = 8;
+  int max_num_seqs = 8, num_speculative_tokens = 0;
   uint64_t seed = 0;
   bool no_prefix_caching = false, json = false;
 };
@@ -167,6 +167,7 @@ void run(const Options& o) {
 
   engine::EngineOptions eo;
   eo.prefix_caching = !o.no_prefix_caching;
+  eo.num_speculative_tokens = o.num_speculative_tokens;
   engine::Engine e(*m, eo);
   std::map<int64_t, size_t> index;
   const auto start = std::chrono::steady_clock::now();
@@ -232,7 +233,16 @@ void run(const Options& o) {
                    {"step", summary(step_seconds)},
                    {"steps", st.steps},
                    {"preemptions", st.preemptions},
-                   {"prefix_hit_tokens", st.prefix_hit_tokens}};
+                   {"prefix_hit_tokens", st.prefix_hit_tokens},
+                   {"speculative",
+                    {{"num_speculative_tokens", o.num_speculative_tokens},
+                     {"draft_tokens", st.draft_tokens},
+                     {"accepted_tokens", st.accepted_tokens},
+                     {"acceptance_rate", st.draft_tokens ? double(st.accepted_tokens) / double(st.draft_tokens) : 0.0},
+                     {"accepted_at", st.accepted_at},
+                     {"drafted_at", st.drafted_at},
+                     // Output tokens per engine step, all requests together.
+                     {"tokens_per_step", st.steps ? double(generated) / double(st.steps) : 0.0}}}};
   if (o.json) {
     std::cout << j.dump() << "\n";
     return;
@@ -268,6 +278,9 @@ void add_throughput(CLI::App& app) {
                   "Queue requests B at a time, the next B when these are done (a latency run; 1: one after "
                   "another; default 0: all at once)");
   cmd->add_flag("--no-prefix-caching", o->no_prefix_caching, "Do not share cached prompt pages");
+  cmd->add_option("--num-speculative-tokens", o->num_speculative_tokens,
+                  "Speculative decoding by n-gram prompt lookup: up to K draft tokens per greedy request and step "
+                  "(default 0: off)");
   cmd->add_flag("--json", o->json, "Print one JSON object");
   cmd->callback([o] { run(*o); });
 }
