@@ -6,8 +6,7 @@
 
 namespace onecat::engine {
 
-TextStream::TextStream(tokenizer::Tokenizer tokenizer, std::vector<std::string> stop_strings,
-                       bool skip_special_tokens)
+TextStream::TextStream(tokenizer::Tokenizer tokenizer, std::vector<std::string> stop_strings, bool skip_special_tokens)
     : tokenizer_(tokenizer), decoder_(std::move(tokenizer), skip_special_tokens), stops_(std::move(stop_strings)) {
   for (const std::string& s : stops_) {
     if (s.empty()) throw InputError("a stop string must not be empty.");
