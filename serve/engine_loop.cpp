@@ -63,7 +63,7 @@ std::shared_ptr<Channel> EngineLoop::submit(std::vector<engine::Request> choices
 void EngineLoop::cancel(const std::shared_ptr<Channel>& channel, int choice) {
   {
     std::lock_guard lock(mutex_);
-    cancels_.emplace_back(channel.get(), choice);
+    cancels_.emplace_back(channel, choice);
   }
   wake_.notify_all();
 }
@@ -91,7 +91,7 @@ void EngineLoop::admit(Submission& s) {
 void EngineLoop::run() {
   for (;;) {
     std::deque<Submission> submitted;
-    std::vector<std::pair<Channel*, int>> cancels;
+    std::vector<std::pair<std::shared_ptr<Channel>, int>> cancels;
     {
       std::unique_lock lock(mutex_);
       active_ = int64_t(running_.size());
@@ -104,7 +104,7 @@ void EngineLoop::run() {
     for (Submission& s : submitted) admit(s);
     for (const auto& [channel, choice] : cancels) {
       for (const auto& [id, r] : running_) {
-        if (r.channel.get() == channel && (choice < 0 || r.choice == choice)) engine_.cancel(id);
+        if (r.channel == channel && (choice < 0 || r.choice == choice)) engine_.cancel(id);
       }
     }
     if (engine_.idle()) continue;

@@ -74,7 +74,9 @@ class EngineLoop {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Submission> submitted_;
-  std::vector<std::pair<Channel*, int>> cancels_;  // choice −1: all of the channel's
+  // Choice −1: all of the channel's. Held, not pointed to: a freed channel's address could be
+  // a new request's by the time the engine thread reads the queue.
+  std::vector<std::pair<std::shared_ptr<Channel>, int>> cancels_;
   bool stopping_ = false;
   int64_t active_ = 0;
   std::map<int64_t, Running> running_;  // engine id → its choice (engine thread only)
