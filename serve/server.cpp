@@ -335,9 +335,16 @@ class Server {
       res.set_chunked_content_provider(
           "text/event-stream",
           [job](size_t, httplib::DataSink& sink) {
-            const bool ok = job->stream([&](const std::string& s) { return sink.write(s.data(), s.size()); });
-            if (ok) sink.done();
-            return ok;
+            // Nothing may escape into cpp-httplib's worker thread (it would end the process).
+            try {
+              const bool ok = job->stream([&](const std::string& s) { return sink.write(s.data(), s.size()); });
+              if (ok) sink.done();
+              return ok;
+            } catch (const std::exception& e) {
+              std::fprintf(stderr, "onecat serve: %s: the stream failed: %s\n", job->id.c_str(), e.what());
+              job->loop.cancel_all(job->channel);
+              return false;
+            }
           },
           [job](bool success) {
             if (!success) job->loop.cancel_all(job->channel);

@@ -490,3 +490,48 @@ def test_sigterm_drains_in_flight_requests(model):
               if line.startswith(b"data: {")]
     assert events[-1]["choices"][0]["finish_reason"] == "length"
     assert sum(1 for e in events if e["choices"][0]["text"]) > tokens // 2
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+def test_64_concurrent_streaming_clients(server):
+    """A short, bounded load: 64 clients streaming at once for a few seconds; no errors, every
+    stream ends with [DONE], resident memory after the first round does not keep growing."""
+    clients, seconds = 64, 4.0
+    errors, rounds = [], [0] * clients
+    start = threading.Event()
+    rss_after_warmup = {}
+
+    def client(i):
+        start.wait()
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            try:
+                events = server.stream("/v1/chat/completions", {
+                    "messages": [{"role": "user", "content": f"client {i} round {rounds[i]}"}], "max_tokens": 16,
+                    "seed": i, "stream": True, "stream_options": {"include_usage": True}})
+                if events[-1] != "[DONE]" or json.loads(events[-2])["usage"]["completion_tokens"] < 1:
+                    errors.append(f"client {i}: {events[-2:]}")
+            except Exception as e:  # noqa: BLE001 - every failure is a finding here
+                errors.append(f"client {i}: {e!r}")
+            rounds[i] += 1
+            if i == 0 and rounds[0] == 2:
+                rss_after_warmup["kib"] = rss_kib(server.proc.pid)
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    start.set()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, f"{len(errors)} errors: {errors[:5]}"
+    assert min(rounds) >= 1, rounds
+    growth = rss_kib(server.proc.pid) - rss_after_warmup.get("kib", 0)
+    print(f"{sum(rounds)} streams by {clients} clients in {seconds} s; RSS growth after warm-up {growth} KiB")
+    assert growth < 64 * 1024, f"resident memory grew by {growth} KiB after warm-up"
+    assert server.request("GET", "/health", headers={})[0] == 200
