@@ -198,6 +198,71 @@ json message_content(const json& content, size_t index) {
   return text;
 }
 
+// An assistant message's earlier tool calls. Templates (Qwen's, Hermes's) print arguments with
+// tojson, so JSON-text arguments are parsed into objects first, as vLLM does.
+nlohmann::ordered_json checked_tool_calls(const json& calls, const std::string& param) {
+  if (!calls.is_array()) throw bad(param, param + " must be an array.");
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const json& c = calls[i];
+    const std::string at = param + "[" + std::to_string(i) + "]";
+    if (!c.is_object() || !c.contains("function") || !c["function"].is_object()) {
+      throw bad(param, at + " must be an object with a function.");
+    }
+    const json& f = c["function"];
+    if (!f.contains("name") || !f["name"].is_string()) throw bad(param, at + ".function.name must be a string.");
+    nlohmann::ordered_json call{{"type", "function"}};
+    if (c.contains("id") && c["id"].is_string()) call["id"] = c["id"];
+    nlohmann::ordered_json args = nlohmann::ordered_json::object();
+    if (f.contains("arguments") && f["arguments"].is_string()) {
+      args = nlohmann::ordered_json::parse(f["arguments"].get<std::string>(), nullptr, false);
+      if (args.is_discarded()) throw bad(param, at + ".function.arguments must be JSON text.");
+    } else if (f.contains("arguments") && f["arguments"].is_object()) {
+      args = nlohmann::ordered_json::parse(f["arguments"].dump());
+    } else if (f.contains("arguments") && !f["arguments"].is_null()) {
+      throw bad(param, at + ".function.arguments must be a JSON string.");
+    }
+    call["function"] = {{"name", f["name"].get<std::string>()}, {"arguments", args}};
+    out.push_back(std::move(call));
+  }
+  return out;
+}
+
+// tools: [{"type": "function", "function": {"name", "description"?, "parameters"?}}].
+nlohmann::ordered_json checked_tools(const json& tools) {
+  if (!tools.is_array()) throw bad("tools", "tools must be an array.");
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const json& t = tools[i];
+    const std::string at = "tools[" + std::to_string(i) + "]";
+    if (!t.is_object() || t.value("type", json()) != "function" || !t.contains("function") ||
+        !t["function"].is_object()) {
+      throw bad("tools", at + " must be {\"type\": \"function\", \"function\": {...}}.");
+    }
+    const json& f = t["function"];
+    if (!f.contains("name") || !f["name"].is_string()) throw bad("tools", at + ".function.name must be a string.");
+    if (f.contains("parameters") && !f["parameters"].is_object() && !f["parameters"].is_null()) {
+      throw bad("tools", at + ".function.parameters must be an object.");
+    }
+  }
+  return nlohmann::ordered_json::parse(tools.dump());
+}
+
+// Whether the request's tools go to the template (and its output is parsed for calls):
+// tool_choice "auto" (the default with tools) yes, "none" no; forcing a call needs constrained
+// decoding, which does not exist yet.
+bool tools_on(const json& body) {
+  const json* tools = field(body, "tools");
+  const json* choice = field(body, "tool_choice");
+  if (choice && !(choice->is_string() && (*choice == "none" || *choice == "auto"))) {
+    throw bad("tool_choice",
+              "tool_choice must be \"auto\" or \"none\" (a required or named tool is not "
+              "supported yet).");
+  }
+  if (!tools || (tools->is_array() && tools->empty())) return false;
+  checked_tools(*tools);
+  return !(choice && *choice == "none");
+}
+
 nlohmann::ordered_json checked_messages(const json& body) {
   const json* messages = field(body, "messages");
   if (!messages) throw bad("messages", "messages is required.");
@@ -213,15 +278,17 @@ nlohmann::ordered_json checked_messages(const json& body) {
       throw bad(param,
                 param + ".role must be system, developer, user, assistant or tool, not " + quoted_input(role) + ".");
     }
-    if (m.contains("tool_calls") && !m["tool_calls"].is_null()) {
-      throw bad(param, "tool_calls in messages are not supported yet.");
-    }
     nlohmann::ordered_json msg = nlohmann::ordered_json::object();
     msg["role"] = role;
     msg["content"] = message_content(m.contains("content") ? m["content"] : json(), i);
-    if (m.contains("name")) {
-      if (!m["name"].is_string()) throw bad(param, param + ".name must be a string.");
-      msg["name"] = m["name"].get<std::string>();
+    for (const char* key : {"name", "tool_call_id"}) {
+      if (!m.contains(key) || m[key].is_null()) continue;
+      if (!m[key].is_string()) throw bad(param, param + "." + key + " must be a string.");
+      msg[key] = m[key].get<std::string>();
+    }
+    if (m.contains("tool_calls") && !m["tool_calls"].is_null()) {
+      if (role != "assistant") throw bad(param, param + ": only assistant messages carry tool_calls.");
+      msg["tool_calls"] = checked_tool_calls(m["tool_calls"], param + ".tool_calls");
     }
     out.push_back(std::move(msg));
   }
@@ -290,7 +357,9 @@ Generation parse_completion(const json& body, const ServedModel& model, uint64_t
 }
 
 std::string render_chat(const json& body, const ServedModel& model) {
-  if (!model.chat_template) {
+  const bool with_tools = tools_on(body);
+  const std::optional<chat::ChatTemplate>& chat_template = with_tools ? model.tool_template : model.chat_template;
+  if (!chat_template) {
     throw bad("messages",
               "the model has no chat template (tokenizer_config.json's chat_template or "
               "chat_template.jinja); use /v1/completions.");
@@ -298,12 +367,13 @@ std::string render_chat(const json& body, const ServedModel& model) {
   chat::ChatRequest request;
   request.messages = checked_messages(body);
   request.add_generation_prompt = get_bool(body, "add_generation_prompt", true);
+  if (with_tools) request.tools = checked_tools(body["tools"]);
   if (const json* kw = field(body, "chat_template_kwargs")) {
     if (!kw->is_object()) throw bad("chat_template_kwargs", "chat_template_kwargs must be an object.");
     request.kwargs = nlohmann::ordered_json::parse(kw->dump());
   }
   try {
-    return model.chat_template->apply(request, model.special_tokens);
+    return chat_template->apply(request, model.special_tokens);
   } catch (const InputError& e) {
     throw bad("messages", std::string("the chat template failed: ") + e.what());
   }
@@ -312,12 +382,8 @@ std::string render_chat(const json& body, const ServedModel& model) {
 Generation parse_chat(const json& body, const ServedModel& model, uint64_t default_seed) {
   Generation g;
   parse_common(body, model, default_seed, g);
-  if (const json* tools = field(body, "tools"); tools && !(tools->is_array() && tools->empty())) {
-    throw bad("tools", "tools are not supported yet.");
-  }
-  if (const json* tc = field(body, "tool_choice"); tc && !(tc->is_string() && *tc == "none")) {
-    throw bad("tool_choice", "tool_choice is not supported yet.");
-  }
+  g.tool_calls = tools_on(body);
+  if (g.tool_calls && g.stream) throw bad("stream", "streaming with tools is not supported yet.");
   g.logprobs = get_bool(body, "logprobs", false);
   g.top_logprobs = int(get_int(body, "top_logprobs", 0, 0, cpu::kMaxLogprobs));
   if (g.top_logprobs > 0 && !g.logprobs) throw bad("top_logprobs", "top_logprobs needs logprobs: true.");

@@ -36,8 +36,9 @@ struct ServedModel {
   tokenizer::Tokenizer tokenizer;
   std::vector<int32_t> stop_ids;  // generation_config.json's EOS and the tokenizer's
   std::optional<chat::ChatTemplate> chat_template;
-  nlohmann::ordered_json special_tokens;  // bos_token, eos_token, ... for the template
-  int max_choices = 64;                   // prompts × n in one request, at most
+  std::optional<chat::ChatTemplate> tool_template;  // for requests with tools (tool_use, if the checkpoint has one)
+  nlohmann::ordered_json special_tokens;            // bos_token, eos_token, ... for the template
+  int max_choices = 64;                             // prompts × n in one request, at most
 };
 
 // A checked generation request.
@@ -47,6 +48,7 @@ struct Generation {
   int64_t max_tokens = 0;  // per choice (prompt + max_tokens ≤ max_model_len)
   bool stream = false, include_usage = false;
   bool ignore_eos = false;  // vLLM's extension: EOS does not end the choice
+  bool tool_calls = false;  // chat with tools: the output's <tool_call> blocks become tool_calls
   std::vector<std::string> stop;
   cpu::SamplingParams sampling;  // per choice: seed + choice index
   bool logprobs = false;         // chat: logprobs; completions: logprobs is given

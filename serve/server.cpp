@@ -3,11 +3,14 @@
 #include <httplib.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -19,6 +22,7 @@
 #include "models/model/generation_config.h"
 #include "serve/engine_loop.h"
 #include "serve/openai_request.h"
+#include "serve/tool_calls.h"
 
 #ifndef ONECAT_VERSION
 #define ONECAT_VERSION "unknown"
@@ -42,6 +46,9 @@ void send_error(httplib::Response& res, int status, const std::string& message, 
                 const std::string& code = "") {
   send_json(res, status, error_body(status, message, param, code));
 }
+
+// Connections the kernel queues before the server accepts them (SOMAXCONN caps it).
+constexpr int kListenBacklog = 1024;
 
 // Deeper than any request the API defines; bounds the work a hostile body can cause.
 constexpr int kMaxJsonDepth = 64;
@@ -197,6 +204,9 @@ struct Job {
             {"text_offset", offsets}};
   }
 
+  std::string next_call_id() { return id + "-call-" + std::to_string(calls_made++); }
+  int calls_made = 0;
+
   json whole_response() {
     std::vector<std::string> texts(choices.size());
     for (;;) {
@@ -209,10 +219,23 @@ struct Job {
       const Choice& c = choices[i];
       json lp = gen.logprobs ? logprobs_json(c, 0, c.logprobs.size(), 0) : json(nullptr);
       if (chat) {
-        list.push_back({{"index", i},
-                        {"message", {{"role", "assistant"}, {"content", texts[i]}}},
-                        {"logprobs", lp},
-                        {"finish_reason", c.finish_reason}});
+        json message{{"role", "assistant"}, {"content", texts[i]}};
+        std::string reason = c.finish_reason;
+        if (gen.tool_calls) {
+          const ParsedToolCalls parsed = parse_tool_calls(texts[i]);
+          if (!parsed.calls.empty()) {
+            message["content"] = parsed.content ? json(*parsed.content) : json(nullptr);
+            json calls = json::array();
+            for (const ToolCall& call : parsed.calls) {
+              calls.push_back({{"id", next_call_id()},
+                               {"type", "function"},
+                               {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+            }
+            message["tool_calls"] = calls;
+            if (reason == "stop") reason = "tool_calls";
+          }
+        }
+        list.push_back({{"index", i}, {"message", message}, {"logprobs", lp}, {"finish_reason", reason}});
       } else {
         list.push_back({{"index", i}, {"text", texts[i]}, {"logprobs", lp}, {"finish_reason", c.finish_reason}});
       }
@@ -458,6 +481,7 @@ ServedModel served_model(const ServeOptions& o, const model::Model& m) {
     chat::CheckpointChatTemplate t = chat::load_chat_template(o.model_dir, false);
     s.chat_template.emplace(t.source);
     s.special_tokens = t.special_tokens;
+    s.tool_template.emplace(chat::load_chat_template(o.model_dir, true).source);
   } catch (const InputError& e) {
     std::fprintf(stderr, "onecat serve: /v1/chat/completions is off: %s\n", e.what());
   }
@@ -503,7 +527,19 @@ void serve(const ServeOptions& options) {
   EngineLoop loop(*m, engine::EngineOptions{});
   Server server(o, served, loop);
   httplib::Server& http = server.http();
+  // cpp-httplib 0.11 listens with a backlog of 5 (compiled into Debian's library): with dozens
+  // of clients connecting at once the kernel drops connections (clients saw resets). The
+  // listening socket is caught as it is made and given a real backlog after the bind.
+  std::atomic<int> listen_fd{-1};
+  http.set_socket_options([&listen_fd](int sock) {
+    const int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listen_fd = sock;
+  });
   const int port = o.port == 0 ? http.bind_to_any_port(o.host) : (http.bind_to_port(o.host, o.port) ? o.port : -1);
+  if (port >= 0 && ::listen(listen_fd, kListenBacklog) != 0) {
+    throw Error("cannot listen on " + o.host + ":" + std::to_string(port) + ": " + std::strerror(errno));
+  }
   if (port < 0) {
     throw Error("cannot listen on " + o.host + ":" + std::to_string(o.port) +
                 " (in use, or not an address of this machine); choose another --host or --port.");

@@ -477,9 +477,13 @@ def byte_level_char(b):
     return chr(b + 256) if b <= 32 else chr(b)
 
 
-# A ChatML-like template in the printable ASCII the tiny tokenizer covers (no newlines), with a
-# template variable (enable_thinking) for chat_template_kwargs.
-CHAT_TEMPLATE = ("{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% endfor %}"
+# A ChatML-like template in the printable ASCII the tiny tokenizer covers (no newlines), with
+# tools, earlier tool calls (Hermes's <tool_call> form) and a template variable (enable_thinking)
+# for chat_template_kwargs.
+CHAT_TEMPLATE = ("{% if tools %}<|tools|>{% for t in tools %}{{ t.function.name }};{% endfor %}{% endif %}"
+                 "{% for m in messages %}<|{{ m.role }}|>{% if m.content %}{{ m.content }}{% endif %}"
+                 "{% for c in m.tool_calls or [] %}<tool_call>{\"name\": \"{{ c.function.name }}\", "
+                 "\"arguments\": {{ c.function.arguments | tojson }}}</tool_call>{% endfor %}{% endfor %}"
                  "{% if enable_thinking is defined and not enable_thinking %}/no_think{% endif %}"
                  "{% if add_generation_prompt %}<|assistant|>{% endif %}")
 

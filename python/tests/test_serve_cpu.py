@@ -240,6 +240,37 @@ def test_chat_template_kwargs(server):
     assert r["usage"]["prompt_tokens"] == len(off)
 
 
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "the weather in a city",
+                                           "parameters": {"type": "object",
+                                                          "properties": {"city": {"type": "string"}}}}}]
+
+
+def test_tools_reach_the_template(server):
+    """Tools and earlier tool calls are rendered by the chat template (arguments given as JSON text
+    reach it as an object, as vLLM passes them); tool_choice none leaves the tools out. Parsing a
+    generated <tool_call> into tool_calls is tests/tool_calls_test.cpp's (the tiny model writes none)."""
+    history = [{"role": "user", "content": "weather?"},
+               {"role": "assistant", "content": None, "tool_calls": [
+                   {"id": "c1", "type": "function", "function": {"name": "get_weather",
+                                                                 "arguments": json.dumps({"city": "Paris"})}}]},
+               {"role": "tool", "content": "sunny", "tool_call_id": "c1"}]
+    ids = server.ok("/tokenize", {"messages": history, "tools": TOOLS})["tokens"]
+    assert server.ok("/detokenize", {"tokens": ids})["prompt"] == (
+        '<|tools|>get_weather;<|user|>weather?<|assistant|><tool_call>{"name": "get_weather", '
+        '"arguments": {"city": "Paris"}}</tool_call><|tool|>sunny<|assistant|>')
+    none = server.ok("/tokenize", {"messages": history, "tools": TOOLS, "tool_choice": "none"})["tokens"]
+    assert not server.ok("/detokenize", {"tokens": none})["prompt"].startswith("<|tools|>")
+    r = chat(server, history, tools=TOOLS, tool_choice="auto", max_tokens=8, temperature=0)
+    assert r["usage"]["prompt_tokens"] == len(ids)
+    assert r["choices"][0]["finish_reason"] in ("stop", "length", "tool_calls")
+    for body, param in (({"tools": TOOLS, "stream": True}, "stream"), ({"tools": TOOLS, "tool_choice": "required"},
+                                                                        "tool_choice"),
+                        ({"tools": [{"type": "function", "function": {}}]}, "tools"),
+                        ({"tools": [{"type": "code"}]}, "tools")):
+        status, j = server.post("/v1/chat/completions", {"messages": history, **body})
+        assert status == 400 and j["error"]["param"] == param, j
+
+
 def test_n_and_seeds_reproducible(server):
     body = dict(max_tokens=16, temperature=1.0, n=2)
     a = completion(server, "once upon", seed=7, **body)
@@ -348,6 +379,7 @@ FIELDS = {
     "max_completion_tokens": ("chat", lambda v: _is_int(v) and 1 <= v <= MAX_MODEL_LEN - 20),
     "chat_template_kwargs": ("chat", lambda v: isinstance(v, dict)),
     "tools": ("chat", lambda v: v == []),
+    "tool_choice": ("chat", lambda v: v in ("auto", "none")),
 }
 BASE = {"/v1/completions": {"prompt": "the cat", "max_tokens": 2},
         "/v1/chat/completions": {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}}
