@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "base/error.h"
+#include "runtime/cuda/driver.h"
 
 namespace onecat::serve {
 
@@ -36,8 +37,8 @@ void Channel::fail(std::string message, bool input_error) {
   ready_.notify_all();
 }
 
-EngineLoop::EngineLoop(model::Model& model, const engine::EngineOptions& options)
-    : engine_(model, options), thread_([this] { run(); }) {}
+EngineLoop::EngineLoop(model::Model& model, const engine::EngineOptions& options, bool gpu)
+    : engine_(model, options), gpu_(gpu), thread_([this] { run(); }) {}
 
 EngineLoop::~EngineLoop() {
   {
@@ -76,6 +77,10 @@ int64_t EngineLoop::active() const {
 }
 
 void EngineLoop::admit(Submission& s) {
+  if (!broken_.empty()) {
+    s.channel->fail(broken_, false);
+    return;
+  }
   std::vector<int64_t> ids;
   try {
     for (engine::Request& r : s.choices) ids.push_back(engine_.add(std::move(r)));
@@ -89,6 +94,14 @@ void EngineLoop::admit(Submission& s) {
 }
 
 void EngineLoop::run() {
+  if (gpu_) {
+    try {
+      use_device(0);
+    } catch (const std::exception& e) {
+      broken_ = std::string("the engine thread cannot use the GPU: ") + e.what();
+      std::fprintf(stderr, "onecat serve: %s\n", broken_.c_str());
+    }
+  }
   for (;;) {
     std::deque<Submission> submitted;
     std::vector<std::pair<std::shared_ptr<Channel>, int>> cancels;

@@ -45,7 +45,9 @@ class Channel {
 
 class EngineLoop {
  public:
-  EngineLoop(model::Model& model, const engine::EngineOptions& options);
+  // With a GPU model, the engine thread makes GPU 0's context current first (CUDA contexts are
+  // per thread; the model was loaded on another).
+  EngineLoop(model::Model& model, const engine::EngineOptions& options, bool gpu);
   ~EngineLoop();  // drains: every submitted request runs to its end first
 
   // Queues the choices of one request (all or none are added: the engine's refusal fails the
@@ -80,6 +82,8 @@ class EngineLoop {
   bool stopping_ = false;
   int64_t active_ = 0;
   std::map<int64_t, Running> running_;  // engine id → its choice (engine thread only)
+  bool gpu_;
+  std::string broken_;  // why the engine thread cannot run (engine thread only)
   std::thread thread_;
 };
 

@@ -524,7 +524,7 @@ void serve(const ServeOptions& options) {
   const std::unique_ptr<model::Model> m = model::Model::load(o.model_dir, mo);
   ServedModel served = served_model(o, *m);
 
-  EngineLoop loop(*m, engine::EngineOptions{});
+  EngineLoop loop(*m, engine::EngineOptions{}, o.device == model::Device::kCuda);
   Server server(o, served, loop);
   httplib::Server& http = server.http();
   // cpp-httplib 0.11 listens with a backlog of 5 (compiled into Debian's library): with dozens
