@@ -37,8 +37,19 @@ void Channel::fail(std::string message, bool input_error) {
   ready_.notify_all();
 }
 
-EngineLoop::EngineLoop(model::Model& model, const engine::EngineOptions& options, bool gpu)
-    : engine_(model, options), gpu_(gpu), thread_([this] { run(); }) {}
+EngineLoop::EngineLoop(model::Model& model, const engine::EngineOptions& options, bool gpu, Metrics& metrics)
+    : engine_(model, options), gpu_(gpu), metrics_(metrics), thread_([this] { run(); }) {}
+
+void EngineLoop::publish() {
+  const engine::BlockManager& b = engine_.blocks();
+  const engine::EngineStats& st = engine_.stats();
+  metrics_.engine({.running = engine_.running(),
+                   .waiting = engine_.waiting(),
+                   .kv_usage = b.pages() > 0 ? 1.0 - double(b.available()) / double(b.pages()) : 0.0,
+                   .prompt_tokens = st.prompt_tokens,
+                   .prefix_hit_tokens = st.prefix_hit_tokens,
+                   .preemptions = st.preemptions});
+}
 
 EngineLoop::~EngineLoop() {
   {
@@ -120,7 +131,10 @@ void EngineLoop::run() {
         if (r.channel == channel && (choice < 0 || r.choice == choice)) engine_.cancel(id);
       }
     }
-    if (engine_.idle()) continue;
+    if (engine_.idle()) {
+      publish();
+      continue;
+    }
     std::vector<engine::StepOutput> outputs;
     try {
       outputs = engine_.step();
@@ -135,6 +149,8 @@ void EngineLoop::run() {
       running_.clear();
       continue;
     }
+    // Before the outputs go out: a client that reads /metrics after its answer sees the step.
+    publish();
     for (engine::StepOutput& o : outputs) {
       const auto it = running_.find(o.id);
       if (it == running_.end()) continue;  // a refused or failed request's cancellation

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "serve/metrics.h"
 
 namespace onecat::serve {
 
@@ -47,7 +48,8 @@ class EngineLoop {
  public:
   // With a GPU model, the engine thread makes GPU 0's context current first (CUDA contexts are
   // per thread; the model was loaded on another).
-  EngineLoop(model::Model& model, const engine::EngineOptions& options, bool gpu);
+  // The engine's gauges go to `metrics` after every step.
+  EngineLoop(model::Model& model, const engine::EngineOptions& options, bool gpu, Metrics& metrics);
   ~EngineLoop();  // drains: every submitted request runs to its end first
 
   // Queues the choices of one request (all or none are added: the engine's refusal fails the
@@ -71,6 +73,7 @@ class EngineLoop {
   };
   void run();
   void admit(Submission& s);
+  void publish();
 
   engine::Engine engine_;
   mutable std::mutex mutex_;
@@ -83,6 +86,7 @@ class EngineLoop {
   int64_t active_ = 0;
   std::map<int64_t, Running> running_;  // engine id → its choice (engine thread only)
   bool gpu_;
+  Metrics& metrics_;
   std::string broken_;  // why the engine thread cannot run (engine thread only)
   std::thread thread_;
 };

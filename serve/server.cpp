@@ -21,6 +21,7 @@
 #include "engine/text_stream.h"
 #include "models/model/generation_config.h"
 #include "serve/engine_loop.h"
+#include "serve/metrics.h"
 #include "serve/openai_request.h"
 #include "serve/tool_calls.h"
 
@@ -93,8 +94,18 @@ struct Job {
   std::vector<Choice> choices;
   std::vector<Channel::Output> first;  // the outputs read while checking the engine took it
 
-  Job(const ServedModel& m, EngineLoop& l, Generation g, bool is_chat, std::string request_id)
-      : model(m), loop(l), gen(std::move(g)), chat(is_chat), id(std::move(request_id)), created(std::time(nullptr)) {
+  using Clock = std::chrono::steady_clock;
+  Metrics& metrics;
+  Clock::time_point arrival = Clock::now(), first_token{}, last_token{};
+
+  Job(const ServedModel& m, EngineLoop& l, Metrics& metrics_, Generation g, bool is_chat, std::string request_id)
+      : model(m),
+        loop(l),
+        gen(std::move(g)),
+        chat(is_chat),
+        id(std::move(request_id)),
+        created(std::time(nullptr)),
+        metrics(metrics_) {
     std::vector<engine::Request> requests;
     for (const auto& prompt : gen.prompts) {
       for (int j = 0; j < gen.n; ++j) {
@@ -125,11 +136,26 @@ struct Job {
     return channel->next();
   }
 
+  // The request's timings and usage, once it has ended.
+  void record() const {
+    const auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+    int64_t longest = 0;
+    for (const Choice& c : choices) longest = std::max(longest, c.tokens);
+    const json u = usage();
+    const bool any = first_token != Clock::time_point{};
+    metrics.generation(u["prompt_tokens"].get<int64_t>(), u["completion_tokens"].get<int64_t>(),
+                       any ? seconds(first_token - arrival) : seconds(Clock::now() - arrival),
+                       any && longest > 1 ? seconds(last_token - first_token) / double(longest - 1) : -1.0,
+                       seconds(Clock::now() - arrival));
+  }
+
   // Feeds one output to its choice; the text that became final.
   std::string feed(const Channel::Output& o) {
     Choice& c = choices[size_t(o.choice)];
     std::string piece;
     if (o.step.token >= 0 && !c.text.stopped()) {
+      last_token = Clock::now();
+      if (first_token == Clock::time_point{}) first_token = last_token;
       ++c.tokens;
       if (gen.logprobs) {
         TokenLogprob t{o.step.token, o.step.logprob, o.step.top_logprobs};
@@ -240,6 +266,7 @@ struct Job {
         list.push_back({{"index", i}, {"text", texts[i]}, {"logprobs", lp}, {"finish_reason", c.finish_reason}});
       }
     }
+    record();
     return {{"id", id},           {"object", chat ? "chat.completion" : "text_completion"},
             {"created", created}, {"model", model.name},
             {"choices", list},    {"usage", usage()}};
@@ -304,6 +331,7 @@ struct Job {
       std::fprintf(stderr, "onecat serve: %s: the client went away; its request is cancelled\n", id.c_str());
       return false;
     }
+    record();
     if (gen.include_usage) {
       json u = chunk(json::array());
       u["usage"] = usage();
@@ -315,7 +343,8 @@ struct Job {
 
 class Server {
  public:
-  Server(const ServeOptions& o, ServedModel& m, EngineLoop& l) : options_(o), model_(m), loop_(l) {
+  Server(const ServeOptions& o, ServedModel& m, EngineLoop& l, Metrics& metrics)
+      : options_(o), model_(m), loop_(l), metrics_(metrics) {
     std::random_device rd;
     seed_base_ = (uint64_t(rd()) << 32) ^ rd();
     routes();
@@ -349,7 +378,8 @@ class Server {
     guarded(res, [&] {
       const json body = parse_body(req);
       Generation g = chat ? parse_chat(body, model_, next_seed()) : parse_completion(body, model_, next_seed());
-      auto job = std::make_shared<Job>(model_, loop_, std::move(g), chat, next_id(chat ? "chatcmpl" : "cmpl"));
+      auto job =
+          std::make_shared<Job>(model_, loop_, metrics_, std::move(g), chat, next_id(chat ? "chatcmpl" : "cmpl"));
       if (!job->gen.stream) {
         send_json(res, 200, job->whole_response());
         return;
@@ -409,6 +439,19 @@ class Server {
       send_error(res, 500, "internal error: " + what);
     });
 
+    http_.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+      static const char* const routes[] = {
+          "/health",   "/version",    "/v1/models", "/v1/completions", "/v1/chat/completions",
+          "/tokenize", "/detokenize", "/metrics"};
+      std::string endpoint = "other";
+      for (const char* r : routes) {
+        if (req.path == r) endpoint = r;
+      }
+      metrics_.request(endpoint, res.status);
+    });
+    http_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_content(metrics_.text(model_.name), "text/plain; version=0.0.4");
+    });
     http_.Get("/health", [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
     http_.Get("/version", [](const httplib::Request&, httplib::Response& res) {
       send_json(res, 200, {{"version", ONECAT_VERSION}});
@@ -458,6 +501,7 @@ class Server {
   const ServeOptions& options_;
   ServedModel& model_;
   EngineLoop& loop_;
+  Metrics& metrics_;
   httplib::Server http_;
   uint64_t seed_base_ = 0;
   std::atomic<uint64_t> counter_{0};
@@ -524,8 +568,9 @@ void serve(const ServeOptions& options) {
   const std::unique_ptr<model::Model> m = model::Model::load(o.model_dir, mo);
   ServedModel served = served_model(o, *m);
 
-  EngineLoop loop(*m, engine::EngineOptions{}, o.device == model::Device::kCuda);
-  Server server(o, served, loop);
+  Metrics metrics;
+  EngineLoop loop(*m, engine::EngineOptions{}, o.device == model::Device::kCuda, metrics);
+  Server server(o, served, loop, metrics);
   httplib::Server& http = server.http();
   // cpp-httplib 0.11 listens with a backlog of 5 (compiled into Debian's library): with dozens
   // of clients connecting at once the kernel drops connections (clients saw resets). The

@@ -340,6 +340,68 @@ def test_tokenize_round_trip(server):
     assert server.ok("/detokenize", {"tokens": ids["tokens"]})["prompt"] == text
 
 
+def parse_prometheus(text: str) -> dict:
+    """Prometheus's text format → {(name, frozenset(labels)): value}; checks every sample has a
+    # TYPE of its family, and every line is a comment or a sample."""
+    types, samples = {}, {}
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split(" ", 3)
+            types[name] = kind
+            continue
+        if not line or line.startswith("#"):
+            continue
+        m = re.fullmatch(r'([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)', line)
+        assert m, f"not a sample: {line!r}"
+        name, labels, value = m.groups()
+        family = re.sub(r"_(bucket|sum|count)$", "", name) if name not in types else name
+        assert family in types, f"{name} has no # TYPE"
+        pairs = frozenset(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', labels or ""))
+        samples[(name, pairs)] = float(value)
+    return samples
+
+
+def metric(samples, name, **labels):
+    want = {("model_name", MODEL_NAME), *labels.items()}
+    found = [v for (n, ls), v in samples.items() if n == name and want <= set(ls)]
+    return sum(found)
+
+
+def test_metrics(server):
+    before = parse_prometheus(server.request("GET", "/metrics")[1].decode())
+    usages = [completion(server, "the cat", max_tokens=6, temperature=0)["usage"],
+              chat(server, MESSAGES, max_tokens=5, temperature=0, n=2)["usage"]]
+    events = server.stream("/v1/completions", {"prompt": "a b c", "max_tokens": 4, "temperature": 0, "stream": True,
+                                               "stream_options": {"include_usage": True}})
+    usages.append(json.loads(events[-2])["usage"])
+    server.post("/v1/completions", {"prompt": 5})
+    after = parse_prometheus(server.request("GET", "/metrics")[1].decode())
+    assert metric(after, "onecat_num_requests_running") == metric(after, "onecat_num_requests_waiting") == 0
+    # Mid-stream, the engine's gauges show the request and its pages.
+    sock, _ = open_stream(server.port, {"prompt": "the cat", "max_tokens": 200, "stream": True, "ignore_eos": True})
+    during = parse_prometheus(server.request("GET", "/metrics")[1].decode())
+    sock.close()
+    assert metric(during, "onecat_num_requests_running") + metric(during, "onecat_num_requests_waiting") >= 1
+    assert 0 < metric(during, "onecat_kv_cache_usage_perc") <= 1
+
+    def delta(name, **labels):
+        return metric(after, name, **labels) - metric(before, name, **labels)
+
+    assert delta("onecat_requests_total", endpoint="/v1/completions", status="200") >= 2
+    assert delta("onecat_requests_total", endpoint="/v1/chat/completions", status="200") == 1
+    assert delta("onecat_requests_total", endpoint="/v1/completions", status="400") == 1
+    assert delta("onecat_prompt_tokens_total") == sum(u["prompt_tokens"] for u in usages)
+    assert delta("onecat_generation_tokens_total") == sum(u["completion_tokens"] for u in usages)
+    for h in ("onecat_time_to_first_token_seconds", "onecat_e2e_request_latency_seconds"):
+        assert delta(h + "_count") == 3
+        assert metric(after, h + "_bucket", le="+Inf") == metric(after, h + "_count")
+        buckets = sorted((float(dict(ls)["le"]), v) for (n, ls), v in after.items() if n == h + "_bucket")
+        assert all(a[1] <= b[1] for a, b in zip(buckets, buckets[1:])), "buckets must be cumulative"
+    assert 0 <= metric(after, "onecat_prefix_cache_hit_rate") <= 1
+    # /metrics needs the key like every endpoint but /health.
+    assert server.request("GET", "/metrics", headers={})[0] == 401
+
+
 # ---- malformed requests, generated -------------------------------------------------------------
 
 def _is_int(v):
