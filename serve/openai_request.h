@@ -39,6 +39,7 @@ struct ServedModel {
   std::optional<chat::ChatTemplate> tool_template;  // for requests with tools (tool_use, if the checkpoint has one)
   nlohmann::ordered_json special_tokens;            // bos_token, eos_token, ... for the template
   int max_choices = 64;                             // prompts × n in one request, at most
+  bool reasoning = false;                           // chat replies' <think>…</think> → reasoning_content
 };
 
 // A checked generation request.

@@ -23,6 +23,7 @@
 #include "serve/engine_loop.h"
 #include "serve/metrics.h"
 #include "serve/openai_request.h"
+#include "serve/reasoning.h"
 #include "serve/tool_calls.h"
 
 #ifndef ONECAT_VERSION
@@ -79,7 +80,8 @@ struct Choice {
   std::string finish_reason;
   bool done = false;
   std::vector<TokenLogprob> logprobs;
-  size_t logprobs_sent = 0;  // streaming: entries already in a chunk
+  size_t logprobs_sent = 0;     // streaming: entries already in a chunk
+  ReasoningSplitter reasoning;  // streaming chat with --reasoning-parser
 };
 
 // A generation request in flight: its choices on the engine thread and their state here.
@@ -246,9 +248,16 @@ struct Job {
       json lp = gen.logprobs ? logprobs_json(c, 0, c.logprobs.size(), 0) : json(nullptr);
       if (chat) {
         json message{{"role", "assistant"}, {"content", texts[i]}};
+        std::string answer = texts[i];
+        if (model.reasoning) {
+          ReasoningSplitter::Delta d = ReasoningSplitter::split(texts[i]);
+          message["reasoning_content"] = d.reasoning.empty() ? json(nullptr) : json(d.reasoning);
+          answer = std::move(d.content);
+          message["content"] = answer;
+        }
         std::string reason = c.finish_reason;
         if (gen.tool_calls) {
-          const ParsedToolCalls parsed = parse_tool_calls(texts[i]);
+          const ParsedToolCalls parsed = parse_tool_calls(answer);
           if (!parsed.calls.empty()) {
             message["content"] = parsed.content ? json(*parsed.content) : json(nullptr);
             json calls = json::array();
@@ -293,7 +302,18 @@ struct Job {
     if (chat) {
       json delta = json::object();
       if (with_role) delta["role"] = "assistant";
-      if (with_role || !piece.empty()) delta["content"] = piece;
+      std::string content = piece;
+      if (model.reasoning) {
+        ReasoningSplitter::Delta d = c.reasoning.step(piece);
+        if (c.done) {
+          const ReasoningSplitter::Delta rest = c.reasoning.finish();
+          d.reasoning += rest.reasoning;
+          d.content += rest.content;
+        }
+        if (!d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
+        content = std::move(d.content);
+      }
+      if (with_role || !content.empty()) delta["content"] = content;
       return {{"index", i}, {"delta", delta}, {"logprobs", lp}, {"finish_reason", reason}};
     }
     return {{"index", i}, {"text", piece}, {"logprobs", lp}, {"finish_reason", reason}};
@@ -517,6 +537,7 @@ ServedModel served_model(const ServeOptions& o, const model::Model& m) {
   s.vocab = m.config().vocab;
   s.max_model_len = o.max_model_len;
   s.max_choices = std::max(1, 8 * o.max_num_seqs);
+  s.reasoning = !o.reasoning_parser.empty();
   s.stop_ids = model::eos_token_ids(o.model_dir);
   for (int32_t id : s.tokenizer.eos_token_ids()) {
     if (std::find(s.stop_ids.begin(), s.stop_ids.end(), id) == s.stop_ids.end()) s.stop_ids.push_back(id);
@@ -537,6 +558,9 @@ ServedModel served_model(const ServeOptions& o, const model::Model& m) {
 void serve(const ServeOptions& options) {
   ServeOptions o = options;
   if (o.port < 0 || o.port > 65535) throw InputError("--port must be in [0, 65535].");
+  if (!o.reasoning_parser.empty() && o.reasoning_parser != "qwen3" && o.reasoning_parser != "deepseek_r1") {
+    throw InputError("--reasoning-parser must be qwen3 or deepseek_r1, not " + quoted_input(o.reasoning_parser) + ".");
+  }
   if (o.max_num_seqs < 1 || o.max_num_batched_tokens < 1) {
     throw InputError("--max-num-seqs and --max-num-batched-tokens must be at least 1.");
   }

@@ -15,6 +15,7 @@ struct ServeOptions {
   int port = 8000;                // 0: any free port (printed)
   std::string served_model_name;  // default: the model directory as given
   std::string api_key;            // non-empty: every endpoint but /health needs "Authorization: Bearer KEY"
+  std::string reasoning_parser;   // "qwen3" or "deepseek_r1": chat replies' <think>…</think> → reasoning_content
   model::Device device = model::Device::kCpu;
   int max_num_seqs = 8;
   int64_t max_num_batched_tokens = 512;

@@ -39,10 +39,10 @@ def onecat_bin() -> Path:
 class Server:
     """An `onecat serve` process; its port is read from its first line on stderr."""
 
-    def __init__(self, model: Path, max_model_len: int = MAX_MODEL_LEN):
+    def __init__(self, model: Path, max_model_len: int = MAX_MODEL_LEN, *extra: str):
         self.proc = subprocess.Popen(
             [str(onecat_bin()), "serve", "--model", str(model), "--port", "0", "--served-model-name", MODEL_NAME,
-             "--api-key", API_KEY, "--max-model-len", str(max_model_len)],
+             "--api-key", API_KEY, "--max-model-len", str(max_model_len), *extra],
             stderr=subprocess.PIPE, text=True)
         self.log: list[str] = []
         deadline = time.time() + 60
@@ -269,6 +269,28 @@ def test_tools_reach_the_template(server):
                         ({"tools": [{"type": "code"}]}, "tools")):
         status, j = server.post("/v1/chat/completions", {"messages": history, **body})
         assert status == 400 and j["error"]["param"] == param, j
+
+
+def test_reasoning_parser(server, model):
+    """--reasoning-parser qwen3: a reply that does not begin with <think> (the tiny model never
+    writes one) is all content, reasoning_content null, streamed or not. The splitting itself is
+    tests/reasoning_test.cpp's."""
+    bad = subprocess.run([str(onecat_bin()), "serve", "--model", str(model), "--reasoning-parser", "magic"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--reasoning-parser" in bad.stderr
+    plain = chat(server, MESSAGES, max_tokens=12, temperature=0)["choices"][0]["message"]
+    s = Server(model, MAX_MODEL_LEN, "--reasoning-parser", "qwen3")
+    try:
+        message = chat(s, MESSAGES, max_tokens=12, temperature=0)["choices"][0]["message"]
+        assert message["reasoning_content"] is None and message["content"] == plain["content"]
+        events = s.stream("/v1/chat/completions", {"messages": MESSAGES, "max_tokens": 12, "temperature": 0,
+                                                   "stream": True})
+        deltas = [json.loads(e)["choices"][0]["delta"] for e in events[:-1]]
+        assert "".join(d.get("content", "") for d in deltas) == plain["content"]
+        assert not any("reasoning_content" in d for d in deltas)
+    finally:
+        s.stop()
+    assert s.proc.returncode == 0
 
 
 def test_n_and_seeds_reproducible(server):

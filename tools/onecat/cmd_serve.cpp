@@ -25,6 +25,8 @@ void add_serve(CLI::App& app) {
   cmd->add_option("--max-model-len", o->max_model_len,
                   "Prompt + output tokens of a request, at most (default: config.json's max_position_embeddings)");
   cmd->add_option("--kv-cache-tokens", o->kv_cache_tokens, "KV cache size in tokens (default: seqs × max-model-len)");
+  cmd->add_option("--reasoning-parser", o->reasoning_parser,
+                  "qwen3 or deepseek_r1: a chat reply's leading <think>…</think> becomes reasoning_content");
   cmd->callback([o, device] {
     o->device = model::parse_device(*device);
     serve::serve(*o);
