@@ -343,7 +343,8 @@ struct Job {
         }
       }
     } catch (const std::exception& e) {
-      // The engine failed mid-stream: an error event, then the end.
+      // The engine failed mid-stream: an error event, then the end (and no choice left running).
+      loop.cancel_all(channel);
       return event(error_body(500, e.what())) && write("data: [DONE]\n\n");
     }
     if (!alive) {
