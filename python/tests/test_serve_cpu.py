@@ -392,6 +392,19 @@ def metric(samples, name, **labels):
     return sum(found)
 
 
+def assert_no_pages_held(server):
+    """Once idle, no request is left in the engine and no KV page is held (no leak)."""
+    deadline = time.time() + 10
+    while True:
+        m = parse_prometheus(server.request("GET", "/metrics")[1].decode())
+        idle = (metric(m, "onecat_num_requests_running"), metric(m, "onecat_num_requests_waiting"),
+                metric(m, "onecat_kv_cache_usage_perc")) == (0, 0, 0)
+        if idle or time.time() > deadline:
+            break
+        time.sleep(0.05)
+    assert idle, f"still held after 10 s: {m}"
+
+
 def test_metrics(server):
     before = parse_prometheus(server.request("GET", "/metrics")[1].decode())
     usages = [completion(server, "the cat", max_tokens=6, temperature=0)["usage"],
@@ -533,6 +546,7 @@ def test_bad_input_suite(server, model):
         if not ok:
             failures.append(f"{what}: {status} {payload[:200]!r}")
     assert not failures, f"{len(failures)} of {len(cases)} bad requests not refused:\n" + "\n".join(failures[:20])
+    assert_no_pages_held(server)
     # An oversized body: 413 from its Content-Length (the server answers before reading it).
     sock = socket.create_connection(("127.0.0.1", server.port), timeout=30)
     sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + API_KEY.encode() +
@@ -574,6 +588,7 @@ def test_client_leaving_mid_stream(server):
     while sum("the client went away" in line for line in server.log) < before + 4 and time.time() < deadline:
         time.sleep(0.05)
     assert sum("the client went away" in line for line in server.log) == before + 4, "".join(server.log)
+    assert_no_pages_held(server)
     assert server.request("GET", "/health", headers={})[0] == 200
     r = completion(server, "the cat", max_tokens=4, temperature=0, ignore_eos=True)
     assert r["usage"]["completion_tokens"] == 4 and r["choices"][0]["finish_reason"] == "length"
