@@ -343,7 +343,20 @@ Generation parse_completion(const json& body, const ServedModel& model, uint64_t
   } else {
     throw bad("prompt", "prompt must be a string, token ids, or a non-empty list of either.");
   }
-  if (get_bool(body, "echo", false)) throw bad("echo", "echo is not supported yet.");
+  if (get_bool(body, "echo", false)) {
+    if (field(body, "logprobs")) {
+      throw bad("echo", "echo with logprobs is not supported yet (it needs the prompt's logprobs).");
+    }
+    // The prompt as text: a string as given, ids decoded (as vLLM echoes them).
+    if (prompt->is_string()) {
+      g.echo.push_back(prompt->get<std::string>());
+    } else {
+      for (size_t i = 0; i < g.prompts.size(); ++i) {
+        const json& p = prompt->is_array() && !(*prompt)[0].is_number() ? (*prompt)[i] : json();
+        g.echo.push_back(p.is_string() ? p.get<std::string>() : model.tokenizer.decode(g.prompts[i]));
+      }
+    }
+  }
   if (const json* s = field(body, "suffix"); s && !(s->is_string() && s->get<std::string>().empty())) {
     throw bad("suffix", "suffix is not supported.");
   }

@@ -48,8 +48,9 @@ struct Generation {
   int n = 1;
   int64_t max_tokens = 0;  // per choice (prompt + max_tokens ≤ max_model_len)
   bool stream = false, include_usage = false;
-  bool ignore_eos = false;  // vLLM's extension: EOS does not end the choice
-  bool tool_calls = false;  // chat with tools: the output's <tool_call> blocks become tool_calls
+  bool ignore_eos = false;        // vLLM's extension: EOS does not end the choice
+  bool tool_calls = false;        // chat with tools: the output's <tool_call> blocks become tool_calls
+  std::vector<std::string> echo;  // completions with echo: each prompt's text, put before its choices' text
   std::vector<std::string> stop;
   cpu::SamplingParams sampling;  // per choice: seed + choice index
   bool logprobs = false;         // chat: logprobs; completions: logprobs is given

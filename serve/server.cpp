@@ -237,6 +237,9 @@ struct Job {
 
   json whole_response() {
     std::vector<std::string> texts(choices.size());
+    for (size_t i = 0; i < gen.echo.size(); ++i) {
+      for (int j = 0; j < gen.n; ++j) texts[i * size_t(gen.n) + size_t(j)] = gen.echo[i];
+    }
     for (;;) {
       const std::vector<Channel::Output> out = next();
       if (out.empty()) break;
@@ -327,6 +330,14 @@ struct Job {
     if (chat) {
       for (size_t i = 0; i < choices.size() && alive; ++i)
         alive = event(chunk(json::array({choice_chunk(i, "", true)})));
+    }
+    for (size_t i = 0; i < gen.echo.size() && alive; ++i) {
+      for (int j = 0; j < gen.n && alive; ++j) {
+        alive = event(chunk(json::array({{{"index", i * size_t(gen.n) + size_t(j)},
+                                          {"text", gen.echo[i]},
+                                          {"logprobs", nullptr},
+                                          {"finish_reason", nullptr}}})));
+      }
     }
     try {
       while (alive) {

@@ -191,6 +191,21 @@ def test_concurrent_requests_equal_alone(server):
     assert together == alone
 
 
+def test_echo(server):
+    plain = completion(server, "in a land", max_tokens=8, temperature=0)["choices"][0]["text"]
+    r = completion(server, ["in a land", [65, 66]], max_tokens=8, temperature=0, echo=True, n=2)
+    assert [c["text"][:len("in a land")] for c in r["choices"][:2]] == ["in a land"] * 2
+    assert r["choices"][0]["text"] == "in a land" + plain
+    assert r["choices"][2]["text"].startswith("ab")  # ids 65, 66 decoded
+    events = server.stream("/v1/completions", {"prompt": "in a land", "max_tokens": 8, "temperature": 0,
+                                               "echo": True, "stream": True})
+    chunks = [json.loads(e) for e in events[:-1]]
+    assert chunks[0]["choices"][0]["text"] == "in a land"
+    assert "".join(c["choices"][0]["text"] for c in chunks) == "in a land" + plain
+    status, j = server.post("/v1/completions", {"prompt": "a", "echo": True, "logprobs": 1})
+    assert status == 400 and j["error"]["param"] == "echo"
+
+
 def test_completion_stream_equals_whole(server):
     whole = completion(server, "in a land", max_tokens=20, temperature=0)
     events = server.stream("/v1/completions", {"prompt": "in a land", "max_tokens": 20, "temperature": 0,
@@ -472,7 +487,7 @@ FIELDS = {
     "response_format": ("both", lambda v: False),
     "stream_options": ("both", lambda v: False),  # valid only with stream: true
     "logprobs": ("completions", lambda v: _is_int(v) and 0 <= v <= 20),
-    "echo": ("completions", lambda v: v is False),
+    "echo": ("completions", lambda v: isinstance(v, bool)),
     "prompt": ("completions", lambda v: (isinstance(v, str) and v != "") or v == [1] or v == ["a"]),
     "messages": ("chat", lambda v: False),
     "top_logprobs": ("chat", lambda v: _is_int(v) and v == 0),  # > 0 needs logprobs: true
