@@ -78,6 +78,9 @@ class Engine {
   bool cancel(int64_t id);
   // No request queued or running (and no cancellation left to report).
   bool idle() const;
+  // Requests admitted (holding pages) and queued (new or preempted), for metrics.
+  int64_t running() const { return int64_t(running_.size()); }
+  int64_t waiting() const { return int64_t(waiting_.size()); }
   // One forward step (nothing when idle): the outputs of the requests it advanced.
   std::vector<StepOutput> step();
 

@@ -3,7 +3,7 @@
 names and config.json, written in each published weight format (quantised here in numpy).
 
     make_tiny_checkpoint.py OUT [--arch llama|mistral|qwen2|qwen3] [--format FMT] [--shards N]
-                            [--rope default|linear|llama3|yarn|yarn-v5] [--sliding-window N] [--tokenizer]
+                            [--rope default|linear|llama3|yarn|yarn-v5] [--sliding-window N] [--tokenizer [--chat-template]]
     make_tiny_checkpoint.py OUT --all        # every arch × format, and the bad checkpoints
 
 Formats: f16 bf16 awq4 gptq4 gptq4-act fp8 (block 128) fp8-channel (FBGEMM) fp8-b32 (32×32 blocks, UE8M0
@@ -15,8 +15,8 @@ here because numpy has neither bfloat16 nor float8.
 
 The weights depend only on (arch, format, seed): the golden logits of tests/data/golden/
 (tools/golden_logits.py) were computed from checkpoints this script writes, so changing how it
-draws them means recomputing those. --rope, --sliding-window and --tokenizer change config.json
-and the files beside the weights, never the weights.
+draws them means recomputing those. --rope, --sliding-window, --tokenizer and --chat-template change
+config.json and the files beside the weights, never the weights.
 """
 import argparse
 import json
@@ -372,11 +372,12 @@ def quantization_config(fmt):
 
 
 def make(out, arch, fmt, shards=1, seed=0, overflow=False, shape=None, reference_file=True, rope=None,
-         sliding_window=None, tokenizer=False, random=False):
+         sliding_window=None, tokenizer=False, random=False, chat_template=False):
     """Writes the checkpoint and reference.safetensors into `out`; returns (tensors, config).
     `shape` overrides config fields (hidden_size, …) for larger checkpoints (load throughput);
     `rope` (a ROPES name) replaces the architecture's rotary embedding; `sliding_window` windows
-    every layer (Mistral); `tokenizer` writes a byte-level tokenizer of the printable ASCII;
+    every layer (Mistral); `tokenizer` writes a byte-level tokenizer of the printable ASCII (with
+    `chat_template`, tokenizer_config.json holds CHAT_TEMPLATE);
     `random` fills quantised linears with random codes (random_codes) and writes no reference."""
     rng = np.random.default_rng(seed)
     cfg = dict(ARCHS[arch], num_hidden_layers=LAYERS, vocab_size=VOCAB, rms_norm_eps=1e-6, hidden_act="silu",
@@ -459,7 +460,7 @@ def make(out, arch, fmt, shards=1, seed=0, overflow=False, shape=None, reference
 
     write(out, cfg, tensors, shards)
     if tokenizer:
-        write_tokenizer(out, vocab)
+        write_tokenizer(out, vocab, chat_template)
     if reference_file:
         write_safetensors(os.path.join(out, "reference.safetensors"), reference)
         check_with_safetensors(out, tensors)
@@ -476,9 +477,21 @@ def byte_level_char(b):
     return chr(b + 256) if b <= 32 else chr(b)
 
 
-def write_tokenizer(out, vocab):
+# A ChatML-like template in the printable ASCII the tiny tokenizer covers (no newlines), with
+# tools, earlier tool calls (Hermes's <tool_call> form) and a template variable (enable_thinking)
+# for chat_template_kwargs.
+CHAT_TEMPLATE = ("{% if tools %}<|tools|>{% for t in tools %}{{ t.function.name }};{% endfor %}{% endif %}"
+                 "{% for m in messages %}<|{{ m.role }}|>{% if m.content %}{{ m.content }}{% endif %}"
+                 "{% for c in m.tool_calls or [] %}<tool_call>{\"name\": \"{{ c.function.name }}\", "
+                 "\"arguments\": {{ c.function.arguments | tojson }}}</tool_call>{% endfor %}{% endfor %}"
+                 "{% if enable_thinking is defined and not enable_thinking %}/no_think{% endif %}"
+                 "{% if add_generation_prompt %}<|assistant|>{% endif %}")
+
+
+def write_tokenizer(out, vocab, chat_template=False):
     """tokenizer.json (byte-level BPE over the printable ASCII bytes, ids 0–94, a few merges),
-    tokenizer_config.json and generation_config.json with <eos> = id 95, <bos> = id 96."""
+    tokenizer_config.json (with CHAT_TEMPLATE if asked) and generation_config.json with
+    <eos> = id 95, <bos> = id 96."""
     chars = [byte_level_char(b) for b in range(32, 127)]
     merges = [("t", "h"), ("th", "e"), ("Ġ", "the"), ("i", "n"), ("Ġ", "a")]
     tokens = chars + ["<eos>", "<bos>"] + ["".join(m) for m in merges]
@@ -492,7 +505,10 @@ def write_tokenizer(out, vocab):
     with open(os.path.join(out, "tokenizer.json"), "w") as f:
         json.dump(tok, f, indent=1)
     with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
-        json.dump({"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<bos>", "eos_token": "<eos>"}, f)
+        config = {"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<bos>", "eos_token": "<eos>"}
+        if chat_template:
+            config["chat_template"] = CHAT_TEMPLATE
+        json.dump(config, f)
     with open(os.path.join(out, "generation_config.json"), "w") as f:
         json.dump({"bos_token_id": 96, "eos_token_id": 95}, f)
 
@@ -642,6 +658,7 @@ def main():
     ap.add_argument("--rope", choices=list(ROPES), help="rotary embedding instead of the architecture's")
     ap.add_argument("--sliding-window", type=int, help="Mistral: every layer sees only the last N keys")
     ap.add_argument("--tokenizer", action="store_true", help="write a byte-level tokenizer of the printable ASCII")
+    ap.add_argument("--chat-template", action="store_true", help="with --tokenizer: a chat template in tokenizer_config.json")
     ap.add_argument("--shape", type=json.loads, default=None,
                     help='config fields to override, e.g. \'{"hidden_size": 4096, "intermediate_size": 14336, '
                          '"num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000}\'; '
@@ -661,10 +678,13 @@ def main():
     elif a.bad:
         bad(a.out, a.bad)
     else:
+        if a.chat_template and not a.tokenizer:
+            sys.exit("--chat-template needs --tokenizer")
         if a.random_codes and a.shape is None:
             sys.exit("--random-codes needs --shape (it makes real-size checkpoints for speed benchmarks)")
         make(a.out, a.arch, a.format, a.shards, seed=a.seed, shape=a.shape, reference_file=a.shape is None, rope=a.rope,
-             sliding_window=a.sliding_window, tokenizer=a.tokenizer, random=a.random_codes)
+             sliding_window=a.sliding_window, tokenizer=a.tokenizer, random=a.random_codes,
+             chat_template=a.chat_template)
 
 
 if __name__ == "__main__":

@@ -90,6 +90,7 @@ int main(int argc, char** argv) {
   onecat::cli::add_text_commands(app);
   onecat::cli::add_generate(app);
   onecat::cli::add_throughput(app);
+  onecat::cli::add_serve(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

@@ -1,0 +1,686 @@
+"""`onecat serve` over HTTP on the CPU backend (docs/serve.md).
+
+Starts the built `onecat` binary ($ONECAT_BIN, else $ONECAT_BUILD_DIR/onecat, else build/onecat)
+on a free port with a tiny checkpoint (tools/make_tiny_checkpoint.py --tokenizer --chat-template)
+and drives it with the standard library: greedy output equals `onecat generate`, chat and
+completions streamed and not, n > 1 with seeds, stop strings, logprobs, /tokenize, a generated
+suite of malformed requests, a client that leaves mid-stream, and SIGTERM draining.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+API_KEY = "test-key"
+MODEL_NAME = "tiny"
+MAX_MODEL_LEN = 256
+AUTH = {"Authorization": f"Bearer {API_KEY}"}
+
+
+def onecat_bin() -> Path:
+    if os.environ.get("ONECAT_BIN"):
+        return Path(os.environ["ONECAT_BIN"])
+    return Path(os.environ.get("ONECAT_BUILD_DIR", ROOT / "build")) / "onecat"
+
+
+class Server:
+    """An `onecat serve` process; its port is read from its first line on stderr."""
+
+    def __init__(self, model: Path, max_model_len: int = MAX_MODEL_LEN, *extra: str):
+        self.proc = subprocess.Popen(
+            [str(onecat_bin()), "serve", "--model", str(model), "--port", "0", "--served-model-name", MODEL_NAME,
+             "--api-key", API_KEY, "--max-model-len", str(max_model_len), *extra],
+            stderr=subprocess.PIPE, text=True)
+        self.log: list[str] = []
+        deadline = time.time() + 60
+        self.port = None
+        while time.time() < deadline:
+            line = self.proc.stderr.readline()
+            if not line:
+                break
+            self.log.append(line)
+            m = re.search(r"on http://127\.0\.0\.1:(\d+) ", line)
+            if m:
+                self.port = int(m.group(1))
+                break
+        if self.port is None:
+            self.proc.kill()
+            raise RuntimeError("onecat serve did not start: " + "".join(self.log) + self.proc.stderr.read())
+        # Keep reading stderr so the server never blocks on a full pipe.
+        self.reader = threading.Thread(target=lambda: self.log.extend(self.proc.stderr), daemon=True)
+        self.reader.start()
+
+    def request(self, method, path, body=None, headers=None, raw: bytes | None = None, timeout=30):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        h = dict(AUTH if headers is None else headers)
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        if data is not None:
+            h.setdefault("Content-Type", "application/json")
+        conn.request(method, path, body=data, headers=h)
+        resp = conn.getresponse()
+        payload = resp.read()
+        conn.close()
+        return resp.status, payload
+
+    def post(self, path, body, **kw):
+        status, payload = self.request("POST", path, body, **kw)
+        return status, json.loads(payload) if payload else None
+
+    def ok(self, path, body):
+        status, j = self.post(path, body)
+        assert status == 200, j
+        return j
+
+    def stream(self, path, body):
+        """The SSE events' data lines of a streamed request, in order."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        conn.request("POST", path, body=json.dumps(body), headers={**AUTH, "Content-Type": "application/json"})
+        resp = conn.getresponse()
+        assert resp.status == 200, resp.read()
+        assert resp.getheader("Content-Type", "").startswith("text/event-stream")
+        events = [line[len("data: "):] for line in resp.read().decode().split("\n\n") if line.strip()]
+        conn.close()
+        return events
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory) -> Path:
+    if not onecat_bin().exists():
+        pytest.skip(f"no onecat binary at {onecat_bin()} (build it with scripts/build, or set ONECAT_BIN)")
+    listing = subprocess.run([str(onecat_bin()), "--help"], capture_output=True, text=True).stdout
+    if "not in this build" in listing:
+        pytest.skip("this onecat was built without cpp-httplib (libcpp-httplib-dev): no serve command")
+    out = tmp_path_factory.mktemp("serve") / "tiny"
+    subprocess.run([sys.executable, str(ROOT / "tools" / "make_tiny_checkpoint.py"), str(out), "--tokenizer",
+                    "--chat-template"], check=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def server(model):
+    s = Server(model)
+    yield s
+    s.stop()
+    assert s.proc.returncode == 0, "".join(s.log)
+
+
+def completion(server, prompt, **kw):
+    return server.ok("/v1/completions", {"model": MODEL_NAME, "prompt": prompt, **kw})
+
+
+def chat(server, messages, **kw):
+    return server.ok("/v1/chat/completions", {"model": MODEL_NAME, "messages": messages, **kw})
+
+
+MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "the cat sat on"}]
+
+
+def test_health_version_models(server):
+    assert server.request("GET", "/health", headers={})[0] == 200
+    status, body = server.request("GET", "/version")
+    assert status == 200 and json.loads(body)["version"]
+    status, body = server.request("GET", "/v1/models")
+    models = json.loads(body)
+    assert status == 200 and models["object"] == "list"
+    assert [m["id"] for m in models["data"]] == [MODEL_NAME]
+    assert models["data"][0]["max_model_len"] == MAX_MODEL_LEN
+
+
+def test_greedy_completion_equals_generate(server, model):
+    prompt = "the quick brown fox"
+    r = completion(server, prompt, max_tokens=24, temperature=0, logprobs=0)
+    cli = subprocess.run([str(onecat_bin()), "generate", "--model", str(model), "--prompt", prompt, "--max-tokens",
+                          "24", "--json"], check=True, capture_output=True, text=True)
+    expected = json.loads(cli.stdout)
+    choice = r["choices"][0]
+    # generate prints special tokens (the tiny model does sample <bos>); the API skips them, as
+    # OpenAI's and vLLM's do. Token by token, the texts agree.
+    assert "".join(choice["logprobs"]["tokens"]) == expected["text"]
+    assert choice["text"] == expected["text"].replace("<bos>", "").replace("<eos>", "")
+    assert choice["finish_reason"] == expected["finish_reason"]
+    assert r["object"] == "text_completion" and r["model"] == MODEL_NAME
+    u = r["usage"]
+    assert u["prompt_tokens"] == len(expected["prompt_ids"])
+    assert u["completion_tokens"] == len(expected["ids"])
+    assert u["total_tokens"] == u["prompt_tokens"] + u["completion_tokens"]
+    # The same prompt as token ids, and within a list of prompts (one choice each, in order).
+    ids = server.ok("/tokenize", {"prompt": prompt})["tokens"]
+    assert ids == expected["prompt_ids"]
+    assert completion(server, ids, max_tokens=24, temperature=0)["choices"][0]["text"] == choice["text"]
+    both = completion(server, [prompt, ids], max_tokens=24, temperature=0)
+    assert [c["index"] for c in both["choices"]] == [0, 1]
+    assert [c["text"] for c in both["choices"]] == [choice["text"]] * 2
+    assert both["usage"]["prompt_tokens"] == 2 * len(ids)
+
+
+def test_concurrent_requests_equal_alone(server):
+    prompts = [f"request {i} says" + " the" * i for i in range(12)]
+    alone = [completion(server, p, max_tokens=12, temperature=0)["choices"][0]["text"] for p in prompts]
+    together = [None] * len(prompts)
+
+    def run(i):
+        together[i] = completion(server, prompts[i], max_tokens=12, temperature=0)["choices"][0]["text"]
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(prompts))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert together == alone
+
+
+def test_echo(server):
+    plain = completion(server, "in a land", max_tokens=8, temperature=0)["choices"][0]["text"]
+    r = completion(server, ["in a land", [65, 66]], max_tokens=8, temperature=0, echo=True, n=2)
+    assert [c["text"][:len("in a land")] for c in r["choices"][:2]] == ["in a land"] * 2
+    assert r["choices"][0]["text"] == "in a land" + plain
+    assert r["choices"][2]["text"].startswith("ab")  # ids 65, 66 decoded
+    events = server.stream("/v1/completions", {"prompt": "in a land", "max_tokens": 8, "temperature": 0,
+                                               "echo": True, "stream": True})
+    chunks = [json.loads(e) for e in events[:-1]]
+    assert chunks[0]["choices"][0]["text"] == "in a land"
+    assert "".join(c["choices"][0]["text"] for c in chunks) == "in a land" + plain
+    status, j = server.post("/v1/completions", {"prompt": "a", "echo": True, "logprobs": 1})
+    assert status == 400 and j["error"]["param"] == "echo"
+
+
+def test_completion_stream_equals_whole(server):
+    whole = completion(server, "in a land", max_tokens=20, temperature=0)
+    events = server.stream("/v1/completions", {"prompt": "in a land", "max_tokens": 20, "temperature": 0,
+                                               "stream": True})
+    assert events[-1] == "[DONE]"
+    chunks = [json.loads(e) for e in events[:-1]]
+    assert "".join(c["choices"][0]["text"] for c in chunks) == whole["choices"][0]["text"]
+    assert chunks[-1]["choices"][0]["finish_reason"] == whole["choices"][0]["finish_reason"]
+    assert all(c["choices"][0]["finish_reason"] is None for c in chunks[:-1])
+
+
+def test_chat_whole_and_stream(server):
+    r = chat(server, MESSAGES, max_tokens=16, temperature=0)
+    choice = r["choices"][0]
+    assert r["object"] == "chat.completion"
+    assert choice["message"]["role"] == "assistant" and isinstance(choice["message"]["content"], str)
+    assert choice["finish_reason"] in ("stop", "length")
+    # The chat template's rendering (with the generation prompt) is the prompt.
+    ids = server.ok("/tokenize", {"messages": MESSAGES})["tokens"]
+    detok = server.ok("/detokenize", {"tokens": ids})["prompt"]
+    assert detok == "<|system|>be brief<|user|>the cat sat on<|assistant|>"
+    assert r["usage"]["prompt_tokens"] == len(ids)
+    assert completion(server, ids, max_tokens=16, temperature=0)["choices"][0]["text"] == choice["message"]["content"]
+    # Content-part arrays are joined text.
+    parts = [{"role": "user", "content": [{"type": "text", "text": "the cat"}, {"type": "text", "text": "sat on"}]}]
+    joined = server.ok("/tokenize", {"messages": [{"role": "user", "content": "the cat\nsat on"}]})["tokens"]
+    assert server.ok("/tokenize", {"messages": parts})["tokens"] == joined
+
+    events = server.stream("/v1/chat/completions", {"messages": MESSAGES, "max_tokens": 16, "temperature": 0,
+                                                    "stream": True, "stream_options": {"include_usage": True}})
+    assert events[-1] == "[DONE]"
+    chunks = [json.loads(e) for e in events[:-1]]
+    assert all(c["object"] == "chat.completion.chunk" for c in chunks)
+    assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
+    assert all("role" not in c["choices"][0]["delta"] for c in chunks[1:-1])
+    usage_chunk = chunks[-1]
+    assert usage_chunk["choices"] == [] and usage_chunk["usage"] == r["usage"]
+    assert all(c["usage"] is None for c in chunks[:-1])
+    text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks[:-1])
+    assert text == choice["message"]["content"]
+    assert chunks[-2]["choices"][0]["finish_reason"] == choice["finish_reason"]
+
+
+def test_chat_template_kwargs(server):
+    on = server.ok("/tokenize", {"messages": MESSAGES})["tokens"]
+    off = server.ok("/tokenize", {"messages": MESSAGES, "chat_template_kwargs": {"enable_thinking": False}})["tokens"]
+    assert server.ok("/detokenize", {"tokens": off})["prompt"].endswith("/no_think<|assistant|>")
+    assert len(off) > len(on)
+    r = chat(server, MESSAGES, max_tokens=4, temperature=0, chat_template_kwargs={"enable_thinking": False})
+    assert r["usage"]["prompt_tokens"] == len(off)
+
+
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "the weather in a city",
+                                           "parameters": {"type": "object",
+                                                          "properties": {"city": {"type": "string"}}}}}]
+
+
+def test_tools_reach_the_template(server):
+    """Tools and earlier tool calls are rendered by the chat template (arguments given as JSON text
+    reach it as an object, as vLLM passes them); tool_choice none leaves the tools out. Parsing a
+    generated <tool_call> into tool_calls is tests/tool_calls_test.cpp's (the tiny model writes none)."""
+    history = [{"role": "user", "content": "weather?"},
+               {"role": "assistant", "content": None, "tool_calls": [
+                   {"id": "c1", "type": "function", "function": {"name": "get_weather",
+                                                                 "arguments": json.dumps({"city": "Paris"})}}]},
+               {"role": "tool", "content": "sunny", "tool_call_id": "c1"}]
+    ids = server.ok("/tokenize", {"messages": history, "tools": TOOLS})["tokens"]
+    assert server.ok("/detokenize", {"tokens": ids})["prompt"] == (
+        '<|tools|>get_weather;<|user|>weather?<|assistant|><tool_call>{"name": "get_weather", '
+        '"arguments": {"city": "Paris"}}</tool_call><|tool|>sunny<|assistant|>')
+    none = server.ok("/tokenize", {"messages": history, "tools": TOOLS, "tool_choice": "none"})["tokens"]
+    assert not server.ok("/detokenize", {"tokens": none})["prompt"].startswith("<|tools|>")
+    r = chat(server, history, tools=TOOLS, tool_choice="auto", max_tokens=8, temperature=0)
+    assert r["usage"]["prompt_tokens"] == len(ids)
+    assert r["choices"][0]["finish_reason"] in ("stop", "length", "tool_calls")
+    for body, param in (({"tools": TOOLS, "stream": True}, "stream"), ({"tools": TOOLS, "tool_choice": "required"},
+                                                                        "tool_choice"),
+                        ({"tools": [{"type": "function", "function": {}}]}, "tools"),
+                        ({"tools": [{"type": "code"}]}, "tools")):
+        status, j = server.post("/v1/chat/completions", {"messages": history, **body})
+        assert status == 400 and j["error"]["param"] == param, j
+
+
+def test_reasoning_parser(server, model):
+    """--reasoning-parser qwen3: a reply that does not begin with <think> (the tiny model never
+    writes one) is all content, reasoning_content null, streamed or not. The splitting itself is
+    tests/reasoning_test.cpp's."""
+    bad = subprocess.run([str(onecat_bin()), "serve", "--model", str(model), "--reasoning-parser", "magic"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--reasoning-parser" in bad.stderr
+    plain = chat(server, MESSAGES, max_tokens=12, temperature=0)["choices"][0]["message"]
+    s = Server(model, MAX_MODEL_LEN, "--reasoning-parser", "qwen3")
+    try:
+        message = chat(s, MESSAGES, max_tokens=12, temperature=0)["choices"][0]["message"]
+        assert message["reasoning_content"] is None and message["content"] == plain["content"]
+        events = s.stream("/v1/chat/completions", {"messages": MESSAGES, "max_tokens": 12, "temperature": 0,
+                                                   "stream": True})
+        deltas = [json.loads(e)["choices"][0]["delta"] for e in events[:-1]]
+        assert "".join(d.get("content", "") for d in deltas) == plain["content"]
+        assert not any("reasoning_content" in d for d in deltas)
+    finally:
+        s.stop()
+    assert s.proc.returncode == 0
+
+
+def test_n_and_seeds_reproducible(server):
+    body = dict(max_tokens=16, temperature=1.0, n=2)
+    a = completion(server, "once upon", seed=7, **body)
+    b = completion(server, "once upon", seed=7, **body)
+    assert len(a["choices"]) == 2 and [c["index"] for c in a["choices"]] == [0, 1]
+    assert [c["text"] for c in a["choices"]] == [c["text"] for c in b["choices"]]
+    assert 2 <= a["usage"]["completion_tokens"] <= 32
+    texts = {c["text"] for seed in (1, 2, 3, 4) for c in completion(server, "once upon", seed=seed, **body)["choices"]}
+    assert len(texts) > 1, "sampling with different seeds gave one text every time"
+    ca = chat(server, MESSAGES, seed=11, **body)
+    cb = chat(server, MESSAGES, seed=11, **body)
+    assert [c["message"]["content"] for c in ca["choices"]] == [c["message"]["content"] for c in cb["choices"]]
+
+
+def test_stop_strings(server):
+    full = completion(server, "the cat", max_tokens=40, temperature=0)["choices"][0]["text"]
+    assert len(full) > 12, full
+    stop = full[6:9]
+    expected = full[:full.index(stop)]
+    r = completion(server, "the cat", max_tokens=40, temperature=0, stop=[stop, "zzzz-not-there"])
+    assert r["choices"][0]["text"] == expected
+    assert r["choices"][0]["finish_reason"] == "stop"
+    events = server.stream("/v1/completions", {"prompt": "the cat", "max_tokens": 40, "temperature": 0,
+                                               "stop": stop, "stream": True})
+    chunks = [json.loads(e) for e in events[:-1]]
+    assert "".join(c["choices"][0]["text"] for c in chunks) == expected
+    assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
+    # Chat: the same cut.
+    whole = chat(server, MESSAGES, max_tokens=40, temperature=0)["choices"][0]["message"]["content"]
+    if len(whole) > 8:
+        s = whole[4:7]
+        cut = chat(server, MESSAGES, max_tokens=40, temperature=0, stop=s)["choices"][0]
+        assert cut["message"]["content"] == whole[:whole.index(s)] and cut["finish_reason"] == "stop"
+
+
+def test_logprobs(server):
+    r = completion(server, "the cat", max_tokens=8, temperature=0, logprobs=3)
+    lp = r["choices"][0]["logprobs"]
+    n = r["usage"]["completion_tokens"]
+    assert len(lp["tokens"]) == len(lp["token_logprobs"]) == len(lp["top_logprobs"]) == n
+    for token, logprob, top in zip(lp["tokens"], lp["token_logprobs"], lp["top_logprobs"]):
+        assert logprob <= 0
+        assert 1 <= len(top) <= 3
+        # Greedy: the chosen token is the most likely one.
+        assert abs(max(top.values()) - logprob) < 1e-5
+    assert "".join(lp["tokens"]).startswith(r["choices"][0]["text"])  # plus "<eos>" when it stopped there
+    c = chat(server, MESSAGES, max_tokens=6, temperature=0, logprobs=True, top_logprobs=2)
+    content = c["choices"][0]["logprobs"]["content"]
+    assert len(content) == c["usage"]["completion_tokens"]
+    for entry in content:
+        assert entry["logprob"] <= 0 and len(entry["top_logprobs"]) == 2
+        assert entry["top_logprobs"][0]["logprob"] >= entry["top_logprobs"][1]["logprob"]
+        assert entry["bytes"] == list(entry["token"].encode())
+    # Streamed: each chunk carries its tokens' entries; together they are the whole response's.
+    events = server.stream("/v1/chat/completions", {"messages": MESSAGES, "max_tokens": 6, "temperature": 0,
+                                                    "logprobs": True, "top_logprobs": 2, "stream": True})
+    streamed = [e for ev in events[:-1] for e in (json.loads(ev)["choices"][0]["logprobs"] or {"content": []})["content"]]
+    assert streamed == content
+    # Without logprobs, none.
+    assert chat(server, MESSAGES, max_tokens=2)["choices"][0]["logprobs"] is None
+
+
+def test_tokenize_round_trip(server):
+    text = "hello world, the end!"
+    ids = server.ok("/tokenize", {"prompt": text})
+    assert ids["count"] == len(ids["tokens"]) > 0 and ids["max_model_len"] == MAX_MODEL_LEN
+    assert server.ok("/detokenize", {"tokens": ids["tokens"]})["prompt"] == text
+
+
+def parse_prometheus(text: str) -> dict:
+    """Prometheus's text format → {(name, frozenset(labels)): value}; checks every sample has a
+    # TYPE of its family, and every line is a comment or a sample."""
+    types, samples = {}, {}
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split(" ", 3)
+            types[name] = kind
+            continue
+        if not line or line.startswith("#"):
+            continue
+        m = re.fullmatch(r'([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)', line)
+        assert m, f"not a sample: {line!r}"
+        name, labels, value = m.groups()
+        family = re.sub(r"_(bucket|sum|count)$", "", name) if name not in types else name
+        assert family in types, f"{name} has no # TYPE"
+        pairs = frozenset(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', labels or ""))
+        samples[(name, pairs)] = float(value)
+    return samples
+
+
+def metric(samples, name, **labels):
+    want = {("model_name", MODEL_NAME), *labels.items()}
+    found = [v for (n, ls), v in samples.items() if n == name and want <= set(ls)]
+    return sum(found)
+
+
+def assert_no_pages_held(server):
+    """Once idle, no request is left in the engine and no KV page is held (no leak)."""
+    deadline = time.time() + 10
+    while True:
+        m = parse_prometheus(server.request("GET", "/metrics")[1].decode())
+        idle = (metric(m, "onecat_num_requests_running"), metric(m, "onecat_num_requests_waiting"),
+                metric(m, "onecat_kv_cache_usage_perc")) == (0, 0, 0)
+        if idle or time.time() > deadline:
+            break
+        time.sleep(0.05)
+    assert idle, f"still held after 10 s: {m}"
+
+
+def test_metrics(server):
+    before = parse_prometheus(server.request("GET", "/metrics")[1].decode())
+    usages = [completion(server, "the cat", max_tokens=6, temperature=0)["usage"],
+              chat(server, MESSAGES, max_tokens=5, temperature=0, n=2)["usage"]]
+    events = server.stream("/v1/completions", {"prompt": "a b c", "max_tokens": 4, "temperature": 0, "stream": True,
+                                               "stream_options": {"include_usage": True}})
+    usages.append(json.loads(events[-2])["usage"])
+    server.post("/v1/completions", {"prompt": 5})
+    after = parse_prometheus(server.request("GET", "/metrics")[1].decode())
+    assert metric(after, "onecat_num_requests_running") == metric(after, "onecat_num_requests_waiting") == 0
+    # Mid-stream, the engine's gauges show the request and its pages.
+    sock, _ = open_stream(server.port, {"prompt": "the cat", "max_tokens": 200, "stream": True, "ignore_eos": True})
+    during = parse_prometheus(server.request("GET", "/metrics")[1].decode())
+    sock.close()
+    assert metric(during, "onecat_num_requests_running") + metric(during, "onecat_num_requests_waiting") >= 1
+    assert 0 < metric(during, "onecat_kv_cache_usage_perc") <= 1
+
+    def delta(name, **labels):
+        return metric(after, name, **labels) - metric(before, name, **labels)
+
+    assert delta("onecat_requests_total", endpoint="/v1/completions", status="200") >= 2
+    assert delta("onecat_requests_total", endpoint="/v1/chat/completions", status="200") == 1
+    assert delta("onecat_requests_total", endpoint="/v1/completions", status="400") == 1
+    assert delta("onecat_prompt_tokens_total") == sum(u["prompt_tokens"] for u in usages)
+    assert delta("onecat_generation_tokens_total") == sum(u["completion_tokens"] for u in usages)
+    for h in ("onecat_time_to_first_token_seconds", "onecat_e2e_request_latency_seconds"):
+        assert delta(h + "_count") == 3
+        assert metric(after, h + "_bucket", le="+Inf") == metric(after, h + "_count")
+        buckets = sorted((float(dict(ls)["le"]), v) for (n, ls), v in after.items() if n == h + "_bucket")
+        assert all(a[1] <= b[1] for a, b in zip(buckets, buckets[1:])), "buckets must be cumulative"
+    assert 0 <= metric(after, "onecat_prefix_cache_hit_rate") <= 1
+    # /metrics needs the key like every endpoint but /health.
+    assert server.request("GET", "/metrics", headers={})[0] == 401
+
+
+# ---- malformed requests, generated -------------------------------------------------------------
+
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_num(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+CANDIDATES = ["x", "", True, False, 0, -1, 1, 2, 2.5, -3.5, 10**20, -(10**20), [], [1], ["a"], {}, {"a": 1}]
+# field → (endpoints, predicate of a valid value); None (absent) is always valid.
+FIELDS = {
+    "n": ("both", lambda v: _is_int(v) and 1 <= v <= 64),
+    "max_tokens": ("both", lambda v: _is_int(v) and 1 <= v <= MAX_MODEL_LEN - 8),
+    "temperature": ("both", lambda v: _is_num(v) and 0 <= v <= 2),
+    "top_p": ("both", lambda v: _is_num(v) and 0 < v <= 1),
+    "top_k": ("both", lambda v: _is_int(v) and -1 <= v < 2**31),
+    "min_p": ("both", lambda v: _is_num(v) and 0 <= v <= 1),
+    "presence_penalty": ("both", lambda v: _is_num(v) and -2 <= v <= 2),
+    "frequency_penalty": ("both", lambda v: _is_num(v) and -2 <= v <= 2),
+    "repetition_penalty": ("both", lambda v: _is_num(v) and 0 < v <= 1e6),
+    "seed": ("both", lambda v: _is_int(v) and -(2**63) <= v < 2**64),
+    "stream": ("both", lambda v: isinstance(v, bool)),
+    "stop": ("both", lambda v: (isinstance(v, str) and v != "") or
+             (isinstance(v, list) and all(isinstance(s, str) and s for s in v))),
+    "model": ("both", lambda v: v == MODEL_NAME),
+    "user": ("both", lambda v: isinstance(v, str)),
+    "logit_bias": ("both", lambda v: v == {}),
+    "response_format": ("both", lambda v: False),
+    "stream_options": ("both", lambda v: False),  # valid only with stream: true
+    "logprobs": ("completions", lambda v: _is_int(v) and 0 <= v <= 20),
+    "echo": ("completions", lambda v: isinstance(v, bool)),
+    "prompt": ("completions", lambda v: (isinstance(v, str) and v != "") or v == [1] or v == ["a"]),
+    "messages": ("chat", lambda v: False),
+    "top_logprobs": ("chat", lambda v: _is_int(v) and v == 0),  # > 0 needs logprobs: true
+    "max_completion_tokens": ("chat", lambda v: _is_int(v) and 1 <= v <= MAX_MODEL_LEN - 20),
+    "chat_template_kwargs": ("chat", lambda v: isinstance(v, dict)),
+    "tools": ("chat", lambda v: v == []),
+    "tool_choice": ("chat", lambda v: v in ("auto", "none")),
+}
+BASE = {"/v1/completions": {"prompt": "the cat", "max_tokens": 2},
+        "/v1/chat/completions": {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}}
+
+
+def bad_requests(model_vocab: int):
+    """(description, method, path, body bytes or None, headers) of requests that must get a 4xx."""
+    out = []
+    for path, base in BASE.items():
+        kind = "completions" if path == "/v1/completions" else "chat"
+        for field, (where, valid) in FIELDS.items():
+            if where not in ("both", kind):
+                continue
+            for v in CANDIDATES:
+                if not valid(v):
+                    out.append((f"{path} {field}={v!r}", "POST", path, json.dumps({**base, field: v}).encode(), AUTH))
+        text = json.dumps(base)
+        for cut in range(len(text)):  # every truncation of a valid body is malformed JSON
+            out.append((f"{path} truncated at {cut}", "POST", path, text[:cut].encode(), AUTH))
+        for raw in (b"[]", b"1", b'"x"', b"null", b"{\"prompt\": \"\xff\xfe\"}", b"{'a': 1}", b"[" * 200 + b"]" * 200):
+            out.append((f"{path} body {raw[:20]!r}", "POST", path, raw, AUTH))
+        out.append((f"{path} without auth", "POST", path, text.encode(), {}))
+        out.append((f"{path} wrong key", "POST", path, text.encode(), {"Authorization": "Bearer nope"}))
+        out.append((f"{path} basic auth", "POST", path, text.encode(), {"Authorization": f"Basic {API_KEY}"}))
+    long_ids = [1] * (MAX_MODEL_LEN + 1)
+    for body in ({"prompt": long_ids}, {"prompt": "ab" * MAX_MODEL_LEN}, {"prompt": [long_ids, [1]]},
+                 {"prompt": [1, 2], "max_tokens": MAX_MODEL_LEN}, {"prompt": [1, 2], "max_tokens": 2**62},
+                 {"prompt": [-1]}, {"prompt": [model_vocab]}, {"prompt": [2**40]}, {"prompt": [[1], "a", 3]},
+                 {"prompt": [1, "a"]}, {"prompt": [[]]}, {"prompt": "a", "n": 2, "best_of": 3},
+                 {"prompt": "a", "stop": ["x"] * 17}, {"prompt": "a", "stop": "y" * 300}):
+        out.append((f"completions {str(body)[:60]}", "POST", "/v1/completions", json.dumps(body).encode(), AUTH))
+    for messages in ([], [{}], [{"role": "robot", "content": "x"}], [{"role": "user", "content": 5}],
+                     [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}],
+                     [{"role": "user", "content": [{"type": "text"}]}], [{"role": "user", "content": [5]}],
+                     ["hi"], [{"role": 1, "content": "x"}], [{"role": "user", "content": "x" * (3 * MAX_MODEL_LEN)}]):
+        out.append((f"chat messages {str(messages)[:60]}", "POST", "/v1/chat/completions",
+                    json.dumps({"messages": messages}).encode(), AUTH))
+    for body in ({"prompt": 5}, {}, {"messages": "x"}, {"prompt": ["a"]}):
+        out.append((f"tokenize {body}", "POST", "/tokenize", json.dumps(body).encode(), AUTH))
+    for body in ({"tokens": "x"}, {"tokens": [-1]}, {"tokens": [10**9]}, {"tokens": [1.5]}, {}):
+        out.append((f"detokenize {body}", "POST", "/detokenize", json.dumps(body).encode(), AUTH))
+    for method, path in (("GET", "/nope"), ("POST", "/v1/nope"), ("GET", "/v1/completions"),
+                         ("DELETE", "/v1/models"), ("GET", "/v1/models/../../etc")):
+        out.append((f"{method} {path}", method, path, None, AUTH))
+    for path in ("/v1/models", "/version", "/tokenize"):
+        out.append((f"{path} without auth", "GET" if path != "/tokenize" else "POST", path, b"{}", {}))
+    return out
+
+
+def test_bad_input_suite(server, model):
+    vocab = json.loads((model / "config.json").read_text())["vocab_size"]
+    cases = bad_requests(vocab)
+    assert len(cases) >= 200, len(cases)
+    failures = []
+    for what, method, path, raw, headers in cases:
+        status, payload = server.request(method, path, raw=raw, headers={**headers, "Content-Type":
+                                                                           "application/json"})
+        try:
+            err = json.loads(payload)["error"]
+            ok = 400 <= status < 500 and isinstance(err["message"], str) and err["message"] and "type" in err \
+                and "param" in err and "code" in err
+        except (ValueError, KeyError, TypeError):
+            ok = False
+        if not ok:
+            failures.append(f"{what}: {status} {payload[:200]!r}")
+    assert not failures, f"{len(failures)} of {len(cases)} bad requests not refused:\n" + "\n".join(failures[:20])
+    assert_no_pages_held(server)
+    # An oversized body: 413 from its Content-Length (the server answers before reading it).
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+    sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + API_KEY.encode() +
+                 b"\r\nContent-Type: application/json\r\nContent-Length: " + str(9 << 20).encode() + b"\r\n\r\n")
+    answer = b""
+    while b"\r\n\r\n" not in answer or not answer.rstrip().endswith(b"}"):
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        answer += chunk
+    sock.close()
+    assert answer.startswith(b"HTTP/1.1 413"), answer
+    assert "error" in json.loads(answer.split(b"\r\n\r\n", 1)[1])
+    assert server.request("GET", "/health", headers={})[0] == 200
+    assert completion(server, "the cat", max_tokens=2, temperature=0)["choices"][0]["finish_reason"]
+
+
+def open_stream(port, body):
+    """A streamed completion on a raw socket: the socket, once the first event has arrived."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+    data = json.dumps(body).encode()
+    sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + API_KEY.encode() +
+                 b"\r\nContent-Type: application/json\r\nContent-Length: " + str(len(data)).encode() +
+                 b"\r\n\r\n" + data)
+    got = b""
+    while b"data:" not in got:
+        got += sock.recv(4096)
+    assert got.startswith(b"HTTP/1.1 200"), got
+    return sock, got
+
+
+def test_client_leaving_mid_stream(server):
+    before = sum("the client went away" in line for line in server.log)
+    for seed in range(4):
+        sock, _ = open_stream(server.port, {"prompt": "the cat", "max_tokens": MAX_MODEL_LEN - 8, "stream": True,
+                                            "seed": seed, "ignore_eos": True})
+        sock.close()
+    deadline = time.time() + 10
+    while sum("the client went away" in line for line in server.log) < before + 4 and time.time() < deadline:
+        time.sleep(0.05)
+    assert sum("the client went away" in line for line in server.log) == before + 4, "".join(server.log)
+    assert_no_pages_held(server)
+    assert server.request("GET", "/health", headers={})[0] == 200
+    r = completion(server, "the cat", max_tokens=4, temperature=0, ignore_eos=True)
+    assert r["usage"]["completion_tokens"] == 4 and r["choices"][0]["finish_reason"] == "length"
+
+
+def test_sigterm_drains_in_flight_requests(model):
+    s = Server(model, max_model_len=4096)
+    tokens = 600  # a second or more on the CPU: still running when SIGTERM comes
+    sock, got = open_stream(s.port, {"prompt": "the cat", "max_tokens": tokens, "stream": True, "seed": 5,
+                                     "ignore_eos": True})
+    s.proc.send_signal(signal.SIGTERM)
+    # No new connections once the signal is taken, while the stream goes on.
+    deadline = time.time() + 5
+    refused = False
+    while time.time() < deadline and not refused:
+        try:
+            socket.create_connection(("127.0.0.1", s.port), timeout=1).close()
+            time.sleep(0.02)
+        except OSError:
+            refused = True
+    assert refused, "the server still accepts connections after SIGTERM"
+    assert s.proc.poll() is None, "the server exited before its in-flight stream ended"
+    while not got.endswith(b"data: [DONE]\r\n\r\n") and b"data: [DONE]" not in got[-64:]:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        got += chunk
+    sock.close()
+    s.proc.wait(timeout=60)
+    assert s.proc.returncode == 0, "".join(s.log)
+    assert b"data: [DONE]" in got
+    events = [json.loads(line[len(b"data: "):]) for line in got.split(b"\n")
+              if line.startswith(b"data: {")]
+    assert events[-1]["choices"][0]["finish_reason"] == "length"
+    assert sum(1 for e in events if e["choices"][0]["text"]) > tokens // 2
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+def test_64_concurrent_streaming_clients(server):
+    """A short, bounded load: 64 clients streaming at once for a few seconds; no errors, every
+    stream ends with [DONE], resident memory after the first round does not keep growing."""
+    clients, seconds = 64, 4.0
+    errors, rounds = [], [0] * clients
+    start = threading.Event()
+    rss_after_warmup = {}
+
+    def client(i):
+        start.wait()
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            try:
+                events = server.stream("/v1/chat/completions", {
+                    "messages": [{"role": "user", "content": f"client {i} round {rounds[i]}"}], "max_tokens": 16,
+                    "seed": i, "stream": True, "stream_options": {"include_usage": True}})
+                if events[-1] != "[DONE]" or json.loads(events[-2])["usage"]["completion_tokens"] < 1:
+                    errors.append(f"client {i}: {events[-2:]}")
+            except Exception as e:  # noqa: BLE001 - every failure is a finding here
+                errors.append(f"client {i}: {e!r}")
+            rounds[i] += 1
+            if i == 0 and rounds[0] == 2:
+                rss_after_warmup["kib"] = rss_kib(server.proc.pid)
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    start.set()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, f"{len(errors)} errors: {errors[:5]}"
+    assert min(rounds) >= 1, rounds
+    growth = rss_kib(server.proc.pid) - rss_after_warmup.get("kib", 0)
+    print(f"{sum(rounds)} streams by {clients} clients in {seconds} s; RSS growth after warm-up {growth} KiB")
+    assert growth < 64 * 1024, f"resident memory grew by {growth} KiB after warm-up"
+    assert server.request("GET", "/health", headers={})[0] == 200

@@ -1,0 +1,420 @@
+#include "serve/openai_request.h"
+
+#include <limits>
+
+#include "base/error.h"
+
+namespace onecat::serve {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kMaxStops = 16;
+constexpr size_t kMaxStopBytes = 256;
+
+ApiError bad(const std::string& param, const std::string& message) { return ApiError(400, message, param); }
+
+// A field, or null when absent or null (clients send null for "not given").
+const json* field(const json& body, const char* name) {
+  const auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+bool get_bool(const json& body, const char* name, bool fallback) {
+  const json* v = field(body, name);
+  if (!v) return fallback;
+  if (!v->is_boolean()) throw bad(name, std::string(name) + " must be true or false.");
+  return v->get<bool>();
+}
+
+int64_t get_int(const json& body, const char* name, int64_t fallback, int64_t lo, int64_t hi) {
+  const json* v = field(body, name);
+  if (!v) return fallback;
+  if (!v->is_number_integer()) throw bad(name, std::string(name) + " must be an integer.");
+  if (v->is_number_unsigned() && v->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())) {
+    throw bad(name, std::string(name) + " must be at most " + std::to_string(hi) + ".");
+  }
+  const int64_t x = v->get<int64_t>();
+  if (x < lo || x > hi) {
+    throw bad(name, std::string(name) + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
+                        std::to_string(x) + ".");
+  }
+  return x;
+}
+
+float get_number(const json& body, const char* name, float fallback, double lo, double hi) {
+  const json* v = field(body, name);
+  if (!v) return fallback;
+  if (!v->is_number()) throw bad(name, std::string(name) + " must be a number.");
+  const double x = v->get<double>();
+  if (!(x >= lo && x <= hi)) {
+    throw bad(name, std::string(name) + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
+                        v->dump() + ".");
+  }
+  return float(x);
+}
+
+std::vector<int32_t> ids_of(const json& array, const ServedModel& model, const std::string& param) {
+  std::vector<int32_t> ids;
+  for (const json& v : array) {
+    if (!v.is_number_integer()) throw bad(param, param + " must hold token ids (integers).");
+    const bool outside = v.is_number_unsigned() ? v.get<uint64_t>() >= uint64_t(model.vocab)
+                                                : (v.get<int64_t>() < 0 || v.get<int64_t>() >= model.vocab);
+    if (outside) {
+      throw bad(param, "token id " + v.dump() + " is outside the model's vocabulary (0 to " +
+                           std::to_string(model.vocab - 1) + ").");
+    }
+    const int64_t id = v.get<int64_t>();
+    ids.push_back(int32_t(id));
+  }
+  return ids;
+}
+
+std::vector<int32_t> encode(const ServedModel& model, const std::string& text, bool add_special, const char* param) {
+  try {
+    return model.tokenizer.encode(text, add_special);
+  } catch (const InputError& e) {
+    throw bad(param, e.what());
+  }
+}
+
+std::vector<std::string> parse_stop(const json& body) {
+  const json* v = field(body, "stop");
+  std::vector<std::string> stops;
+  if (!v) return stops;
+  if (v->is_string()) {
+    stops.push_back(v->get<std::string>());
+  } else if (v->is_array()) {
+    if (v->size() > kMaxStops) throw bad("stop", "stop holds at most " + std::to_string(kMaxStops) + " strings.");
+    for (const json& s : *v) {
+      if (!s.is_string()) throw bad("stop", "stop must be a string or a list of strings.");
+      stops.push_back(s.get<std::string>());
+    }
+  } else {
+    throw bad("stop", "stop must be a string or a list of strings.");
+  }
+  for (const std::string& s : stops) {
+    if (s.empty()) throw bad("stop", "a stop string must not be empty.");
+    if (s.size() > kMaxStopBytes) throw bad("stop", "a stop string is at most 256 bytes.");
+  }
+  return stops;
+}
+
+// The settings both endpoints share. max_tokens is checked once the prompts are known.
+void parse_common(const json& body, const ServedModel& model, uint64_t default_seed, Generation& g) {
+  if (!body.is_object()) throw bad("", "the request body must be a JSON object.");
+  check_model(body, model);
+  g.n = int(get_int(body, "n", 1, 1, model.max_choices));
+  if (const json* b = field(body, "best_of"); b && !(b->is_number_integer() && b->get<int64_t>() == g.n)) {
+    throw bad("best_of", "best_of is not supported yet (leave it out or equal to n).");
+  }
+  g.stream = get_bool(body, "stream", false);
+  if (const json* so = field(body, "stream_options")) {
+    if (!so->is_object()) throw bad("stream_options", "stream_options must be an object.");
+    if (!g.stream) throw bad("stream_options", "stream_options needs stream: true.");
+    g.include_usage = get_bool(*so, "include_usage", false);
+  }
+  g.stop = parse_stop(body);
+  g.ignore_eos = get_bool(body, "ignore_eos", false);
+  cpu::SamplingParams& s = g.sampling;
+  s.temperature = get_number(body, "temperature", 1.0f, 0, 2);
+  s.top_p = get_number(body, "top_p", 1.0f, 0, 1);
+  if (s.top_p <= 0) throw bad("top_p", "top_p must be in (0, 1].");
+  s.top_k = int(get_int(body, "top_k", 0, -1, std::numeric_limits<int32_t>::max()));
+  s.min_p = get_number(body, "min_p", 0.0f, 0, 1);
+  s.repetition_penalty = get_number(body, "repetition_penalty", 1.0f, 0, 1e6);
+  if (s.repetition_penalty <= 0) throw bad("repetition_penalty", "repetition_penalty must be greater than 0.");
+  s.presence_penalty = get_number(body, "presence_penalty", 0.0f, -2, 2);
+  s.frequency_penalty = get_number(body, "frequency_penalty", 0.0f, -2, 2);
+  const json* seed = field(body, "seed");
+  if (seed && !seed->is_number_integer()) throw bad("seed", "seed must be an integer.");
+  s.seed = seed ? (seed->is_number_unsigned() ? seed->get<uint64_t>() : uint64_t(seed->get<int64_t>())) : default_seed;
+  if (const std::optional<std::string> why = cpu::invalid_reason(s)) throw bad("", *why);
+  if (const json* lb = field(body, "logit_bias"); lb && !(lb->is_object() && lb->empty())) {
+    throw bad("logit_bias", "logit_bias is not supported yet.");
+  }
+  if (const json* u = field(body, "user"); u && !u->is_string()) throw bad("user", "user must be a string.");
+  if (const json* rf = field(body, "response_format")) {
+    if (!rf->is_object() || !rf->contains("type") || !(*rf)["type"].is_string()) {
+      throw bad("response_format", "response_format must be an object with a string type.");
+    }
+    if ((*rf)["type"] != "text") throw bad("response_format", "response_format other than text is not supported yet.");
+  }
+}
+
+// max_tokens (and chat's max_completion_tokens) against the longest prompt and max_model_len.
+void set_max_tokens(const json& body, const ServedModel& model, Generation& g, int64_t fallback,
+                    const char* alternative) {
+  int64_t longest = 0;
+  for (const auto& p : g.prompts) {
+    if (p.empty()) throw bad("prompt", "the prompt has no tokens.");
+    longest = std::max<int64_t>(longest, int64_t(p.size()));
+  }
+  if (longest >= model.max_model_len) {
+    throw bad("prompt", "the prompt is " + std::to_string(longest) + " tokens; this server's max_model_len is " +
+                            std::to_string(model.max_model_len) + ", which leaves no room for output.");
+  }
+  const int64_t room = model.max_model_len - longest;
+  const char* name = "max_tokens";
+  int64_t max_tokens = get_int(body, "max_tokens", -1, 1, std::numeric_limits<int64_t>::max());
+  if (alternative && field(body, alternative)) {
+    name = alternative;
+    max_tokens = get_int(body, alternative, -1, 1, std::numeric_limits<int64_t>::max());
+  }
+  if (max_tokens > room) {
+    throw bad(name, std::string(name) + " is " + std::to_string(max_tokens) + " but the prompt's " +
+                        std::to_string(longest) + " tokens leave " + std::to_string(room) + " of max_model_len " +
+                        std::to_string(model.max_model_len) + ".");
+  }
+  g.max_tokens = max_tokens > 0 ? max_tokens : std::min(fallback, room);
+  if (int64_t(g.prompts.size()) * g.n > model.max_choices) {
+    throw bad("n", "prompts × n is at most " + std::to_string(model.max_choices) + " in one request.");
+  }
+}
+
+// A message's content as the template sees it: a string (text parts joined by newlines, as
+// vLLM's "string" content format does), or null.
+json message_content(const json& content, size_t index) {
+  const std::string param = "messages[" + std::to_string(index) + "].content";
+  if (content.is_null() || content.is_string()) return content;
+  if (!content.is_array()) throw bad(param, param + " must be a string, an array of content parts or null.");
+  std::string text;
+  for (size_t i = 0; i < content.size(); ++i) {
+    const json& part = content[i];
+    if (!part.is_object() || !part.contains("type") || !part["type"].is_string()) {
+      throw bad(param, param + "[" + std::to_string(i) + "] must be an object with a string type.");
+    }
+    if (part["type"] != "text") {
+      throw bad(param, "content parts of type " + quoted_input(part["type"].get<std::string>()) +
+                           " are not supported yet (only text).");
+    }
+    if (!part.contains("text") || !part["text"].is_string()) {
+      throw bad(param, param + "[" + std::to_string(i) + "].text must be a string.");
+    }
+    if (i > 0) text += "\n";
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+// An assistant message's earlier tool calls. Templates (Qwen's, Hermes's) print arguments with
+// tojson, so JSON-text arguments are parsed into objects first, as vLLM does.
+nlohmann::ordered_json checked_tool_calls(const json& calls, const std::string& param) {
+  if (!calls.is_array()) throw bad(param, param + " must be an array.");
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const json& c = calls[i];
+    const std::string at = param + "[" + std::to_string(i) + "]";
+    if (!c.is_object() || !c.contains("function") || !c["function"].is_object()) {
+      throw bad(param, at + " must be an object with a function.");
+    }
+    const json& f = c["function"];
+    if (!f.contains("name") || !f["name"].is_string()) throw bad(param, at + ".function.name must be a string.");
+    nlohmann::ordered_json call{{"type", "function"}};
+    if (c.contains("id") && c["id"].is_string()) call["id"] = c["id"];
+    nlohmann::ordered_json args = nlohmann::ordered_json::object();
+    if (f.contains("arguments") && f["arguments"].is_string()) {
+      args = nlohmann::ordered_json::parse(f["arguments"].get<std::string>(), nullptr, false);
+      if (args.is_discarded()) throw bad(param, at + ".function.arguments must be JSON text.");
+    } else if (f.contains("arguments") && f["arguments"].is_object()) {
+      args = nlohmann::ordered_json::parse(f["arguments"].dump());
+    } else if (f.contains("arguments") && !f["arguments"].is_null()) {
+      throw bad(param, at + ".function.arguments must be a JSON string.");
+    }
+    call["function"] = {{"name", f["name"].get<std::string>()}, {"arguments", args}};
+    out.push_back(std::move(call));
+  }
+  return out;
+}
+
+// tools: [{"type": "function", "function": {"name", "description"?, "parameters"?}}].
+nlohmann::ordered_json checked_tools(const json& tools) {
+  if (!tools.is_array()) throw bad("tools", "tools must be an array.");
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const json& t = tools[i];
+    const std::string at = "tools[" + std::to_string(i) + "]";
+    if (!t.is_object() || t.value("type", json()) != "function" || !t.contains("function") ||
+        !t["function"].is_object()) {
+      throw bad("tools", at + " must be {\"type\": \"function\", \"function\": {...}}.");
+    }
+    const json& f = t["function"];
+    if (!f.contains("name") || !f["name"].is_string()) throw bad("tools", at + ".function.name must be a string.");
+    if (f.contains("parameters") && !f["parameters"].is_object() && !f["parameters"].is_null()) {
+      throw bad("tools", at + ".function.parameters must be an object.");
+    }
+  }
+  return nlohmann::ordered_json::parse(tools.dump());
+}
+
+// Whether the request's tools go to the template (and its output is parsed for calls):
+// tool_choice "auto" (the default with tools) yes, "none" no; forcing a call needs constrained
+// decoding, which does not exist yet.
+bool tools_on(const json& body) {
+  const json* tools = field(body, "tools");
+  const json* choice = field(body, "tool_choice");
+  if (choice && !(choice->is_string() && (*choice == "none" || *choice == "auto"))) {
+    throw bad("tool_choice",
+              "tool_choice must be \"auto\" or \"none\" (a required or named tool is not "
+              "supported yet).");
+  }
+  if (!tools || (tools->is_array() && tools->empty())) return false;
+  checked_tools(*tools);
+  return !(choice && *choice == "none");
+}
+
+nlohmann::ordered_json checked_messages(const json& body) {
+  const json* messages = field(body, "messages");
+  if (!messages) throw bad("messages", "messages is required.");
+  if (!messages->is_array() || messages->empty()) throw bad("messages", "messages must be a non-empty array.");
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < messages->size(); ++i) {
+    const json& m = (*messages)[i];
+    const std::string param = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) throw bad(param, param + " must be an object.");
+    if (!m.contains("role") || !m["role"].is_string()) throw bad(param, param + ".role must be a string.");
+    const std::string role = m["role"].get<std::string>();
+    if (role != "system" && role != "user" && role != "assistant" && role != "tool" && role != "developer") {
+      throw bad(param,
+                param + ".role must be system, developer, user, assistant or tool, not " + quoted_input(role) + ".");
+    }
+    nlohmann::ordered_json msg = nlohmann::ordered_json::object();
+    msg["role"] = role;
+    msg["content"] = message_content(m.contains("content") ? m["content"] : json(), i);
+    for (const char* key : {"name", "tool_call_id"}) {
+      if (!m.contains(key) || m[key].is_null()) continue;
+      if (!m[key].is_string()) throw bad(param, param + "." + key + " must be a string.");
+      msg[key] = m[key].get<std::string>();
+    }
+    if (m.contains("tool_calls") && !m["tool_calls"].is_null()) {
+      if (role != "assistant") throw bad(param, param + ": only assistant messages carry tool_calls.");
+      msg["tool_calls"] = checked_tool_calls(m["tool_calls"], param + ".tool_calls");
+    }
+    out.push_back(std::move(msg));
+  }
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json error_body(int status, const std::string& message, const std::string& param, const std::string& code) {
+  std::string type = "invalid_request_error";
+  if (status == 401) type = "authentication_error";
+  if (status == 404) type = "not_found_error";
+  if (status >= 500) type = "server_error";
+  return {{"error",
+           {{"message", message},
+            {"type", type},
+            {"param", param.empty() ? json(nullptr) : json(param)},
+            {"code", code.empty() ? json(status) : json(code)}}}};
+}
+
+void check_model(const json& body, const ServedModel& model) {
+  const json* m = field(body, "model");
+  if (!m) return;
+  if (!m->is_string()) throw bad("model", "model must be a string.");
+  if (m->get<std::string>() != model.name) {
+    throw ApiError(400,
+                   "the model " + quoted_input(m->get<std::string>()) + " does not exist; this server serves " +
+                       quoted_input(model.name) + ".",
+                   "model", "model_not_found");
+  }
+}
+
+Generation parse_completion(const json& body, const ServedModel& model, uint64_t default_seed) {
+  Generation g;
+  parse_common(body, model, default_seed, g);
+  const json* prompt = field(body, "prompt");
+  if (!prompt) throw bad("prompt", "prompt is required.");
+  if (prompt->is_string()) {
+    g.prompts.push_back(encode(model, prompt->get<std::string>(), true, "prompt"));
+  } else if (prompt->is_array() && !prompt->empty() && (*prompt)[0].is_number()) {
+    g.prompts.push_back(ids_of(*prompt, model, "prompt"));
+  } else if (prompt->is_array() && !prompt->empty()) {
+    for (const json& p : *prompt) {
+      if (p.is_string()) {
+        g.prompts.push_back(encode(model, p.get<std::string>(), true, "prompt"));
+      } else if (p.is_array()) {
+        g.prompts.push_back(ids_of(p, model, "prompt"));
+      } else {
+        throw bad("prompt", "prompt must be a string, token ids, or a list of either.");
+      }
+    }
+  } else {
+    throw bad("prompt", "prompt must be a string, token ids, or a non-empty list of either.");
+  }
+  if (get_bool(body, "echo", false)) {
+    if (field(body, "logprobs")) {
+      throw bad("echo", "echo with logprobs is not supported yet (it needs the prompt's logprobs).");
+    }
+    // The prompt as text: a string as given, ids decoded (as vLLM echoes them).
+    if (prompt->is_string()) {
+      g.echo.push_back(prompt->get<std::string>());
+    } else {
+      for (size_t i = 0; i < g.prompts.size(); ++i) {
+        const json& p = prompt->is_array() && !(*prompt)[0].is_number() ? (*prompt)[i] : json();
+        g.echo.push_back(p.is_string() ? p.get<std::string>() : model.tokenizer.decode(g.prompts[i]));
+      }
+    }
+  }
+  if (const json* s = field(body, "suffix"); s && !(s->is_string() && s->get<std::string>().empty())) {
+    throw bad("suffix", "suffix is not supported.");
+  }
+  if (const json* lp = field(body, "logprobs")) {
+    if (!lp->is_number_integer()) throw bad("logprobs", "logprobs must be an integer (0 to 20) for completions.");
+    g.top_logprobs = int(get_int(body, "logprobs", 0, 0, cpu::kMaxLogprobs));
+    g.logprobs = true;
+  }
+  set_max_tokens(body, model, g, 16, nullptr);
+  return g;
+}
+
+std::string render_chat(const json& body, const ServedModel& model) {
+  const bool with_tools = tools_on(body);
+  const std::optional<chat::ChatTemplate>& chat_template = with_tools ? model.tool_template : model.chat_template;
+  if (!chat_template) {
+    throw bad("messages",
+              "the model has no chat template (tokenizer_config.json's chat_template or "
+              "chat_template.jinja); use /v1/completions.");
+  }
+  chat::ChatRequest request;
+  request.messages = checked_messages(body);
+  request.add_generation_prompt = get_bool(body, "add_generation_prompt", true);
+  if (with_tools) request.tools = checked_tools(body["tools"]);
+  if (const json* kw = field(body, "chat_template_kwargs")) {
+    if (!kw->is_object()) throw bad("chat_template_kwargs", "chat_template_kwargs must be an object.");
+    request.kwargs = nlohmann::ordered_json::parse(kw->dump());
+  }
+  try {
+    return chat_template->apply(request, model.special_tokens);
+  } catch (const InputError& e) {
+    throw bad("messages", std::string("the chat template failed: ") + e.what());
+  }
+}
+
+Generation parse_chat(const json& body, const ServedModel& model, uint64_t default_seed) {
+  Generation g;
+  parse_common(body, model, default_seed, g);
+  g.tool_calls = tools_on(body);
+  if (g.tool_calls && g.stream) throw bad("stream", "streaming with tools is not supported yet.");
+  g.logprobs = get_bool(body, "logprobs", false);
+  g.top_logprobs = int(get_int(body, "top_logprobs", 0, 0, cpu::kMaxLogprobs));
+  if (g.top_logprobs > 0 && !g.logprobs) throw bad("top_logprobs", "top_logprobs needs logprobs: true.");
+  g.prompts.push_back(encode(model, render_chat(body, model), false, "messages"));
+  set_max_tokens(body, model, g, model.max_model_len, "max_completion_tokens");
+  return g;
+}
+
+std::vector<int32_t> parse_tokenize(const json& body, const ServedModel& model) {
+  if (!body.is_object()) throw bad("", "the request body must be a JSON object.");
+  check_model(body, model);
+  const bool add_special = get_bool(body, "add_special_tokens", !field(body, "messages"));
+  if (const json* p = field(body, "prompt")) {
+    if (!p->is_string()) throw bad("prompt", "prompt must be a string.");
+    return encode(model, p->get<std::string>(), add_special, "prompt");
+  }
+  if (field(body, "messages")) return encode(model, render_chat(body, model), add_special, "messages");
+  throw bad("prompt", "/tokenize needs prompt (a string) or messages.");
+}
+
+}  // namespace onecat::serve

@@ -1,0 +1,70 @@
+// The OpenAI API's request bodies (/v1/completions, /v1/chat/completions) checked and turned
+// into prompts and engine settings. Every mistake is an ApiError: an HTTP status and one
+// sentence naming the field, returned to the client as OpenAI's error body.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "models/chat/chat_template.h"
+#include "models/tokenizer/tokenizer.h"
+#include "runtime/cpu/sampling.h"
+
+namespace onecat::serve {
+
+class ApiError : public std::runtime_error {
+ public:
+  ApiError(int status, const std::string& message, std::string param = "", std::string code = "")
+      : std::runtime_error(message), status(status), param(std::move(param)), code(std::move(code)) {}
+  int status;
+  std::string param, code;
+};
+
+// {"error": {"message", "type", "param", "code"}} for a status.
+nlohmann::json error_body(int status, const std::string& message, const std::string& param = "",
+                          const std::string& code = "");
+
+// What the handlers know of the served checkpoint.
+struct ServedModel {
+  std::string name;
+  int64_t max_model_len = 0;
+  int64_t vocab = 0;  // the model's (ids past the tokenizer's decode to nothing)
+  tokenizer::Tokenizer tokenizer;
+  std::vector<int32_t> stop_ids;  // generation_config.json's EOS and the tokenizer's
+  std::optional<chat::ChatTemplate> chat_template;
+  std::optional<chat::ChatTemplate> tool_template;  // for requests with tools (tool_use, if the checkpoint has one)
+  nlohmann::ordered_json special_tokens;            // bos_token, eos_token, ... for the template
+  int max_choices = 64;                             // prompts × n in one request, at most
+  bool reasoning = false;                           // chat replies' <think>…</think> → reasoning_content
+};
+
+// A checked generation request.
+struct Generation {
+  std::vector<std::vector<int32_t>> prompts;  // completions: one per prompt; chat: one
+  int n = 1;
+  int64_t max_tokens = 0;  // per choice (prompt + max_tokens ≤ max_model_len)
+  bool stream = false, include_usage = false;
+  bool ignore_eos = false;        // vLLM's extension: EOS does not end the choice
+  bool tool_calls = false;        // chat with tools: the output's <tool_call> blocks become tool_calls
+  std::vector<std::string> echo;  // completions with echo: each prompt's text, put before its choices' text
+  std::vector<std::string> stop;
+  cpu::SamplingParams sampling;  // per choice: seed + choice index
+  bool logprobs = false;         // chat: logprobs; completions: logprobs is given
+  int top_logprobs = 0;
+};
+
+// Bodies are JSON objects (ApiError 400 otherwise).
+Generation parse_completion(const nlohmann::json& body, const ServedModel& model, uint64_t default_seed);
+Generation parse_chat(const nlohmann::json& body, const ServedModel& model, uint64_t default_seed);
+// /tokenize's body ({"prompt"} or {"messages"}) → ids.
+std::vector<int32_t> parse_tokenize(const nlohmann::json& body, const ServedModel& model);
+// The chat template's rendering of a messages array (add_generation_prompt, kwargs).
+std::string render_chat(const nlohmann::json& body, const ServedModel& model);
+// The "model" field, when given, must name the served model (400 otherwise).
+void check_model(const nlohmann::json& body, const ServedModel& model);
+
+}  // namespace onecat::serve

@@ -1,0 +1,33 @@
+// onecat serve: an OpenAI-compatible HTTP server on the engine (docs/serve.md). Handler
+// threads (cpp-httplib's pool, one thread per open connection) parse and check a request,
+// hand its choices to the EngineLoop's thread and turn the outputs into OpenAI's JSON or SSE.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "models/model/model.h"
+
+namespace onecat::serve {
+
+struct ServeOptions {
+  std::string model_dir, host = "127.0.0.1";
+  int port = 8000;                // 0: any free port (printed)
+  std::string served_model_name;  // default: the model directory as given
+  std::string api_key;            // non-empty: every endpoint but /health needs "Authorization: Bearer KEY"
+  std::string reasoning_parser;   // "qwen3" or "deepseek_r1": chat replies' <think>…</think> → reasoning_content
+  model::Device device = model::Device::kCpu;
+  int max_num_seqs = 8;
+  int64_t max_num_batched_tokens = 512;
+  int64_t max_model_len = 0;    // 0: config.json's max_position_embeddings (4096 when it has none)
+  int64_t kv_cache_tokens = 0;  // 0: max_num_seqs × max_model_len
+  size_t max_body_bytes = size_t(8) << 20;
+  int threads = 64;  // connections served at once
+};
+
+// Loads the model and serves until SIGTERM or SIGINT; then stops accepting, lets in-flight
+// requests finish and returns. InputError for bad options or a bad checkpoint; Error when the
+// address cannot be bound.
+void serve(const ServeOptions& options);
+
+}  // namespace onecat::serve

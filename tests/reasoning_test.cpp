@@ -1,0 +1,66 @@
+// serve::ReasoningSplitter: <think>…</think> at a reply's start → reasoning, the rest content,
+// whole or piece by piece with the tags split across pieces.
+#include "serve/reasoning.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+using onecat::serve::ReasoningSplitter;
+
+namespace {
+
+// Feeds pieces; the reasoning and content returned, concatenated.
+ReasoningSplitter::Delta streamed(const std::vector<std::string>& pieces) {
+  ReasoningSplitter s;
+  ReasoningSplitter::Delta all;
+  for (const auto& p : pieces) {
+    const auto d = s.step(p);
+    all.reasoning += d.reasoning;
+    all.content += d.content;
+  }
+  const auto d = s.finish();
+  return {all.reasoning + d.reasoning, all.content + d.content};
+}
+
+}  // namespace
+
+TEST(Reasoning, SplitsAtTheClosingTag) {
+  const auto d = ReasoningSplitter::split("<think>\nLet me see.\n</think>\n\nParis.");
+  EXPECT_EQ(d.reasoning, "\nLet me see.\n");
+  EXPECT_EQ(d.content, "\n\nParis.");
+}
+
+TEST(Reasoning, WithoutThinkItIsAllContent) {
+  EXPECT_EQ(ReasoningSplitter::split("Paris. </think> x").content, "Paris. </think> x");
+  EXPECT_EQ(ReasoningSplitter::split("Paris. </think> x").reasoning, "");
+  EXPECT_EQ(ReasoningSplitter::split("<thin").content, "<thin");
+  EXPECT_EQ(ReasoningSplitter::split("").content, "");
+}
+
+TEST(Reasoning, UnfinishedThinkingIsAllReasoning) {
+  const auto d = ReasoningSplitter::split("  <think>still going");
+  EXPECT_EQ(d.reasoning, "still going");
+  EXPECT_EQ(d.content, "");
+}
+
+TEST(Reasoning, TagsSplitAcrossPieces) {
+  const std::vector<std::string> pieces = {"\n", "<th", "ink>", "a b", " c</", "thi", "nk>", "\nanswer", "!"};
+  const auto d = streamed(pieces);
+  EXPECT_EQ(d.reasoning, "a b c");
+  EXPECT_EQ(d.content, "\nanswer!");
+  // Piece by piece, nothing of a tag is ever returned.
+  ReasoningSplitter s;
+  for (const auto& p : pieces) {
+    const auto step = s.step(p);
+    EXPECT_EQ(step.reasoning.find('<'), std::string::npos) << p;
+    EXPECT_EQ(step.content.find('<'), std::string::npos) << p;
+  }
+  // Every split of the same text gives the same result.
+  const std::string text = "<think>x</think>y";
+  for (size_t cut = 0; cut <= text.size(); ++cut) {
+    const auto e = streamed({text.substr(0, cut), text.substr(cut)});
+    EXPECT_EQ(e.reasoning, "x") << cut;
+    EXPECT_EQ(e.content, "y") << cut;
+  }
+}
