@@ -314,7 +314,8 @@ void check_model(const json& body, const ServedModel& model) {
   if (!m) return;
   if (!m->is_string()) throw bad("model", "model must be a string.");
   if (m->get<std::string>() != model.name) {
-    throw ApiError(400,
+    // 404 model_not_found, as OpenAI and vLLM answer (clients raise their not-found error).
+    throw ApiError(404,
                    "the model " + quoted_input(m->get<std::string>()) + " does not exist; this server serves " +
                        quoted_input(model.name) + ".",
                    "model", "model_not_found");

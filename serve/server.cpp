@@ -599,13 +599,20 @@ void serve(const ServeOptions& options) {
   mo.device = o.device;
   mo.max_batch_tokens = o.max_num_batched_tokens;
   mo.max_sequences = o.max_num_seqs;
-  mo.kv_cache_tokens = o.kv_cache_tokens > 0 ? o.kv_cache_tokens : int64_t(o.max_num_seqs) * o.max_model_len;
+  // The KV pool: as given; else on a GPU all the memory gpu_memory_utilization leaves (vLLM's
+  // way), on the CPU room for every sequence at max_model_len.
+  mo.kv_cache_tokens = o.kv_cache_tokens > 0              ? o.kv_cache_tokens
+                       : o.device == model::Device::kCuda ? 0
+                                                          : int64_t(o.max_num_seqs) * o.max_model_len;
+  mo.gpu_memory_utilization = o.gpu_memory_utilization;
   mo.progress = false;
   const std::unique_ptr<model::Model> m = model::Model::load(o.model_dir, mo);
   ServedModel served = served_model(o, *m);
 
   Metrics metrics;
-  EngineLoop loop(*m, engine::EngineOptions{}, o.device == model::Device::kCuda, metrics);
+  engine::EngineOptions eo;
+  eo.num_speculative_tokens = o.num_speculative_tokens;
+  EngineLoop loop(*m, eo, o.device == model::Device::kCuda, metrics);
   Server server(o, served, loop, metrics);
   httplib::Server& http = server.http();
   // cpp-httplib 0.11 listens with a backlog of 5 (compiled into Debian's library): with dozens

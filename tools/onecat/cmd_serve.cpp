@@ -24,7 +24,15 @@ void add_serve(CLI::App& app) {
   cmd->add_option("--max-num-batched-tokens", o->max_num_batched_tokens, "Tokens per engine step (default 512)");
   cmd->add_option("--max-model-len", o->max_model_len,
                   "Prompt + output tokens of a request, at most (default: config.json's max_position_embeddings)");
-  cmd->add_option("--kv-cache-tokens", o->kv_cache_tokens, "KV cache size in tokens (default: seqs × max-model-len)");
+  cmd->add_option("--kv-cache-tokens", o->kv_cache_tokens,
+                  "KV cache size in tokens (default: cuda, what --gpu-memory-utilization leaves; cpu, seqs × "
+                  "max-model-len)");
+  cmd->add_option("--gpu-memory-utilization", o->gpu_memory_utilization,
+                  "cuda: the share of the GPU's memory onecat may hold, the KV cache taking what the weights leave "
+                  "(default 0.9)");
+  cmd->add_option("--num-speculative-tokens", o->num_speculative_tokens,
+                  "Speculative decoding of greedy requests by n-gram prompt lookup: up to K draft tokens a step "
+                  "(default 0: off)");
   cmd->add_option("--reasoning-parser", o->reasoning_parser,
                   "qwen3 or deepseek_r1: a chat reply's leading <think>…</think> becomes reasoning_content");
   cmd->callback([o, device] {

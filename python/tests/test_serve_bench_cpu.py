@@ -1,0 +1,29 @@
+"""bench/serve_bench.py against `onecat serve` on the CPU backend: every request of a small
+Poisson run and an all-at-once run completes, streamed, with the output length asked for."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from test_serve_cpu import API_KEY, MODEL_NAME, ROOT, model, server  # noqa: F401 (fixtures)
+
+
+def test_serve_bench_runs_every_request(server):  # noqa: F811
+    out = subprocess.run([sys.executable, str(ROOT / "bench" / "serve_bench.py"), "--url",
+                          f"http://127.0.0.1:{server.port}", "--model", MODEL_NAME, "--api-key", API_KEY,
+                          "--vocab", "128", "--rates", "50,inf", "--num-prompts", "6", "--input-len", "30",
+                          "--output-len", "9", "--workload", "fixed"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert [r["rate"] for r in result["runs"]] == [50.0, "inf"]
+    for run in result["runs"]:
+        assert run["completed"] == 6 and run["failed"] == 0
+        assert run["output_tokens"] == 6 * 9  # ignore_eos: every request runs to its length
+        assert run["prompt_tokens"] == 6 * 30
+        assert 0 < run["ttft"]["p50_ms"] <= run["ttft"]["p99_ms"]
+        assert run["itl"]["p50_ms"] > 0 and run["tpot"]["p50_ms"] > 0
+    bad = subprocess.run([sys.executable, str(ROOT / "bench" / "serve_bench.py"), "--model", "x", "--vocab", "128",
+                          "--rates", "fast"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--rates" in bad.stderr

@@ -1,0 +1,86 @@
+"""`onecat serve` driven by the official `openai` Python client (pinned in scripts/requirements.txt),
+unmodified, as users' code drives it: models, chat and completions, streamed and not, n with
+seeds, stop strings, logprobs, and the client's own error classes for 4xx answers."""
+
+from __future__ import annotations
+
+import openai
+import pytest
+
+from test_serve_cpu import API_KEY, MODEL_NAME, model, server  # noqa: F401 (fixtures)
+
+MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "the cat sat on"}]
+
+
+@pytest.fixture(scope="module")
+def client(server):  # noqa: F811
+    return openai.OpenAI(base_url=f"http://127.0.0.1:{server.port}/v1", api_key=API_KEY, max_retries=0, timeout=60)
+
+
+def test_models(client):
+    assert [m.id for m in client.models.list().data] == [MODEL_NAME]
+
+
+def test_chat_whole_and_streamed_agree(client):
+    whole = client.chat.completions.create(model=MODEL_NAME, messages=MESSAGES, max_tokens=16, temperature=0)
+    choice = whole.choices[0]
+    assert choice.message.role == "assistant" and isinstance(choice.message.content, str)
+    assert choice.finish_reason in ("stop", "length")
+    assert whole.usage.completion_tokens > 0
+    assert whole.usage.total_tokens == whole.usage.prompt_tokens + whole.usage.completion_tokens
+    chunks = list(client.chat.completions.create(model=MODEL_NAME, messages=MESSAGES, max_tokens=16, temperature=0,
+                                                 stream=True, stream_options={"include_usage": True}))
+    assert chunks[0].choices[0].delta.role == "assistant"
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == choice.message.content
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == choice.finish_reason
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == whole.usage.completion_tokens
+
+
+def test_completion_logprobs(client):
+    r = client.completions.create(model=MODEL_NAME, prompt="the quick brown fox", max_tokens=10, temperature=0,
+                                  logprobs=2)
+    lp = r.choices[0].logprobs
+    assert len(lp.tokens) == len(lp.token_logprobs) == r.usage.completion_tokens
+    assert all(x <= 0 for x in lp.token_logprobs)
+    # Greedy: each token is the best of its top two. The legacy format keys them by text, so two
+    # tokens of the same text (the tiny vocabulary has several that print nothing) make one entry.
+    for logprob, top in zip(lp.token_logprobs, lp.top_logprobs):
+        assert 1 <= len(top) <= 2
+        assert all(v <= logprob + 1e-5 for v in top.values())
+        if len(top) == 2:
+            assert max(top.values()) == pytest.approx(logprob, abs=1e-5)
+
+
+def test_n_with_a_seed_is_reproducible(client):
+    def run():
+        r = client.chat.completions.create(model=MODEL_NAME, messages=MESSAGES, max_tokens=12, temperature=1.0,
+                                           n=3, seed=1234)
+        return [c.message.content for c in r.choices]
+
+    first = run()
+    assert len(first) == 3 and run() == first
+
+
+def test_stop_string(client):
+    free = client.completions.create(model=MODEL_NAME, prompt="once upon", max_tokens=24, temperature=0)
+    text = free.choices[0].text
+    if len(text) < 4:
+        pytest.fail(f"the tiny model's greedy text is too short to pick a stop string from: {text!r}")
+    stop = text[2:4]
+    cut = client.completions.create(model=MODEL_NAME, prompt="once upon", max_tokens=24, temperature=0, stop=[stop])
+    assert cut.choices[0].text == text[: text.index(stop)]
+    assert cut.choices[0].finish_reason == "stop"
+
+
+def test_errors_are_the_clients_exceptions(client, server):  # noqa: F811
+    with pytest.raises(openai.BadRequestError):
+        client.chat.completions.create(model=MODEL_NAME, messages=MESSAGES, temperature=-1)
+    with pytest.raises(openai.BadRequestError):
+        client.completions.create(model=MODEL_NAME, prompt="x", max_tokens=10**9)
+    with pytest.raises(openai.NotFoundError):
+        client.completions.create(model="no-such-model", prompt="x", max_tokens=2)
+    wrong = openai.OpenAI(base_url=f"http://127.0.0.1:{server.port}/v1", api_key="wrong", max_retries=0)
+    with pytest.raises(openai.AuthenticationError):
+        wrong.models.list()
+    assert client.models.list().data  # still serving
