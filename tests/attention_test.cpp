@@ -110,7 +110,9 @@ TEST(AttentionConfig, RulesDefaultsAndCandidates) {
     const std::string src64 = f.emit(d.to_string(), "bm=64,bn=16,wn=1,split=16,mk=64", Arch{70}).kernel_expression;
     const std::string src256 = f.emit(d.to_string(), "bm=64,bn=16,wn=1,split=16", Arch{70}).kernel_expression;
     EXPECT_NE(src64.find(", 64>"), std::string::npos) << src64;
-    EXPECT_EQ(src256.find(", 256>"), std::string::npos) << "the default keeps its kernel text: " << src256;
+    // The default is written out too: the lowered name carries every template argument, and
+    // `cache import --verify` compares it with this expression (Determinism covers that).
+    EXPECT_NE(src256.find(", 256>"), std::string::npos) << src256;
     // Both kernels compile with MINKEYS set (sm_70's WMMA one and sm_90's m16n8k16 one).
     std::vector<CompileRequest> reqs = {
         CompileRequest::make(f, d.to_string(), "bm=64,bn=16,wn=1,split=16,mk=64", Arch{70}),

@@ -8,9 +8,10 @@ namespace {
 std::string b(bool v) { return v ? "true" : "false"; }
 std::string n(int64_t v) { return std::to_string(v); }
 
-// The kernels' last template argument, MINKEYS, where the config sets one: the default's
-// kernels keep their text (and their cache keys).
-std::string min_keys(const Config& c) { return c.mk == Config::kDefaultMinKeys ? "" : ", " + n(c.mk); }
+// The kernels' last template argument, MINKEYS, is written out even at its default: the
+// lowered name always carries it, and `cache import --verify` checks that name against this
+// expression.
+std::string min_keys(const Config& c) { return ", " + n(c.mk); }
 
 int64_t row_blocks(const Spec& s, const Config& c, int64_t max_q) { return (max_q * s.group() + c.bm - 1) / c.bm; }
 
