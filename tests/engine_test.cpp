@@ -174,6 +174,17 @@ TEST(Engine, ConcurrentRequestsGiveWhatEachGivesAlone) {
   EXPECT_LT(e.stats().steps, alone_steps);
 }
 
+// A mixture-of-experts model routes each token alone: batching changes no output either.
+TEST(Engine, MoeConcurrentRequestsGiveWhatEachGivesAlone) {
+  const LoadedModel loaded = load(Checkpoints::of("qwen3moe", "awq4"));
+  ASSERT_TRUE(loaded.config.is_moe());
+  const std::vector<Job> jobs = mixed_jobs(loaded.config.vocab, 300);
+  const std::vector<std::vector<int32_t>> want = alone(loaded, jobs);
+  Model m(loaded, engine_model());
+  Engine e(m, {.max_num_batched_tokens = 40, .max_num_seqs = 5});
+  EXPECT_EQ(together(e, jobs), want);
+}
+
 TEST(Drafter, NgramLookupTakesTheLatestMatchOfTheLongestSuffix) {
   const std::vector<int32_t> t = {1, 2, 3, 4, 9, 2, 3, 5, 6, 1, 2, 3};
   // Suffix [1 2 3] (n = 3) matched at 0: what followed it.
