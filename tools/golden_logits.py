@@ -413,6 +413,7 @@ def transformers_model(directory, cfg, sd):
         model = transformers.AutoModelForCausalLM.from_config(config, torch_dtype=torch.float32,
                                                               attn_implementation="eager")
     model = model.float()
+    sd = fused_experts(model, cfg, sd)
     result = model.load_state_dict({k: torch.from_numpy(v.astype(np.float32)) for k, v in sd.items()}, strict=False)
     # Tied models may or may not list lm_head.weight; anything else missing or left over is a bug.
     missing = [k for k in result.missing_keys if not (k == "lm_head.weight" and cfg.get("tie_word_embeddings"))]
@@ -422,6 +423,25 @@ def transformers_model(directory, cfg, sd):
     if not torch.equal(model.get_output_embeddings().weight, torch.from_numpy(sd["lm_head.weight"].astype(np.float32))):
         raise SystemExit(f"{directory}: lm_head is not what the checkpoint says (tied: the embeddings)")
     return model.eval()
+
+
+def fused_experts(model, cfg, sd):
+    """transformers 5 keeps a MoE layer's experts as two 3-D parameters, gate_up_proj
+    [experts][2·intermediate][hidden] (gate rows first) and down_proj [experts][hidden]
+    [intermediate], and renames the per-expert tensors of the files on load (and back on save):
+    the same here for load_state_dict."""
+    keys = set(model.state_dict())
+    if "num_experts" not in cfg or "model.layers.0.mlp.experts.gate_up_proj" not in keys:
+        return sd
+    sd = dict(sd)
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}.mlp.experts."
+        e = range(cfg["num_experts"])
+        gate = [sd.pop(f"{p}{x}.gate_proj.weight") for x in e]
+        up = [sd.pop(f"{p}{x}.up_proj.weight") for x in e]
+        sd[p + "gate_up_proj"] = np.stack([np.concatenate([g, u], 0) for g, u in zip(gate, up)])
+        sd[p + "down_proj"] = np.stack([sd.pop(f"{p}{x}.down_proj.weight") for x in e])
+    return sd
 
 
 def transformers_logits(model, ids):
