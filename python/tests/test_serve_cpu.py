@@ -5,7 +5,8 @@ on a free port with a tiny checkpoint (tools/make_tiny_checkpoint.py --tokenizer
 and drives it with the standard library: greedy output equals `onecat generate`, chat and
 completions streamed and not, n > 1 with seeds, stop strings, logprobs, echo with the prompt's
 logprobs (checked against the onecat package's own forward), logit_bias, /tokenize, a generated
-suite of malformed requests, a client that leaves mid-stream, and SIGTERM draining.
+suite of malformed requests, a client that leaves mid-stream, SIGTERM draining, and the 30-s load
+test with 64 streaming clients.
 """
 
 from __future__ import annotations
@@ -773,6 +774,13 @@ def test_sigterm_drains_in_flight_requests(model):
     assert sum(1 for e in events if e["choices"][0]["text"]) > tokens // 2
 
 
+# The load test's bound on resident memory growth after warm-up: 2 MiB. Measured on the 2-core
+# development machine: 380–396 KiB over 30 s (1225–1280 streams), 352 KiB over 60 s (1859 streams), so it
+# does not grow with the streams; a leak of a few KiB per stream (a request's state, a
+# connection's buffers) breaks the bound within the 30 s.
+RSS_GROWTH_KIB = 2 * 1024
+
+
 def rss_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -780,39 +788,69 @@ def rss_kib(pid: int) -> int:
     raise RuntimeError("no VmRSS")
 
 
-def test_64_concurrent_streaming_clients(server):
-    """A short, bounded load: 64 clients streaming at once for a few seconds; no errors, every
-    stream ends with [DONE], resident memory after the first round does not keep growing."""
-    clients, seconds = 64, 4.0
+# The load test's length: the issue's 30 s in CI; longer on demand.
+LOAD_SECONDS = float(os.environ.get("ONECAT_SERVE_LOAD_SECONDS", "30"))
+
+
+def test_64_concurrent_streaming_clients(model):
+    """The issue's bounded load on a server of its own: 64 clients streaming at once (chat, and
+    completions with logprobs) for ONECAT_SERVE_LOAD_SECONDS (30 by default); no errors, every
+    stream ends with [DONE], and the server's resident memory (VmRSS, sampled every 0.2 s) does not
+    grow after the warm-up (the first third, at most 10 s) by more than RSS_GROWTH_KIB."""
+    clients, seconds = 64, LOAD_SECONDS
+    warmup = min(10.0, seconds / 3)
+    s = Server(model)
     errors, rounds = [], [0] * clients
     start = threading.Event()
-    rss_after_warmup = {}
+    done = threading.Event()
+    samples = []  # (seconds since start, VmRSS KiB)
+
+    def sampler():
+        start.wait()
+        t0 = time.time()
+        while not done.is_set():
+            samples.append((time.time() - t0, rss_kib(s.proc.pid)))
+            time.sleep(0.2)
 
     def client(i):
         start.wait()
         deadline = time.time() + seconds
         while time.time() < deadline:
             try:
-                events = server.stream("/v1/chat/completions", {
-                    "messages": [{"role": "user", "content": f"client {i} round {rounds[i]}"}], "max_tokens": 16,
-                    "seed": i, "stream": True, "stream_options": {"include_usage": True}})
+                if i % 2:
+                    events = s.stream("/v1/completions", {
+                        "prompt": f"client {i} round {rounds[i]}", "max_tokens": 16, "seed": i, "logprobs": 2,
+                        "stream": True, "stream_options": {"include_usage": True}})
+                else:
+                    events = s.stream("/v1/chat/completions", {
+                        "messages": [{"role": "user", "content": f"client {i} round {rounds[i]}"}], "max_tokens": 16,
+                        "seed": i, "stream": True, "stream_options": {"include_usage": True}})
                 if events[-1] != "[DONE]" or json.loads(events[-2])["usage"]["completion_tokens"] < 1:
                     errors.append(f"client {i}: {events[-2:]}")
             except Exception as e:  # noqa: BLE001 - every failure is a finding here
                 errors.append(f"client {i}: {e!r}")
             rounds[i] += 1
-            if i == 0 and rounds[0] == 2:
-                rss_after_warmup["kib"] = rss_kib(server.proc.pid)
 
     threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
-    for t in threads:
+    watcher = threading.Thread(target=sampler)
+    for t in threads + [watcher]:
         t.start()
     start.set()
     for t in threads:
-        t.join(timeout=120)
-    assert not errors, f"{len(errors)} errors: {errors[:5]}"
-    assert min(rounds) >= 1, rounds
-    growth = rss_kib(server.proc.pid) - rss_after_warmup.get("kib", 0)
-    print(f"{sum(rounds)} streams by {clients} clients in {seconds} s; RSS growth after warm-up {growth} KiB")
-    assert growth < 64 * 1024, f"resident memory grew by {growth} KiB after warm-up"
-    assert server.request("GET", "/health", headers={})[0] == 200
+        t.join(timeout=seconds + 120)
+    done.set()
+    watcher.join()
+    try:
+        assert not errors, f"{len(errors)} errors: {errors[:5]}"
+        assert min(rounds) >= 1, rounds
+        assert_no_pages_held(s)
+        assert s.request("GET", "/health", headers={})[0] == 200
+    finally:
+        s.stop()
+    assert s.proc.returncode == 0, "".join(s.log[-20:])
+    settled = [kib for t, kib in samples if t < warmup][-1]
+    peak = max(kib for t, kib in samples if t >= warmup)
+    growth = peak - settled
+    print(f"{sum(rounds)} streams by {clients} clients in {seconds} s; VmRSS {settled} KiB after {warmup} s of "
+          f"warm-up, peak {peak} KiB after it: growth {growth} KiB")
+    assert growth < RSS_GROWTH_KIB, f"resident memory grew by {growth} KiB after warm-up"
