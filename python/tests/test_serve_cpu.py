@@ -258,6 +258,15 @@ def test_echo_logprobs_are_the_prompts(server, model):
     assert "".join(c["text"] for c in chunks) == whole["text"]
     for key in ("tokens", "token_logprobs", "top_logprobs", "text_offset"):
         assert [x for c in chunks if c["logprobs"] for x in c["logprobs"][key]] == whole["logprobs"][key], key
+    # n = 2, max_tokens 0, streamed: each choice's echo event with the prompt's entries, then its end.
+    events = server.stream("/v1/completions", {"prompt": ids, "max_tokens": 0, "echo": True, "logprobs": 1, "n": 2,
+                                               "stream": True})
+    assert events[-1] == "[DONE]"
+    for index in (0, 1):
+        mine = [json.loads(e)["choices"][0] for e in events[:-1] if json.loads(e)["choices"][0]["index"] == index]
+        assert mine[0]["text"] == whole["text"][:len(mine[0]["text"])] and mine[0]["finish_reason"] is None
+        assert mine[0]["logprobs"]["token_logprobs"] == whole["logprobs"]["token_logprobs"][:P]
+        assert mine[-1]["finish_reason"] == "length" and "".join(c["text"] for c in mine) == mine[0]["text"]
     # Several prompts as ids in one request (lm-eval's batches), one choice each.
     both = completion(server, [ids, ids[:20]], max_tokens=1, temperature=0, echo=True, logprobs=0)
     assert both["choices"][0]["logprobs"]["token_logprobs"][1:P] == pytest.approx(want, abs=1e-4)
