@@ -125,8 +125,9 @@ Engine::~Engine() = default;
 
 int64_t Engine::add(Request request) {
   if (request.prompt.empty()) throw InputError("the prompt has no tokens.");
-  if (request.prompt_logprobs < -1 || request.prompt_logprobs > cpu::kMaxLogprobs) {
-    throw InputError("prompt_logprobs must be −1 (off) or 0 to " + std::to_string(cpu::kMaxLogprobs) + ", got " +
+  const int64_t most = std::min<int64_t>(cpu::kMaxLogprobs, model_.config().vocab);
+  if (request.prompt_logprobs < -1 || request.prompt_logprobs > most) {
+    throw InputError("prompt_logprobs must be −1 (off) or 0 to " + std::to_string(most) + ", got " +
                      std::to_string(request.prompt_logprobs) + ".");
   }
   if (request.max_tokens < (request.prompt_logprobs >= 0 ? 0 : 1)) {
