@@ -242,7 +242,7 @@ TEST(ModelGolden, MatchesTransformers) {
     EXPECT_TRUE(d.passes()) << name << ": " << d;
     ++checked;
   }
-  EXPECT_GE(checked, 44u) << "the manifest's cases: every architecture × format (Qwen3-MoE's too), the RoPE "
+  EXPECT_GE(checked, 54u) << "the manifest's cases: every architecture × format (Qwen3-MoE's too), the RoPE "
                              "scalings, a window";
 }
 
