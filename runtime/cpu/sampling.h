@@ -82,6 +82,16 @@ struct SampleRow {
 };
 std::vector<SampledToken> sample_rows(std::span<const SampleRow> rows, int64_t vocab);
 
+// The distribution sample() draws from: the tokens the penalties and filters keep, in id order,
+// with their probabilities (summing to 1); a greedy row gives its token with 1. Speculative
+// decoding's rejection sampling (engine/speculative.h) weighs draft tokens against it.
+std::vector<std::pair<int, double>> sampling_distribution(const float* logits, int64_t vocab, const SamplingParams& p,
+                                                          std::span<const int> prompt_tokens,
+                                                          std::span<const int> output_tokens);
+// `token`'s raw logprob and the n best (id, logprob), bit for bit as sample() reports them for a
+// row that drew `token`.
+SampledToken raw_logprobs(const float* logits, int64_t vocab, int token, int n);
+
 // Lowest index among equal maxima; NaN never wins unless every value is NaN or −inf (then 0).
 int argmax(const float* logits, int64_t vocab);
 
