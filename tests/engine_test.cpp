@@ -609,6 +609,50 @@ TEST(EngineCli, ThroughputSpeculates) {
   EXPECT_EQ(r.status, 2) << r.err;
 }
 
+// onecat audit: the gates pass with either drafter — greedy identity over the built-in prompts,
+// perplexity one token a step against verify-sized chunks, natural stops — as a table and as
+// JSON; bad input is one sentence.
+TEST(EngineCli, AuditPassesItsGates) {
+  const std::string dir = Checkpoints::get("--arch llama --format f16 --tokenizer");
+  test::TempDir scratch;
+  test::write_file(scratch / "text.txt",
+                   "It was the best of times, it was the worst of times, it was the age of wisdom, it was the age "
+                   "of foolishness, it was the epoch of belief, it was the epoch of incredulity.");
+  const std::string audit =
+      std::string(ONECAT_BIN) + " audit --model " + dir + " --max-tokens 12 --text " + (scratch / "text.txt") + " ";
+  test::CommandResult r =
+      test::run_command(audit + "--speculative draft:" + dir + " --num-draft-tokens 3 --json", scratch.path());
+  ASSERT_EQ(r.status, 0) << r.err;
+  nlohmann::json j = test::parse_json(r);
+  EXPECT_EQ(j["pass"], true);
+  EXPECT_EQ(j["identity"]["identical"], j["prompts"]);
+  EXPECT_GE(j["prompts"].get<int>(), 8);
+  EXPECT_TRUE(j["identity"]["first_divergence"].is_null());
+  EXPECT_GT(j["perplexity"]["tokens"].get<int>(), 100);
+  EXPECT_LE(j["perplexity"]["relative_difference"].get<double>(), 1e-4);
+  EXPECT_GT(j["perplexity"]["target"].get<double>(), 1.0);
+  EXPECT_EQ(j["stops"]["target"], j["stops"]["speculative"]);
+  EXPECT_EQ(j["acceptance"]["acceptance_rate"].get<double>(), 1.0);  // its own draft
+  EXPECT_LT(j["acceptance"]["target_steps"]["speculative"].get<int64_t>(),
+            j["acceptance"]["target_steps"]["target"].get<int64_t>());
+  r = test::run_command(audit, scratch.path());  // n-gram drafts, the table
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* want : {"greedy identity", "perplexity", "natural stops", "PASS"}) {
+    EXPECT_TRUE(test::contains(r.out, want)) << r.out;
+  }
+  EXPECT_FALSE(test::contains(r.out, "FAIL")) << r.out;
+  test::write_file(scratch / "prompts.jsonl", "{\"prompt_ids\": [1, 2, 3]}\n{\"text\": 1}\n");
+  r = test::run_command(std::string(ONECAT_BIN) + " audit --model " + dir + " --prompts " + (scratch / "prompts.jsonl"),
+                        scratch.path());
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "line 2 must be a JSON object")) << r.err;
+  r = test::run_command(std::string(ONECAT_BIN) + " audit --model " + Checkpoints::of("llama", "f16") + " --text " +
+                            (scratch / "text.txt"),
+                        scratch.path());
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "needs the checkpoint's tokenizer.json")) << r.err;
+}
+
 // --dataset and --wave: the requests of a JSONL file one after another; a repeated prompt's
 // pages come from the prefix cache; a bad line is refused with its number.
 TEST(EngineCli, ThroughputRunsADatasetInWaves) {
