@@ -52,9 +52,10 @@ Verified verify_certain(const DraftRows& d, std::span<const int> history) {
   const cpu::SamplingParams& p = *d.params;
   const size_t m = d.drafts.size();
   const bool logprob = p.logprobs > 0;
+  // Row i: the history with the drafts before it, and its token's index in the output.
   auto row = [&](size_t i) {
-    return cpu::SampleRow{d.rows[i],           &p,     d.prompt, history.subspan(0, d.output.size() + i),
-                          d.output.size() + i, logprob};
+    const size_t at = d.output.size() + i;
+    return cpu::SampleRow{d.rows[i], &p, d.prompt, history.subspan(0, at), at, logprob};
   };
   Verified v;
   // Large rows: every row at once on every core (a row past a rejection is wasted work, but

