@@ -601,6 +601,9 @@ TEST(EngineCli, ThroughputSpeculates) {
   EXPECT_EQ(s["acceptance_rate_at"], (std::vector<double>{1.0, 1.0, 1.0}));
   EXPECT_GT(s["mean_acceptance_length"].get<double>(), 1.0);
   EXPECT_LE(s["mean_acceptance_length"].get<double>(), 4.0);
+  // Every draft accepted: a verifying step gives 4 tokens, so well under one step per token.
+  EXPECT_LT(s["target_steps_per_output_token"].get<double>(), 0.6);
+  EXPECT_GT(s["target_steps_per_output_token"].get<double>(), 0.25);
   r = test::run_command(std::string(ONECAT_BIN) + " throughput --model " + dir +
                             " --num-prompts 2 --input-len 20 --output-len 6 --num-speculative-tokens 2 --json",
                         scratch.path());

@@ -252,7 +252,11 @@ void run(const Options& o) {
                      {"mean_acceptance_length",
                       st.draft_rounds ? double(st.accepted_tokens + st.draft_rounds) / double(st.draft_rounds) : 0.0},
                      // Output tokens per engine step, all requests together.
-                     {"tokens_per_step", st.steps ? double(generated) / double(st.steps) : 0.0}}}};
+                     {"tokens_per_step", st.steps ? double(generated) / double(st.steps) : 0.0},
+                     // Target forwards a request took per output token: each step gave it one
+                     // token and its accepted drafts.
+                     {"target_steps_per_output_token",
+                      generated ? double(generated - st.accepted_tokens) / double(generated) : 0.0}}}};
   if (o.json) {
     std::cout << j.dump() << "\n";
     return;
