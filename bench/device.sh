@@ -4,8 +4,9 @@
 # (kind nvidia-h200-x2) the lanes run side by side, each on its own GPU (CUDA_VISIBLE_DEVICES),
 # so GPU tests and whole-model tunes share one call's 10 minutes; on one GPU lane 1 runs after
 # lane 0. Every step ends before DEADLINE seconds (default 560) after the start.
-#   device run: bash bench/device.sh "LANE0" "LANE1"   (carry: .device: sqlite3.h, pcre2.h, utf8proc.h
-#   and the static libpcre2-8.a and libutf8proc.a of Debian 12, which the device image lacks)
+#   device run: bash bench/device.sh "LANE0" "LANE1"   (carry .device, which bench/device_carry.sh fills
+#   from Debian 12: SQLite, PCRE2 and utf8proc headers and static libraries, and cpp-httplib with the
+#   shared libraries it needs, for `onecat serve`; the device image has none of them)
 # e.g. bash bench/device.sh "tests-tune pytest tests-rest" "tune:qwen3-8b:awq4:1 gemm-bench"
 # A lane is a space-separated list of steps, run in order:
 #   tests-tune       the tuner's GPU tests (gtest TuneGpu.*)
@@ -40,6 +41,9 @@
 #                    (MODEL_CASES: its --cases)
 #   llama-build      bench/llama_peer.sh build (llama.cpp from the carried .llama/, in the background;
 #                    model-bench's llama.cpp part waits for it; LLAMA_TYPES its types)
+#   serve-bench      after model-bench: `onecat serve` on its f16 8B checkpoint, bench/serve_bench.py at
+#                    SERVE_RATES (default 4,16,inf) with SERVE_PROMPTS (default 64) 1024+256 requests, then the
+#                    same against llama-server on the GGUF F16 (llama-build builds it) -> serve_bench.jsonl
 #   engine-bench     onecat throughput on model-bench's f16 8B checkpoint: ENGINE_SEQS (default "8 32") requests
 #                    of 1024 + 256 tokens at once -> engine_bench.jsonl
 #   model-bench      bench/model_bench.sh: decode tokens/s vs roofline and llama.cpp -> model_bench.json
@@ -70,6 +74,8 @@ left() { echo $((deadline - $(date +%s))); }
 
 lib=$(ldconfig -p 2>/dev/null | awk '/libsqlite3\.so\.0 .*x86-64/ {print $NF; exit}')
 [ -n "$lib" ] || lib="$root/.device/libsqlite3.a"
+# cpp-httplib as bench/device_carry.sh carried it (without it onecat builds with no serve command).
+export PKG_CONFIG_PATH="$root/.device/httplib${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 step "build (SQLite: $lib)"
 cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DONECAT_PYTHON=ON -DONECAT_WERROR=OFF \
   -DPython_EXECUTABLE="$py" -DSQLite3_INCLUDE_DIR="$root/.device" -DSQLite3_LIBRARY="$lib" \
@@ -104,6 +110,29 @@ print(json.dumps({"model": model, "run": int(run), "rc": int(rc), "wall_s": floa
 EOF
 }
 
+serve_bench() {  # onecat serve, then llama-server, on model-bench's 8B f16 checkpoint
+  local ckpt=build-device/model-qwen3-8b/f16/checkpoint gguf=build-llama/qwen3-8b-f16.gguf
+  local args=(--vocab 151936 --rates "${SERVE_RATES:-4,16,inf}" --num-prompts "${SERVE_PROMPTS:-64}" --input-len 1024
+    --output-len 256)
+  ONECAT_CACHE_DIR=build-device/model-qwen3-8b/cache $bin serve --model "$ckpt" --device cuda --port 8011 \
+    --served-model-name onecat --max-num-seqs 64 >"$out/serve.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 120); do curl -sf http://127.0.0.1:8011/health >/dev/null && break; sleep 1; done
+  timeout "$(left)" "$py" bench/serve_bench.py --url http://127.0.0.1:8011 --model onecat "${args[@]}" \
+    --out /tmp/serve_onecat.json && "$py" -c 'import json,sys; print(json.dumps({"server": "onecat", **json.load(open(sys.argv[1]))}))' \
+    /tmp/serve_onecat.json >>"$out/serve_bench.jsonl"
+  kill -TERM $pid; wait $pid
+  [ -x build-llama/cmake/bin/llama-server ] && [ -f "$gguf" ] || { step "serve-bench: no llama-server or $gguf"; return; }
+  build-llama/cmake/bin/llama-server -m "$gguf" -ngl 99 --port 8012 -np 64 -c $((64 * 1280)) -cb \
+    >"$out/llama_server.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 120); do curl -sf http://127.0.0.1:8012/health >/dev/null && break; sleep 1; done
+  timeout "$(left)" "$py" bench/serve_bench.py --url http://127.0.0.1:8012 --model llama "${args[@]}" \
+    --out /tmp/serve_llama.json && "$py" -c 'import json,sys; print(json.dumps({"server": "llama-server", **json.load(open(sys.argv[1]))}))' \
+    /tmp/serve_llama.json >>"$out/serve_bench.jsonl"
+  kill -TERM $pid; wait $pid
+}
+
 lane() {  # lane GPU STEPS...
   local gpu=$1; shift
   export CUDA_VISIBLE_DEVICES=$gpu
@@ -128,6 +157,7 @@ lane() {  # lane GPU STEPS...
         LLAMA=$([ -n "${llama_pid:-}" ] || [ -x build-llama/cmake/bin/llama-bench ] && echo 1 || echo 0) \
           LLAMA_BUILD_LOG=$([ -n "${llama_pid:-}" ] && echo "$out/llama_build.log") VOCAB_GGUF=$root/.vocab/ggml-vocab-qwen2.gguf \
           OUT=$out timeout "$(left)" bash bench/model_bench.sh "$bin" ;;
+      serve-bench) serve_bench ;;
       engine-bench) for n in ${ENGINE_SEQS:-8 32}; do  # after model-bench: its f16 checkpoint and tuned cache
           ONECAT_CACHE_DIR=build-device/model-qwen3-8b/cache timeout "$(left)" $bin throughput \
             --model build-device/model-qwen3-8b/f16/checkpoint --device cuda --num-prompts "$n" --input-len 1024 \

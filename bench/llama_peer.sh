@@ -3,7 +3,7 @@
 # Its source is vendor/llama.cpp of the pinned llama-cpp-python sdist (scripts/fetch-testdata
 # fetches it), unpacked without models/, docs/ and the web UI into the ignored .llama/ and
 # carried (the device has no internet). Steps, run in order:
-#   build                 llama-bench, llama-batched-bench and llama-quantize for sm_90 into build-llama/ (kept on a warm machine)
+#   build                 llama-bench, llama-batched-bench, llama-quantize and llama-server for sm_90 into build-llama/ (kept on a warm machine)
 #   convert:DIR:NAME      convert_hf_to_gguf.py DIR → build-llama/NAME-f16.gguf (DIR needs its tokenizer files)
 #   quantize:NAME:TYPE    build-llama/NAME-f16.gguf → build-llama/NAME-TYPE.gguf (llama-quantize; Q8_0, Q4_K_M, …)
 #   bench:NAME:TYPE       llama-bench -p $PROMPT -n $GEN on build-llama/NAME-TYPE.gguf (TYPE f16 for the
@@ -23,9 +23,9 @@ for s in "$@"; do
   case $s in
     build)
       cmake -S "$src" -B "$build/cmake" -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-        -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_CURL=OFF \
+        -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON -DLLAMA_CURL=OFF \
         >"$build/configure.log" 2>&1 &&
-        cmake --build "$build/cmake" -j "$(nproc)" --target llama-bench llama-batched-bench llama-quantize >"$build/build.log" 2>&1 ||
+        cmake --build "$build/cmake" -j "$(nproc)" --target llama-bench llama-batched-bench llama-quantize llama-server >"$build/build.log" 2>&1 ||
         { tail -30 "$build/configure.log" "$build/build.log"; exit 1; } ;;
     convert:*) IFS=: read -r _ dir name <<<"$s"
       PYTHONPATH="$src/gguf-py" "$py" "$src/convert_hf_to_gguf.py" "$dir" --outtype f16 \

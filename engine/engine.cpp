@@ -8,19 +8,22 @@
 #include "engine/drafter.h"
 #include "engine/speculative.h"
 #include "models/model/forward_batch.h"
+#include "runtime/cpu/parallel.h"
 
 namespace onecat::engine {
 
 struct Engine::Seq {
   int64_t id = 0;
   Request request;
-  std::vector<int32_t> tokens;        // prompt, then the generated tokens
-  std::vector<int32_t> output;        // the generated tokens
-  int64_t computed = 0;               // leading tokens whose K/V are in `pages`
-  std::vector<int32_t> pages;         // held, in order
-  std::vector<PageKey> keys;          // keys of the leading full computed pages
-  int64_t drafted = 0;                // speculative tokens at the end of `tokens` this step
-  std::vector<std::vector<float>> q;  // their drafter's distributions (empty: certain drafts)
+  std::vector<int32_t> tokens;                 // prompt, then the generated tokens
+  std::vector<int32_t> output;                 // the generated tokens
+  int64_t computed = 0;                        // leading tokens whose K/V are in `pages`
+  std::vector<int32_t> pages;                  // held, in order
+  std::vector<PageKey> keys;                   // keys of the leading full computed pages
+  int64_t drafted = 0;                         // speculative tokens at the end of `tokens` this step
+  std::vector<TokenLogprobs> prompt_logprobs;  // Request::prompt_logprobs: prompt tokens 1 … so far
+  bool prompt_logprobs_sent = false;           // with the first output
+  std::vector<std::vector<float>> q;           // the drafts' distributions (empty: certain drafts)
 
   int64_t pending() const { return int64_t(tokens.size()) - computed; }
 };
@@ -160,7 +163,14 @@ Engine::~Engine() = default;
 
 int64_t Engine::add(Request request) {
   if (request.prompt.empty()) throw InputError("the prompt has no tokens.");
-  if (request.max_tokens < 1) throw InputError("max_tokens must be at least 1.");
+  const int64_t most = std::min<int64_t>(cpu::kMaxLogprobs, model_.config().vocab);
+  if (request.prompt_logprobs < -1 || request.prompt_logprobs > most) {
+    throw InputError("prompt_logprobs must be −1 (off) or 0 to " + std::to_string(most) + ", got " +
+                     std::to_string(request.prompt_logprobs) + ".");
+  }
+  if (request.max_tokens < (request.prompt_logprobs >= 0 ? 0 : 1)) {
+    throw InputError("max_tokens must be at least 1 (0 only with prompt_logprobs).");
+  }
   if (request.num_draft_tokens < -1 || request.num_draft_tokens > options_.num_speculative_tokens) {
     throw InputError("num_draft_tokens must be −1 (the engine's) or 0 to the engine's num_speculative_tokens (" +
                      std::to_string(options_.num_speculative_tokens) + "), got " +
@@ -174,9 +184,15 @@ int64_t Engine::add(Request request) {
                        std::to_string(vocab - 1) + ").");
     }
   }
+  for (const auto& [id, bias] : request.sampling.logit_bias) {
+    if (id >= vocab) {
+      throw InputError("logit_bias names token id " + std::to_string(id) + ", outside the vocabulary (0 to " +
+                       std::to_string(vocab - 1) + ").");
+    }
+  }
   // The last new token is never fed back, so the cache must hold prompt + max_tokens − 1.
   const int64_t capacity = blocks_.pages() * blocks_.page_size();
-  if (int64_t(request.prompt.size()) + request.max_tokens - 1 > capacity) {
+  if (int64_t(request.prompt.size()) + std::max<int64_t>(request.max_tokens, 1) - 1 > capacity) {
     throw InputError("the prompt (" + std::to_string(request.prompt.size()) + " tokens) and max_tokens (" +
                      std::to_string(request.max_tokens) + ") need more than the KV cache's " +
                      std::to_string(capacity) + " tokens.");
@@ -240,13 +256,26 @@ bool Engine::grow(Seq& s, int64_t length) {
 
 void Engine::admit_prefix(Seq& s) {
   if (!s.pages.empty() || s.computed != 0) return;
-  // At least the last token is computed, so its logits exist to sample from.
+  // At least the last token is computed, so its logits exist to sample from; and every place
+  // whose row a prompt logprob still needs (cached pages have K/V, not logits).
   const int64_t page = blocks_.page_size();
-  BlockManager::Match m = blocks_.match_prefix(s.tokens, (int64_t(s.tokens.size()) - 1) / page);
+  int64_t max_pages = (int64_t(s.tokens.size()) - 1) / page;
+  if (const auto [from, to] = prompt_rows(s, 0, int64_t(s.tokens.size())); from < to) {
+    max_pages = std::min(max_pages, from / page);
+  }
+  BlockManager::Match m = blocks_.match_prefix(s.tokens, max_pages);
   s.pages = std::move(m.pages);
   s.keys = std::move(m.keys);
   s.computed = int64_t(s.pages.size()) * page;
   stats_.prefix_hit_tokens += s.computed;
+}
+
+std::pair<int64_t, int64_t> Engine::prompt_rows(const Seq& s, int64_t begin, int64_t end) const {
+  // The row of place t gives prompt token t + 1's logprob.
+  if (s.request.prompt_logprobs < 0 || s.prompt_logprobs_sent) return {begin, begin};
+  const int64_t from = std::max(begin, int64_t(s.prompt_logprobs.size()));
+  const int64_t to = std::min(end, int64_t(s.request.prompt.size()) - 1);
+  return {from, std::max(from, to)};
 }
 
 void Engine::cache_pages(Seq& s) {
@@ -343,7 +372,8 @@ std::vector<StepOutput> Engine::step() {
   for (const Chunk& c : chunks) {
     max_pages = std::max(max_pages, int(c.seq->pages.size()));
     decodes += c.tokens == 1;
-    greedy = greedy && cpu::plain_greedy(c.seq->request.sampling) && c.seq->q.empty();
+    const auto [from, to] = prompt_rows(*c.seq, c.seq->computed, c.seq->computed + c.tokens);
+    greedy = greedy && cpu::plain_greedy(c.seq->request.sampling) && from == to && c.seq->q.empty();
   }
   for (const Chunk& c : chunks) {
     const Seq& s = *c.seq;
@@ -359,6 +389,15 @@ std::vector<StepOutput> Engine::step() {
     std::vector<int32_t> row(size_t(max_pages), 0);
     std::copy(s.pages.begin(), s.pages.end(), row.begin());
     table.insert(table.end(), row.begin(), row.end());
+  }
+  // Prompt logprobs: the rows of the places they need, but each chunk's last (already there).
+  std::vector<int32_t> prompt_row_of(chunks.size(), 0);
+  for (size_t k = 0; k < chunks.size(); ++k) {
+    const Seq& s = *chunks[k].seq;
+    const int64_t last = s.computed + chunks[k].tokens - 1;
+    const auto [from, to] = prompt_rows(s, s.computed, last + 1);
+    prompt_row_of[k] = int32_t(logit_rows.size());
+    for (int64_t t = from; t < std::min(to, last); ++t) logit_rows.push_back(cu_q[k] + int32_t(t - s.computed));
   }
   model::ForwardBatch batch;
   batch.token_ids = ids, batch.positions = positions, batch.slot_mapping = slots;
@@ -380,6 +419,7 @@ std::vector<StepOutput> Engine::step() {
     return greedy ? argmax[size_t(row)] : int32_t(cpu::argmax(logits.data() + size_t(row) * size_t(vocab), vocab));
   };
   stats_.computed_tokens += int64_t(ids.size());
+  collect_prompt_logprobs(chunks, row_of, prompt_row_of, logits);
 
   // The rows to sample: chunks that reach their prompt's end. Sampled on the host on every
   // core (cpu::sample_rows: the rows in parallel, or one row's passes split).
@@ -387,6 +427,7 @@ std::vector<StepOutput> Engine::step() {
   std::vector<cpu::SampleRow> to_sample;
   for (size_t k = 0; k < chunks.size() && !greedy; ++k) {
     if (chunks[k].seq->pending() != chunks[k].tokens || chunks[k].seq->drafted > 0) continue;
+    if (chunks[k].seq->request.max_tokens == 0) continue;  // prompt logprobs alone
     const Seq& s = *chunks[k].seq;
     rows.push_back(k);
     to_sample.push_back({logits.data() + size_t(row_of[k]) * size_t(vocab), &s.request.sampling, s.request.prompt,
@@ -425,6 +466,15 @@ std::vector<StepOutput> Engine::step() {
     if (s.pending() > 0) continue;  // a prefill chunk short of the prompt's end
     const Request& r = s.request;
     StepOutput o{s.id, -1, false, ""};
+    if (r.prompt_logprobs >= 0 && !s.prompt_logprobs_sent) {
+      o.prompt_logprobs = std::move(s.prompt_logprobs);
+      s.prompt_logprobs_sent = true;
+    }
+    if (r.max_tokens == 0) {
+      o.finished = true, o.finish_reason = "length";
+      out.push_back(std::move(o));
+      continue;
+    }
     if (greedy) {
       o.token = argmax[size_t(row_of[k])];
     } else {
@@ -441,6 +491,34 @@ std::vector<StepOutput> Engine::step() {
     running_.erase(it);
   }
   return out;
+}
+
+void Engine::collect_prompt_logprobs(const std::vector<Chunk>& chunks, const std::vector<int32_t>& row_of,
+                                     const std::vector<int32_t>& prompt_row_of, const std::vector<float>& logits) {
+  struct Place {
+    Seq* seq;
+    int64_t t;
+    int32_t row;
+  };
+  std::vector<Place> places;  // per sequence in place order
+  for (size_t k = 0; k < chunks.size(); ++k) {
+    Seq& s = *chunks[k].seq;
+    const int64_t last = s.computed + chunks[k].tokens - 1;
+    const auto [from, to] = prompt_rows(s, s.computed, last + 1);
+    for (int64_t t = from; t < to; ++t) {
+      places.push_back({&s, t, t == last ? row_of[k] : prompt_row_of[k] + int32_t(t - from)});
+    }
+  }
+  if (places.empty()) return;
+  const int64_t vocab = model_.config().vocab;
+  std::vector<TokenLogprobs> got(places.size());
+  cpu::parallel_for(int64_t(places.size()), [&](int64_t i) {
+    const Place& p = places[size_t(i)];
+    cpu::SampledToken x = cpu::token_logprobs(logits.data() + size_t(p.row) * size_t(vocab), vocab,
+                                              p.seq->tokens[size_t(p.t + 1)], p.seq->request.prompt_logprobs);
+    got[size_t(i)] = {x.logprob, std::move(x.top)};
+  });
+  for (size_t i = 0; i < places.size(); ++i) places[i].seq->prompt_logprobs.push_back(std::move(got[i]));
 }
 
 }  // namespace onecat::engine

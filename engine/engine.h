@@ -40,12 +40,25 @@ struct EngineOptions {
 
 struct Request {
   std::vector<int32_t> prompt;
-  cpu::SamplingParams sampling;  // validated by add(); vLLM's defaults (temperature 1); temperature 0: greedy
-  int64_t max_tokens = 16;
+  cpu::SamplingParams sampling;   // validated by add(); vLLM's defaults (temperature 1); temperature 0: greedy
+  int64_t max_tokens = 16;        // ≥ 1; 0 only with prompt_logprobs (the prompt's logprobs alone)
   std::vector<int32_t> stop_ids;  // a generated stop id ends the request (and is its last token)
+  // n ≥ 0: the logprob of every prompt token but the first (which has none) under the logits of
+  // the tokens before it, with the n most likely there, computed during prefill (−1: off). The
+  // places they need are computed, not taken from the prefix cache. With max_tokens 0 the
+  // request ends (reason "length", no token) once its prompt is computed.
+  int prompt_logprobs = -1;
   // Draft tokens per step for this request: −1 the engine's num_speculative_tokens, else 0 (none)
   // up to it.
   int num_draft_tokens = -1;
+};
+
+// One place's logprobs: its token's under the raw logits, and the n most likely (id, logprob),
+// best first (cpu::token_logprobs).
+struct TokenLogprobs {
+  float logprob = 0;
+  std::vector<std::pair<int, float>> top;
+  friend bool operator==(const TokenLogprobs&, const TokenLogprobs&) = default;
 };
 
 // What a step produced for one request: its new token, and whether it is done.
@@ -58,6 +71,8 @@ struct StepOutput {
   // n most likely (id, logprob), best first (cpu::SampledToken's).
   float logprob = 0;
   std::vector<std::pair<int, float>> top_logprobs;
+  // With Request::prompt_logprobs ≥ 0, on the request's first output: prompt tokens 1 … P−1's.
+  std::vector<TokenLogprobs> prompt_logprobs;
 };
 
 struct EngineStats {
@@ -82,7 +97,8 @@ class Engine {
   ~Engine();
 
   // Queues a request; its id. InputError for an empty prompt, an id outside the vocabulary,
-  // bad sampling settings, max_tokens < 1, or a request the whole KV cache cannot hold.
+  // bad sampling settings, max_tokens < 1 (0 with prompt_logprobs), prompt_logprobs past
+  // cpu::kMaxLogprobs, or a request the whole KV cache cannot hold.
   int64_t add(Request request);
   // Ends a queued or running request now, its pages let go; false when no such request is
   // unfinished. The next step() reports it finished, reason "cancelled".
@@ -117,6 +133,12 @@ class Engine {
   void verify(Seq& s, std::vector<cpu::SampledToken> tokens, int64_t accepted, std::vector<StepOutput>& out);
   // Appends s's new token o.token, ending the request at a stop id or max_tokens; true then.
   bool append(Seq& s, StepOutput o, std::vector<StepOutput>& out);
+  // The places [from, to) of s whose rows its prompt logprobs still need (from = to: none).
+  std::pair<int64_t, int64_t> prompt_rows(const Seq& s, int64_t begin, int64_t end) const;
+  // Appends the prompt logprobs of this step's rows (chunk k's last row row_of[k], the others
+  // from prompt_row_of[k] on) to each sequence's.
+  void collect_prompt_logprobs(const std::vector<Chunk>& chunks, const std::vector<int32_t>& row_of,
+                               const std::vector<int32_t>& prompt_row_of, const std::vector<float>& logits);
   std::vector<Chunk> plan();
   std::shared_ptr<Drafter> make_drafter() const;
 

@@ -86,7 +86,7 @@ Verified verify_sampled(const DraftRows& d, std::span<const int> history) {
   const size_t m = d.drafts.size();
   const bool logprob = p.logprobs > 0;
   auto with_logprobs = [&](size_t i, int token) {
-    return logprob ? cpu::raw_logprobs(d.rows[i], d.vocab, token, p.logprobs) : cpu::SampledToken{token, 0, {}};
+    return logprob ? cpu::token_logprobs(d.rows[i], d.vocab, token, p.logprobs) : cpu::SampledToken{token, 0, {}};
   };
   Verified v;
   for (size_t i = 0; i < m; ++i) {

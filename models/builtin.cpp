@@ -48,6 +48,7 @@ std::vector<ModelConfig> base_models() {
   moe.experts = 128;
   moe.experts_per_token = 8;
   moe.moe_intermediate = 768;
+  moe.norm_topk_prob = true;
   out.push_back(moe);
   return out;
 }

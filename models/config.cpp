@@ -356,6 +356,7 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
     m.experts = f.integer("num_experts");
     m.experts_per_token = f.integer("num_experts_per_tok");
     m.moe_intermediate = f.integer("moe_intermediate_size");
+    m.norm_topk_prob = f.boolean_or("norm_topk_prob", false);
     if (m.experts_per_token > m.experts) f.fail("num_experts_per_tok", "is larger than num_experts");
     if (f.integer_or("decoder_sparse_step", 1) != 1) f.fail("decoder_sparse_step", "must be 1 (every layer a MoE layer)");
     if (f.has("mlp_only_layers")) {

@@ -46,6 +46,9 @@ struct ModelConfig {
   int64_t max_position_embeddings = 0;  // 0 when config.json does not say
   // Mixture of experts (Qwen3Moe), 0 otherwise.
   int64_t experts = 0, experts_per_token = 0, moe_intermediate = 0;
+  // norm_topk_prob: the chosen experts' softmax weights divided by their sum (Qwen3-30B-A3B);
+  // else the weights as the softmax over all experts gave them (transformers' default).
+  bool norm_topk_prob = false;
   QuantConfig quant;
 
   bool is_moe() const { return experts > 0; }

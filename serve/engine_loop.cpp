@@ -48,7 +48,10 @@ void EngineLoop::publish() {
                    .kv_usage = b.pages() > 0 ? 1.0 - double(b.available()) / double(b.pages()) : 0.0,
                    .prompt_tokens = st.prompt_tokens,
                    .prefix_hit_tokens = st.prefix_hit_tokens,
-                   .preemptions = st.preemptions});
+                   .preemptions = st.preemptions,
+                   .draft_tokens = st.draft_tokens,
+                   .accepted_tokens = st.accepted_tokens,
+                   .accepted_at = st.accepted_at});
 }
 
 EngineLoop::~EngineLoop() {

@@ -112,6 +112,16 @@ std::string Metrics::text(const std::string& model_name) const {
          engine_.prompt_tokens > 0 ? double(engine_.prefix_hit_tokens) / double(engine_.prompt_tokens) : 0.0);
   head("onecat_num_preemptions_total", "counter", "Requests preempted for want of KV pages.");
   sample("onecat_num_preemptions_total", model, double(engine_.preemptions));
+  head("onecat_spec_decode_num_draft_tokens_total", "counter", "Speculative draft tokens verified.");
+  sample("onecat_spec_decode_num_draft_tokens_total", model, double(engine_.draft_tokens));
+  head("onecat_spec_decode_num_accepted_tokens_total", "counter", "Speculative draft tokens accepted.");
+  sample("onecat_spec_decode_num_accepted_tokens_total", model, double(engine_.accepted_tokens));
+  head("onecat_spec_decode_num_accepted_tokens_per_pos_total", "counter",
+       "Speculative draft tokens accepted at each draft position (0: the first).");
+  for (size_t k = 0; k < engine_.accepted_at.size(); ++k) {
+    sample("onecat_spec_decode_num_accepted_tokens_per_pos_total", model + ",position=\"" + std::to_string(k) + "\"",
+           double(engine_.accepted_at[k]));
+  }
   return out;
 }
 

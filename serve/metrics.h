@@ -1,7 +1,7 @@
 // The server's figures in Prometheus's text format (GET /metrics): requests by endpoint and
 // status, prompt and generated tokens, time to first token, time per output token and request
-// latency histograms, and the engine's running/waiting requests, KV page usage and prefix-cache
-// hit rate (as of its last step). Thread-safe: handler threads record, /metrics reads.
+// latency histograms, and the engine's running/waiting requests, KV page usage, prefix-cache
+// hit rate and speculative acceptance (as of its last step). Thread-safe: handler threads record, /metrics reads.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -17,6 +17,9 @@ struct EngineGauges {
   int64_t running = 0, waiting = 0;
   double kv_usage = 0;  // pages held by requests / all pages (cached, unreferenced pages are free)
   int64_t prompt_tokens = 0, prefix_hit_tokens = 0, preemptions = 0;
+  // Speculative decoding (EngineStats): draft tokens verified, accepted, accepted by position.
+  int64_t draft_tokens = 0, accepted_tokens = 0;
+  std::vector<int64_t> accepted_at;
 };
 
 class Metrics {

@@ -1,6 +1,8 @@
 #include "serve/openai_request.h"
 
+#include <algorithm>
 #include <limits>
+#include <string>
 
 #include "base/error.h"
 
@@ -101,6 +103,39 @@ std::vector<std::string> parse_stop(const json& body) {
   return stops;
 }
 
+// logit_bias: {"token id": bias in [−100, 100]} (OpenAI's), ids of the model's vocabulary.
+std::vector<std::pair<int32_t, float>> parse_logit_bias(const json& body, const ServedModel& model) {
+  std::vector<std::pair<int32_t, float>> out;
+  const json* lb = field(body, "logit_bias");
+  if (!lb) return out;
+  if (!lb->is_object()) {
+    throw bad("logit_bias", "logit_bias must be an object mapping token ids (as strings) to biases in [-100, 100].");
+  }
+  for (const auto& [key, value] : lb->items()) {
+    const bool digits = !key.empty() && key.size() <= 10 &&
+                        std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits) {
+      throw bad("logit_bias",
+                "logit_bias keys must be token ids written as decimal strings, not " + quoted_input(key) + ".");
+    }
+    const int64_t id = std::stoll(key);
+    if (id >= model.vocab) {
+      throw bad("logit_bias", "logit_bias names token id " + key + ", outside the model's vocabulary (0 to " +
+                                  std::to_string(model.vocab - 1) + ").");
+    }
+    if (!value.is_number() ||
+        !(value.get<double>() >= -cpu::kMaxLogitBias && value.get<double>() <= cpu::kMaxLogitBias)) {
+      throw bad("logit_bias",
+                "the logit_bias of token " + key + " must be a number in [-100, 100], not " + value.dump() + ".");
+    }
+    for (const auto& [seen, bias] : out) {
+      if (seen == id) throw bad("logit_bias", "logit_bias names token " + key + " twice.");
+    }
+    out.emplace_back(int32_t(id), float(value.get<double>()));
+  }
+  return out;
+}
+
 // The settings both endpoints share. max_tokens is checked once the prompts are known.
 void parse_common(const json& body, const ServedModel& model, uint64_t default_seed, Generation& g) {
   if (!body.is_object()) throw bad("", "the request body must be a JSON object.");
@@ -130,10 +165,8 @@ void parse_common(const json& body, const ServedModel& model, uint64_t default_s
   const json* seed = field(body, "seed");
   if (seed && !seed->is_number_integer()) throw bad("seed", "seed must be an integer.");
   s.seed = seed ? (seed->is_number_unsigned() ? seed->get<uint64_t>() : uint64_t(seed->get<int64_t>())) : default_seed;
+  s.logit_bias = parse_logit_bias(body, model);
   if (const std::optional<std::string> why = cpu::invalid_reason(s)) throw bad("", *why);
-  if (const json* lb = field(body, "logit_bias"); lb && !(lb->is_object() && lb->empty())) {
-    throw bad("logit_bias", "logit_bias is not supported yet.");
-  }
   if (const json* u = field(body, "user"); u && !u->is_string()) throw bad("user", "user must be a string.");
   if (const json* rf = field(body, "response_format")) {
     if (!rf->is_object() || !rf->contains("type") || !(*rf)["type"].is_string()) {
@@ -157,7 +190,9 @@ void set_max_tokens(const json& body, const ServedModel& model, Generation& g, i
   }
   const int64_t room = model.max_model_len - longest;
   const char* name = "max_tokens";
-  int64_t max_tokens = get_int(body, "max_tokens", -1, 1, std::numeric_limits<int64_t>::max());
+  // 0 with echo: the prompt (and its logprobs) alone, as lm-eval's log-likelihood requests ask.
+  const int64_t least = g.echo.empty() ? 1 : 0;
+  int64_t max_tokens = get_int(body, "max_tokens", -1, least, std::numeric_limits<int64_t>::max());
   if (alternative && field(body, alternative)) {
     name = alternative;
     max_tokens = get_int(body, alternative, -1, 1, std::numeric_limits<int64_t>::max());
@@ -167,7 +202,7 @@ void set_max_tokens(const json& body, const ServedModel& model, Generation& g, i
                         std::to_string(longest) + " tokens leave " + std::to_string(room) + " of max_model_len " +
                         std::to_string(model.max_model_len) + ".");
   }
-  g.max_tokens = max_tokens > 0 ? max_tokens : std::min(fallback, room);
+  g.max_tokens = max_tokens >= 0 ? max_tokens : std::min(fallback, room);
   if (int64_t(g.prompts.size()) * g.n > model.max_choices) {
     throw bad("n", "prompts × n is at most " + std::to_string(model.max_choices) + " in one request.");
   }
@@ -345,9 +380,7 @@ Generation parse_completion(const json& body, const ServedModel& model, uint64_t
     throw bad("prompt", "prompt must be a string, token ids, or a non-empty list of either.");
   }
   if (get_bool(body, "echo", false)) {
-    if (field(body, "logprobs")) {
-      throw bad("echo", "echo with logprobs is not supported yet (it needs the prompt's logprobs).");
-    }
+    g.prompt_logprobs = field(body, "logprobs") != nullptr;  // the prompt's logprobs come first
     // The prompt as text: a string as given, ids decoded (as vLLM echoes them).
     if (prompt->is_string()) {
       g.echo.push_back(prompt->get<std::string>());

@@ -46,7 +46,7 @@ struct ServedModel {
 struct Generation {
   std::vector<std::vector<int32_t>> prompts;  // completions: one per prompt; chat: one
   int n = 1;
-  int64_t max_tokens = 0;  // per choice (prompt + max_tokens ≤ max_model_len)
+  int64_t max_tokens = 0;  // per choice (prompt + max_tokens ≤ max_model_len); 0 only with echo
   bool stream = false, include_usage = false;
   bool ignore_eos = false;        // vLLM's extension: EOS does not end the choice
   bool tool_calls = false;        // chat with tools: the output's <tool_call> blocks become tool_calls
@@ -55,6 +55,7 @@ struct Generation {
   cpu::SamplingParams sampling;  // per choice: seed + choice index
   bool logprobs = false;         // chat: logprobs; completions: logprobs is given
   int top_logprobs = 0;
+  bool prompt_logprobs = false;  // completions with echo and logprobs: the prompt's too
 };
 
 // Bodies are JSON objects (ApiError 400 otherwise).

@@ -70,6 +70,7 @@ struct TokenLogprob {
   int32_t id;
   float logprob;
   std::vector<std::pair<int, float>> top;
+  bool none = false;  // a prompt's first token: null logprob and top logprobs
 };
 
 // One choice of a request as it is generated.
@@ -79,9 +80,11 @@ struct Choice {
   int64_t tokens = 0;
   std::string finish_reason;
   bool done = false;
-  std::vector<TokenLogprob> logprobs;
-  size_t logprobs_sent = 0;     // streaming: entries already in a chunk
-  ReasoningSplitter reasoning;  // streaming chat with --reasoning-parser
+  std::vector<TokenLogprob> logprobs;  // with echo and logprobs, the prompt's first
+  size_t logprobs_sent = 0;            // streaming: entries already in a chunk
+  int64_t text_offset = 0;             // streaming: where the next entry's text begins
+  bool echo_sent = false;              // streaming echo with logprobs: the prompt's event is out
+  ReasoningSplitter reasoning;         // streaming chat with --reasoning-parser
 };
 
 // A generation request in flight: its choices on the engine thread and their state here.
@@ -117,6 +120,8 @@ struct Job {
         r.sampling.seed = gen.sampling.seed + uint64_t(j);
         r.sampling.logprobs = gen.logprobs ? std::max(1, gen.top_logprobs) : 0;
         r.max_tokens = gen.max_tokens;
+        // max_tokens 0 (echo) needs no logprobs, but the engine ends such a request only with them.
+        r.prompt_logprobs = gen.prompt_logprobs ? gen.top_logprobs : gen.max_tokens == 0 ? 0 : -1;
         if (!gen.ignore_eos) r.stop_ids = model.stop_ids;
         requests.push_back(std::move(r));
         choices.emplace_back(model.tokenizer, gen.stop);
@@ -151,9 +156,24 @@ struct Job {
                        seconds(Clock::now() - arrival));
   }
 
+  // With echo and logprobs: the prompt's entries, from a choice's first output (null first).
+  void take_prompt_logprobs(const Channel::Output& o) {
+    Choice& c = choices[size_t(o.choice)];
+    const std::vector<int32_t>& prompt = gen.prompts[size_t(o.choice / gen.n)];
+    if (!gen.prompt_logprobs || !c.logprobs.empty() || o.step.prompt_logprobs.size() + 1 != prompt.size()) return;
+    c.logprobs.push_back({prompt[0], 0, {}, true});
+    for (size_t i = 0; i + 1 < prompt.size(); ++i) {
+      const engine::TokenLogprobs& p = o.step.prompt_logprobs[i];
+      TokenLogprob t{prompt[i + 1], p.logprob, p.top};
+      if (int(t.top.size()) > gen.top_logprobs) t.top.resize(size_t(gen.top_logprobs));
+      c.logprobs.push_back(std::move(t));
+    }
+  }
+
   // Feeds one output to its choice; the text that became final.
   std::string feed(const Channel::Output& o) {
     Choice& c = choices[size_t(o.choice)];
+    take_prompt_logprobs(o);
     std::string piece;
     if (o.step.token >= 0 && !c.text.stopped()) {
       last_token = Clock::now();
@@ -198,8 +218,9 @@ struct Job {
     return b;
   }
 
-  // Logprobs entries [from, to) of a choice in the endpoint's format.
-  json logprobs_json(const Choice& c, size_t from, size_t to, int64_t text_offset) const {
+  // Logprobs entries [from, to) of a choice in the endpoint's format; completions' text
+  // offsets from *text_offset on (moved past them).
+  json logprobs_json(const Choice& c, size_t from, size_t to, int64_t* text_offset) const {
     if (chat) {
       json content = json::array();
       for (size_t i = from; i < to; ++i) {
@@ -219,12 +240,12 @@ struct Job {
       const TokenLogprob& t = c.logprobs[i];
       const std::string s = token_text(t.id);
       tokens.push_back(s);
-      token_logprobs.push_back(t.logprob);
       json top = json::object();
       for (const auto& [id, lp] : t.top) top[token_text(id)] = lp;
-      top_logprobs.push_back(top);
-      offsets.push_back(text_offset);
-      text_offset += int64_t(s.size());
+      token_logprobs.push_back(t.none ? json(nullptr) : json(t.logprob));
+      top_logprobs.push_back(t.none ? json(nullptr) : top);
+      offsets.push_back(*text_offset);
+      *text_offset += int64_t(s.size());
     }
     return {{"tokens", tokens},
             {"token_logprobs", token_logprobs},
@@ -248,7 +269,8 @@ struct Job {
     json list = json::array();
     for (size_t i = 0; i < choices.size(); ++i) {
       const Choice& c = choices[i];
-      json lp = gen.logprobs ? logprobs_json(c, 0, c.logprobs.size(), 0) : json(nullptr);
+      int64_t text_offset = 0;
+      json lp = gen.logprobs ? logprobs_json(c, 0, c.logprobs.size(), &text_offset) : json(nullptr);
       if (chat) {
         json message{{"role", "assistant"}, {"content", texts[i]}};
         std::string answer = texts[i];
@@ -298,7 +320,7 @@ struct Job {
     Choice& c = choices[i];
     json lp = nullptr;
     if (gen.logprobs) {
-      lp = logprobs_json(c, c.logprobs_sent, c.logprobs.size(), 0);
+      lp = logprobs_json(c, c.logprobs_sent, c.logprobs.size(), &c.text_offset);
       c.logprobs_sent = c.logprobs.size();
     }
     const json reason = c.done ? json(c.finish_reason) : json(nullptr);
@@ -331,7 +353,9 @@ struct Job {
       for (size_t i = 0; i < choices.size() && alive; ++i)
         alive = event(chunk(json::array({choice_chunk(i, "", true)})));
     }
-    for (size_t i = 0; i < gen.echo.size() && alive; ++i) {
+    // Echo with logprobs: each choice's prompt event waits for its first output (the prompt's
+    // logprobs come with it).
+    for (size_t i = 0; i < gen.echo.size() && alive && !gen.prompt_logprobs; ++i) {
       for (int j = 0; j < gen.n && alive; ++j) {
         alive = event(chunk(json::array({{{"index", i * size_t(gen.n) + size_t(j)},
                                           {"text", gen.echo[i]},
@@ -344,6 +368,14 @@ struct Job {
         const std::vector<Channel::Output> out = next();
         if (out.empty()) break;
         for (const auto& o : out) {
+          Choice& first = choices[size_t(o.choice)];
+          if (gen.prompt_logprobs && !first.echo_sent) {
+            first.echo_sent = true;
+            take_prompt_logprobs(o);
+            alive =
+                event(chunk(json::array({choice_chunk(size_t(o.choice), gen.echo[size_t(o.choice / gen.n)], false)})));
+            if (!alive) break;
+          }
           const std::string piece = feed(o);
           const Choice& c = choices[size_t(o.choice)];
           const bool new_logprobs = gen.logprobs && c.logprobs.size() > c.logprobs_sent;

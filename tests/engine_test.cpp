@@ -176,6 +176,17 @@ TEST(Engine, ConcurrentRequestsGiveWhatEachGivesAlone) {
   EXPECT_LT(e.stats().steps, alone_steps);
 }
 
+// A mixture-of-experts model routes each token alone: batching changes no output either.
+TEST(Engine, MoeConcurrentRequestsGiveWhatEachGivesAlone) {
+  const LoadedModel loaded = load(Checkpoints::of("qwen3moe", "awq4"));
+  ASSERT_TRUE(loaded.config.is_moe());
+  const std::vector<Job> jobs = mixed_jobs(loaded.config.vocab, 300);
+  const std::vector<std::vector<int32_t>> want = alone(loaded, jobs);
+  Model m(loaded, engine_model());
+  Engine e(m, {.max_num_batched_tokens = 40, .max_num_seqs = 5});
+  EXPECT_EQ(together(e, jobs), want);
+}
+
 TEST(Drafter, NgramLookupTakesTheLatestMatchOfTheLongestSuffix) {
   const std::vector<int32_t> t = {1, 2, 3, 4, 9, 2, 3, 5, 6, 1, 2, 3};
   // Suffix [1 2 3] (n = 3) matched at 0: what followed it.
@@ -472,6 +483,181 @@ TEST(Engine, LogprobsAreTheSamplersOwn) {
     output.push_back(o.token);
     l = alone.extend(s, std::span(&o.token, 1));
   }
+}
+
+// log_softmax(row)[id] in double, and the n best ids (value descending, lower id first): an
+// independent reference for the engine's prompt logprobs.
+std::pair<double, std::vector<int>> reference_logprob(const float* row, int64_t vocab, int id, int n) {
+  double m = -INFINITY, sum = 0;
+  for (int64_t i = 0; i < vocab; ++i) m = std::max(m, double(row[i]));
+  for (int64_t i = 0; i < vocab; ++i) sum += std::exp(double(row[i]) - m);
+  std::vector<int> order(static_cast<size_t>(vocab));
+  for (int64_t i = 0; i < vocab; ++i) order[size_t(i)] = int(i);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return row[a] > row[b]; });
+  order.resize(size_t(n));
+  return {double(row[id]) - m - std::log(sum), order};
+}
+
+// Request::prompt_logprobs: every prompt token's logprob (but the first's) under the model's
+// own logits of the tokens before it (one forward of the whole prompt, every row), with chunks
+// of 64 and of 7 tokens, next to other requests, with the prompt in the prefix cache (which it
+// must not use), and preempted mid-prefill in a small pool; max_tokens 0 and 1.
+TEST(Engine, PromptLogprobsAreThoseOfTheModelsOwnLogits) {
+  const LoadedModel loaded = load(Checkpoints::of("llama", "f16"));
+  const int64_t vocab = loaded.config.vocab;
+  const std::vector<int32_t> prompt = random_prompt(70, vocab, 11);
+  const int64_t P = int64_t(prompt.size());
+  const int top = 3;
+  Model alone(loaded, engine_model());
+  Sequence seq;
+  const std::vector<float> rows = alone.extend(seq, prompt, true);  // [P][vocab]
+  ASSERT_EQ(rows.size(), size_t(P * vocab));
+  std::vector<engine::TokenLogprobs> want;
+  double want_sum = 0;
+  for (int64_t t = 0; t + 1 < P; ++t) {
+    const float* row = rows.data() + size_t(t * vocab);
+    const cpu::SampledToken x = cpu::token_logprobs(row, vocab, prompt[size_t(t + 1)], top);
+    want.push_back({x.logprob, x.top});
+    const auto [lp, best] = reference_logprob(row, vocab, prompt[size_t(t + 1)], top);
+    EXPECT_NEAR(x.logprob, lp, 1e-5 * std::max(1.0, std::abs(lp))) << "place " << t;
+    ASSERT_EQ(x.top.size(), size_t(top));
+    for (int j = 0; j < top; ++j) EXPECT_EQ(x.top[size_t(j)].first, best[size_t(j)]) << "place " << t;
+    want_sum += lp;
+  }
+  const int32_t next = int32_t(cpu::argmax(rows.data() + size_t((P - 1) * vocab), vocab));
+  // Two requests decoding while it prefills: in the small pool (eight pages) their growth
+  // preempts it, the latest arrival, mid-prefill.
+  const std::vector<int32_t> others[] = {random_prompt(16, vocab, 12), random_prompt(16, vocab, 13)};
+
+  struct Case {
+    int64_t batched, pool;
+    int64_t max_tokens;
+  };
+  for (const Case c : {Case{64, 2048, 1}, Case{7, 2048, 0}, Case{16, 128, 1}}) {
+    SCOPED_TRACE("chunk " + std::to_string(c.batched) + " pool " + std::to_string(c.pool));
+    Model m(loaded, engine_model(c.pool));
+    Engine e(m, {.max_num_batched_tokens = c.batched, .max_num_seqs = 4});
+    // The same prompt first without prompt logprobs: its full pages are cached when the
+    // second, asking for them, is admitted after it.
+    Request plain, asking;
+    plain.prompt = asking.prompt = prompt;
+    plain.sampling = asking.sampling = model::GenerateOptions::greedy();
+    plain.max_tokens = 2;
+    asking.max_tokens = c.max_tokens, asking.prompt_logprobs = top;
+    const int64_t first = e.add(plain);
+    while (!e.idle()) e.step();
+    const int64_t hits = e.stats().prefix_hit_tokens;
+    EXPECT_EQ(hits, 0);
+    for (const std::vector<int32_t>& other : others) {
+      Request r;
+      r.prompt = other, r.max_tokens = 60;
+      r.sampling = model::GenerateOptions::greedy();
+      e.add(r);
+    }
+    const int64_t id = e.add(asking);  // the latest arrival: the one preempted in the small pool
+    EXPECT_GT(id, first);
+    std::vector<engine::StepOutput> got;
+    while (!e.idle()) {
+      for (engine::StepOutput& o : e.step()) {
+        if (o.id == id) {
+          got.push_back(std::move(o));
+        } else {
+          EXPECT_TRUE(o.prompt_logprobs.empty());  // not asked for
+        }
+      }
+    }
+    ASSERT_EQ(got.size(), 1u);
+    const engine::StepOutput& o = got[0];
+    EXPECT_TRUE(o.finished);
+    EXPECT_EQ(o.finish_reason, "length");
+    EXPECT_EQ(o.token, c.max_tokens == 0 ? -1 : next);
+    ASSERT_EQ(o.prompt_logprobs.size(), size_t(P - 1));
+    double sum = 0;
+    for (size_t t = 0; t < want.size(); ++t) {
+      // The CPU backend's rows are the same bits in any batch: the same logprobs exactly.
+      EXPECT_EQ(o.prompt_logprobs[t], want[t]) << "place " << t;
+      sum += o.prompt_logprobs[t].logprob;
+    }
+    EXPECT_NEAR(sum, want_sum, 1e-4 * std::abs(want_sum));
+    if (c.pool < 2048) {
+      EXPECT_GT(e.stats().preemptions, 0);
+    } else {
+      // The prompt's cached pages were not used (in the small pool, the preempted others'
+      // recomputations find theirs).
+      EXPECT_EQ(e.stats().prefix_hit_tokens, hits) << "a prompt-logprobs request computes its prompt";
+    }
+    EXPECT_EQ(e.blocks().total_references(), 0);
+  }
+
+  alone.release(seq);
+  Engine e(alone);
+  Request r;
+  r.prompt = {1, 2, 3}, r.max_tokens = 0;
+  test::expect_throw<InputError>([&] { e.add(r); }, {"max_tokens", "prompt_logprobs"});
+  r.prompt_logprobs = 21;
+  test::expect_throw<InputError>([&] { e.add(r); }, {"prompt_logprobs", "20"});
+  // A one-token prompt has no prompt logprob to give.
+  r.prompt = {5}, r.prompt_logprobs = 0;
+  e.add(r);
+  std::vector<engine::StepOutput> out;
+  while (!e.idle()) {
+    for (engine::StepOutput& o : e.step()) out.push_back(std::move(o));
+  }
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(out[0].finished);
+  EXPECT_EQ(out[0].token, -1);
+  EXPECT_TRUE(out[0].prompt_logprobs.empty());
+}
+
+// logit_bias (OpenAI's): +100 on a token makes greedy decoding choose it every step; −100 on
+// the greedy choice bans it (the next best is chosen; its logprob stays the raw one); ids
+// outside the vocabulary and biases past ±100 are refused.
+TEST(Engine, LogitBiasForcesAndBansTokens) {
+  const LoadedModel loaded = load(Checkpoints::of("qwen2", "f16"));
+  const int64_t vocab = loaded.config.vocab;
+  const std::vector<int32_t> prompt = random_prompt(21, vocab, 8);
+  Model alone(loaded, engine_model());
+  Sequence seq;
+  const std::vector<float> last = alone.extend(seq, prompt);
+  const int32_t greedy = int32_t(cpu::argmax(last.data(), vocab));
+  std::vector<float> without = last;
+  without[size_t(greedy)] = -INFINITY;
+  const int32_t second = int32_t(cpu::argmax(without.data(), vocab));
+  alone.release(seq);
+  const int32_t forced = int32_t((greedy + 7) % vocab);
+
+  Engine e(alone, {.max_num_batched_tokens = 16});
+  auto run = [&](std::vector<std::pair<int32_t, float>> bias) {
+    Request r;
+    r.prompt = prompt, r.max_tokens = 5;
+    r.sampling = model::GenerateOptions::greedy();
+    r.sampling.logit_bias = std::move(bias);
+    r.sampling.logprobs = 1;
+    e.add(r);
+    std::vector<engine::StepOutput> out;
+    while (!e.idle()) {
+      for (engine::StepOutput& o : e.step()) out.push_back(std::move(o));
+    }
+    return out;
+  };
+  const std::vector<engine::StepOutput> pushed = run({{forced, 100.f}});
+  ASSERT_EQ(pushed.size(), 5u);
+  for (const engine::StepOutput& o : pushed) EXPECT_EQ(o.token, forced);
+  const std::vector<engine::StepOutput> banned = run({{greedy, -100.f}, {forced, 0.f}});
+  ASSERT_FALSE(banned.empty());
+  EXPECT_EQ(banned[0].token, second);
+  EXPECT_LT(banned[0].logprob, banned[0].top_logprobs[0].second) << "the raw logprob, not the biased one";
+  EXPECT_EQ(banned[0].top_logprobs[0].first, greedy);
+
+  Request r;
+  r.prompt = prompt;
+  r.sampling.logit_bias = {{int32_t(vocab), 1.f}};
+  test::expect_throw<InputError>([&] { e.add(r); }, {"logit_bias", "outside the vocabulary"});
+  r.sampling.logit_bias = {{3, 100.5f}};
+  test::expect_throw<InputError>([&] { e.add(r); }, {"logit_bias", "[−100, 100]"});
+  r.sampling.logit_bias = {{3, 1.f}, {3, 2.f}};
+  test::expect_throw<InputError>([&] { e.add(r); }, {"logit_bias", "twice"});
+  test::expect_throw<InputError>([&] { cpu::row_params(r.sampling, 0, 1); }, {"logit_bias"});
 }
 
 TEST(Engine, CancelLetsThePagesGoAndStopIdsEndRequests) {

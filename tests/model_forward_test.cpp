@@ -79,6 +79,8 @@ TEST_P(Consistency, ChunkedPrefillAndDecodeEqualOnePrefill) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, Consistency, testing::ValuesIn(all_model_cases()), model_case_name);
+// The MoE layer routes each token alone and sums its experts in a fixed order: bit-equal too.
+INSTANTIATE_TEST_SUITE_P(TinyMoe, Consistency, testing::ValuesIn(moe_model_cases()), model_case_name);
 
 // Several sequences in one step — decodes and prefill chunks mixed, in any order of the
 // caller — give each the logits it gets alone.
@@ -240,7 +242,8 @@ TEST(ModelGolden, MatchesTransformers) {
     EXPECT_TRUE(d.passes()) << name << ": " << d;
     ++checked;
   }
-  EXPECT_GE(checked, 44u) << "the manifest's cases: every architecture × format, the RoPE scalings, a window";
+  EXPECT_GE(checked, 44u) << "the manifest's cases: every architecture × format (Qwen3-MoE's too), the RoPE "
+                             "scalings, a window";
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -326,6 +329,56 @@ TEST(ModelGolden, MetricHasPower) {
     std::swap(swapped.layers[0], swapped.layers[1]);
     expect_fails(swapped, "layers 0 and 1 swapped");
   }
+}
+
+// The MoE metric's power: routing mistakes that matter fail it — renormalising or not the
+// chosen experts' weights, two experts' router rows swapped, one expert fewer per token.
+TEST(ModelGolden, MoeMetricHasPower) {
+  const std::optional<json> manifest = golden_manifest();
+  const json* golden = nullptr;
+  if (manifest) {
+    for (const json& c : (*manifest)["cases"]) {
+      if (c["name"] == "qwen3moe-f16") golden = &c;
+    }
+  }
+  const LoadedModel loaded = load(Checkpoints::of("qwen3moe", "f16"));
+  const int64_t vocab = loaded.config.vocab;
+  std::vector<int32_t> prompt, rows;
+  std::vector<float> want_golden;
+  if (golden) {
+    prompt = (*golden)["prompt"].get<std::vector<int32_t>>();
+    rows = (*golden)["rows"].get<std::vector<int32_t>>();
+    want_golden = read_npy(golden_dir() + "/" + (*golden)["file"].get<std::string>(), int64_t(rows.size()), vocab);
+  } else {
+    prompt = random_prompt(512, vocab, 12);
+    for (int32_t r = 0; r < 512; r += 32) rows.push_back(r);
+  }
+  const std::vector<float> want = forward_rows(loaded, prompt, rows);
+  const int64_t n = int64_t(rows.size());
+  if (!want_golden.empty()) {
+    EXPECT_TRUE(distance(want.data(), want_golden.data(), n, vocab).passes());
+  }
+  auto expect_fails = [&](const LoadedModel& bad, const std::string& what) {
+    const std::vector<float> got = forward_rows(bad, prompt, rows);
+    const Distance d = distance(got.data(), want.data(), n, vocab);
+    std::cout << what << ": " << d << "\n";
+    EXPECT_FALSE(d.passes()) << what << " passes the metric against the CPU forward: " << d;
+    if (!want_golden.empty()) {
+      EXPECT_FALSE(distance(got.data(), want_golden.data(), n, vocab).passes()) << what << " passes against the goldens";
+    }
+  };
+  LoadedModel unnormalised = loaded;
+  unnormalised.config.norm_topk_prob = false;
+  expect_fails(unnormalised, "top-k weights not renormalised");
+  LoadedModel fewer = loaded;
+  fewer.config.experts_per_token -= 1;
+  expect_fails(fewer, "one expert fewer per token");
+  LoadedModel swapped = loaded;
+  for (auto& l : swapped.layers) {
+    uint16_t* router = f16_rows(l.router);
+    std::swap_ranges(router, router + l.router.k, router + l.router.k);
+  }
+  expect_fails(swapped, "router rows of experts 0 and 1 swapped");
 }
 
 // ---------------------------------------------------------------------------------------------

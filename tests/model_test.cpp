@@ -116,6 +116,9 @@ TEST(ModelConfig, ParsesQwen3Moe) {
   EXPECT_EQ(m.experts, 128);
   EXPECT_EQ(m.experts_per_token, 8);
   EXPECT_EQ(m.moe_intermediate, 768);
+  EXPECT_FALSE(m.norm_topk_prob);  // transformers' default
+  j["norm_topk_prob"] = true;
+  EXPECT_TRUE(parse(j).norm_topk_prob);
   j.erase("moe_intermediate_size");
   parse_error(j, {"/ckpt/config.json", "\"moe_intermediate_size\"", "missing"});
   j["moe_intermediate_size"] = 768;

@@ -84,6 +84,14 @@ inline std::vector<ModelCase> all_model_cases() {
   return out;
 }
 
+// Qwen3-MoE in every format: the CPU backend only (the GPU backend has no MoE kernels yet).
+inline std::vector<ModelCase> moe_model_cases() {
+  std::vector<ModelCase> out;
+  for (const char* f : {"f16", "bf16", "awq4", "gptq4", "gptq4-act", "fp8", "fp8-channel", "fp8-b32", "nvfp4", "mxfp4"})
+    out.push_back({"qwen3moe", f, ""});
+  return out;
+}
+
 // A gtest parameter name: "qwen3_bf16_rope_yarn_v5".
 inline std::string model_case_name(const testing::TestParamInfo<ModelCase>& info) {
   const ModelCase& c = info.param;

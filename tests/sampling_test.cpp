@@ -85,6 +85,10 @@ TEST(SamplingParamsCheck, BadSettingsAreOneSentence) {
       {[](SamplingParams& p) { p.frequency_penalty = -3; }, "frequency_penalty must be in [−2, 2]"},
       {[](SamplingParams& p) { p.logprobs = 21; }, "logprobs must be in [0, 20], got 21"},
       {[](SamplingParams& p) { p.logprobs = -1; }, "logprobs must be in [0, 20]"},
+      {[](SamplingParams& p) { p.logit_bias.emplace_back(1, 100.5f); }, "token 1 must be in [−100, 100]"},
+      {[](SamplingParams& p) { p.logit_bias.emplace_back(1, std::nanf("")); }, "logit_bias of token 1"},
+      {[](SamplingParams& p) { p.logit_bias.emplace_back(-1, 1.f); }, "token id -1, which is negative"},
+      {[](SamplingParams& p) { p.logit_bias.assign(3, std::pair(2, 1.f)); }, "names token 2 twice"},
   };
   for (const auto& [spoil, needle] : cases) {
     SamplingParams p;
@@ -108,6 +112,63 @@ TEST(SamplingReference, BadHistoryAndVocabularyAreRejected) {
   expect_throw<InputError>([&] { cpu::sample(logits, 3, p, {}, std::span<const int>(bad, 2), 0); }, {"token id 3"});
   p.logprobs = 4;
   expect_throw<InputError>([&] { cpu::sample(logits, 3, p, {}, {}, 0); }, {"logprobs=4 exceeds the vocabulary of 3"});
+}
+
+// logit_bias is added to the raw logits before the penalties: a sample of the biased settings is
+// the sample of the pre-biased row (any temperature), the logprobs stay the raw row's, +100
+// forces a token under greedy decoding and −100 bans it; ids are checked against the vocabulary.
+TEST(SamplingReference, LogitBiasIsAddedBeforeEverythingButTheLogprobs) {
+  const float logits[5] = {0.5f, 3.0f, -1.0f, 2.5f, 0.0f};
+  SamplingParams greedy{.temperature = 0, .logprobs = 2};
+  greedy.logit_bias = {{2, 100}};
+  EXPECT_EQ(cpu::sample(logits, 5, greedy, {}, {}, 0).token, 2);
+  greedy.logit_bias = {{1, -100}};
+  const cpu::SampledToken banned = cpu::sample(logits, 5, greedy, {}, {}, 0);
+  EXPECT_EQ(banned.token, 3);
+  SamplingParams raw{.temperature = 0, .logprobs = 2};
+  const cpu::SampledToken plain = cpu::sample(logits, 5, raw, {}, {}, 0);
+  EXPECT_EQ(plain.token, 1);
+  EXPECT_EQ(banned.top, plain.top) << "logprobs of the raw distribution";
+  EXPECT_EQ(banned.logprob, cpu::token_logprobs(logits, 5, 3, 2).logprob);
+  // Sampled: the biased settings draw what the pre-biased row draws, step after step.
+  SamplingParams hot{.temperature = 0.9f, .top_p = 0.9f, .repetition_penalty = 1.3f, .seed = 77};
+  hot.logit_bias = {{0, 1.5f}, {4, -0.75f}};
+  float shifted[5];
+  std::copy(logits, logits + 5, shifted);
+  shifted[0] = shifted[0] + 1.5f, shifted[4] = shifted[4] - 0.75f;
+  SamplingParams unbiased = hot;
+  unbiased.logit_bias.clear();
+  const int history[] = {0, 3};
+  for (uint64_t step = 0; step < 200; ++step) {
+    ASSERT_EQ(cpu::sample(logits, 5, hot, history, {}, step).token,
+              cpu::sample(shifted, 5, unbiased, history, {}, step).token)
+        << "step " << step;
+  }
+  hot.logit_bias = {{5, 1.0f}};
+  expect_throw<InputError>([&] { cpu::sample(logits, 5, hot, {}, {}, 0); }, {"logit_bias token id 5", "[0, 5)"});
+  expect_throw<InputError>([&] { cpu::row_params(hot, 0, 0); }, {"logit_bias"});
+  EXPECT_FALSE(cpu::plain_greedy(greedy));
+}
+
+// token_logprobs: what sample reports for its token, for any token given.
+TEST(SamplingReference, TokenLogprobsAreWhatSampleReports) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0, 3);
+  std::vector<float> row(1000);
+  for (float& v : row) v = normal(rng);
+  row[17] = std::nanf("");
+  const SamplingParams p{.temperature = 0.8f, .seed = 3, .logprobs = 5};
+  for (uint64_t step = 0; step < 20; ++step) {
+    const cpu::SampledToken drawn = cpu::sample(row.data(), 1000, p, {}, {}, step);
+    const cpu::SampledToken given = cpu::token_logprobs(row.data(), 1000, drawn.token, 5);
+    EXPECT_EQ(given.token, drawn.token);
+    EXPECT_EQ(given.logprob, drawn.logprob);
+    EXPECT_EQ(given.top, drawn.top);
+  }
+  EXPECT_EQ(cpu::token_logprobs(row.data(), 1000, 17, 0).logprob, -std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(cpu::token_logprobs(row.data(), 1000, 3, 0).top.empty());
+  expect_throw<InputError>([&] { cpu::token_logprobs(row.data(), 1000, 1000, 1); }, {"token id 1000"});
+  expect_throw<InputError>([&] { cpu::token_logprobs(row.data(), 1000, 0, 21); }, {"logprobs"});
 }
 
 TEST(SamplingReference, ArgmaxTakesTheLowestIdAmongEqualMaxima) {

@@ -290,7 +290,7 @@ TEST(Speculative, LogprobsAreTheSamplersOwn) {
       const Verified v = engine::verify_drafts(
           {ptrs, kVocab, drafts, with_q ? std::span(q) : std::span<const std::vector<float>>(), &p, kPrompt, {}});
       for (size_t i = 0; i < v.tokens.size(); ++i) {
-        const cpu::SampledToken want = cpu::raw_logprobs(rows[i].data(), kVocab, v.tokens[i].token, 3);
+        const cpu::SampledToken want = cpu::token_logprobs(rows[i].data(), kVocab, v.tokens[i].token, 3);
         EXPECT_EQ(v.tokens[i].logprob, want.logprob);
         EXPECT_EQ(v.tokens[i].top, want.top);
       }

@@ -38,6 +38,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MAKE = os.path.join(HERE, "make_tiny_checkpoint.py")
 
 ARCHS = ["llama", "mistral", "qwen2", "qwen3"]
+# Architectures added later: all their formats after every earlier case (no earlier prompt moves).
+LATER_ARCHS = ["qwen3moe"]
 FORMATS = ["f16", "bf16", "awq4", "gptq4", "gptq4-act", "fp8", "fp8-channel", "nvfp4", "mxfp4"]
 # Formats added later, their cases appended after all others so that no earlier case's index (its
 # prompt's seed) moves. fp8-b32-f32 is left out: its weights are fp8-b32's, only the scales'
@@ -64,6 +66,9 @@ def cases():
     out.append(("mistral-f16-window-48", ["--arch", "mistral", "--format", "f16", "--sliding-window", "48"]))
     for fmt in LATER_FORMATS:
         for arch in ARCHS:
+            out.append((f"{arch}-{fmt}", ["--arch", arch, "--format", fmt]))
+    for arch in LATER_ARCHS:
+        for fmt in FORMATS + LATER_FORMATS:
             out.append((f"{arch}-{fmt}", ["--arch", arch, "--format", fmt]))
     return out
 
@@ -219,8 +224,13 @@ def state_dict(directory, cfg):
                                       or name in ("model.embed_tokens.weight", "lm_head.weight")):
             sd[name] = v
     for i in range(cfg["num_hidden_layers"]):
-        for proj in ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj",
-                     "mlp.up_proj", "mlp.down_proj"):
+        projs = ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj"]
+        if "num_experts" in cfg:  # the router, then every expert's three
+            projs += ["mlp.gate"] + [f"mlp.experts.{e}.{p}" for e in range(cfg["num_experts"])
+                                     for p in ("gate_proj", "up_proj", "down_proj")]
+        else:
+            projs += ["mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"]
+        for proj in projs:
             prefix = f"model.layers.{i}.{proj}"
             sd[prefix + ".weight"] = dequantise(t, prefix, method, group)
     if cfg.get("tie_word_embeddings"):
@@ -308,11 +318,31 @@ def inv_freq_and_scale(cfg, dim):
 # A numpy forward (fp64): the same architecture, for machines without torch and as a check
 
 
+def numpy_moe(cfg, sd, p, h):
+    """Qwen3-MoE's sparse block: softmax over the router's logits, the top experts (ties: the
+    lower id, as a stable sort gives), renormalised if norm_topk_prob, their MLPs weighted."""
+    logits = h @ sd[p + "mlp.gate.weight"].T
+    probs = np.exp(logits - logits.max(-1, keepdims=True))
+    probs /= probs.sum(-1, keepdims=True)
+    top = cfg["num_experts_per_tok"]
+    out = np.zeros_like(h)
+    for t in range(h.shape[0]):
+        chosen = np.argsort(-probs[t], kind="stable")[:top]
+        w = probs[t, chosen]
+        if cfg.get("norm_topk_prob"):
+            w = w / w.sum()
+        for e, we in zip(chosen, w):
+            q = p + f"mlp.experts.{e}."
+            gate, up = h[t] @ sd[q + "gate_proj.weight"].T, h[t] @ sd[q + "up_proj.weight"].T
+            out[t] += we * ((gate / (1 + np.exp(-gate)) * up) @ sd[q + "down_proj.weight"].T)
+    return out
+
+
 def numpy_logits(cfg, sd, ids):
     hidden, heads, kv = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
     dim = cfg.get("head_dim") or hidden // heads
     eps = cfg["rms_norm_eps"]
-    qwen3 = cfg["architectures"][0] == "Qwen3ForCausalLM"
+    qwen3 = cfg["architectures"][0] in ("Qwen3ForCausalLM", "Qwen3MoeForCausalLM")
     window = cfg.get("sliding_window") if cfg["architectures"][0] == "MistralForCausalLM" else None
     t = len(ids)
     inv, scale = inv_freq_and_scale(cfg, dim)
@@ -358,6 +388,9 @@ def numpy_logits(cfg, sd, ids):
             o = o + sd[p + "self_attn.o_proj.bias"]
         x = x + o
         h = norm(x, sd[p + "post_attention_layernorm.weight"])
+        if "num_experts" in cfg:
+            x = x + numpy_moe(cfg, sd, p, h)
+            continue
         gate, up = h @ sd[p + "mlp.gate_proj.weight"].T, h @ sd[p + "mlp.up_proj.weight"].T
         x = x + (gate / (1 + np.exp(-gate)) * up) @ sd[p + "mlp.down_proj.weight"].T
     return (norm(x, sd["model.norm.weight"]) @ sd["lm_head.weight"].T).astype(np.float32)
@@ -380,6 +413,7 @@ def transformers_model(directory, cfg, sd):
         model = transformers.AutoModelForCausalLM.from_config(config, torch_dtype=torch.float32,
                                                               attn_implementation="eager")
     model = model.float()
+    sd = fused_experts(model, cfg, sd)
     result = model.load_state_dict({k: torch.from_numpy(v.astype(np.float32)) for k, v in sd.items()}, strict=False)
     # Tied models may or may not list lm_head.weight; anything else missing or left over is a bug.
     missing = [k for k in result.missing_keys if not (k == "lm_head.weight" and cfg.get("tie_word_embeddings"))]
@@ -389,6 +423,25 @@ def transformers_model(directory, cfg, sd):
     if not torch.equal(model.get_output_embeddings().weight, torch.from_numpy(sd["lm_head.weight"].astype(np.float32))):
         raise SystemExit(f"{directory}: lm_head is not what the checkpoint says (tied: the embeddings)")
     return model.eval()
+
+
+def fused_experts(model, cfg, sd):
+    """transformers 5 keeps a MoE layer's experts as two 3-D parameters, gate_up_proj
+    [experts][2·intermediate][hidden] (gate rows first) and down_proj [experts][hidden]
+    [intermediate], and renames the per-expert tensors of the files on load (and back on save):
+    the same here for load_state_dict."""
+    keys = set(model.state_dict())
+    if "num_experts" not in cfg or "model.layers.0.mlp.experts.gate_up_proj" not in keys:
+        return sd
+    sd = dict(sd)
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}.mlp.experts."
+        e = range(cfg["num_experts"])
+        gate = [sd.pop(f"{p}{x}.gate_proj.weight") for x in e]
+        up = [sd.pop(f"{p}{x}.up_proj.weight") for x in e]
+        sd[p + "gate_up_proj"] = np.stack([np.concatenate([g, u], 0) for g, u in zip(gate, up)])
+        sd[p + "down_proj"] = np.stack([sd.pop(f"{p}{x}.down_proj.weight") for x in e])
+    return sd
 
 
 def transformers_logits(model, ids):

@@ -56,11 +56,19 @@ ARCHS = {
     # head_dim 64 ≠ hidden / heads = 32; tied embeddings like the small Qwen3 models.
     "qwen3": dict(architectures=["Qwen3ForCausalLM"], model_type="qwen3", hidden_size=256, num_attention_heads=8,
                   num_key_value_heads=2, head_dim=64, intermediate_size=256, tie_word_embeddings=True),
+    # Qwen3-MoE: every layer sparse, 8 experts of intermediate 128 (one fp8 block, two int4 groups),
+    # 3 per token (odd, so no pairing hides a bug), renormalised; untied embeddings like the
+    # published 30B-A3B. intermediate_size (the dense MLP's) is unused: no mlp_only_layers.
+    "qwen3moe": dict(architectures=["Qwen3MoeForCausalLM"], model_type="qwen3_moe", hidden_size=256,
+                     num_attention_heads=8, num_key_value_heads=2, head_dim=64, intermediate_size=384,
+                     moe_intermediate_size=128, num_experts=8, num_experts_per_tok=3, norm_topk_prob=True,
+                     decoder_sparse_step=1, mlp_only_layers=[], tie_word_embeddings=False),
 }
 FORMATS = ["f16", "bf16", "awq4", "gptq4", "gptq4-act", "fp8", "fp8-channel", "fp8-b32", "fp8-b32-f32", "nvfp4", "mxfp4"]
 VOCAB, LAYERS, GROUP = 128, 2, 64
 # An AWQ layer left in fp16 by modules_to_not_convert (AutoAWQ's substring match).
 AWQ_NOT_CONVERTED = "model.layers.1.mlp.down_proj"
+AWQ_NOT_CONVERTED_MOE = "model.layers.1.mlp.experts.2.down_proj"  # one expert's, in a MoE model
 
 # ---------------------------------------------------------------------------------------------
 # safetensors, written by hand
@@ -348,10 +356,10 @@ def random_codes(fmt, n, k, rng):
     sys.exit(f"--random-codes: no random codes for format {fmt} (awq4, gptq4, fp8, fp8-b32, nvfp4, mxfp4)")
 
 
-def quantization_config(fmt):
+def quantization_config(fmt, not_converted=AWQ_NOT_CONVERTED):
     return {
         "awq4": {"quant_method": "awq", "bits": 4, "group_size": GROUP, "zero_point": True, "version": "gemm",
-                 "modules_to_not_convert": [AWQ_NOT_CONVERTED]},
+                 "modules_to_not_convert": [not_converted]},
         "gptq4": {"quant_method": "gptq", "bits": 4, "group_size": GROUP, "desc_act": False, "sym": False,
                   "checkpoint_format": "gptq"},
         "gptq4-act": {"quant_method": "gptq", "bits": 4, "group_size": GROUP, "desc_act": True, "sym": True,
@@ -392,8 +400,10 @@ def make(out, arch, fmt, shards=1, seed=0, overflow=False, shape=None, reference
         cfg["sliding_window"] = sliding_window
     cfg.update(shape or {})
     layers, vocab = cfg["num_hidden_layers"], cfg["vocab_size"]
+    moe = "num_experts" in cfg
+    not_converted = AWQ_NOT_CONVERTED_MOE if moe else AWQ_NOT_CONVERTED
     if fmt in QUANTISERS:
-        cfg["quantization_config"] = quantization_config(fmt)
+        cfg["quantization_config"] = quantization_config(fmt, not_converted)
         if random:  # every linear quantised, groups of RANDOM_GROUP
             cfg["quantization_config"].pop("modules_to_not_convert", None)
             if "group_size" in cfg["quantization_config"] and fmt in ("awq4", "gptq4"):
@@ -423,7 +433,7 @@ def make(out, arch, fmt, shards=1, seed=0, overflow=False, shape=None, reference
                 tensors[f"{prefix}.{suffix}"] = t
             return
         w = rng.standard_normal((n, k)) / np.sqrt(k)
-        if fmt in QUANTISERS and not (fmt == "awq4" and prefix == AWQ_NOT_CONVERTED):
+        if fmt in QUANTISERS and not (fmt == "awq4" and prefix == not_converted):
             shared["fuse_key"] = fuse_key
             parts, deq = QUANTISERS[fmt](w, rng, shared)
             for suffix, t in parts.items():
@@ -440,11 +450,22 @@ def make(out, arch, fmt, shards=1, seed=0, overflow=False, shape=None, reference
             linear(p + "self_attn." + proj, rows, hidden, (i, "qkv"))
             if arch == "qwen2":
                 dense(p + f"self_attn.{proj}.bias", (rows,), 0.1)
-        if arch == "qwen3":
+        if arch in ("qwen3", "qwen3moe"):
             dense(p + "self_attn.q_norm.weight", (head_dim,), 1.0)
             dense(p + "self_attn.k_norm.weight", (head_dim,), 1.0)
         linear(p + "self_attn.o_proj", hidden, q_rows, (i, "o"))
         dense(p + "post_attention_layernorm.weight", (hidden,), 1.0)
+        if moe:
+            # The router stays in 16 bits in every published quantised MoE checkpoint; the
+            # experts' tensors as Qwen publishes them, one set per expert.
+            dense(p + "mlp.gate.weight", (cfg["num_experts"], hidden), 1 / np.sqrt(hidden))
+            expert_inter = cfg["moe_intermediate_size"]
+            for e in range(cfg["num_experts"]):
+                q = p + f"mlp.experts.{e}."
+                linear(q + "gate_proj", expert_inter, hidden, (i, e, "gate_up"))
+                linear(q + "up_proj", expert_inter, hidden, (i, e, "gate_up"))
+                linear(q + "down_proj", hidden, expert_inter, (i, e, "down"))
+            continue
         linear(p + "mlp.gate_proj", inter, hidden, (i, "gate_up"))
         linear(p + "mlp.up_proj", inter, hidden, (i, "gate_up"))
         linear(p + "mlp.down_proj", hidden, inter, (i, "down"))

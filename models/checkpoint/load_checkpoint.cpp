@@ -13,7 +13,8 @@
 namespace onecat::models {
 namespace {
 
-const char* const kLoadable[] = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"};
+const char* const kLoadable[] = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
+                                 "Qwen3MoeForCausalLM"};
 
 // Every tensor a linear layer of any format may have (models/checkpoint/linear.cpp).
 const char* const kLinearTensors[] = {
@@ -92,6 +93,21 @@ LoadedLayer load_layer(Reader& r, const ModelConfig& c, int64_t i) {
   }
   l.o = r.linear(p + "self_attn.o_proj", c.hidden, q_rows, c.quant);
   l.post_attention_norm = r.vector_f16(p + "post_attention_layernorm.weight", c.hidden, hidden);
+  if (c.is_moe()) {
+    // As Qwen publishes them: mlp.gate (the router) and mlp.experts.<e>.{gate,up,down}_proj.
+    l.router = r.linear(p + "mlp.gate", c.experts, c.hidden, c.quant);
+    l.experts.resize(size_t(c.experts));
+    for (int64_t e = 0; e < c.experts; ++e) {
+      const std::string q = p + "mlp.experts." + std::to_string(e) + ".";
+      std::vector<quant::PackedWeight> parts;
+      parts.push_back(r.linear(q + "gate_proj", c.moe_intermediate, c.hidden, c.quant));
+      parts.push_back(r.linear(q + "up_proj", c.moe_intermediate, c.hidden, c.quant));
+      l.experts[size_t(e)].gate_up =
+          stack_rows(std::move(parts), r.files().directory() + ": layer " + q + "gate_proj|up_proj");
+      l.experts[size_t(e)].down = r.linear(q + "down_proj", c.hidden, c.moe_intermediate, c.quant);
+    }
+    return l;
+  }
   std::vector<quant::PackedWeight> gate_up;
   gate_up.push_back(r.linear(p + "mlp.gate_proj", c.intermediate, c.hidden, c.quant));
   gate_up.push_back(r.linear(p + "mlp.up_proj", c.intermediate, c.hidden, c.quant));
@@ -110,8 +126,8 @@ LoadedModel load_checkpoint(const std::string& directory, const LoadOptions& opt
   for (const char* a : kLoadable) loadable |= c.architecture == a;
   if (!loadable) {
     throw InputError(directory + "/config.json: architecture " + c.architecture +
-                     " cannot be loaded yet (onecat loads LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM and "
-                     "Qwen3ForCausalLM checkpoints).");
+                     " cannot be loaded yet (onecat loads LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
+                     "Qwen3ForCausalLM and Qwen3MoeForCausalLM checkpoints).");
   }
   const CheckpointFiles files(directory);
   LoadProgress progress("loading " + c.name, files.total_bytes(), options.progress);

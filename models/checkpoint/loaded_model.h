@@ -12,6 +12,12 @@
 
 namespace onecat::models {
 
+// One expert of a mixture-of-experts layer, in the dense MLP's layouts.
+struct LoadedExpert {
+  quant::PackedWeight gate_up;  // [2·moe_intermediate][hidden]: gate rows then up rows
+  quant::PackedWeight down;     // [hidden][moe_intermediate]
+};
+
 struct LoadedLayer {
   std::vector<uint16_t> input_norm;           // [hidden] fp16
   quant::PackedWeight qkv;                    // [(heads + 2·kv_heads)·head_dim][hidden]: q rows, k rows, v rows
@@ -22,6 +28,11 @@ struct LoadedLayer {
   std::vector<uint16_t> post_attention_norm;  // [hidden]
   quant::PackedWeight gate_up;                // [2·intermediate][hidden]: gate rows then up rows (epi=silu_mul)
   quant::PackedWeight down;                   // [hidden][intermediate]
+  // Mixture of experts (Qwen3-MoE; gate_up and down above stay empty): the router mlp.gate,
+  // [experts][hidden] (16-bit in every published checkpoint, packed as the checkpoint has it),
+  // and every expert's weights, by expert id.
+  quant::PackedWeight router;
+  std::vector<LoadedExpert> experts;
 };
 
 struct LoadedModel {
@@ -41,7 +52,7 @@ struct LoadOptions {
 };
 
 // Reads config.json (and hf_quant_config.json) and the safetensors of `directory`, checks
-// every tensor against the config and packs it. Llama, Mistral, Qwen2 and Qwen3; anything else,
+// every tensor against the config and packs it. Llama, Mistral, Qwen2, Qwen3 and Qwen3-MoE; anything else,
 // and any malformed or mismatched tensor, is an InputError of one sentence naming the file
 // and the tensor.
 LoadedModel load_checkpoint(const std::string& directory, const LoadOptions& options = {});

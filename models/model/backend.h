@@ -98,6 +98,13 @@ class Backend {
   // chunks (the rest): causal attention of q over each sequence's cached keys.
   virtual void attention_decode(int layer, Act q, Act out) = 0;
   virtual void attention_prefill(int layer, Act q, Act out) = 0;
+  // Mixture of experts (Qwen3-MoE): out = Σ over the token's top experts of weight ·
+  // down_e(silu(in · gate_eᵀ) · (in · up_eᵀ)). The router's logits (in · routerᵀ, rounded to
+  // fp16 as every gemm's output) → softmax in fp32 → the experts_per_token largest (ties: the
+  // lower expert id) → divided by their sum where norm_topk_prob; each expert's silu·mul
+  // rounded to fp16, its down projection and the weighted sum in fp32, in that top-k order,
+  // rounded once: the same input gives the same bits whatever the batch.
+  virtual void moe(int layer, Act out, Act in) = 0;
   // The final norm's output rows named by logit_rows through lm_head (the embeddings when
   // tied), in fp32, into the backend's logits buffer.
   virtual void logits(Act in) = 0;

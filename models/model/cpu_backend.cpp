@@ -66,9 +66,15 @@ void matmul(const float* x, int64_t m, const Matrix& w, float* y) {
   });
 }
 
+struct Expert {
+  Matrix gate_up, down;
+};
+
 struct LayerWeights {
   std::vector<uint16_t> input_norm, post_attention_norm, q_norm, k_norm, qkv_bias, o_bias;
   Matrix qkv, o, gate_up, down;
+  Matrix router;                // MoE: [experts][hidden]
+  std::vector<Expert> experts;  // MoE
 };
 
 }  // namespace
@@ -85,6 +91,11 @@ struct CpuBackend::Buffers {
   std::array<int64_t, kActCount> width{};
   std::vector<float> x, y;                              // gemm scratch, fp32 [max_tokens][widest]
   std::vector<float> logits;                            // [max_tokens][vocab]
+  // MoE: each token's experts and weights [max_tokens][top-k], one expert's gathered rows
+  // [max_tokens][hidden] and their outputs, and every (token, slot)'s down output
+  // [max_tokens][top-k][hidden].
+  std::vector<int32_t> route_expert;
+  std::vector<float> route_weight, expert_x, expert_y, expert_h, expert_out;
   std::vector<std::vector<uint16_t>> k_cache, v_cache;  // per layer, [pages][kv_heads][page][dim]
   // The step's batch.
   std::vector<int32_t> ids, positions, slots, cu_q, prefill_cu_q, seq_lens, block_table, logit_rows;
@@ -120,8 +131,15 @@ CpuBackend::CpuBackend(const models::LoadedModel& model, const BackendLimits& li
     to.o_bias = from.o_bias;
     to.qkv = dequantized(from.qkv);
     to.o = dequantized(from.o);
-    to.gate_up = dequantized(from.gate_up);
-    to.down = dequantized(from.down);
+    if (c.is_moe()) {
+      if (int64_t(from.experts.size()) != c.experts || from.router.n != c.experts)
+        throw Error("CPU backend: a MoE layer's experts do not match its config");
+      to.router = dequantized(from.router);
+      for (const models::LoadedExpert& e : from.experts) to.experts.push_back({dequantized(e.gate_up), dequantized(e.down)});
+    } else {
+      to.gate_up = dequantized(from.gate_up);
+      to.down = dequantized(from.down);
+    }
   });
   w.rope = cpu::rope_table(c.rope, int(c.head_dim));
 
@@ -129,10 +147,19 @@ CpuBackend::CpuBackend(const models::LoadedModel& model, const BackendLimits& li
   const int64_t q_width = c.heads * c.head_dim, kv_width = c.kv_heads * c.head_dim;
   b.width = act_widths(c);
   for (size_t a = 0; a < b.acts.size(); ++a) b.acts[a].assign(size_t(limits.max_tokens * b.width[a]), 0);
-  const int64_t widest = std::max({c.hidden, q_width + 2 * kv_width, 2 * c.intermediate, c.vocab});
+  const int64_t widest = std::max({c.hidden, q_width + 2 * kv_width, 2 * c.intermediate, c.vocab, c.experts});
   b.x.resize(size_t(limits.max_tokens * widest));
   b.y.resize(size_t(limits.max_tokens * widest));
   b.logits.resize(size_t(limits.max_tokens * c.vocab));
+  if (c.is_moe()) {
+    const int64_t routes = limits.max_tokens * c.experts_per_token;
+    b.route_expert.resize(size_t(routes));
+    b.route_weight.resize(size_t(routes));
+    b.expert_x.resize(size_t(limits.max_tokens * c.hidden));
+    b.expert_y.resize(size_t(limits.max_tokens * 2 * c.moe_intermediate));
+    b.expert_h.resize(size_t(limits.max_tokens * c.moe_intermediate));
+    b.expert_out.resize(size_t(routes * c.hidden));
+  }
   const size_t cache = size_t(limits.kv_pages * limits.page_size * kv_width);
   b.k_cache.assign(size_t(c.layers), std::vector<uint16_t>(cache, 0));
   b.v_cache.assign(size_t(c.layers), std::vector<uint16_t>(cache, 0));
@@ -218,6 +245,81 @@ void CpuBackend::gemm(Act out, Act in, Linear weight, Epilogue epilogue) {
     for (int64_t n = 0; n < w.n; ++n) {
       const float v = b.y[size_t(i * w.n + n)] + (bias ? cpu::half_to_float((*bias)[size_t(n)]) : 0.f);
       y[i * w.n + n] = cpu::float_to_half(v);
+    }
+  }
+}
+
+void CpuBackend::moe(int layer, Act out, Act in) {
+  Buffers& b = *buffers_;
+  const models::ModelConfig& c = config_;
+  const LayerWeights& l = weights_->layers[size_t(layer)];
+  if (!c.is_moe()) throw Error("CPU backend: a MoE op on a dense model");
+  const int64_t tokens = b.tokens, hidden = c.hidden, experts = c.experts, top = c.experts_per_token;
+  const int64_t inter = c.moe_intermediate;
+  const uint16_t* x = b.act(in);
+  for (int64_t i = 0; i < tokens * hidden; ++i) b.x[size_t(i)] = cpu::half_to_float(x[i]);
+
+  // Routing: fp16 logits, softmax in fp32, the top experts (ties: the lower id), renormalised.
+  matmul(b.x.data(), tokens, l.router, b.y.data());
+  std::vector<float> p(static_cast<size_t>(experts));
+  std::vector<int32_t> order(static_cast<size_t>(experts));
+  for (int64_t t = 0; t < tokens; ++t) {
+    float max = -INFINITY;
+    for (int64_t e = 0; e < experts; ++e) {
+      p[size_t(e)] = cpu::half_to_float(cpu::float_to_half(b.y[size_t(t * experts + e)]));
+      max = std::max(max, p[size_t(e)]);
+    }
+    float sum = 0;
+    for (float& v : p) sum += (v = std::exp(v - max));
+    for (float& v : p) v /= sum;
+    for (int64_t e = 0; e < experts; ++e) order[size_t(e)] = int32_t(e);
+    std::partial_sort(order.begin(), order.begin() + top, order.end(), [&](int32_t a, int32_t b2) {
+      return p[size_t(a)] > p[size_t(b2)] || (p[size_t(a)] == p[size_t(b2)] && a < b2);
+    });
+    float chosen = 0;
+    for (int64_t k = 0; k < top; ++k) chosen += p[size_t(order[size_t(k)])];
+    for (int64_t k = 0; k < top; ++k) {
+      const int32_t e = order[size_t(k)];
+      b.route_expert[size_t(t * top + k)] = e;
+      b.route_weight[size_t(t * top + k)] = c.norm_topk_prob ? p[size_t(e)] / chosen : p[size_t(e)];
+    }
+  }
+
+  // Each touched expert over the rows routed to it: gate|up, silu·mul in fp16, down in fp32.
+  std::vector<int64_t> routes;  // (token · top + slot) of the expert's rows
+  for (int64_t e = 0; e < experts; ++e) {
+    routes.clear();
+    for (int64_t r = 0; r < tokens * top; ++r) {
+      if (b.route_expert[size_t(r)] == e) routes.push_back(r);
+    }
+    if (routes.empty()) continue;
+    const Expert& w = l.experts[size_t(e)];
+    const int64_t m = int64_t(routes.size());
+    for (int64_t i = 0; i < m; ++i) {
+      std::copy_n(&b.x[size_t(routes[size_t(i)] / top * hidden)], hidden, &b.expert_x[size_t(i * hidden)]);
+    }
+    matmul(b.expert_x.data(), m, w.gate_up, b.expert_y.data());
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < inter; ++j) {
+        const float gate = b.expert_y[size_t(i * 2 * inter + j)], up = b.expert_y[size_t(i * 2 * inter + inter + j)];
+        b.expert_h[size_t(i * inter + j)] = cpu::half_to_float(cpu::float_to_half(gate / (1.f + std::exp(-gate)) * up));
+      }
+    }
+    matmul(b.expert_h.data(), m, w.down, b.expert_y.data());
+    for (int64_t i = 0; i < m; ++i) {
+      std::copy_n(&b.expert_y[size_t(i * hidden)], hidden, &b.expert_out[size_t(routes[size_t(i)] * hidden)]);
+    }
+  }
+
+  // The weighted sum per token in top-k order, rounded once.
+  uint16_t* y = b.act(out);
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t n = 0; n < hidden; ++n) {
+      float sum = 0;
+      for (int64_t k = 0; k < top; ++k) {
+        sum += b.route_weight[size_t(t * top + k)] * b.expert_out[size_t((t * top + k) * hidden + n)];
+      }
+      y[t * hidden + n] = cpu::float_to_half(sum);
     }
   }
 }

@@ -24,6 +24,10 @@ void run_layers(Backend& b, const ForwardShape& shape, const ForwardBatch& batch
     if (prefills) b.attention_prefill(l, Act::kQ, Act::kAttn);
     b.gemm(Act::kHidden, Act::kAttn, {Linear::kO, l}, shape.o_bias ? Epilogue::kBias : Epilogue::kNone);
     b.rmsnorm(Act::kNormed, Act::kHidden, Act::kResidual, {Norm::kPostAttention, l});
+    if (shape.moe) {
+      b.moe(l, Act::kHidden, Act::kNormed);
+      continue;
+    }
     b.gemm(Act::kMlp, Act::kNormed, {Linear::kGateUp, l}, Epilogue::kSiluMul);
     b.gemm(Act::kHidden, Act::kMlp, {Linear::kDown, l}, Epilogue::kNone);
   }

@@ -1,4 +1,4 @@
-// The forward pass of the dense decoder architectures (Llama, Mistral, Qwen2, Qwen3), written
+// The forward pass of the decoder architectures (Llama, Mistral, Qwen2, Qwen3, Qwen3-MoE), written
 // once over a Backend (docs/models.md, "The forward pass"). vLLM's order: the residual stream
 // in fp16, every norm after the first fused with the residual add, q|k|v one gemm (+bias),
 // q/k norm, RoPE and the K/V cache write one op (before attention), gate|up one gemm with the silu·mul
@@ -13,6 +13,7 @@ struct ForwardShape {
   int layers = 0;
   bool qkv_bias = false;  // Qwen2; Llama with attention_bias
   bool o_bias = false;    // Llama with attention_bias
+  bool moe = false;       // Qwen3-MoE: every layer's MLP is Backend::moe
 };
 
 // Runs every layer of `batch` on `backend` and leaves the logits of batch.logit_rows in its

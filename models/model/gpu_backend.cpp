@@ -540,6 +540,8 @@ void GpuBackend::attention_prefill(int layer, Act q, Act out) {
   g.prefill->launch(a, m, g.stream);
 }
 
+void GpuBackend::moe(int, Act, Act) { throw Error("GPU backend: mixture-of-experts layers have no GPU kernels yet"); }
+
 void GpuBackend::logits(Act in) {
   Impl& g = *impl_;
   embedding::Args rows;

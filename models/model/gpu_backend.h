@@ -35,6 +35,8 @@ class GpuBackend final : public Backend {
   void rope_kv_write(int layer, Act qkv, Act q, Act k, Act v) override;
   void attention_decode(int layer, Act q, Act out) override;
   void attention_prefill(int layer, Act q, Act out) override;
+  // Never reached: the constructor refuses mixture-of-experts models (no MoE kernels yet).
+  void moe(int layer, Act out, Act in) override;
   void logits(Act in) override;
   void read_logits(std::span<float> out) override;
   void read_argmax(std::span<int32_t> out) override;

@@ -69,6 +69,7 @@ Model::Model(const models::LoadedModel& loaded, const ModelOptions& options)
   shape_.layers = int(config_.layers);
   shape_.qkv_bias = !loaded.layers.empty() && !loaded.layers[0].qkv_bias.empty();
   shape_.o_bias = !loaded.layers.empty() && !loaded.layers[0].o_bias.empty();
+  shape_.moe = config_.is_moe();
   BackendLimits limits;
   limits.max_tokens = options.max_batch_tokens;
   limits.max_sequences = options.max_sequences;

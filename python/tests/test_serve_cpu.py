@@ -3,8 +3,10 @@
 Starts the built `onecat` binary ($ONECAT_BIN, else $ONECAT_BUILD_DIR/onecat, else build/onecat)
 on a free port with a tiny checkpoint (tools/make_tiny_checkpoint.py --tokenizer --chat-template)
 and drives it with the standard library: greedy output equals `onecat generate`, chat and
-completions streamed and not, n > 1 with seeds, stop strings, logprobs, /tokenize, a generated
-suite of malformed requests, a client that leaves mid-stream, and SIGTERM draining.
+completions streamed and not, n > 1 with seeds, stop strings, logprobs, echo with the prompt's
+logprobs (checked against the onecat package's own forward), logit_bias, /tokenize, a generated
+suite of malformed requests, a client that leaves mid-stream, SIGTERM draining, and the 30-s load
+test with 64 streaming clients.
 """
 
 from __future__ import annotations
@@ -202,8 +204,125 @@ def test_echo(server):
     chunks = [json.loads(e) for e in events[:-1]]
     assert chunks[0]["choices"][0]["text"] == "in a land"
     assert "".join(c["choices"][0]["text"] for c in chunks) == "in a land" + plain
-    status, j = server.post("/v1/completions", {"prompt": "a", "echo": True, "logprobs": 1})
-    assert status == 400 and j["error"]["param"] == "echo"
+    # max_tokens 0 needs echo: the prompt alone.
+    r = completion(server, "in a land", max_tokens=0, echo=True)
+    assert r["choices"][0]["text"] == "in a land" and r["choices"][0]["finish_reason"] == "length"
+    assert r["usage"]["completion_tokens"] == 0
+    status, j = server.post("/v1/completions", {"prompt": "a", "max_tokens": 0})
+    assert status == 400 and j["error"]["param"] == "max_tokens"
+
+
+ECHO_PROMPT = "the quick brown fox jumps over the lazy dog, and then the cat sat on the mat " * 2
+
+
+def log_softmax(rows):
+    import numpy as np
+    rows = rows.astype(np.float64)
+    m = rows.max(axis=1, keepdims=True)
+    return rows - m - np.log(np.exp(rows - m).sum(axis=1, keepdims=True))
+
+
+def test_echo_logprobs_are_the_prompts(server, model):
+    """echo with logprobs (lm-eval's log-likelihood requests): logprobs cover the prompt's tokens,
+    the first null, then the generated ones; each prompt token's logprob is log_softmax of the
+    model's own logits of the tokens before it (one forward of the whole prompt through the Python
+    package), with max_tokens 0 and 1, whole and streamed, the prompt in the prefix cache or not."""
+    onecat = pytest.importorskip("onecat")
+    ids = server.ok("/tokenize", {"prompt": ECHO_PROMPT})["tokens"]
+    P = len(ids)
+    assert P > 40
+    reference = log_softmax(onecat.Model(str(model)).logits(ids))
+    want = [float(reference[t, ids[t + 1]]) for t in range(P - 1)]
+    for max_tokens in (0, 1, 1):  # the second max_tokens 1 finds the prompt's pages cached
+        r = completion(server, ECHO_PROMPT, max_tokens=max_tokens, temperature=0, echo=True, logprobs=2)
+        choice = r["choices"][0]
+        lp = choice["logprobs"]
+        assert len(lp["tokens"]) == len(lp["token_logprobs"]) == len(lp["top_logprobs"]) == P + max_tokens
+        assert lp["token_logprobs"][0] is None and lp["top_logprobs"][0] is None
+        assert lp["token_logprobs"][1:P] == pytest.approx(want, abs=1e-4)
+        for logprob, top in zip(lp["token_logprobs"][1:], lp["top_logprobs"][1:]):
+            assert 1 <= len(top) <= 2 and max(top.values()) >= logprob - 1e-6
+        assert lp["text_offset"][0] == 0
+        assert all(b - a == len(t) for a, b, t in zip(lp["text_offset"], lp["text_offset"][1:], lp["tokens"]))
+        assert choice["text"].startswith(ECHO_PROMPT) and r["usage"]["completion_tokens"] == max_tokens
+        assert r["usage"]["prompt_tokens"] == P
+        if max_tokens == 1:
+            assert lp["token_logprobs"][P] == pytest.approx(max(lp["top_logprobs"][P].values()), abs=1e-5)
+    # Streamed: the prompt's event carries its entries, the generated token's event the rest.
+    whole = completion(server, ids, max_tokens=3, temperature=0, echo=True, logprobs=1)["choices"][0]
+    events = server.stream("/v1/completions", {"prompt": ids, "max_tokens": 3, "temperature": 0, "echo": True,
+                                               "logprobs": 1, "stream": True})
+    assert events[-1] == "[DONE]"
+    chunks = [json.loads(e)["choices"][0] for e in events[:-1]]
+    assert len(chunks[0]["logprobs"]["tokens"]) == P
+    assert "".join(c["text"] for c in chunks) == whole["text"]
+    for key in ("tokens", "token_logprobs", "top_logprobs", "text_offset"):
+        assert [x for c in chunks if c["logprobs"] for x in c["logprobs"][key]] == whole["logprobs"][key], key
+    # n = 2, max_tokens 0, streamed: each choice's echo event with the prompt's entries, then its end.
+    events = server.stream("/v1/completions", {"prompt": ids, "max_tokens": 0, "echo": True, "logprobs": 1, "n": 2,
+                                               "stream": True})
+    assert events[-1] == "[DONE]"
+    for index in (0, 1):
+        mine = [json.loads(e)["choices"][0] for e in events[:-1] if json.loads(e)["choices"][0]["index"] == index]
+        assert mine[0]["text"] == whole["text"][:len(mine[0]["text"])] and mine[0]["finish_reason"] is None
+        assert mine[0]["logprobs"]["token_logprobs"] == whole["logprobs"]["token_logprobs"][:P]
+        assert mine[-1]["finish_reason"] == "length" and "".join(c["text"] for c in mine) == mine[0]["text"]
+    # Several prompts as ids in one request (lm-eval's batches), one choice each.
+    both = completion(server, [ids, ids[:20]], max_tokens=1, temperature=0, echo=True, logprobs=0)
+    assert both["choices"][0]["logprobs"]["token_logprobs"][1:P] == pytest.approx(want, abs=1e-4)
+    assert both["choices"][1]["logprobs"]["token_logprobs"][1:20] == pytest.approx(want[:19], abs=1e-4)
+    assert all(top == {} for top in both["choices"][0]["logprobs"]["top_logprobs"][1:])
+
+
+def test_echo_logprobs_do_not_depend_on_the_chunk_size(server, model):
+    """Prompts prefilled 3 tokens a step give the logprobs of the default 512-token chunks."""
+    body = {"prompt": ECHO_PROMPT, "max_tokens": 1, "temperature": 0, "echo": True, "logprobs": 1}
+    big = server.ok("/v1/completions", body)["choices"][0]["logprobs"]["token_logprobs"]
+    s = Server(model, MAX_MODEL_LEN, "--max-num-batched-tokens", "3")
+    try:
+        small = s.ok("/v1/completions", body)["choices"][0]["logprobs"]["token_logprobs"]
+    finally:
+        s.stop()
+    assert small[0] is None and big[0] is None
+    assert small[1:] == pytest.approx(big[1:], abs=1e-5)
+    assert sum(small[1:]) == pytest.approx(sum(big[1:]), abs=1e-4)
+
+
+def test_logit_bias(server, model):
+    """+100 on a token makes greedy decoding choose it every step; −100 on the greedy choice bans
+    it (the token chosen is then not the most likely one: logprobs are the raw distribution's)."""
+    forced = server.ok("/tokenize", {"prompt": "q", "add_special_tokens": False})["tokens"]
+    assert len(forced) == 1
+    r = completion(server, "the cat", max_tokens=5, temperature=0, logit_bias={str(forced[0]): 100}, logprobs=1,
+                   ignore_eos=True)
+    assert r["choices"][0]["logprobs"]["tokens"] == ["q"] * 5 and r["choices"][0]["text"] == "qqqqq"
+    cli = subprocess.run([str(onecat_bin()), "generate", "--model", str(model), "--prompt", "the cat", "--max-tokens",
+                          "1", "--json"], check=True, capture_output=True, text=True)
+    greedy = json.loads(cli.stdout)["ids"][0]
+    plain = completion(server, "the cat", max_tokens=1, temperature=0, logprobs=1)["choices"][0]["logprobs"]
+    banned = completion(server, "the cat", max_tokens=1, temperature=0, logprobs=1,
+                        logit_bias={str(greedy): -100})["choices"][0]["logprobs"]
+    assert plain["token_logprobs"][0] == pytest.approx(max(plain["top_logprobs"][0].values()), abs=1e-6)
+    assert banned["token_logprobs"][0] < plain["token_logprobs"][0] - 1e-6
+    assert banned["top_logprobs"][0] == pytest.approx(plain["top_logprobs"][0], abs=1e-6)  # raw, unbiased
+    # Chat takes it too, and streaming.
+    events = server.stream("/v1/chat/completions", {"messages": MESSAGES, "max_tokens": 3, "temperature": 0,
+                                                    "logit_bias": {str(forced[0]): 100}, "stream": True,
+                                                    "ignore_eos": True})
+    assert "".join(json.loads(e)["choices"][0]["delta"].get("content", "") for e in events[:-1]) == "qqq"
+    vocab = json.loads((model / "config.json").read_text())["vocab_size"]
+    for bias in ({"x": 1}, {"-1": 1}, {str(vocab): 1}, {"5": 100.5}, {"5": "1"}, {"5": None}, {"5": 1, "05": 2},
+                 [], "5", {"": 1}, {"99999999999": 1}):
+        status, j = server.post("/v1/completions", {"prompt": "a", "logit_bias": bias})
+        assert status == 400 and j["error"]["param"] == "logit_bias", (bias, j)
+
+
+def test_response_format_other_than_text_is_refused(server):
+    assert chat(server, MESSAGES, max_tokens=2, response_format={"type": "text"})["choices"]
+    for rf in ({"type": "json_object"}, {"type": "json_schema", "json_schema": {"name": "x", "schema": {}}}):
+        status, j = server.post("/v1/chat/completions", {"messages": MESSAGES, "response_format": rf})
+        assert status == 400 and j["error"]["param"] == "response_format", j
+        assert "not supported yet" in j["error"]["message"]
 
 
 def test_completion_stream_equals_whole(server):
@@ -478,6 +597,29 @@ def test_metrics(server):
     assert server.request("GET", "/metrics", headers={})[0] == 401
 
 
+def test_metrics_speculative_acceptance(server, model):
+    """With --num-speculative-tokens, /metrics counts the drafts verified and accepted (in all and
+    by position), as the engine's EngineStats does; greedy output is the same as without drafts."""
+    prompt = "a b c a b c a b c a b c a b c"
+    body = {"prompt": prompt, "max_tokens": 40, "temperature": 0, "ignore_eos": True}
+    plain = server.ok("/v1/completions", body)["choices"][0]["text"]
+    assert metric(parse_prometheus(server.request("GET", "/metrics")[1].decode()),
+                  "onecat_spec_decode_num_draft_tokens_total") == 0
+    s = Server(model, MAX_MODEL_LEN, "--num-speculative-tokens", "3")
+    try:
+        assert s.ok("/v1/completions", body)["choices"][0]["text"] == plain
+        m = parse_prometheus(s.request("GET", "/metrics")[1].decode())
+    finally:
+        s.stop()
+    drafted = metric(m, "onecat_spec_decode_num_draft_tokens_total")
+    accepted = metric(m, "onecat_spec_decode_num_accepted_tokens_total")
+    assert drafted > 0 and 0 <= accepted <= drafted, (drafted, accepted)
+    by_position = [metric(m, "onecat_spec_decode_num_accepted_tokens_per_pos_total", position=str(k))
+                   for k in range(3)]
+    assert sum(by_position) == accepted
+    assert all(a >= b for a, b in zip(by_position, by_position[1:])), "a later draft is accepted only after the earlier"
+
+
 # ---- malformed requests, generated -------------------------------------------------------------
 
 def _is_int(v):
@@ -664,6 +806,13 @@ def test_sigterm_drains_in_flight_requests(model):
     assert sum(1 for e in events if e["choices"][0]["text"]) > tokens // 2
 
 
+# The load test's bound on resident memory growth after warm-up: 2 MiB. Measured on the 2-core
+# development machine: 380–396 KiB over 30 s (1225–1280 streams), 352 KiB over 60 s (1859 streams), so it
+# does not grow with the streams; a leak of a few KiB per stream (a request's state, a
+# connection's buffers) breaks the bound within the 30 s.
+RSS_GROWTH_KIB = 2 * 1024
+
+
 def rss_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -671,39 +820,69 @@ def rss_kib(pid: int) -> int:
     raise RuntimeError("no VmRSS")
 
 
-def test_64_concurrent_streaming_clients(server):
-    """A short, bounded load: 64 clients streaming at once for a few seconds; no errors, every
-    stream ends with [DONE], resident memory after the first round does not keep growing."""
-    clients, seconds = 64, 4.0
+# The load test's length: the issue's 30 s in CI; longer on demand.
+LOAD_SECONDS = float(os.environ.get("ONECAT_SERVE_LOAD_SECONDS", "30"))
+
+
+def test_64_concurrent_streaming_clients(model):
+    """The issue's bounded load on a server of its own: 64 clients streaming at once (chat, and
+    completions with logprobs) for ONECAT_SERVE_LOAD_SECONDS (30 by default); no errors, every
+    stream ends with [DONE], and the server's resident memory (VmRSS, sampled every 0.2 s) does not
+    grow after the warm-up (the first third, at most 10 s) by more than RSS_GROWTH_KIB."""
+    clients, seconds = 64, LOAD_SECONDS
+    warmup = min(10.0, seconds / 3)
+    s = Server(model)
     errors, rounds = [], [0] * clients
     start = threading.Event()
-    rss_after_warmup = {}
+    done = threading.Event()
+    samples = []  # (seconds since start, VmRSS KiB)
+
+    def sampler():
+        start.wait()
+        t0 = time.time()
+        while not done.is_set():
+            samples.append((time.time() - t0, rss_kib(s.proc.pid)))
+            time.sleep(0.2)
 
     def client(i):
         start.wait()
         deadline = time.time() + seconds
         while time.time() < deadline:
             try:
-                events = server.stream("/v1/chat/completions", {
-                    "messages": [{"role": "user", "content": f"client {i} round {rounds[i]}"}], "max_tokens": 16,
-                    "seed": i, "stream": True, "stream_options": {"include_usage": True}})
+                if i % 2:
+                    events = s.stream("/v1/completions", {
+                        "prompt": f"client {i} round {rounds[i]}", "max_tokens": 16, "seed": i, "logprobs": 2,
+                        "stream": True, "stream_options": {"include_usage": True}})
+                else:
+                    events = s.stream("/v1/chat/completions", {
+                        "messages": [{"role": "user", "content": f"client {i} round {rounds[i]}"}], "max_tokens": 16,
+                        "seed": i, "stream": True, "stream_options": {"include_usage": True}})
                 if events[-1] != "[DONE]" or json.loads(events[-2])["usage"]["completion_tokens"] < 1:
                     errors.append(f"client {i}: {events[-2:]}")
             except Exception as e:  # noqa: BLE001 - every failure is a finding here
                 errors.append(f"client {i}: {e!r}")
             rounds[i] += 1
-            if i == 0 and rounds[0] == 2:
-                rss_after_warmup["kib"] = rss_kib(server.proc.pid)
 
     threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
-    for t in threads:
+    watcher = threading.Thread(target=sampler)
+    for t in threads + [watcher]:
         t.start()
     start.set()
     for t in threads:
-        t.join(timeout=120)
-    assert not errors, f"{len(errors)} errors: {errors[:5]}"
-    assert min(rounds) >= 1, rounds
-    growth = rss_kib(server.proc.pid) - rss_after_warmup.get("kib", 0)
-    print(f"{sum(rounds)} streams by {clients} clients in {seconds} s; RSS growth after warm-up {growth} KiB")
-    assert growth < 64 * 1024, f"resident memory grew by {growth} KiB after warm-up"
-    assert server.request("GET", "/health", headers={})[0] == 200
+        t.join(timeout=seconds + 120)
+    done.set()
+    watcher.join()
+    try:
+        assert not errors, f"{len(errors)} errors: {errors[:5]}"
+        assert min(rounds) >= 1, rounds
+        assert_no_pages_held(s)
+        assert s.request("GET", "/health", headers={})[0] == 200
+    finally:
+        s.stop()
+    assert s.proc.returncode == 0, "".join(s.log[-20:])
+    settled = [kib for t, kib in samples if t < warmup][-1]
+    peak = max(kib for t, kib in samples if t >= warmup)
+    growth = peak - settled
+    print(f"{sum(rounds)} streams by {clients} clients in {seconds} s; VmRSS {settled} KiB after {warmup} s of "
+          f"warm-up, peak {peak} KiB after it: growth {growth} KiB")
+    assert growth < RSS_GROWTH_KIB, f"resident memory grew by {growth} KiB after warm-up"

@@ -52,6 +52,23 @@ def test_completion_logprobs(client):
             assert max(top.values()) == pytest.approx(logprob, abs=1e-5)
 
 
+def test_echo_with_logprobs_as_lm_eval_asks(client):
+    """lm-eval's log-likelihood request: token-id prompts, echo, logprobs 1, max_tokens 1 (or 0)."""
+    ids = [[5, 6, 7, 8, 9, 10], [11, 12, 13]]
+    r = client.completions.create(model=MODEL_NAME, prompt=ids, max_tokens=1, temperature=0, logprobs=1, echo=True,
+                                  seed=1234)
+    assert [c.index for c in r.choices] == [0, 1]
+    for choice, prompt in zip(r.choices, ids):
+        lp = choice.logprobs
+        assert len(lp.token_logprobs) == len(prompt) + 1
+        assert lp.token_logprobs[0] is None and lp.top_logprobs[0] is None
+        assert all(x <= 0 for x in lp.token_logprobs[1:])
+        assert all(len(top) == 1 for top in lp.top_logprobs[1:])
+    none = client.completions.create(model=MODEL_NAME, prompt=ids[0], max_tokens=0, logprobs=1, echo=True)
+    assert none.choices[0].logprobs.token_logprobs == r.choices[0].logprobs.token_logprobs[:-1]
+    assert none.usage.completion_tokens == 0
+
+
 def test_n_with_a_seed_is_reproducible(client):
     def run():
         r = client.chat.completions.create(model=MODEL_NAME, messages=MESSAGES, max_tokens=12, temperature=1.0,

@@ -116,6 +116,20 @@ std::optional<std::string> invalid_reason(const SamplingParams& p) {
   if (p.logprobs < 0 || p.logprobs > kMaxLogprobs) {
     return "logprobs must be in [0, " + std::to_string(kMaxLogprobs) + "], got " + std::to_string(p.logprobs);
   }
+  for (const auto& [id, bias] : p.logit_bias) {
+    if (id < 0) return "logit_bias names token id " + std::to_string(id) + ", which is negative";
+    if (!(bias >= -kMaxLogitBias && bias <= kMaxLogitBias)) {
+      return "logit_bias of token " + std::to_string(id) + " must be in [−100, 100], got " + number(bias);
+    }
+  }
+  if (p.logit_bias.size() > 1) {
+    std::vector<int32_t> ids;
+    for (const auto& b : p.logit_bias) ids.push_back(b.first);
+    std::sort(ids.begin(), ids.end());
+    if (auto twice = std::adjacent_find(ids.begin(), ids.end()); twice != ids.end()) {
+      return "logit_bias names token " + std::to_string(*twice) + " twice";
+    }
+  }
   return std::nullopt;
 }
 
@@ -151,6 +165,13 @@ std::vector<float> penalized_logits(const float* logits, int64_t vocab, const Sa
                                     std::span<const int> prompt_tokens, std::span<const int> output_tokens) {
   std::vector<float> l(static_cast<size_t>(vocab));
   for (int64_t i = 0; i < vocab; ++i) l[size_t(i)] = sanitize_logit(logits[i]);
+  for (const auto& [id, bias] : p.logit_bias) {
+    if (id < 0 || id >= vocab) {
+      throw InputError("logit_bias token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                       std::to_string(vocab) + ").");
+    }
+    l[size_t(id)] = l[size_t(id)] + bias + 0.0f;
+  }
   const bool repetition = p.repetition_penalty != 1.0f;
   const bool additive = p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f;
   if (!repetition && !additive) return l;
@@ -258,7 +279,7 @@ std::vector<Ranked> keep(const float* l, float l_max, int64_t vocab, const Sampl
 
 SampleDecision decide(const float* logits, int64_t vocab, const SamplingParams& p, std::span<const int> prompt_tokens,
                       std::span<const int> output_tokens, uint64_t step, bool token_logprob, bool split = false,
-                      int forced_token = -1) {
+                      int given = -1) {
   validate(p);
   if (vocab < 1 || vocab > std::numeric_limits<int>::max()) {
     throw InputError("sampling needs a vocabulary of 1 to 2^31−1 tokens, got " + std::to_string(vocab) + ".");
@@ -303,14 +324,14 @@ SampleDecision decide(const float* logits, int64_t vocab, const SamplingParams& 
     for (int j = 0; j < p.logprobs; ++j) d.sampled.top.emplace_back(all[size_t(j)].id, logprob(all[size_t(j)].id));
   }
 
-  auto finish = [&](int token) {
-    d.sampled.token = token;
-    d.sampled.logprob = token_logprob || p.logprobs > 0 ? logprob(token) : 0.0f;
+  if (given >= 0) {  // token_logprobs(): the logprobs of a token not drawn
+    d.sampled.token = given;
+    d.sampled.logprob = logprob(given);
     return d;
-  };
-  if (forced_token >= 0) return finish(forced_token);
+  }
 
-  const bool penalised = p.repetition_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f;
+  const bool penalised = p.repetition_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f ||
+                         !p.logit_bias.empty();
   std::vector<float> penalised_values;
   if (penalised) penalised_values = penalized_logits(logits, vocab, p, prompt_tokens, output_tokens);
   const float* l = penalised ? penalised_values.data() : raw.data();
@@ -319,6 +340,11 @@ SampleDecision decide(const float* logits, int64_t vocab, const SamplingParams& 
     l_max = kNegInf;
     for (int64_t i = 0; i < vocab; ++i) l_max = std::max(l_max, l[i]);
   }
+  auto finish = [&](int token) {
+    d.sampled.token = token;
+    d.sampled.logprob = token_logprob || p.logprobs > 0 ? logprob(token) : 0.0f;
+    return d;
+  };
   if (p.temperature < kGreedyTemperature || l_max == kNegInf) return finish(argmax(l, vocab));
 
   std::vector<Ranked> kept = keep(l, l_max, vocab, p, split, &d.margin);
@@ -352,6 +378,8 @@ SampleDecision sample_decision(const float* logits, int64_t vocab, const Samplin
 }
 
 sampling::RowParams row_params(const SamplingParams& p, uint64_t step, int prompt_length) {
+  if (!p.logit_bias.empty())
+    throw InputError("the GPU sampling kernel does not apply logit_bias (the host sampler does).");
   sampling::RowParams r;
   r.temperature = p.temperature;
   r.top_p = p.top_p;
@@ -370,16 +398,6 @@ sampling::RowParams row_params(const SamplingParams& p, uint64_t step, int promp
 SampledToken sample(const float* logits, int64_t vocab, const SamplingParams& p, std::span<const int> prompt_tokens,
                     std::span<const int> output_tokens, uint64_t step, bool token_logprob) {
   return decide(logits, vocab, p, prompt_tokens, output_tokens, step, token_logprob).sampled;
-}
-
-SampledToken raw_logprobs(const float* logits, int64_t vocab, int token, int n) {
-  if (token < 0 || token >= vocab) {
-    throw InputError("token id " + std::to_string(token) + " is outside the vocabulary [0, " + std::to_string(vocab) +
-                     ").");
-  }
-  SamplingParams p;
-  p.temperature = 0, p.logprobs = n;
-  return decide(logits, vocab, p, {}, {}, 0, true, false, token).sampled;
 }
 
 std::vector<std::pair<int, double>> sampling_distribution(const float* logits, int64_t vocab, const SamplingParams& p,
@@ -420,6 +438,19 @@ std::vector<SampledToken> sample_rows(std::span<const SampleRow> rows, int64_t v
     parallel_for(int64_t(rows.size()), [&](int64_t r) { one(size_t(r), false); });
   }
   return out;
+}
+
+SampledToken token_logprobs(const float* logits, int64_t vocab, int token, int n) {
+  if (token < 0 || token >= vocab) {
+    throw InputError("token id " + std::to_string(token) + " is outside the vocabulary [0, " + std::to_string(vocab) +
+                     ").");
+  }
+  if (n < 0 || n > std::min<int64_t>(kMaxLogprobs, vocab)) {
+    throw InputError("logprobs must be in [0, " + std::to_string(kMaxLogprobs) + "], got " + std::to_string(n) + ".");
+  }
+  SamplingParams p;
+  p.logprobs = n;
+  return decide(logits, vocab, p, {}, {}, 0, true, false, token).sampled;
 }
 
 }  // namespace onecat::cpu

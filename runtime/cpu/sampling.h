@@ -41,14 +41,21 @@ struct SamplingParams {
   float frequency_penalty = 0;
   uint64_t seed = 0;  // with the step, the only source of randomness
   int logprobs = 0;   // how many top logprobs to return (0 … kMaxLogprobs)
+  // OpenAI's logit_bias: (token id, bias in [−100, 100]) added to the raw logits before the
+  // penalties, ids distinct (sample() checks them against the vocabulary). Not the logprobs'
+  // distribution, which stays the raw one. The host sampler only: row_params() refuses it.
+  std::vector<std::pair<int32_t, float>> logit_bias;
   friend bool operator==(const SamplingParams&, const SamplingParams&) = default;
 };
 
-// Greedy with no penalty and no logprobs: the token is the argmax of the raw logits, so a
+// The bias OpenAI's logit_bias allows, either way.
+inline constexpr float kMaxLogitBias = 100;
+
+// Greedy with no penalty, no bias and no logprobs: the token is the argmax of the raw logits, so a
 // backend can pick it where the logits are (Model::forward_argmax) and copy out only the id.
 inline bool plain_greedy(const SamplingParams& p) {
   return p.temperature < kGreedyTemperature && p.repetition_penalty == 1 && p.presence_penalty == 0 &&
-         p.frequency_penalty == 0 && p.logprobs == 0;
+         p.frequency_penalty == 0 && p.logprobs == 0 && p.logit_bias.empty();
 }
 
 // One sentence naming the first bad setting (e.g. "top_p must be in (0, 1], got 1.5"), or
@@ -82,15 +89,16 @@ struct SampleRow {
 };
 std::vector<SampledToken> sample_rows(std::span<const SampleRow> rows, int64_t vocab);
 
+// What sample() reports for a token given rather than drawn (prompt logprobs): `token`'s
+// log_softmax(raw) in row `logits` [vocab] and the n most likely (id, logprob), best first.
+SampledToken token_logprobs(const float* logits, int64_t vocab, int token, int n);
+
 // The distribution sample() draws from: the tokens the penalties and filters keep, in id order,
 // with their probabilities (summing to 1); a greedy row gives its token with 1. Speculative
 // decoding's rejection sampling (engine/speculative.h) weighs draft tokens against it.
 std::vector<std::pair<int, double>> sampling_distribution(const float* logits, int64_t vocab, const SamplingParams& p,
                                                           std::span<const int> prompt_tokens,
                                                           std::span<const int> output_tokens);
-// `token`'s raw logprob and the n best (id, logprob), bit for bit as sample() reports them for a
-// row that drew `token`.
-SampledToken raw_logprobs(const float* logits, int64_t vocab, int token, int n);
 
 // Lowest index among equal maxima; NaN never wins unless every value is NaN or −inf (then 0).
 int argmax(const float* logits, int64_t vocab);
@@ -109,7 +117,8 @@ SampleDecision sample_decision(const float* logits, int64_t vocab, const Samplin
                                std::span<const int> prompt_tokens, std::span<const int> output_tokens, uint64_t step);
 
 // The GPU kernel's row struct (codegen/sampling/row_params.h) for these settings, this step
-// and a history whose first prompt_length ids are the prompt's.
+// and a history whose first prompt_length ids are the prompt's. InputError for a logit_bias,
+// which the kernel does not apply.
 sampling::RowParams row_params(const SamplingParams& p, uint64_t step, int prompt_length);
 
 // Building blocks, exposed for the tests and the GPU check.
@@ -120,7 +129,8 @@ std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> counter, std::arra
 float philox_uniform(uint64_t seed, uint64_t step);
 // NaN → −inf, +inf → FLT_MAX, −0 → +0.
 float sanitize_logit(float v);
-// The penalised row (sanitised first), in fp32 with the GPU's exact operation order.
+// The penalised row (sanitised, then biased by logit_bias), in fp32 with the GPU's exact
+// operation order.
 std::vector<float> penalized_logits(const float* logits, int64_t vocab, const SamplingParams& p,
                                     std::span<const int> prompt_tokens, std::span<const int> output_tokens);
 

@@ -153,7 +153,7 @@ double mean_nll(model::Model& m, const std::vector<int32_t>& tokens, int64_t chu
     const size_t end = std::min(tokens.size() - 1, begin + size_t(chunk));
     const std::vector<float> logits = m.extend(s, std::span(tokens).subspan(begin, end - begin), /*all_logits=*/true);
     for (size_t t = begin; t < end; ++t) {
-      nll -= cpu::raw_logprobs(logits.data() + (t - begin) * size_t(vocab), vocab, tokens[t + 1], 0).logprob;
+      nll -= cpu::token_logprobs(logits.data() + (t - begin) * size_t(vocab), vocab, tokens[t + 1], 0).logprob;
     }
   }
   m.release(s);

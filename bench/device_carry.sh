@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Fills .device/ (git-ignored) with what the device image lacks and bench/device.sh builds with,
+# taken from this machine's Debian 12 packages (scripts/setup installs them): the SQLite, PCRE2
+# and utf8proc headers with their static libraries, and cpp-httplib for `onecat serve` — its
+# split header, its shared library and the shared libraries it needs (OpenSSL 3, zlib, Brotli),
+# with a pkg-config file pointing at them (device.sh sets PKG_CONFIG_PATH and the run path).
+# Then carry it: device run with carry [".device", ...].
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+dest=$root/.device
+lib=/usr/lib/x86_64-linux-gnu
+mkdir -p "$dest/httplib/include" "$dest/httplib/lib"
+for h in sqlite3.h sqlite3ext.h pcre2.h utf8proc.h; do cp /usr/include/$h "$dest/"; done
+for a in libsqlite3.a libpcre2-8.a libutf8proc.a; do cp $lib/$a "$dest/"; done
+cp /usr/include/httplib.h "$dest/httplib/include/"
+# The libraries under their sonames (what the loader looks for) and the link names.
+for so in libcpp-httplib.so.0.11 libssl.so.3 libcrypto.so.3 libz.so.1 libbrotlicommon.so.1 libbrotlidec.so.1 \
+  libbrotlienc.so.1; do
+  cp -L $lib/$so "$dest/httplib/lib/$so"
+done
+ln -sf libcpp-httplib.so.0.11 "$dest/httplib/lib/libcpp-httplib.so"
+# The flags must be the ones the library was built with (they change httplib.h's classes).
+cflags=$(pkg-config --cflags-only-other cpp-httplib)
+cat >"$dest/httplib/cpp-httplib.pc" <<EOF
+prefix=\${pcfiledir}
+Name: cpp-httplib
+Description: cpp-httplib carried from Debian 12 for the device
+Version: $(pkg-config --modversion cpp-httplib)
+Libs: -L\${prefix}/lib -lcpp-httplib -Wl,-rpath,\${prefix}/lib -Wl,-rpath-link,\${prefix}/lib
+Cflags: -I\${prefix}/include $cflags
+EOF
+du -sh "$dest"
