@@ -20,3 +20,15 @@ std::vector<int32_t> ngram_draft(std::span<const int32_t> tokens, int k, int min
 }
 
 }  // namespace onecat::engine
+
+namespace onecat::engine {
+
+std::vector<Draft> NgramDrafter::propose(std::span<const DraftRequest> requests) {
+  std::vector<Draft> out(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    out[i].tokens = ngram_draft(requests[i].tokens, requests[i].k, min_n_, max_n_);
+  }
+  return out;
+}
+
+}  // namespace onecat::engine

@@ -4,7 +4,9 @@
 #include <span>
 
 #include "base/error.h"
+#include "engine/draft_model.h"
 #include "engine/drafter.h"
+#include "engine/speculative.h"
 #include "models/model/forward_batch.h"
 #include "runtime/cpu/parallel.h"
 
@@ -21,6 +23,7 @@ struct Engine::Seq {
   int64_t drafted = 0;                         // speculative tokens at the end of `tokens` this step
   std::vector<TokenLogprobs> prompt_logprobs;  // Request::prompt_logprobs: prompt tokens 1 … so far
   bool prompt_logprobs_sent = false;           // with the first output
+  std::vector<std::vector<float>> q;           // the drafts' distributions (empty: certain drafts)
 
   int64_t pending() const { return int64_t(tokens.size()) - computed; }
 };
@@ -54,6 +57,20 @@ Engine::Engine(model::Model& model, const EngineOptions& options)
   }
   stats_.accepted_at.assign(size_t(options_.num_speculative_tokens), 0);
   stats_.drafted_at.assign(size_t(options_.num_speculative_tokens), 0);
+  if (options_.num_speculative_tokens > 0) drafter_ = options_.drafter ? options_.drafter : make_drafter();
+}
+
+std::shared_ptr<Drafter> Engine::make_drafter() const {
+  const std::string& name = options_.speculative;
+  if (name == "ngram") return std::make_shared<NgramDrafter>(options_.ngram_min, options_.ngram_max);
+  if (name.starts_with("draft:") && name.size() > 6) {
+    // The target's limits and a pool as large as the target's: every request it runs fits.
+    model::ModelOptions o = model_.options();
+    o.kv_cache_tokens = model_.pages().pages() * model_.pages().page_size();
+    o.progress = false;
+    return std::make_shared<ModelDrafter>(model::Model::load(name.substr(6), o), model_.config().vocab);
+  }
+  throw InputError("speculative must be ngram or draft:DIR (a draft checkpoint), got \"" + name + "\".");
 }
 
 bool Engine::append(Seq& s, StepOutput o, std::vector<StepOutput>& out) {
@@ -70,21 +87,12 @@ bool Engine::append(Seq& s, StepOutput o, std::vector<StepOutput>& out) {
   return out.back().finished;
 }
 
-void Engine::verify(Seq& s, int32_t first_row, const std::function<int32_t(int32_t)>& greedy_token,
-                    std::vector<StepOutput>& out) {
-  // tokens = [..., t, d_1 … d_m]: row i's token is the target's after t, d_1 … d_i. Drafts
-  // are accepted while they are what the target would have chosen; the first row that
-  // disagrees (or the last) gives the next token itself.
+void Engine::verify(Seq& s, std::vector<cpu::SampledToken> tokens, int64_t accepted, std::vector<StepOutput>& out) {
+  // tokens = [..., t, d_1 … d_m]: the first `accepted` drafts stand, and the verdict's last token
+  // follows them.
   const int64_t m = s.drafted;
   const int64_t base = int64_t(s.tokens.size()) - m;  // t is tokens[base − 1]
-  int64_t accepted = 0;
-  while (accepted < m && greedy_token(first_row + int32_t(accepted)) == s.tokens[size_t(base + accepted)]) {
-    ++accepted;
-  }
-  const int32_t next = greedy_token(first_row + int32_t(accepted));
-  std::vector<int32_t> fresh(s.tokens.begin() + base, s.tokens.begin() + base + accepted);
-  fresh.push_back(next);
-  stats_.draft_tokens += m, stats_.accepted_tokens += accepted;
+  stats_.draft_tokens += m, stats_.accepted_tokens += accepted, ++stats_.draft_rounds;
   for (int64_t i = 0; i < m; ++i) {
     ++stats_.drafted_at[size_t(i)];
     if (i < accepted) ++stats_.accepted_at[size_t(i)];
@@ -93,10 +101,13 @@ void Engine::verify(Seq& s, int32_t first_row, const std::function<int32_t(int32
   // the new length and get overwritten; pages past what it needs go back.
   s.tokens.resize(size_t(base));
   s.drafted = 0;
+  s.q.clear();
   const int64_t page = blocks_.page_size();
-  for (int32_t token : fresh) {
-    const bool done = append(s, {s.id, token, false, ""}, out);
-    if (done) break;
+  const bool logprobs = s.request.sampling.logprobs > 0;
+  for (cpu::SampledToken& t : tokens) {
+    StepOutput o{s.id, t.token, false, ""};
+    if (logprobs) o.logprob = t.logprob, o.top_logprobs = std::move(t.top);
+    if (append(s, std::move(o), out)) break;
   }
   // t and the accepted drafts have K/V now; the last new token is pending.
   s.computed = std::min<int64_t>(int64_t(s.tokens.size()) - 1, base + accepted);
@@ -105,20 +116,47 @@ void Engine::verify(Seq& s, int32_t first_row, const std::function<int32_t(int32
   cache_pages(s);
 }
 
-void Engine::draft(Seq& s, int64_t budget) {
-  const Request& r = s.request;
-  if (options_.num_speculative_tokens == 0 || !cpu::plain_greedy(r.sampling)) return;
-  // A step adds the accepted drafts and one more token: never past max_tokens.
-  const int64_t room = r.max_tokens - int64_t(s.output.size()) - 1;
-  const int64_t k = std::min<int64_t>({options_.num_speculative_tokens, room, budget - 1});
-  if (k <= 0) return;
-  std::vector<int32_t> d = ngram_draft(s.tokens, int(k), options_.ngram_min, options_.ngram_max);
-  if (d.empty()) return;
-  // Drafts take pages only where every running request can still grow by one.
-  if (blocks_.available() < int64_t(running_.size())) return;
-  if (!grow(s, s.computed + 1 + int64_t(d.size()))) return;  // no pages for them: one token
-  s.tokens.insert(s.tokens.end(), d.begin(), d.end());
-  s.drafted = int64_t(d.size());
+void Engine::draft(std::vector<Chunk>& chunks, int64_t& budget) {
+  if (!drafter_) return;
+  // k per request: its own or the engine's, never past max_tokens (a step adds the accepted
+  // drafts and one more token) nor the step's token budget (the first requests first).
+  std::vector<DraftRequest> asks;
+  std::vector<Seq*> seqs;
+  int64_t left = budget;
+  for (const Chunk& c : chunks) {
+    Seq& s = *c.seq;
+    const Request& r = s.request;
+    const int64_t room = r.max_tokens - int64_t(s.output.size()) - 1;
+    const int64_t wanted = r.num_draft_tokens < 0 ? options_.num_speculative_tokens : r.num_draft_tokens;
+    const int64_t k = std::min<int64_t>({wanted, room, left});
+    if (k <= 0) continue;
+    left -= k;
+    asks.push_back({s.id, s.tokens, int64_t(r.prompt.size()), int(k), &r.sampling, {}});
+    seqs.push_back(&s);
+  }
+  if (asks.empty()) return;
+  std::vector<Draft> drafts = drafter_->propose(asks);
+  const int64_t vocab = model_.config().vocab;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    Seq& s = *seqs[i];
+    Draft& d = drafts[i];
+    if (d.tokens.empty()) continue;
+    if (int64_t(d.tokens.size()) > asks[i].k || (!d.q.empty() && d.q.size() != d.tokens.size())) {
+      throw Error("engine: the drafter proposed more tokens than asked, or q for only some");
+    }
+    for (int32_t t : d.tokens) {
+      if (t < 0 || t >= vocab) throw Error("engine: the drafter proposed a token outside the vocabulary");
+    }
+    const int64_t m = std::min<int64_t>(int64_t(d.tokens.size()), budget);
+    // Drafts take pages only where every running request can still grow by one.
+    if (m <= 0 || blocks_.available() < int64_t(running_.size())) continue;
+    if (!grow(s, s.computed + 1 + m)) continue;  // no pages for them: one token
+    s.tokens.insert(s.tokens.end(), d.tokens.begin(), d.tokens.begin() + m);
+    if (!d.q.empty()) s.q.assign(std::make_move_iterator(d.q.begin()), std::make_move_iterator(d.q.begin() + m));
+    s.drafted = m;
+    budget -= m;
+    for (Chunk& c : chunks) c.tokens += c.seq == &s ? m : 0;
+  }
 }
 
 Engine::~Engine() = default;
@@ -132,6 +170,11 @@ int64_t Engine::add(Request request) {
   }
   if (request.max_tokens < (request.prompt_logprobs >= 0 ? 0 : 1)) {
     throw InputError("max_tokens must be at least 1 (0 only with prompt_logprobs).");
+  }
+  if (request.num_draft_tokens < -1 || request.num_draft_tokens > options_.num_speculative_tokens) {
+    throw InputError("num_draft_tokens must be −1 (the engine's) or 0 to the engine's num_speculative_tokens (" +
+                     std::to_string(options_.num_speculative_tokens) + "), got " +
+                     std::to_string(request.num_draft_tokens) + ".");
   }
   cpu::validate(request.sampling);
   const int64_t vocab = model_.config().vocab;
@@ -181,6 +224,7 @@ bool Engine::cancel(int64_t id) {
 bool Engine::idle() const { return waiting_.empty() && running_.empty() && cancelled_.empty(); }
 
 void Engine::let_go(Seq& s) {
+  if (drafter_) drafter_->release(s.id);
   for (int32_t page : s.pages) blocks_.release(page);
   s.pages.clear();
   s.keys.clear();
@@ -259,10 +303,10 @@ std::vector<Engine::Chunk> Engine::plan() {
       preempt(victim);
     }
     if (gone) break;
-    draft(s, budget);
-    chunks.push_back({&s, 1 + s.drafted});
-    budget -= 1 + s.drafted, --seqs;
+    chunks.push_back({&s, 1});
+    budget -= 1, --seqs;
   }
+  draft(chunks, budget);
   // Then prefill chunks: of running requests, then of new ones while pages last.
   auto chunk_of = [&](Seq& s) -> int64_t {
     int64_t n = std::min(s.pending(), budget);
@@ -329,7 +373,7 @@ std::vector<StepOutput> Engine::step() {
     max_pages = std::max(max_pages, int(c.seq->pages.size()));
     decodes += c.tokens == 1;
     const auto [from, to] = prompt_rows(*c.seq, c.seq->computed, c.seq->computed + c.tokens);
-    greedy = greedy && cpu::plain_greedy(c.seq->request.sampling) && from == to;
+    greedy = greedy && cpu::plain_greedy(c.seq->request.sampling) && from == to && c.seq->q.empty();
   }
   for (const Chunk& c : chunks) {
     const Seq& s = *c.seq;
@@ -370,7 +414,7 @@ std::vector<StepOutput> Engine::step() {
     logits.resize(logit_rows.size() * size_t(vocab));
     model_.forward(batch, logits);
   }
-  // A logit row's greedy token (drafts are verified only for plain-greedy requests).
+  // A logit row's greedy token (plain-greedy requests' drafts).
   auto greedy_token = [&](int32_t row) {
     return greedy ? argmax[size_t(row)] : int32_t(cpu::argmax(logits.data() + size_t(row) * size_t(vocab), vocab));
   };
@@ -398,7 +442,23 @@ std::vector<StepOutput> Engine::step() {
   for (size_t k = 0; k < chunks.size(); ++k) {
     Seq& s = *chunks[k].seq;
     if (s.drafted > 0) {
-      verify(s, row_of[k], greedy_token, out);
+      const size_t m = size_t(s.drafted);
+      const std::span<const int32_t> drafts(s.tokens.data() + s.tokens.size() - m, m);
+      if (cpu::plain_greedy(s.request.sampling) && s.q.empty()) {
+        // The longest prefix the target's argmax agrees with, then its next token.
+        std::vector<cpu::SampledToken> tokens;
+        for (size_t i = 0; i <= m; ++i) {
+          tokens.push_back({greedy_token(row_of[k] + int32_t(i)), 0, {}});
+          if (i == m || tokens.back().token != drafts[i]) break;
+        }
+        const int64_t accepted = int64_t(tokens.size()) - 1;
+        verify(s, std::move(tokens), accepted, out);
+      } else {
+        std::vector<const float*> rows;
+        for (size_t i = 0; i <= m; ++i) rows.push_back(logits.data() + size_t(row_of[k] + int32_t(i)) * size_t(vocab));
+        Verified v = verify_drafts({rows, vocab, drafts, s.q, &s.request.sampling, s.request.prompt, s.output});
+        verify(s, std::move(v.tokens), v.accepted, out);
+      }
       continue;
     }
     s.computed += chunks[k].tokens;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine/block_manager.h"
+#include "engine/drafter.h"
 #include "models/model/model.h"
 #include "runtime/cpu/sampling.h"
 
@@ -24,12 +25,17 @@ struct EngineOptions {
   int64_t max_num_batched_tokens = 0;  // tokens per step, ≤ the model's max_batch_tokens (0: that)
   int max_num_seqs = 0;                // sequences per step, ≤ the model's max_sequences (0: that)
   bool prefix_caching = true;
-  // Speculative decoding by n-gram prompt lookup (engine/drafter.h): up to this many draft
-  // tokens per greedy request and step, verified by the same forward (0: off). Greedy
-  // acceptance (the longest prefix the target's argmax agrees with, plus its next token), so
-  // the output is the target's alone; sampled requests decode one token a step.
+  // Speculative decoding (docs/engine.md): up to this many draft tokens per decoding request and
+  // step (k, 0: off; Request::num_draft_tokens lowers it per request), verified by the same
+  // forward so the output keeps the target's distribution (engine/speculative.h): a greedy
+  // output is the target's own.
   int num_speculative_tokens = 0;
+  // The drafter: "ngram" (prompt lookup, engine/drafter.h) or "draft:DIR" (a draft checkpoint
+  // with the target's vocabulary, engine/draft_model.h, loaded with the target's ModelOptions).
+  std::string speculative = "ngram";
   int ngram_min = 1, ngram_max = 4;  // the n-gram lengths the drafter matches, longest first
+  // A drafter of one's own instead of `speculative` (tests; drafters on hidden states later).
+  std::shared_ptr<Drafter> drafter;
 };
 
 struct Request {
@@ -42,6 +48,9 @@ struct Request {
   // places they need are computed, not taken from the prefix cache. With max_tokens 0 the
   // request ends (reason "length", no token) once its prompt is computed.
   int prompt_logprobs = -1;
+  // Draft tokens per step for this request: −1 the engine's num_speculative_tokens, else 0 (none)
+  // up to it.
+  int num_draft_tokens = -1;
 };
 
 // One place's logprobs: its token's under the raw logits, and the n most likely (id, logprob),
@@ -76,6 +85,8 @@ struct EngineStats {
   int64_t accepted_tokens = 0;       // of them, accepted
   std::vector<int64_t> accepted_at;  // [k]: drafts at position k + 1 accepted (acceptance by position)
   std::vector<int64_t> drafted_at;   // [k]: drafts verified at position k + 1
+  int64_t draft_rounds = 0;          // (request, step) pairs that verified drafts: a round
+                                     // adds (accepted_tokens + draft_rounds) / draft_rounds tokens
 };
 
 class Engine {
@@ -114,11 +125,12 @@ class Engine {
   void preempt(Seq& s);
   void let_go(Seq& s);
   void cache_pages(Seq& s);
-  void draft(Seq& s, int64_t budget);  // appends speculative tokens to s.tokens (s.drafted)
-  // Accepts s's drafts against the target's greedy tokens of its rows from first_row on, rolls
+  // Drafts for the decode chunks planned so far (appended to their tokens, s.drafted), within
+  // `budget` more tokens; what they take is taken from it.
+  void draft(std::vector<Chunk>& chunks, int64_t& budget);
+  // Keeps s's accepted drafts and the token after them (engine/speculative.h's verdict), rolls
   // back the rest and appends the new tokens (their outputs to `out`).
-  void verify(Seq& s, int32_t first_row, const std::function<int32_t(int32_t)>& greedy_token,
-              std::vector<StepOutput>& out);
+  void verify(Seq& s, std::vector<cpu::SampledToken> tokens, int64_t accepted, std::vector<StepOutput>& out);
   // Appends s's new token o.token, ending the request at a stop id or max_tokens; true then.
   bool append(Seq& s, StepOutput o, std::vector<StepOutput>& out);
   // The places [from, to) of s whose rows its prompt logprobs still need (from = to: none).
@@ -128,6 +140,7 @@ class Engine {
   void collect_prompt_logprobs(const std::vector<Chunk>& chunks, const std::vector<int32_t>& row_of,
                                const std::vector<int32_t>& prompt_row_of, const std::vector<float>& logits);
   std::vector<Chunk> plan();
+  std::shared_ptr<Drafter> make_drafter() const;
 
   model::Model& model_;
   EngineOptions options_;
@@ -137,6 +150,7 @@ class Engine {
   std::vector<std::unique_ptr<Seq>> running_;  // arrival order
   std::vector<StepOutput> cancelled_;          // reported by the next step
   EngineStats stats_;
+  std::shared_ptr<Drafter> drafter_;  // with num_speculative_tokens > 0
 };
 
 }  // namespace onecat::engine

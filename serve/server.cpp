@@ -644,6 +644,7 @@ void serve(const ServeOptions& options) {
   Metrics metrics;
   engine::EngineOptions eo;
   eo.num_speculative_tokens = o.num_speculative_tokens;
+  eo.speculative = o.speculative;
   EngineLoop loop(*m, eo, o.device == model::Device::kCuda, metrics);
   Server server(o, served, loop, metrics);
   httplib::Server& http = server.http();

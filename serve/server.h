@@ -22,7 +22,8 @@ struct ServeOptions {
   int64_t max_model_len = 0;    // 0: config.json's max_position_embeddings (4096 when it has none)
   int64_t kv_cache_tokens = 0;  // 0: cpu max_num_seqs × max_model_len; cuda as gpu_memory_utilization leaves room for
   double gpu_memory_utilization = 0.9;  // cuda: the share of the GPU's memory onecat may hold
-  int num_speculative_tokens = 0;       // greedy requests: n-gram draft tokens per step (0: off)
+  int num_speculative_tokens = 0;       // draft tokens per request and step (0: off)
+  std::string speculative = "ngram";    // the drafter: "ngram" or "draft:DIR" (EngineOptions::speculative)
   size_t max_body_bytes = size_t(8) << 20;
   int threads = 64;  // connections served at once
 };

@@ -108,6 +108,7 @@ struct Job {
   std::vector<int32_t> prompt;
   int64_t max_tokens;
   cpu::SamplingParams sampling = model::GenerateOptions::greedy();
+  int num_draft_tokens = -1;
 };
 
 // What generate() gives each job alone, on a model of its own.
@@ -129,6 +130,7 @@ std::vector<std::vector<int32_t>> together(Engine& e, const std::vector<Job>& jo
   for (size_t i = 0; i < jobs.size(); ++i) {
     Request r;
     r.prompt = jobs[i].prompt, r.max_tokens = jobs[i].max_tokens, r.sampling = jobs[i].sampling;
+    r.num_draft_tokens = jobs[i].num_draft_tokens;
     index[e.add(r)] = i;
   }
   std::vector<std::vector<int32_t>> out(jobs.size());
@@ -210,16 +212,21 @@ std::vector<Job> repetitive_jobs(int64_t vocab, uint32_t seed) {
   return jobs;
 }
 
-// Speculation never changes a greedy output: with drafts of 1 to 8 tokens, mixed with
-// sampled requests (which decode one token a step) and in a pool small enough to preempt.
-TEST(Engine, SpeculativeGreedyOutputsEqualPlainOnes) {
+// Speculation never changes an output: greedy requests are the target's greedy runs, and sampled
+// ones (n-gram drafts are certain, verified by the plain sampler's own draw, engine/speculative.h)
+// the plain sampler's, seed for seed — with drafts of 1 to 8 tokens and in a pool small enough
+// to preempt.
+TEST(Engine, SpeculativeOutputsEqualPlainOnes) {
   const LoadedModel loaded = load(Checkpoints::of("llama", "f16"));
   const int64_t vocab = loaded.config.vocab;
   std::vector<Job> jobs = repetitive_jobs(vocab, 300);
   for (const Job& j : mixed_jobs(vocab, 310)) jobs.push_back(j);
-  for (size_t i = 0; i < 3; ++i) {
-    jobs[i * 5].sampling.temperature = 0.8f, jobs[i * 5].sampling.seed = 7 + i;
+  for (size_t i = 0; i < 4; ++i) {
+    cpu::SamplingParams& p = jobs[i * 5].sampling;
+    p.temperature = 0.8f, p.seed = 7 + i;
+    if (i >= 2) p.top_p = 0.9f, p.top_k = 20, p.repetition_penalty = 1.2f, p.frequency_penalty = 0.3f;
   }
+  jobs[1].sampling.repetition_penalty = 1.3f;  // greedy, not plain: verified by the sampler's argmax
   const std::vector<std::vector<int32_t>> want = alone(loaded, jobs);
   for (int k : {1, 3, 8}) {
     for (int64_t pool : {2048, 240}) {
@@ -231,6 +238,7 @@ TEST(Engine, SpeculativeGreedyOutputsEqualPlainOnes) {
       EXPECT_GT(st.draft_tokens, 0);
       EXPECT_GT(st.accepted_tokens, 0) << "the repeated motifs are drafted and accepted";
       EXPECT_LE(st.accepted_tokens, st.draft_tokens);
+      EXPECT_GT(st.draft_rounds, 0);
       ASSERT_EQ(st.drafted_at.size(), size_t(k));
       int64_t drafted = 0, accepted = 0;
       for (int i = 0; i < k; ++i) {
@@ -239,6 +247,7 @@ TEST(Engine, SpeculativeGreedyOutputsEqualPlainOnes) {
       }
       EXPECT_EQ(drafted, st.draft_tokens);
       EXPECT_EQ(accepted, st.accepted_tokens);
+      EXPECT_EQ(st.drafted_at[0], st.draft_rounds);  // every round drafts a first token
       // Every generated token came from a step: with accepted drafts, fewer steps than tokens.
       EXPECT_EQ(st.generated_tokens, [&] {
         int64_t n = 0;
@@ -251,6 +260,139 @@ TEST(Engine, SpeculativeGreedyOutputsEqualPlainOnes) {
   test::expect_throw<InputError>([&] { Engine bad(m, {.num_speculative_tokens = 17}); }, {"num_speculative_tokens"});
   test::expect_throw<InputError>([&] { Engine bad(m, {.num_speculative_tokens = 2, .ngram_min = 3, .ngram_max = 2}); },
                                  {"ngram_min"});
+  test::expect_throw<InputError>([&] { Engine bad(m, {.num_speculative_tokens = 2, .speculative = "medusa"}); },
+                                 {"speculative must be ngram or draft:DIR", "medusa"});
+}
+
+// Sampled requests alone, at a low temperature on repetitive prompts, so their drafts are
+// accepted too; each output (token, logprob, top logprobs) is the plain engine's.
+TEST(Engine, SpeculativeSampledRequestsKeepTokensAndLogprobs) {
+  const LoadedModel loaded = load(Checkpoints::of("mistral", "f16"));
+  std::vector<Job> jobs = repetitive_jobs(loaded.config.vocab, 500);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    jobs[i].sampling = {.temperature = 0.3f,
+                        .top_p = 0.95f,
+                        .repetition_penalty = i % 4 == 1 ? 1.2f : 1.f,
+                        .presence_penalty = i % 4 == 3 ? 0.2f : 0.f,
+                        .frequency_penalty = i % 4 == 3 ? 0.2f : 0.f,
+                        .seed = 40 + i,
+                        .logprobs = int(i % 3)};
+  }
+  auto run = [&](int k) {
+    Model m(loaded, engine_model());
+    Engine e(m, {.max_num_batched_tokens = 48, .max_num_seqs = 6, .num_speculative_tokens = k});
+    std::map<int64_t, std::vector<engine::StepOutput>> out;
+    for (const Job& j : jobs) {
+      Request r;
+      r.prompt = j.prompt, r.max_tokens = j.max_tokens, r.sampling = j.sampling;
+      out[e.add(r)];
+    }
+    while (!e.idle()) {
+      for (engine::StepOutput& o : e.step()) out[o.id].push_back(std::move(o));
+    }
+    return std::pair(out, e.stats());
+  };
+  const auto [plain, plain_stats] = run(0);
+  const auto [spec, stats] = run(4);
+  ASSERT_EQ(plain.size(), spec.size());
+  for (const auto& [id, outputs] : plain) {
+    const std::vector<engine::StepOutput>& got = spec.at(id);
+    ASSERT_EQ(got.size(), outputs.size()) << "request " << id;
+    for (size_t t = 0; t < outputs.size(); ++t) {
+      EXPECT_EQ(got[t].token, outputs[t].token) << "request " << id << " token " << t;
+      EXPECT_EQ(got[t].logprob, outputs[t].logprob);
+      EXPECT_EQ(got[t].top_logprobs, outputs[t].top_logprobs);
+      EXPECT_EQ(got[t].finish_reason, outputs[t].finish_reason);
+    }
+  }
+  EXPECT_EQ(plain_stats.draft_tokens, 0);
+  EXPECT_GT(stats.accepted_tokens, 0);
+}
+
+// A request's own k: none (0), fewer than the engine's, or refused above it.
+TEST(Engine, RequestsChooseTheirNumberOfDraftTokens) {
+  const LoadedModel loaded = load(Checkpoints::of("llama", "f16"));
+  std::vector<Job> jobs = repetitive_jobs(loaded.config.vocab, 600);
+  const std::vector<std::vector<int32_t>> want = alone(loaded, jobs);
+  for (Job& j : jobs) j.num_draft_tokens = 0;
+  Model m(loaded, engine_model());
+  Engine none(m, {.num_speculative_tokens = 4});
+  EXPECT_EQ(together(none, jobs), want);
+  EXPECT_EQ(none.stats().draft_tokens, 0);
+  for (Job& j : jobs) j.num_draft_tokens = 2;
+  Model m2(loaded, engine_model());
+  Engine two(m2, {.num_speculative_tokens = 4});
+  EXPECT_EQ(together(two, jobs), want);
+  EXPECT_GT(two.stats().drafted_at[1], 0);
+  EXPECT_EQ(two.stats().drafted_at[2], 0);
+  EXPECT_EQ(two.stats().drafted_at[3], 0);
+  Request r;
+  r.prompt = {1, 2, 3}, r.num_draft_tokens = 5;
+  test::expect_throw<InputError>([&] { two.add(r); }, {"num_draft_tokens", "(4), got 5"});
+  Model m3(loaded, engine_model());
+  Engine off(m3);
+  r.num_draft_tokens = 1;
+  test::expect_throw<InputError>([&] { off.add(r); }, {"num_draft_tokens"});
+}
+
+// A draft model (EngineOptions::speculative = "draft:DIR"). The target as its own draft: its
+// greedy tokens are the target's, every draft accepted; sampled drafts are drawn from q = p
+// (the CPU forward gives the same bits in any batch), so every one is accepted too.
+TEST(Engine, SelfDraftingAcceptsEveryToken) {
+  const std::string dir = Checkpoints::of("llama", "f16");
+  const LoadedModel loaded = load(dir);
+  const int64_t vocab = loaded.config.vocab;
+  std::vector<Job> jobs = mixed_jobs(vocab, 700);
+  jobs.resize(8);
+  const std::vector<std::vector<int32_t>> want = alone(loaded, jobs);
+  for (int k : {1, 4}) {
+    SCOPED_TRACE("k " + std::to_string(k));
+    Model m(loaded, engine_model());
+    Engine e(
+        m,
+        {.max_num_batched_tokens = 48, .max_num_seqs = 6, .num_speculative_tokens = k, .speculative = "draft:" + dir});
+    EXPECT_EQ(together(e, jobs), want);
+    EXPECT_GT(e.stats().draft_tokens, 0);
+    EXPECT_EQ(e.stats().accepted_tokens, e.stats().draft_tokens) << "acceptance rate 1";
+  }
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    jobs[i].sampling = {
+        .temperature = 0.8f, .top_p = i % 2 ? 0.9f : 1.f, .repetition_penalty = i % 3 ? 1.f : 1.2f, .seed = 70 + i};
+  }
+  Model m(loaded, engine_model());
+  Engine e(
+      m, {.max_num_batched_tokens = 48, .max_num_seqs = 6, .num_speculative_tokens = 3, .speculative = "draft:" + dir});
+  together(e, jobs);
+  EXPECT_GT(e.stats().draft_tokens, 0);
+  EXPECT_EQ(e.stats().accepted_tokens, e.stats().draft_tokens) << "acceptance rate 1";
+}
+
+// Another checkpoint as the draft (another architecture, the same vocabulary): greedy outputs
+// stay the target's, in a pool small enough to preempt; a draft of another vocabulary is refused.
+TEST(Engine, ADraftModelNeverChangesAGreedyOutput) {
+  const LoadedModel loaded = load(Checkpoints::of("llama", "f16"));
+  const std::string draft = Checkpoints::of("qwen3", "f16");
+  std::vector<Job> jobs = repetitive_jobs(loaded.config.vocab, 800);
+  for (const Job& j : mixed_jobs(loaded.config.vocab, 810)) jobs.push_back(j);
+  const std::vector<std::vector<int32_t>> want = alone(loaded, jobs);
+  for (const auto& [k, pool] : {std::pair<int, int64_t>{2, 2048}, {8, 240}}) {
+    SCOPED_TRACE("k " + std::to_string(k) + " pool " + std::to_string(pool));
+    Model m(loaded, engine_model(pool));
+    Engine e(m, {.max_num_batched_tokens = 48,
+                 .max_num_seqs = 6,
+                 .num_speculative_tokens = k,
+                 .speculative = "draft:" + draft});
+    EXPECT_EQ(together(e, jobs), want);
+    EXPECT_GT(e.stats().draft_tokens, 0);
+    if (pool == 240) {
+      EXPECT_GT(e.stats().preemptions, 0);
+    }
+  }
+  const std::string other_vocab = Checkpoints::get("--arch llama --format f16 --shape '{\"vocab_size\": 96}'");
+  Model m(loaded, engine_model());
+  test::expect_throw<InputError>(
+      [&] { Engine bad(m, {.num_speculative_tokens = 2, .speculative = "draft:" + other_vocab}); },
+      {"vocabulary has 96 tokens and the target's 128", "share the target's tokenizer"});
 }
 
 TEST(Engine, PreemptionInASmallPoolLosesNothing) {
@@ -623,6 +765,86 @@ TEST(EngineCli, ThroughputReportsEveryRequest) {
     EXPECT_EQ(r.status, 2) << bad << ": " << r.err;
     EXPECT_TRUE(test::contains(r.err, "onecat: error: ")) << bad << ": " << r.err;
   }
+}
+
+// --speculative and --num-draft-tokens (--num-speculative-tokens its other name): the drafter's
+// figures; the checkpoint as its own draft accepts every greedy draft.
+TEST(EngineCli, ThroughputSpeculates) {
+  const std::string dir = Checkpoints::of("llama", "fp8");
+  test::TempDir scratch;
+  test::CommandResult r = test::run_command(
+      std::string(ONECAT_BIN) + " throughput --model " + dir +
+          " --num-prompts 3 --input-len 20 --output-len 12 --speculative draft:" + dir + " --num-draft-tokens 3 --json",
+      scratch.path());
+  ASSERT_EQ(r.status, 0) << r.err;
+  nlohmann::json j = test::parse_json(r);
+  EXPECT_EQ(j["output_tokens"], 36);
+  const nlohmann::json& s = j["speculative"];
+  EXPECT_EQ(s["drafter"], "draft:" + dir);
+  EXPECT_EQ(s["num_draft_tokens"], 3);
+  EXPECT_GT(s["draft_tokens"].get<int64_t>(), 0);
+  EXPECT_EQ(s["acceptance_rate"].get<double>(), 1.0);
+  EXPECT_EQ(s["acceptance_rate_at"], (std::vector<double>{1.0, 1.0, 1.0}));
+  EXPECT_GT(s["mean_acceptance_length"].get<double>(), 1.0);
+  EXPECT_LE(s["mean_acceptance_length"].get<double>(), 4.0);
+  // Every draft accepted: a verifying step gives 4 tokens, so well under one step per token.
+  EXPECT_LT(s["target_steps_per_output_token"].get<double>(), 0.6);
+  EXPECT_GT(s["target_steps_per_output_token"].get<double>(), 0.25);
+  r = test::run_command(std::string(ONECAT_BIN) + " throughput --model " + dir +
+                            " --num-prompts 2 --input-len 20 --output-len 6 --num-speculative-tokens 2 --json",
+                        scratch.path());
+  ASSERT_EQ(r.status, 0) << r.err;
+  j = test::parse_json(r);
+  EXPECT_EQ(j["speculative"]["drafter"], "ngram");
+  EXPECT_EQ(j["speculative"]["drafted_at"].size(), 2u);
+  r = test::run_command(std::string(ONECAT_BIN) + " throughput --model " + dir +
+                            " --num-draft-tokens 2 --speculative " + "draft:" + (scratch / "nowhere"),
+                        scratch.path());
+  EXPECT_EQ(r.status, 2) << r.err;
+}
+
+// onecat audit: the gates pass with either drafter — greedy identity over the built-in prompts,
+// perplexity one token a step against verify-sized chunks, natural stops — as a table and as
+// JSON; bad input is one sentence.
+TEST(EngineCli, AuditPassesItsGates) {
+  const std::string dir = Checkpoints::get("--arch llama --format f16 --tokenizer");
+  test::TempDir scratch;
+  test::write_file(scratch / "text.txt",
+                   "It was the best of times, it was the worst of times, it was the age of wisdom, it was the age "
+                   "of foolishness, it was the epoch of belief, it was the epoch of incredulity.");
+  const std::string audit =
+      std::string(ONECAT_BIN) + " audit --model " + dir + " --max-tokens 12 --text " + (scratch / "text.txt") + " ";
+  test::CommandResult r =
+      test::run_command(audit + "--speculative draft:" + dir + " --num-draft-tokens 3 --json", scratch.path());
+  ASSERT_EQ(r.status, 0) << r.err;
+  nlohmann::json j = test::parse_json(r);
+  EXPECT_EQ(j["pass"], true);
+  EXPECT_EQ(j["identity"]["identical"], j["prompts"]);
+  EXPECT_GE(j["prompts"].get<int>(), 8);
+  EXPECT_TRUE(j["identity"]["first_divergence"].is_null());
+  EXPECT_GT(j["perplexity"]["tokens"].get<int>(), 100);
+  EXPECT_LE(j["perplexity"]["relative_difference"].get<double>(), 1e-4);
+  EXPECT_GT(j["perplexity"]["target"].get<double>(), 1.0);
+  EXPECT_EQ(j["stops"]["target"], j["stops"]["speculative"]);
+  EXPECT_EQ(j["acceptance"]["acceptance_rate"].get<double>(), 1.0);  // its own draft
+  EXPECT_LT(j["acceptance"]["target_steps"]["speculative"].get<int64_t>(),
+            j["acceptance"]["target_steps"]["target"].get<int64_t>());
+  r = test::run_command(audit, scratch.path());  // n-gram drafts, the table
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* want : {"greedy identity", "perplexity", "natural stops", "PASS"}) {
+    EXPECT_TRUE(test::contains(r.out, want)) << r.out;
+  }
+  EXPECT_FALSE(test::contains(r.out, "FAIL")) << r.out;
+  test::write_file(scratch / "prompts.jsonl", "{\"prompt_ids\": [1, 2, 3]}\n{\"text\": 1}\n");
+  r = test::run_command(std::string(ONECAT_BIN) + " audit --model " + dir + " --prompts " + (scratch / "prompts.jsonl"),
+                        scratch.path());
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "line 2 must be a JSON object")) << r.err;
+  r = test::run_command(std::string(ONECAT_BIN) + " audit --model " + Checkpoints::of("llama", "f16") + " --text " +
+                            (scratch / "text.txt"),
+                        scratch.path());
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "needs the checkpoint's tokenizer.json")) << r.err;
 }
 
 // --dataset and --wave: the requests of a JSONL file one after another; a repeated prompt's

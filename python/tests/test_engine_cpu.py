@@ -143,3 +143,26 @@ def test_speculative_greedy_equals_plain(checkpoint):
     assert 0 < stats["accepted_tokens"] <= stats["draft_tokens"]
     with pytest.raises(ValueError, match="num_speculative_tokens"):
         onecat.LLM(str(checkpoint), num_speculative_tokens=99)
+
+
+def test_speculative_sampled_and_draft_model(checkpoint):
+    motif = [11, 40, 7, 93, 2]
+    ps = [motif * 4, [5, 6] * 9, list(range(20, 60))]
+    # Sampled requests get n-gram drafts too, verified with the plain sampler's own draws: the
+    # same tokens, seed for seed.
+    plain = onecat.LLM(str(checkpoint), kv_cache_tokens=1024).generate(ps, 16, temperature=0.5, seed=3, stop_ids=[])
+    llm = onecat.LLM(str(checkpoint), kv_cache_tokens=1024, num_draft_tokens=4)
+    assert llm.generate(ps, 16, temperature=0.5, seed=3, stop_ids=[]) == plain
+    assert llm.stats["draft_rounds"] > 0
+    assert len(llm.stats["drafted_at"]) == 4
+    # The checkpoint as its own draft model: every draft accepted, the greedy output unchanged.
+    greedy = onecat.LLM(str(checkpoint), kv_cache_tokens=1024).generate(ps, 16, temperature=0, stop_ids=[])
+    selfdraft = onecat.LLM(str(checkpoint), kv_cache_tokens=1024, num_draft_tokens=3,
+                           speculative=f"draft:{checkpoint}")
+    assert selfdraft.generate(ps, 16, temperature=0, stop_ids=[]) == greedy
+    stats = selfdraft.stats
+    assert stats["draft_tokens"] > 0 and stats["accepted_tokens"] == stats["draft_tokens"]
+    with pytest.raises(ValueError, match="speculative must be ngram or draft:DIR"):
+        onecat.LLM(str(checkpoint), num_draft_tokens=2, speculative="eagle")
+    with pytest.raises(ValueError, match="other name"):
+        onecat.LLM(str(checkpoint), num_draft_tokens=2, num_speculative_tokens=3)

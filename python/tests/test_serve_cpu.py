@@ -430,6 +430,29 @@ def test_reasoning_parser(server, model):
     assert s.proc.returncode == 0
 
 
+def test_speculative_serving(server, model):
+    """--speculative draft:DIR --num-draft-tokens K (the checkpoint as its own draft) and n-gram
+    drafts: greedy replies are the plain server's; with n-gram drafts a seeded sampled reply is
+    too (certain drafts are verified with the plain sampler's own draws, docs/engine.md)."""
+    body = dict(max_tokens=16, temperature=0)
+    plain = completion(server, "the cat sat on the mat, the cat", **body)["choices"][0]["text"]
+    sampled = completion(server, "the cat sat on the mat, the cat", max_tokens=16, temperature=0.7,
+                         seed=5)["choices"][0]["text"]
+    for flags in (["--speculative", f"draft:{model}", "--num-draft-tokens", "3"], ["--num-speculative-tokens", "4"]):
+        s = Server(model, MAX_MODEL_LEN, *flags)
+        try:
+            assert completion(s, "the cat sat on the mat, the cat", **body)["choices"][0]["text"] == plain
+            if "--num-speculative-tokens" in flags:
+                assert completion(s, "the cat sat on the mat, the cat", max_tokens=16, temperature=0.7,
+                                  seed=5)["choices"][0]["text"] == sampled
+        finally:
+            s.stop()
+        assert s.proc.returncode == 0
+    bad = subprocess.run([str(onecat_bin()), "serve", "--model", str(model), "--num-draft-tokens", "2",
+                          "--speculative", "medusa"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "speculative must be ngram or draft:DIR" in bad.stderr
+
+
 def test_n_and_seeds_reproducible(server):
     body = dict(max_tokens=16, temperature=1.0, n=2)
     a = completion(server, "once upon", seed=7, **body)

@@ -227,6 +227,56 @@ void over_chunks(int64_t n, bool split, Fn&& fn) {
   }
 }
 
+// The tokens a sampled row keeps (temperature, min_p, top_k, top_p over the penalised row l whose
+// maximum is l_max), with their weights; *margin lowered to the closest filter decision.
+std::vector<Ranked> keep(const float* l, float l_max, int64_t vocab, const SamplingParams& p, bool split,
+                         double* margin) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  // Weights and the min_p cut, chunk by chunk (kept in id order).
+  const double t = p.temperature;
+  const int64_t chunks = (vocab + kRowChunk - 1) / kRowChunk;
+  std::vector<std::vector<Ranked>> parts(static_cast<size_t>(chunks));
+  std::vector<double> margins(static_cast<size_t>(chunks), kInf);
+  over_chunks(vocab, split, [&](int64_t b, int64_t e) {
+    std::vector<Ranked>& part = parts[size_t(b / kRowChunk)];
+    double& margin = margins[size_t(b / kRowChunk)];
+    part.reserve(size_t(e - b));
+    for (int64_t i = b; i < e; ++i) {
+      const float v = l[i];
+      if (v == kNegInf) continue;
+      const double wi = std::exp((double(v) - double(l_max)) / t);
+      if (p.min_p > 0) {
+        margin = std::min(margin, std::abs(wi - p.min_p) / p.min_p);
+        if (wi < p.min_p) continue;
+      }
+      part.push_back({v, int(i), wi});
+    }
+  });
+  std::vector<Ranked> kept;
+  size_t kept_size = 0;
+  for (const auto& part : parts) kept_size += part.size();
+  kept.reserve(kept_size);
+  for (size_t c = 0; c < parts.size(); ++c) {
+    kept.insert(kept.end(), parts[c].begin(), parts[c].end());
+    *margin = std::min(*margin, margins[c]);
+  }
+  // top_k: exact on the fp32 values, so no margin.
+  if (p.top_k > 0 && size_t(p.top_k) < kept.size()) {
+    std::nth_element(kept.begin(), kept.begin() + p.top_k, kept.end(), before);
+    kept.resize(size_t(p.top_k));
+  }
+  if (p.top_p < 1) {
+    double mass = 0;
+    for (const Ranked& r : kept) mass += r.w;
+    const double target = double(p.top_p) * mass;
+    narrow_to_prefix_bins(kept, target);
+    double before_last = 0, through_last = 0;
+    kept.resize(size_t(mass_prefix(kept, target, &before_last, &through_last)));
+    *margin = std::min(*margin, std::min(target - before_last, through_last - target) / mass);
+  }
+  return kept;
+}
+
 SampleDecision decide(const float* logits, int64_t vocab, const SamplingParams& p, std::span<const int> prompt_tokens,
                       std::span<const int> output_tokens, uint64_t step, bool token_logprob, bool split = false,
                       int given = -1) {
@@ -297,47 +347,7 @@ SampleDecision decide(const float* logits, int64_t vocab, const SamplingParams& 
   };
   if (p.temperature < kGreedyTemperature || l_max == kNegInf) return finish(argmax(l, vocab));
 
-  // Weights and the min_p cut, chunk by chunk (kept in id order).
-  const double t = p.temperature;
-  std::vector<std::vector<Ranked>> parts(static_cast<size_t>(chunks));
-  std::vector<double> margins(static_cast<size_t>(chunks), kInf);
-  over_chunks(vocab, split, [&](int64_t b, int64_t e) {
-    std::vector<Ranked>& part = parts[size_t(b / kRowChunk)];
-    double& margin = margins[size_t(b / kRowChunk)];
-    part.reserve(size_t(e - b));
-    for (int64_t i = b; i < e; ++i) {
-      const float v = l[i];
-      if (v == kNegInf) continue;
-      const double wi = std::exp((double(v) - double(l_max)) / t);
-      if (p.min_p > 0) {
-        margin = std::min(margin, std::abs(wi - p.min_p) / p.min_p);
-        if (wi < p.min_p) continue;
-      }
-      part.push_back({v, int(i), wi});
-    }
-  });
-  std::vector<Ranked> kept;
-  size_t kept_size = 0;
-  for (const auto& part : parts) kept_size += part.size();
-  kept.reserve(kept_size);
-  for (size_t c = 0; c < parts.size(); ++c) {
-    kept.insert(kept.end(), parts[c].begin(), parts[c].end());
-    d.margin = std::min(d.margin, margins[c]);
-  }
-  // top_k: exact on the fp32 values, so no margin.
-  if (p.top_k > 0 && size_t(p.top_k) < kept.size()) {
-    std::nth_element(kept.begin(), kept.begin() + p.top_k, kept.end(), before);
-    kept.resize(size_t(p.top_k));
-  }
-  if (p.top_p < 1) {
-    double mass = 0;
-    for (const Ranked& r : kept) mass += r.w;
-    const double target = double(p.top_p) * mass;
-    narrow_to_prefix_bins(kept, target);
-    double before_last = 0, through_last = 0;
-    kept.resize(size_t(mass_prefix(kept, target, &before_last, &through_last)));
-    d.margin = std::min(d.margin, std::min(target - before_last, through_last - target) / mass);
-  }
+  std::vector<Ranked> kept = keep(l, l_max, vocab, p, split, &d.margin);
   d.kept = int64_t(kept.size());
 
   // Inverse CDF over the kept tokens in id order (already so when no filter reordered them).
@@ -388,6 +398,31 @@ sampling::RowParams row_params(const SamplingParams& p, uint64_t step, int promp
 SampledToken sample(const float* logits, int64_t vocab, const SamplingParams& p, std::span<const int> prompt_tokens,
                     std::span<const int> output_tokens, uint64_t step, bool token_logprob) {
   return decide(logits, vocab, p, prompt_tokens, output_tokens, step, token_logprob).sampled;
+}
+
+std::vector<std::pair<int, double>> sampling_distribution(const float* logits, int64_t vocab, const SamplingParams& p,
+                                                          std::span<const int> prompt_tokens,
+                                                          std::span<const int> output_tokens) {
+  validate(p);
+  if (vocab < 1 || vocab > std::numeric_limits<int>::max()) {
+    throw InputError("sampling needs a vocabulary of 1 to 2^31−1 tokens, got " + std::to_string(vocab) + ".");
+  }
+  // penalized_logits sanitises, and leaves the row as it is without penalties.
+  const std::vector<float> l = penalized_logits(logits, vocab, p, prompt_tokens, output_tokens);
+  float l_max = -std::numeric_limits<float>::infinity();
+  for (float v : l) l_max = std::max(l_max, v);
+  if (p.temperature < kGreedyTemperature || l_max == -std::numeric_limits<float>::infinity()) {
+    return {{argmax(l.data(), vocab), 1.0}};
+  }
+  double margin = kInf;
+  std::vector<Ranked> kept = keep(l.data(), l_max, vocab, p, false, &margin);
+  std::sort(kept.begin(), kept.end(), [](const Ranked& a, const Ranked& b) { return a.id < b.id; });
+  double total = 0;
+  for (const Ranked& r : kept) total += r.w;
+  std::vector<std::pair<int, double>> out;
+  out.reserve(kept.size());
+  for (const Ranked& r : kept) out.emplace_back(r.id, r.w / total);
+  return out;
 }
 
 std::vector<SampledToken> sample_rows(std::span<const SampleRow> rows, int64_t vocab) {

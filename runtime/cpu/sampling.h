@@ -93,6 +93,13 @@ std::vector<SampledToken> sample_rows(std::span<const SampleRow> rows, int64_t v
 // log_softmax(raw) in row `logits` [vocab] and the n most likely (id, logprob), best first.
 SampledToken token_logprobs(const float* logits, int64_t vocab, int token, int n);
 
+// The distribution sample() draws from: the tokens the penalties and filters keep, in id order,
+// with their probabilities (summing to 1); a greedy row gives its token with 1. Speculative
+// decoding's rejection sampling (engine/speculative.h) weighs draft tokens against it.
+std::vector<std::pair<int, double>> sampling_distribution(const float* logits, int64_t vocab, const SamplingParams& p,
+                                                          std::span<const int> prompt_tokens,
+                                                          std::span<const int> output_tokens);
+
 // Lowest index among equal maxima; NaN never wins unless every value is NaN or −inf (then 0).
 int argmax(const float* logits, int64_t vocab);
 

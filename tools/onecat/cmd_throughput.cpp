@@ -28,7 +28,7 @@ namespace onecat::cli {
 namespace {
 
 struct Options {
-  std::string model, device = "cpu", dataset;
+  std::string model, device = "cpu", dataset, speculative = "ngram";
   int64_t num_prompts = 8, input_len = 128, output_len = 32, max_num_batched_tokens = 512, wave = 0;
   int max_num_seqs = 8, num_speculative_tokens = 0;
   uint64_t seed = 0;
@@ -168,6 +168,7 @@ void run(const Options& o) {
   engine::EngineOptions eo;
   eo.prefix_caching = !o.no_prefix_caching;
   eo.num_speculative_tokens = o.num_speculative_tokens;
+  eo.speculative = o.speculative;
   engine::Engine e(*m, eo);
   std::map<int64_t, size_t> index;
   const auto start = std::chrono::steady_clock::now();
@@ -210,6 +211,10 @@ void run(const Options& o) {
     generated += count[i];
   }
   const engine::EngineStats& st = e.stats();
+  std::vector<double> acceptance_at;
+  for (size_t i = 0; i < st.drafted_at.size(); ++i) {
+    acceptance_at.push_back(st.drafted_at[i] ? double(st.accepted_at[i]) / double(st.drafted_at[i]) : 0.0);
+  }
   nlohmann::json j{{"model", o.model},
                    {"device", o.device},
                    {"num_prompts", requests},
@@ -235,14 +240,23 @@ void run(const Options& o) {
                    {"preemptions", st.preemptions},
                    {"prefix_hit_tokens", st.prefix_hit_tokens},
                    {"speculative",
-                    {{"num_speculative_tokens", o.num_speculative_tokens},
+                    {{"drafter", o.num_speculative_tokens ? o.speculative : ""},
+                     {"num_draft_tokens", o.num_speculative_tokens},
                      {"draft_tokens", st.draft_tokens},
                      {"accepted_tokens", st.accepted_tokens},
                      {"acceptance_rate", st.draft_tokens ? double(st.accepted_tokens) / double(st.draft_tokens) : 0.0},
                      {"accepted_at", st.accepted_at},
                      {"drafted_at", st.drafted_at},
+                     {"acceptance_rate_at", acceptance_at},
+                     // Tokens a request gains per verifying step: its accepted drafts and one more.
+                     {"mean_acceptance_length",
+                      st.draft_rounds ? double(st.accepted_tokens + st.draft_rounds) / double(st.draft_rounds) : 0.0},
                      // Output tokens per engine step, all requests together.
-                     {"tokens_per_step", st.steps ? double(generated) / double(st.steps) : 0.0}}}};
+                     {"tokens_per_step", st.steps ? double(generated) / double(st.steps) : 0.0},
+                     // Target forwards a request took per output token: each step gave it one
+                     // token and its accepted drafts.
+                     {"target_steps_per_output_token",
+                      generated ? double(generated - st.accepted_tokens) / double(generated) : 0.0}}}};
   if (o.json) {
     std::cout << j.dump() << "\n";
     return;
@@ -255,6 +269,13 @@ void run(const Options& o) {
       j["ttft"]["p50_ms"].get<double>(), j["ttft"]["p99_ms"].get<double>(), j["tpot"]["p50_ms"].get<double>(),
       j["tpot"]["p99_ms"].get<double>(), j["itl"]["p99_ms"].get<double>(), static_cast<long long>(st.steps),
       static_cast<long long>(st.preemptions));
+  if (o.num_speculative_tokens > 0) {
+    std::printf("speculative (%s, k = %d): %lld of %lld drafts accepted (%.1f%%), %.2f tokens per verifying step\n",
+                o.speculative.c_str(), o.num_speculative_tokens, static_cast<long long>(st.accepted_tokens),
+                static_cast<long long>(st.draft_tokens),
+                st.draft_tokens ? 100.0 * double(st.accepted_tokens) / double(st.draft_tokens) : 0.0,
+                j["speculative"]["mean_acceptance_length"].get<double>());
+  }
 }
 
 }  // namespace
@@ -278,9 +299,11 @@ void add_throughput(CLI::App& app) {
                   "Queue requests B at a time, the next B when these are done (a latency run; 1: one after "
                   "another; default 0: all at once)");
   cmd->add_flag("--no-prefix-caching", o->no_prefix_caching, "Do not share cached prompt pages");
-  cmd->add_option("--num-speculative-tokens", o->num_speculative_tokens,
-                  "Speculative decoding by n-gram prompt lookup: up to K draft tokens per greedy request and step "
-                  "(default 0: off)");
+  cmd->add_option("--num-draft-tokens,--num-speculative-tokens", o->num_speculative_tokens,
+                  "Speculative decoding: up to K draft tokens per request and step (default 0: off)");
+  cmd->add_option("--speculative", o->speculative,
+                  "The drafter: ngram (prompt lookup, default) or draft:DIR (a draft checkpoint with the same "
+                  "tokenizer)");
   cmd->add_flag("--json", o->json, "Print one JSON object");
   cmd->callback([o] { run(*o); });
 }

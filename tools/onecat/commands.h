@@ -20,6 +20,7 @@ void add_text_commands(CLI::App& app);  // tokenize, detokenize
 void add_generate(CLI::App& app);
 void add_throughput(CLI::App& app);  // the engine benchmark
 void add_serve(CLI::App& app);       // the OpenAI-compatible HTTP server
+void add_audit(CLI::App& app);       // speculative decoding's quality gates
 
 // "1,2,3" → ids; InputError naming `option` and the bad item.
 std::vector<int32_t> parse_ids(const std::string& text, const std::string& option);

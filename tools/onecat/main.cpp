@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
   onecat::cli::add_generate(app);
   onecat::cli::add_throughput(app);
   onecat::cli::add_serve(app);
+  onecat::cli::add_audit(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {

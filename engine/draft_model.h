@@ -1,0 +1,44 @@
+// A draft model as a Drafter (EngineOptions::speculative = "draft:DIR", docs/engine.md): a
+// smaller checkpoint with the target's tokenizer, on the same device, with its own paged KV
+// cache. Each step it catches up on the tokens its cache lacks (a new request's prompt, the
+// tokens the target accepted and added since), then proposes k tokens one forward each, all the
+// step's requests batched together: greedy requests get its argmax (a certain draft), sampled
+// ones a token drawn from its own distribution q under the request's settings (stream kDraft of
+// engine/speculative.h), q returned for rejection sampling.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+
+#include "engine/drafter.h"
+#include "models/model/model.h"
+
+namespace onecat::engine {
+
+class ModelDrafter final : public Drafter {
+ public:
+  // InputError when the draft's vocabulary is not the target's.
+  ModelDrafter(std::unique_ptr<model::Model> draft, int64_t target_vocab);
+  ~ModelDrafter() override;
+
+  std::vector<Draft> propose(std::span<const DraftRequest> requests) override;
+  void release(int64_t id) override;
+
+  const model::Model& model() const { return *model_; }
+  // Tokens the draft model has run (catch-up and drafting), for the tests and statistics.
+  int64_t computed_tokens() const { return computed_tokens_; }
+
+ private:
+  struct State {
+    model::Sequence sequence;     // its pages in the draft model's pool
+    std::vector<int32_t> cached;  // the tokens whose K/V it holds
+  };
+  void trim(State& s, int64_t length);  // back to `length` tokens, pages past them given back
+  void run(std::vector<model::Model::Chunk>& chunks, std::vector<std::vector<float>>* logits);
+
+  std::unique_ptr<model::Model> model_;
+  std::map<int64_t, State> states_;
+  int64_t computed_tokens_ = 0;
+};
+
+}  // namespace onecat::engine
