@@ -40,10 +40,14 @@ engine::Request request(const PyLLM& p, std::vector<int32_t> prompt, const Setti
 }
 
 // The request calls' keywords: the sampling ones, then logprobs (each new token's logprob and
-// the n most likely, in its StepOutput).
+// the n most likely, in its StepOutput), prompt_logprobs (every prompt token's, on the first
+// StepOutput), logit_bias ({token id: bias in [−100, 100]}) and num_draft_tokens (this
+// request's speculative k; None: the LLM's).
 template <class... Leading>
 auto request_kwargs(Leading... leading) {
-  return std::tuple_cat(sampling_kwargs(1.0f, leading...), std::make_tuple(py::arg("logprobs") = 0));
+  return std::tuple_cat(sampling_kwargs(1.0f, leading...),
+                        std::make_tuple(py::arg("logprobs") = 0, py::arg("prompt_logprobs") = py::none(),
+                                        py::arg("logit_bias") = py::none(), py::arg("num_draft_tokens") = py::none()));
 }
 
 }  // namespace
@@ -58,6 +62,15 @@ void bind_engine(py::module_& m) {
                     "With logprobs=n > 0: the token's logprob under the raw logits (else 0)")
       .def_readonly("top_logprobs", &engine::StepOutput::top_logprobs,
                     "With logprobs=n > 0: the n most likely (id, logprob), best first (else [])")
+      .def_property_readonly(
+          "prompt_logprobs",
+          [](const engine::StepOutput& o) {
+            std::vector<std::pair<float, std::vector<std::pair<int, float>>>> out;
+            for (const engine::TokenLogprobs& t : o.prompt_logprobs) out.emplace_back(t.logprob, t.top);
+            return out;
+          },
+          "With prompt_logprobs=n ≥ 0, on the request's first output: for prompt tokens 1 … P−1, (logprob, "
+          "the n most likely (id, logprob)); else []")
       .def("__repr__", [](const engine::StepOutput& o) {
         return "StepOutput(id=" + std::to_string(o.id) + ", token=" + std::to_string(o.token) +
                ", finished=" + (o.finished ? "True" : "False") + ", finish_reason='" + o.finish_reason + "')";
@@ -125,12 +138,17 @@ void bind_engine(py::module_& m) {
             "add_request",
             [](PyLLM& p, std::vector<int32_t> prompt_ids, int64_t max_tokens, float temperature, int top_k, float top_p,
                float min_p, float repetition_penalty, float presence_penalty, float frequency_penalty, uint64_t seed,
-               std::optional<std::vector<int32_t>> stop_ids, int logprobs) {
-              const Settings s{max_tokens,
-                               sampling_params(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty,
-                                               frequency_penalty, seed, logprobs),
-                               std::move(stop_ids)};
-              return p.engine->add(request(p, std::move(prompt_ids), s));
+               std::optional<std::vector<int32_t>> stop_ids, int logprobs, std::optional<int> prompt_logprobs,
+               std::optional<std::map<int32_t, float>> logit_bias, std::optional<int> num_draft_tokens) {
+              Settings s{max_tokens,
+                         sampling_params(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty,
+                                         frequency_penalty, seed, logprobs),
+                         std::move(stop_ids)};
+              if (logit_bias) s.sampling.logit_bias.assign(logit_bias->begin(), logit_bias->end());
+              engine::Request r = request(p, std::move(prompt_ids), s);
+              if (prompt_logprobs) r.prompt_logprobs = *prompt_logprobs;
+              if (num_draft_tokens) r.num_draft_tokens = *num_draft_tokens;
+              return p.engine->add(std::move(r));
             },
             a...,
             "Queues a request; its id. Its tokens come from step(), ending at a stop id (default: the checkpoint's "

@@ -166,3 +166,39 @@ def test_speculative_sampled_and_draft_model(checkpoint):
         onecat.LLM(str(checkpoint), num_draft_tokens=2, speculative="eagle")
     with pytest.raises(ValueError, match="other name"):
         onecat.LLM(str(checkpoint), num_draft_tokens=2, num_speculative_tokens=3)
+
+
+def test_prompt_logprobs_logit_bias_and_draft_tokens_per_request(checkpoint):
+    llm = onecat.LLM(str(checkpoint), max_num_batched_tokens=16, kv_cache_tokens=512, num_speculative_tokens=3)
+    prompt = [(5 * j + 2) % 128 for j in range(40)]
+    a = llm.add_request(prompt, 1, temperature=0, stop_ids=[], prompt_logprobs=2)
+    outs = []
+    while not llm.idle:
+        outs += llm.step()
+    first = next(o for o in outs if o.id == a)
+    # Prompt tokens 1 … P−1, each under the model's own logits of the tokens before it.
+    assert len(first.prompt_logprobs) == len(prompt) - 1
+    rows = onecat.Model(str(checkpoint), kv_cache_tokens=512).logits(prompt).astype(np.float64)
+    for i, (logprob, top) in enumerate(first.prompt_logprobs):
+        row = rows[i]
+        logp = row - row.max() - np.log(np.exp(row - row.max()).sum())
+        assert logprob == pytest.approx(logp[prompt[i + 1]], abs=1e-4)
+        assert [t for t, _ in top] == np.argsort(-logp, kind="stable")[:2].tolist()
+    # logit_bias: +100 forces a token under greedy, −100 bans the one greedy picks.
+    greedy = llm.generate([prompt], 3, temperature=0, stop_ids=[])[0]
+    forced = llm.add_request(prompt, 3, temperature=0, stop_ids=[], logit_bias={77: 100.0})
+    banned = llm.add_request(prompt, 1, temperature=0, stop_ids=[], logit_bias={greedy[0]: -100.0})
+    got = {forced: [], banned: []}
+    while not llm.idle:
+        for o in llm.step():
+            got[o.id].append(o.token)
+    assert got[forced] == [77, 77, 77]
+    assert got[banned][0] != greedy[0]
+    # num_draft_tokens=0 turns speculation off for one request: the same greedy tokens.
+    plain = llm.add_request(prompt, 3, temperature=0, stop_ids=[], num_draft_tokens=0)
+    tokens = []
+    while not llm.idle:
+        tokens += [o.token for o in llm.step() if o.id == plain]
+    assert tokens == greedy
+    with pytest.raises(ValueError, match="logit_bias"):
+        llm.add_request(prompt, 2, logit_bias={100000: 1.0})
