@@ -3,7 +3,10 @@
 # taken from this machine's Debian 12 packages (scripts/setup installs them): the SQLite, PCRE2
 # and utf8proc headers with their static libraries, and cpp-httplib for `onecat serve` — its
 # split header, its shared library and the shared libraries it needs (OpenSSL 3, zlib, Brotli),
-# with a pkg-config file pointing at them (device.sh sets PKG_CONFIG_PATH and the run path).
+# with a pkg-config file pointing at them (device.sh sets PKG_CONFIG_PATH). The link writes an
+# old-style DT_RPATH (--disable-new-dtags): unlike DT_RUNPATH it also finds the library's own
+# dependencies (Brotli, OpenSSL), so onecat needs no LD_LIBRARY_PATH that would shadow the
+# image's libraries for Python and torch.
 # Then carry it: device run with carry [".device", ...].
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -26,7 +29,7 @@ prefix=\${pcfiledir}
 Name: cpp-httplib
 Description: cpp-httplib carried from Debian 12 for the device
 Version: $(pkg-config --modversion cpp-httplib)
-Libs: -L\${prefix}/lib -lcpp-httplib -Wl,-rpath,\${prefix}/lib -Wl,-rpath-link,\${prefix}/lib
+Libs: -L\${prefix}/lib -lcpp-httplib -Wl,--disable-new-dtags -Wl,-rpath,\${prefix}/lib -Wl,-rpath-link,\${prefix}/lib
 Cflags: -I\${prefix}/include $cflags
 EOF
 du -sh "$dest"
