@@ -16,7 +16,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -278,107 +277,91 @@ void wrong_gqa_mapping(LoadedModel& m) {
   }
 }
 
+// A model's logits on its golden case's prompt and rows (golden_logits.py's shape — 1024
+// tokens, every 64th row and the last four — where the manifest lacks the case), and the check
+// that a perturbed model fails the metric against them and against the goldens.
+class MetricPower {
+ public:
+  MetricPower(const LoadedModel& loaded, const std::optional<json>& manifest, const std::string& name)
+      : name_(name), vocab_(loaded.config.vocab) {
+    const json* golden = nullptr;
+    if (manifest) {
+      for (const json& c : (*manifest)["cases"]) {
+        if (c["name"] == name) golden = &c;
+      }
+    }
+    if (golden) {
+      prompt_ = (*golden)["prompt"].get<std::vector<int32_t>>();
+      rows_ = (*golden)["rows"].get<std::vector<int32_t>>();
+      want_golden_ = read_npy(golden_dir() + "/" + (*golden)["file"].get<std::string>(), rows(), vocab_);
+    } else {
+      prompt_ = random_prompt(1024, vocab_, 11);
+      for (int32_t r = 0; r < 1024; r += 64) rows_.push_back(r);
+      for (int32_t r = 1020; r < 1024; ++r) rows_.push_back(r);
+    }
+    want_ = forward_rows(loaded, prompt_, rows_);
+    // The unperturbed model passes against the goldens (if any).
+    if (!want_golden_.empty()) {
+      EXPECT_TRUE(distance(want_.data(), want_golden_.data(), rows(), vocab_).passes());
+    }
+  }
+
+  void expect_fails(const LoadedModel& bad, const std::string& what) const {
+    const std::vector<float> got = forward_rows(bad, prompt_, rows_);
+    const Distance d = distance(got.data(), want_.data(), rows(), vocab_);
+    std::cout << name_ << ", " << what << ": " << d << "\n";
+    EXPECT_FALSE(d.passes()) << what << " passes the metric against the CPU forward: " << d;
+    if (!want_golden_.empty()) {
+      const Distance g = distance(got.data(), want_golden_.data(), rows(), vocab_);
+      EXPECT_FALSE(g.passes()) << what << " passes the metric against the goldens: " << g;
+    }
+  }
+
+ private:
+  int64_t rows() const { return int64_t(rows_.size()); }
+
+  std::string name_;
+  int64_t vocab_;
+  std::vector<int32_t> prompt_, rows_;
+  std::vector<float> want_, want_golden_;
+};
+
 TEST(ModelGolden, MetricHasPower) {
   const std::optional<json> manifest = golden_manifest();
-  std::map<std::string, const json*> golden;
-  if (manifest) {
-    for (const json& c : (*manifest)["cases"]) golden[c["name"].get<std::string>()] = &c;
-  }
   for (const char* arch : {"llama", "mistral", "qwen2", "qwen3"}) {
     const std::string name = std::string(arch) + "-f16";
     SCOPED_TRACE(name);
     const LoadedModel loaded = load(Checkpoints::of(arch, "f16"));
-    const int64_t vocab = loaded.config.vocab;
-    std::vector<int32_t> prompt, rows;
-    std::vector<float> want_golden;
-    if (golden.count(name)) {
-      prompt = (*golden[name])["prompt"].get<std::vector<int32_t>>();
-      rows = (*golden[name])["rows"].get<std::vector<int32_t>>();
-      want_golden =
-          read_npy(golden_dir() + "/" + (*golden[name])["file"].get<std::string>(), int64_t(rows.size()), vocab);
-    } else {
-      // golden_logits.py's shape: 1024 tokens, every 64th row and the last four.
-      prompt = random_prompt(1024, vocab, 11);
-      for (int32_t r = 0; r < 1024; r += 64) rows.push_back(r);
-      for (int32_t r = 1020; r < 1024; ++r) rows.push_back(r);
-    }
-    const std::vector<float> want = forward_rows(loaded, prompt, rows);
-    const int64_t n = int64_t(rows.size());
-    // The unperturbed model passes against the goldens (if any).
-    if (!want_golden.empty()) {
-      EXPECT_TRUE(distance(want.data(), want_golden.data(), n, vocab).passes());
-    }
-
-    auto expect_fails = [&](const LoadedModel& bad, const std::string& what) {
-      const std::vector<float> got = forward_rows(bad, prompt, rows);
-      const Distance d = distance(got.data(), want.data(), n, vocab);
-      std::cout << name << ", " << what << ": " << d << "\n";
-      EXPECT_FALSE(d.passes()) << what << " passes the metric against the CPU forward: " << d;
-      if (!want_golden.empty()) {
-        const Distance g = distance(got.data(), want_golden.data(), n, vocab);
-        EXPECT_FALSE(g.passes()) << what << " passes the metric against the goldens: " << g;
-      }
-    };
+    const MetricPower power(loaded, manifest, name);
     LoadedModel theta = loaded;
     theta.config.rope.theta *= 1.01;
-    expect_fails(theta, "rope theta × 1.01");
+    power.expect_fails(theta, "rope theta × 1.01");
     LoadedModel gqa = loaded;
     wrong_gqa_mapping(gqa);
-    expect_fails(gqa, "query head h on KV head h % kv_heads");
+    power.expect_fails(gqa, "query head h on KV head h % kv_heads");
     LoadedModel swapped = loaded;
     std::swap(swapped.layers[0], swapped.layers[1]);
-    expect_fails(swapped, "layers 0 and 1 swapped");
+    power.expect_fails(swapped, "layers 0 and 1 swapped");
   }
 }
 
 // The MoE metric's power: routing mistakes that matter fail it — renormalising or not the
 // chosen experts' weights, two experts' router rows swapped, one expert fewer per token.
 TEST(ModelGolden, MoeMetricHasPower) {
-  const std::optional<json> manifest = golden_manifest();
-  const json* golden = nullptr;
-  if (manifest) {
-    for (const json& c : (*manifest)["cases"]) {
-      if (c["name"] == "qwen3moe-f16") golden = &c;
-    }
-  }
   const LoadedModel loaded = load(Checkpoints::of("qwen3moe", "f16"));
-  const int64_t vocab = loaded.config.vocab;
-  std::vector<int32_t> prompt, rows;
-  std::vector<float> want_golden;
-  if (golden) {
-    prompt = (*golden)["prompt"].get<std::vector<int32_t>>();
-    rows = (*golden)["rows"].get<std::vector<int32_t>>();
-    want_golden = read_npy(golden_dir() + "/" + (*golden)["file"].get<std::string>(), int64_t(rows.size()), vocab);
-  } else {
-    prompt = random_prompt(512, vocab, 12);
-    for (int32_t r = 0; r < 512; r += 32) rows.push_back(r);
-  }
-  const std::vector<float> want = forward_rows(loaded, prompt, rows);
-  const int64_t n = int64_t(rows.size());
-  if (!want_golden.empty()) {
-    EXPECT_TRUE(distance(want.data(), want_golden.data(), n, vocab).passes());
-  }
-  auto expect_fails = [&](const LoadedModel& bad, const std::string& what) {
-    const std::vector<float> got = forward_rows(bad, prompt, rows);
-    const Distance d = distance(got.data(), want.data(), n, vocab);
-    std::cout << what << ": " << d << "\n";
-    EXPECT_FALSE(d.passes()) << what << " passes the metric against the CPU forward: " << d;
-    if (!want_golden.empty()) {
-      EXPECT_FALSE(distance(got.data(), want_golden.data(), n, vocab).passes()) << what << " passes against the goldens";
-    }
-  };
+  const MetricPower power(loaded, golden_manifest(), "qwen3moe-f16");
   LoadedModel unnormalised = loaded;
   unnormalised.config.norm_topk_prob = false;
-  expect_fails(unnormalised, "top-k weights not renormalised");
+  power.expect_fails(unnormalised, "top-k weights not renormalised");
   LoadedModel fewer = loaded;
   fewer.config.experts_per_token -= 1;
-  expect_fails(fewer, "one expert fewer per token");
+  power.expect_fails(fewer, "one expert fewer per token");
   LoadedModel swapped = loaded;
   for (auto& l : swapped.layers) {
     uint16_t* router = f16_rows(l.router);
     std::swap_ranges(router, router + l.router.k, router + l.router.k);
   }
-  expect_fails(swapped, "router rows of experts 0 and 1 swapped");
+  power.expect_fails(swapped, "router rows of experts 0 and 1 swapped");
 }
 
 // ---------------------------------------------------------------------------------------------
