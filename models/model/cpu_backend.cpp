@@ -66,6 +66,9 @@ void matmul(const float* x, int64_t m, const Matrix& w, float* y) {
   });
 }
 
+// The gate|up epilogue of the dense MLP and of every expert, before its fp16 rounding.
+float silu_mul(float gate, float up) { return gate / (1.f + std::exp(-gate)) * up; }
+
 struct Expert {
   Matrix gate_up, down;
 };
@@ -231,7 +234,7 @@ void CpuBackend::gemm(Act out, Act in, Linear weight, Epilogue epilogue) {
     for (int64_t i = 0; i < b.tokens; ++i) {
       for (int64_t j = 0; j < half; ++j) {
         const float gate = b.y[size_t(i * w.n + j)], up = b.y[size_t(i * w.n + half + j)];
-        y[i * half + j] = cpu::float_to_half(gate / (1.f + std::exp(-gate)) * up);
+        y[i * half + j] = cpu::float_to_half(silu_mul(gate, up));
       }
     }
     return;
@@ -302,7 +305,7 @@ void CpuBackend::moe(int layer, Act out, Act in) {
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < inter; ++j) {
         const float gate = b.expert_y[size_t(i * 2 * inter + j)], up = b.expert_y[size_t(i * 2 * inter + inter + j)];
-        b.expert_h[size_t(i * inter + j)] = cpu::half_to_float(cpu::float_to_half(gate / (1.f + std::exp(-gate)) * up));
+        b.expert_h[size_t(i * inter + j)] = cpu::half_to_float(cpu::float_to_half(silu_mul(gate, up)));
       }
     }
     matmul(b.expert_h.data(), m, w.down, b.expert_y.data());
