@@ -110,27 +110,27 @@ print(json.dumps({"model": model, "run": int(run), "rc": int(rc), "wall_s": floa
 EOF
 }
 
+serve_load() {  # serve_load NAME PORT PID: once /health answers, serve_bench.py (serve_bench's args), then stop PID
+  local name=$1 port=$2 pid=$3
+  for _ in $(seq 120); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 1; done
+  timeout "$(left)" "$py" bench/serve_bench.py --url "http://127.0.0.1:$port" --model "$name" "${args[@]}" \
+    --out "/tmp/serve_$name.json" &&
+    "$py" -c 'import json,sys; print(json.dumps({"server": sys.argv[1], **json.load(open(sys.argv[2]))}))' \
+      "$name" "/tmp/serve_$name.json" >>"$out/serve_bench.jsonl"
+  kill -TERM "$pid"; wait "$pid"
+}
+
 serve_bench() {  # onecat serve, then llama-server, on model-bench's 8B f16 checkpoint
   local ckpt=build-device/model-qwen3-8b/f16/checkpoint gguf=build-llama/qwen3-8b-f16.gguf
   local args=(--vocab 151936 --rates "${SERVE_RATES:-4,16,inf}" --num-prompts "${SERVE_PROMPTS:-64}" --input-len 1024
     --output-len 256)
   ONECAT_CACHE_DIR=build-device/model-qwen3-8b/cache $bin serve --model "$ckpt" --device cuda --port 8011 \
     --served-model-name onecat --max-num-seqs 64 >"$out/serve.log" 2>&1 &
-  local pid=$!
-  for _ in $(seq 120); do curl -sf http://127.0.0.1:8011/health >/dev/null && break; sleep 1; done
-  timeout "$(left)" "$py" bench/serve_bench.py --url http://127.0.0.1:8011 --model onecat "${args[@]}" \
-    --out /tmp/serve_onecat.json && "$py" -c 'import json,sys; print(json.dumps({"server": "onecat", **json.load(open(sys.argv[1]))}))' \
-    /tmp/serve_onecat.json >>"$out/serve_bench.jsonl"
-  kill -TERM $pid; wait $pid
+  serve_load onecat 8011 $!
   [ -x build-llama/cmake/bin/llama-server ] && [ -f "$gguf" ] || { step "serve-bench: no llama-server or $gguf"; return; }
   build-llama/cmake/bin/llama-server -m "$gguf" -ngl 99 --port 8012 -np 64 -c $((64 * 1280)) -cb \
     >"$out/llama_server.log" 2>&1 &
-  pid=$!
-  for _ in $(seq 120); do curl -sf http://127.0.0.1:8012/health >/dev/null && break; sleep 1; done
-  timeout "$(left)" "$py" bench/serve_bench.py --url http://127.0.0.1:8012 --model llama "${args[@]}" \
-    --out /tmp/serve_llama.json && "$py" -c 'import json,sys; print(json.dumps({"server": "llama-server", **json.load(open(sys.argv[1]))}))' \
-    /tmp/serve_llama.json >>"$out/serve_bench.jsonl"
-  kill -TERM $pid; wait $pid
+  serve_load llama-server 8012 $!
 }
 
 lane() {  # lane GPU STEPS...
