@@ -16,6 +16,8 @@ mkdir -p "$dest/httplib/include" "$dest/httplib/lib"
 for h in sqlite3.h sqlite3ext.h pcre2.h utf8proc.h; do cp /usr/include/$h "$dest/"; done
 for a in libsqlite3.a libpcre2-8.a libutf8proc.a; do cp $lib/$a "$dest/"; done
 cp /usr/include/httplib.h "$dest/httplib/include/"
+# httplib.h includes Brotli's headers (the library was built with it); the image has OpenSSL's and zlib's.
+cp -r /usr/include/brotli "$dest/httplib/include/"
 # The libraries under their sonames (what the loader looks for) and the link names.
 for so in libcpp-httplib.so.0.11 libssl.so.3 libcrypto.so.3 libz.so.1 libbrotlicommon.so.1 libbrotlidec.so.1 \
   libbrotlienc.so.1; do

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # llama.cpp, the speed peer of onecat's decode (what V100 owners run today), on the device.
-# Its source is vendor/llama.cpp of the pinned llama-cpp-python sdist (scripts/fetch-testdata
-# fetches it), unpacked without models/, docs/ and the web UI into the ignored .llama/ and
-# carried (the device has no internet). Steps, run in order:
+# Its source is vendor/llama.cpp of the pinned llama-cpp-python sdist, unpacked by
+# bench/llama_source.sh into the ignored .llama/ and carried (the device has no internet). Steps, run in order:
 #   build                 llama-bench, llama-batched-bench, llama-quantize and llama-server for sm_90 into build-llama/ (kept on a warm machine)
 #   convert:DIR:NAME      convert_hf_to_gguf.py DIR → build-llama/NAME-f16.gguf (DIR needs its tokenizer files)
 #   quantize:NAME:TYPE    build-llama/NAME-f16.gguf → build-llama/NAME-TYPE.gguf (llama-quantize; Q8_0, Q4_K_M, …)
@@ -21,22 +20,24 @@ log() { echo "[$(date +%T)] $*" | tee -a "$out/llama_steps.log" >&2; }
 for s in "$@"; do
   log "$s"
   case $s in
-    build)
+    build)  # llama-server after the others: a failure there costs serve-bench its peer, not model-bench
       cmake -S "$src" -B "$build/cmake" -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
         -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON -DLLAMA_CURL=OFF \
-        >"$build/configure.log" 2>&1 &&
-        cmake --build "$build/cmake" -j "$(nproc)" --target llama-bench llama-batched-bench llama-quantize llama-server >"$build/build.log" 2>&1 ||
-        { tail -30 "$build/configure.log" "$build/build.log"; exit 1; } ;;
+        -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF >"$build/configure.log" 2>&1 &&
+        cmake --build "$build/cmake" -j "$(nproc)" --target llama-bench llama-batched-bench llama-quantize >"$build/build.log" 2>&1 ||
+        { tail -n 30 "$build/configure.log" "$build/build.log"; exit 1; }
+      cmake --build "$build/cmake" -j "$(nproc)" --target llama-server >"$build/build-server.log" 2>&1 ||
+        { tail -n 30 "$build/build-server.log"; exit 1; } ;;
     convert:*) IFS=: read -r _ dir name <<<"$s"
       PYTHONPATH="$src/gguf-py" "$py" "$src/convert_hf_to_gguf.py" "$dir" --outtype f16 \
-        --outfile "$build/$name-f16.gguf" >"$build/convert-$name.log" 2>&1 || { tail -30 "$build/convert-$name.log"; exit 1; } ;;
+        --outfile "$build/$name-f16.gguf" >"$build/convert-$name.log" 2>&1 || { tail -n 30 "$build/convert-$name.log"; exit 1; } ;;
     quantize:*) IFS=: read -r _ name type <<<"$s"
       "$build/cmake/bin/llama-quantize" "$build/$name-f16.gguf" "$build/$name-$type.gguf" "$type" \
-        >"$build/quantize-$name-$type.log" 2>&1 || { tail -30 "$build/quantize-$name-$type.log"; exit 1; } ;;
+        >"$build/quantize-$name-$type.log" 2>&1 || { tail -n 30 "$build/quantize-$name-$type.log"; exit 1; } ;;
     bench:*) IFS=: read -r _ name type <<<"$s"
       "$build/cmake/bin/llama-bench" -m "$build/$name-$type.gguf" -p "${PROMPT:-1024}" -n "${GEN:-256}" -ngl 99 \
         -r "${REPS:-3}" -o jsonl >>"$out/llama_bench.jsonl" 2>"$build/bench-$name-$type.log" ||
-        { tail -30 "$build/bench-$name-$type.log"; exit 1; } ;;
+        { tail -n 30 "$build/bench-$name-$type.log"; exit 1; } ;;
     *) log "unknown step $s"; exit 2 ;;
   esac
 done
