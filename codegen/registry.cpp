@@ -2,6 +2,7 @@
 #include "codegen/attention/family.h"
 #include "codegen/embedding/family.h"
 #include "codegen/gemm/family.h"
+#include "codegen/moe/family.h"
 #include "codegen/rmsnorm/family.h"
 #include "codegen/rope/family.h"
 #include "codegen/sampling/family.h"
@@ -16,7 +17,8 @@ std::vector<const Family*> all_families() {
   static const TypedFamily<embedding::Traits> embedding_family;
   static const TypedFamily<rope::Traits> rope_family;
   static const TypedFamily<sampling::Traits> sampling_family;
-  return {&rmsnorm_family, &gemm_family, &attention_family, &embedding_family, &rope_family, &sampling_family};
+  static const TypedFamily<moe::Traits> moe_family;
+  return {&rmsnorm_family, &gemm_family, &attention_family, &embedding_family, &rope_family, &sampling_family, &moe_family};
 }
 
 const Family* find_family(std::string_view name) {

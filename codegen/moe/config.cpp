@@ -1,0 +1,58 @@
+#include "codegen/moe/config.h"
+
+#include "base/error.h"
+#include "codegen/spec_text.h"
+
+namespace onecat::moe {
+
+Config Config::parse(const Spec& spec, std::string_view text) {
+  const std::string what = "config " + quoted_input(text) + " of " + spec.to_string();
+  FieldReader r(text, what);
+  Config c;
+  c.op = spec.op;
+  if (c.projection()) {
+    r.choice("strategy", {"gemv"});
+    c.mt = static_cast<int>(r.integer("mt", 1, 64));
+    c.rows = static_cast<int>(r.integer("rows", 1, 64));
+    c.warps = static_cast<int>(r.integer("warps", 1, 16));
+  } else {
+    c.threads = static_cast<int>(r.integer("threads", 32, 1024));
+  }
+  r.finish();
+  if (auto why = c.invalid_reason(spec)) throw InputError(what + ": " + *why);
+  return c;
+}
+
+std::string Config::to_string() const {
+  if (projection()) {
+    return join_fields({{"strategy", "gemv"}, {"mt", std::to_string(mt)}, {"rows", std::to_string(rows)},
+                        {"warps", std::to_string(warps)}});
+  }
+  return join_fields({{"threads", std::to_string(threads)}});
+}
+
+std::optional<std::string> Config::invalid_reason(const Spec& spec) const {
+  if (op != spec.op) return "a config of op " + std::string(op_name(op)) + " for op " + std::string(op_name(spec.op));
+  if (!projection()) {
+    if (threads % 32 != 0) return "threads=" + std::to_string(threads) + " is not a whole number of warps";
+    return std::nullopt;
+  }
+  if (mt * slots() > kMaxAccumulators) {
+    return std::to_string(mt * slots()) + " fp32 accumulators per thread (mt × weight rows; max " +
+           std::to_string(kMaxAccumulators) + ")";
+  }
+  if (slots() * kRegsPerChunk > kMaxWeightRegs) {
+    return std::to_string(slots()) + " weight rows per CTA hold " + std::to_string(slots() * kRegsPerChunk) +
+           " registers of raw chunks (max " + std::to_string(kMaxWeightRegs) + ")";
+  }
+  const gemm::Spec g = spec.projection();
+  const int64_t chunks = g.k / g.per_chunk();
+  if (int64_t(warps) * 32 > chunks && warps > 1) {
+    return std::to_string(warps) + " warps split " + std::to_string(chunks) + " 16-byte chunks of a row: some would idle";
+  }
+  const int64_t out_rows = g.out_cols();
+  if (rows > out_rows) return "rows=" + std::to_string(rows) + " exceeds the " + std::to_string(out_rows) + " output rows";
+  return std::nullopt;
+}
+
+}  // namespace onecat::moe

@@ -1,0 +1,68 @@
+#include "codegen/moe/emit.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+#include "codegen/gemm/emit.h"
+
+namespace onecat::moe {
+
+Emitted emit(const Spec& spec, const Config& c, Arch arch) {
+  Emitted e;
+  std::string header;
+  const std::string topk = std::to_string(spec.topk);
+  switch (spec.op) {
+    case Op::kRoute:
+      e.kernel_expression = "onecat::moe_route_kernel<" + std::to_string(spec.experts) + ", " + topk + ", " +
+                            (spec.norm ? "true" : "false") + ", " + std::to_string(c.threads) + ">";
+      header = "moe/route.cuh";
+      break;
+    case Op::kCombine:
+      e.kernel_expression = "onecat::moe_combine_kernel<" + std::to_string(spec.hidden) + ", " + topk + ", " +
+                            std::to_string(c.threads) + ">";
+      header = "moe/combine.cuh";
+      break;
+    case Op::kGateUp:
+    case Op::kDown: {
+      const gemm::Spec g = spec.projection();
+      e.kernel_expression = "onecat::moe_gemv_kernel<" + gemm::format_type(g) + ", " + std::to_string(g.n) + ", " +
+                            std::to_string(g.k) + ", " + std::to_string(spec.experts) + ", " + topk + ", " +
+                            std::to_string(c.mt) + ", " + std::to_string(c.rows) + ", " + std::to_string(c.warps) + ", " +
+                            (spec.op == Op::kGateUp ? "true" : "false") + ", " + (spec.act_order ? "true" : "false") + ">";
+      header = "moe/gemv.cuh";
+      break;
+    }
+  }
+  e.source = "// onecat moe generator v" + std::to_string(kGeneratorVersion) + "\n// spec:   " + spec.to_string() +
+             "\n// config: " + c.to_string() + "\n// arch:   " + arch.name() + "\n#include \"" + header + "\"\n";
+  return e;
+}
+
+int64_t max_tiles(const Spec& spec, const Config& c, int64_t pairs) {
+  return std::min<int64_t>(spec.experts, pairs) + pairs / c.mt;
+}
+
+LaunchGeometry geometry(const Spec& spec, const Config& c, int64_t tokens) {
+  if (tokens < 1) throw InputError("moe needs at least one token (got " + std::to_string(tokens) + ")");
+  LaunchGeometry g;
+  g.block[0] = static_cast<unsigned>(c.cta_threads());
+  switch (spec.op) {
+    case Op::kRoute: break;  // one CTA
+    case Op::kCombine:
+      if (tokens > 0x7fffffff) throw InputError("moe combine: too many tokens for the grid");
+      g.grid[0] = static_cast<unsigned>(tokens);
+      break;
+    case Op::kGateUp:
+    case Op::kDown: {
+      const int64_t out_rows = spec.projection().out_cols();
+      const int64_t tiles = max_tiles(spec, c, tokens * spec.topk);
+      if (tiles > 65535) throw InputError("moe: " + std::to_string(tokens) + " tokens exceed the grid's tiles");
+      g.grid[0] = static_cast<unsigned>((out_rows + c.rows - 1) / c.rows);
+      g.grid[1] = static_cast<unsigned>(tiles);
+      break;
+    }
+  }
+  return g;
+}
+
+}  // namespace onecat::moe

@@ -1,0 +1,25 @@
+// moe: Spec + Config → source, kernel name expression, launch geometry.
+// Kernel arguments, in order (codegen/moe/op.cpp packs them):
+//   route:   int* ids, float* weights, int* offsets, int* sorted, const half* logits, int tokens
+//   gate_up, down: void* y, const half* x, qweight, scales, zeros, const int* perm,
+//            const float* global_scales, const int* offsets, const int* sorted,
+//            long long qweight_stride, scales_stride, zeros_stride (bytes per expert)
+//   combine: half* out, const float* y, const float* weights, int tokens
+#pragma once
+#include <cstdint>
+
+#include "codegen/family.h"
+#include "codegen/moe/config.h"
+#include "codegen/moe/spec.h"
+
+namespace onecat::moe {
+
+inline constexpr int kGeneratorVersion = 1;
+
+Emitted emit(const Spec& spec, const Config& config, Arch arch);
+LaunchGeometry geometry(const Spec& spec, const Config& config, int64_t tokens);
+// gate_up and down: the grid's tiles for `pairs` pairs (tokens × topk): at most one partial
+// tile per expert touched plus the whole tiles.
+int64_t max_tiles(const Spec& spec, const Config& config, int64_t pairs);
+
+}  // namespace onecat::moe

@@ -1,0 +1,30 @@
+#include "codegen/moe/op.h"
+
+#include "codegen/moe/emit.h"
+
+namespace onecat::moe {
+
+KernelCall make_call(const Spec& spec, const Config& config, const Args& a) {
+  KernelCall call;
+  call.geometry = geometry(spec, config, a.tokens);
+  switch (spec.op) {
+    case Op::kRoute:
+      call.arg(a.ids).arg(a.weights).arg(a.offsets).arg(a.sorted).arg(a.logits).arg(int(a.tokens));
+      break;
+    case Op::kGateUp:
+    case Op::kDown: {
+      const bool gated = spec.op == Op::kGateUp;
+      call.arg(gated ? a.h : a.y).arg(gated ? a.x : a.h).arg(a.qweight).arg(a.scales).arg(a.zeros)
+          .arg(spec.act_order ? a.perm : DevicePtr(0)).arg(a.global_scales).arg(a.offsets).arg(a.sorted)
+          .arg(static_cast<long long>(a.qweight_stride)).arg(static_cast<long long>(a.scales_stride))
+          .arg(static_cast<long long>(a.zeros_stride));
+      break;
+    }
+    case Op::kCombine:
+      call.arg(a.out).arg(a.y).arg(a.weights).arg(int(a.tokens));
+      break;
+  }
+  return call;
+}
+
+}  // namespace onecat::moe

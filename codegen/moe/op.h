@@ -1,0 +1,30 @@
+// moe's typed ops (codegen/moe/spec.h): route, gate_up, down and combine for `tokens` tokens.
+// Pointers an op has no use for are ignored.
+#pragma once
+#include <cstdint>
+
+#include "codegen/kernel_call.h"
+#include "codegen/moe/config.h"
+#include "codegen/moe/spec.h"
+
+namespace onecat::moe {
+
+struct Args {
+  int64_t tokens = 0;
+  // route: in logits [tokens][experts] fp16; out ids [tokens][topk] int32, weights
+  // [tokens][topk] fp32, offsets [experts + 1] int32, sorted [tokens·topk] int32.
+  DevicePtr logits = 0, ids = 0, weights = 0, offsets = 0, sorted = 0;
+  // gate_up: x [tokens][hidden] fp16 → h [pairs][inter] fp16. down: h → y [pairs][hidden] fp32.
+  // Both read offsets and sorted (route's) and the experts' packed weights, expert e's at
+  // e × the stride (bytes) in each buffer; global_scales [experts] fp32 (nvfp4) or 0.
+  DevicePtr x = 0, h = 0, y = 0;
+  DevicePtr qweight = 0, scales = 0, zeros = 0, perm = 0, global_scales = 0;
+  int64_t qweight_stride = 0, scales_stride = 0, zeros_stride = 0;
+  // combine: y and weights → out [tokens][hidden] fp16.
+  DevicePtr out = 0;
+};
+
+inline int64_t workspace_bytes(const Spec&, const Config&, int64_t) { return 0; }
+KernelCall make_call(const Spec& spec, const Config& config, const Args& args);
+
+}  // namespace onecat::moe

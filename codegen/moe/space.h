@@ -1,0 +1,15 @@
+// moe search space: the tuner's candidates and the deterministic untuned default.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "codegen/moe/config.h"
+
+namespace onecat::moe {
+
+Config default_config(const Spec& spec, int64_t m);
+std::vector<Config> candidate_configs(const Spec& spec);
+// Whether the tuner times this candidate for token count m.
+bool fits_bucket(const Spec& spec, const Config& config, int64_t m);
+
+}  // namespace onecat::moe

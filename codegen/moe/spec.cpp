@@ -1,0 +1,86 @@
+#include "codegen/moe/spec.h"
+
+#include "base/error.h"
+#include "codegen/spec_text.h"
+
+namespace onecat::moe {
+
+std::string_view op_name(Op op) {
+  switch (op) {
+    case Op::kRoute: return "route";
+    case Op::kGateUp: return "gate_up";
+    case Op::kDown: return "down";
+    case Op::kCombine: return "combine";
+  }
+  return "route";
+}
+
+gemm::Spec Spec::projection() const {
+  gemm::Spec g;
+  const bool gated = op == Op::kGateUp;
+  g.n = gated ? 2 * inter : hidden;
+  g.k = gated ? hidden : inter;
+  g.format = format;
+  g.group = group;
+  g.out_f32 = !gated;
+  g.epilogue = gated ? gemm::Epilogue::kSiluMul : gemm::Epilogue::kNone;
+  g.act_order = act_order;
+  return g;
+}
+
+Spec Spec::parse(std::string_view text) {
+  SpecText st = split_spec(text);
+  const std::string what = "spec " + quoted_input(text);
+  if (st.family != "moe") throw InputError(what + " is not a moe spec");
+  FieldReader r(st.fields, what);
+  Spec s;
+  std::string fmt, group, act_order;
+  const std::string op = r.choice("op", {"route", "gate_up", "down", "combine"});
+  s.op = op == "route" ? Op::kRoute : op == "gate_up" ? Op::kGateUp : op == "down" ? Op::kDown : Op::kCombine;
+  if (s.op != Op::kCombine) s.experts = static_cast<int>(r.integer("experts", 1, kMaxExperts));
+  s.topk = static_cast<int>(r.integer("topk", 1, kMaxTopk));
+  if (s.op == Op::kRoute) s.norm = r.flag("norm");
+  if (s.op != Op::kRoute) s.hidden = r.integer("hidden", 1, kMaxDim);
+  if (s.op == Op::kGateUp || s.op == Op::kDown) {
+    s.inter = r.integer("inter", 1, kMaxDim);
+    // The projection's weight fields are the gemm family's, checked by its parser below.
+    fmt = r.choice("fmt", {"f16", "awq4", "gptq4", "fp8b32", "fp8b128", "nvfp4", "mxfp4"});
+    if (r.has("group")) group = std::to_string(r.integer("group", 0, 128));
+    if (r.has("act_order")) act_order = std::to_string(r.integer("act_order", 0, 1));
+  }
+  r.finish();
+  if (s.op != Op::kCombine && s.topk > s.experts) {
+    throw InputError(what + ": topk=" + std::to_string(s.topk) + " exceeds experts=" + std::to_string(s.experts));
+  }
+  if (s.op == Op::kGateUp || s.op == Op::kDown) {
+    const bool gated = s.op == Op::kGateUp;
+    std::string text = "gemm:n=" + std::to_string(gated ? 2 * s.inter : s.hidden) +
+                       ",k=" + std::to_string(gated ? s.hidden : s.inter) + ",fmt=" + fmt;
+    if (!group.empty()) text += ",group=" + group;
+    if (!act_order.empty()) text += ",act_order=" + act_order;
+    try {
+      const gemm::Spec g = gemm::Spec::parse(text);
+      s.format = g.format, s.group = g.group, s.act_order = g.act_order;
+    } catch (const InputError& e) {
+      throw InputError(what + ": its " + op + " projection (" + text + "): " + e.what());
+    }
+  }
+  return s;
+}
+
+std::string Spec::to_string() const {
+  std::vector<std::pair<std::string, std::string>> f{{"op", std::string(op_name(op))}};
+  if (op != Op::kCombine) f.push_back({"experts", std::to_string(experts)});
+  f.push_back({"topk", std::to_string(topk)});
+  if (op == Op::kRoute) f.push_back({"norm", norm ? "1" : "0"});
+  if (op != Op::kRoute) f.push_back({"hidden", std::to_string(hidden)});
+  if (op == Op::kGateUp || op == Op::kDown) {
+    f.push_back({"inter", std::to_string(inter)});
+    f.push_back({"fmt", std::string(quant::format_name(format))});
+    f.push_back({"group", std::to_string(group)});
+    f.push_back({"act_order", act_order ? "1" : "0"});
+  }
+  return "moe:" + join_fields(f);
+}
+
+}  // namespace onecat::moe

@@ -1,0 +1,49 @@
+// moe spec: one mixture-of-experts layer's kernels, everything but the token count fixed.
+//   moe:op=route,experts=128,topk=8,norm=1
+//   moe:op=gate_up,experts=128,topk=8,hidden=2048,inter=768,fmt=awq4,group=128,act_order=0
+//   moe:op=down,experts=128,topk=8,hidden=2048,inter=768,fmt=awq4,group=128,act_order=0
+//   moe:op=combine,topk=8,hidden=2048
+// route: fp16 router logits [T][experts] → each token's top-k experts (ties: the lower id) and
+// their softmax weights (renormalised over the chosen ones with norm=1), then the pairs
+// (token·topk + slot) grouped by expert in pair order: per-expert offsets and the sorted pairs.
+// gate_up: h[pair] = silu(x[token]·Wgᵀ) · (x[token]·Wuᵀ) with the pair's expert's stacked
+// [gate; up] weight, token rows read by index. down: y[pair] = h[pair]·Wdᵀ in fp32.
+// combine: out[token] = Σ_slot weight · y[pair] in slot order, rounded once to fp16.
+// The canonical form prints the fields its op uses, in this order; group defaults to the
+// format's usual one, act_order (gptq4 only) to 0.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "codegen/gemm/spec.h"
+
+namespace onecat::moe {
+
+enum class Op { kRoute, kGateUp, kDown, kCombine };
+
+inline constexpr int kMaxExperts = 512;  // the route kernel holds a token's logits in registers (16 per lane)
+inline constexpr int kMaxTopk = 16;
+inline constexpr int64_t kMaxDim = 1 << 16;
+
+struct Spec {
+  Op op = Op::kRoute;
+  int experts = 0;  // route, gate_up, down
+  int topk = 0;
+  bool norm = false;  // route: renormalise the chosen weights to sum to one (norm_topk_prob)
+  int64_t hidden = 0, inter = 0;  // gate_up, down: model width, one expert's intermediate width; combine: hidden
+  quant::WeightFormat format = quant::WeightFormat::kF16;  // gate_up, down
+  int group = 0;
+  bool act_order = false;
+
+  static Spec parse(std::string_view text);  // throws InputError
+  std::string to_string() const;
+  // gate_up and down: one expert's projection as a gemm spec (gate_up: n = 2·inter with the
+  // silu_mul epilogue, k = hidden; down: n = hidden, k = inter, fp32 out).
+  gemm::Spec projection() const;
+  friend bool operator==(const Spec&, const Spec&) = default;
+};
+
+std::string_view op_name(Op op);
+
+}  // namespace onecat::moe

@@ -1,0 +1,224 @@
+// moe op=gate_up and op=down, strategy=gemv: the gemm family's gemv (templates/gemm/gemv.cuh)
+// over the tiles of each expert's pairs. A tile is up to MT pairs routed to one expert, in pair
+// order (op=route's grouping); blockIdx.y is the tile, found from the per-expert offsets by a
+// scan of each expert's tile count (a few hundred experts: one pass of the CTA). A CTA owns
+// ROWS output rows of its tile and its warps split K; each lane streams 16-byte chunks of the
+// expert's weight rows, decoded in registers, once for all the tile's pairs.
+//   gate_up (GATED): x is [tokens][K] and a pair reads its token's row (p / TOPK), the weight is
+//   the expert's [gate; up] (N = 2 × the output width), out is h [pairs][N/2] fp16 =
+//   silu(gate) · up.
+//   down: x is h [pairs][K], out is [pairs][N] fp32 (op=combine weighs and sums the slots).
+// Each expert's packed weight sits at a fixed stride from the previous one's in every buffer.
+#pragma once
+#include "common/fp16.cuh"
+#include "common/gmem.cuh"
+#include "common/reduce.cuh"
+#include "gemm/epilogue.cuh"
+#include "gemm/formats.cuh"
+
+namespace onecat {
+
+struct MoeTile {
+  int expert, start, count;  // count 0: past the last tile
+};
+
+// Tile `tile` of MT pairs among the experts' pair runs (every thread of the CTA calls it).
+template <int EXPERTS, int MT, int THREADS>
+__device__ __forceinline__ MoeTile moe_find_tile(const int* __restrict__ offsets, int tile) {
+  constexpr int kPer = (EXPERTS + THREADS - 1) / THREADS;
+  constexpr int kWarps = THREADS / 32;
+  __shared__ int warp_total[kWarps];
+  __shared__ MoeTile found;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  int local = 0;
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) {
+    const int e = threadIdx.x * kPer + i;
+    if (e < EXPERTS) local += (offsets[e + 1] - offsets[e] + MT - 1) / MT;
+  }
+  int incl = local;
+#pragma unroll
+  for (int o = 1; o < 32; o *= 2) {
+    const int n = __shfl_up_sync(0xffffffffu, incl, o);
+    if (lane >= o) incl += n;
+  }
+  if (lane == 31) warp_total[warp] = incl;
+  if (threadIdx.x == 0) found = MoeTile{0, 0, 0};
+  __syncthreads();
+  int before = 0, total = 0;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    if (w < warp) before += warp_total[w];
+    total += warp_total[w];
+  }
+  int first = before + incl - local;  // this thread's first tile
+  if (tile < total && tile >= first && tile < first + local) {
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) {
+      const int e = threadIdx.x * kPer + i;
+      if (e < EXPERTS) {
+        const int begin = offsets[e], end = offsets[e + 1];
+        const int tiles = (end - begin + MT - 1) / MT;
+        if (tile < first + tiles) {
+          const int start = begin + (tile - first) * MT;
+          found = MoeTile{e, start, min(MT, end - start)};
+          break;
+        }
+        first += tiles;
+      }
+    }
+  }
+  __syncthreads();
+  return found;
+}
+
+template <class Fmt, int N, int K, int EXPERTS, int TOPK, int MT, int ROWS, int WARPS, bool GATED, bool ACT_ORDER>
+__global__ void __launch_bounds__(WARPS* kWarpSize, 1)
+    moe_gemv_kernel(void* __restrict__ y, const half_t* __restrict__ x, const void* __restrict__ qweight,
+                    const void* __restrict__ scales, const void* __restrict__ zeros, const int* __restrict__ perm,
+                    const float* __restrict__ global_scales, const int* __restrict__ offsets,
+                    const int* __restrict__ sorted, long long qweight_stride, long long scales_stride,
+                    long long zeros_stride) {
+  constexpr int kPer = Fmt::kPerChunk;
+  constexpr int kPairs = kPer / 2;
+  constexpr int kChunks = K / kPer;
+  constexpr int kThreads = WARPS * kWarpSize;
+  constexpr int kIters = (kChunks + kThreads - 1) / kThreads;
+  constexpr bool kEvenSplit = kChunks % kThreads == 0;
+  constexpr int kOutRows = GATED ? N / 2 : N;
+  constexpr int kSlots = GATED ? 2 * ROWS : ROWS;
+  static_assert(K % kPer == 0, "K must be a multiple of the chunk");
+
+  const MoeTile tile = moe_find_tile<EXPERTS, MT, kThreads>(offsets, blockIdx.y);
+  if (tile.count == 0) return;
+  const int warp = threadIdx.x / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
+  const int out_row0 = blockIdx.x * ROWS;
+  const char* wbytes = static_cast<const char*>(qweight) + tile.expert * qweight_stride;
+  const void* sc_base = static_cast<const char*>(scales) + tile.expert * scales_stride;
+  const void* z_base = static_cast<const char*>(zeros) + tile.expert * zeros_stride;
+  const int* eperm = ACT_ORDER ? perm + static_cast<long long>(tile.expert) * K : nullptr;
+  const float gscale = global_scales != nullptr ? global_scales[tile.expert] : 1.f;
+
+  int pair[MT];
+  const half_t* xrow[MT];
+#pragma unroll
+  for (int i = 0; i < MT; ++i) {
+    pair[i] = i < tile.count ? sorted[tile.start + i] : -1;
+    const int r = pair[i] < 0 ? 0 : (GATED ? pair[i] / TOPK : pair[i]);
+    xrow[i] = x + static_cast<long long>(r) * K;
+  }
+
+  int row[kSlots];
+#pragma unroll
+  for (int s = 0; s < kSlots; ++s) {
+    const int r = kOutRows % ROWS == 0 ? out_row0 + s % ROWS : min(out_row0 + s % ROWS, kOutRows - 1);
+    row[s] = (GATED && s >= ROWS) ? r + kOutRows : r;
+  }
+
+  float acc[MT][kSlots];
+#pragma unroll
+  for (int i = 0; i < MT; ++i) {
+#pragma unroll
+    for (int s = 0; s < kSlots; ++s) acc[i][s] = 0.f;
+  }
+
+  auto chunk_address = [&](int s, int c) { return wbytes + (static_cast<long long>(row[s]) * kChunks + c) * 16; };
+  struct Stage {
+    Raw16 raw[kSlots];
+    typename Fmt::Scale sc[kSlots];
+  };
+  auto load = [&](int it, Stage& st) {
+    const int c = it * kThreads + threadIdx.x;
+    if (!kEvenSplit && c >= kChunks) return;
+#pragma unroll
+    for (int s = 0; s < kSlots; ++s) {
+      st.raw[s] = gmem_load_nc<16>(chunk_address(s, c));
+      st.sc[s] = Fmt::load_scale(sc_base, z_base, row[s], c);
+    }
+  };
+  auto compute = [&](int it, const Stage& st) {
+    const int c = it * kThreads + threadIdx.x;
+    if (!kEvenSplit && c >= kChunks) return;
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+      if (i >= tile.count) continue;
+      half2_t xs[kPairs];
+      if constexpr (ACT_ORDER) {
+#pragma unroll
+        for (int p = 0; p < kPairs; ++p) {
+          const int k = c * kPer + 2 * p;
+          xs[p].bits = unsigned(xrow[i][eperm[k]].bits) | (unsigned(xrow[i][eperm[k + 1]].bits) << 16);
+        }
+      } else {
+#pragma unroll
+        for (int q = 0; q < kPer / 8; ++q) {
+          const Raw16 xr = gmem_load_nc<16>(xrow[i] + c * kPer + q * 8);
+#pragma unroll
+          for (int j = 0; j < 4; ++j) xs[q * 4 + j].bits = raw_word(xr, j);
+        }
+      }
+#pragma unroll
+      for (int s = 0; s < kSlots; ++s) {
+        half2_t h{0u};
+        if constexpr (Fmt::kWordScaled) {
+#pragma unroll
+          for (int wd = 0; wd < kPairs / 4; ++wd) {
+            half2_t hw{0u};
+#pragma unroll
+            for (int p = 4 * wd; p < 4 * wd + 4; ++p) hw = hfma2(Fmt::decode_unscaled(st.raw[s], p, st.sc[s]), xs[p], hw);
+            h = hfma2(hw, Fmt::word_scale(st.sc[s]), h);
+          }
+        } else {
+#pragma unroll
+          for (int p = 0; p < kPairs; ++p) h = hfma2(Fmt::decode(st.raw[s], p, st.sc[s]), xs[p], h);
+        }
+        if constexpr (Fmt::kFlushScaled) {
+          acc[i][s] += Fmt::flush(st.sc[s]) * half2_sum(h);
+        } else {
+          acc[i][s] += half2_sum(h);
+        }
+      }
+    }
+  };
+  constexpr int kUnroll = kIters <= (MT * kSlots <= 8 ? 8 : 2) ? kIters : 1;
+  Stage cur;
+  load(0, cur);
+#pragma unroll kUnroll
+  for (int it = 0; it < kIters; ++it) {
+    compute(it, cur);
+    if (it + 1 < kIters) load(it + 1, cur);
+  }
+
+  __shared__ float partial[WARPS][MT][kSlots];
+#pragma unroll
+  for (int i = 0; i < MT; ++i) {
+#pragma unroll
+    for (int s = 0; s < kSlots; ++s) {
+      const float v = group_sum<kWarpSize>(acc[i][s]);
+      if (lane == 0) partial[warp][i][s] = v;
+    }
+  }
+  __syncthreads();
+  for (int t = threadIdx.x; t < MT * ROWS; t += kThreads) {
+    const int i = t / ROWS, r = t % ROWS;
+    const int n = out_row0 + r;
+    if (i >= tile.count || n >= kOutRows) continue;
+    float v = 0.f, gate = 0.f;
+#pragma unroll
+    for (int wp = 0; wp < WARPS; ++wp) {
+      v += partial[wp][i][GATED ? r + ROWS : r];
+      if constexpr (GATED) gate += partial[wp][i][r];
+    }
+    v *= gscale;
+    const long long out = static_cast<long long>(pair[i]) * kOutRows + n;
+    if constexpr (GATED) {
+      v *= silu(gate * gscale);
+      static_cast<half_t*>(y)[out] = float_to_half(v);
+    } else {
+      static_cast<float*>(y)[out] = v;
+    }
+  }
+}
+
+}  // namespace onecat

@@ -1,0 +1,137 @@
+// moe op=route: one CTA routes every token of the step and groups the (token, slot) pairs by
+// expert, so the expert kernels that follow read their tiles without the host.
+// Selection compares the fp16 logits (softmax keeps their order), as a 32-bit key: the logit's
+// bits made order-preserving above, 0xffff - expert below, so the warp maximum is the highest
+// logit with ties to the lower id, and the k picks come out in descending order. The weights
+// are exp(l - max) over the sum of all experts' (softmax) or of the chosen ones' (norm=1,
+// norm_topk_prob) in fp32. Grouping is deterministic: counts in shared memory, offsets by a
+// scan, then one warp places the pairs in pair order (__match_any_sync ranks equal experts
+// within 32 pairs), so each expert's pairs stay in ascending order.
+#pragma once
+#include "common/fp16.cuh"
+
+namespace onecat {
+
+__device__ __forceinline__ unsigned ordered_half_key(unsigned short bits) {
+  return (bits & 0x8000u) ? (~unsigned(bits) & 0xffffu) : (unsigned(bits) | 0x8000u);
+}
+
+__device__ __forceinline__ unsigned warp_max_u32(unsigned v) {
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) v = max(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+__device__ __forceinline__ float warp_max_f32(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+__device__ __forceinline__ float warp_sum_f32(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// ids, weights: [tokens][TOPK] (pair p = token·TOPK + slot); offsets: [EXPERTS + 1] (expert e's
+// pairs are sorted[offsets[e] .. offsets[e+1])); sorted: [tokens·TOPK] pair indices.
+template <int EXPERTS, int TOPK, bool NORM, int THREADS>
+__global__ void __launch_bounds__(THREADS, 1)
+    moe_route_kernel(int* __restrict__ ids, float* __restrict__ weights, int* __restrict__ offsets,
+                     int* __restrict__ sorted, const half_t* __restrict__ logits, int tokens) {
+  constexpr int kPerLane = (EXPERTS + 31) / 32;
+  constexpr int kWarps = THREADS / 32;
+  __shared__ int count[EXPERTS];
+  __shared__ int cursor[EXPERTS];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  for (int e = threadIdx.x; e < EXPERTS; e += THREADS) count[e] = 0;
+
+  for (int t = warp; t < tokens; t += kWarps) {
+    const half_t* row = logits + static_cast<long long>(t) * EXPERTS;
+    unsigned key[kPerLane];
+    float logit[kPerLane];
+    float top = -__int_as_float(0x7f800000);  // -inf
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      const int e = lane + 32 * i;
+      if (e < EXPERTS) {
+        const half_t h = row[e];
+        logit[i] = half_to_float(h);
+        key[i] = (ordered_half_key(h.bits) << 16) | (0xffffu - unsigned(e));
+        top = fmaxf(top, logit[i]);
+      } else {
+        logit[i] = -__int_as_float(0x7f800000);
+        key[i] = 0u;
+      }
+    }
+    top = warp_max_f32(top);
+    float total = 0.f;
+    if constexpr (!NORM) {
+#pragma unroll
+      for (int i = 0; i < kPerLane; ++i) total += lane + 32 * i < EXPERTS ? __expf(logit[i] - top) : 0.f;
+      total = warp_sum_f32(total);
+    }
+    float chosen_w[TOPK];
+    int chosen[TOPK];
+    float chosen_sum = 0.f;
+#pragma unroll
+    for (int k = 0; k < TOPK; ++k) {
+      unsigned best = 0u;
+#pragma unroll
+      for (int i = 0; i < kPerLane; ++i) best = max(best, key[i]);
+      best = warp_max_u32(best);
+      const int e = int(0xffffu - (best & 0xffffu));
+      // The owner drops its pick from later rounds.
+      if (e % 32 == lane) key[e / 32] = 0u;
+      const float w = __expf(half_to_float(row[e]) - top);  // (an L1 hit: this warp read the row)
+      chosen[k] = e;
+      chosen_w[k] = w;
+      chosen_sum += w;
+    }
+    if (lane < TOPK) {
+      float w = 0.f;
+      int e = 0;
+#pragma unroll
+      for (int k = 0; k < TOPK; ++k) {
+        if (k == lane) w = chosen_w[k], e = chosen[k];
+      }
+      ids[t * TOPK + lane] = e;
+      weights[t * TOPK + lane] = w / (NORM ? chosen_sum : total);
+    }
+  }
+  __syncthreads();  // ids written by every warp (global writes of one CTA are visible after the barrier)
+
+  const int pairs = tokens * TOPK;
+  for (int p = threadIdx.x; p < pairs; p += THREADS) atomicAdd(&count[ids[p]], 1);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int sum = 0;
+    for (int e = 0; e < EXPERTS; ++e) {
+      offsets[e] = sum;
+      cursor[e] = sum;
+      sum += count[e];
+    }
+    offsets[EXPERTS] = sum;
+  }
+  __syncthreads();
+  if (warp == 0) {
+    for (int base = 0; base < pairs; base += 32) {
+      const int p = base + lane;
+      const bool in = p < pairs;
+      const int e = in ? ids[p] : -1 - lane;  // out-of-range lanes match nobody
+      const unsigned same = __match_any_sync(0xffffffffu, e);
+      const unsigned below = same & ((1u << lane) - 1u);
+      int pos = 0;
+      if (in) pos = cursor[e] + __popc(below);
+      __syncwarp();
+      if (in) {
+        sorted[pos] = p;
+        if (below == 0u) cursor[e] += __popc(same);  // the lowest lane of the group advances it
+      }
+      __syncwarp();
+    }
+  }
+}
+
+}  // namespace onecat
