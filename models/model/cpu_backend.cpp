@@ -10,6 +10,7 @@
 #include "runtime/cpu/attention.h"
 #include "runtime/cpu/embedding.h"
 #include "runtime/cpu/gemm.h"
+#include "runtime/cpu/moe.h"
 #include "runtime/cpu/parallel.h"
 #include "runtime/cpu/rmsnorm.h"
 #include "runtime/cpu/sampling.h"
@@ -262,44 +263,24 @@ void CpuBackend::moe(int layer, Act out, Act in) {
   const uint16_t* x = b.act(in);
   for (int64_t i = 0; i < tokens * hidden; ++i) b.x[size_t(i)] = cpu::half_to_float(x[i]);
 
-  // Routing: fp16 logits, softmax in fp32, the top experts (ties: the lower id), renormalised.
+  // Routing: fp16 logits, softmax in fp32, the top experts (ties: the lower id), renormalised
+  // where asked (runtime/cpu/moe.h, the GPU checks' reference too).
   matmul(b.x.data(), tokens, l.router, b.y.data());
-  std::vector<float> p(static_cast<size_t>(experts));
-  std::vector<int32_t> order(static_cast<size_t>(experts));
-  for (int64_t t = 0; t < tokens; ++t) {
-    float max = -INFINITY;
-    for (int64_t e = 0; e < experts; ++e) {
-      p[size_t(e)] = cpu::half_to_float(cpu::float_to_half(b.y[size_t(t * experts + e)]));
-      max = std::max(max, p[size_t(e)]);
-    }
-    float sum = 0;
-    for (float& v : p) sum += (v = std::exp(v - max));
-    for (float& v : p) v /= sum;
-    for (int64_t e = 0; e < experts; ++e) order[size_t(e)] = int32_t(e);
-    std::partial_sort(order.begin(), order.begin() + top, order.end(), [&](int32_t a, int32_t b2) {
-      return p[size_t(a)] > p[size_t(b2)] || (p[size_t(a)] == p[size_t(b2)] && a < b2);
-    });
-    float chosen = 0;
-    for (int64_t k = 0; k < top; ++k) chosen += p[size_t(order[size_t(k)])];
-    for (int64_t k = 0; k < top; ++k) {
-      const int32_t e = order[size_t(k)];
-      b.route_expert[size_t(t * top + k)] = e;
-      b.route_weight[size_t(t * top + k)] = c.norm_topk_prob ? p[size_t(e)] / chosen : p[size_t(e)];
-    }
-  }
+  std::vector<uint16_t> logits(size_t(tokens * experts));
+  for (size_t i = 0; i < logits.size(); ++i) logits[i] = cpu::float_to_half(b.y[i]);
+  const cpu::MoeRoute route = cpu::moe_route(logits.data(), tokens, int(experts), int(top), c.norm_topk_prob);
+  std::copy(route.ids.begin(), route.ids.end(), b.route_expert.begin());
+  std::copy(route.weights.begin(), route.weights.end(), b.route_weight.begin());
 
   // Each touched expert over the rows routed to it: gate|up, silu·mul in fp16, down in fp32.
-  std::vector<int64_t> routes;  // (token · top + slot) of the expert's rows
   for (int64_t e = 0; e < experts; ++e) {
-    routes.clear();
-    for (int64_t r = 0; r < tokens * top; ++r) {
-      if (b.route_expert[size_t(r)] == e) routes.push_back(r);
-    }
-    if (routes.empty()) continue;
+    // (token · top + slot) of the expert's rows, in pair order.
+    const int32_t* routes = route.sorted.data() + route.offsets[size_t(e)];
+    const int64_t m = route.offsets[size_t(e) + 1] - route.offsets[size_t(e)];
+    if (m == 0) continue;
     const Expert& w = l.experts[size_t(e)];
-    const int64_t m = int64_t(routes.size());
     for (int64_t i = 0; i < m; ++i) {
-      std::copy_n(&b.x[size_t(routes[size_t(i)] / top * hidden)], hidden, &b.expert_x[size_t(i * hidden)]);
+      std::copy_n(&b.x[size_t(routes[i] / top * hidden)], hidden, &b.expert_x[size_t(i * hidden)]);
     }
     matmul(b.expert_x.data(), m, w.gate_up, b.expert_y.data());
     for (int64_t i = 0; i < m; ++i) {
@@ -310,7 +291,7 @@ void CpuBackend::moe(int layer, Act out, Act in) {
     }
     matmul(b.expert_h.data(), m, w.down, b.expert_y.data());
     for (int64_t i = 0; i < m; ++i) {
-      std::copy_n(&b.expert_y[size_t(i * hidden)], hidden, &b.expert_out[size_t(routes[size_t(i)] * hidden)]);
+      std::copy_n(&b.expert_y[size_t(i * hidden)], hidden, &b.expert_out[size_t(routes[i] * hidden)]);
     }
   }
 

@@ -1,0 +1,24 @@
+// CPU reference of the moe family's routing (codegen/moe/spec.h), shared by the CPU backend's
+// MoE layer and the GPU checks: each token's top-k experts by its fp16 router logits (ties:
+// the lower id; softmax keeps the logits' order), their softmax weights in fp32 (renormalised
+// over the chosen ones with norm), and the (token·topk + slot) pairs grouped by expert in
+// pair order.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace onecat::cpu {
+
+struct MoeRoute {
+  std::vector<int32_t> ids;      // [tokens][topk], descending logit
+  std::vector<float> weights;    // [tokens][topk]
+  std::vector<int32_t> offsets;  // [experts + 1]: expert e's pairs are sorted[offsets[e] .. offsets[e+1])
+  std::vector<int32_t> sorted;   // [tokens·topk] pair indices
+};
+
+MoeRoute moe_route(const uint16_t* logits, int64_t tokens, int experts, int topk, bool norm);
+// offsets and sorted of `ids` ([pairs] experts), in pair order within each expert.
+void moe_group(const std::vector<int32_t>& ids, int experts, std::vector<int32_t>& offsets,
+               std::vector<int32_t>& sorted);
+
+}  // namespace onecat::cpu
