@@ -108,10 +108,24 @@ class Planner {
       add_gemm_fmt("layers.moe_router", m_.experts, m_.hidden, false, "none", L, {"f16", 0, false},
                    "router logits over " + s(m_.experts) + " experts, replicated, not quantised");
       const int64_t inter = m_.moe_intermediate / tp_;
-      add_unkernelled("layers.moe_experts", "moe", L,
-                      "top-" + s(m_.experts_per_token) + " of " + s(m_.experts) + " experts, each tensor-parallel: gate_up n=" +
-                          s(2 * inter) + ",k=" + s(m_.hidden) + " (silu_mul), down n=" + s(m_.hidden) + ",k=" + s(inter) +
-                          ", fmt=" + w_.fmt + (tp_ > 1 ? ", f32 partial sums" : ""));
+      const std::string topk = ",topk=" + s(m_.experts_per_token);
+      const std::string experts = "experts=" + s(m_.experts) + topk;
+      const std::string shape = "," + experts + ",hidden=" + s(m_.hidden) + ",inter=" + s(inter) + ",fmt=" + w_.fmt +
+                                ",group=" + s(w_.group) + ",act_order=" + (w_.act_order ? "1" : "0");
+      auto add_moe = [&](const std::string& name, const std::string& spec, const std::string& note) {
+        ops_.push_back({name, "moe", canonical(name, spec), note, L});
+      };
+      add_moe("layers.moe_route", "moe:op=route," + experts + ",norm=" + (m_.norm_topk_prob ? "1" : "0"),
+              "top-" + s(m_.experts_per_token) + " of " + s(m_.experts) + " experts per token" +
+                  (m_.norm_topk_prob ? ", renormalised" : "") + "; pairs grouped by expert");
+      add_moe("layers.moe_gate_up", "moe:op=gate_up" + shape,
+              "each touched expert's gate and up stacked (silu_mul), token rows by index" +
+                  (tp_ > 1 ? ", column-parallel: " + s(inter) + " of " + s(m_.moe_intermediate) + " columns" : std::string()));
+      add_moe("layers.moe_down", "moe:op=down" + shape,
+              "each touched expert's down projection, fp32 rows per (token, slot)" +
+                  (tp_ > 1 ? std::string(", row-parallel partial sums") : std::string()));
+      add_moe("layers.moe_combine", "moe:op=combine" + topk + ",hidden=" + s(m_.hidden),
+              "routing-weighted sum of each token's experts in slot order");
     } else {
       const int64_t inter = m_.intermediate / tp_;
       add_gemm("layers.gate_up_proj", 2 * inter, m_.hidden, false, "silu_mul", L,

@@ -69,6 +69,10 @@ std::vector<CompileRequest> every_family_and_op() {
   add_defaults("rope:heads=16,kv_heads=4,dim=128,qk_norm=1,kv_out=pages,page=16,kv=f16", {1}, sm90);
   add_defaults("sampling:op=sample,vocab=1000,logprobs=20", {1}, sm70);
   add_defaults("sampling:op=argmax,vocab=1000", {1, 512}, sm70);  // split and not
+  add_defaults("moe:op=route,experts=64,topk=4,norm=1", {1}, sm70);
+  add_defaults("moe:op=gate_up,experts=64,topk=4,hidden=1024,inter=256,fmt=awq4", {1, 512}, sm70);
+  add_defaults("moe:op=down,experts=64,topk=4,hidden=1024,inter=256,fmt=nvfp4", {1}, sm90);
+  add_defaults("moe:op=combine,topk=4,hidden=1024", {1}, sm70);
   return out;
 }
 

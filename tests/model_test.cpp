@@ -693,7 +693,7 @@ TEST(PlanModel, Qwen3_32bNvfp4Tp4) {
   EXPECT_EQ(op(plan, "layers.down_proj").count_per_rank, 64);
 }
 
-TEST(PlanModel, Qwen3MoeListsExpertsWithoutSpec) {
+TEST(PlanModel, Qwen3MoeListsTheMoeFamilysOps) {
   const auto plan = plan_model(builtin_model("qwen3-30b-a3b:mxfp4"), 8);
   EXPECT_TRUE(test::contains(op(plan, "lm_head").note, "column-parallel")) << op(plan, "lm_head").note;
   // 4 KV heads at tp=8: replicated, one per rank: (32/8 + 2×1) × 128.
@@ -702,12 +702,16 @@ TEST(PlanModel, Qwen3MoeListsExpertsWithoutSpec) {
   EXPECT_TRUE(test::contains(qkv.note, "replicated")) << qkv.note;
   EXPECT_EQ(spec_of(plan, "layers.o_proj"), "gemm:n=2048,k=512,fmt=mxfp4,group=32,out=f32,epi=none,act_order=0");
   EXPECT_EQ(spec_of(plan, "layers.moe_router"), "gemm:n=128,k=2048,fmt=f16,group=0,out=f16,epi=none,act_order=0");
-  const PlannedOp& experts = op(plan, "layers.moe_experts");
-  EXPECT_EQ(experts.family, "moe");
-  EXPECT_FALSE(experts.spec.has_value());
-  EXPECT_EQ(experts.count_per_rank, 48);
-  EXPECT_TRUE(test::contains(experts.note, "no kernel family yet")) << experts.note;
-  EXPECT_TRUE(test::contains(experts.note, "gate_up n=192,k=2048")) << experts.note;
+  // The moe family's four ops per layer, the experts' projections sharded (768 / 8 = 96).
+  EXPECT_EQ(spec_of(plan, "layers.moe_route"), "moe:op=route,experts=128,topk=8,norm=1");
+  EXPECT_EQ(spec_of(plan, "layers.moe_gate_up"),
+            "moe:op=gate_up,experts=128,topk=8,hidden=2048,inter=96,fmt=mxfp4,group=32,act_order=0");
+  EXPECT_EQ(spec_of(plan, "layers.moe_down"),
+            "moe:op=down,experts=128,topk=8,hidden=2048,inter=96,fmt=mxfp4,group=32,act_order=0");
+  EXPECT_EQ(spec_of(plan, "layers.moe_combine"), "moe:op=combine,topk=8,hidden=2048");
+  EXPECT_EQ(op(plan, "layers.moe_gate_up").family, "moe");
+  EXPECT_EQ(op(plan, "layers.moe_gate_up").count_per_rank, 48);
+  EXPECT_TRUE(test::contains(op(plan, "layers.moe_gate_up").note, "96 of 768")) << op(plan, "layers.moe_gate_up").note;
   EXPECT_FALSE(has_op(plan, "layers.gate_up_proj"));
   EXPECT_FALSE(has_op(plan, "layers.down_proj"));
   EXPECT_EQ(spec_of(plan, "layers.rope"),
@@ -721,7 +725,8 @@ TEST(PlanModel, Qwen3MoeListsExpertsWithoutSpec) {
   // At tp 1 nothing is replicated.
   const auto tp1 = plan_model(builtin_model("qwen3-30b-a3b"), 1);
   EXPECT_EQ(spec_of(tp1, "layers.qkv_proj"), "gemm:n=5120,k=2048,fmt=f16,group=0,out=f16,epi=none,act_order=0");
-  EXPECT_FALSE(op(tp1, "layers.moe_experts").spec.has_value());
+  EXPECT_EQ(spec_of(tp1, "layers.moe_down"),
+            "moe:op=down,experts=128,topk=8,hidden=2048,inter=768,fmt=f16,group=0,act_order=0");
   EXPECT_EQ(spec_of(tp1, "layers.attention_prefill"),
             "attention:op=prefill,heads=32,kv_heads=4,dim=128,page=16,kv=f16,kv_scale=none,causal=1,window=0");
 }

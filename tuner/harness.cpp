@@ -13,6 +13,7 @@ std::unique_ptr<Workload> attention_workload(const std::string& spec, int64_t m,
 std::unique_ptr<Workload> embedding_workload(const std::string& spec, int64_t m, uint64_t seed);
 std::unique_ptr<Workload> rope_workload(const std::string& spec, int64_t m, uint64_t seed);
 std::unique_ptr<Workload> sampling_workload(const std::string& spec, int64_t m, uint64_t seed);
+std::unique_ptr<Workload> moe_workload(const std::string& spec, int64_t m, uint64_t seed);
 
 const FamilyHarness& harness_of(const Family& family) {
   // Keyed by the registered family objects themselves; names are read once, here.
@@ -24,6 +25,7 @@ const FamilyHarness& harness_of(const Family& family) {
         {"embedding", {embedding_workload, check_embedding}},
         {"rope", {rope_workload, check_rope}},
         {"sampling", {sampling_workload, check_sampling}},
+        {"moe", {moe_workload, check_moe}},
     };
     std::map<const Family*, FamilyHarness> out;
     for (const Family* f : all_families()) {

@@ -45,6 +45,10 @@ CheckResult check_rope(const std::string& spec, const std::string& config, const
                        uint64_t seed);
 CheckResult check_sampling(const std::string& spec, const std::string& config, const LoadedKernel& kernel, int64_t rows,
                            uint64_t seed);
+// route bit-exact (weights within 1e-5), gate_up/down with the gemm family's bounds on a
+// skewed routing, combine within 2 fp16 ulps (tuner/verify_moe.cpp).
+CheckResult check_moe(const std::string& spec, const std::string& config, const LoadedKernel& kernel, int64_t tokens,
+                      uint64_t seed);
 
 // Compares fp16 outputs (as raw bits) element by element: error = max |gpu - ref| /
 // (|ref| + kHalfAbsFloor); on failure fills detail.

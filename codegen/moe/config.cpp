@@ -1,5 +1,7 @@
 #include "codegen/moe/config.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 #include "codegen/spec_text.h"
 
@@ -35,6 +37,17 @@ std::optional<std::string> Config::invalid_reason(const Spec& spec) const {
   if (op != spec.op) return "a config of op " + std::string(op_name(op)) + " for op " + std::string(op_name(spec.op));
   if (!projection()) {
     if (threads % 32 != 0) return "threads=" + std::to_string(threads) + " is not a whole number of warps";
+    if (op == Op::kRoute) {
+      // A lane holds its share of a token's keys and logits and the k picks with their weights;
+      // with the rest of the kernel's state that must fit half of what a CTA of `threads`
+      // threads leaves each (65536 registers per SM, 255 at most).
+      const int values = 2 * ((spec.experts + 31) / 32) + 2 * spec.topk;
+      const int registers = std::min(255, 65536 / threads);
+      if (values > registers / 2) {
+        return std::to_string(values) + " registers of routing state per lane, more than half of the " +
+               std::to_string(registers) + " a " + std::to_string(threads) + "-thread CTA leaves; use fewer threads";
+      }
+    }
     return std::nullopt;
   }
   if (mt * slots() > kMaxAccumulators) {

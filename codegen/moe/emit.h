@@ -2,7 +2,7 @@
 // Kernel arguments, in order (codegen/moe/op.cpp packs them):
 //   route:   int* ids, float* weights, int* offsets, int* sorted, const half* logits, int tokens
 //   gate_up, down: void* y, const half* x, qweight, scales, zeros, const int* perm,
-//            const float* global_scales, const int* offsets, const int* sorted,
+//            const float* global_scales, const int* offsets, const int* sorted, const int* slot,
 //            long long qweight_stride, scales_stride, zeros_stride (bytes per expert)
 //   combine: half* out, const float* y, const float* weights, int tokens
 #pragma once

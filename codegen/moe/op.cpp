@@ -16,7 +16,7 @@ KernelCall make_call(const Spec& spec, const Config& config, const Args& a) {
       const bool gated = spec.op == Op::kGateUp;
       call.arg(gated ? a.h : a.y).arg(gated ? a.x : a.h).arg(a.qweight).arg(a.scales).arg(a.zeros)
           .arg(spec.act_order ? a.perm : DevicePtr(0)).arg(a.global_scales).arg(a.offsets).arg(a.sorted)
-          .arg(static_cast<long long>(a.qweight_stride)).arg(static_cast<long long>(a.scales_stride))
+          .arg(a.slot).arg(static_cast<long long>(a.qweight_stride)).arg(static_cast<long long>(a.scales_stride))
           .arg(static_cast<long long>(a.zeros_stride));
       break;
     }

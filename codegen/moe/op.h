@@ -16,9 +16,11 @@ struct Args {
   DevicePtr logits = 0, ids = 0, weights = 0, offsets = 0, sorted = 0;
   // gate_up: x [tokens][hidden] fp16 → h [pairs][inter] fp16. down: h → y [pairs][hidden] fp32.
   // Both read offsets and sorted (route's) and the experts' packed weights, expert e's at
-  // e × the stride (bytes) in each buffer; global_scales [experts] fp32 (nvfp4) or 0.
+  // slot[e] × the stride (bytes) in each buffer, slot [experts] int32 (0: expert e at e; an
+  // expert with slot -1 is left to another launch, one per weight format); global_scales
+  // [slots] fp32 (nvfp4) or 0; perm [slots][k] int32 (gptq4 act_order).
   DevicePtr x = 0, h = 0, y = 0;
-  DevicePtr qweight = 0, scales = 0, zeros = 0, perm = 0, global_scales = 0;
+  DevicePtr qweight = 0, scales = 0, zeros = 0, perm = 0, global_scales = 0, slot = 0;
   int64_t qweight_stride = 0, scales_stride = 0, zeros_stride = 0;
   // combine: y and weights → out [tokens][hidden] fp16.
   DevicePtr out = 0;

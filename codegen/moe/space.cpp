@@ -21,6 +21,7 @@ Config default_config(const Spec& spec, int64_t m) {
   if (spec.op == Op::kRoute) {
     // A warp per token while there are few; the grouping pass is one warp's either way.
     c.threads = m <= 4 ? 128 : m <= 32 ? 256 : 1024;
+    while (c.threads > 32 && c.invalid_reason(spec)) c.threads /= 2;
     return c;
   }
   if (spec.op == Op::kCombine) {

@@ -16,6 +16,8 @@
 #include "codegen/embedding/op.h"
 #include "codegen/gemm/emit.h"
 #include "codegen/gemm/op.h"
+#include "codegen/moe/emit.h"
+#include "codegen/moe/op.h"
 #include "codegen/rmsnorm/op.h"
 #include "codegen/rope/op.h"
 #include "codegen/sampling/op.h"
@@ -32,6 +34,7 @@ using AttentionOp = PreparedOp<attention::Spec, attention::Config, attention::Ar
 using RopeOp = PreparedOp<rope::Spec, rope::Config, rope::Args>;
 using EmbeddingOp = PreparedOp<embedding::Spec, embedding::Config, embedding::Args>;
 using ArgmaxOp = PreparedOp<sampling::Spec, sampling::Config, sampling::ArgmaxArgs>;
+using MoeOp = PreparedOp<moe::Spec, moe::Config, moe::Args>;
 
 std::string s(int64_t v) { return std::to_string(v); }
 
@@ -42,6 +45,18 @@ struct DeviceLinear {
   DevicePtr weight = 0;  // qweight, or the embedding table for a tied lm_head
   float global_scale = 1.f;
   Epilogue epilogue = Epilogue::kNone;
+};
+
+// One projection (gate_up or down) of a MoE layer's experts that share a weight format,
+// stacked expert after expert in each buffer, and the op that runs them. A layer whose experts
+// all share one format has one group and no slot table; one that keeps some experts in another
+// format (a checkpoint's modules_to_not_convert) has a group per format, each with a slot table
+// (expert → its place in the group's buffers, -1 for the other groups' experts).
+struct ExpertGroup {
+  MoeOp* op = nullptr;
+  DeviceBuffer qweight, scales, zeros, perm, global_scales, slot;
+  int64_t qweight_stride = 0, scales_stride = 0, zeros_stride = 0;
+  bool has_slots = false;
 };
 
 template <class T>
@@ -81,6 +96,9 @@ struct GpuBackend::Impl {
   std::unique_ptr<RopeOp> rope;
   std::unique_ptr<EmbeddingOp> embed, gather;
   std::unique_ptr<ArgmaxOp> argmax;
+  // Mixture of experts: routing and the slot-ordered sum, and the experts' ops by spec.
+  std::unique_ptr<MoeOp> moe_route, moe_combine;
+  std::map<std::string, std::unique_ptr<MoeOp>> moe_ops;
 
   // Weights.
   DeviceBuffer embed_table, final_norm, inv_freq;
@@ -88,6 +106,8 @@ struct GpuBackend::Impl {
   struct Layer {
     DeviceBuffer input_norm, post_attention_norm, q_norm, k_norm;
     DeviceLinear qkv, o, gate_up, down;
+    DeviceLinear router;                                  // MoE: the router, fp16 logits out
+    std::vector<ExpertGroup> expert_gate_up, expert_down;  // MoE: by weight format
     DeviceBuffer k_cache, v_cache;
   };
   std::vector<Layer> layers;
@@ -99,6 +119,9 @@ struct GpuBackend::Impl {
   DeviceBuffer logit_inputs, logits;
   SplitWorkspace workspace;
   DeviceBuffer argmax_workspace, argmax_ids;  // the workspace zeroed once (sampling/op.h)
+  // MoE: router logits [tokens][experts] fp16, the routing (moe/op.h), the experts' gate_up
+  // outputs [pairs][inter] fp16 and down outputs [pairs][hidden] fp32.
+  DeviceBuffer moe_logits, moe_ids, moe_weights, moe_offsets, moe_sorted, moe_h, moe_y;
 
   // The step's batch: its arrays at fixed offsets of one page-locked staging buffer and of one
   // device buffer, so begin() sends them up in one asynchronous copy (a captured step keeps
@@ -212,6 +235,61 @@ struct GpuBackend::Impl {
     return d;
   }
 
+  // The experts' projection `which` (gate_up or down) grouped by weight format.
+  std::vector<ExpertGroup> expert_groups(const std::vector<models::LoadedExpert>& experts, moe::Op which) {
+    const models::ModelConfig& c = config;
+    auto weight = [&](size_t e) -> const quant::PackedWeight& {
+      return which == moe::Op::kGateUp ? experts[e].gate_up : experts[e].down;
+    };
+    auto key = [&](const quant::PackedWeight& w) {
+      return std::string(quant::format_name(w.format)) + ",group=" + s(w.group) +
+             ",act_order=" + (w.perm.empty() ? "0" : "1");
+    };
+    std::vector<std::string> keys;
+    for (size_t e = 0; e < experts.size(); ++e) {
+      if (std::find(keys.begin(), keys.end(), key(weight(e))) == keys.end()) keys.push_back(key(weight(e)));
+    }
+    std::vector<ExpertGroup> out;
+    for (const std::string& k : keys) {
+      ExpertGroup grp;
+      const std::string spec = std::string("moe:op=") + (which == moe::Op::kGateUp ? "gate_up" : "down") +
+                               ",experts=" + s(c.experts) + ",topk=" + s(c.experts_per_token) + ",hidden=" +
+                               s(c.hidden) + ",inter=" + s(c.moe_intermediate) + ",fmt=" + k;
+      auto& op = moe_ops[spec];
+      if (!op) op = std::make_unique<MoeOp>(session, spec);
+      grp.op = op.get();
+      std::vector<uint8_t> qweight, scales, zeros;
+      std::vector<int32_t> perm, slot(experts.size(), -1);
+      std::vector<float> global;
+      int32_t next = 0;
+      const quant::PackedWeight* first = nullptr;
+      for (size_t e = 0; e < experts.size(); ++e) {
+        const quant::PackedWeight& w = weight(e);
+        if (key(w) != k) continue;
+        if (!first) first = &w;
+        if (w.n != first->n || w.k != first->k || w.qweight.size() != first->qweight.size() ||
+            w.scales.size() != first->scales.size() || w.zeros.size() != first->zeros.size()) {
+          throw Error("GPU backend: expert " + s(int64_t(e)) + "'s packed weight differs in size from its group's");
+        }
+        slot[e] = next++;
+        qweight.insert(qweight.end(), w.qweight.begin(), w.qweight.end());
+        scales.insert(scales.end(), w.scales.begin(), w.scales.end());
+        zeros.insert(zeros.end(), w.zeros.begin(), w.zeros.end());
+        perm.insert(perm.end(), w.perm.begin(), w.perm.end());
+        global.push_back(w.global_scale);
+      }
+      grp.qweight = upload(qweight), grp.scales = upload(scales), grp.zeros = upload(zeros), grp.perm = upload(perm);
+      grp.global_scales = upload(global);
+      grp.qweight_stride = int64_t(first->qweight.size()), grp.scales_stride = int64_t(first->scales.size());
+      grp.zeros_stride = int64_t(first->zeros.size());
+      grp.has_slots = keys.size() > 1;
+      if (grp.has_slots) grp.slot = upload(slot);
+      weight_bytes += qweight.size() + scales.size() + zeros.size();
+      out.push_back(std::move(grp));
+    }
+    return out;
+  }
+
   CUdeviceptr act(Act a) const { return acts[size_t(a)].ptr(); }
 };
 
@@ -225,7 +303,6 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
   const bool fill_memory = limits.kv_pages == 0;
   size_t free_at_start = 0, total_memory = 0;
   if (fill_memory) d.check(d.cuMemGetInfo(&free_at_start, &total_memory), "cuMemGetInfo", "sizing the KV cache");
-  if (c.is_moe()) throw InputError("model " + c.name + ": mixture-of-experts layers have no GPU kernels yet");
   d.check(d.cuStreamCreate(&g.stream, 0), "cuStreamCreate", "the GPU backend's stream");
 
   const int64_t kv_width = c.kv_heads * c.head_dim;
@@ -251,8 +328,14 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
     to.k_norm = upload(from.k_norm);
     to.qkv = g.linear(from.qkv, from.qkv_bias, from.qkv_bias.empty() ? Epilogue::kNone : Epilogue::kBias);
     to.o = g.linear(from.o, from.o_bias, from.o_bias.empty() ? Epilogue::kNone : Epilogue::kBias);
-    to.gate_up = g.linear(from.gate_up, {}, Epilogue::kSiluMul);
-    to.down = g.linear(from.down, {}, Epilogue::kNone);
+    if (c.is_moe()) {
+      to.router = g.linear(from.router, {}, Epilogue::kNone);
+      to.expert_gate_up = g.expert_groups(from.experts, moe::Op::kGateUp);
+      to.expert_down = g.expert_groups(from.experts, moe::Op::kDown);
+    } else {
+      to.gate_up = g.linear(from.gate_up, {}, Epilogue::kSiluMul);
+      to.down = g.linear(from.down, {}, Epilogue::kNone);
+    }
     g.weight_bytes +=
         (from.input_norm.size() + from.post_attention_norm.size() + from.q_norm.size() + from.k_norm.size()) * 2;
   }
@@ -277,6 +360,12 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
   g.gather =
       std::make_unique<EmbeddingOp>(session, "embedding:vocab=" + s(limits.max_tokens) + ",hidden=" + s(c.hidden));
   g.argmax = std::make_unique<ArgmaxOp>(session, "sampling:op=argmax,vocab=" + s(c.vocab));
+  if (c.is_moe()) {
+    const std::string topk = ",topk=" + s(c.experts_per_token);
+    g.moe_route = std::make_unique<MoeOp>(
+        session, "moe:op=route,experts=" + s(c.experts) + topk + ",norm=" + (c.norm_topk_prob ? "1" : "0"));
+    g.moe_combine = std::make_unique<MoeOp>(session, "moe:op=combine" + topk + ",hidden=" + s(c.hidden));
+  }
 
   // Every kernel of every bucket now (in parallel, through the cache), so no step compiles.
   const std::vector<int64_t> token_buckets = buckets_up_to(limits.max_tokens);
@@ -289,6 +378,11 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
   token_specs.push_back(g.embed->spec().to_string());
   token_specs.push_back(g.gather->spec().to_string());
   token_specs.push_back(g.argmax->spec().to_string());
+  if (c.is_moe()) {
+    token_specs.push_back(g.moe_route->spec().to_string());
+    token_specs.push_back(g.moe_combine->spec().to_string());
+    for (const auto& [spec, op] : g.moe_ops) token_specs.push_back(op->spec().to_string());
+  }
   const int jobs = int(std::max(1u, std::thread::hardware_concurrency()));
   session.prepare(token_specs, token_buckets, jobs);
   session.prepare({g.decode->spec().to_string()}, sequence_buckets, jobs);
@@ -319,6 +413,14 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
   for (size_t a = 0; a < kActCount; ++a) g.acts[a] = DeviceBuffer(size_t(limits.max_tokens * width[a]) * 2);
   g.logit_inputs = DeviceBuffer(size_t(limits.max_tokens * c.hidden) * 2);
   g.logits = DeviceBuffer(size_t(limits.max_tokens * c.vocab) * 4);
+  if (c.is_moe()) {
+    const size_t pairs = size_t(limits.max_tokens * c.experts_per_token);
+    g.moe_logits = DeviceBuffer(size_t(limits.max_tokens * c.experts) * 2);
+    g.moe_ids = DeviceBuffer(pairs * 4), g.moe_weights = DeviceBuffer(pairs * 4), g.moe_sorted = DeviceBuffer(pairs * 4);
+    g.moe_offsets = DeviceBuffer(size_t(c.experts + 1) * 4);
+    g.moe_h = DeviceBuffer(pairs * size_t(c.moe_intermediate) * 2);
+    g.moe_y = DeviceBuffer(pairs * size_t(c.hidden) * 4);
+  }
 
   // The KV cache last, so a pool sized from memory gets what the rest left.
   if (fill_memory) {
@@ -540,7 +642,43 @@ void GpuBackend::attention_prefill(int layer, Act q, Act out) {
   g.prefill->launch(a, m, g.stream);
 }
 
-void GpuBackend::moe(int, Act, Act) { throw Error("GPU backend: mixture-of-experts layers have no GPU kernels yet"); }
+void GpuBackend::moe(int layer, Act out, Act in) {
+  Impl& g = *impl_;
+  if (!g.config.is_moe()) throw Error("GPU backend: a MoE op on a dense model");
+  Impl::Layer& l = g.layers[size_t(layer)];
+  {
+    gemm::Args a;
+    a.y = g.moe_logits.ptr(), a.x = g.act(in), a.qweight = l.router.weight, a.scales = l.router.scales.ptr();
+    a.zeros = l.router.zeros.ptr(), a.perm = l.router.perm.ptr(), a.global_scale = l.router.global_scale;
+    a.m = g.tokens;
+    GemmOp& op = *l.router.op;
+    a.partial = g.workspace.partial(gemm::workspace_floats(op.spec(), op.config(a.m), a.m));
+    a.counters = g.workspace.counters(gemm::workspace_counters(op.spec(), op.config(a.m), a.m));
+    Impl::Timed timed(g, "moe router");
+    op.launch(a, g.tokens, g.stream);
+  }
+  moe::Args a;
+  a.tokens = g.tokens;
+  a.logits = g.moe_logits.ptr(), a.ids = g.moe_ids.ptr(), a.weights = g.moe_weights.ptr();
+  a.offsets = g.moe_offsets.ptr(), a.sorted = g.moe_sorted.ptr();
+  a.x = g.act(in), a.h = g.moe_h.ptr(), a.y = g.moe_y.ptr(), a.out = g.act(out);
+  {
+    Impl::Timed timed(g, "moe route");
+    g.moe_route->launch(a, g.tokens, g.stream);
+  }
+  // Every group's gate_up before any down: down reads h of every pair.
+  for (const auto* groups : {&l.expert_gate_up, &l.expert_down}) {
+    for (const ExpertGroup& grp : *groups) {
+      a.qweight = grp.qweight.ptr(), a.scales = grp.scales.ptr(), a.zeros = grp.zeros.ptr(), a.perm = grp.perm.ptr();
+      a.global_scales = grp.global_scales.ptr(), a.slot = grp.has_slots ? grp.slot.ptr() : 0;
+      a.qweight_stride = grp.qweight_stride, a.scales_stride = grp.scales_stride, a.zeros_stride = grp.zeros_stride;
+      Impl::Timed timed(g, groups == &l.expert_gate_up ? "moe gate_up" : "moe down");
+      grp.op->launch(a, g.tokens, g.stream);
+    }
+  }
+  Impl::Timed timed(g, "moe combine");
+  g.moe_combine->launch(a, g.tokens, g.stream);
+}
 
 void GpuBackend::logits(Act in) {
   Impl& g = *impl_;

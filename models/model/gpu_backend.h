@@ -1,6 +1,6 @@
 // The forward pass's ops on a GPU: the checkpoint's packed weights uploaded once, every
 // op a PreparedOp of its family (gemm, rmsnorm, rope with K/V written straight into the paged
-// cache, attention, embedding; the lm_head's rows gathered by the embedding kernel), every
+// cache, attention, embedding, moe; the lm_head's rows gathered by the embedding kernel), every
 // kernel of every M bucket up to the limits compiled (or read from the cache) and every buffer
 // allocated at construction. A step is then launches on one stream with no allocation, no
 // compile and no text, so it can be captured in a CUDA graph.
@@ -35,7 +35,8 @@ class GpuBackend final : public Backend {
   void rope_kv_write(int layer, Act qkv, Act q, Act k, Act v) override;
   void attention_decode(int layer, Act q, Act out) override;
   void attention_prefill(int layer, Act q, Act out) override;
-  // Never reached: the constructor refuses mixture-of-experts models (no MoE kernels yet).
+  // The router gemm, then the moe family: route, each weight format's experts' gate_up, then
+  // down, and the slot-ordered combine.
   void moe(int layer, Act out, Act in) override;
   void logits(Act in) override;
   void read_logits(std::span<float> out) override;

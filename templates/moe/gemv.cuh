@@ -8,7 +8,9 @@
 //   the expert's [gate; up] (N = 2 × the output width), out is h [pairs][N/2] fp16 =
 //   silu(gate) · up.
 //   down: x is h [pairs][K], out is [pairs][N] fp32 (op=combine weighs and sums the slots).
-// Each expert's packed weight sits at a fixed stride from the previous one's in every buffer.
+// The experts' packed weights sit at a fixed stride from one another in every buffer: expert e's
+// at slot[e] (slot null: e). A launch serves the experts of one weight format; slot[e] < 0
+// leaves expert e's tiles to another launch (a checkpoint may keep some experts unquantised).
 #pragma once
 #include "common/fp16.cuh"
 #include "common/gmem.cuh"
@@ -19,12 +21,14 @@
 namespace onecat {
 
 struct MoeTile {
-  int expert, start, count;  // count 0: past the last tile
+  int expert, slot, start, count;  // count 0: past the last tile
 };
 
-// Tile `tile` of MT pairs among the experts' pair runs (every thread of the CTA calls it).
+// Tile `tile` of MT pairs among the pair runs of the experts this launch serves (every thread
+// of the CTA calls it).
 template <int EXPERTS, int MT, int THREADS>
-__device__ __forceinline__ MoeTile moe_find_tile(const int* __restrict__ offsets, int tile) {
+__device__ __forceinline__ MoeTile moe_find_tile(const int* __restrict__ offsets, const int* __restrict__ slot,
+                                                 int tile) {
   constexpr int kPer = (EXPERTS + THREADS - 1) / THREADS;
   constexpr int kWarps = THREADS / 32;
   __shared__ int warp_total[kWarps];
@@ -34,7 +38,7 @@ __device__ __forceinline__ MoeTile moe_find_tile(const int* __restrict__ offsets
 #pragma unroll
   for (int i = 0; i < kPer; ++i) {
     const int e = threadIdx.x * kPer + i;
-    if (e < EXPERTS) local += (offsets[e + 1] - offsets[e] + MT - 1) / MT;
+    if (e < EXPERTS && (slot == nullptr || slot[e] >= 0)) local += (offsets[e + 1] - offsets[e] + MT - 1) / MT;
   }
   int incl = local;
 #pragma unroll
@@ -43,7 +47,7 @@ __device__ __forceinline__ MoeTile moe_find_tile(const int* __restrict__ offsets
     if (lane >= o) incl += n;
   }
   if (lane == 31) warp_total[warp] = incl;
-  if (threadIdx.x == 0) found = MoeTile{0, 0, 0};
+  if (threadIdx.x == 0) found = MoeTile{0, 0, 0, 0};
   __syncthreads();
   int before = 0, total = 0;
 #pragma unroll
@@ -56,12 +60,12 @@ __device__ __forceinline__ MoeTile moe_find_tile(const int* __restrict__ offsets
 #pragma unroll
     for (int i = 0; i < kPer; ++i) {
       const int e = threadIdx.x * kPer + i;
-      if (e < EXPERTS) {
+      if (e < EXPERTS && (slot == nullptr || slot[e] >= 0)) {
         const int begin = offsets[e], end = offsets[e + 1];
         const int tiles = (end - begin + MT - 1) / MT;
         if (tile < first + tiles) {
           const int start = begin + (tile - first) * MT;
-          found = MoeTile{e, start, min(MT, end - start)};
+          found = MoeTile{e, slot == nullptr ? e : slot[e], start, min(MT, end - start)};
           break;
         }
         first += tiles;
@@ -77,8 +81,8 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
     moe_gemv_kernel(void* __restrict__ y, const half_t* __restrict__ x, const void* __restrict__ qweight,
                     const void* __restrict__ scales, const void* __restrict__ zeros, const int* __restrict__ perm,
                     const float* __restrict__ global_scales, const int* __restrict__ offsets,
-                    const int* __restrict__ sorted, long long qweight_stride, long long scales_stride,
-                    long long zeros_stride) {
+                    const int* __restrict__ sorted, const int* __restrict__ slot, long long qweight_stride,
+                    long long scales_stride, long long zeros_stride) {
   constexpr int kPer = Fmt::kPerChunk;
   constexpr int kPairs = kPer / 2;
   constexpr int kChunks = K / kPer;
@@ -89,16 +93,16 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
   constexpr int kSlots = GATED ? 2 * ROWS : ROWS;
   static_assert(K % kPer == 0, "K must be a multiple of the chunk");
 
-  const MoeTile tile = moe_find_tile<EXPERTS, MT, kThreads>(offsets, blockIdx.y);
+  const MoeTile tile = moe_find_tile<EXPERTS, MT, kThreads>(offsets, slot, blockIdx.y);
   if (tile.count == 0) return;
   const int warp = threadIdx.x / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
   const int out_row0 = blockIdx.x * ROWS;
-  const char* wbytes = static_cast<const char*>(qweight) + tile.expert * qweight_stride;
-  const void* sc_base = static_cast<const char*>(scales) + tile.expert * scales_stride;
-  const void* z_base = static_cast<const char*>(zeros) + tile.expert * zeros_stride;
-  const int* eperm = ACT_ORDER ? perm + static_cast<long long>(tile.expert) * K : nullptr;
-  const float gscale = global_scales != nullptr ? global_scales[tile.expert] : 1.f;
+  const char* wbytes = static_cast<const char*>(qweight) + tile.slot * qweight_stride;
+  const void* sc_base = static_cast<const char*>(scales) + tile.slot * scales_stride;
+  const void* z_base = static_cast<const char*>(zeros) + tile.slot * zeros_stride;
+  const int* eperm = ACT_ORDER ? perm + static_cast<long long>(tile.slot) * K : nullptr;
+  const float gscale = global_scales != nullptr ? global_scales[tile.slot] : 1.f;
 
   int pair[MT];
   const half_t* xrow[MT];

@@ -83,7 +83,10 @@ __global__ void __launch_bounds__(THREADS, 1)
       best = warp_max_u32(best);
       const int e = int(0xffffu - (best & 0xffffu));
       // The owner drops its pick from later rounds.
-      if (e % 32 == lane) key[e / 32] = 0u;
+#pragma unroll
+      for (int i = 0; i < kPerLane; ++i) {
+        if (lane + 32 * i == e) key[i] = 0u;
+      }
       const float w = __expf(half_to_float(row[e]) - top);  // (an L1 hit: this warp read the row)
       chosen[k] = e;
       chosen_w[k] = w;

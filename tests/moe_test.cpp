@@ -1,0 +1,168 @@
+// The moe family on the CPU: the routing reference (runtime/cpu/moe.h), spec and config text,
+// defaults and candidates on shapes nobody tuned for, and the static quality of its code
+// (NVRTC for sm_70 and sm_90: every op's defaults at 1, 16 and 512 tokens, every weight format,
+// without spills).
+#include "runtime/cpu/moe.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "base/error.h"
+#include "base/half.h"
+#include "codegen/family.h"
+#include "codegen/moe/emit.h"
+#include "codegen/moe/space.h"
+#include "codegen/moe/spec.h"
+#include "runtime/jit/compiler.h"
+#include "tests/compile_checks.h"
+#include "tests/test_util.h"
+
+namespace onecat {
+namespace {
+
+using test::expect_throw;
+
+std::vector<uint16_t> halves(const std::vector<float>& v) {
+  std::vector<uint16_t> out;
+  for (float f : v) out.push_back(cpu::float_to_half(f));
+  return out;
+}
+
+TEST(MoeReference, TopKByLogitTiesToTheLowerIdAndSoftmaxWeights) {
+  // Token 0: experts 3 and 1 lead; token 1: all tied; token 2: 0 and 2 tied behind 4.
+  const std::vector<uint16_t> logits = halves({0.f, 1.f, -1.f, 2.f, 0.5f,  //
+                                               0.f, 0.f, 0.f, 0.f, 0.f,    //
+                                               1.f, -2.f, 1.f, -3.f, 1.5f});
+  const cpu::MoeRoute r = cpu::moe_route(logits.data(), 3, 5, 2, false);
+  EXPECT_EQ(r.ids, (std::vector<int32_t>{3, 1, 0, 1, 4, 0}));
+  // Softmax over all five experts.
+  double sum0 = 0;
+  for (float l : {0.f, 1.f, -1.f, 2.f, 0.5f}) sum0 += std::exp(double(l) - 2.0);
+  EXPECT_NEAR(r.weights[0], 1.0 / sum0, 1e-6);
+  EXPECT_NEAR(r.weights[1], std::exp(-1.0) / sum0, 1e-6);
+  EXPECT_NEAR(r.weights[2], 0.2, 1e-6);
+  // Grouped by expert in pair order: expert 0 has pairs 2 and 5, expert 1 pairs 1 and 3, ...
+  EXPECT_EQ(r.offsets, (std::vector<int32_t>{0, 2, 4, 4, 5, 6}));
+  EXPECT_EQ(r.sorted, (std::vector<int32_t>{2, 5, 1, 3, 0, 4}));
+  // Renormalised: the chosen weights sum to one.
+  const cpu::MoeRoute n = cpu::moe_route(logits.data(), 3, 5, 2, true);
+  for (int t = 0; t < 3; ++t) EXPECT_NEAR(n.weights[size_t(2 * t)] + n.weights[size_t(2 * t + 1)], 1.0, 1e-6);
+  EXPECT_NEAR(n.weights[0], 1.0 / (1.0 + std::exp(-1.0)), 1e-6);
+}
+
+TEST(MoeReference, GroupingIsAStablePartitionOfThePairs) {
+  std::mt19937 rng(7);
+  for (int experts : {1, 3, 64}) {
+    std::uniform_int_distribution<int> pick(0, experts - 1);
+    std::vector<int32_t> ids(301);
+    for (int32_t& e : ids) e = pick(rng);
+    std::vector<int32_t> offsets, sorted;
+    cpu::moe_group(ids, experts, offsets, sorted);
+    ASSERT_EQ(offsets.size(), size_t(experts) + 1);
+    EXPECT_EQ(offsets.back(), int32_t(ids.size()));
+    std::vector<int32_t> seen(sorted);
+    std::sort(seen.begin(), seen.end());
+    for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], int32_t(i));
+    for (int e = 0; e < experts; ++e) {
+      for (int32_t i = offsets[size_t(e)]; i < offsets[size_t(e) + 1]; ++i) {
+        EXPECT_EQ(ids[size_t(sorted[size_t(i)])], e);
+        if (i > offsets[size_t(e)]) {
+          EXPECT_LT(sorted[size_t(i) - 1], sorted[size_t(i)]);
+        }
+      }
+    }
+  }
+}
+
+TEST(MoeSpec, CanonicalFormAndRefusals) {
+  const Family& f = family_of("moe:op=route,experts=128,topk=8,norm=1");
+  EXPECT_EQ(f.name(), "moe");
+  EXPECT_EQ(f.canonical_spec("moe:norm=1,topk=8,experts=128,op=route"), "moe:op=route,experts=128,topk=8,norm=1");
+  EXPECT_EQ(f.canonical_spec("moe:op=gate_up,experts=128,topk=8,hidden=2048,inter=768,fmt=awq4"),
+            "moe:op=gate_up,experts=128,topk=8,hidden=2048,inter=768,fmt=awq4,group=128,act_order=0");
+  EXPECT_EQ(f.canonical_spec("moe:op=combine,topk=8,hidden=2048"), "moe:op=combine,topk=8,hidden=2048");
+  const moe::Spec down = moe::Spec::parse("moe:op=down,experts=60,topk=4,hidden=2048,inter=1408,fmt=fp8b128");
+  EXPECT_EQ(down.projection().to_string(), "gemm:n=2048,k=1408,fmt=fp8b128,group=128,out=f32,epi=none,act_order=0");
+  const moe::Spec up = moe::Spec::parse("moe:op=gate_up,experts=60,topk=4,hidden=2048,inter=1408,fmt=nvfp4");
+  EXPECT_EQ(up.projection().to_string(), "gemm:n=2816,k=2048,fmt=nvfp4,group=16,out=f16,epi=silu_mul,act_order=0");
+  expect_throw<InputError>([&] { f.canonical_spec("moe:op=route,experts=4,topk=8,norm=0"); }, {"topk=8 exceeds"});
+  expect_throw<InputError>([&] { f.canonical_spec("moe:op=route,experts=1024,topk=8,norm=0"); }, {"experts"});
+  expect_throw<InputError>([&] { f.canonical_spec("moe:op=mix,experts=8,topk=2"); }, {"op"});
+  expect_throw<InputError>([&] { f.canonical_spec("moe:op=combine,experts=8,topk=2,hidden=64"); }, {"experts"});
+  // The projection's own rules, named as such: awq4's group must divide inter for down.
+  expect_throw<InputError>([&] { f.canonical_spec("moe:op=down,experts=8,topk=2,hidden=256,inter=96,fmt=awq4"); },
+                           {"down projection", "group"});
+  expect_throw<InputError>(
+      [&] { f.canonical_spec("moe:op=gate_up,experts=8,topk=2,hidden=256,inter=96,fmt=awq4,act_order=1"); },
+      {"act_order=1 is for gptq4"});
+}
+
+TEST(MoeConfig, DefaultsAndCandidatesHoldOnUntunedShapes) {
+  const std::vector<std::string> specs = {
+      "moe:op=route,experts=128,topk=8,norm=1",   "moe:op=route,experts=7,topk=3,norm=0",
+      "moe:op=route,experts=512,topk=16,norm=0",  "moe:op=combine,topk=8,hidden=2048",
+      "moe:op=combine,topk=1,hidden=7",
+      "moe:op=gate_up,experts=128,topk=8,hidden=2048,inter=768,fmt=awq4",
+      "moe:op=down,experts=128,topk=8,hidden=2048,inter=768,fmt=awq4",
+      "moe:op=gate_up,experts=60,topk=4,hidden=2048,inter=1408,fmt=fp8b128",
+      "moe:op=down,experts=64,topk=6,hidden=7168,inter=2048,fmt=nvfp4",
+      "moe:op=down,experts=16,topk=3,hidden=256,inter=192,fmt=gptq4,group=64,act_order=1",
+      "moe:op=gate_up,experts=8,topk=2,hidden=64,inter=40,fmt=f16",
+      "moe:op=down,experts=8,topk=2,hidden=64,inter=40,fmt=f16"};
+  for (const std::string& text : specs) {
+    const moe::Spec s = moe::Spec::parse(text);
+    const Family& f = family_of(text);
+    const auto candidates = moe::candidate_configs(s);
+    ASSERT_FALSE(candidates.empty()) << text;
+    for (const auto& c : candidates) EXPECT_FALSE(c.invalid_reason(s)) << text << " " << c.to_string();
+    for (int64_t m : {1, 2, 16, 33, 512, 4096}) {
+      const moe::Config c = moe::default_config(s, m);
+      EXPECT_FALSE(c.invalid_reason(s)) << text << " m=" << m;
+      EXPECT_TRUE(moe::fits_bucket(s, c, m)) << text << " m=" << m << " " << c.to_string();
+      EXPECT_TRUE(std::any_of(candidates.begin(), candidates.end(), [&](const auto& k) { return moe::fits_bucket(s, k, m); }));
+      EXPECT_EQ(f.canonical_config(text, c.to_string()), c.to_string());
+      const LaunchGeometry g = moe::geometry(s, c, m);
+      if (s.op == moe::Op::kGateUp || s.op == moe::Op::kDown) {
+        // Enough tiles for any routing: each expert's partial tile plus the whole ones.
+        EXPECT_EQ(g.grid[1], unsigned(moe::max_tiles(s, c, m * s.topk))) << text;
+        EXPECT_GE(int64_t(g.grid[1]) * c.mt, m * s.topk) << text;
+      }
+    }
+  }
+  const moe::Spec s = moe::Spec::parse("moe:op=gate_up,experts=128,topk=8,hidden=2048,inter=768,fmt=awq4");
+  // Decode: a tile per pair; prefill of 512 tokens gives each expert 32 pairs on average.
+  EXPECT_EQ(moe::default_config(s, 1).mt, 1);
+  EXPECT_GE(moe::default_config(s, 512).mt, 4);
+  expect_throw<InputError>([&] { moe::Config::parse(s, "threads=128"); }, {"strategy"});
+  expect_throw<InputError>([&] { moe::Config::parse(s, "strategy=gemv,mt=16,rows=8,warps=1"); }, {"accumulators"});
+  const moe::Spec r = moe::Spec::parse("moe:op=route,experts=128,topk=8,norm=1");
+  expect_throw<InputError>([&] { moe::Config::parse(r, "threads=100"); }, {"whole number of warps"});
+}
+
+TEST(MoeStaticQuality, DefaultsCompileWithoutSpillsForSm70AndSm90) {
+  std::vector<std::string> specs = {"moe:op=route,experts=128,topk=8,norm=1", "moe:op=route,experts=512,topk=16,norm=0",
+                                    "moe:op=combine,topk=8,hidden=2048"};
+  for (const char* fmt : {"f16", "awq4", "gptq4", "fp8b32", "fp8b128", "nvfp4", "mxfp4"}) {
+    for (const char* op : {"gate_up", "down"}) {
+      specs.push_back(std::string("moe:op=") + op + ",experts=128,topk=8,hidden=2048,inter=768,fmt=" + fmt);
+    }
+  }
+  specs.push_back("moe:op=gate_up,experts=16,topk=3,hidden=256,inter=192,fmt=gptq4,group=64,act_order=1");
+  for (Arch arch : {Arch{70}, Arch{90}}) {
+    std::vector<CompileRequest> reqs;
+    for (const std::string& spec : specs) {
+      const Family& f = family_of(spec);
+      std::set<std::string> configs;
+      for (int64_t m : {1, 16, 512}) configs.insert(f.default_config(spec, m, arch));
+      for (const auto& c : configs) reqs.push_back(CompileRequest::make(f, spec, c, arch));
+    }
+    ASSERT_NO_FATAL_FAILURE(test::expect_compile_without_spills(reqs, false));
+  }
+}
+
+}  // namespace
+}  // namespace onecat

@@ -1,0 +1,416 @@
+// The moe family's GPU check and tuning workload (tuner/harness.cpp registers both).
+//   route: random fp16 logits with tied rows (every expert equal: the lowest ids win) and
+//   skewed rows (the same experts far ahead) → ids, offsets and sorted bit-exact against
+//   runtime/cpu/moe.h, weights within kWeightTolerance.
+//   gate_up, down: a routing where every other token goes to the same `topk` experts (tiles of
+//   many pairs next to experts with one pair and experts with none), experts' weights of
+//   kDistinctExperts random contents in the format's kernel layout, against cpu::gemm (fp64)
+//   per pair, with the gemm family's bounds. An odd token count also exercises the slot table:
+//   the weights stacked in reverse expert order and every seventh expert left to another launch
+//   (its pairs must stay unwritten).
+//   combine: random fp32 rows and weights, the slot-ordered sum rounded once.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "base/half.h"
+#include "codegen/moe/emit.h"
+#include "codegen/moe/op.h"
+#include "runtime/cpu/gemm.h"
+#include "runtime/cpu/moe.h"
+#include "runtime/cuda/driver.h"
+#include "tuner/attention_batch.h"
+#include "tuner/gemm_rig.h"
+#include "tuner/output_compare.h"
+#include "tuner/random_weight.h"
+#include "tuner/verify.h"
+#include "tuner/workload.h"
+
+namespace onecat {
+namespace {
+
+constexpr unsigned char kPoisonByte = 0xff;
+constexpr int kDistinctExperts = 3;  // weight contents, repeated over the experts
+// fp32 softmax weights: __expf and the order of the sum against std::exp in order.
+constexpr double kWeightTolerance = 1e-5;
+
+void sync(const std::string& what) {
+  Driver& d = *Driver::find();
+  d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", what);
+}
+
+template <class T>
+std::vector<T> download(const DeviceBuffer& b, size_t count) {
+  std::vector<T> out(count);
+  b.download(out.data(), count * sizeof(T));
+  return out;
+}
+
+// Every other token to experts 0..topk-1 (in a shuffled order), the others to random distinct
+// experts; the grouping as route makes it.
+std::vector<int32_t> skewed_routing(const moe::Spec& s, int64_t tokens, std::mt19937_64& rng) {
+  std::vector<int32_t> ids(size_t(tokens * s.topk));
+  std::vector<int32_t> all(size_t(s.experts));
+  for (int e = 0; e < s.experts; ++e) all[size_t(e)] = e;
+  for (int64_t t = 0; t < tokens; ++t) {
+    if (t % 2 == 0) {
+      std::vector<int32_t> hot(all.begin(), all.begin() + s.topk);
+      std::shuffle(hot.begin(), hot.end(), rng);
+      std::copy(hot.begin(), hot.end(), ids.begin() + t * s.topk);
+    } else {
+      std::shuffle(all.begin(), all.end(), rng);
+      std::copy(all.begin(), all.begin() + s.topk, ids.begin() + t * s.topk);
+      std::sort(all.begin(), all.end());
+    }
+  }
+  return ids;
+}
+
+// The inputs of one check or workload of a moe spec at `tokens` tokens.
+struct MoeBatch {
+  moe::Spec spec;
+  int64_t tokens = 0, pairs = 0;
+  // route
+  std::vector<uint16_t> logits;
+  // gate_up, down: routing, the slot table (empty: none), the distinct weights, inputs
+  std::vector<int32_t> ids, offsets, sorted, slot;
+  std::vector<quant::PackedWeight> weights;
+  std::vector<uint16_t> in;     // gate_up: x [tokens][hidden]; down: h [pairs][inter]
+  // combine
+  std::vector<float> rows, route_weights;
+
+  DeviceBuffer d_logits, d_ids, d_weights, d_offsets, d_sorted, d_slot, d_in, d_out;
+  DeviceBuffer d_qweight, d_scales, d_zeros, d_perm, d_global;
+  size_t out_bytes = 0;
+
+  int content(int e) const { return (slot.empty() ? e : slot[size_t(e)]) % kDistinctExperts; }
+  bool served(int e) const { return slot.empty() || slot[size_t(e)] >= 0; }
+
+  MoeBatch(const moe::Spec& s, int64_t m, uint64_t seed) : spec(s), tokens(m), pairs(m * s.topk) {
+    std::mt19937_64 rng(seed);
+    switch (s.op) {
+      case moe::Op::kRoute: {
+        logits = random_half(rng, size_t(tokens * s.experts), -4.f, 4.f);
+        for (int64_t t = 0; t < tokens; ++t) {
+          uint16_t* row = logits.data() + t * s.experts;
+          if (t % 5 == 2) std::fill(row, row + s.experts, cpu::float_to_half(0.25f));  // all tied
+          if (t % 5 == 4) {
+            for (int k = 0; k < s.topk; ++k) row[(k * 7) % s.experts] = cpu::float_to_half(8.f + float(k % 2));
+          }
+        }
+        d_logits = upload_bytes(logits.data(), logits.size() * 2);
+        d_ids = DeviceBuffer(size_t(pairs) * 4 + 64);
+        d_weights = DeviceBuffer(size_t(pairs) * 4 + 64);
+        d_offsets = DeviceBuffer(size_t(s.experts + 1) * 4 + 64);
+        d_sorted = DeviceBuffer(size_t(pairs) * 4 + 64);
+        break;
+      }
+      case moe::Op::kCombine: {
+        rows.resize(size_t(pairs * s.hidden));
+        SplitMix64 g{seed};
+        for (float& v : rows) v = g.uniform(-2.f, 2.f);
+        route_weights.resize(size_t(pairs));
+        for (float& v : route_weights) v = g.uniform(0.f, 1.f);
+        d_in = upload_bytes(rows.data(), rows.size() * 4);
+        d_weights = upload_bytes(route_weights.data(), route_weights.size() * 4);
+        out_bytes = size_t(tokens + 1) * size_t(s.hidden) * 2;
+        d_out = DeviceBuffer(out_bytes);
+        break;
+      }
+      case moe::Op::kGateUp:
+      case moe::Op::kDown: {
+        const gemm::Spec g = s.projection();
+        ids = skewed_routing(s, tokens, rng);
+        cpu::moe_group(ids, s.experts, offsets, sorted);
+        if (tokens % 2 == 1) {
+          slot.resize(size_t(s.experts));
+          for (int e = 0; e < s.experts; ++e) slot[size_t(e)] = e % 7 == 3 ? -1 : s.experts - 1 - e;
+        }
+        for (int d = 0; d < kDistinctExperts; ++d) weights.push_back(random_packed_weight(g, rng));
+        const int64_t rows_in = s.op == moe::Op::kGateUp ? tokens : pairs;
+        in = random_half(rng, size_t(rows_in * g.k), -1.f, 1.f);
+        // Stacked by slot: slot i holds content i % kDistinctExperts.
+        auto stack = [&](auto member, size_t elem) {
+          std::vector<uint8_t> block;
+          for (const quant::PackedWeight& w : weights) {
+            const auto& v = w.*member;
+            const size_t at = block.size();
+            block.resize(at + v.size() * elem);
+            if (!v.empty()) std::memcpy(block.data() + at, v.data(), v.size() * elem);
+          }
+          if (block.empty()) return DeviceBuffer(16);
+          return upload_tiled(block.data(), block.size(), block.size() / kDistinctExperts * size_t(s.experts));
+        };
+        d_qweight = stack(&quant::PackedWeight::qweight, 1);
+        d_scales = stack(&quant::PackedWeight::scales, 1);
+        d_zeros = stack(&quant::PackedWeight::zeros, 1);
+        d_perm = stack(&quant::PackedWeight::perm, 4);
+        std::vector<float> global(size_t(s.experts));
+        for (int e = 0; e < s.experts; ++e) global[size_t(e)] = weights[size_t(e % kDistinctExperts)].global_scale;
+        d_global = upload_bytes(global.data(), global.size() * 4);
+        d_offsets = upload_bytes(offsets.data(), offsets.size() * 4);
+        d_sorted = upload_bytes(sorted.data(), sorted.size() * 4);
+        if (!slot.empty()) d_slot = upload_bytes(slot.data(), slot.size() * 4);
+        d_in = upload_bytes(in.data(), in.size() * 2);
+        out_bytes = size_t(pairs + 1) * size_t(g.out_cols()) * (s.op == moe::Op::kGateUp ? 2 : 4);
+        d_out = DeviceBuffer(out_bytes);
+        break;
+      }
+    }
+  }
+
+  moe::Args args() const {
+    moe::Args a;
+    a.tokens = tokens;
+    switch (spec.op) {
+      case moe::Op::kRoute:
+        a.logits = d_logits.ptr(), a.ids = d_ids.ptr(), a.weights = d_weights.ptr();
+        a.offsets = d_offsets.ptr(), a.sorted = d_sorted.ptr();
+        break;
+      case moe::Op::kCombine: a.out = d_out.ptr(), a.y = d_in.ptr(), a.weights = d_weights.ptr(); break;
+      case moe::Op::kGateUp:
+      case moe::Op::kDown: {
+        const quant::PackedWeight& w = weights[0];
+        if (spec.op == moe::Op::kGateUp) {
+          a.x = d_in.ptr(), a.h = d_out.ptr();
+        } else {
+          a.h = d_in.ptr(), a.y = d_out.ptr();
+        }
+        a.qweight = d_qweight.ptr(), a.scales = d_scales.ptr(), a.zeros = d_zeros.ptr(), a.perm = d_perm.ptr();
+        a.global_scales = d_global.ptr(), a.offsets = d_offsets.ptr(), a.sorted = d_sorted.ptr();
+        a.slot = slot.empty() ? 0 : d_slot.ptr();
+        a.qweight_stride = int64_t(w.qweight.size()), a.scales_stride = int64_t(w.scales.size());
+        a.zeros_stride = int64_t(w.zeros.size());
+        break;
+      }
+    }
+    return a;
+  }
+
+  void poison() {
+    if (spec.op == moe::Op::kRoute) {
+      for (DeviceBuffer* b : {&d_ids, &d_weights, &d_offsets, &d_sorted}) b->fill_bytes(kPoisonByte);
+    } else {
+      d_out.fill_bytes(kPoisonByte);
+    }
+  }
+};
+
+CheckResult check_route(MoeBatch& b, CheckResult r) {
+  const moe::Spec& s = b.spec;
+  const cpu::MoeRoute want = cpu::moe_route(b.logits.data(), b.tokens, s.experts, s.topk, s.norm);
+  const auto ids = download<int32_t>(b.d_ids, size_t(b.pairs));
+  const auto weights = download<float>(b.d_weights, size_t(b.pairs));
+  const auto offsets = download<int32_t>(b.d_offsets, size_t(s.experts + 1));
+  const auto sorted = download<int32_t>(b.d_sorted, size_t(b.pairs));
+  r.metric = "max relative error of the routing weights (ids, offsets and sorted pairs bit-exact)";
+  r.tolerance = kWeightTolerance;
+  for (int64_t p = 0; p < b.pairs && r.detail.empty(); ++p) {
+    if (ids[size_t(p)] != want.ids[size_t(p)]) {
+      r.detail = "token " + std::to_string(p / s.topk) + " slot " + std::to_string(p % s.topk) + ": expert " +
+                 std::to_string(ids[size_t(p)]) + ", expected " + std::to_string(want.ids[size_t(p)]);
+    }
+  }
+  for (int e = 0; e <= s.experts && r.detail.empty(); ++e) {
+    if (offsets[size_t(e)] != want.offsets[size_t(e)]) {
+      r.detail = "offsets[" + std::to_string(e) + "] = " + std::to_string(offsets[size_t(e)]) + ", expected " +
+                 std::to_string(want.offsets[size_t(e)]);
+    }
+  }
+  for (int64_t p = 0; p < b.pairs && r.detail.empty(); ++p) {
+    if (sorted[size_t(p)] != want.sorted[size_t(p)]) {
+      r.detail = "sorted[" + std::to_string(p) + "] = " + std::to_string(sorted[size_t(p)]) + ", expected " +
+                 std::to_string(want.sorted[size_t(p)]);
+    }
+  }
+  for (int64_t p = 0; p < b.pairs; ++p) {
+    const double w = want.weights[size_t(p)];
+    const double err = std::abs(double(weights[size_t(p)]) - w) / std::max(std::abs(w), 1e-30);
+    if (!(err <= r.error)) {
+      r.error = std::isnan(err) ? INFINITY : err;
+      if (err > r.tolerance && r.detail.empty()) {
+        r.detail = "weight of pair " + std::to_string(p) + " = " + std::to_string(weights[size_t(p)]) + ", expected " +
+                   std::to_string(w);
+      }
+    }
+  }
+  r.passed = r.detail.empty() && r.error <= r.tolerance;
+  return r;
+}
+
+CheckResult check_projection(MoeBatch& b, CheckResult r) {
+  const moe::Spec& s = b.spec;
+  const gemm::Spec g = s.projection();
+  const bool gated = s.op == moe::Op::kGateUp;
+  const int64_t cols = g.out_cols();
+  const size_t elem = gated ? 2 : 4;
+  std::vector<uint8_t> got(b.out_bytes);
+  b.d_out.download(got.data(), got.size());
+
+  // The reference per content: the served pairs of the experts holding it, in one cpu::gemm.
+  std::vector<float> want(size_t(b.pairs * cols), 0.f);
+  std::vector<uint8_t> served(size_t(b.pairs), 0);
+  for (int d = 0; d < kDistinctExperts; ++d) {
+    std::vector<int64_t> ps;
+    for (int64_t p = 0; p < b.pairs; ++p) {
+      const int e = b.ids[size_t(p)];
+      if (b.served(e) && b.content(e) == d) ps.push_back(p), served[size_t(p)] = 1;
+    }
+    if (ps.empty()) continue;
+    std::vector<uint16_t> x(ps.size() * size_t(g.k));
+    for (size_t i = 0; i < ps.size(); ++i) {
+      const int64_t row = gated ? ps[i] / s.topk : ps[i];
+      std::memcpy(&x[i * size_t(g.k)], &b.in[size_t(row * g.k)], size_t(g.k) * 2);
+    }
+    std::vector<float> y(ps.size() * size_t(cols));
+    cpu::GemmEpilogue epi;
+    epi.kind = gated ? cpu::GemmEpilogue::kSiluMul : cpu::GemmEpilogue::kNone;
+    cpu::gemm(b.weights[size_t(d)], x.data(), int64_t(ps.size()), epi, y.data());
+    for (size_t i = 0; i < ps.size(); ++i) std::copy_n(&y[i * size_t(cols)], cols, &want[size_t(ps[i] * cols)]);
+  }
+  // Served rows compared as the gemm family compares (fp16 outputs against the rounded
+  // reference); the others must be untouched.
+  std::vector<uint8_t> got_served;
+  std::vector<float> want_served;
+  std::vector<int64_t> pair_of;
+  for (int64_t p = 0; p < b.pairs; ++p) {
+    const uint8_t* row = got.data() + size_t(p * cols) * elem;
+    if (served[size_t(p)]) {
+      got_served.insert(got_served.end(), row, row + size_t(cols) * elem);
+      want_served.insert(want_served.end(), want.begin() + p * cols, want.begin() + (p + 1) * cols);
+      pair_of.push_back(p);
+    } else if (r.detail.empty()) {
+      for (size_t i = 0; i < size_t(cols) * elem; ++i) {
+        if (row[i] != kPoisonByte) {
+          r.detail = "pair " + std::to_string(p) + " (expert " + std::to_string(b.ids[size_t(p)]) +
+                     ", another launch's) was written";
+          break;
+        }
+      }
+    }
+  }
+  for (size_t i = size_t(b.pairs * cols) * elem; i < got.size() && r.detail.empty(); ++i) {
+    if (got[i] != kPoisonByte) r.detail = "wrote past the last pair (byte " + std::to_string(i) + ")";
+  }
+  if (gated) want_served = round_to_half(want_served);
+  const int64_t n = int64_t(pair_of.size());
+  const OutputDiff d = compare_outputs(got_served.data(), !gated, want_served.data(), n, cols, element_bound(g));
+  r.tolerance = gemm_tolerance(g);
+  r.metric = "|gpu-ref|/|ref| (2-norm) over the served pairs, reference: CPU fp64 per expert";
+  if (r.detail.empty() && d.first_nonfinite >= 0) {
+    const int64_t i = d.first_nonfinite;
+    r.detail = "pair " + std::to_string(pair_of[size_t(i / cols)]) + " column " + std::to_string(i % cols) + " = " +
+               std::to_string(d.nonfinite_value) + " (never written?)";
+  }
+  if (r.detail.empty() && d.elements_over > 0) {
+    const int64_t i = d.first_over;
+    r.detail = std::to_string(d.elements_over) + " outputs outside the element-wise bound, the first pair " +
+               std::to_string(pair_of[size_t(i / cols)]) + " column " + std::to_string(i % cols) + " = " +
+               std::to_string(d.first_over_got) + ", expected " + std::to_string(d.first_over_want);
+  }
+  r.error = d.ref2 > 0 ? std::sqrt(d.diff2 / d.ref2) : std::sqrt(d.diff2);
+  r.passed = r.detail.empty() && r.error <= r.tolerance;
+  return r;
+}
+
+CheckResult check_combine(MoeBatch& b, CheckResult r) {
+  const moe::Spec& s = b.spec;
+  std::vector<uint16_t> got(b.out_bytes / 2);
+  b.d_out.download(got.data(), b.out_bytes);
+  std::vector<uint16_t> want(size_t(b.tokens * s.hidden));
+  for (int64_t t = 0; t < b.tokens; ++t) {
+    for (int64_t n = 0; n < s.hidden; ++n) {
+      float sum = 0;
+      for (int k = 0; k < s.topk; ++k) {
+        const int64_t p = t * s.topk + k;
+        sum += b.route_weights[size_t(p)] * b.rows[size_t(p * s.hidden + n)];
+      }
+      want[size_t(t * s.hidden + n)] = cpu::float_to_half(sum);
+    }
+  }
+  r.metric = "max |gpu-ref|/(|ref| + 2^-14) of the fp16 sums";
+  r.tolerance = kHalfRelTolerance;
+  compare_half(got.data(), want.data(), int64_t(want.size()), "out", r);
+  for (size_t i = want.size(); i < got.size() && r.detail.empty(); ++i) {
+    if (got[i] != 0xffff) r.detail = "wrote past the last token (element " + std::to_string(i) + ")";
+  }
+  r.passed = r.detail.empty() && r.error <= r.tolerance;
+  return r;
+}
+
+void launch_batch(const LoadedKernel& kernel, const moe::Spec& spec, const moe::Config& config, const MoeBatch& b,
+                  CUstream stream) {
+  launch(kernel, moe::make_call(spec, config, b.args()), stream);
+}
+
+CheckResult run_check(MoeBatch& b, const moe::Config& config, const LoadedKernel& kernel, uint64_t seed) {
+  b.poison();
+  launch_batch(kernel, b.spec, config, b, nullptr);
+  sync("running " + b.spec.to_string() + " [" + config.to_string() + "]");
+  CheckResult r;
+  r.rows = b.tokens, r.seed = seed;
+  switch (b.spec.op) {
+    case moe::Op::kRoute: return check_route(b, r);
+    case moe::Op::kCombine: return check_combine(b, r);
+    default: return check_projection(b, r);
+  }
+}
+
+// Tuning: the inputs of the check; a step's experts' weights are far larger than the L2
+// whenever timing matters, so one copy.
+class MoeWorkload final : public Workload {
+ public:
+  MoeWorkload(const std::string& spec_text, int64_t m, uint64_t seed)
+      : spec_(moe::Spec::parse(spec_text)), seed_(seed), batch_(spec_, m, seed) {}
+
+  void launch(const LoadedKernel& kernel, const std::string& config, int, CUstream stream) override {
+    launch_batch(kernel, spec_, moe::Config::parse(spec_, config), batch_, stream);
+  }
+  CheckResult check(const LoadedKernel& kernel, const std::string& config) override {
+    return run_check(batch_, moe::Config::parse(spec_, config), kernel, seed_);
+  }
+  // route: logits in, routing out; gate_up/down: the touched experts' weights (the routing's
+  // distinct experts), the input rows and the outputs; combine: rows in, fp16 out.
+  Traffic traffic() const override {
+    const MoeBatch& b = batch_;
+    switch (spec_.op) {
+      case moe::Op::kRoute:
+        return {double(b.logits.size()) * 2 + double(b.pairs) * 12 + double(spec_.experts + 1) * 4, 0};
+      case moe::Op::kCombine:
+        return {double(b.rows.size()) * 4 + double(b.pairs) * 4 + double(b.tokens * spec_.hidden) * 2, 0};
+      default: {
+        const gemm::Spec g = spec_.projection();
+        std::vector<uint8_t> touched(size_t(spec_.experts), 0);
+        for (int32_t e : b.ids) touched[size_t(e)] = b.served(e);
+        const double experts = double(std::count(touched.begin(), touched.end(), 1));
+        const double rows_in = spec_.op == moe::Op::kGateUp ? double(b.tokens) : double(b.pairs);
+        const double out = double(b.pairs) * double(g.out_cols()) * (spec_.op == moe::Op::kGateUp ? 2 : 4);
+        return {experts * double(b.weights[0].bytes()) + rows_in * double(g.k) * 2 + out,
+                2.0 * double(b.pairs) * double(g.n) * double(g.k)};
+      }
+    }
+  }
+
+ private:
+  moe::Spec spec_;
+  uint64_t seed_;
+  MoeBatch batch_;
+};
+
+}  // namespace
+
+CheckResult check_moe(const std::string& spec_text, const std::string& config_text, const LoadedKernel& kernel,
+                      int64_t tokens, uint64_t seed) {
+  const moe::Spec spec = moe::Spec::parse(spec_text);
+  const moe::Config config = moe::Config::parse(spec, config_text);
+  MoeBatch b(spec, tokens, seed);
+  return run_check(b, config, kernel, seed);
+}
+
+std::unique_ptr<Workload> moe_workload(const std::string& spec, int64_t m, uint64_t seed) {
+  return std::make_unique<MoeWorkload>(spec, m, seed);
+}
+
+}  // namespace onecat
