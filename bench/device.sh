@@ -27,6 +27,9 @@
 #                    cache build-device/tune-MODEL-RUN (kept on a warm machine: a tune cut by
 #                    the deadline resumes there in the next call), records to tunes.jsonl
 #   bench@SPEC@MS[@graph]  onecat bench SPEC --m MS --sweep --json [--graph] >> bench.jsonl
+#   moe-bench        onecat bench --sweep on one Qwen3-30B-A3B layer's moe kernels (route, gate_up, down, combine;
+#                    MOE_FORMATS default "awq4 fp8b128 nvfp4 f16", MOE_MS default 1,4,16,64,256,1024,4096) -> moe_bench.jsonl
+#                    (the touched experts' bytes at copy bandwidth are each point's floor)
 #   attn-points@FILE build-device/attention_bench one SPEC BATCH CTX Q [CONFIG] per line of FILE
 #   gemm-points@FILE[@graph]  onecat bench SPEC --m M --config CONFIG [--graph] per line (SPEC M CONFIG) of FILE
 #   attn-bench[@MODE] build-device/attention_bench (MODE quick, sweep or best) -> attention_bench.json
@@ -176,6 +179,15 @@ lane() {  # lane GPU STEPS...
       py-overhead) PYTHONPATH="$root/build-device/python" timeout "$(left)" "$py" bench/python_host_overhead.py "$out/py_overhead.json" ;;
       pysmoke) PYTHONPATH="$root/build-device/python" timeout "$(left)" "$py" bench/py_smoke.py ;;
       tune:*) IFS=: read -r _ m q r <<<"$s"; tune "$m:$q" "$r" "$gpu" ;;
+      moe-bench) # one Qwen3-30B-A3B MoE layer's kernels, default and swept configs (MOE_FORMATS, MOE_MS)
+        specs=("moe:op=route,experts=128,topk=8,norm=1" "moe:op=combine,topk=8,hidden=2048")
+        for fmt in ${MOE_FORMATS:-awq4 fp8b128 nvfp4 f16}; do
+          for op in gate_up down; do specs+=("moe:op=$op,experts=128,topk=8,hidden=2048,inter=768,fmt=$fmt"); done
+        done
+        for spec in "${specs[@]}"; do
+          timeout "$(left)" $bin bench "$spec" --m "${MOE_MS:-1,4,16,64,256,1024,4096}" --sweep --json |
+            "$py" -c 'import json,sys; print(json.dumps(json.load(sys.stdin)))' >>"$out/moe_bench.jsonl"
+        done ;;
       bench@*) IFS=@ read -r _ spec ms mode <<<"$s"
                timeout "$(left)" $bin bench "$spec" --m "$ms" --sweep --json ${mode:+--$mode} | "$py" -c 'import json,sys; print(json.dumps(json.load(sys.stdin)))' >>"$out/bench.jsonl" ;;
       attn-points@*) while read -r spec batch ctx q config; do  # FILE: lines SPEC BATCH CTX Q [CONFIG]
