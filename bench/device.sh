@@ -44,10 +44,12 @@
 #                    (MODEL_CASES: its --cases)
 #   llama-build      bench/llama_peer.sh build (llama.cpp from the carried .llama/, in the background;
 #                    model-bench's llama.cpp part waits for it; LLAMA_TYPES its types)
-#   serve-bench      after model-bench: `onecat serve` on its f16 8B checkpoint, bench/serve_bench.py at
-#                    SERVE_RATES (default 4,16,inf) with SERVE_PROMPTS (default 64) 1024+256 requests, then the
-#                    same against llama-server on the GGUF F16 (llama-build builds it) -> serve_bench.jsonl
-#   engine-bench     onecat throughput on model-bench's f16 8B checkpoint: ENGINE_SEQS (default "8 32") requests
+#   serve-bench      after model-bench: `onecat serve` on its 8B checkpoint of SERVE_FORMAT (default f16; others
+#                    need model-bench's KEEP_CHECKPOINTS=1), bench/serve_bench.py at SERVE_RATES (default 4,16,inf)
+#                    with SERVE_PROMPTS (default 64) requests of SERVE_WORKLOAD (fixed: 1024+256, or mix), then the
+#                    same against llama-server on the GGUF of SERVE_LLAMA_TYPE (f16, or Q4_K_M for a quantised
+#                    format; llama-build builds it) -> serve_bench.jsonl
+#   engine-bench     onecat throughput on model-bench's f16 8B checkpoint: ENGINE_SEQS (default "8 32 64": 64 is serve-bench's saturation) requests
 #                    of 1024 + 256 tokens at once -> engine_bench.jsonl
 #   model-bench      bench/model_bench.sh: decode tokens/s vs roofline and llama.cpp -> model_bench.json
 #                    (needs .vocab/ggml-vocab-qwen2.gguf carried)
@@ -123,17 +125,24 @@ serve_load() {  # serve_load NAME PORT PID: once /health answers, serve_bench.py
   kill -TERM "$pid"; wait "$pid"
 }
 
-serve_bench() {  # onecat serve, then llama-server, on model-bench's 8B f16 checkpoint
-  local ckpt=build-device/model-qwen3-8b/f16/checkpoint gguf=build-llama/qwen3-8b-f16.gguf
+serve_bench() {  # onecat serve, then llama-server, on a model-bench checkpoint of the 8B shape
+  # SERVE_FORMAT f16 (default) or a quantised one model-bench kept (KEEP_CHECKPOINTS=1), against
+  # llama.cpp's SERVE_LLAMA_TYPE (f16 for f16, else Q4_K_M; model-bench's LLAMA_TYPES made it).
+  local fmt=${SERVE_FORMAT:-f16}
+  local type=${SERVE_LLAMA_TYPE:-$([ "$fmt" = f16 ] && echo f16 || echo Q4_K_M)}
+  local ckpt=build-device/model-qwen3-8b/$fmt/checkpoint gguf=build-llama/qwen3-8b-$type.gguf
+  [ -f "$ckpt/config.json" ] || { step "serve-bench: no $ckpt (model-bench with FORMATS=$fmt KEEP_CHECKPOINTS=1)"; return; }
+  # Quantised checkpoints of random codes carry no tokenizer: the f16 one's (the same vocabulary).
+  [ -f "$ckpt/tokenizer.json" ] || cp build-device/model-qwen3-8b/f16/checkpoint/tokenizer*.json "$ckpt/" 2>/dev/null
   local args=(--vocab 151936 --rates "${SERVE_RATES:-4,16,inf}" --num-prompts "${SERVE_PROMPTS:-64}" --input-len 1024
-    --output-len 256)
+    --output-len 256 --workload "${SERVE_WORKLOAD:-fixed}")
   ONECAT_CACHE_DIR=build-device/model-qwen3-8b/cache $bin serve --model "$ckpt" --device cuda --port 8011 \
-    --served-model-name onecat --max-num-seqs 64 >"$out/serve.log" 2>&1 &
-  serve_load onecat 8011 $!
+    --served-model-name "onecat-$fmt" --max-num-seqs 64 >"$out/serve.log" 2>&1 &
+  serve_load "onecat-$fmt" 8011 $!
   [ -x build-llama/cmake/bin/llama-server ] && [ -f "$gguf" ] || { step "serve-bench: no llama-server or $gguf"; return; }
   build-llama/cmake/bin/llama-server -m "$gguf" -ngl 99 --port 8012 -np 64 -c $((64 * 1280)) -cb \
     >"$out/llama_server.log" 2>&1 &
-  serve_load llama-server 8012 $!
+  serve_load "llama-server-$type" 8012 $!
 }
 
 lane() {  # lane GPU STEPS...
@@ -161,7 +170,7 @@ lane() {  # lane GPU STEPS...
           LLAMA_BUILD_LOG=$([ -n "${llama_pid:-}" ] && echo "$out/llama_build.log") VOCAB_GGUF=$root/.vocab/ggml-vocab-qwen2.gguf \
           OUT=$out timeout "$(left)" bash bench/model_bench.sh "$bin" ;;
       serve-bench) serve_bench ;;
-      engine-bench) for n in ${ENGINE_SEQS:-8 32}; do  # after model-bench: its f16 checkpoint and tuned cache
+      engine-bench) for n in ${ENGINE_SEQS:-8 32 64}; do  # after model-bench: its f16 checkpoint and tuned cache
           ONECAT_CACHE_DIR=build-device/model-qwen3-8b/cache timeout "$(left)" $bin throughput \
             --model build-device/model-qwen3-8b/f16/checkpoint --device cuda --num-prompts "$n" --input-len 1024 \
             --output-len 256 --max-num-seqs "$n" --max-num-batched-tokens 2048 --json >>"$out/engine_bench.jsonl"
