@@ -235,6 +235,18 @@ struct GpuBackend::Impl {
     return d;
   }
 
+  // y = x · Wᵀ (+ the linear's epilogue) for m rows, timed under `label`.
+  void run_linear(const DeviceLinear& w, CUdeviceptr y, CUdeviceptr x, int64_t m, const char* label) {
+    gemm::Args a;
+    a.y = y, a.x = x, a.qweight = w.weight, a.scales = w.scales.ptr(), a.zeros = w.zeros.ptr();
+    a.perm = w.perm.ptr(), a.global_scale = w.global_scale, a.bias = w.bias.ptr(), a.m = m;
+    GemmOp& op = *w.op;
+    a.partial = workspace.partial(gemm::workspace_floats(op.spec(), op.config(m), m));
+    a.counters = workspace.counters(gemm::workspace_counters(op.spec(), op.config(m), m));
+    Timed timed(*this, label);
+    op.launch(a, m, stream);
+  }
+
   // The experts' projection `which` (gate_up or down) grouped by weight format.
   std::vector<ExpertGroup> expert_groups(const std::vector<models::LoadedExpert>& experts, moe::Op which) {
     const models::ModelConfig& c = config;
@@ -584,17 +596,11 @@ void GpuBackend::gemm(Act out, Act in, Linear weight, Epilogue epilogue) {
                                                      : l.down;
   if (epilogue != w.epilogue)
     throw Error("GPU backend: a gemm's epilogue differs from the one its weight was prepared for");
-  gemm::Args a;
-  a.y = g.act(out), a.x = g.act(in), a.qweight = w.weight, a.scales = w.scales.ptr(), a.zeros = w.zeros.ptr();
-  a.perm = w.perm.ptr(), a.global_scale = w.global_scale, a.bias = w.bias.ptr(), a.m = g.tokens;
-  const int64_t floats = gemm::workspace_floats(w.op->spec(), w.op->config(g.tokens), g.tokens);
-  const int64_t counters = gemm::workspace_counters(w.op->spec(), w.op->config(g.tokens), g.tokens);
-  a.partial = g.workspace.partial(floats), a.counters = g.workspace.counters(counters);
-  Impl::Timed timed(g, weight.kind == Linear::kQkv      ? "gemm qkv"
-                       : weight.kind == Linear::kO      ? "gemm o"
-                       : weight.kind == Linear::kGateUp ? "gemm gate_up"
-                                                        : "gemm down");
-  w.op->launch(a, g.tokens, g.stream);
+  g.run_linear(w, g.act(out), g.act(in), g.tokens,
+               weight.kind == Linear::kQkv      ? "gemm qkv"
+               : weight.kind == Linear::kO      ? "gemm o"
+               : weight.kind == Linear::kGateUp ? "gemm gate_up"
+                                                : "gemm down");
 }
 
 void GpuBackend::rope_kv_write(int layer, Act qkv, Act q, Act, Act) {
@@ -646,17 +652,7 @@ void GpuBackend::moe(int layer, Act out, Act in) {
   Impl& g = *impl_;
   if (!g.config.is_moe()) throw Error("GPU backend: a MoE op on a dense model");
   Impl::Layer& l = g.layers[size_t(layer)];
-  {
-    gemm::Args a;
-    a.y = g.moe_logits.ptr(), a.x = g.act(in), a.qweight = l.router.weight, a.scales = l.router.scales.ptr();
-    a.zeros = l.router.zeros.ptr(), a.perm = l.router.perm.ptr(), a.global_scale = l.router.global_scale;
-    a.m = g.tokens;
-    GemmOp& op = *l.router.op;
-    a.partial = g.workspace.partial(gemm::workspace_floats(op.spec(), op.config(a.m), a.m));
-    a.counters = g.workspace.counters(gemm::workspace_counters(op.spec(), op.config(a.m), a.m));
-    Impl::Timed timed(g, "moe router");
-    op.launch(a, g.tokens, g.stream);
-  }
+  g.run_linear(l.router, g.moe_logits.ptr(), g.act(in), g.tokens, "moe router");
   moe::Args a;
   a.tokens = g.tokens;
   a.logits = g.moe_logits.ptr(), a.ids = g.moe_ids.ptr(), a.weights = g.moe_weights.ptr();
@@ -688,15 +684,7 @@ void GpuBackend::logits(Act in) {
     Impl::Timed timed(g, "lm_head row gather");
     g.gather->launch(rows, g.logit_count, g.stream);
   }
-  gemm::Args a;
-  a.y = g.logits.ptr(), a.x = g.logit_inputs.ptr(), a.qweight = g.lm_head.weight, a.scales = g.lm_head.scales.ptr();
-  a.zeros = g.lm_head.zeros.ptr(), a.perm = g.lm_head.perm.ptr(), a.global_scale = g.lm_head.global_scale;
-  a.m = g.logit_count;
-  GemmOp& op = *g.lm_head.op;
-  a.partial = g.workspace.partial(gemm::workspace_floats(op.spec(), op.config(a.m), a.m));
-  a.counters = g.workspace.counters(gemm::workspace_counters(op.spec(), op.config(a.m), a.m));
-  Impl::Timed timed(g, "gemm lm_head");
-  op.launch(a, a.m, g.stream);
+  g.run_linear(g.lm_head, g.logits.ptr(), g.logit_inputs.ptr(), g.logit_count, "gemm lm_head");
 }
 
 void GpuBackend::read_logits(std::span<float> out) {

@@ -17,6 +17,7 @@
 #include "common/reduce.cuh"
 #include "gemm/epilogue.cuh"
 #include "gemm/formats.cuh"
+#include "gemm/gemv_chunk.cuh"
 
 namespace onecat {
 
@@ -148,41 +149,9 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
     for (int i = 0; i < MT; ++i) {
       if (i >= tile.count) continue;
       half2_t xs[kPairs];
-      if constexpr (ACT_ORDER) {
+      gemv_x_chunk<Fmt, ACT_ORDER>(xrow[i], eperm, c, xs);
 #pragma unroll
-        for (int p = 0; p < kPairs; ++p) {
-          const int k = c * kPer + 2 * p;
-          xs[p].bits = unsigned(xrow[i][eperm[k]].bits) | (unsigned(xrow[i][eperm[k + 1]].bits) << 16);
-        }
-      } else {
-#pragma unroll
-        for (int q = 0; q < kPer / 8; ++q) {
-          const Raw16 xr = gmem_load_nc<16>(xrow[i] + c * kPer + q * 8);
-#pragma unroll
-          for (int j = 0; j < 4; ++j) xs[q * 4 + j].bits = raw_word(xr, j);
-        }
-      }
-#pragma unroll
-      for (int s = 0; s < kSlots; ++s) {
-        half2_t h{0u};
-        if constexpr (Fmt::kWordScaled) {
-#pragma unroll
-          for (int wd = 0; wd < kPairs / 4; ++wd) {
-            half2_t hw{0u};
-#pragma unroll
-            for (int p = 4 * wd; p < 4 * wd + 4; ++p) hw = hfma2(Fmt::decode_unscaled(st.raw[s], p, st.sc[s]), xs[p], hw);
-            h = hfma2(hw, Fmt::word_scale(st.sc[s]), h);
-          }
-        } else {
-#pragma unroll
-          for (int p = 0; p < kPairs; ++p) h = hfma2(Fmt::decode(st.raw[s], p, st.sc[s]), xs[p], h);
-        }
-        if constexpr (Fmt::kFlushScaled) {
-          acc[i][s] += Fmt::flush(st.sc[s]) * half2_sum(h);
-        } else {
-          acc[i][s] += half2_sum(h);
-        }
-      }
+      for (int s = 0; s < kSlots; ++s) acc[i][s] += gemv_chunk_dot<Fmt>(st.raw[s], st.sc[s], xs);
     }
   };
   constexpr int kUnroll = kIters <= (MT * kSlots <= 8 ? 8 : 2) ? kIters : 1;
