@@ -15,6 +15,7 @@ void bind_attention(py::module_& m);
 void bind_embedding(py::module_& m);
 void bind_rope(py::module_& m);
 void bind_sampling(py::module_& m);
+void bind_moe(py::module_& m);
 void bind_tokenizer(py::module_& m);      // not a kernel family: Tokenizer, DecodeStream
 void bind_chat_template(py::module_& m);  // not a kernel family: ChatTemplate, load_chat_template
 void bind_model(py::module_& m);   // not a kernel family: Model

@@ -48,6 +48,7 @@ PYBIND11_MODULE(_C, m) {
   onecat::python::bind_embedding(m);
   onecat::python::bind_rope(m);
   onecat::python::bind_sampling(m);
+  onecat::python::bind_moe(m);
   onecat::python::bind_tokenizer(m);
   onecat::python::bind_chat_template(m);
   onecat::python::bind_model(m);

@@ -37,7 +37,7 @@ def test_import_and_info():
 
 # Families whose Python bindings are not written yet (their C++ op, GPU check and tuning work;
 # docs/python.md lists them). Anything else registered must be callable from Python.
-WITHOUT_BINDINGS: set[str] = {"moe"}
+WITHOUT_BINDINGS: set[str] = set()
 
 
 def test_every_family_has_python_bindings():

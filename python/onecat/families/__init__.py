@@ -12,7 +12,7 @@ import importlib
 from types import ModuleType
 from typing import Any
 
-_MODULES = ("rmsnorm", "gemm", "attention", "embedding", "rope", "sampling")
+_MODULES = ("rmsnorm", "gemm", "attention", "embedding", "rope", "sampling", "moe")
 
 
 def _load() -> dict[str, ModuleType]:

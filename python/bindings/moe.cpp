@@ -1,0 +1,275 @@
+// moe bindings (codegen/moe, docs/moe.md): the routing — on the GPU, or for host logits the CPU
+// reference (runtime/cpu/moe.h) — and a whole mixture-of-experts layer on the GPU (route,
+// gate_up, down, combine) over the experts' packed weights stacked once (MoeExperts).
+#include <pybind11/stl.h>
+
+#include <array>
+#include <climits>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "base/error.h"
+#include "codegen/moe/emit.h"
+#include "codegen/moe/op.h"
+#include "python/bindings/array.h"
+#include "python/bindings/families.h"
+#include "python/bindings/packed_weight.h"
+#include "python/bindings/prepared.h"
+#include "python/bindings/runtime.h"
+#include "runtime/cpu/moe.h"
+
+namespace onecat::python {
+namespace {
+
+constexpr const char* kRoute = "onecat.moe_route";
+constexpr const char* kMoe = "onecat.moe";
+constexpr const char* kExperts = "onecat.MoeExperts";
+
+using Shape = PreparedShape<moe::Spec, moe::Config, moe::Args>;
+
+std::string checked(const std::string& text, const char* op) {
+  try {
+    return moe::Spec::parse(text).to_string();
+  } catch (const InputError& e) {
+    throw py::value_error(std::string(op) + ": " + e.what());
+  }
+}
+
+std::string route_spec(int64_t experts, int64_t topk, bool norm) {
+  return checked("moe:op=route,experts=" + std::to_string(experts) + ",topk=" + std::to_string(topk) +
+                     ",norm=" + (norm ? "1" : "0"),
+                 kRoute);
+}
+
+Shape& route_shape(int64_t experts, int64_t topk, bool norm) {
+  using Key = std::array<int64_t, 3>;
+  static auto* table = new std::map<Key, Shape>();  // never destroyed, like the Session
+  return prepared_shape(*table, Key{experts, topk, norm ? 1 : 0}, [&] { return route_spec(experts, topk, norm); });
+}
+
+void launch_on(Shape& shape, const moe::Args& a, int64_t m, CUstream stream) {
+  const Shape::Chosen k = shape.choose(m, "");
+  launch(*k.kernel, moe::make_call(k.spec, k.config, a), stream);
+}
+
+// logits [tokens, experts] fp16 → ids, weights [tokens, topk], offsets [experts + 1], sorted
+// [tokens·topk], all on logits' GPU.
+void moe_route_op(py::handle ids, py::handle weights, py::handle offsets, py::handle sorted, py::handle logits,
+                  int64_t topk, bool norm, uintptr_t stream) {
+  ArrayView lv = cuda_array(logits, DType::kFloat16, 2, {kRoute, "logits"}, -1);
+  const int64_t tokens = lv.shape[0], experts = lv.shape[1];
+  Shape& shape = route_shape(experts, topk, norm);
+  ArrayView iv = cuda_array(ids, DType::kInt32, 2, {kRoute, "ids"}, lv.device);
+  ArrayView wv = cuda_array(weights, DType::kFloat32, 2, {kRoute, "weights"}, lv.device);
+  ArrayView ov = cuda_array(offsets, DType::kInt32, 1, {kRoute, "offsets"}, lv.device);
+  ArrayView sv = cuda_array(sorted, DType::kInt32, 1, {kRoute, "sorted"}, lv.device);
+  require_shape(iv, {tokens, topk}, {kRoute, "ids"});
+  require_shape(wv, {tokens, topk}, {kRoute, "weights"});
+  require_shape(ov, {experts + 1}, {kRoute, "offsets"});
+  require_shape(sv, {tokens * topk}, {kRoute, "sorted"});
+  if (tokens * topk > INT_MAX) throw py::value_error(std::string(kRoute) + ": more than 2^31 - 1 (token, slot) pairs");
+  const int device = resolve_devices({{&lv, {kRoute, "logits"}}, {&iv, {kRoute, "ids"}}, {&wv, {kRoute, "weights"}},
+                                      {&ov, {kRoute, "offsets"}}, {&sv, {kRoute, "sorted"}}});
+  Runtime::get().use_gpu(device);
+  if (tokens == 0) return;
+  moe::Args a;
+  a.tokens = tokens, a.logits = lv.data, a.ids = iv.data, a.weights = wv.data, a.offsets = ov.data, a.sorted = sv.data;
+  launch_on(shape, a, tokens, as_stream(stream));
+}
+
+// The CPU reference on host logits: (ids, weights, offsets, sorted) as bytes (int32, float32,
+// int32, int32); the Python side shapes them.
+py::tuple moe_route_cpu(py::handle logits, int64_t topk, bool norm) {
+  const Arg arg{kRoute, "logits"};
+  ArrayView lv = view_of(logits, arg);
+  require_host(lv, arg);
+  require_dtype(lv, DType::kFloat16, arg);
+  require_contiguous(lv, arg);
+  require_ndim(lv, 2, arg);
+  const int64_t tokens = lv.shape[0], experts = lv.shape[1];
+  route_spec(experts, topk, norm);  // the same refusals as on the GPU
+  const cpu::MoeRoute r =
+      cpu::moe_route(reinterpret_cast<const uint16_t*>(lv.data), tokens, int(experts), int(topk), norm);
+  auto bytes = [](const auto& v) { return py::bytes(reinterpret_cast<const char*>(v.data()), v.size() * 4); };
+  return py::make_tuple(bytes(r.ids), bytes(r.weights), bytes(r.offsets), bytes(r.sorted));
+}
+
+// One projection of every expert, stacked expert after expert per buffer (the layout the moe
+// kernels read, one weight format for all).
+struct ExpertStack {
+  std::vector<uint8_t> qweight, scales, zeros;
+  std::vector<int32_t> perm;
+  std::vector<float> global_scales;
+  int64_t qweight_stride = 0, scales_stride = 0, zeros_stride = 0;
+  std::string fields;  // ",fmt=…,group=…,act_order=…"
+  DeviceBuffer d_qweight, d_scales, d_zeros, d_perm, d_global;
+
+  void upload() {
+    auto put = [](DeviceBuffer& b, const void* data, size_t bytes) {
+      b = DeviceBuffer(std::max<size_t>(bytes, 16));
+      if (bytes > 0) b.upload(data, bytes);
+    };
+    put(d_qweight, qweight.data(), qweight.size());
+    put(d_scales, scales.data(), scales.size());
+    put(d_zeros, zeros.data(), zeros.size());
+    put(d_perm, perm.data(), perm.size() * 4);
+    put(d_global, global_scales.data(), global_scales.size() * 4);
+  }
+};
+
+ExpertStack stack(const std::vector<PyPackedWeight*>& ws, const char* name) {
+  ExpertStack s;
+  const quant::PackedWeight& first = ws.front()->host;
+  for (size_t e = 0; e < ws.size(); ++e) {
+    const quant::PackedWeight& w = ws[e]->host;
+    if (w.format != first.format || w.group != first.group || w.n != first.n || w.k != first.k ||
+        w.perm.empty() != first.perm.empty() || w.qweight.size() != first.qweight.size() ||
+        w.scales.size() != first.scales.size() || w.zeros.size() != first.zeros.size()) {
+      throw py::value_error(std::string(kExperts) + ": " + name + "[" + std::to_string(e) + "] is " +
+                            std::string(quant::format_name(w.format)) + " " + std::to_string(w.n) + "×" +
+                            std::to_string(w.k) + ", " + name + "[0] " + std::string(quant::format_name(first.format)) +
+                            " " + std::to_string(first.n) + "×" + std::to_string(first.k) +
+                            ": one shape and weight format for every expert");
+    }
+    s.qweight.insert(s.qweight.end(), w.qweight.begin(), w.qweight.end());
+    s.scales.insert(s.scales.end(), w.scales.begin(), w.scales.end());
+    s.zeros.insert(s.zeros.end(), w.zeros.begin(), w.zeros.end());
+    s.perm.insert(s.perm.end(), w.perm.begin(), w.perm.end());
+    s.global_scales.push_back(w.global_scale);
+  }
+  s.qweight_stride = int64_t(first.qweight.size()), s.scales_stride = int64_t(first.scales.size());
+  s.zeros_stride = int64_t(first.zeros.size());
+  s.fields = ",fmt=" + std::string(quant::format_name(first.format)) + ",group=" + std::to_string(first.group) +
+             ",act_order=" + (first.perm.empty() ? "0" : "1");
+  return s;
+}
+
+// Experts stacked once; uploaded to one GPU on the first layer call; the layer's ops and
+// scratch (routing, h, y) per top-k and norm, grown to the largest call so far.
+struct PyMoeExperts {
+  int64_t experts = 0, hidden = 0, inter = 0;
+  ExpertStack gate_up, down;
+  int device = -1;
+  struct Ops {
+    Shape route, gate_up, down, combine;
+  };
+  std::map<std::pair<int64_t, bool>, Ops> ops;
+  DeviceBuffer ids, weights, offsets, sorted, h, y;
+  int64_t scratch_tokens = 0, scratch_topk = 0;
+
+  Ops& ops_for(int64_t topk, bool norm) {
+    auto it = ops.find({topk, norm});
+    if (it != ops.end()) return it->second;
+    Ops o;
+    const std::string shape = "experts=" + std::to_string(experts) + ",topk=" + std::to_string(topk);
+    const std::string dims = "," + shape + ",hidden=" + std::to_string(hidden) + ",inter=" + std::to_string(inter);
+    o.route.spec = route_spec(experts, topk, norm);
+    o.gate_up.spec = checked("moe:op=gate_up" + dims + gate_up.fields, kMoe);
+    o.down.spec = checked("moe:op=down" + dims + down.fields, kMoe);
+    o.combine.spec = checked("moe:op=combine,topk=" + std::to_string(topk) + ",hidden=" + std::to_string(hidden), kMoe);
+    return ops.emplace(std::make_pair(topk, norm), std::move(o)).first->second;
+  }
+
+  // Room for `tokens` tokens at `topk`; growing waits for the GPU (no launch still uses them).
+  void reserve(int64_t tokens, int64_t topk) {
+    if (tokens <= scratch_tokens && topk <= scratch_topk) return;
+    Driver& d = *Driver::find();
+    d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", "growing a MoE layer's scratch");
+    scratch_tokens = std::max(tokens, scratch_tokens), scratch_topk = std::max(topk, scratch_topk);
+    const size_t pairs = size_t(scratch_tokens * scratch_topk);
+    ids = DeviceBuffer(pairs * 4), weights = DeviceBuffer(pairs * 4), sorted = DeviceBuffer(pairs * 4);
+    offsets = DeviceBuffer(size_t(experts + 1) * 4);
+    h = DeviceBuffer(pairs * size_t(inter) * 2), y = DeviceBuffer(pairs * size_t(hidden) * 4);
+  }
+};
+
+std::unique_ptr<PyMoeExperts> make_experts(const std::vector<PyPackedWeight*>& gate_up,
+                                           const std::vector<PyPackedWeight*>& down) {
+  if (gate_up.empty() || gate_up.size() != down.size()) {
+    throw py::value_error(std::string(kExperts) + ": gate_up and down need one weight per expert each (got " +
+                          std::to_string(gate_up.size()) + " and " + std::to_string(down.size()) + ")");
+  }
+  for (const auto* list : {&gate_up, &down}) {
+    for (const PyPackedWeight* w : *list) {
+      if (w == nullptr) throw py::type_error(std::string(kExperts) + ": every expert weight must be a PackedWeight");
+    }
+  }
+  auto e = std::make_unique<PyMoeExperts>();
+  e->gate_up = stack(gate_up, "gate_up");
+  e->down = stack(down, "down");
+  const quant::PackedWeight& g = gate_up.front()->host;
+  const quant::PackedWeight& d = down.front()->host;
+  if (g.n % 2 != 0 || d.k != g.n / 2 || d.n != g.k) {
+    throw py::value_error(std::string(kExperts) + ": gate_up is " + std::to_string(g.n) + "×" + std::to_string(g.k) +
+                          " and down " + std::to_string(d.n) + "×" + std::to_string(d.k) +
+                          "; they must be [2·inter, hidden] (gate rows, then up rows) and [hidden, inter]");
+  }
+  e->experts = int64_t(gate_up.size()), e->hidden = g.k, e->inter = g.n / 2;
+  e->ops_for(1, false);  // the shapes' refusals (sizes, formats) now rather than on the first call
+  return e;
+}
+
+// out [tokens, hidden] = the MoE layer of x [tokens, hidden] routed by logits [tokens, experts].
+void moe_op(py::handle out, py::handle x, py::handle logits, PyMoeExperts& e, int64_t topk, bool norm,
+            uintptr_t stream) {
+  ArrayView xv = cuda_array(x, DType::kFloat16, 2, {kMoe, "x"}, -1);
+  ArrayView lv = cuda_array(logits, DType::kFloat16, 2, {kMoe, "logits"}, xv.device);
+  ArrayView ov = cuda_array(out, DType::kFloat16, 2, {kMoe, "out"}, xv.device);
+  const int64_t tokens = xv.shape[0];
+  require_shape(xv, {tokens, e.hidden}, {kMoe, "x"});
+  require_shape(lv, {tokens, e.experts}, {kMoe, "logits"});
+  require_shape(ov, {tokens, e.hidden}, {kMoe, "out"});
+  PyMoeExperts::Ops& ops = e.ops_for(topk, norm);
+  require_aligned(xv, 16, {kMoe, "x"});
+  if (tokens * topk > INT_MAX) throw py::value_error(std::string(kMoe) + ": more than 2^31 - 1 (token, slot) pairs");
+  const int device = resolve_devices({{&xv, {kMoe, "x"}}, {&lv, {kMoe, "logits"}}, {&ov, {kMoe, "out"}}});
+  if (e.device >= 0 && e.device != device) {
+    throw py::value_error(std::string(kMoe) + ": these experts are on GPU " + std::to_string(e.device) +
+                          ", the arrays on GPU " + std::to_string(device));
+  }
+  Runtime::get().use_gpu(device);
+  if (e.device < 0) {
+    e.gate_up.upload();
+    e.down.upload();
+    e.device = device;
+  }
+  if (tokens == 0) return;
+  e.reserve(tokens, topk);
+  const CUstream s = as_stream(stream);
+  moe::Args a;
+  a.tokens = tokens, a.logits = lv.data, a.ids = e.ids.ptr(), a.weights = e.weights.ptr(), a.offsets = e.offsets.ptr();
+  a.sorted = e.sorted.ptr(), a.x = xv.data, a.h = e.h.ptr(), a.y = e.y.ptr(), a.out = ov.data;
+  launch_on(ops.route, a, tokens, s);
+  for (auto [stack, shape] : {std::pair{&e.gate_up, &ops.gate_up}, std::pair{&e.down, &ops.down}}) {
+    a.qweight = stack->d_qweight.ptr(), a.scales = stack->d_scales.ptr(), a.zeros = stack->d_zeros.ptr();
+    a.perm = stack->d_perm.ptr(), a.global_scales = stack->d_global.ptr(), a.slot = 0;
+    a.qweight_stride = stack->qweight_stride, a.scales_stride = stack->scales_stride, a.zeros_stride = stack->zeros_stride;
+    launch_on(*shape, a, tokens, s);
+  }
+  launch_on(ops.combine, a, tokens, s);
+}
+
+}  // namespace
+
+void bind_moe(py::module_& m) {
+  m.def("moe_route_spec", &route_spec, py::arg("experts"), py::arg("topk"), py::arg("norm"));
+  m.def("moe_route", &moe_route_op, py::arg("ids"), py::arg("weights"), py::arg("offsets"), py::arg("sorted"),
+        py::arg("logits"), py::arg("topk"), py::arg("norm"), py::arg("stream"));
+  m.def("moe_route_cpu", &moe_route_cpu, py::arg("logits"), py::arg("topk"), py::arg("norm"));
+  py::class_<PyMoeExperts>(m, "MoeExperts")
+      .def_readonly("experts", &PyMoeExperts::experts)
+      .def_readonly("hidden", &PyMoeExperts::hidden)
+      .def_readonly("inter", &PyMoeExperts::inter)
+      .def("specs", [](PyMoeExperts& e, int64_t topk, bool norm) {
+        PyMoeExperts::Ops& o = e.ops_for(topk, norm);
+        return std::vector<std::string>{o.route.spec, o.gate_up.spec, o.down.spec, o.combine.spec};
+      }, py::arg("topk"), py::arg("norm"));
+  m.def("moe_experts", &make_experts, py::arg("gate_up"), py::arg("down"));
+  m.def("moe", &moe_op, py::arg("out"), py::arg("x"), py::arg("logits"), py::arg("experts"), py::arg("topk"),
+        py::arg("norm"), py::arg("stream"));
+}
+
+}  // namespace onecat::python
