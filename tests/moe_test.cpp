@@ -143,6 +143,38 @@ TEST(MoeConfig, DefaultsAndCandidatesHoldOnUntunedShapes) {
   expect_throw<InputError>([&] { moe::Config::parse(r, "threads=100"); }, {"whole number of warps"});
 }
 
+TEST(MoeGeometry, TheGridCoversEveryRouting) {
+  // Tiles actually needed (each expert's pairs in tiles of mt) never exceed the grid's, on
+  // routings from all tokens on the same experts to every pair on its own expert.
+  std::mt19937 rng(3);
+  for (const char* text : {"moe:op=gate_up,experts=128,topk=8,hidden=2048,inter=768,fmt=awq4",
+                           "moe:op=down,experts=7,topk=3,hidden=256,inter=192,fmt=f16"}) {
+    const moe::Spec s = moe::Spec::parse(text);
+    for (const moe::Config& c : moe::candidate_configs(s)) {
+      for (int64_t m : {1, 2, 5, 16, 100}) {
+        const unsigned grid = moe::geometry(s, c, m).grid[1];
+        for (int mode = 0; mode < 3; ++mode) {
+          std::vector<int32_t> ids(size_t(m * s.topk));
+          std::vector<int32_t> all(size_t(s.experts));
+          for (int e = 0; e < s.experts; ++e) all[size_t(e)] = e;
+          for (int64_t t = 0; t < m; ++t) {
+            if (mode == 1) std::shuffle(all.begin(), all.end(), rng);
+            for (int k = 0; k < s.topk; ++k) {
+              // mode 0: all on experts 0..topk-1; 1: random; 2: spread round-robin.
+              ids[size_t(t * s.topk + k)] = mode == 2 ? int32_t((t * s.topk + k) % s.experts) : all[size_t(k)];
+            }
+          }
+          std::vector<int32_t> offsets, sorted;
+          cpu::moe_group(ids, s.experts, offsets, sorted);
+          int64_t tiles = 0;
+          for (int e = 0; e < s.experts; ++e) tiles += (offsets[size_t(e) + 1] - offsets[size_t(e)] + c.mt - 1) / c.mt;
+          EXPECT_LE(tiles, int64_t(grid)) << text << " [" << c.to_string() << "] m=" << m << " mode " << mode;
+        }
+      }
+    }
+  }
+}
+
 TEST(MoeStaticQuality, DefaultsCompileWithoutSpillsForSm70AndSm90) {
   std::vector<std::string> specs = {"moe:op=route,experts=128,topk=8,norm=1", "moe:op=route,experts=512,topk=16,norm=0",
                                     "moe:op=combine,topk=8,hidden=2048"};

@@ -3,7 +3,8 @@
 //   skewed rows (the same experts far ahead) → ids, offsets and sorted bit-exact against
 //   runtime/cpu/moe.h, weights within kWeightTolerance.
 //   gate_up, down: a routing where every other token goes to the same `topk` experts (tiles of
-//   many pairs next to experts with one pair and experts with none), experts' weights of
+//   many pairs next to experts with one pair and experts with none; tuning times it and a
+//   uniform routing in turn), experts' weights of
 //   kDistinctExperts random contents in the format's kernel layout, against cpu::gemm (fp64)
 //   per pair, with the gemm family's bounds. An odd token count also exercises the slot table:
 //   the weights stacked in reverse expert order and every seventh expert left to another launch
@@ -68,6 +69,18 @@ std::vector<int32_t> skewed_routing(const moe::Spec& s, int64_t tokens, std::mt1
   return ids;
 }
 
+// Each token to `topk` distinct experts drawn uniformly.
+std::vector<int32_t> uniform_routing(const moe::Spec& s, int64_t tokens, std::mt19937_64& rng) {
+  std::vector<int32_t> ids(size_t(tokens * s.topk));
+  std::vector<int32_t> all(size_t(s.experts));
+  for (int e = 0; e < s.experts; ++e) all[size_t(e)] = e;
+  for (int64_t t = 0; t < tokens; ++t) {
+    std::shuffle(all.begin(), all.end(), rng);
+    std::copy(all.begin(), all.begin() + s.topk, ids.begin() + t * s.topk);
+  }
+  return ids;
+}
+
 // The inputs of one check or workload of a moe spec at `tokens` tokens.
 struct MoeBatch {
   moe::Spec spec;
@@ -82,13 +95,23 @@ struct MoeBatch {
   std::vector<float> rows, route_weights;
 
   DeviceBuffer d_logits, d_ids, d_weights, d_offsets, d_sorted, d_slot, d_in, d_out;
+  // Timing (gate_up, down): a second routing, uniform over the experts, that launches alternate
+  // with the skewed one (real routers are trained toward balance; prompts skew them).
+  DeviceBuffer d_uniform_offsets, d_uniform_sorted;
+  std::vector<int32_t> uniform_ids;
+  // The projections' reference, computed by the first check and kept for the next candidates.
+  std::vector<float> want;
+  std::vector<uint8_t> served_pairs;
   DeviceBuffer d_qweight, d_scales, d_zeros, d_perm, d_global;
   size_t out_bytes = 0;
 
   int content(int e) const { return (slot.empty() ? e : slot[size_t(e)]) % kDistinctExperts; }
   bool served(int e) const { return slot.empty() || slot[size_t(e)] >= 0; }
 
-  MoeBatch(const moe::Spec& s, int64_t m, uint64_t seed) : spec(s), tokens(m), pairs(m * s.topk) {
+  // slots: an odd token count also exercises the slot table (checks); timing: a uniform
+  // routing as well (workloads).
+  MoeBatch(const moe::Spec& s, int64_t m, uint64_t seed, bool slots, bool timing)
+      : spec(s), tokens(m), pairs(m * s.topk) {
     std::mt19937_64 rng(seed);
     switch (s.op) {
       case moe::Op::kRoute: {
@@ -124,7 +147,7 @@ struct MoeBatch {
         const gemm::Spec g = s.projection();
         ids = skewed_routing(s, tokens, rng);
         cpu::moe_group(ids, s.experts, offsets, sorted);
-        if (tokens % 2 == 1) {
+        if (slots && tokens % 2 == 1) {
           slot.resize(size_t(s.experts));
           for (int e = 0; e < s.experts; ++e) slot[size_t(e)] = e % 7 == 3 ? -1 : s.experts - 1 - e;
         }
@@ -152,6 +175,13 @@ struct MoeBatch {
         d_global = upload_bytes(global.data(), global.size() * 4);
         d_offsets = upload_bytes(offsets.data(), offsets.size() * 4);
         d_sorted = upload_bytes(sorted.data(), sorted.size() * 4);
+        if (timing) {
+          uniform_ids = uniform_routing(s, tokens, rng);
+          std::vector<int32_t> uo, us;
+          cpu::moe_group(uniform_ids, s.experts, uo, us);
+          d_uniform_offsets = upload_bytes(uo.data(), uo.size() * 4);
+          d_uniform_sorted = upload_bytes(us.data(), us.size() * 4);
+        }
         if (!slot.empty()) d_slot = upload_bytes(slot.data(), slot.size() * 4);
         d_in = upload_bytes(in.data(), in.size() * 2);
         out_bytes = size_t(pairs + 1) * size_t(g.out_cols()) * (s.op == moe::Op::kGateUp ? 2 : 4);
@@ -161,7 +191,7 @@ struct MoeBatch {
     }
   }
 
-  moe::Args args() const {
+  moe::Args args(bool uniform = false) const {
     moe::Args a;
     a.tokens = tokens;
     switch (spec.op) {
@@ -180,6 +210,7 @@ struct MoeBatch {
         }
         a.qweight = d_qweight.ptr(), a.scales = d_scales.ptr(), a.zeros = d_zeros.ptr(), a.perm = d_perm.ptr();
         a.global_scales = d_global.ptr(), a.offsets = d_offsets.ptr(), a.sorted = d_sorted.ptr();
+        if (uniform && !uniform_ids.empty()) a.offsets = d_uniform_offsets.ptr(), a.sorted = d_uniform_sorted.ptr();
         a.slot = slot.empty() ? 0 : d_slot.ptr();
         a.qweight_stride = int64_t(w.qweight.size()), a.scales_stride = int64_t(w.scales.size());
         a.zeros_stride = int64_t(w.zeros.size());
@@ -249,27 +280,32 @@ CheckResult check_projection(MoeBatch& b, CheckResult r) {
   std::vector<uint8_t> got(b.out_bytes);
   b.d_out.download(got.data(), got.size());
 
-  // The reference per content: the served pairs of the experts holding it, in one cpu::gemm.
-  std::vector<float> want(size_t(b.pairs * cols), 0.f);
-  std::vector<uint8_t> served(size_t(b.pairs), 0);
-  for (int d = 0; d < kDistinctExperts; ++d) {
-    std::vector<int64_t> ps;
-    for (int64_t p = 0; p < b.pairs; ++p) {
-      const int e = b.ids[size_t(p)];
-      if (b.served(e) && b.content(e) == d) ps.push_back(p), served[size_t(p)] = 1;
+  // The reference per content: the served pairs of the experts holding it, in one cpu::gemm
+  // (once per batch: a tuning run checks every candidate on the same inputs).
+  if (b.want.empty()) {
+    b.want.assign(size_t(b.pairs * cols), 0.f);
+    b.served_pairs.assign(size_t(b.pairs), 0);
+    for (int d = 0; d < kDistinctExperts; ++d) {
+      std::vector<int64_t> ps;
+      for (int64_t p = 0; p < b.pairs; ++p) {
+        const int e = b.ids[size_t(p)];
+        if (b.served(e) && b.content(e) == d) ps.push_back(p), b.served_pairs[size_t(p)] = 1;
+      }
+      if (ps.empty()) continue;
+      std::vector<uint16_t> x(ps.size() * size_t(g.k));
+      for (size_t i = 0; i < ps.size(); ++i) {
+        const int64_t row = gated ? ps[i] / s.topk : ps[i];
+        std::memcpy(&x[i * size_t(g.k)], &b.in[size_t(row * g.k)], size_t(g.k) * 2);
+      }
+      std::vector<float> y(ps.size() * size_t(cols));
+      cpu::GemmEpilogue epi;
+      epi.kind = gated ? cpu::GemmEpilogue::kSiluMul : cpu::GemmEpilogue::kNone;
+      cpu::gemm(b.weights[size_t(d)], x.data(), int64_t(ps.size()), epi, y.data());
+      for (size_t i = 0; i < ps.size(); ++i) std::copy_n(&y[i * size_t(cols)], cols, &b.want[size_t(ps[i] * cols)]);
     }
-    if (ps.empty()) continue;
-    std::vector<uint16_t> x(ps.size() * size_t(g.k));
-    for (size_t i = 0; i < ps.size(); ++i) {
-      const int64_t row = gated ? ps[i] / s.topk : ps[i];
-      std::memcpy(&x[i * size_t(g.k)], &b.in[size_t(row * g.k)], size_t(g.k) * 2);
-    }
-    std::vector<float> y(ps.size() * size_t(cols));
-    cpu::GemmEpilogue epi;
-    epi.kind = gated ? cpu::GemmEpilogue::kSiluMul : cpu::GemmEpilogue::kNone;
-    cpu::gemm(b.weights[size_t(d)], x.data(), int64_t(ps.size()), epi, y.data());
-    for (size_t i = 0; i < ps.size(); ++i) std::copy_n(&y[i * size_t(cols)], cols, &want[size_t(ps[i] * cols)]);
   }
+  const std::vector<float>& want = b.want;
+  const std::vector<uint8_t>& served = b.served_pairs;
   // Served rows compared as the gemm family compares (fp16 outputs against the rounded
   // reference); the others must be untouched.
   std::vector<uint8_t> got_served;
@@ -341,8 +377,8 @@ CheckResult check_combine(MoeBatch& b, CheckResult r) {
 }
 
 void launch_batch(const LoadedKernel& kernel, const moe::Spec& spec, const moe::Config& config, const MoeBatch& b,
-                  CUstream stream) {
-  launch(kernel, moe::make_call(spec, config, b.args()), stream);
+                  CUstream stream, bool uniform = false) {
+  launch(kernel, moe::make_call(spec, config, b.args(uniform)), stream);
 }
 
 CheckResult run_check(MoeBatch& b, const moe::Config& config, const LoadedKernel& kernel, uint64_t seed) {
@@ -363,16 +399,17 @@ CheckResult run_check(MoeBatch& b, const moe::Config& config, const LoadedKernel
 class MoeWorkload final : public Workload {
  public:
   MoeWorkload(const std::string& spec_text, int64_t m, uint64_t seed)
-      : spec_(moe::Spec::parse(spec_text)), seed_(seed), batch_(spec_, m, seed) {}
+      : spec_(moe::Spec::parse(spec_text)), seed_(seed), batch_(spec_, m, seed, false, true) {}
 
-  void launch(const LoadedKernel& kernel, const std::string& config, int, CUstream stream) override {
-    launch_batch(kernel, spec_, moe::Config::parse(spec_, config), batch_, stream);
+  // Odd launches on the skewed routing, even ones on the uniform (the tuner's median spans both).
+  void launch(const LoadedKernel& kernel, const std::string& config, int i, CUstream stream) override {
+    launch_batch(kernel, spec_, moe::Config::parse(spec_, config), batch_, stream, i % 2 == 0);
   }
   CheckResult check(const LoadedKernel& kernel, const std::string& config) override {
     return run_check(batch_, moe::Config::parse(spec_, config), kernel, seed_);
   }
-  // route: logits in, routing out; gate_up/down: the touched experts' weights (the routing's
-  // distinct experts), the input rows and the outputs; combine: rows in, fp16 out.
+  // route: logits in, routing out; gate_up/down: the touched experts' weights, the input rows
+  // and the outputs; combine: rows in, fp16 out.
   Traffic traffic() const override {
     const MoeBatch& b = batch_;
     switch (spec_.op) {
@@ -382,9 +419,13 @@ class MoeWorkload final : public Workload {
         return {double(b.rows.size()) * 4 + double(b.pairs) * 4 + double(b.tokens * spec_.hidden) * 2, 0};
       default: {
         const gemm::Spec g = spec_.projection();
-        std::vector<uint8_t> touched(size_t(spec_.experts), 0);
-        for (int32_t e : b.ids) touched[size_t(e)] = b.served(e);
-        const double experts = double(std::count(touched.begin(), touched.end(), 1));
+        // Launches alternate between the two routings: the mean of their touched experts.
+        auto touched = [&](const std::vector<int32_t>& ids) {
+          std::vector<uint8_t> t(size_t(spec_.experts), 0);
+          for (int32_t e : ids) t[size_t(e)] = 1;
+          return double(std::count(t.begin(), t.end(), 1));
+        };
+        const double experts = (touched(b.ids) + touched(b.uniform_ids)) / 2;
         const double rows_in = spec_.op == moe::Op::kGateUp ? double(b.tokens) : double(b.pairs);
         const double out = double(b.pairs) * double(g.out_cols()) * (spec_.op == moe::Op::kGateUp ? 2 : 4);
         return {experts * double(b.weights[0].bytes()) + rows_in * double(g.k) * 2 + out,
@@ -405,7 +446,7 @@ CheckResult check_moe(const std::string& spec_text, const std::string& config_te
                       int64_t tokens, uint64_t seed) {
   const moe::Spec spec = moe::Spec::parse(spec_text);
   const moe::Config config = moe::Config::parse(spec, config_text);
-  MoeBatch b(spec, tokens, seed);
+  MoeBatch b(spec, tokens, seed, true, false);
   return run_check(b, config, kernel, seed);
 }
 
