@@ -11,6 +11,7 @@
 //   (its pairs must stay unwritten).
 //   combine: random fp32 rows and weights, the slot-ordered sum rounded once.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -18,6 +19,7 @@
 
 #include "base/half.h"
 #include "codegen/moe/emit.h"
+#include "codegen/moe/experts.h"
 #include "codegen/moe/op.h"
 #include "runtime/cpu/gemm.h"
 #include "runtime/cpu/moe.h"
@@ -49,34 +51,22 @@ std::vector<T> download(const DeviceBuffer& b, size_t count) {
   return out;
 }
 
-// Every other token to experts 0..topk-1 (in a shuffled order), the others to random distinct
-// experts; the grouping as route makes it.
-std::vector<int32_t> skewed_routing(const moe::Spec& s, int64_t tokens, std::mt19937_64& rng) {
+// Each token to `topk` distinct experts drawn uniformly; with `skewed`, every other token to
+// experts 0..topk-1 (in a shuffled order) instead.
+std::vector<int32_t> routing(const moe::Spec& s, int64_t tokens, bool skewed, std::mt19937_64& rng) {
   std::vector<int32_t> ids(size_t(tokens * s.topk));
   std::vector<int32_t> all(size_t(s.experts));
   for (int e = 0; e < s.experts; ++e) all[size_t(e)] = e;
   for (int64_t t = 0; t < tokens; ++t) {
-    if (t % 2 == 0) {
+    if (skewed && t % 2 == 0) {
       std::vector<int32_t> hot(all.begin(), all.begin() + s.topk);
       std::shuffle(hot.begin(), hot.end(), rng);
       std::copy(hot.begin(), hot.end(), ids.begin() + t * s.topk);
     } else {
       std::shuffle(all.begin(), all.end(), rng);
       std::copy(all.begin(), all.begin() + s.topk, ids.begin() + t * s.topk);
-      std::sort(all.begin(), all.end());
+      if (skewed) std::sort(all.begin(), all.end());
     }
-  }
-  return ids;
-}
-
-// Each token to `topk` distinct experts drawn uniformly.
-std::vector<int32_t> uniform_routing(const moe::Spec& s, int64_t tokens, std::mt19937_64& rng) {
-  std::vector<int32_t> ids(size_t(tokens * s.topk));
-  std::vector<int32_t> all(size_t(s.experts));
-  for (int e = 0; e < s.experts; ++e) all[size_t(e)] = e;
-  for (int64_t t = 0; t < tokens; ++t) {
-    std::shuffle(all.begin(), all.end(), rng);
-    std::copy(all.begin(), all.begin() + s.topk, ids.begin() + t * s.topk);
   }
   return ids;
 }
@@ -103,6 +93,7 @@ struct MoeBatch {
   std::vector<float> want;
   std::vector<uint8_t> served_pairs;
   DeviceBuffer d_qweight, d_scales, d_zeros, d_perm, d_global;
+  std::array<int64_t, 3> strides{};  // qweight, scales, zeros bytes per expert
   size_t out_bytes = 0;
 
   int content(int e) const { return (slot.empty() ? e : slot[size_t(e)]) % kDistinctExperts; }
@@ -145,7 +136,7 @@ struct MoeBatch {
       case moe::Op::kGateUp:
       case moe::Op::kDown: {
         const gemm::Spec g = s.projection();
-        ids = skewed_routing(s, tokens, rng);
+        ids = routing(s, tokens, true, rng);
         cpu::moe_group(ids, s.experts, offsets, sorted);
         if (slots && tokens % 2 == 1) {
           slot.resize(size_t(s.experts));
@@ -155,28 +146,24 @@ struct MoeBatch {
         const int64_t rows_in = s.op == moe::Op::kGateUp ? tokens : pairs;
         in = random_half(rng, size_t(rows_in * g.k), -1.f, 1.f);
         // Stacked by slot: slot i holds content i % kDistinctExperts.
-        auto stack = [&](auto member, size_t elem) {
-          std::vector<uint8_t> block;
-          for (const quant::PackedWeight& w : weights) {
-            const auto& v = w.*member;
-            const size_t at = block.size();
-            block.resize(at + v.size() * elem);
-            if (!v.empty()) std::memcpy(block.data() + at, v.data(), v.size() * elem);
-          }
-          if (block.empty()) return DeviceBuffer(16);
-          return upload_tiled(block.data(), block.size(), block.size() / kDistinctExperts * size_t(s.experts));
+        std::vector<const quant::PackedWeight*> contents;
+        for (const quant::PackedWeight& w : weights) contents.push_back(&w);
+        const moe::StackedExperts st =
+            moe::stack_experts(contents, [](size_t d) { return "content " + std::to_string(d); });
+        auto tiled = [&](const void* block, size_t bytes) {
+          if (bytes == 0) return DeviceBuffer(16);
+          return upload_tiled(block, bytes, bytes / kDistinctExperts * size_t(s.experts));
         };
-        d_qweight = stack(&quant::PackedWeight::qweight, 1);
-        d_scales = stack(&quant::PackedWeight::scales, 1);
-        d_zeros = stack(&quant::PackedWeight::zeros, 1);
-        d_perm = stack(&quant::PackedWeight::perm, 4);
-        std::vector<float> global(size_t(s.experts));
-        for (int e = 0; e < s.experts; ++e) global[size_t(e)] = weights[size_t(e % kDistinctExperts)].global_scale;
-        d_global = upload_bytes(global.data(), global.size() * 4);
+        d_qweight = tiled(st.qweight.data(), st.qweight.size());
+        d_scales = tiled(st.scales.data(), st.scales.size());
+        d_zeros = tiled(st.zeros.data(), st.zeros.size());
+        d_perm = tiled(st.perm.data(), st.perm.size() * 4);
+        d_global = tiled(st.global_scales.data(), st.global_scales.size() * 4);
+        strides = {st.qweight_stride, st.scales_stride, st.zeros_stride};
         d_offsets = upload_bytes(offsets.data(), offsets.size() * 4);
         d_sorted = upload_bytes(sorted.data(), sorted.size() * 4);
         if (timing) {
-          uniform_ids = uniform_routing(s, tokens, rng);
+          uniform_ids = routing(s, tokens, false, rng);
           std::vector<int32_t> uo, us;
           cpu::moe_group(uniform_ids, s.experts, uo, us);
           d_uniform_offsets = upload_bytes(uo.data(), uo.size() * 4);
@@ -202,7 +189,6 @@ struct MoeBatch {
       case moe::Op::kCombine: a.out = d_out.ptr(), a.y = d_in.ptr(), a.weights = d_weights.ptr(); break;
       case moe::Op::kGateUp:
       case moe::Op::kDown: {
-        const quant::PackedWeight& w = weights[0];
         if (spec.op == moe::Op::kGateUp) {
           a.x = d_in.ptr(), a.h = d_out.ptr();
         } else {
@@ -212,8 +198,7 @@ struct MoeBatch {
         a.global_scales = d_global.ptr(), a.offsets = d_offsets.ptr(), a.sorted = d_sorted.ptr();
         if (uniform && !uniform_ids.empty()) a.offsets = d_uniform_offsets.ptr(), a.sorted = d_uniform_sorted.ptr();
         a.slot = slot.empty() ? 0 : d_slot.ptr();
-        a.qweight_stride = int64_t(w.qweight.size()), a.scales_stride = int64_t(w.scales.size());
-        a.zeros_stride = int64_t(w.zeros.size());
+        a.qweight_stride = strides[0], a.scales_stride = strides[1], a.zeros_stride = strides[2];
         break;
       }
     }

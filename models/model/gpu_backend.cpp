@@ -17,6 +17,7 @@
 #include "codegen/gemm/emit.h"
 #include "codegen/gemm/op.h"
 #include "codegen/moe/emit.h"
+#include "codegen/moe/experts.h"
 #include "codegen/moe/op.h"
 #include "codegen/rmsnorm/op.h"
 #include "codegen/rope/op.h"
@@ -253,50 +254,36 @@ struct GpuBackend::Impl {
     auto weight = [&](size_t e) -> const quant::PackedWeight& {
       return which == moe::Op::kGateUp ? experts[e].gate_up : experts[e].down;
     };
-    auto key = [&](const quant::PackedWeight& w) {
-      return std::string(quant::format_name(w.format)) + ",group=" + s(w.group) +
-             ",act_order=" + (w.perm.empty() ? "0" : "1");
-    };
     std::vector<std::string> keys;
     for (size_t e = 0; e < experts.size(); ++e) {
-      if (std::find(keys.begin(), keys.end(), key(weight(e))) == keys.end()) keys.push_back(key(weight(e)));
+      const std::string k = moe::weight_fields(weight(e));
+      if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
     }
     std::vector<ExpertGroup> out;
     for (const std::string& k : keys) {
-      ExpertGroup grp;
-      const std::string spec = std::string("moe:op=") + (which == moe::Op::kGateUp ? "gate_up" : "down") +
-                               ",experts=" + s(c.experts) + ",topk=" + s(c.experts_per_token) + ",hidden=" +
-                               s(c.hidden) + ",inter=" + s(c.moe_intermediate) + ",fmt=" + k;
+      std::vector<const quant::PackedWeight*> members;
+      std::vector<size_t> ids;
+      std::vector<int32_t> slot(experts.size(), -1);
+      for (size_t e = 0; e < experts.size(); ++e) {
+        if (moe::weight_fields(weight(e)) != k) continue;
+        slot[e] = int32_t(members.size());
+        members.push_back(&weight(e)), ids.push_back(e);
+      }
+      const moe::StackedExperts st = moe::stack_experts(members, [&](size_t i) {
+        return std::string("expert ") + s(int64_t(ids[i])) + "'s " + (which == moe::Op::kGateUp ? "gate_up" : "down");
+      });
+      const std::string spec =
+          moe::projection_spec(which, c.experts, c.experts_per_token, c.hidden, c.moe_intermediate, k);
       auto& op = moe_ops[spec];
       if (!op) op = std::make_unique<MoeOp>(session, spec);
+      ExpertGroup grp;
       grp.op = op.get();
-      std::vector<uint8_t> qweight, scales, zeros;
-      std::vector<int32_t> perm, slot(experts.size(), -1);
-      std::vector<float> global;
-      int32_t next = 0;
-      const quant::PackedWeight* first = nullptr;
-      for (size_t e = 0; e < experts.size(); ++e) {
-        const quant::PackedWeight& w = weight(e);
-        if (key(w) != k) continue;
-        if (!first) first = &w;
-        if (w.n != first->n || w.k != first->k || w.qweight.size() != first->qweight.size() ||
-            w.scales.size() != first->scales.size() || w.zeros.size() != first->zeros.size()) {
-          throw Error("GPU backend: expert " + s(int64_t(e)) + "'s packed weight differs in size from its group's");
-        }
-        slot[e] = next++;
-        qweight.insert(qweight.end(), w.qweight.begin(), w.qweight.end());
-        scales.insert(scales.end(), w.scales.begin(), w.scales.end());
-        zeros.insert(zeros.end(), w.zeros.begin(), w.zeros.end());
-        perm.insert(perm.end(), w.perm.begin(), w.perm.end());
-        global.push_back(w.global_scale);
-      }
-      grp.qweight = upload(qweight), grp.scales = upload(scales), grp.zeros = upload(zeros), grp.perm = upload(perm);
-      grp.global_scales = upload(global);
-      grp.qweight_stride = int64_t(first->qweight.size()), grp.scales_stride = int64_t(first->scales.size());
-      grp.zeros_stride = int64_t(first->zeros.size());
+      grp.qweight = upload(st.qweight), grp.scales = upload(st.scales), grp.zeros = upload(st.zeros);
+      grp.perm = upload(st.perm), grp.global_scales = upload(st.global_scales);
+      grp.qweight_stride = st.qweight_stride, grp.scales_stride = st.scales_stride, grp.zeros_stride = st.zeros_stride;
       grp.has_slots = keys.size() > 1;
       if (grp.has_slots) grp.slot = upload(slot);
-      weight_bytes += qweight.size() + scales.size() + zeros.size();
+      weight_bytes += st.qweight.size() + st.scales.size() + st.zeros.size();
       out.push_back(std::move(grp));
     }
     return out;

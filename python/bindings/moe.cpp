@@ -13,6 +13,7 @@
 
 #include "base/error.h"
 #include "codegen/moe/emit.h"
+#include "codegen/moe/experts.h"
 #include "codegen/moe/op.h"
 #include "python/bindings/array.h"
 #include "python/bindings/families.h"
@@ -97,13 +98,10 @@ py::tuple moe_route_cpu(py::handle logits, int64_t topk, bool norm) {
   return py::make_tuple(bytes(r.ids), bytes(r.weights), bytes(r.offsets), bytes(r.sorted));
 }
 
-// One projection of every expert, stacked expert after expert per buffer (the layout the moe
-// kernels read, one weight format for all).
+// One projection of every expert as the moe kernels read it (codegen/moe/experts.h), on the
+// host and, once uploaded, on one GPU.
 struct ExpertStack {
-  std::vector<uint8_t> qweight, scales, zeros;
-  std::vector<int32_t> perm;
-  std::vector<float> global_scales;
-  int64_t qweight_stride = 0, scales_stride = 0, zeros_stride = 0;
+  moe::StackedExperts host;
   std::string fields;  // ",fmt=…,group=…,act_order=…"
   DeviceBuffer d_qweight, d_scales, d_zeros, d_perm, d_global;
 
@@ -112,38 +110,24 @@ struct ExpertStack {
       b = DeviceBuffer(std::max<size_t>(bytes, 16));
       if (bytes > 0) b.upload(data, bytes);
     };
-    put(d_qweight, qweight.data(), qweight.size());
-    put(d_scales, scales.data(), scales.size());
-    put(d_zeros, zeros.data(), zeros.size());
-    put(d_perm, perm.data(), perm.size() * 4);
-    put(d_global, global_scales.data(), global_scales.size() * 4);
+    put(d_qweight, host.qweight.data(), host.qweight.size());
+    put(d_scales, host.scales.data(), host.scales.size());
+    put(d_zeros, host.zeros.data(), host.zeros.size());
+    put(d_perm, host.perm.data(), host.perm.size() * 4);
+    put(d_global, host.global_scales.data(), host.global_scales.size() * 4);
   }
 };
 
 ExpertStack stack(const std::vector<PyPackedWeight*>& ws, const char* name) {
+  std::vector<const quant::PackedWeight*> weights;
+  for (const PyPackedWeight* w : ws) weights.push_back(&w->host);
   ExpertStack s;
-  const quant::PackedWeight& first = ws.front()->host;
-  for (size_t e = 0; e < ws.size(); ++e) {
-    const quant::PackedWeight& w = ws[e]->host;
-    if (w.format != first.format || w.group != first.group || w.n != first.n || w.k != first.k ||
-        w.perm.empty() != first.perm.empty() || w.qweight.size() != first.qweight.size() ||
-        w.scales.size() != first.scales.size() || w.zeros.size() != first.zeros.size()) {
-      throw py::value_error(std::string(kExperts) + ": " + name + "[" + std::to_string(e) + "] is " +
-                            std::string(quant::format_name(w.format)) + " " + std::to_string(w.n) + "×" +
-                            std::to_string(w.k) + ", " + name + "[0] " + std::string(quant::format_name(first.format)) +
-                            " " + std::to_string(first.n) + "×" + std::to_string(first.k) +
-                            ": one shape and weight format for every expert");
-    }
-    s.qweight.insert(s.qweight.end(), w.qweight.begin(), w.qweight.end());
-    s.scales.insert(s.scales.end(), w.scales.begin(), w.scales.end());
-    s.zeros.insert(s.zeros.end(), w.zeros.begin(), w.zeros.end());
-    s.perm.insert(s.perm.end(), w.perm.begin(), w.perm.end());
-    s.global_scales.push_back(w.global_scale);
+  try {
+    s.host = moe::stack_experts(weights, [&](size_t e) { return std::string(name) + "[" + std::to_string(e) + "]"; });
+  } catch (const InputError& e) {
+    throw py::value_error(std::string(kExperts) + ": " + e.what());
   }
-  s.qweight_stride = int64_t(first.qweight.size()), s.scales_stride = int64_t(first.scales.size());
-  s.zeros_stride = int64_t(first.zeros.size());
-  s.fields = ",fmt=" + std::string(quant::format_name(first.format)) + ",group=" + std::to_string(first.group) +
-             ",act_order=" + (first.perm.empty() ? "0" : "1");
+  s.fields = moe::weight_fields(*weights.front());
   return s;
 }
 
@@ -164,11 +148,9 @@ struct PyMoeExperts {
     auto it = ops.find({topk, norm});
     if (it != ops.end()) return it->second;
     Ops o;
-    const std::string shape = "experts=" + std::to_string(experts) + ",topk=" + std::to_string(topk);
-    const std::string dims = "," + shape + ",hidden=" + std::to_string(hidden) + ",inter=" + std::to_string(inter);
     o.route.spec = route_spec(experts, topk, norm);
-    o.gate_up.spec = checked("moe:op=gate_up" + dims + gate_up.fields, kMoe);
-    o.down.spec = checked("moe:op=down" + dims + down.fields, kMoe);
+    o.gate_up.spec = checked(moe::projection_spec(moe::Op::kGateUp, experts, topk, hidden, inter, gate_up.fields), kMoe);
+    o.down.spec = checked(moe::projection_spec(moe::Op::kDown, experts, topk, hidden, inter, down.fields), kMoe);
     o.combine.spec = checked("moe:op=combine,topk=" + std::to_string(topk) + ",hidden=" + std::to_string(hidden), kMoe);
     return ops.emplace(std::make_pair(topk, norm), std::move(o)).first->second;
   }
@@ -246,7 +228,8 @@ void moe_op(py::handle out, py::handle x, py::handle logits, PyMoeExperts& e, in
   for (auto [stack, shape] : {std::pair{&e.gate_up, &ops.gate_up}, std::pair{&e.down, &ops.down}}) {
     a.qweight = stack->d_qweight.ptr(), a.scales = stack->d_scales.ptr(), a.zeros = stack->d_zeros.ptr();
     a.perm = stack->d_perm.ptr(), a.global_scales = stack->d_global.ptr(), a.slot = 0;
-    a.qweight_stride = stack->qweight_stride, a.scales_stride = stack->scales_stride, a.zeros_stride = stack->zeros_stride;
+    a.qweight_stride = stack->host.qweight_stride, a.scales_stride = stack->host.scales_stride;
+    a.zeros_stride = stack->host.zeros_stride;
     launch_on(*shape, a, tokens, s);
   }
   launch_on(ops.combine, a, tokens, s);
