@@ -1,8 +1,9 @@
-"""Streams, output allocation and dtype names for the ops (no copies, no syncs)."""
+"""Streams, output allocation, dtype names and argument checks for the ops (no copies, no syncs)."""
 
 from __future__ import annotations
 
 import sys
+from numbers import Integral
 from typing import Any, Sequence
 
 #: Anything onecat reads as an array: a torch tensor, or an object with
@@ -116,3 +117,24 @@ def array_shape(x: Array, op: str, arg: str) -> tuple[int, ...]:
 
         shape = _C.shape_of(x, op, arg)
     return tuple(int(d) for d in shape)
+
+
+def is_host(x: Any) -> bool:
+    """A host array: NumPy (or any buffer) or a CPU torch tensor; CUDA arrays are not."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        return not x.is_cuda
+    if hasattr(x, "__cuda_array_interface__"):
+        return False
+    if hasattr(x, "__dlpack_device__"):
+        return x.__dlpack_device__()[0] == 1  # kDLCPU
+    return True
+
+
+def check_int(value: Any, op: str, name: str, minimum: int = 0) -> int:
+    """value as an int: TypeError unless it is one (bool is not), ValueError below minimum."""
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise TypeError(f"{op}: {name} must be an int, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{op}: {name} must be ≥ {minimum}, got {value}")
+    return int(value)

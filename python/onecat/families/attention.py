@@ -31,7 +31,7 @@ from numbers import Integral, Real
 from typing import Any, Iterable, NamedTuple
 
 from .. import _C
-from .._arrays import Array, Stream, array_shape, new_like, stream_handle
+from .._arrays import Array, Stream, array_shape, check_int, new_like, stream_handle
 
 FAMILY = "attention"
 _PKG = "onecat.attention"
@@ -50,14 +50,6 @@ def _kv_name(kv: str | None, op: str) -> str:
     if kv not in ("f16", "e4m3", "e5m2"):
         raise ValueError(f"{op}: kv must be 'f16', 'e4m3' or 'e5m2', got {kv!r}")
     return kv
-
-
-def _int(value: Any, op: str, name: str, minimum: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral):
-        raise TypeError(f"{op}: {name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{op}: {name} must be ≥ {minimum}, got {value}")
-    return int(value)
 
 
 def attention_spec(
@@ -94,7 +86,7 @@ def workspace_size(spec: str, batch: int | Iterable[int]) -> tuple[int, int]:
     batches = [batch] if isinstance(batch, Integral) else list(batch)
     floats = counters = 0
     for b in batches:
-        f, c = _C.attention_workspace_size(str(spec), _int(b, f"{_PKG}.workspace_size", "batch"))
+        f, c = _C.attention_workspace_size(str(spec), check_int(b, f"{_PKG}.workspace_size", "batch"))
         floats, counters = max(floats, f), max(counters, c)
     return floats, counters
 
@@ -149,7 +141,7 @@ def _run(
 ) -> Array:
     name = f"{_PKG}.{op}"
     kv_arg = _kv_name(kv, name)
-    window = _int(window, name, "window")
+    window = check_int(window, name, "window")
     shape = array_shape(q, name, "q")
     if sm_scale is None:
         # a q that is not [tokens, heads, dim] is reported by the C++ checks
@@ -206,7 +198,7 @@ def prefill(
         RuntimeError: no GPU (or a CUDA error).
     """
     return _run("prefill", q, k_cache, v_cache, block_table, seq_lens, cu_seqlens,
-                max_q=_int(max_q, f"{_PKG}.prefill", "max_q"), causal=causal, window=window, kv=kv, k_scale=k_scale,
+                max_q=check_int(max_q, f"{_PKG}.prefill", "max_q"), causal=causal, window=window, kv=kv, k_scale=k_scale,
                 v_scale=v_scale, sm_scale=sm_scale, workspace=None, out=out, stream=stream, _kernel=_kernel)
 
 

@@ -13,11 +13,10 @@ slot order.
 from __future__ import annotations
 
 import sys
-from numbers import Integral
 from typing import Any, NamedTuple, Sequence
 
 from .. import _C
-from .._arrays import Array, Stream, array_shape, new_like, stream_handle
+from .._arrays import Array, Stream, array_shape, check_int, is_host, new_like, stream_handle
 
 FAMILY = "moe"
 _ROUTE = "onecat.moe_route"
@@ -37,27 +36,10 @@ class MoeRoute(NamedTuple):
     sorted: Array
 
 
-def _int(value: Any, name: str, op: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral):
-        raise TypeError(f"{op}: {name} must be an int, got {type(value).__name__}")
-    return int(value)
-
-
 def _bool(value: Any, name: str, op: str) -> bool:
     if not isinstance(value, bool):
         raise TypeError(f"{op}: {name} must be True or False, got {type(value).__name__}")
     return value
-
-
-def _is_host(x: Any) -> bool:
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(x, torch.Tensor):
-        return not x.is_cuda
-    if hasattr(x, "__cuda_array_interface__"):
-        return False
-    if hasattr(x, "__dlpack_device__"):
-        return x.__dlpack_device__()[0] == 1  # kDLCPU
-    return True
 
 
 def _from_bytes(like: Any, data: bytes, shape: tuple[int, ...], dtype: str) -> Any:
@@ -71,7 +53,7 @@ def _from_bytes(like: Any, data: bytes, shape: tuple[int, ...], dtype: str) -> A
 
 def moe_route_spec(experts: int, topk: int, *, norm: bool = False) -> str:
     """The canonical spec of the route kernel for ``experts`` experts and top-``topk``."""
-    return _C.moe_route_spec(_int(experts, "experts", _ROUTE), _int(topk, "topk", _ROUTE), _bool(norm, "norm", _ROUTE))
+    return _C.moe_route_spec(check_int(experts, _ROUTE, "experts"), check_int(topk, _ROUTE, "topk"), _bool(norm, "norm", _ROUTE))
 
 
 def moe_route(logits: Array, *, topk: int, norm: bool = False, stream: Stream = None) -> MoeRoute:
@@ -92,13 +74,13 @@ def moe_route(logits: Array, *, topk: int, norm: bool = False, stream: Stream = 
         ValueError: wrong shape, layout or device; a topk or expert count without a kernel.
         RuntimeError: no GPU (or a CUDA error) for a CUDA array.
     """
-    topk = _int(topk, "topk", _ROUTE)
+    topk = check_int(topk, _ROUTE, "topk")
     norm = _bool(norm, "norm", _ROUTE)
     shape = array_shape(logits, _ROUTE, "logits")
     if len(shape) != 2:
         raise ValueError(f"{_ROUTE}: logits must be 2-D [tokens, experts], got shape {tuple(shape)}")
     tokens, experts = shape
-    if _is_host(logits):
+    if is_host(logits):
         ids, weights, offsets, pairs = _C.moe_route_cpu(logits, topk, norm)
         return MoeRoute(
             _from_bytes(logits, ids, (tokens, topk), "int32"),
@@ -154,7 +136,7 @@ def moe(x: Array, logits: Array, experts: Any, *, topk: int, norm: bool = False,
     Returns:
         ``out``.
     """
-    topk = _int(topk, "topk", _MOE)
+    topk = check_int(topk, _MOE, "topk")
     norm = _bool(norm, "norm", _MOE)
     if out is None:
         out = new_like(x, tuple(array_shape(x, _MOE, "x")), "float16", _MOE)

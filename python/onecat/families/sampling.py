@@ -16,7 +16,7 @@ from numbers import Integral, Real
 from typing import Any, NamedTuple, Sequence
 
 from .. import _C
-from .._arrays import Array, Stream, array_shape, new_like, stream_handle
+from .._arrays import Array, Stream, array_shape, is_host, new_like, stream_handle
 
 FAMILY = "sampling"
 _SAMPLE = "onecat.sample"
@@ -43,18 +43,6 @@ class Sampled(NamedTuple):
 def sampling_spec(vocab: int, *, op: str = "sample", logprobs: int = 0) -> str:
     """The canonical spec of the sample (``logprobs``: the most top logprobs a row may ask for) or argmax kernel."""
     return _C.sampling_spec(op, int(vocab), int(logprobs))
-
-
-def _is_host(x: Any) -> bool:
-    """A host array: NumPy (or any buffer) or a CPU torch tensor; CUDA arrays are not."""
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(x, torch.Tensor):
-        return not x.is_cuda
-    if hasattr(x, "__cuda_array_interface__"):
-        return False
-    if hasattr(x, "__dlpack_device__"):
-        return x.__dlpack_device__()[0] == 1  # kDLCPU
-    return True
 
 
 def _new_host(like: Any, shape: tuple[int, ...], dtype: str) -> Any:
@@ -204,7 +192,7 @@ def sample(
             f"(the most logprobs a row asks for, to 20), got {width}"
         )
 
-    if _is_host(logits):
+    if is_host(logits):
         if _kernel is not None:
             raise ValueError(f"{_SAMPLE}: a compiled kernel runs on the GPU; logits is a host array")
         tokens = _new_host(logits, (rows,), "int32")
@@ -254,7 +242,7 @@ def argmax(logits: Array, *, out: Array | None = None, stream: Stream = None, _k
     shape = array_shape(logits, _ARGMAX, "logits")
     if len(shape) != 2:
         raise ValueError(f"{_ARGMAX}: logits must have 2 dimensions [rows, vocab], got shape {shape}")
-    if _is_host(logits):
+    if is_host(logits):
         if _kernel is not None:
             raise ValueError(f"{_ARGMAX}: a compiled kernel runs on the GPU; logits is a host array")
         if out is None:
