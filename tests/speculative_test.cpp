@@ -47,6 +47,16 @@ std::vector<float> draft_logits(std::span<const int> history) {
   return t;
 }
 
+// The target's rows over drafts after `history`: row i follows drafts[0, i) (k + 1 rows).
+std::vector<std::vector<float>> target_rows(std::vector<int> history, std::span<const int32_t> drafts) {
+  std::vector<std::vector<float>> rows;
+  for (size_t i = 0; i <= drafts.size(); ++i) {
+    rows.push_back(target_logits(history));
+    if (i < drafts.size()) history.push_back(drafts[i]);
+  }
+  return rows;
+}
+
 // Every filter and penalty at once.
 cpu::SamplingParams sampled_params() {
   cpu::SamplingParams p;
@@ -91,13 +101,9 @@ std::vector<int> generate(cpu::SamplingParams p, Rule rule) {
       drafted_output.push_back(x);
     }
     // The target's rows over them: row i follows drafts[0, i).
-    std::vector<std::vector<float>> rows;
     std::vector<int> h = kPrompt;
     h.insert(h.end(), output.begin(), output.end());
-    for (int i = 0; i <= k; ++i) {
-      rows.push_back(target_logits(h));
-      if (i < k) h.push_back(drafts[size_t(i)]);
-    }
+    const std::vector<std::vector<float>> rows = target_rows(h, drafts);
     std::vector<const float*> row_ptrs;
     for (const auto& r : rows) row_ptrs.push_back(r.data());
     if (rule == Rule::kAlwaysAccept) {
@@ -256,12 +262,7 @@ TEST(Speculative, GreedyRequestsGiveTheTargetsGreedyChain) {
     // Drafts with a distribution q against a greedy target: p is a point mass.
     std::vector<int32_t> drafts = {2, 0};
     std::vector<std::vector<float>> q(2, std::vector<float>(kVocab, 0.2f));
-    std::vector<std::vector<float>> rows;
-    std::vector<int> h = kPrompt;
-    for (int i = 0; i <= 2; ++i) {
-      rows.push_back(target_logits(h));
-      if (i < 2) h.push_back(drafts[size_t(i)]);
-    }
+    const std::vector<std::vector<float>> rows = target_rows(kPrompt, drafts);
     const std::vector<const float*> ptrs = {rows[0].data(), rows[1].data(), rows[2].data()};
     const Verified v = engine::verify_drafts({ptrs, kVocab, drafts, q, &p, kPrompt, {}});
     ASSERT_GE(v.tokens.size(), 1u);
@@ -278,12 +279,7 @@ TEST(Speculative, LogprobsAreTheSamplersOwn) {
   for (uint64_t seed = 0; seed < 40; ++seed) {
     p.seed = seed;
     const std::vector<int32_t> drafts = {int32_t(seed % kVocab), int32_t((seed / 5) % kVocab)};
-    std::vector<std::vector<float>> rows;
-    std::vector<int> h = kPrompt;
-    for (int i = 0; i <= 2; ++i) {
-      rows.push_back(target_logits(h));
-      if (i < 2) h.push_back(drafts[size_t(i)]);
-    }
+    const std::vector<std::vector<float>> rows = target_rows(kPrompt, drafts);
     const std::vector<const float*> ptrs = {rows[0].data(), rows[1].data(), rows[2].data()};
     const std::vector<std::vector<float>> q(2, std::vector<float>(kVocab, 0.2f));
     for (bool with_q : {false, true}) {
