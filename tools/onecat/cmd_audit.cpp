@@ -311,9 +311,7 @@ void add_audit(CLI::App& app) {
   auto o = std::make_shared<Options>();
   cmd->add_option("--model", o->model, "Hugging Face checkpoint directory")->required();
   cmd->add_option("--device", o->device, "cpu (default) or cuda");
-  cmd->add_option("--speculative", o->speculative, "The drafter: ngram (default) or draft:DIR");
-  cmd->add_option("--num-draft-tokens,--num-speculative-tokens", o->num_draft_tokens,
-                  "Draft tokens per request and step (default 4)");
+  add_speculative_options(cmd, o->num_draft_tokens, o->speculative, "4");
   cmd->add_option("--prompts", o->prompts,
                   "JSONL prompts, {\"prompt\": \"text\"} or {\"prompt_ids\": [...]} a line (default: a built-in set)");
   cmd->add_option("--max-tokens", o->max_tokens, "New tokens per prompt at most (default 64)");

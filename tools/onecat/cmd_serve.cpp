@@ -30,11 +30,7 @@ void add_serve(CLI::App& app) {
   cmd->add_option("--gpu-memory-utilization", o->gpu_memory_utilization,
                   "cuda: the share of the GPU's memory onecat may hold, the KV cache taking what the weights leave "
                   "(default 0.9)");
-  cmd->add_option("--num-draft-tokens,--num-speculative-tokens", o->num_speculative_tokens,
-                  "Speculative decoding: up to K draft tokens per request and step (default 0: off)");
-  cmd->add_option("--speculative", o->speculative,
-                  "The drafter: ngram (prompt lookup, default) or draft:DIR (a draft checkpoint with the same "
-                  "tokenizer)");
+  add_speculative_options(cmd, o->num_speculative_tokens, o->speculative, "0: off");
   cmd->add_option("--reasoning-parser", o->reasoning_parser,
                   "qwen3 or deepseek_r1: a chat reply's leading <think>…</think> becomes reasoning_content");
   cmd->callback([o, device] {

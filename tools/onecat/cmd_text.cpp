@@ -120,6 +120,15 @@ void add_detokenize(CLI::App& app) {
 
 }  // namespace
 
+void add_speculative_options(CLI::App* cmd, int& num_draft_tokens, std::string& speculative,
+                             const std::string& k_default) {
+  cmd->add_option("--num-draft-tokens,--num-speculative-tokens", num_draft_tokens,
+                  "Speculative decoding: up to K draft tokens per request and step (default " + k_default + ")");
+  cmd->add_option("--speculative", speculative,
+                  "The drafter: ngram (prompt lookup, default) or draft:DIR (a draft checkpoint with the same "
+                  "tokenizer)");
+}
+
 std::vector<int32_t> parse_ids(const std::string& text, const std::string& option) {
   std::vector<int32_t> ids;
   std::stringstream s(text);

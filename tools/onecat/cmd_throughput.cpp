@@ -299,11 +299,7 @@ void add_throughput(CLI::App& app) {
                   "Queue requests B at a time, the next B when these are done (a latency run; 1: one after "
                   "another; default 0: all at once)");
   cmd->add_flag("--no-prefix-caching", o->no_prefix_caching, "Do not share cached prompt pages");
-  cmd->add_option("--num-draft-tokens,--num-speculative-tokens", o->num_speculative_tokens,
-                  "Speculative decoding: up to K draft tokens per request and step (default 0: off)");
-  cmd->add_option("--speculative", o->speculative,
-                  "The drafter: ngram (prompt lookup, default) or draft:DIR (a draft checkpoint with the same "
-                  "tokenizer)");
+  add_speculative_options(cmd, o->num_speculative_tokens, o->speculative, "0: off");
   cmd->add_flag("--json", o->json, "Print one JSON object");
   cmd->callback([o] { run(*o); });
 }

@@ -22,6 +22,11 @@ void add_throughput(CLI::App& app);  // the engine benchmark
 void add_serve(CLI::App& app);       // the OpenAI-compatible HTTP server
 void add_audit(CLI::App& app);       // speculative decoding's quality gates
 
+// --num-draft-tokens (alias --num-speculative-tokens) and --speculative, as serve, throughput
+// and audit take them; `k_default` says what an absent --num-draft-tokens means.
+void add_speculative_options(CLI::App* cmd, int& num_draft_tokens, std::string& speculative,
+                             const std::string& k_default);
+
 // "1,2,3" → ids; InputError naming `option` and the bad item.
 std::vector<int32_t> parse_ids(const std::string& text, const std::string& option);
 
