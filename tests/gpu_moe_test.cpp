@@ -59,7 +59,7 @@ TEST_F(MoeGpu, ProjectionsInEveryFormat) {
                             "fp8b128", "nvfp4", "mxfp4"}) {
       for (const char* op : {"gate_up", "down"}) {
         const std::string spec = std::string("moe:op=") + op + "," + shape + ",fmt=" + fmt;
-        for (int64_t tokens : {1, 4, 33, 256}) expect_default_passes(spec, tokens);
+        for (int64_t tokens : {1, 4, 33, 256, 1000}) expect_default_passes(spec, tokens);
       }
     }
   }

@@ -129,14 +129,27 @@ TEST(MoeConfig, DefaultsAndCandidatesHoldOnUntunedShapes) {
       if (s.op == moe::Op::kGateUp || s.op == moe::Op::kDown) {
         // Enough tiles for any routing: each expert's partial tile plus the whole ones.
         EXPECT_EQ(g.grid[1], unsigned(moe::max_tiles(s, c, m * s.topk))) << text;
-        EXPECT_GE(int64_t(g.grid[1]) * c.mt, m * s.topk) << text;
+        EXPECT_GE(int64_t(g.grid[1]) * c.tile_pairs(), m * s.topk) << text;
       }
     }
   }
   const moe::Spec s = moe::Spec::parse("moe:op=gate_up,experts=128,topk=8,hidden=2048,inter=768,fmt=awq4");
-  // Decode: a tile per pair; prefill of 512 tokens gives each expert 32 pairs on average.
+  // Decode: a gemv tile per pair; 16 tokens give each expert one pair on average, still gemv;
+  // prefill of 512 tokens gives each expert 32 pairs: tensor-core tiles of 32.
+  EXPECT_EQ(moe::default_config(s, 1).strategy, moe::Strategy::kGemv);
   EXPECT_EQ(moe::default_config(s, 1).mt, 1);
-  EXPECT_GE(moe::default_config(s, 512).mt, 4);
+  EXPECT_EQ(moe::default_config(s, 16).strategy, moe::Strategy::kGemv);
+  EXPECT_EQ(moe::default_config(s, 512).strategy, moe::Strategy::kMma);
+  EXPECT_EQ(moe::default_config(s, 512).bm, 32);
+  // A width the tensor-core tile cannot step through (k = 40, not a multiple of 32) stays on the gemv.
+  const moe::Spec odd = moe::Spec::parse("moe:op=down,experts=8,topk=2,hidden=64,inter=40,fmt=f16");
+  EXPECT_EQ(moe::default_config(odd, 4096).strategy, moe::Strategy::kGemv);
+  const moe::Config mma = moe::Config::parse(s, "strategy=mma,bm=64,bn=128,wm=2,wn=2");
+  EXPECT_EQ(mma.to_string(), "strategy=mma,bm=64,bn=128,wm=2,wn=2");
+  EXPECT_EQ(mma.cta_threads(), 128);
+  EXPECT_EQ(mma.tile_cols(), 64);  // gate_up: 64 gate and 64 up rows give 64 outputs
+  expect_throw<InputError>([&] { moe::Config::parse(s, "strategy=mma,bm=16,bn=128,wm=2,wn=2"); }, {"whole 16×16"});
+  expect_throw<InputError>([&] { moe::Config::parse(s, "strategy=mma,bm=64,bn=128,wm=2,wn=2,mt=4"); }, {"mt"});
   expect_throw<InputError>([&] { moe::Config::parse(s, "threads=128"); }, {"strategy"});
   expect_throw<InputError>([&] { moe::Config::parse(s, "strategy=gemv,mt=16,rows=8,warps=1"); }, {"accumulators"});
   const moe::Spec r = moe::Spec::parse("moe:op=route,experts=128,topk=8,norm=1");
@@ -167,7 +180,7 @@ TEST(MoeGeometry, TheGridCoversEveryRouting) {
           std::vector<int32_t> offsets, sorted;
           cpu::moe_group(ids, s.experts, offsets, sorted);
           int64_t tiles = 0;
-          for (int e = 0; e < s.experts; ++e) tiles += (offsets[size_t(e) + 1] - offsets[size_t(e)] + c.mt - 1) / c.mt;
+          for (int e = 0; e < s.experts; ++e) tiles += (offsets[size_t(e) + 1] - offsets[size_t(e)] + c.tile_pairs() - 1) / c.tile_pairs();
           EXPECT_LE(tiles, int64_t(grid)) << text << " [" << c.to_string() << "] m=" << m << " mode " << mode;
         }
       }
@@ -189,7 +202,7 @@ TEST(MoeStaticQuality, DefaultsCompileWithoutSpillsForSm70AndSm90) {
     for (const std::string& spec : specs) {
       const Family& f = family_of(spec);
       std::set<std::string> configs;
-      for (int64_t m : {1, 16, 512}) configs.insert(f.default_config(spec, m, arch));
+      for (int64_t m : {1, 16, 512, 4096}) configs.insert(f.default_config(spec, m, arch));
       for (const auto& c : configs) reqs.push_back(CompileRequest::make(f, spec, c, arch));
     }
     ASSERT_NO_FATAL_FAILURE(test::expect_compile_without_spills(reqs, false));

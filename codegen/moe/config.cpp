@@ -13,10 +13,17 @@ Config Config::parse(const Spec& spec, std::string_view text) {
   Config c;
   c.op = spec.op;
   if (c.projection()) {
-    r.choice("strategy", {"gemv"});
-    c.mt = static_cast<int>(r.integer("mt", 1, 64));
-    c.rows = static_cast<int>(r.integer("rows", 1, 64));
-    c.warps = static_cast<int>(r.integer("warps", 1, 16));
+    c.strategy = r.choice("strategy", {"gemv", "mma"}) == "mma" ? Strategy::kMma : Strategy::kGemv;
+    if (c.mma()) {
+      c.bm = static_cast<int>(r.integer("bm", 16, 128));
+      c.bn = static_cast<int>(r.integer("bn", 16, 256));
+      c.wm = static_cast<int>(r.integer("wm", 1, 8));
+      c.wn = static_cast<int>(r.integer("wn", 1, 8));
+    } else {
+      c.mt = static_cast<int>(r.integer("mt", 1, 64));
+      c.rows = static_cast<int>(r.integer("rows", 1, 64));
+      c.warps = static_cast<int>(r.integer("warps", 1, 16));
+    }
   } else {
     c.threads = static_cast<int>(r.integer("threads", 32, 1024));
   }
@@ -25,7 +32,19 @@ Config Config::parse(const Spec& spec, std::string_view text) {
   return c;
 }
 
+gemm::Config Config::gemm_mma() const {
+  gemm::Config g;
+  g.strategy = gemm::Strategy::kMma;
+  g.atom = gemm::Atom::kWmma;
+  g.bm = bm, g.bn = bn, g.wm = wm, g.wn = wn;
+  return g;
+}
+
 std::string Config::to_string() const {
+  if (mma()) {
+    return join_fields({{"strategy", "mma"}, {"bm", std::to_string(bm)}, {"bn", std::to_string(bn)},
+                        {"wm", std::to_string(wm)}, {"wn", std::to_string(wn)}});
+  }
   if (projection()) {
     return join_fields({{"strategy", "gemv"}, {"mt", std::to_string(mt)}, {"rows", std::to_string(rows)},
                         {"warps", std::to_string(warps)}});
@@ -50,6 +69,8 @@ std::optional<std::string> Config::invalid_reason(const Spec& spec) const {
     }
     return std::nullopt;
   }
+  const gemm::Spec g = spec.projection();
+  if (mma()) return gemm_mma().invalid_reason(g);
   if (mt * slots() > kMaxAccumulators) {
     return std::to_string(mt * slots()) + " fp32 accumulators per thread (mt × weight rows; max " +
            std::to_string(kMaxAccumulators) + ")";
@@ -58,7 +79,6 @@ std::optional<std::string> Config::invalid_reason(const Spec& spec) const {
     return std::to_string(slots()) + " weight rows per CTA hold " + std::to_string(slots() * kRegsPerChunk) +
            " registers of raw chunks (max " + std::to_string(kMaxWeightRegs) + ")";
   }
-  const gemm::Spec g = spec.projection();
   const int64_t chunks = g.k / g.per_chunk();
   if (int64_t(warps) * 32 > chunks && warps > 1) {
     return std::to_string(warps) + " warps split " + std::to_string(chunks) + " 16-byte chunks of a row: some would idle";

@@ -1,21 +1,28 @@
 // moe config: what the tuner varies, per op.
 //   route:            threads=256
 //   gate_up, down:    strategy=gemv,mt=4,rows=4,warps=4
+//                     strategy=mma,bm=64,bn=128,wm=2,wn=2
 //   combine:          threads=128
 // route: one CTA of `threads` threads (a warp per token, then the grouping by expert).
 // gate_up and down, strategy=gemv: a CTA owns `rows` output rows of one tile of up to `mt`
 // pairs routed to the same expert (the tiles of each expert in pair order) and its warps split
 // K, each lane streaming 16-byte chunks of the expert's weight rows (the gemm family's gemv,
-// templates/gemm/gemv.cuh, with the token rows read by index).
+// templates/gemm/gemv.cuh, with the token rows read by index): decode, a few pairs per expert.
+// gate_up and down, strategy=mma: a CTA computes a tile of up to `bm` pairs of one expert ×
+// `bn` weight rows with wm × wn warps on tensor cores (the gemm family's atom=wmma tile,
+// templates/gemm/mma.cuh, x rows read by index): prefill, many pairs per expert.
 // combine: a CTA of `threads` threads per token.
 #pragma once
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "codegen/gemm/config.h"
 #include "codegen/moe/spec.h"
 
 namespace onecat::moe {
+
+enum class Strategy { kGemv, kMma };
 
 struct Config {
   // gemv: as the gemm family's (codegen/gemm/config.h): fp32 accumulators and raw chunks per thread.
@@ -25,15 +32,24 @@ struct Config {
 
   Op op = Op::kRoute;  // the spec's op: which fields below apply (and print)
   int threads = 256;   // route, combine
-  int mt = 1, rows = 4, warps = 4;  // gate_up, down
+  Strategy strategy = Strategy::kGemv;  // gate_up, down
+  int mt = 1, rows = 4, warps = 4;      // strategy=gemv
+  int bm = 64, bn = 128, wm = 2, wn = 2;  // strategy=mma
 
   static Config parse(const Spec& spec, std::string_view text);  // parses and validates
   std::string to_string() const;
   std::optional<std::string> invalid_reason(const Spec& spec) const;
 
   bool projection() const { return op == Op::kGateUp || op == Op::kDown; }
-  int cta_threads() const { return projection() ? warps * 32 : threads; }
+  bool mma() const { return projection() && strategy == Strategy::kMma; }
+  int cta_threads() const { return !projection() ? threads : mma() ? wm * wn * 32 : warps * 32; }
   int slots() const { return op == Op::kGateUp ? 2 * rows : rows; }
+  // Pairs per tile (the grid's tiles split each expert's pairs into runs of this many).
+  int tile_pairs() const { return mma() ? bm : mt; }
+  // Output columns per CTA.
+  int tile_cols() const { return !mma() ? rows : op == Op::kGateUp ? bn / 2 : bn; }
+  // strategy=mma: the gemm family's config of the same tile (its validity rules apply).
+  gemm::Config gemm_mma() const;
   friend bool operator==(const Config&, const Config&) = default;
 };
 

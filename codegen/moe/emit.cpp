@@ -25,11 +25,19 @@ Emitted emit(const Spec& spec, const Config& c, Arch arch) {
     case Op::kGateUp:
     case Op::kDown: {
       const gemm::Spec g = spec.projection();
-      e.kernel_expression = "onecat::moe_gemv_kernel<" + gemm::format_type(g) + ", " + std::to_string(g.n) + ", " +
-                            std::to_string(g.k) + ", " + std::to_string(spec.experts) + ", " + topk + ", " +
-                            std::to_string(c.mt) + ", " + std::to_string(c.rows) + ", " + std::to_string(c.warps) + ", " +
-                            (spec.op == Op::kGateUp ? "true" : "false") + ", " + (spec.act_order ? "true" : "false") + ">";
-      header = "moe/gemv.cuh";
+      const std::string shape = gemm::format_type(g) + ", " + std::to_string(g.n) + ", " + std::to_string(g.k) + ", " +
+                                std::to_string(spec.experts) + ", " + topk + ", ";
+      const std::string flags = std::string(spec.op == Op::kGateUp ? "true" : "false") + ", " +
+                                (spec.act_order ? "true" : "false") + ">";
+      if (c.mma()) {
+        e.kernel_expression = "onecat::moe_mma_kernel<" + shape + std::to_string(c.bm) + ", " + std::to_string(c.bn) +
+                              ", " + std::to_string(c.wm) + ", " + std::to_string(c.wn) + ", " + flags;
+        header = "moe/mma.cuh";
+      } else {
+        e.kernel_expression = "onecat::moe_gemv_kernel<" + shape + std::to_string(c.mt) + ", " + std::to_string(c.rows) +
+                              ", " + std::to_string(c.warps) + ", " + flags;
+        header = "moe/gemv.cuh";
+      }
       break;
     }
   }
@@ -39,7 +47,7 @@ Emitted emit(const Spec& spec, const Config& c, Arch arch) {
 }
 
 int64_t max_tiles(const Spec& spec, const Config& c, int64_t pairs) {
-  return std::min<int64_t>(spec.experts, pairs) + pairs / c.mt;
+  return std::min<int64_t>(spec.experts, pairs) + pairs / c.tile_pairs();
 }
 
 LaunchGeometry geometry(const Spec& spec, const Config& c, int64_t tokens) {
@@ -57,7 +65,7 @@ LaunchGeometry geometry(const Spec& spec, const Config& c, int64_t tokens) {
       const int64_t out_rows = spec.projection().out_cols();
       const int64_t tiles = max_tiles(spec, c, tokens * spec.topk);
       if (tiles > 65535) throw InputError("moe: " + std::to_string(tokens) + " tokens exceed the grid's tiles");
-      g.grid[0] = static_cast<unsigned>((out_rows + c.rows - 1) / c.rows);
+      g.grid[0] = static_cast<unsigned>((out_rows + c.tile_cols() - 1) / c.tile_cols());
       g.grid[1] = static_cast<unsigned>(tiles);
       break;
     }

@@ -13,6 +13,10 @@ int64_t pairs_per_expert(const Spec& spec, int64_t m) {
   return std::max<int64_t>(1, (pairs + spec.experts - 1) / spec.experts);
 }
 
+// The even share of pairs per expert from which the default takes strategy=mma: a 16-row
+// tensor-core tile at least half full.
+constexpr int64_t kMmaShare = 8;
+
 }  // namespace
 
 Config default_config(const Spec& spec, int64_t m) {
@@ -28,7 +32,19 @@ Config default_config(const Spec& spec, int64_t m) {
     c.threads = spec.hidden >= 1024 ? 256 : 128;
     return c;
   }
-  // Tiles as large as the pairs an expert gets on average (decode: one), rows as the gemm
+  // Prefill (an expert gets a tensor-core tile's worth of pairs on average): strategy=mma,
+  // tiles of pairs up to that share, 128 weight rows.
+  const int64_t share = pairs_per_expert(spec, m);
+  if (share >= kMmaShare) {
+    c.strategy = Strategy::kMma;
+    c.bm = share >= 64 ? 64 : share >= 32 ? 32 : 16;
+    c.bn = 128;
+    c.wm = c.bm >= 32 ? 2 : 1;
+    c.wn = 2;
+    if (!c.invalid_reason(spec)) return c;
+    c.strategy = Strategy::kGemv;  // k not a multiple of 32, say: the gemv serves any shape
+  }
+  // Decode: tiles as large as the pairs an expert gets on average (one), rows as the gemm
   // family's gemv takes them, and warps enough for about two chunks per lane.
   c.mt = 1;
   while (c.mt < std::min<int64_t>(pairs_per_expert(spec, m), 8)) c.mt *= 2;
@@ -62,14 +78,28 @@ std::vector<Config> candidate_configs(const Spec& spec) {
       }
     }
   }
+  c.strategy = Strategy::kMma;
+  for (int bm : {16, 32, 64, 128}) {
+    for (int bn : {64, 128, 256}) {
+      for (int wm : {1, 2, 4}) {
+        for (int wn : {1, 2, 4}) {
+          c.bm = bm, c.bn = bn, c.wm = wm, c.wn = wn;
+          if (wm * wn >= 2 && !c.invalid_reason(spec)) out.push_back(c);
+        }
+      }
+    }
+  }
   return out;
 }
 
 bool fits_bucket(const Spec& spec, const Config& c, int64_t m) {
   if (!c.projection()) return true;
   // Tiles up to twice the even share (skewed routing fills some experts more), never more
-  // pairs than the bucket has.
-  return c.mt <= std::max<int64_t>(1, std::min<int64_t>(2 * pairs_per_expert(spec, m), m * spec.topk));
+  // pairs than the bucket has; tensor-core tiles from half the share at which the default
+  // takes them.
+  const int64_t share = pairs_per_expert(spec, m);
+  if (c.mma()) return share * 2 >= kMmaShare && c.bm <= std::max<int64_t>(16, 2 * share);
+  return c.mt <= std::max<int64_t>(1, std::min<int64_t>(2 * share, m * spec.topk));
 }
 
 }  // namespace onecat::moe

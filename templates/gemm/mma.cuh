@@ -18,15 +18,21 @@ namespace onecat {
 inline constexpr int kMmaBk = 32;
 inline constexpr int kMmaPad = 8;  // halves of padding per shared row: spreads rows over banks
 
+// One CTA's BM×BN tile, shared with the moe family's grouped kernel (templates/moe/mma.cuh):
+// x_row(r) is tile row r's x row for r < rows (later rows read zeros), the weights start at
+// qweight/scales/zeros, n0 is the tile's first output column, and store(r, n, v) takes each
+// finished output (global scale and gating applied) of a tile row r < rows and column n < the
+// output width.
 // SPLIT > 1: blockIdx.z computes one of SPLIT equal parts of K, the parts meet in
 // split_k_reduce (gemm/split_k.cuh) through the workspace `partial` / `counters`, which
 // launches of SPLIT = 1 do not read.
-template <class Fmt, int N, int K, int BM, int BN, int WM, int WN, int SPLIT, bool OUT_F32, int EPI, bool ACT_ORDER>
-__global__ void __launch_bounds__(WM* WN * 32, 1)
-    mma_kernel(void* __restrict__ y, const half_t* __restrict__ x, const void* __restrict__ qweight,
-               const void* __restrict__ scales, const void* __restrict__ zeros, const int* __restrict__ perm,
-               float global_scale, const half_t* __restrict__ bias, const half_t* __restrict__ residual, int m,
-               float* __restrict__ partial, unsigned* __restrict__ counters) {
+template <class Fmt, int N, int K, int BM, int BN, int WM, int WN, int SPLIT, int EPI, bool ACT_ORDER, class XRow,
+          class Store>
+__device__ __forceinline__ void mma_tile(const XRow& x_row, int rows, const void* __restrict__ qweight,
+                                         const void* __restrict__ scales, const void* __restrict__ zeros,
+                                         const int* __restrict__ perm, float global_scale, int n0,
+                                         float* __restrict__ partial, unsigned* __restrict__ counters,
+                                         const Store& store) {
   constexpr int kThreads = WM * WN * 32;
   constexpr int kPer = Fmt::kPerChunk;
   constexpr int kChunksPerRow = K / kPer;
@@ -34,9 +40,6 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
   constexpr int kLd = kMmaBk + kMmaPad;
   constexpr bool kGated = EPI == kEpiSiluMul;
   constexpr int kOutRows = kGated ? N / 2 : N;
-  // A gated CTA covers BN/2 output columns: its tile rows alternate 16 gate rows and the
-  // 16 matching up rows, so each warp holds both halves of its outputs.
-  constexpr int kTileCols = kGated ? BN / 2 : BN;
   constexpr int kXLoads = BM * kMmaBk / 8;  // 16-byte loads of x per step
   constexpr int kWLoads = BN * kChunksPerTile;
   constexpr int kXPerThread = (kXLoads + kThreads - 1) / kThreads;
@@ -53,10 +56,6 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
   const int tid = threadIdx.x;
   const int warp = tid / 32;
   const int wm = warp / WN, wn = warp % WN;
-  // Token tiles are the fast grid dimension: CTAs launched together share a weight tile,
-  // which the L2 then serves to all but the first.
-  const int m0 = blockIdx.x * BM;
-  const int n0 = blockIdx.y * kTileCols;  // first output column of the tile
 
   auto weight_row = [&](int r) { return tile_weight_row<N, EPI>(n0, r); };
 
@@ -69,8 +68,8 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
       const int idx = tid + i * kThreads;
       const int r = idx / (kMmaBk / 8), c = idx % (kMmaBk / 8);
       Raw16 v{};
-      if (idx < kXLoads && m0 + r < m) {
-        const half_t* row = x + static_cast<long long>(m0 + r) * K;
+      if (idx < kXLoads && r < rows) {
+        const half_t* row = x_row(r);
         if constexpr (ACT_ORDER) {
 #pragma unroll
           for (int j = 0; j < 8; ++j) v.h[j] = row[perm[kt * kMmaBk + c * 8 + j]].bits;
@@ -167,18 +166,39 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
       const int tile_col = kGated ? ((wn * kFn + j) / 2) * 16 : (wn * kFn + j) * 16;
 #pragma unroll
       for (int e = lane; e < 256; e += 32) {
-        const int tok = m0 + (wm * kFm + i) * 16 + e / 16, n = n0 + tile_col + e % 16;
-        if (tok >= m || n >= kOutRows) continue;
+        const int r = (wm * kFm + i) * 16 + e / 16, n = n0 + tile_col + e % 16;
+        if (r >= rows || n >= kOutRows) continue;
         float v = stage[kGated ? 256 + e : e] * global_scale;
-        const long long out = static_cast<long long>(tok) * kOutRows + n;
         if constexpr (kGated) v *= silu(stage[e] * global_scale);
-        if constexpr (EPI == kEpiBias) v += half_to_float(bias[n]);
-        if constexpr (EPI == kEpiResidual) v += half_to_float(residual[out]);
-        store_out<OUT_F32>(y, out, v);
+        store(r, n, v);
       }
       __syncwarp();
     }
   }
+}
+
+template <class Fmt, int N, int K, int BM, int BN, int WM, int WN, int SPLIT, bool OUT_F32, int EPI, bool ACT_ORDER>
+__global__ void __launch_bounds__(WM* WN * 32, 1)
+    mma_kernel(void* __restrict__ y, const half_t* __restrict__ x, const void* __restrict__ qweight,
+               const void* __restrict__ scales, const void* __restrict__ zeros, const int* __restrict__ perm,
+               float global_scale, const half_t* __restrict__ bias, const half_t* __restrict__ residual, int m,
+               float* __restrict__ partial, unsigned* __restrict__ counters) {
+  constexpr int kOutRows = EPI == kEpiSiluMul ? N / 2 : N;
+  // A gated CTA covers BN/2 output columns: its tile rows alternate 16 gate rows and the
+  // 16 matching up rows, so each warp holds both halves of its outputs.
+  constexpr int kTileCols = EPI == kEpiSiluMul ? BN / 2 : BN;
+  // Token tiles are the fast grid dimension: CTAs launched together share a weight tile,
+  // which the L2 then serves to all but the first.
+  const int m0 = blockIdx.x * BM;
+  const int n0 = blockIdx.y * kTileCols;  // first output column of the tile
+  mma_tile<Fmt, N, K, BM, BN, WM, WN, SPLIT, EPI, ACT_ORDER>(
+      [&](int r) { return x + static_cast<long long>(m0 + r) * K; }, m - m0, qweight, scales, zeros, perm,
+      global_scale, n0, partial, counters, [&](int r, int n, float v) {
+        const long long out = static_cast<long long>(m0 + r) * kOutRows + n;
+        if constexpr (EPI == kEpiBias) v += half_to_float(bias[n]);
+        if constexpr (EPI == kEpiResidual) v += half_to_float(residual[out]);
+        store_out<OUT_F32>(y, out, v);
+      });
 }
 
 }  // namespace onecat
