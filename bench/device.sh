@@ -29,7 +29,8 @@
 #   bench@SPEC@MS[@graph]  onecat bench SPEC --m MS --sweep --json [--graph] >> bench.jsonl
 #   moe-bench        onecat bench --sweep on one Qwen3-30B-A3B layer's moe kernels (route, gate_up, down, combine;
 #                    MOE_FORMATS default "awq4 fp8b128 nvfp4 f16", MOE_MS default 1,4,16,64,256,1024,4096) -> moe_bench.jsonl
-#                    (the touched experts' bytes at copy bandwidth are each point's floor)
+#                    (the touched experts' bytes at copy bandwidth are each point's floor), then torch's layer on fp16
+#                    weights (bench/moe_torch_peer.py, transformers' per-expert loop) at the same MS
 #   attn-points@FILE build-device/attention_bench one SPEC BATCH CTX Q [CONFIG] per line of FILE
 #   gemm-points@FILE[@graph]  onecat bench SPEC --m M --config CONFIG [--graph] per line (SPEC M CONFIG) of FILE
 #   attn-bench[@MODE] build-device/attention_bench (MODE quick, sweep or best) -> attention_bench.json
@@ -196,7 +197,8 @@ lane() {  # lane GPU STEPS...
         for spec in "${specs[@]}"; do
           timeout "$(left)" $bin bench "$spec" --m "${MOE_MS:-1,4,16,64,256,1024,4096}" --sweep --json |
             "$py" -c 'import json,sys; print(json.dumps(json.load(sys.stdin)))' >>"$out/moe_bench.jsonl"
-        done ;;
+        done
+        timeout "$(left)" "$py" bench/moe_torch_peer.py "$out/moe_bench.jsonl" "${MOE_MS:-1,4,16,64,256,1024,4096}" ;;
       bench@*) IFS=@ read -r _ spec ms mode <<<"$s"
                timeout "$(left)" $bin bench "$spec" --m "$ms" --sweep --json ${mode:+--$mode} | "$py" -c 'import json,sys; print(json.dumps(json.load(sys.stdin)))' >>"$out/bench.jsonl" ;;
       attn-points@*) while read -r spec batch ctx q config; do  # FILE: lines SPEC BATCH CTX Q [CONFIG]
