@@ -60,7 +60,9 @@ std::optional<std::string> Config::invalid_reason(const Spec& spec) const {
       // A lane holds its share of a token's keys and logits and the k picks with their weights;
       // with the rest of the kernel's state that must fit half of what a CTA of `threads`
       // threads leaves each (65536 registers per SM, 255 at most).
-      const int values = 2 * ((spec.experts + 31) / 32) + 2 * spec.topk;
+      // The sigmoid router holds scores and choice values per expert, and each group's rating.
+      const int per_lane = (spec.experts + 31) / 32;
+      const int values = (spec.sigmoid ? 2 * per_lane + spec.groups : 2 * per_lane) + 2 * spec.topk;
       const int registers = std::min(255, 65536 / threads);
       if (values > registers / 2) {
         return std::to_string(values) + " registers of routing state per lane, more than half of the " +

@@ -14,7 +14,12 @@ Emitted emit(const Spec& spec, const Config& c, Arch arch) {
   switch (spec.op) {
     case Op::kRoute:
       e.kernel_expression = "onecat::moe_route_kernel<" + std::to_string(spec.experts) + ", " + topk + ", " +
-                            (spec.norm ? "true" : "false") + ", " + std::to_string(c.threads) + ">";
+                            (spec.norm ? "true" : "false") + ", " + std::to_string(c.threads);
+      if (spec.sigmoid) {
+        e.kernel_expression += std::string(", true, ") + (spec.bias ? "true" : "false") + ", " +
+                               std::to_string(spec.groups) + ", " + std::to_string(spec.topk_groups);
+      }
+      e.kernel_expression += ">";
       header = "moe/route.cuh";
       break;
     case Op::kCombine:

@@ -9,7 +9,8 @@ KernelCall make_call(const Spec& spec, const Config& config, const Args& a) {
   call.geometry = geometry(spec, config, a.tokens);
   switch (spec.op) {
     case Op::kRoute:
-      call.arg(a.ids).arg(a.weights).arg(a.offsets).arg(a.sorted).arg(a.logits).arg(int(a.tokens));
+      call.arg(a.ids).arg(a.weights).arg(a.offsets).arg(a.sorted).arg(a.logits).arg(int(a.tokens))
+          .arg(spec.bias ? a.bias : DevicePtr(0)).arg(a.scale);
       break;
     case Op::kGateUp:
     case Op::kDown: {

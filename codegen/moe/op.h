@@ -14,6 +14,10 @@ struct Args {
   // route: in logits [tokens][experts] fp16; out ids [tokens][topk] int32, weights
   // [tokens][topk] fp32, offsets [experts + 1] int32, sorted [tokens·topk] int32.
   DevicePtr logits = 0, ids = 0, weights = 0, offsets = 0, sorted = 0;
+  // route with bias=1: the correction bias [experts] fp32; every route: the routed scaling
+  // factor on the weights.
+  DevicePtr bias = 0;
+  float scale = 1.f;
   // gate_up: x [tokens][hidden] fp16 → h [pairs][inter] fp16. down: h → y [pairs][hidden] fp32.
   // Both read offsets and sorted (route's) and the experts' packed weights, expert e's at
   // slot[e] × the stride (bytes) in each buffer, slot [experts] int32 (0: expert e at e; an

@@ -39,7 +39,13 @@ Spec Spec::parse(std::string_view text) {
   s.op = op == "route" ? Op::kRoute : op == "gate_up" ? Op::kGateUp : op == "down" ? Op::kDown : Op::kCombine;
   if (s.op != Op::kCombine) s.experts = static_cast<int>(r.integer("experts", 1, kMaxExperts));
   s.topk = static_cast<int>(r.integer("topk", 1, kMaxTopk));
-  if (s.op == Op::kRoute) s.norm = r.flag("norm");
+  if (s.op == Op::kRoute) {
+    s.norm = r.flag("norm");
+    if (r.has("score")) s.sigmoid = r.choice("score", {"softmax", "sigmoid"}) == "sigmoid";
+    if (r.has("bias")) s.bias = r.flag("bias");
+    if (r.has("groups")) s.groups = static_cast<int>(r.integer("groups", 1, kMaxGroups));
+    s.topk_groups = r.has("topk_groups") ? static_cast<int>(r.integer("topk_groups", 1, kMaxGroups)) : s.groups;
+  }
   if (s.op != Op::kRoute) s.hidden = r.integer("hidden", 1, kMaxDim);
   if (s.op == Op::kGateUp || s.op == Op::kDown) {
     s.inter = r.integer("inter", 1, kMaxDim);
@@ -51,6 +57,26 @@ Spec Spec::parse(std::string_view text) {
   r.finish();
   if (s.op != Op::kCombine && s.topk > s.experts) {
     throw InputError(what + ": topk=" + std::to_string(s.topk) + " exceeds experts=" + std::to_string(s.experts));
+  }
+  if (s.op == Op::kRoute) {
+    if (!s.sigmoid && (s.bias || s.groups > 1 || s.topk_groups != s.groups)) {
+      throw InputError(what + ": bias, groups and topk_groups need score=sigmoid");
+    }
+    if (s.experts % s.groups != 0) {
+      throw InputError(what + ": groups=" + std::to_string(s.groups) + " does not divide experts=" +
+                       std::to_string(s.experts));
+    }
+    if (s.groups > 1 && s.experts / s.groups < 2) {
+      throw InputError(what + ": a group is rated by its two best experts, so groups need 2 experts or more");
+    }
+    if (s.topk_groups > s.groups) {
+      throw InputError(what + ": topk_groups=" + std::to_string(s.topk_groups) + " exceeds groups=" +
+                       std::to_string(s.groups));
+    }
+    if (int64_t(s.topk_groups) * (s.experts / s.groups) < s.topk) {
+      throw InputError(what + ": the " + std::to_string(s.topk_groups) + " chosen groups hold fewer than topk=" +
+                       std::to_string(s.topk) + " experts");
+    }
   }
   if (s.op == Op::kGateUp || s.op == Op::kDown) {
     const bool gated = s.op == Op::kGateUp;
@@ -73,6 +99,13 @@ std::string Spec::to_string() const {
   if (op != Op::kCombine) f.push_back({"experts", std::to_string(experts)});
   f.push_back({"topk", std::to_string(topk)});
   if (op == Op::kRoute) f.push_back({"norm", norm ? "1" : "0"});
+  if (op == Op::kRoute && sigmoid) {
+    // Only the sigmoid router prints these: softmax specs keep their text (and cache keys).
+    f.push_back({"score", "sigmoid"});
+    f.push_back({"bias", bias ? "1" : "0"});
+    f.push_back({"groups", std::to_string(groups)});
+    f.push_back({"topk_groups", std::to_string(topk_groups)});
+  }
   if (op != Op::kRoute) f.push_back({"hidden", std::to_string(hidden)});
   if (op == Op::kGateUp || op == Op::kDown) {
     f.push_back({"inter", std::to_string(inter)});

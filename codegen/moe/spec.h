@@ -1,11 +1,19 @@
 // moe spec: one mixture-of-experts layer's kernels, everything but the token count fixed.
 //   moe:op=route,experts=128,topk=8,norm=1
+//   moe:op=route,experts=256,topk=8,norm=1,score=sigmoid,bias=1,groups=8,topk_groups=4
 //   moe:op=gate_up,experts=128,topk=8,hidden=2048,inter=768,fmt=awq4,group=128,act_order=0
 //   moe:op=down,experts=128,topk=8,hidden=2048,inter=768,fmt=awq4,group=128,act_order=0
 //   moe:op=combine,topk=8,hidden=2048
 // route: fp16 router logits [T][experts] → each token's top-k experts (ties: the lower id) and
 // their softmax weights (renormalised over the chosen ones with norm=1), then the pairs
 // (token·topk + slot) grouped by expert in pair order: per-expert offsets and the sorted pairs.
+// score=sigmoid (DeepSeek-V3, GLM-4.5): each expert's score is sigmoid(logit) and it is chosen
+// by score + its correction bias (bias=1: an fp32 [experts] input; 0: none); with groups=G the
+// experts form G equal groups of consecutive ids, each group rated by the sum of its two best
+// choice values, and only the experts of the topk_groups best groups compete (the others count
+// as 0, as transformers' masked_fill does). The weights are the chosen experts' scores without
+// the bias, over their sum + 1e-20 with norm=1. Either score: the weights are then multiplied by
+// the routed scaling factor, a run-time argument (1 for Qwen3).
 // gate_up: h[pair] = silu(x[token]·Wgᵀ) · (x[token]·Wuᵀ) with the pair's expert's stacked
 // [gate; up] weight, token rows read by index. down: y[pair] = h[pair]·Wdᵀ in fp32.
 // combine: out[token] = Σ_slot weight · y[pair] in slot order, rounded once to fp16.
@@ -24,6 +32,7 @@ enum class Op { kRoute, kGateUp, kDown, kCombine };
 
 inline constexpr int kMaxExperts = 512;  // the route kernel holds a token's logits in registers (16 per lane)
 inline constexpr int kMaxTopk = 16;
+inline constexpr int kMaxGroups = 32;  // route: a lane holds every group's rating
 inline constexpr int64_t kMaxDim = 1 << 16;
 
 struct Spec {
@@ -31,6 +40,9 @@ struct Spec {
   int experts = 0;  // route, gate_up, down
   int topk = 0;
   bool norm = false;  // route: renormalise the chosen weights to sum to one (norm_topk_prob)
+  bool sigmoid = false;  // route: score=sigmoid (else softmax)
+  bool bias = false;     // route, sigmoid: add the correction bias for the choice
+  int groups = 1, topk_groups = 1;  // route, sigmoid: grouped top-k (1, 1: no grouping)
   int64_t hidden = 0, inter = 0;  // gate_up, down: model width, one expert's intermediate width; combine: hidden
   quant::WeightFormat format = quant::WeightFormat::kF16;  // gate_up, down
   int group = 0;

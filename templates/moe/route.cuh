@@ -7,6 +7,13 @@
 // norm_topk_prob) in fp32. Grouping is deterministic: counts in shared memory, offsets by a
 // scan, then one warp places the pairs in pair order (__match_any_sync ranks equal experts
 // within 32 pairs), so each expert's pairs stay in ascending order.
+// SIGMOID (DeepSeek-V3's router, codegen/moe/spec.h): scores sigmoid(logit) computed in double
+// and rounded once (the CPU reference's bits), choice values score + bias; GROUPS > 1 rates each
+// group of EXPERTS/GROUPS consecutive experts by its two best choice values (a warp merge of
+// top-2 pairs), keeps the TOPK_GROUPS best groups (ties: the lower group) and counts the
+// others' experts as 0; the picks are the highest choice values as 64-bit keys (value bits made
+// order-preserving above, 0xffffffff - expert below), their weights the scores.
+// Either router multiplies the weights by `scale` (the routed scaling factor).
 #pragma once
 #include "common/fp16.cuh"
 
@@ -28,6 +35,103 @@ __device__ __forceinline__ float warp_max_f32(float v) {
   return v;
 }
 
+__device__ __forceinline__ unsigned ordered_float_key(float f) {
+  const unsigned b = __float_as_uint(f);
+  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+
+__device__ __forceinline__ unsigned long long warp_max_u64(unsigned long long v) {
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) {
+    const unsigned long long n = __shfl_xor_sync(0xffffffffu, v, o);
+    v = n > v ? n : v;
+  }
+  return v;
+}
+
+// runtime/cpu/moe.cpp moe_sigmoid: the same double expression, rounded once.
+__device__ __forceinline__ float moe_sigmoid(float x) { return float(1.0 / (1.0 + exp(-double(x)))); }
+
+// The sigmoid router's picks for one token's logits `row` (every lane of the warp calls it):
+// chosen[k] and score[k] in descending choice order, identical in every lane.
+template <int EXPERTS, int TOPK, bool BIAS, int GROUPS, int TOPK_GROUPS>
+__device__ __forceinline__ void route_sigmoid(const half_t* __restrict__ row, const float* __restrict__ bias,
+                                              int lane, int (&chosen)[TOPK], float (&score)[TOPK]) {
+  constexpr int kPerLane = (EXPERTS + 31) / 32;
+  constexpr int kPerGroup = EXPERTS / GROUPS;
+  float s[kPerLane], c[kPerLane];
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const int e = lane + 32 * i;
+    s[i] = 0.f, c[i] = 0.f;
+    if (e < EXPERTS) {
+      s[i] = moe_sigmoid(half_to_float(row[e]));
+      c[i] = BIAS ? s[i] + bias[e] : s[i];
+    }
+  }
+  if constexpr (GROUPS > 1) {
+    const float kNegInf = -__int_as_float(0x7f800000);
+    float rating[GROUPS];
+#pragma unroll
+    for (int g = 0; g < GROUPS; ++g) {
+      float a = kNegInf, b = kNegInf;  // this lane's two best in group g, then the warp's
+#pragma unroll
+      for (int i = 0; i < kPerLane; ++i) {
+        const int e = lane + 32 * i;
+        if (e < EXPERTS && e / kPerGroup == g) {
+          b = fmaxf(b, fminf(a, c[i]));
+          a = fmaxf(a, c[i]);
+        }
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o /= 2) {
+        const float a2 = __shfl_xor_sync(0xffffffffu, a, o), b2 = __shfl_xor_sync(0xffffffffu, b, o);
+        b = fmaxf(fminf(a, a2), fmaxf(b, b2));
+        a = fmaxf(a, a2);
+      }
+      rating[g] = a + b;
+    }
+    unsigned kept = 0u;
+#pragma unroll
+    for (int r = 0; r < TOPK_GROUPS; ++r) {
+      int best = -1;
+#pragma unroll
+      for (int g = 0; g < GROUPS; ++g) {
+        if (!((kept >> g) & 1u) && (best < 0 || rating[g] > rating[best])) best = g;
+      }
+      kept |= 1u << best;
+    }
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      const int e = lane + 32 * i;
+      if (e < EXPERTS && !((kept >> (e / kPerGroup)) & 1u)) c[i] = 0.f;
+    }
+  }
+  unsigned taken = 0u;  // bit i: this lane's expert lane + 32i was picked
+#pragma unroll
+  for (int k = 0; k < TOPK; ++k) {
+    unsigned long long best = 0ull;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      const int e = lane + 32 * i;
+      if (e < EXPERTS && !((taken >> i) & 1u)) {
+        const unsigned long long key =
+            (static_cast<unsigned long long>(ordered_float_key(c[i])) << 32) | (0xffffffffu - unsigned(e));
+        best = key > best ? key : best;
+      }
+    }
+    best = warp_max_u64(best);
+    const int e = int(0xffffffffu - unsigned(best & 0xffffffffull));
+    float mine = 0.f;
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      if (lane + 32 * i == e) taken |= 1u << i, mine = s[i];
+    }
+    chosen[k] = e;
+    score[k] = __shfl_sync(0xffffffffu, mine, e % 32);
+  }
+}
+
 __device__ __forceinline__ float warp_sum_f32(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -36,10 +140,13 @@ __device__ __forceinline__ float warp_sum_f32(float v) {
 
 // ids, weights: [tokens][TOPK] (pair p = token·TOPK + slot); offsets: [EXPERTS + 1] (expert e's
 // pairs are sorted[offsets[e] .. offsets[e+1])); sorted: [tokens·TOPK] pair indices.
-template <int EXPERTS, int TOPK, bool NORM, int THREADS>
+// bias: [EXPERTS] fp32 (SIGMOID with BIAS; else unread).
+template <int EXPERTS, int TOPK, bool NORM, int THREADS, bool SIGMOID = false, bool BIAS = false, int GROUPS = 1,
+          int TOPK_GROUPS = 1>
 __global__ void __launch_bounds__(THREADS, 1)
     moe_route_kernel(int* __restrict__ ids, float* __restrict__ weights, int* __restrict__ offsets,
-                     int* __restrict__ sorted, const half_t* __restrict__ logits, int tokens) {
+                     int* __restrict__ sorted, const half_t* __restrict__ logits, int tokens,
+                     const float* __restrict__ bias, float scale) {
   constexpr int kPerLane = (EXPERTS + 31) / 32;
   constexpr int kWarps = THREADS / 32;
   __shared__ int count[EXPERTS];
@@ -49,48 +156,55 @@ __global__ void __launch_bounds__(THREADS, 1)
 
   for (int t = warp; t < tokens; t += kWarps) {
     const half_t* row = logits + static_cast<long long>(t) * EXPERTS;
-    unsigned key[kPerLane];
-    float logit[kPerLane];
-    float top = -__int_as_float(0x7f800000);  // -inf
-#pragma unroll
-    for (int i = 0; i < kPerLane; ++i) {
-      const int e = lane + 32 * i;
-      if (e < EXPERTS) {
-        const half_t h = row[e];
-        logit[i] = half_to_float(h);
-        key[i] = (ordered_half_key(h.bits) << 16) | (0xffffu - unsigned(e));
-        top = fmaxf(top, logit[i]);
-      } else {
-        logit[i] = -__int_as_float(0x7f800000);
-        key[i] = 0u;
-      }
-    }
-    top = warp_max_f32(top);
-    float total = 0.f;
-    if constexpr (!NORM) {
-#pragma unroll
-      for (int i = 0; i < kPerLane; ++i) total += lane + 32 * i < EXPERTS ? __expf(logit[i] - top) : 0.f;
-      total = warp_sum_f32(total);
-    }
     float chosen_w[TOPK];
     int chosen[TOPK];
-    float chosen_sum = 0.f;
+    float chosen_sum = 0.f, total = 0.f;
+    if constexpr (SIGMOID) {
+      route_sigmoid<EXPERTS, TOPK, BIAS, GROUPS, TOPK_GROUPS>(row, bias, lane, chosen, chosen_w);
 #pragma unroll
-    for (int k = 0; k < TOPK; ++k) {
-      unsigned best = 0u;
-#pragma unroll
-      for (int i = 0; i < kPerLane; ++i) best = max(best, key[i]);
-      best = warp_max_u32(best);
-      const int e = int(0xffffu - (best & 0xffffu));
-      // The owner drops its pick from later rounds.
+      for (int k = 0; k < TOPK; ++k) chosen_sum += chosen_w[k];
+      chosen_sum += 1e-20f;
+      total = 1.f;
+    } else {
+      unsigned key[kPerLane];
+      float logit[kPerLane];
+      float top = -__int_as_float(0x7f800000);  // -inf
 #pragma unroll
       for (int i = 0; i < kPerLane; ++i) {
-        if (lane + 32 * i == e) key[i] = 0u;
+        const int e = lane + 32 * i;
+        if (e < EXPERTS) {
+          const half_t h = row[e];
+          logit[i] = half_to_float(h);
+          key[i] = (ordered_half_key(h.bits) << 16) | (0xffffu - unsigned(e));
+          top = fmaxf(top, logit[i]);
+        } else {
+          logit[i] = -__int_as_float(0x7f800000);
+          key[i] = 0u;
+        }
       }
-      const float w = __expf(half_to_float(row[e]) - top);  // (an L1 hit: this warp read the row)
-      chosen[k] = e;
-      chosen_w[k] = w;
-      chosen_sum += w;
+      top = warp_max_f32(top);
+      if constexpr (!NORM) {
+#pragma unroll
+        for (int i = 0; i < kPerLane; ++i) total += lane + 32 * i < EXPERTS ? __expf(logit[i] - top) : 0.f;
+        total = warp_sum_f32(total);
+      }
+#pragma unroll
+      for (int k = 0; k < TOPK; ++k) {
+        unsigned best = 0u;
+#pragma unroll
+        for (int i = 0; i < kPerLane; ++i) best = max(best, key[i]);
+        best = warp_max_u32(best);
+        const int e = int(0xffffu - (best & 0xffffu));
+        // The owner drops its pick from later rounds.
+#pragma unroll
+        for (int i = 0; i < kPerLane; ++i) {
+          if (lane + 32 * i == e) key[i] = 0u;
+        }
+        const float w = __expf(half_to_float(row[e]) - top);  // (an L1 hit: this warp read the row)
+        chosen[k] = e;
+        chosen_w[k] = w;
+        chosen_sum += w;
+      }
     }
     if (lane < TOPK) {
       float w = 0.f;
@@ -100,7 +214,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         if (k == lane) w = chosen_w[k], e = chosen[k];
       }
       ids[t * TOPK + lane] = e;
-      weights[t * TOPK + lane] = w / (NORM ? chosen_sum : total);
+      weights[t * TOPK + lane] = w / (NORM ? chosen_sum : total) * scale;
     }
   }
   __syncthreads();  // ids written by every warp (global writes of one CTA are visible after the barrier)
