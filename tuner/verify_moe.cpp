@@ -1,7 +1,9 @@
 // The moe family's GPU check and tuning workload (tuner/harness.cpp registers both).
 //   route: random fp16 logits with tied rows (every expert equal: the lowest ids win) and
 //   skewed rows (the same experts far ahead) → ids, offsets and sorted bit-exact against
-//   runtime/cpu/moe.h, weights within kWeightTolerance.
+//   runtime/cpu/moe.h, weights within kWeightTolerance. score=sigmoid: a random correction bias
+//   (bias=1), scaling factor 2.5, and rows whose best experts sit in one group (grouped top-k
+//   must still pick only from the kept groups).
 //   gate_up, down: a routing where every other token goes to the same `topk` experts (tiles of
 //   many pairs next to experts with one pair and experts with none; tuning times it and a
 //   uniform routing in turn), experts' weights of
@@ -77,6 +79,8 @@ struct MoeBatch {
   int64_t tokens = 0, pairs = 0;
   // route
   std::vector<uint16_t> logits;
+  std::vector<float> bias;  // score=sigmoid with bias=1
+  float scale = 1.f;
   // gate_up, down: routing, the slot table (empty: none), the distinct weights, inputs
   std::vector<int32_t> ids, offsets, sorted, slot;
   std::vector<quant::PackedWeight> weights;
@@ -84,7 +88,7 @@ struct MoeBatch {
   // combine
   std::vector<float> rows, route_weights;
 
-  DeviceBuffer d_logits, d_ids, d_weights, d_offsets, d_sorted, d_slot, d_in, d_out;
+  DeviceBuffer d_logits, d_bias, d_ids, d_weights, d_offsets, d_sorted, d_slot, d_in, d_out;
   // Timing (gate_up, down): a second routing, uniform over the experts, that launches alternate
   // with the skewed one (real routers are trained toward balance; prompts skew them).
   DeviceBuffer d_uniform_offsets, d_uniform_sorted;
@@ -113,6 +117,20 @@ struct MoeBatch {
           if (t % 5 == 4) {
             for (int k = 0; k < s.topk; ++k) row[(k * 7) % s.experts] = cpu::float_to_half(8.f + float(k % 2));
           }
+        }
+        if (s.sigmoid) {
+          scale = 2.5f;
+          for (int64_t t = 3; t < tokens; t += 5) {  // one group's experts far ahead
+            uint16_t* row = logits.data() + t * s.experts;
+            const int per_group = s.experts / s.groups, g = int(t % s.groups);
+            for (int e = g * per_group; e < (g + 1) * per_group; ++e) row[e] = cpu::float_to_half(6.f);
+          }
+        }
+        if (s.bias) {
+          SplitMix64 g{seed ^ 0x5bd1e995ull};
+          bias.resize(size_t(s.experts));
+          for (float& v : bias) v = g.uniform(-0.3f, 0.3f);
+          d_bias = upload_bytes(bias.data(), bias.size() * 4);
         }
         d_logits = upload_bytes(logits.data(), logits.size() * 2);
         d_ids = DeviceBuffer(size_t(pairs) * 4 + 64);
@@ -185,6 +203,7 @@ struct MoeBatch {
       case moe::Op::kRoute:
         a.logits = d_logits.ptr(), a.ids = d_ids.ptr(), a.weights = d_weights.ptr();
         a.offsets = d_offsets.ptr(), a.sorted = d_sorted.ptr();
+        a.bias = bias.empty() ? 0 : d_bias.ptr(), a.scale = scale;
         break;
       case moe::Op::kCombine: a.out = d_out.ptr(), a.y = d_in.ptr(), a.weights = d_weights.ptr(); break;
       case moe::Op::kGateUp:
@@ -216,7 +235,11 @@ struct MoeBatch {
 
 CheckResult check_route(MoeBatch& b, CheckResult r) {
   const moe::Spec& s = b.spec;
-  const cpu::MoeRoute want = cpu::moe_route(b.logits.data(), b.tokens, s.experts, s.topk, s.norm);
+  cpu::MoeRouter router;
+  router.experts = s.experts, router.topk = s.topk, router.norm = s.norm, router.sigmoid = s.sigmoid;
+  router.bias = b.bias.empty() ? nullptr : b.bias.data();
+  router.groups = s.groups, router.topk_groups = s.topk_groups, router.scale = b.scale;
+  const cpu::MoeRoute want = cpu::moe_route(b.logits.data(), b.tokens, router);
   const auto ids = download<int32_t>(b.d_ids, size_t(b.pairs));
   const auto weights = download<float>(b.d_weights, size_t(b.pairs));
   const auto offsets = download<int32_t>(b.d_offsets, size_t(s.experts + 1));

@@ -45,10 +45,27 @@ std::string route_spec(int64_t experts, int64_t topk, bool norm) {
                  kRoute);
 }
 
-Shape& route_shape(int64_t experts, int64_t topk, bool norm) {
-  using Key = std::array<int64_t, 3>;
-  static auto* table = new std::map<Key, Shape>();  // never destroyed, like the Session
-  return prepared_shape(*table, Key{experts, topk, norm ? 1 : 0}, [&] { return route_spec(experts, topk, norm); });
+// The router's spec fields beyond softmax (codegen/moe/spec.h); topk_groups < 0: all groups.
+struct Router {
+  std::string score = "softmax";
+  bool bias = false;
+  int64_t groups = 1, topk_groups = -1;
+  double scale = 1.0;
+};
+
+std::string route_spec_of(int64_t experts, int64_t topk, bool norm, const Router& r) {
+  std::string text = "moe:op=route,experts=" + std::to_string(experts) + ",topk=" + std::to_string(topk) +
+                     ",norm=" + (norm ? "1" : "0") + ",score=" + r.score;
+  if (r.bias) text += ",bias=1";
+  if (r.groups != 1) text += ",groups=" + std::to_string(r.groups);
+  if (r.topk_groups >= 0) text += ",topk_groups=" + std::to_string(r.topk_groups);
+  return checked(text, kRoute);
+}
+
+Shape& route_shape(int64_t experts, int64_t topk, bool norm, const Router& r) {
+  const std::string spec = route_spec_of(experts, topk, norm, r);
+  static auto* table = new std::map<std::string, Shape>();  // never destroyed, like the Session
+  return prepared_shape(*table, spec, [&] { return spec; });
 }
 
 void launch_on(Shape& shape, const moe::Args& a, int64_t m, CUstream stream) {
@@ -59,10 +76,12 @@ void launch_on(Shape& shape, const moe::Args& a, int64_t m, CUstream stream) {
 // logits [tokens, experts] fp16 → ids, weights [tokens, topk], offsets [experts + 1], sorted
 // [tokens·topk], all on logits' GPU.
 void moe_route_op(py::handle ids, py::handle weights, py::handle offsets, py::handle sorted, py::handle logits,
-                  int64_t topk, bool norm, uintptr_t stream) {
+                  int64_t topk, bool norm, const std::string& score, py::object bias, int64_t groups,
+                  int64_t topk_groups, double scale, uintptr_t stream) {
   ArrayView lv = cuda_array(logits, DType::kFloat16, 2, {kRoute, "logits"}, -1);
   const int64_t tokens = lv.shape[0], experts = lv.shape[1];
-  Shape& shape = route_shape(experts, topk, norm);
+  const Router router{score, !bias.is_none(), groups, topk_groups, scale};
+  Shape& shape = route_shape(experts, topk, norm, router);
   ArrayView iv = cuda_array(ids, DType::kInt32, 2, {kRoute, "ids"}, lv.device);
   ArrayView wv = cuda_array(weights, DType::kFloat32, 2, {kRoute, "weights"}, lv.device);
   ArrayView ov = cuda_array(offsets, DType::kInt32, 1, {kRoute, "offsets"}, lv.device);
@@ -71,19 +90,27 @@ void moe_route_op(py::handle ids, py::handle weights, py::handle offsets, py::ha
   require_shape(wv, {tokens, topk}, {kRoute, "weights"});
   require_shape(ov, {experts + 1}, {kRoute, "offsets"});
   require_shape(sv, {tokens * topk}, {kRoute, "sorted"});
+  ArrayView bv;
+  if (router.bias) {
+    bv = cuda_array(bias, DType::kFloat32, 1, {kRoute, "bias"}, lv.device);
+    require_shape(bv, {experts}, {kRoute, "bias"});
+  }
   if (tokens * topk > INT_MAX) throw py::value_error(std::string(kRoute) + ": more than 2^31 - 1 (token, slot) pairs");
   const int device = resolve_devices({{&lv, {kRoute, "logits"}}, {&iv, {kRoute, "ids"}}, {&wv, {kRoute, "weights"}},
-                                      {&ov, {kRoute, "offsets"}}, {&sv, {kRoute, "sorted"}}});
+                                      {&ov, {kRoute, "offsets"}}, {&sv, {kRoute, "sorted"}},
+                                      {router.bias ? &bv : nullptr, {kRoute, "bias"}}});
   Runtime::get().use_gpu(device);
   if (tokens == 0) return;
   moe::Args a;
   a.tokens = tokens, a.logits = lv.data, a.ids = iv.data, a.weights = wv.data, a.offsets = ov.data, a.sorted = sv.data;
+  a.bias = router.bias ? bv.data : 0, a.scale = float(scale);
   launch_on(shape, a, tokens, as_stream(stream));
 }
 
-// The CPU reference on host logits: (ids, weights, offsets, sorted) as bytes (int32, float32,
-// int32, int32); the Python side shapes them.
-py::tuple moe_route_cpu(py::handle logits, int64_t topk, bool norm) {
+// The CPU reference on host logits (and bias): (ids, weights, offsets, sorted) as bytes (int32,
+// float32, int32, int32); the Python side shapes them.
+py::tuple moe_route_cpu(py::handle logits, int64_t topk, bool norm, const std::string& score, py::object bias,
+                        int64_t groups, int64_t topk_groups, double scale) {
   const Arg arg{kRoute, "logits"};
   ArrayView lv = view_of(logits, arg);
   require_host(lv, arg);
@@ -91,9 +118,21 @@ py::tuple moe_route_cpu(py::handle logits, int64_t topk, bool norm) {
   require_contiguous(lv, arg);
   require_ndim(lv, 2, arg);
   const int64_t tokens = lv.shape[0], experts = lv.shape[1];
-  route_spec(experts, topk, norm);  // the same refusals as on the GPU
-  const cpu::MoeRoute r =
-      cpu::moe_route(reinterpret_cast<const uint16_t*>(lv.data), tokens, int(experts), int(topk), norm);
+  const Router router{score, !bias.is_none(), groups, topk_groups, scale};
+  const moe::Spec spec = moe::Spec::parse(route_spec_of(experts, topk, norm, router));  // the GPU's refusals
+  cpu::MoeRouter q;
+  q.experts = int(experts), q.topk = int(topk), q.norm = norm, q.sigmoid = spec.sigmoid;
+  q.groups = spec.groups, q.topk_groups = spec.topk_groups, q.scale = float(scale);
+  if (router.bias) {
+    const Arg barg{kRoute, "bias"};
+    ArrayView bv = view_of(bias, barg);
+    require_host(bv, barg);
+    require_dtype(bv, DType::kFloat32, barg);
+    require_contiguous(bv, barg);
+    require_shape(bv, {experts}, barg);
+    q.bias = reinterpret_cast<const float*>(bv.data);
+  }
+  const cpu::MoeRoute r = cpu::moe_route(reinterpret_cast<const uint16_t*>(lv.data), tokens, q);
   auto bytes = [](const auto& v) { return py::bytes(reinterpret_cast<const char*>(v.data()), v.size() * 4); };
   return py::make_tuple(bytes(r.ids), bytes(r.weights), bytes(r.offsets), bytes(r.sorted));
 }
@@ -238,10 +277,17 @@ void moe_op(py::handle out, py::handle x, py::handle logits, PyMoeExperts& e, in
 }  // namespace
 
 void bind_moe(py::module_& m) {
-  m.def("moe_route_spec", &route_spec, py::arg("experts"), py::arg("topk"), py::arg("norm"));
+  m.def(
+      "moe_route_spec",
+      [](int64_t experts, int64_t topk, bool norm, const std::string& score, bool bias, int64_t groups,
+         int64_t topk_groups) { return route_spec_of(experts, topk, norm, Router{score, bias, groups, topk_groups}); },
+      py::arg("experts"), py::arg("topk"), py::arg("norm"), py::arg("score"), py::arg("bias"), py::arg("groups"),
+      py::arg("topk_groups"));
   m.def("moe_route", &moe_route_op, py::arg("ids"), py::arg("weights"), py::arg("offsets"), py::arg("sorted"),
-        py::arg("logits"), py::arg("topk"), py::arg("norm"), py::arg("stream"));
-  m.def("moe_route_cpu", &moe_route_cpu, py::arg("logits"), py::arg("topk"), py::arg("norm"));
+        py::arg("logits"), py::arg("topk"), py::arg("norm"), py::arg("score"), py::arg("bias"), py::arg("groups"),
+        py::arg("topk_groups"), py::arg("scale"), py::arg("stream"));
+  m.def("moe_route_cpu", &moe_route_cpu, py::arg("logits"), py::arg("topk"), py::arg("norm"), py::arg("score"),
+        py::arg("bias"), py::arg("groups"), py::arg("topk_groups"), py::arg("scale"));
   py::class_<PyMoeExperts>(m, "MoeExperts")
       .def_readonly("experts", &PyMoeExperts::experts)
       .def_readonly("hidden", &PyMoeExperts::hidden)
