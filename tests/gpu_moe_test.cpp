@@ -45,7 +45,11 @@ class MoeGpu : public ::testing::Test {
 TEST_F(MoeGpu, RouteMatchesTheReference) {
   for (const char* spec : {"moe:op=route,experts=128,topk=8,norm=1", "moe:op=route,experts=128,topk=8,norm=0",
                            "moe:op=route,experts=60,topk=4,norm=0", "moe:op=route,experts=7,topk=3,norm=1",
-                           "moe:op=route,experts=8,topk=1,norm=1", "moe:op=route,experts=512,topk=16,norm=1"}) {
+                           "moe:op=route,experts=8,topk=1,norm=1", "moe:op=route,experts=512,topk=16,norm=1",
+                           // DeepSeek-V3's router, GLM-4.5's (no groups), an odd grouped one
+                           "moe:op=route,experts=256,topk=8,norm=1,score=sigmoid,bias=1,groups=8,topk_groups=4",
+                           "moe:op=route,experts=160,topk=8,norm=1,score=sigmoid,bias=1",
+                           "moe:op=route,experts=60,topk=3,norm=0,score=sigmoid,groups=6,topk_groups=2"}) {
     for (int64_t tokens : {1, 3, 17, 200, 1025}) expect_default_passes(spec, tokens);
   }
 }
@@ -75,7 +79,8 @@ TEST_F(MoeGpu, CombineMatchesTheReference) {
 TEST_F(MoeGpu, EveryCandidateConfig) {
   for (const char* spec : {"moe:op=gate_up,experts=16,topk=3,hidden=320,inter=192,fmt=awq4,group=64",
                            "moe:op=down,experts=16,topk=3,hidden=320,inter=192,fmt=nvfp4",
-                           "moe:op=route,experts=60,topk=4,norm=1", "moe:op=combine,topk=3,hidden=320"}) {
+                           "moe:op=route,experts=60,topk=4,norm=1", "moe:op=combine,topk=3,hidden=320",
+                           "moe:op=route,experts=64,topk=6,norm=1,score=sigmoid,bias=1,groups=8,topk_groups=3"}) {
     for (const std::string& config : family_of(spec).candidate_configs(spec, gpu_arch())) {
       for (int64_t tokens : {2, 65}) expect_passes(spec, config, tokens);
     }
