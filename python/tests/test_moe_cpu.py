@@ -56,6 +56,67 @@ def test_route_on_host_logits_matches_numpy(tokens, experts, topk, norm):
     np.testing.assert_array_equal(r.sorted, np.argsort(flat, kind="stable"))
 
 
+def numpy_sigmoid_route(logits, topk, norm, bias, groups, topk_groups, scale):
+    """DeepSeek-V3's router as transformers writes it (DeepseekV3MoE.route_tokens_to_experts),
+    with ties to the lower id: sigmoid scores (float64, rounded once to float32 as onecat
+    documents), choice = score + bias, groups rated by their two best choices, the other groups'
+    experts masked to 0, top-k of the choice, weights = scores (over their sum + 1e-20 with
+    norm) times scale."""
+    s = (1.0 / (1.0 + np.exp(-logits.astype(np.float64)))).astype(np.float32)
+    c = s + (bias if bias is not None else np.float32(0))
+    tokens, experts = c.shape
+    if groups > 1:
+        g = c.reshape(tokens, groups, experts // groups)
+        rating = np.sort(g, axis=2)[:, :, -2:].sum(axis=2, dtype=np.float32)
+        keep = np.lexsort((np.arange(groups)[None, :].repeat(tokens, 0), -rating), axis=1)[:, :topk_groups]
+        mask = np.zeros((tokens, groups), bool)
+        np.put_along_axis(mask, keep, True, axis=1)
+        c = np.where(mask.repeat(experts // groups, axis=1), c, np.float32(0))
+    ids = np.lexsort((np.arange(experts)[None, :].repeat(tokens, 0), -c), axis=1)[:, :topk]
+    w = np.take_along_axis(s, ids, axis=1).astype(np.float64)
+    if norm:
+        w /= w.sum(axis=1, keepdims=True) + 1e-20
+    return ids.astype(np.int32), w * scale
+
+
+@pytest.mark.parametrize("experts, topk, groups, topk_groups, with_bias, norm",
+                         [(256, 8, 8, 4, True, True), (160, 6, 1, 1, True, True), (60, 3, 6, 2, False, False)])
+def test_sigmoid_route_on_host_logits_matches_numpy(experts, topk, groups, topk_groups, with_bias, norm):
+    rng = np.random.default_rng(experts)
+    tokens = 50
+    logits = (rng.standard_normal((tokens, experts)) * 2).astype(np.float16)
+    per = experts // groups
+    logits[1, per:2 * per] = np.float16(6)  # one group far ahead: its experts win
+    bias = (rng.uniform(-0.3, 0.3, experts)).astype(np.float32) if with_bias else None
+    r = onecat.moe_route(logits, topk=topk, norm=norm, score="sigmoid", bias=bias, groups=groups,
+                         topk_groups=topk_groups, scale=2.5)
+    ids, w = numpy_sigmoid_route(logits, topk, norm, bias, groups, topk_groups, 2.5)
+    np.testing.assert_array_equal(r.ids, ids)
+    np.testing.assert_allclose(r.weights, w, rtol=1e-5)
+    if groups > 1:  # the group far ahead is kept and supplies the best pick
+        assert per <= r.ids[1][0] < 2 * per
+    spec = onecat.moe_route_spec(experts, topk, norm=norm, score="sigmoid", bias=with_bias, groups=groups,
+                                 topk_groups=topk_groups)
+    assert spec == (f"moe:op=route,experts={experts},topk={topk},norm={int(norm)},score=sigmoid,"
+                    f"bias={int(with_bias)},groups={groups},topk_groups={topk_groups}")
+
+
+def test_sigmoid_route_refusals():
+    logits = np.zeros((2, 64), np.float16)
+    with pytest.raises(ValueError, match="need score=sigmoid"):
+        onecat.moe_route(logits, topk=2, groups=8)
+    with pytest.raises(ValueError, match="does not divide experts=64"):
+        onecat.moe_route(logits, topk=2, score="sigmoid", groups=6)
+    with pytest.raises(ValueError, match="fewer than topk=8"):
+        onecat.moe_route(logits, topk=8, score="sigmoid", groups=16, topk_groups=1)
+    with pytest.raises(ValueError, match="score"):
+        onecat.moe_route(logits, topk=2, score="relu")
+    with pytest.raises(ValueError, match=r"bias.*\[64\]|shape"):
+        onecat.moe_route(logits, topk=2, score="sigmoid", bias=np.zeros(63, np.float32))
+    with pytest.raises(TypeError, match="bias must be float32"):
+        onecat.moe_route(logits, topk=2, score="sigmoid", bias=np.zeros(64, np.float64))
+
+
 def test_route_argument_checks():
     with pytest.raises(TypeError, match="onecat.moe_route: logits must be float16"):
         onecat.moe_route(np.zeros((2, 8), np.float32), topk=2)
@@ -114,4 +175,5 @@ def test_without_a_gpu_is_the_cli_sentence():
         onecat._C.moe(out, x, logits, experts, 2, False, 0)
     ids, w = CudaArrayStub((3, 2), "<i4"), CudaArrayStub((3, 2), "<f4")
     with pytest.raises(RuntimeError, match=re.escape(NO_GPU_MESSAGE)):
-        onecat._C.moe_route(ids, w, CudaArrayStub((5,), "<i4"), CudaArrayStub((6,), "<i4"), logits, 2, False, 0)
+        onecat._C.moe_route(ids, w, CudaArrayStub((5,), "<i4"), CudaArrayStub((6,), "<i4"), logits, 2, False, "softmax",
+                            None, 1, -1, 1.0, 0)

@@ -28,6 +28,34 @@ def test_route_matches_the_cpu_reference(tokens, experts, topk, norm):
     torch.testing.assert_close(got.weights.cpu(), want.weights, rtol=1e-5, atol=0)
 
 
+@pytest.mark.parametrize("experts, topk, groups, topk_groups", [(256, 8, 8, 4), (160, 8, 1, 1), (60, 3, 6, 2)])
+def test_sigmoid_route_matches_the_cpu_reference(experts, topk, groups, topk_groups):
+    g = torch.Generator().manual_seed(experts)
+    logits = (torch.randn(300, experts, generator=g) * 2).half()
+    bias = torch.rand(experts, generator=g) * 0.6 - 0.3
+    kw = dict(topk=topk, norm=True, score="sigmoid", groups=groups, topk_groups=topk_groups, scale=2.5)
+    got = onecat.moe_route(logits.cuda(), bias=bias.cuda(), **kw)
+    want = onecat.moe_route(logits, bias=bias, **kw)
+    torch.testing.assert_close(got.ids.cpu(), want.ids, rtol=0, atol=0)
+    torch.testing.assert_close(got.sorted.cpu(), want.sorted, rtol=0, atol=0)
+    torch.testing.assert_close(got.weights.cpu(), want.weights, rtol=1e-6, atol=0)
+
+
+def test_sigmoid_agrees_with_the_cpu_on_every_half():
+    # The kernel and the CPU reference round sigmoid from double once, so their scores (and so
+    # every choice) agree bit for bit: checked on all finite fp16 logits, each a token's only
+    # contender (top-1, no norm: the weight is the score itself).
+    bits = torch.arange(-(1 << 15), 1 << 15, dtype=torch.int32).to(torch.int16)
+    values = bits.view(torch.float16)
+    values = values[torch.isfinite(values)]
+    logits = torch.full((values.numel(), 4), float("-inf"), dtype=torch.float16)
+    logits[:, 1] = values
+    got = onecat.moe_route(logits.cuda(), topk=1, score="sigmoid")
+    want = onecat.moe_route(logits, topk=1, score="sigmoid")
+    assert torch.equal(got.weights.cpu().view(torch.int32), want.weights.view(torch.int32))
+    assert torch.equal(got.ids.cpu(), want.ids)
+
+
 AWQ_ORDER = [0, 2, 4, 6, 1, 3, 5, 7]  # column 8j + AWQ_ORDER[p] sits at bits 4p (as test_cpu.py)
 
 
