@@ -65,7 +65,11 @@ TEST_P(GpuForward, MatchesTheCpuForward) {
 INSTANTIATE_TEST_SUITE_P(Tiny, GpuForward, testing::ValuesIn(all_model_cases()), model_case_name);
 // Qwen3-MoE through the moe family; awq4's checkpoint keeps one expert's down_proj in fp16, so
 // that layer's down runs as two launches (slot tables).
-INSTANTIATE_TEST_SUITE_P(TinyMoe, GpuForward, testing::ValuesIn(moe_model_cases()), model_case_name);
+// Random routers put some token's k-th and (k+1)-th experts within rounding of each other, and the
+// GPU and CPU (fp16 sums in different orders) then choose differently and part (by 0.06 to 0.13
+// of the logits' spread on the H200): these checkpoints make every choice decisive.
+INSTANTIATE_TEST_SUITE_P(TinyMoe, GpuForward, testing::ValuesIn(moe_model_cases("--decisive-routing")),
+                         model_case_name);
 
 // Decodes and prefill chunks of several sequences in one step give each what it gets alone.
 TEST(GpuForwardBatch, MixedStepsMatchSequencesAlone) {

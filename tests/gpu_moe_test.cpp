@@ -63,7 +63,12 @@ TEST_F(MoeGpu, ProjectionsInEveryFormat) {
                             "fp8b128", "nvfp4", "mxfp4"}) {
       for (const char* op : {"gate_up", "down"}) {
         const std::string spec = std::string("moe:op=") + op + "," + shape + ",fmt=" + fmt;
-        for (int64_t tokens : {1, 4, 33, 256, 1000}) expect_default_passes(spec, tokens);
+        // 256 tokens give the 128-expert layer 16 pairs per expert (the mma default's smallest
+        // tile); 1000 on the small layers reach its larger tiles (the fp64 reference of the large
+        // one at 1000 tokens would take minutes).
+        for (int64_t tokens : {1, 4, 33, 256, 1000}) {
+          if (tokens < 1000 || shape != shapes[0]) expect_default_passes(spec, tokens);
+        }
       }
     }
   }

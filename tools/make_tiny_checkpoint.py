@@ -379,14 +379,43 @@ def quantization_config(fmt, not_converted=AWQ_NOT_CONVERTED):
 # A checkpoint
 
 
+def decisive_edits(cfg, rng):
+    """Edits (tensor-name suffix → function of the random float array) that make a MoE model's
+    routing decisive: two backends (GPU and CPU, fp16 in different orders) then choose the same
+    experts, where random routers put some token's k-th and (k+1)-th experts within rounding of
+    each other and the outputs part. Token t's embedding carries 40 × a random permutation of
+    linspace(-1, 1, experts) in its first `experts` dimensions, each layer's post-attention norm
+    passes them unscaled and its router reads expert e's logit from dimension e (plus a tenth of
+    its random weights): after the norm the pattern's gaps (about 1.6) dwarf what attention and
+    the experts add (about 0.15), so no choice is within rounding."""
+    experts, hidden, vocab = cfg["num_experts"], cfg["hidden_size"], cfg["vocab_size"]
+    pattern = np.stack([rng.permutation(np.linspace(-1.0, 1.0, experts)) for _ in range(vocab)]) * 40.0
+
+    def embed(x):
+        x[:, :experts] = pattern
+        return x
+
+    def norm(x):
+        x[:experts] = 1.0
+        return x
+
+    def router(x):
+        x = x * 0.1
+        x[np.arange(experts), np.arange(experts) % hidden] += 1.0
+        return x
+
+    return {"model.embed_tokens.weight": embed, "post_attention_layernorm.weight": norm, "mlp.gate.weight": router}
+
+
 def make(out, arch, fmt, shards=1, seed=0, overflow=False, shape=None, reference_file=True, rope=None,
-         sliding_window=None, tokenizer=False, random=False, chat_template=False):
+         sliding_window=None, tokenizer=False, random=False, chat_template=False, decisive_routing=False):
     """Writes the checkpoint and reference.safetensors into `out`; returns (tensors, config).
     `shape` overrides config fields (hidden_size, …) for larger checkpoints (load throughput);
     `rope` (a ROPES name) replaces the architecture's rotary embedding; `sliding_window` windows
     every layer (Mistral); `tokenizer` writes a byte-level tokenizer of the printable ASCII (with
     `chat_template`, tokenizer_config.json holds CHAT_TEMPLATE);
-    `random` fills quantised linears with random codes (random_codes) and writes no reference."""
+    `random` fills quantised linears with random codes (random_codes) and writes no reference;
+    `decisive_routing` (MoE) makes every router choice win by a wide margin (decisive_edits)."""
     rng = np.random.default_rng(seed)
     cfg = dict(ARCHS[arch], num_hidden_layers=LAYERS, vocab_size=VOCAB, rms_norm_eps=1e-6, hidden_act="silu",
                max_position_embeddings=4096, torch_dtype="bfloat16" if fmt == "bf16" else "float16")
@@ -413,12 +442,18 @@ def make(out, arch, fmt, shards=1, seed=0, overflow=False, shape=None, reference
     q_rows, kv_rows = cfg["num_attention_heads"] * head_dim, cfg["num_key_value_heads"] * head_dim
     tensors, reference, shared = {}, {}, {}
 
+    edits = decisive_edits(cfg, rng) if decisive_routing and moe else {}
+
     def dense(name, shape, scale):
         """A float tensor as the checkpoint stores it; reference gets its fp16 value."""
+        edit = next((f for suffix, f in edits.items() if name.endswith(suffix)), None)
         if random:
-            tensors[name] = (rng.standard_normal(shape, dtype=np.float32) * np.float32(scale)).astype(np.float16)
+            x = rng.standard_normal(shape, dtype=np.float32) * np.float32(scale)
+            tensors[name] = (edit(x) if edit else x).astype(np.float16)
             return
         x = rng.standard_normal(shape) * scale
+        if edit:
+            x = edit(x)
         if fmt == "bf16":
             bits = to_bf16_bits(x)
             tensors[name] = Raw("BF16", shape, bits)
@@ -687,6 +722,8 @@ def main():
     ap.add_argument("--random-codes", action="store_true",
                     help="quantised linears of random codes, not quantised values (fast; speed benchmarks; "
                          "needs --shape, writes no reference)")
+    ap.add_argument("--decisive-routing", action="store_true",
+                    help="MoE: routers whose every choice wins by a wide margin (GPU-against-CPU checks)")
     ap.add_argument("--all", action="store_true", help="OUT/<arch>-<format>/ for all, OUT/bad-<case>/ for every defect")
     a = ap.parse_args()
     if a.all:
@@ -705,7 +742,7 @@ def main():
             sys.exit("--random-codes needs --shape (it makes real-size checkpoints for speed benchmarks)")
         make(a.out, a.arch, a.format, a.shards, seed=a.seed, shape=a.shape, reference_file=a.shape is None, rope=a.rope,
              sliding_window=a.sliding_window, tokenizer=a.tokenizer, random=a.random_codes,
-             chat_template=a.chat_template)
+             chat_template=a.chat_template, decisive_routing=a.decisive_routing)
 
 
 if __name__ == "__main__":

@@ -162,7 +162,10 @@ struct MoeBatch {
         }
         for (int d = 0; d < kDistinctExperts; ++d) weights.push_back(random_packed_weight(g, rng));
         const int64_t rows_in = s.op == moe::Op::kGateUp ? tokens : pairs;
-        in = random_half(rng, size_t(rows_in * g.k), -1.f, 1.f);
+        // gate_up: x in ±0.5 keeps silu(gate)·up inside fp16 on the widest formats (fp8b32 codes up to
+        // 448 × 2^-4 over K = 2048 reach ±2^8 per dot product; ±1 overflowed a few of 10^6 outputs).
+        in = random_half(rng, size_t(rows_in * g.k), s.op == moe::Op::kGateUp ? -0.5f : -1.f,
+                         s.op == moe::Op::kGateUp ? 0.5f : 1.f);
         // Stacked by slot: slot i holds content i % kDistinctExperts.
         std::vector<const quant::PackedWeight*> contents;
         for (const quant::PackedWeight& w : weights) contents.push_back(&w);
