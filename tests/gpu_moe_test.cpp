@@ -50,7 +50,7 @@ TEST_F(MoeGpu, RouteMatchesTheReference) {
                            "moe:op=route,experts=256,topk=8,norm=1,score=sigmoid,bias=1,groups=8,topk_groups=4",
                            "moe:op=route,experts=160,topk=8,norm=1,score=sigmoid,bias=1",
                            "moe:op=route,experts=60,topk=3,norm=0,score=sigmoid,groups=6,topk_groups=2"}) {
-    for (int64_t tokens : {1, 3, 17, 200, 1025}) expect_default_passes(spec, tokens);
+    for (int64_t tokens : {1, 3, 17, 200, 1025, 4096}) expect_default_passes(spec, tokens);
   }
 }
 

@@ -15,6 +15,7 @@
 #include "base/half.h"
 #include "codegen/family.h"
 #include "codegen/moe/emit.h"
+#include "codegen/moe/op.h"
 #include "codegen/moe/space.h"
 #include "codegen/moe/spec.h"
 #include "runtime/jit/compiler.h"
@@ -153,7 +154,22 @@ TEST(MoeConfig, DefaultsAndCandidatesHoldOnUntunedShapes) {
   expect_throw<InputError>([&] { moe::Config::parse(s, "threads=128"); }, {"strategy"});
   expect_throw<InputError>([&] { moe::Config::parse(s, "strategy=gemv,mt=16,rows=8,warps=1"); }, {"accumulators"});
   const moe::Spec r = moe::Spec::parse("moe:op=route,experts=128,topk=8,norm=1");
-  expect_throw<InputError>([&] { moe::Config::parse(r, "threads=100"); }, {"whole number of warps"});
+  expect_throw<InputError>([&] { moe::Config::parse(r, "threads=100,tokens=1"); }, {"whole number of warps"});
+  expect_throw<InputError>([&] { moe::Config::parse(r, "threads=128"); }, {"tokens"});
+  expect_throw<InputError>([&] { moe::Config::parse(r, "threads=128,tokens=3"); }, {"power of two"});
+  const moe::Spec r16 = moe::Spec::parse("moe:op=route,experts=64,topk=16,norm=0");
+  expect_throw<InputError>([&] { moe::Config::parse(r16, "threads=128,tokens=512"); }, {"tokens"});
+  // Decode routes in one CTA without a workspace; 4096 prefill tokens over about 128 CTAs that
+  // meet in one (a counter, counts per CTA and expert, a rank per pair).
+  const moe::Config one = moe::default_config(r, 16);
+  EXPECT_EQ(one.route_ctas(16), 1);
+  EXPECT_EQ(moe::geometry(r, one, 16).grid[0], 1u);
+  EXPECT_EQ(moe::workspace_bytes(r, one, 16), 0);
+  const moe::Config many = moe::default_config(r, 4096);
+  EXPECT_EQ(many.route_ctas(4096), 128);
+  EXPECT_EQ(moe::geometry(r, many, 4096).grid[0], 128u);
+  EXPECT_EQ(moe::workspace_bytes(r, many, 4096), 16 + 4 * (128 * 128 + 4096 * 8));
+  EXPECT_EQ(moe::workspace_bytes(s, moe::default_config(s, 4096), 4096), 0);
 }
 
 TEST(MoeGeometry, TheGridCoversEveryRouting) {

@@ -88,6 +88,7 @@ struct MoeBatch {
   // combine
   std::vector<float> rows, route_weights;
 
+  DeviceBuffer d_route_workspace;  // route: the largest any config takes (tokens=1), zeroed once
   DeviceBuffer d_logits, d_bias, d_ids, d_weights, d_offsets, d_sorted, d_slot, d_in, d_out;
   // Timing (gate_up, down): a second routing, uniform over the experts, that launches alternate
   // with the skewed one (real routers are trained toward balance; prompts skew them).
@@ -133,6 +134,8 @@ struct MoeBatch {
           d_bias = upload_bytes(bias.data(), bias.size() * 4);
         }
         d_logits = upload_bytes(logits.data(), logits.size() * 2);
+        d_route_workspace = DeviceBuffer(size_t(16 + 4 * (tokens * s.experts + pairs)));
+        d_route_workspace.fill_bytes(0);
         d_ids = DeviceBuffer(size_t(pairs) * 4 + 64);
         d_weights = DeviceBuffer(size_t(pairs) * 4 + 64);
         d_offsets = DeviceBuffer(size_t(s.experts + 1) * 4 + 64);
@@ -206,7 +209,7 @@ struct MoeBatch {
       case moe::Op::kRoute:
         a.logits = d_logits.ptr(), a.ids = d_ids.ptr(), a.weights = d_weights.ptr();
         a.offsets = d_offsets.ptr(), a.sorted = d_sorted.ptr();
-        a.bias = bias.empty() ? 0 : d_bias.ptr(), a.scale = scale;
+        a.bias = bias.empty() ? 0 : d_bias.ptr(), a.scale = scale, a.workspace = d_route_workspace.ptr();
         break;
       case moe::Op::kCombine: a.out = d_out.ptr(), a.y = d_in.ptr(), a.weights = d_weights.ptr(); break;
       case moe::Op::kGateUp:

@@ -26,6 +26,7 @@ Config Config::parse(const Spec& spec, std::string_view text) {
     }
   } else {
     c.threads = static_cast<int>(r.integer("threads", 32, 1024));
+    if (c.op == Op::kRoute) c.tokens = static_cast<int>(r.integer("tokens", 1, 256));
   }
   r.finish();
   if (auto why = c.invalid_reason(spec)) throw InputError(what + ": " + *why);
@@ -49,6 +50,7 @@ std::string Config::to_string() const {
     return join_fields({{"strategy", "gemv"}, {"mt", std::to_string(mt)}, {"rows", std::to_string(rows)},
                         {"warps", std::to_string(warps)}});
   }
+  if (op == Op::kRoute) return join_fields({{"threads", std::to_string(threads)}, {"tokens", std::to_string(tokens)}});
   return join_fields({{"threads", std::to_string(threads)}});
 }
 
@@ -57,6 +59,11 @@ std::optional<std::string> Config::invalid_reason(const Spec& spec) const {
   if (!projection()) {
     if (threads % 32 != 0) return "threads=" + std::to_string(threads) + " is not a whole number of warps";
     if (op == Op::kRoute) {
+      if ((tokens & (tokens - 1)) != 0) return "tokens=" + std::to_string(tokens) + " is not a power of two";
+      if (tokens * spec.topk > kMaxRoutePairs) {
+        return "tokens × topk = " + std::to_string(tokens * spec.topk) + " pairs per CTA (max " +
+               std::to_string(kMaxRoutePairs) + ")";
+      }
       // A lane holds its share of a token's keys and logits and the k picks with their weights;
       // with the rest of the kernel's state that must fit half of what a CTA of `threads`
       // threads leaves each (65536 registers per SM, 255 at most).

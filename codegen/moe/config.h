@@ -1,9 +1,10 @@
 // moe config: what the tuner varies, per op.
-//   route:            threads=256
+//   route:            threads=256,tokens=32
 //   gate_up, down:    strategy=gemv,mt=4,rows=4,warps=4
 //                     strategy=mma,bm=64,bn=128,wm=2,wn=2
 //   combine:          threads=128
-// route: one CTA of `threads` threads (a warp per token, then the grouping by expert).
+// route: CTAs of `threads` threads, each routing `tokens` tokens (a warp per token) and ranking
+// its pairs per expert; the last CTA to finish groups them all (templates/moe/route.cuh).
 // gate_up and down, strategy=gemv: a CTA owns `rows` output rows of one tile of up to `mt`
 // pairs routed to the same expert (the tiles of each expert in pair order) and its warps split
 // K, each lane streaming 16-byte chunks of the expert's weight rows (the gemm family's gemv,
@@ -32,6 +33,8 @@ struct Config {
 
   Op op = Op::kRoute;  // the spec's op: which fields below apply (and print)
   int threads = 256;   // route, combine
+  int tokens = 1;      // route: tokens per CTA
+  static constexpr int kMaxRoutePairs = 4096;  // route: tokens × topk per CTA (two shared int arrays)
   Strategy strategy = Strategy::kGemv;  // gate_up, down
   int mt = 1, rows = 4, warps = 4;      // strategy=gemv
   int bm = 64, bn = 128, wm = 2, wn = 2;  // strategy=mma
@@ -42,6 +45,8 @@ struct Config {
 
   bool projection() const { return op == Op::kGateUp || op == Op::kDown; }
   bool mma() const { return projection() && strategy == Strategy::kMma; }
+  // route: CTAs for m tokens.
+  int64_t route_ctas(int64_t m) const { return (m + tokens - 1) / tokens; }
   int cta_threads() const { return !projection() ? threads : mma() ? wm * wn * 32 : warps * 32; }
   int slots() const { return op == Op::kGateUp ? 2 * rows : rows; }
   // Pairs per tile (the grid's tiles split each expert's pairs into runs of this many).

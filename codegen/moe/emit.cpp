@@ -14,12 +14,10 @@ Emitted emit(const Spec& spec, const Config& c, Arch arch) {
   switch (spec.op) {
     case Op::kRoute:
       e.kernel_expression = "onecat::moe_route_kernel<" + std::to_string(spec.experts) + ", " + topk + ", " +
-                            (spec.norm ? "true" : "false") + ", " + std::to_string(c.threads);
-      if (spec.sigmoid) {
-        e.kernel_expression += std::string(", true, ") + (spec.bias ? "true" : "false") + ", " +
-                               std::to_string(spec.groups) + ", " + std::to_string(spec.topk_groups);
-      }
-      e.kernel_expression += ">";
+                            (spec.norm ? "true" : "false") + ", " + std::to_string(c.threads) + ", " +
+                            std::to_string(c.tokens) + ", " + (spec.sigmoid ? "true" : "false") + ", " +
+                            (spec.bias ? "true" : "false") + ", " + std::to_string(spec.groups) + ", " +
+                            std::to_string(spec.topk_groups) + ">";
       header = "moe/route.cuh";
       break;
     case Op::kCombine:
@@ -60,7 +58,10 @@ LaunchGeometry geometry(const Spec& spec, const Config& c, int64_t tokens) {
   LaunchGeometry g;
   g.block[0] = static_cast<unsigned>(c.cta_threads());
   switch (spec.op) {
-    case Op::kRoute: break;  // one CTA
+    case Op::kRoute:
+      if (c.route_ctas(tokens) > 0x7fffffff) throw InputError("moe route: too many tokens for the grid");
+      g.grid[0] = static_cast<unsigned>(c.route_ctas(tokens));
+      break;
     case Op::kCombine:
       if (tokens > 0x7fffffff) throw InputError("moe combine: too many tokens for the grid");
       g.grid[0] = static_cast<unsigned>(tokens);

@@ -1,7 +1,7 @@
 // moe: Spec + Config → source, kernel name expression, launch geometry.
 // Kernel arguments, in order (codegen/moe/op.cpp packs them):
 //   route:   int* ids, float* weights, int* offsets, int* sorted, const half* logits, int tokens,
-//            const float* bias, float scale
+//            const float* bias, float scale, int* workspace
 //   gate_up, down: void* y, const half* x, qweight, scales, zeros, const int* perm,
 //            const float* global_scales, const int* offsets, const int* sorted, const int* slot,
 //            long long qweight_stride, scales_stride, zeros_stride (bytes per expert)

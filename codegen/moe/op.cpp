@@ -4,13 +4,18 @@
 
 namespace onecat::moe {
 
+int64_t workspace_bytes(const Spec& spec, const Config& config, int64_t tokens) {
+  if (spec.op != Op::kRoute || config.route_ctas(tokens) <= 1) return 0;
+  return 16 + 4 * (config.route_ctas(tokens) * spec.experts + tokens * spec.topk);
+}
+
 KernelCall make_call(const Spec& spec, const Config& config, const Args& a) {
   KernelCall call;
   call.geometry = geometry(spec, config, a.tokens);
   switch (spec.op) {
     case Op::kRoute:
       call.arg(a.ids).arg(a.weights).arg(a.offsets).arg(a.sorted).arg(a.logits).arg(int(a.tokens))
-          .arg(spec.bias ? a.bias : DevicePtr(0)).arg(a.scale);
+          .arg(spec.bias ? a.bias : DevicePtr(0)).arg(a.scale).arg(a.workspace);
       break;
     case Op::kGateUp:
     case Op::kDown: {

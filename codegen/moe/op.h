@@ -18,6 +18,7 @@ struct Args {
   // factor on the weights.
   DevicePtr bias = 0;
   float scale = 1.f;
+  DevicePtr workspace = 0;  // route: workspace_bytes(spec, config, tokens), zeroed once when allocated
   // gate_up: x [tokens][hidden] fp16 → h [pairs][inter] fp16. down: h → y [pairs][hidden] fp32.
   // Both read offsets and sorted (route's) and the experts' packed weights, expert e's at
   // slot[e] × the stride (bytes) in each buffer, slot [experts] int32 (0: expert e at e; an
@@ -30,7 +31,10 @@ struct Args {
   DevicePtr out = 0;
 };
 
-inline int64_t workspace_bytes(const Spec&, const Config&, int64_t) { return 0; }
+// route over more than one CTA: a counter, the CTAs' counts per expert and the pairs' ranks
+// (templates/moe/route.cuh); the kernel leaves the counter at 0, so zero the workspace once,
+// when it is allocated. The other ops and one-CTA routes take none.
+int64_t workspace_bytes(const Spec& spec, const Config& config, int64_t tokens);
 KernelCall make_call(const Spec& spec, const Config& config, const Args& args);
 
 }  // namespace onecat::moe

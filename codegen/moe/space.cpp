@@ -23,8 +23,18 @@ Config default_config(const Spec& spec, int64_t m) {
   Config c;
   c.op = spec.op;
   if (spec.op == Op::kRoute) {
-    // A warp per token while there are few; the grouping pass is one warp's either way.
-    c.threads = m <= 4 ? 128 : m <= 32 ? 256 : 1024;
+    // Up to 64 tokens, one CTA with a warp per token (no workspace round trip); beyond, CTAs
+    // of 8 warps over 16 to 64 tokens each, about 128 of them for 4096 tokens.
+    c.tokens = 1;
+    if (m <= 64) {
+      while (c.tokens < m) c.tokens *= 2;
+      c.threads = int(std::clamp<int64_t>(32 * c.tokens, 128, 1024));
+    } else {
+      while (c.tokens < std::min<int64_t>(m / 128, 64)) c.tokens *= 2;
+      c.tokens = std::max(c.tokens, 16);
+      c.threads = 256;
+    }
+    while (c.tokens > 1 && c.tokens * spec.topk > Config::kMaxRoutePairs) c.tokens /= 2;
     while (c.threads > 32 && c.invalid_reason(spec)) c.threads /= 2;
     return c;
   }
@@ -66,7 +76,14 @@ std::vector<Config> candidate_configs(const Spec& spec) {
   if (!c.projection()) {
     for (int t : {64, 128, 256, 512, 1024}) {
       c.threads = t;
-      if (!c.invalid_reason(spec)) out.push_back(c);
+      if (c.op != Op::kRoute) {
+        if (!c.invalid_reason(spec)) out.push_back(c);
+        continue;
+      }
+      for (int tokens : {1, 2, 4, 8, 16, 32, 64, 128}) {
+        c.tokens = tokens;
+        if (!c.invalid_reason(spec)) out.push_back(c);
+      }
     }
     return out;
   }
@@ -93,6 +110,10 @@ std::vector<Config> candidate_configs(const Spec& spec) {
 }
 
 bool fits_bucket(const Spec& spec, const Config& c, int64_t m) {
+  // route: no CTA sized for more than twice the bucket's tokens (its warps would idle), and
+  // CTAs of four tokens or more on average (the last CTA's pass over every CTA's counts grows
+  // with their number).
+  if (c.op == Op::kRoute) return c.tokens <= std::max<int64_t>(1, 2 * m) && c.route_ctas(m) <= std::max<int64_t>(1, m / 4);
   if (!c.projection()) return true;
   // Tiles up to twice the even share (skewed routing fills some experts more), never more
   // pairs than the bucket has; tensor-core tiles from half the share at which the default

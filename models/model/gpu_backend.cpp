@@ -120,6 +120,7 @@ struct GpuBackend::Impl {
   DeviceBuffer logit_inputs, logits;
   SplitWorkspace workspace;
   DeviceBuffer argmax_workspace, argmax_ids;  // the workspace zeroed once (sampling/op.h)
+  DeviceBuffer moe_route_workspace;           // likewise (moe/op.h)
   // MoE: router logits [tokens][experts] fp16, the routing (moe/op.h), the experts' gate_up
   // outputs [pairs][inter] fp16 and down outputs [pairs][hidden] fp32.
   DeviceBuffer moe_logits, moe_ids, moe_weights, moe_offsets, moe_sorted, moe_h, moe_y;
@@ -405,6 +406,12 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
   for (int64_t m : token_buckets) argmax_bytes = std::max(argmax_bytes, g.argmax->workspace_bytes(m));
   g.argmax_workspace = DeviceBuffer(size_t(argmax_bytes));
   g.argmax_workspace.fill_bytes(0);
+  if (c.is_moe()) {
+    int64_t route_bytes = 16;
+    for (int64_t m : token_buckets) route_bytes = std::max(route_bytes, g.moe_route->workspace_bytes(m));
+    g.moe_route_workspace = DeviceBuffer(size_t(route_bytes));
+    g.moe_route_workspace.fill_bytes(0);  // the route kernel leaves its counter at 0 (codegen/moe/op.h)
+  }
   g.argmax_ids = DeviceBuffer(size_t(limits.max_tokens) * 4);
 
   // Activations and the step's batch.
@@ -643,7 +650,7 @@ void GpuBackend::moe(int layer, Act out, Act in) {
   moe::Args a;
   a.tokens = g.tokens;
   a.logits = g.moe_logits.ptr(), a.ids = g.moe_ids.ptr(), a.weights = g.moe_weights.ptr();
-  a.offsets = g.moe_offsets.ptr(), a.sorted = g.moe_sorted.ptr();
+  a.offsets = g.moe_offsets.ptr(), a.sorted = g.moe_sorted.ptr(), a.workspace = g.moe_route_workspace.ptr();
   a.x = g.act(in), a.h = g.moe_h.ptr(), a.y = g.moe_y.ptr(), a.out = g.act(out);
   {
     Impl::Timed timed(g, "moe route");

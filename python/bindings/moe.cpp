@@ -3,6 +3,7 @@
 // gate_up, down, combine) over the experts' packed weights stacked once (MoeExperts).
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <array>
 #include <climits>
 #include <map>
@@ -21,6 +22,8 @@
 #include "python/bindings/prepared.h"
 #include "python/bindings/runtime.h"
 #include "runtime/cpu/moe.h"
+#include "runtime/cuda/driver.h"
+#include "runtime/engine/dispatch.h"
 
 namespace onecat::python {
 namespace {
@@ -30,6 +33,14 @@ constexpr const char* kMoe = "onecat.moe";
 constexpr const char* kExperts = "onecat.MoeExperts";
 
 using Shape = PreparedShape<moe::Spec, moe::Config, moe::Args>;
+
+// The route kernel over several CTAs meets in a workspace (codegen/moe/op.h), kept with the
+// shape: sized for the largest bucket so far and zeroed once when allocated (the kernel leaves
+// its counter at 0).
+struct RouteShape : Shape {
+  DeviceBuffer workspace;
+  int workspace_device = -1;
+};
 
 std::string checked(const std::string& text, const char* op) {
   try {
@@ -62,14 +73,34 @@ std::string route_spec_of(int64_t experts, int64_t topk, bool norm, const Router
   return checked(text, kRoute);
 }
 
-Shape& route_shape(int64_t experts, int64_t topk, bool norm, const Router& r) {
+RouteShape& route_shape(int64_t experts, int64_t topk, bool norm, const Router& r) {
   const std::string spec = route_spec_of(experts, topk, norm, r);
-  static auto* table = new std::map<std::string, Shape>();  // never destroyed, like the Session
+  static auto* table = new std::map<std::string, RouteShape>();  // never destroyed, like the Session
   return prepared_shape(*table, spec, [&] { return spec; });
 }
 
 void launch_on(Shape& shape, const moe::Args& a, int64_t m, CUstream stream) {
   const Shape::Chosen k = shape.choose(m, "");
+  launch(*k.kernel, moe::make_call(k.spec, k.config, a), stream);
+}
+
+// A route launch with room in the shape's workspace for m's whole bucket (so a CUDA graph
+// captured after a first call never grows it). Growing waits for the GPU before (no launch in
+// flight still uses the old buffer) and after (the new one is zero before any launch).
+void launch_route(RouteShape& shape, moe::Args a, int64_t m, CUstream stream) {
+  const Shape::Chosen k = shape.choose(m, "");
+  const int64_t cap = std::max<int64_t>(m, int64_t(1) << Dispatcher::bucket_index(m));
+  const int64_t bytes = std::max(moe::workspace_bytes(k.spec, k.config, cap), moe::workspace_bytes(k.spec, k.config, m));
+  const int device = Runtime::get().ordinal();
+  if (bytes > 0 && (shape.workspace_device != device || int64_t(shape.workspace.bytes()) < bytes)) {
+    Driver& d = *Driver::find();
+    d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", "growing the moe route workspace");
+    shape.workspace = DeviceBuffer(size_t(bytes));
+    shape.workspace.fill_bytes(0);
+    shape.workspace_device = device;
+    d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", "zeroing the moe route workspace");
+  }
+  a.workspace = bytes > 0 ? shape.workspace.ptr() : 0;
   launch(*k.kernel, moe::make_call(k.spec, k.config, a), stream);
 }
 
@@ -81,7 +112,7 @@ void moe_route_op(py::handle ids, py::handle weights, py::handle offsets, py::ha
   ArrayView lv = cuda_array(logits, DType::kFloat16, 2, {kRoute, "logits"}, -1);
   const int64_t tokens = lv.shape[0], experts = lv.shape[1];
   const Router router{score, !bias.is_none(), groups, topk_groups, scale};
-  Shape& shape = route_shape(experts, topk, norm, router);
+  RouteShape& shape = route_shape(experts, topk, norm, router);
   ArrayView iv = cuda_array(ids, DType::kInt32, 2, {kRoute, "ids"}, lv.device);
   ArrayView wv = cuda_array(weights, DType::kFloat32, 2, {kRoute, "weights"}, lv.device);
   ArrayView ov = cuda_array(offsets, DType::kInt32, 1, {kRoute, "offsets"}, lv.device);
@@ -104,7 +135,7 @@ void moe_route_op(py::handle ids, py::handle weights, py::handle offsets, py::ha
   moe::Args a;
   a.tokens = tokens, a.logits = lv.data, a.ids = iv.data, a.weights = wv.data, a.offsets = ov.data, a.sorted = sv.data;
   a.bias = router.bias ? bv.data : 0, a.scale = float(scale);
-  launch_on(shape, a, tokens, as_stream(stream));
+  launch_route(shape, a, tokens, as_stream(stream));
 }
 
 // The CPU reference on host logits (and bias): (ids, weights, offsets, sorted) as bytes (int32,
@@ -177,7 +208,8 @@ struct PyMoeExperts {
   ExpertStack gate_up, down;
   int device = -1;
   struct Ops {
-    Shape route, gate_up, down, combine;
+    RouteShape route;
+    Shape gate_up, down, combine;
   };
   std::map<std::pair<int64_t, bool>, Ops> ops;
   DeviceBuffer ids, weights, offsets, sorted, h, y;
@@ -263,7 +295,7 @@ void moe_op(py::handle out, py::handle x, py::handle logits, PyMoeExperts& e, in
   moe::Args a;
   a.tokens = tokens, a.logits = lv.data, a.ids = e.ids.ptr(), a.weights = e.weights.ptr(), a.offsets = e.offsets.ptr();
   a.sorted = e.sorted.ptr(), a.x = xv.data, a.h = e.h.ptr(), a.y = e.y.ptr(), a.out = ov.data;
-  launch_on(ops.route, a, tokens, s);
+  launch_route(ops.route, a, tokens, s);
   for (auto [stack, shape] : {std::pair{&e.gate_up, &ops.gate_up}, std::pair{&e.down, &ops.down}}) {
     a.qweight = stack->d_qweight.ptr(), a.scales = stack->d_scales.ptr(), a.zeros = stack->d_zeros.ptr();
     a.perm = stack->d_perm.ptr(), a.global_scales = stack->d_global.ptr(), a.slot = 0;

@@ -1,12 +1,11 @@
-// moe op=route: one CTA routes every token of the step and groups the (token, slot) pairs by
-// expert, so the expert kernels that follow read their tiles without the host.
+// moe op=route: routes every token of the step and groups the (token, slot) pairs by expert, so
+// the expert kernels that follow read their tiles without the host.
 // Selection compares the fp16 logits (softmax keeps their order), as a 32-bit key: the logit's
 // bits made order-preserving above, 0xffff - expert below, so the warp maximum is the highest
 // logit with ties to the lower id, and the k picks come out in descending order. The weights
 // are exp(l - max) over the sum of all experts' (softmax) or of the chosen ones' (norm=1,
-// norm_topk_prob) in fp32. Grouping is deterministic: counts in shared memory, offsets by a
-// scan, then one warp places the pairs in pair order (__match_any_sync ranks equal experts
-// within 32 pairs), so each expert's pairs stay in ascending order.
+// norm_topk_prob) in fp32. Grouping is deterministic (moe_route_kernel below): each expert's
+// pairs stay in ascending order.
 // SIGMOID (DeepSeek-V3's router, codegen/moe/spec.h): scores sigmoid(logit) computed in double
 // and rounded once (the CPU reference's bits), choice values score + bias; GROUPS > 1 rates each
 // group of EXPERTS/GROUPS consecutive experts by its two best choice values (a warp merge of
@@ -138,23 +137,79 @@ __device__ __forceinline__ float warp_sum_f32(float v) {
   return v;
 }
 
+// Exclusive scan of v[0..N) in shared memory into out[0..N) by a CTA of THREADS threads (every
+// thread calls it; v and out may be the same array); returns the total.
+template <int N, int THREADS>
+__device__ __forceinline__ int block_exclusive_scan(const int* v, int* out) {
+  constexpr int kPer = (N + THREADS - 1) / THREADS;
+  constexpr int kWarps = THREADS / 32;
+  __shared__ int warp_total[kWarps];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  int mine[kPer];
+  int local = 0;
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) {
+    const int j = threadIdx.x * kPer + i;
+    mine[i] = j < N ? v[j] : 0;
+    local += mine[i];
+  }
+  int incl = local;
+#pragma unroll
+  for (int o = 1; o < 32; o *= 2) {
+    const int n = __shfl_up_sync(0xffffffffu, incl, o);
+    if (lane >= o) incl += n;
+  }
+  if (lane == 31) warp_total[warp] = incl;
+  __syncthreads();
+  int before = 0, total = 0;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    if (w < warp) before += warp_total[w];
+    total += warp_total[w];
+  }
+  int run = before + incl - local;
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) {
+    const int j = threadIdx.x * kPer + i;
+    if (j < N) out[j] = run;
+    run += mine[i];
+  }
+  __syncthreads();
+  return total;
+}
+
 // ids, weights: [tokens][TOPK] (pair p = token·TOPK + slot); offsets: [EXPERTS + 1] (expert e's
 // pairs are sorted[offsets[e] .. offsets[e+1])); sorted: [tokens·TOPK] pair indices.
 // bias: [EXPERTS] fp32 (SIGMOID with BIAS; else unread).
-template <int EXPERTS, int TOPK, bool NORM, int THREADS, bool SIGMOID = false, bool BIAS = false, int GROUPS = 1,
-          int TOPK_GROUPS = 1>
+// A CTA routes TOKENS tokens (a warp per token) and ranks its pairs among its own pairs of the
+// same expert (one warp, in pair order: __match_any_sync ranks equal experts within 32 pairs).
+// One CTA: it places them itself. Several: each leaves its per-expert counts and its pairs'
+// ranks in the workspace ([0]: a counter, then counts [CTAs][EXPERTS], then ranks [pairs]) and
+// the last to finish (the counter) turns the counts into each CTA's base per expert and the
+// offsets, places every pair at offset + base + rank, and sets the counter back to 0: the
+// workspace is zeroed once, when allocated. Pair order within an expert follows from CTA order
+// and rank, so the result does not depend on which CTA finished when.
+template <int EXPERTS, int TOPK, bool NORM, int THREADS, int TOKENS, bool SIGMOID, bool BIAS, int GROUPS,
+          int TOPK_GROUPS>
 __global__ void __launch_bounds__(THREADS, 1)
     moe_route_kernel(int* __restrict__ ids, float* __restrict__ weights, int* __restrict__ offsets,
                      int* __restrict__ sorted, const half_t* __restrict__ logits, int tokens,
-                     const float* __restrict__ bias, float scale) {
+                     const float* __restrict__ bias, float scale, int* __restrict__ workspace) {
   constexpr int kPerLane = (EXPERTS + 31) / 32;
   constexpr int kWarps = THREADS / 32;
-  __shared__ int count[EXPERTS];
-  __shared__ int cursor[EXPERTS];
+  constexpr int kPairs = TOKENS * TOPK;
+  __shared__ int s_ids[kPairs];
+  __shared__ int s_rank[kPairs];
+  __shared__ int count[EXPERTS];  // this CTA's pairs per expert; the last CTA's: all CTAs'
+  __shared__ int first[EXPERTS];  // offsets
+  __shared__ bool last;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int t0 = blockIdx.x * TOKENS;
+  const int n_tokens = min(TOKENS, tokens - t0);
   for (int e = threadIdx.x; e < EXPERTS; e += THREADS) count[e] = 0;
 
-  for (int t = warp; t < tokens; t += kWarps) {
+  for (int tl = warp; tl < n_tokens; tl += kWarps) {
+    const int t = t0 + tl;
     const half_t* row = logits + static_cast<long long>(t) * EXPERTS;
     float chosen_w[TOPK];
     int chosen[TOPK];
@@ -215,40 +270,75 @@ __global__ void __launch_bounds__(THREADS, 1)
       }
       ids[t * TOPK + lane] = e;
       weights[t * TOPK + lane] = w / (NORM ? chosen_sum : total) * scale;
+      s_ids[tl * TOPK + lane] = e;
     }
   }
-  __syncthreads();  // ids written by every warp (global writes of one CTA are visible after the barrier)
+  __syncthreads();
 
-  const int pairs = tokens * TOPK;
-  for (int p = threadIdx.x; p < pairs; p += THREADS) atomicAdd(&count[ids[p]], 1);
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    int sum = 0;
-    for (int e = 0; e < EXPERTS; ++e) {
-      offsets[e] = sum;
-      cursor[e] = sum;
-      sum += count[e];
-    }
-    offsets[EXPERTS] = sum;
-  }
-  __syncthreads();
+  // This CTA's ranks, in pair order.
+  const int n_pairs = n_tokens * TOPK;
   if (warp == 0) {
-    for (int base = 0; base < pairs; base += 32) {
+    for (int base = 0; base < n_pairs; base += 32) {
       const int p = base + lane;
-      const bool in = p < pairs;
-      const int e = in ? ids[p] : -1 - lane;  // out-of-range lanes match nobody
+      const bool in = p < n_pairs;
+      const int e = in ? s_ids[p] : -1 - lane;  // out-of-range lanes match nobody
       const unsigned same = __match_any_sync(0xffffffffu, e);
       const unsigned below = same & ((1u << lane) - 1u);
-      int pos = 0;
-      if (in) pos = cursor[e] + __popc(below);
+      int r = 0;
+      if (in) r = count[e] + __popc(below);
       __syncwarp();
       if (in) {
-        sorted[pos] = p;
-        if (below == 0u) cursor[e] += __popc(same);  // the lowest lane of the group advances it
+        s_rank[p] = r;
+        if (below == 0u) count[e] += __popc(same);  // the lowest lane of the group advances it
       }
       __syncwarp();
     }
   }
+  __syncthreads();
+
+  if (gridDim.x == 1) {
+    const int total = block_exclusive_scan<EXPERTS, THREADS>(count, first);
+    for (int e = threadIdx.x; e < EXPERTS; e += THREADS) offsets[e] = first[e];
+    if (threadIdx.x == 0) offsets[EXPERTS] = total;
+    for (int p = threadIdx.x; p < n_pairs; p += THREADS) sorted[first[s_ids[p]] + s_rank[p]] = p;
+    return;
+  }
+
+  unsigned* counter = reinterpret_cast<unsigned*>(workspace);
+  int* counts = workspace + 4;  // [CTAs][EXPERTS]: the counts, then the bases
+  int* ranks = counts + static_cast<long long>(gridDim.x) * EXPERTS;
+  for (int e = threadIdx.x; e < EXPERTS; e += THREADS) counts[blockIdx.x * EXPERTS + e] = count[e];
+  for (int p = threadIdx.x; p < n_pairs; p += THREADS) ranks[t0 * TOPK + p] = s_rank[p];
+  __threadfence();  // counts, ranks and ids visible before the counter says so
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(counter, 1u) == gridDim.x - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+
+  // The last CTA: each expert's count per CTA becomes that CTA's base (a running sum in CTA
+  // order), the totals the offsets.
+  for (int e = threadIdx.x; e < EXPERTS; e += THREADS) {
+    int run = 0;
+    for (int b = 0; b < int(gridDim.x); ++b) {
+      int* c = counts + b * EXPERTS + e;
+      const int n = __ldcg(c);
+      *c = run;
+      run += n;
+    }
+    count[e] = run;
+  }
+  __syncthreads();
+  const int total = block_exclusive_scan<EXPERTS, THREADS>(count, first);
+  for (int e = threadIdx.x; e < EXPERTS; e += THREADS) offsets[e] = first[e];
+  if (threadIdx.x == 0) offsets[EXPERTS] = total;
+  const int pairs = tokens * TOPK;
+  for (int p = threadIdx.x; p < pairs; p += THREADS) {
+    const int e = __ldcg(ids + p);
+    const int b = p / kPairs;
+    sorted[first[e] + counts[b * EXPERTS + e] + __ldcg(ranks + p)] = p;
+  }
+  if (threadIdx.x == 0) *counter = 0u;  // ready for the next launch
 }
 
 }  // namespace onecat
