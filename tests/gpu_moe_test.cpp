@@ -76,7 +76,8 @@ TEST_F(MoeGpu, ProjectionsInEveryFormat) {
 
 TEST_F(MoeGpu, CombineMatchesTheReference) {
   for (const char* spec : {"moe:op=combine,topk=8,hidden=2048", "moe:op=combine,topk=1,hidden=7",
-                           "moe:op=combine,topk=3,hidden=320"}) {
+                           "moe:op=combine,topk=3,hidden=320", "moe:op=combine,topk=4,hidden=2048,shared=gated",
+                           "moe:op=combine,topk=3,hidden=200,shared=plain"}) {
     for (int64_t tokens : {1, 5, 300}) expect_default_passes(spec, tokens);
   }
 }

@@ -86,6 +86,14 @@ TEST(MoeSpec, CanonicalFormAndRefusals) {
   EXPECT_EQ(f.canonical_spec("moe:op=gate_up,experts=128,topk=8,hidden=2048,inter=768,fmt=awq4"),
             "moe:op=gate_up,experts=128,topk=8,hidden=2048,inter=768,fmt=awq4,group=128,act_order=0");
   EXPECT_EQ(f.canonical_spec("moe:op=combine,topk=8,hidden=2048"), "moe:op=combine,topk=8,hidden=2048");
+  EXPECT_EQ(f.canonical_spec("moe:op=combine,topk=8,hidden=2048,shared=none"), "moe:op=combine,topk=8,hidden=2048");
+  EXPECT_EQ(f.canonical_spec("moe:op=combine,shared=gated,topk=4,hidden=2048"), "moe:op=combine,topk=4,hidden=2048,shared=gated");
+  expect_throw<InputError>([&] { f.canonical_spec("moe:op=route,experts=8,topk=2,norm=0,shared=gated"); }, {"shared"});
+  EXPECT_EQ(f.canonical_spec("moe:op=route,experts=256,topk=8,norm=1,score=sigmoid,bias=1,groups=8,topk_groups=4"),
+            "moe:op=route,experts=256,topk=8,norm=1,score=sigmoid,bias=1,groups=8,topk_groups=4");
+  expect_throw<InputError>([&] { f.canonical_spec("moe:op=route,experts=64,topk=2,norm=0,groups=8"); }, {"score=sigmoid"});
+  expect_throw<InputError>([&] { f.canonical_spec("moe:op=route,experts=64,topk=2,norm=0,score=sigmoid,groups=6"); },
+                           {"does not divide"});
   const moe::Spec down = moe::Spec::parse("moe:op=down,experts=60,topk=4,hidden=2048,inter=1408,fmt=fp8b128");
   EXPECT_EQ(down.projection().to_string(), "gemm:n=2048,k=1408,fmt=fp8b128,group=128,out=f32,epi=none,act_order=0");
   const moe::Spec up = moe::Spec::parse("moe:op=gate_up,experts=60,topk=4,hidden=2048,inter=1408,fmt=nvfp4");
@@ -206,7 +214,8 @@ TEST(MoeGeometry, TheGridCoversEveryRouting) {
 
 TEST(MoeStaticQuality, DefaultsCompileWithoutSpillsForSm70AndSm90) {
   std::vector<std::string> specs = {"moe:op=route,experts=128,topk=8,norm=1", "moe:op=route,experts=512,topk=16,norm=0",
-                                    "moe:op=combine,topk=8,hidden=2048"};
+                                    "moe:op=combine,topk=8,hidden=2048", "moe:op=combine,topk=4,hidden=2048,shared=gated",
+                                    "moe:op=route,experts=256,topk=8,norm=1,score=sigmoid,bias=1,groups=8,topk_groups=4"};
   for (const char* fmt : {"f16", "awq4", "gptq4", "fp8b32", "fp8b128", "nvfp4", "mxfp4"}) {
     for (const char* op : {"gate_up", "down"}) {
       specs.push_back(std::string("moe:op=") + op + ",experts=128,topk=8,hidden=2048,inter=768,fmt=" + fmt);

@@ -11,7 +11,8 @@
 //   per pair, with the gemm family's bounds. An odd token count also exercises the slot table:
 //   the weights stacked in reverse expert order and every seventh expert left to another launch
 //   (its pairs must stay unwritten).
-//   combine: random fp32 rows and weights, the slot-ordered sum rounded once.
+//   combine: random fp32 rows and weights, the slot-ordered sum rounded once; with a shared expert,
+//   its random fp16 output (times the sigmoid of a random gate logit with shared=gated).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -87,6 +88,8 @@ struct MoeBatch {
   std::vector<uint16_t> in;     // gate_up: x [tokens][hidden]; down: h [pairs][inter]
   // combine
   std::vector<float> rows, route_weights;
+  std::vector<uint16_t> shared, shared_gate;  // shared expert: its output, its gate's logits
+  DeviceBuffer d_shared, d_shared_gate;
 
   DeviceBuffer d_route_workspace;  // route: the largest any config takes (tokens=1), zeroed once
   DeviceBuffer d_logits, d_bias, d_ids, d_weights, d_offsets, d_sorted, d_slot, d_in, d_out;
@@ -150,6 +153,12 @@ struct MoeBatch {
         for (float& v : route_weights) v = g.uniform(0.f, 1.f);
         d_in = upload_bytes(rows.data(), rows.size() * 4);
         d_weights = upload_bytes(route_weights.data(), route_weights.size() * 4);
+        if (s.shared != moe::Spec::Shared::kNone) {
+          shared = random_half(rng, size_t(tokens * s.hidden), -2.f, 2.f);
+          shared_gate = random_half(rng, size_t(tokens), -4.f, 4.f);
+          d_shared = upload_bytes(shared.data(), shared.size() * 2);
+          d_shared_gate = upload_bytes(shared_gate.data(), shared_gate.size() * 2);
+        }
         out_bytes = size_t(tokens + 1) * size_t(s.hidden) * 2;
         d_out = DeviceBuffer(out_bytes);
         break;
@@ -211,7 +220,10 @@ struct MoeBatch {
         a.offsets = d_offsets.ptr(), a.sorted = d_sorted.ptr();
         a.bias = bias.empty() ? 0 : d_bias.ptr(), a.scale = scale, a.workspace = d_route_workspace.ptr();
         break;
-      case moe::Op::kCombine: a.out = d_out.ptr(), a.y = d_in.ptr(), a.weights = d_weights.ptr(); break;
+      case moe::Op::kCombine:
+        a.out = d_out.ptr(), a.y = d_in.ptr(), a.weights = d_weights.ptr();
+        a.shared = shared.empty() ? 0 : d_shared.ptr(), a.shared_gate = shared.empty() ? 0 : d_shared_gate.ptr();
+        break;
       case moe::Op::kGateUp:
       case moe::Op::kDown: {
         if (spec.op == moe::Op::kGateUp) {
@@ -371,12 +383,15 @@ CheckResult check_combine(MoeBatch& b, CheckResult r) {
   b.d_out.download(got.data(), b.out_bytes);
   std::vector<uint16_t> want(size_t(b.tokens * s.hidden));
   for (int64_t t = 0; t < b.tokens; ++t) {
+    double gate = 1;
+    if (s.shared == moe::Spec::Shared::kGated) gate = 1 / (1 + std::exp(-double(cpu::half_to_float(b.shared_gate[size_t(t)]))));
     for (int64_t n = 0; n < s.hidden; ++n) {
       float sum = 0;
       for (int k = 0; k < s.topk; ++k) {
         const int64_t p = t * s.topk + k;
         sum += b.route_weights[size_t(p)] * b.rows[size_t(p * s.hidden + n)];
       }
+      if (!b.shared.empty()) sum += float(gate * cpu::half_to_float(b.shared[size_t(t * s.hidden + n)]));
       want[size_t(t * s.hidden + n)] = cpu::float_to_half(sum);
     }
   }

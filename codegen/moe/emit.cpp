@@ -22,7 +22,7 @@ Emitted emit(const Spec& spec, const Config& c, Arch arch) {
       break;
     case Op::kCombine:
       e.kernel_expression = "onecat::moe_combine_kernel<" + std::to_string(spec.hidden) + ", " + topk + ", " +
-                            std::to_string(c.threads) + ">";
+                            std::to_string(c.threads) + ", " + std::to_string(int(spec.shared)) + ">";
       header = "moe/combine.cuh";
       break;
     case Op::kGateUp:

@@ -5,7 +5,8 @@
 //   gate_up, down: void* y, const half* x, qweight, scales, zeros, const int* perm,
 //            const float* global_scales, const int* offsets, const int* sorted, const int* slot,
 //            long long qweight_stride, scales_stride, zeros_stride (bytes per expert)
-//   combine: half* out, const float* y, const float* weights, int tokens
+//   combine: half* out, const float* y, const float* weights, int tokens, const half* shared,
+//            const half* shared_gate
 #pragma once
 #include <cstdint>
 

@@ -27,7 +27,9 @@ KernelCall make_call(const Spec& spec, const Config& config, const Args& a) {
       break;
     }
     case Op::kCombine:
-      call.arg(a.out).arg(a.y).arg(a.weights).arg(int(a.tokens));
+      call.arg(a.out).arg(a.y).arg(a.weights).arg(int(a.tokens))
+          .arg(spec.shared != Spec::Shared::kNone ? a.shared : DevicePtr(0))
+          .arg(spec.shared == Spec::Shared::kGated ? a.shared_gate : DevicePtr(0));
       break;
   }
   return call;

@@ -27,8 +27,9 @@ struct Args {
   DevicePtr x = 0, h = 0, y = 0;
   DevicePtr qweight = 0, scales = 0, zeros = 0, perm = 0, global_scales = 0, slot = 0;
   int64_t qweight_stride = 0, scales_stride = 0, zeros_stride = 0;
-  // combine: y and weights → out [tokens][hidden] fp16.
-  DevicePtr out = 0;
+  // combine: y and weights → out [tokens][hidden] fp16; shared [tokens][hidden] fp16 (shared
+  // expert) and shared_gate [tokens] fp16 logits (shared=gated).
+  DevicePtr out = 0, shared = 0, shared_gate = 0;
 };
 
 // route over more than one CTA: a counter, the CTAs' counts per expert and the pairs' ranks

@@ -47,6 +47,10 @@ Spec Spec::parse(std::string_view text) {
     s.topk_groups = r.has("topk_groups") ? static_cast<int>(r.integer("topk_groups", 1, kMaxGroups)) : s.groups;
   }
   if (s.op != Op::kRoute) s.hidden = r.integer("hidden", 1, kMaxDim);
+  if (s.op == Op::kCombine && r.has("shared")) {
+    const std::string sh = r.choice("shared", {"none", "plain", "gated"});
+    s.shared = sh == "plain" ? Spec::Shared::kPlain : sh == "gated" ? Spec::Shared::kGated : Spec::Shared::kNone;
+  }
   if (s.op == Op::kGateUp || s.op == Op::kDown) {
     s.inter = r.integer("inter", 1, kMaxDim);
     // The projection's weight fields are the gemm family's, checked by its parser below.
@@ -107,6 +111,7 @@ std::string Spec::to_string() const {
     f.push_back({"topk_groups", std::to_string(topk_groups)});
   }
   if (op != Op::kRoute) f.push_back({"hidden", std::to_string(hidden)});
+  if (op == Op::kCombine && shared != Shared::kNone) f.push_back({"shared", shared == Shared::kPlain ? "plain" : "gated"});
   if (op == Op::kGateUp || op == Op::kDown) {
     f.push_back({"inter", std::to_string(inter)});
     f.push_back({"fmt", std::string(quant::format_name(format))});

@@ -4,6 +4,7 @@
 //   moe:op=gate_up,experts=128,topk=8,hidden=2048,inter=768,fmt=awq4,group=128,act_order=0
 //   moe:op=down,experts=128,topk=8,hidden=2048,inter=768,fmt=awq4,group=128,act_order=0
 //   moe:op=combine,topk=8,hidden=2048
+//   moe:op=combine,topk=4,hidden=2048,shared=gated
 // route: fp16 router logits [T][experts] → each token's top-k experts (ties: the lower id) and
 // their softmax weights (renormalised over the chosen ones with norm=1), then the pairs
 // (token·topk + slot) grouped by expert in pair order: per-expert offsets and the sorted pairs.
@@ -16,7 +17,9 @@
 // the routed scaling factor, a run-time argument (1 for Qwen3).
 // gate_up: h[pair] = silu(x[token]·Wgᵀ) · (x[token]·Wuᵀ) with the pair's expert's stacked
 // [gate; up] weight, token rows read by index. down: y[pair] = h[pair]·Wdᵀ in fp32.
-// combine: out[token] = Σ_slot weight · y[pair] in slot order, rounded once to fp16.
+// combine: out[token] = Σ_slot weight · y[pair] in slot order, rounded once to fp16; with a
+// shared expert (its output an input of the op), + shared[token] (shared=plain, DeepSeek) or
+// + sigmoid(shared gate logit) · shared[token] (shared=gated, Qwen2-MoE).
 // The canonical form prints the fields its op uses, in this order; group defaults to the
 // format's usual one, act_order (gptq4 only) to 0.
 #pragma once
@@ -43,6 +46,8 @@ struct Spec {
   bool sigmoid = false;  // route: score=sigmoid (else softmax)
   bool bias = false;     // route, sigmoid: add the correction bias for the choice
   int groups = 1, topk_groups = 1;  // route, sigmoid: grouped top-k (1, 1: no grouping)
+  enum class Shared { kNone, kPlain, kGated };
+  Shared shared = Shared::kNone;    // combine
   int64_t hidden = 0, inter = 0;  // gate_up, down: model width, one expert's intermediate width; combine: hidden
   quant::WeightFormat format = quant::WeightFormat::kF16;  // gate_up, down
   int group = 0;
