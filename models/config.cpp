@@ -17,7 +17,7 @@ namespace {
 using nlohmann::json;
 
 const std::vector<std::string> kArchitectures = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
-                                                 "Qwen3ForCausalLM", "Qwen3MoeForCausalLM"};
+                                                 "Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "Qwen2MoeForCausalLM"};
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -333,7 +333,9 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   const std::string& a = m.architecture;
   m.qk_norm = a == "Qwen3ForCausalLM" || a == "Qwen3MoeForCausalLM";
   // Qwen2 always has q/k/v biases (its config has no attention_bias field); the others say so.
-  m.attention_bias = a == "Qwen2ForCausalLM" ? true : f.boolean_or("attention_bias", false);
+  m.attention_bias = a == "Qwen2ForCausalLM"       ? true
+                     : a == "Qwen2MoeForCausalLM" ? f.boolean_or("qkv_bias", true)
+                                                  : f.boolean_or("attention_bias", false);
   // Qwen2/Qwen3 with use_sliding_window: layers from max_window_layers on (Hugging Face's
   // default 28) see only the last sliding_window keys. The plan takes one window for every layer.
   if (a == "MistralForCausalLM") {
@@ -352,11 +354,13 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   m.max_position_embeddings = f.integer_or("max_position_embeddings", 0);
   m.rope = parse_rope(f, origin, m.max_position_embeddings);
   if (a == "LlamaForCausalLM" && f.boolean_or("mlp_bias", false)) f.fail("mlp_bias", "is true, which onecat does not support");
-  if (a == "Qwen3MoeForCausalLM") {
+  if (a == "Qwen3MoeForCausalLM" || a == "Qwen2MoeForCausalLM") {
     m.experts = f.integer("num_experts");
     m.experts_per_token = f.integer("num_experts_per_tok");
     m.moe_intermediate = f.integer("moe_intermediate_size");
     m.norm_topk_prob = f.boolean_or("norm_topk_prob", false);
+    // Qwen2-MoE: every MoE layer also runs a shared expert, gated by sigmoid(x · shared_expert_gate).
+    if (a == "Qwen2MoeForCausalLM") m.shared_intermediate = f.integer("shared_expert_intermediate_size");
     if (m.experts_per_token > m.experts) f.fail("num_experts_per_tok", "is larger than num_experts");
     if (f.integer_or("decoder_sparse_step", 1) != 1) f.fail("decoder_sparse_step", "must be 1 (every layer a MoE layer)");
     if (f.has("mlp_only_layers")) {

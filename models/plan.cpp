@@ -124,8 +124,18 @@ class Planner {
       add_moe("layers.moe_down", "moe:op=down" + shape,
               "each touched expert's down projection, fp32 rows per (token, slot)" +
                   (tp_ > 1 ? std::string(", row-parallel partial sums") : std::string()));
-      add_moe("layers.moe_combine", "moe:op=combine" + topk + ",hidden=" + s(m_.hidden),
-              "routing-weighted sum of each token's experts in slot order");
+      if (m_.has_shared_expert()) {
+        const int64_t shared = m_.shared_intermediate;
+        add_gemm("layers.moe_shared_gate_up", 2 * shared, m_.hidden, false, "silu_mul", L,
+                 "the shared expert's gate and up stacked, every token, replicated");
+        add_gemm("layers.moe_shared_down", m_.hidden, shared, false, "none", L, "the shared expert's down, replicated");
+        add_gemm_fmt("layers.moe_shared_gate", 1, m_.hidden, false, "none", L, {"f16", 0, false},
+                     "the shared expert's gate logit, not quantised");
+      }
+      add_moe("layers.moe_combine",
+              "moe:op=combine" + topk + ",hidden=" + s(m_.hidden) + (m_.has_shared_expert() ? ",shared=gated" : ""),
+              std::string("routing-weighted sum of each token's experts in slot order") +
+                  (m_.has_shared_expert() ? ", plus sigmoid(gate) × the shared expert" : ""));
     } else {
       const int64_t inter = m_.intermediate / tp_;
       add_gemm("layers.gate_up_proj", 2 * inter, m_.hidden, false, "silu_mul", L,

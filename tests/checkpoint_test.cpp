@@ -291,6 +291,37 @@ INSTANTIATE_TEST_SUITE_P(EveryFormat, LoadTinyMoe,
                            return s;
                          });
 
+// Qwen2-MoE: q/k/v biases, and the shared expert (gate_proj|up_proj fused, down_proj) with its
+// 16-bit gate, each exact.
+TEST_P(LoadTinyMoe, Qwen2MoeSharedExpertExact) {
+  const std::string& fmt = GetParam();
+  const std::string dir = Checkpoints::root() + "/qwen2moe-" + fmt;
+  const LoadedModel m = models::load_checkpoint(dir, {.progress = false});
+  const Reference ref(dir);
+  const auto& cfg = m.config;
+  EXPECT_EQ(cfg.architecture, "Qwen2MoeForCausalLM");
+  EXPECT_EQ(cfg.experts_per_token, 2);
+  EXPECT_FALSE(cfg.norm_topk_prob);
+  EXPECT_TRUE(cfg.attention_bias);
+  EXPECT_EQ(cfg.shared_intermediate, 256);
+  for (size_t i = 0; i < m.layers.size(); ++i) {
+    const auto& l = m.layers[i];
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    SCOPED_TRACE(p);
+    EXPECT_EQ(l.experts.size(), size_t(cfg.experts));
+    EXPECT_FALSE(l.qkv_bias.empty());
+    EXPECT_EQ(l.gate_up.format, expected_format(fmt));
+    EXPECT_EQ(l.gate_up.n, 2 * cfg.shared_intermediate);
+    EXPECT_EQ(l.down.k, cfg.shared_intermediate);
+    const std::string q = p + "mlp.shared_expert.";
+    expect_same(weight_of(l.gate_up), ref.stacked({q + "gate_proj.weight", q + "up_proj.weight"}), "shared gate|up");
+    expect_same(weight_of(l.down), ref.get(q + "down_proj.weight"), "shared down_proj");
+    EXPECT_EQ(l.shared_gate.format, WeightFormat::kF16);
+    EXPECT_EQ(l.shared_gate.n, 1);
+    expect_same(weight_of(l.shared_gate), ref.get(p + "mlp.shared_expert_gate.weight"), "shared_expert_gate");
+  }
+}
+
 TEST(LoadTinyMoe, AMissingExpertIsNamed) {
   const std::string dir = Checkpoints::root() + "/qwen3moe-f16";
   test::TempDir copy;

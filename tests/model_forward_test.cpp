@@ -241,8 +241,8 @@ TEST(ModelGolden, MatchesTransformers) {
     EXPECT_TRUE(d.passes()) << name << ": " << d;
     ++checked;
   }
-  EXPECT_GE(checked, 54u) << "the manifest's cases: every architecture × format (Qwen3-MoE's too), the RoPE "
-                             "scalings, a window";
+  EXPECT_GE(checked, 64u) << "the manifest's cases: every architecture × format (Qwen3-MoE's and Qwen2-MoE's too), "
+                             "the RoPE scalings, a window";
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -362,6 +362,20 @@ TEST(ModelGolden, MoeMetricHasPower) {
     std::swap_ranges(router, router + l.router.k, router + l.router.k);
   }
   power.expect_fails(swapped, "router rows of experts 0 and 1 swapped");
+}
+
+// Qwen2-MoE's shared expert matters: without it, or ungated, the metric fails.
+TEST(ModelGolden, SharedExpertMetricHasPower) {
+  const LoadedModel loaded = load(Checkpoints::get("--arch qwen2moe --format f16 --decisive-routing"));
+  ASSERT_TRUE(loaded.config.has_shared_expert());
+  const MetricPower power(loaded, golden_manifest(), "qwen2moe-f16");
+  LoadedModel without = loaded;
+  for (auto& l : without.layers) std::fill_n(f16_rows(l.down), l.down.n * l.down.k, uint16_t(0));
+  power.expect_fails(without, "the shared expert left out");
+  LoadedModel ungated = loaded;
+  // A gate of 0 for every token: sigmoid gives 0.5 instead of the learned weight.
+  for (auto& l : ungated.layers) std::fill_n(f16_rows(l.shared_gate), l.shared_gate.k, uint16_t(0));
+  power.expect_fails(ungated, "the shared expert's gate ignored");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -85,11 +85,13 @@ inline std::vector<ModelCase> all_model_cases() {
 }
 
 // Qwen3-MoE in every format (awq4 keeps one expert's down_proj unquantised, as
-// modules_to_not_convert can); `extra` e.g. --decisive-routing.
+// modules_to_not_convert can), Qwen2-MoE (a shared expert) in three, decisive routing as its goldens
+// (tools/golden_logits.py); `extra` e.g. --decisive-routing.
 inline std::vector<ModelCase> moe_model_cases(const std::string& extra = "") {
   std::vector<ModelCase> out;
   for (const char* f : {"f16", "bf16", "awq4", "gptq4", "gptq4-act", "fp8", "fp8-channel", "fp8-b32", "nvfp4", "mxfp4"})
     out.push_back({"qwen3moe", f, extra});
+  for (const char* f : {"f16", "awq4", "nvfp4"}) out.push_back({"qwen2moe", f, "--decisive-routing"});
   return out;
 }
 

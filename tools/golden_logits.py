@@ -39,7 +39,7 @@ MAKE = os.path.join(HERE, "make_tiny_checkpoint.py")
 
 ARCHS = ["llama", "mistral", "qwen2", "qwen3"]
 # Architectures added later: all their formats after every earlier case (no earlier prompt moves).
-LATER_ARCHS = ["qwen3moe"]
+LATER_ARCHS = ["qwen3moe", "qwen2moe"]
 FORMATS = ["f16", "bf16", "awq4", "gptq4", "gptq4-act", "fp8", "fp8-channel", "nvfp4", "mxfp4"]
 # Formats added later, their cases appended after all others so that no earlier case's index (its
 # prompt's seed) moves. fp8-b32-f32 is left out: its weights are fp8-b32's, only the scales'
@@ -69,7 +69,12 @@ def cases():
             out.append((f"{arch}-{fmt}", ["--arch", arch, "--format", fmt]))
     for arch in LATER_ARCHS:
         for fmt in FORMATS + LATER_FORMATS:
-            out.append((f"{arch}-{fmt}", ["--arch", arch, "--format", fmt]))
+            # Qwen2-MoE's routers are decisive (make_tiny_checkpoint.py --decisive-routing): its
+            # random ones put a token's 2nd and 3rd experts (softmax weights, not renormalised)
+            # within the CPU forward's fp16 rounding of each other, and the fp8 case sat at 0.98
+            # of the bound on that flip alone.
+            extra = ["--decisive-routing"] if arch == "qwen2moe" else []
+            out.append((f"{arch}-{fmt}", ["--arch", arch, "--format", fmt] + extra))
     return out
 
 
@@ -228,6 +233,9 @@ def state_dict(directory, cfg):
         if "num_experts" in cfg:  # the router, then every expert's three
             projs += ["mlp.gate"] + [f"mlp.experts.{e}.{p}" for e in range(cfg["num_experts"])
                                      for p in ("gate_proj", "up_proj", "down_proj")]
+            if "shared_expert_intermediate_size" in cfg:  # Qwen2-MoE's shared expert and its gate
+                projs += [f"mlp.shared_expert.{p}" for p in ("gate_proj", "up_proj", "down_proj")]
+                projs += ["mlp.shared_expert_gate"]
         else:
             projs += ["mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"]
         for proj in projs:
@@ -320,7 +328,8 @@ def inv_freq_and_scale(cfg, dim):
 
 def numpy_moe(cfg, sd, p, h):
     """Qwen3-MoE's sparse block: softmax over the router's logits, the top experts (ties: the
-    lower id, as a stable sort gives), renormalised if norm_topk_prob, their MLPs weighted."""
+    lower id, as a stable sort gives), renormalised if norm_topk_prob, their MLPs weighted;
+    Qwen2-MoE adds its shared expert times the sigmoid of its gate."""
     logits = h @ sd[p + "mlp.gate.weight"].T
     probs = np.exp(logits - logits.max(-1, keepdims=True))
     probs /= probs.sum(-1, keepdims=True)
@@ -335,6 +344,11 @@ def numpy_moe(cfg, sd, p, h):
             q = p + f"mlp.experts.{e}."
             gate, up = h[t] @ sd[q + "gate_proj.weight"].T, h[t] @ sd[q + "up_proj.weight"].T
             out[t] += we * ((gate / (1 + np.exp(-gate)) * up) @ sd[q + "down_proj.weight"].T)
+    if "shared_expert_intermediate_size" in cfg:  # Qwen2-MoE: + sigmoid(gate) · the shared expert
+        q = p + "mlp.shared_expert."
+        gate, up = h @ sd[q + "gate_proj.weight"].T, h @ sd[q + "up_proj.weight"].T
+        shared = (gate / (1 + np.exp(-gate)) * up) @ sd[q + "down_proj.weight"].T
+        out += shared / (1 + np.exp(-(h @ sd[p + "mlp.shared_expert_gate.weight"].T)))
     return out
 
 

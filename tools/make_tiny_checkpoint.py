@@ -63,6 +63,13 @@ ARCHS = {
                      num_attention_heads=8, num_key_value_heads=2, head_dim=64, intermediate_size=384,
                      moe_intermediate_size=128, num_experts=8, num_experts_per_tok=3, norm_topk_prob=True,
                      decoder_sparse_step=1, mlp_only_layers=[], tie_word_embeddings=False),
+    # Qwen2-MoE (Qwen1.5-MoE): q/k/v biases, 8 experts of 128, 2 per token, not renormalised (the
+    # published default), and a shared expert of intermediate 256 behind a sigmoid gate.
+    "qwen2moe": dict(architectures=["Qwen2MoeForCausalLM"], model_type="qwen2_moe", hidden_size=256,
+                     num_attention_heads=4, num_key_value_heads=2, intermediate_size=384, moe_intermediate_size=128,
+                     shared_expert_intermediate_size=256, num_experts=8, num_experts_per_tok=2,
+                     norm_topk_prob=False, decoder_sparse_step=1, mlp_only_layers=[], qkv_bias=True,
+                     tie_word_embeddings=False),
 }
 FORMATS = ["f16", "bf16", "awq4", "gptq4", "gptq4-act", "fp8", "fp8-channel", "fp8-b32", "fp8-b32-f32", "nvfp4", "mxfp4"]
 VOCAB, LAYERS, GROUP = 128, 2, 64
@@ -483,7 +490,7 @@ def make(out, arch, fmt, shards=1, seed=0, overflow=False, shape=None, reference
         dense(p + "input_layernorm.weight", (hidden,), 1.0)
         for proj, rows in (("q_proj", q_rows), ("k_proj", kv_rows), ("v_proj", kv_rows)):
             linear(p + "self_attn." + proj, rows, hidden, (i, "qkv"))
-            if arch == "qwen2":
+            if arch in ("qwen2", "qwen2moe"):
                 dense(p + f"self_attn.{proj}.bias", (rows,), 0.1)
         if arch in ("qwen3", "qwen3moe"):
             dense(p + "self_attn.q_norm.weight", (head_dim,), 1.0)
@@ -500,6 +507,12 @@ def make(out, arch, fmt, shards=1, seed=0, overflow=False, shape=None, reference
                 linear(q + "gate_proj", expert_inter, hidden, (i, e, "gate_up"))
                 linear(q + "up_proj", expert_inter, hidden, (i, e, "gate_up"))
                 linear(q + "down_proj", hidden, expert_inter, (i, e, "down"))
+            if "shared_expert_intermediate_size" in cfg:  # Qwen2-MoE: the shared expert and its gate
+                shared_inter = cfg["shared_expert_intermediate_size"]
+                linear(p + "mlp.shared_expert.gate_proj", shared_inter, hidden, (i, "shared_gate_up"))
+                linear(p + "mlp.shared_expert.up_proj", shared_inter, hidden, (i, "shared_gate_up"))
+                linear(p + "mlp.shared_expert.down_proj", hidden, shared_inter, (i, "shared_down"))
+                dense(p + "mlp.shared_expert_gate.weight", (1, hidden), 1 / np.sqrt(hidden))
             continue
         linear(p + "mlp.gate_proj", inter, hidden, (i, "gate_up"))
         linear(p + "mlp.up_proj", inter, hidden, (i, "gate_up"))

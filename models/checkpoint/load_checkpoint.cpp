@@ -14,7 +14,7 @@ namespace onecat::models {
 namespace {
 
 const char* const kLoadable[] = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
-                                 "Qwen3MoeForCausalLM"};
+                                 "Qwen3MoeForCausalLM", "Qwen2MoeForCausalLM"};
 
 // Every tensor a linear layer of any format may have (models/checkpoint/linear.cpp).
 const char* const kLinearTensors[] = {
@@ -83,8 +83,10 @@ LoadedLayer load_layer(Reader& r, const ModelConfig& c, int64_t i) {
       const auto b = r.vector_f16(p + name, kv_rows, kv);
       l.qkv_bias.insert(l.qkv_bias.end(), b.begin(), b.end());
     }
-    // Llama's attention_bias also puts a bias on o_proj; Qwen2's does not.
-    if (c.architecture != "Qwen2ForCausalLM") l.o_bias = r.vector_f16(p + "self_attn.o_proj.bias", c.hidden, hidden);
+    // Llama's attention_bias also puts a bias on o_proj; Qwen2's and Qwen2-MoE's do not.
+    if (c.architecture != "Qwen2ForCausalLM" && c.architecture != "Qwen2MoeForCausalLM") {
+      l.o_bias = r.vector_f16(p + "self_attn.o_proj.bias", c.hidden, hidden);
+    }
   }
   if (c.qk_norm) {
     const std::string hd = dim("head_dim", c.head_dim);
@@ -105,6 +107,17 @@ LoadedLayer load_layer(Reader& r, const ModelConfig& c, int64_t i) {
       l.experts[size_t(e)].gate_up =
           stack_rows(std::move(parts), r.files().directory() + ": layer " + q + "gate_proj|up_proj");
       l.experts[size_t(e)].down = r.linear(q + "down_proj", c.hidden, c.moe_intermediate, c.quant);
+    }
+    if (c.has_shared_expert()) {
+      // Qwen2-MoE: mlp.shared_expert.{gate,up,down}_proj, a dense MLP every token runs, and
+      // mlp.shared_expert_gate, [1][hidden] (16-bit like the router).
+      const std::string q = p + "mlp.shared_expert.";
+      std::vector<quant::PackedWeight> parts;
+      parts.push_back(r.linear(q + "gate_proj", c.shared_intermediate, c.hidden, c.quant));
+      parts.push_back(r.linear(q + "up_proj", c.shared_intermediate, c.hidden, c.quant));
+      l.gate_up = stack_rows(std::move(parts), r.files().directory() + ": layer " + q + "gate_proj|up_proj");
+      l.down = r.linear(q + "down_proj", c.hidden, c.shared_intermediate, c.quant);
+      l.shared_gate = r.linear(p + "mlp.shared_expert_gate", 1, c.hidden, c.quant);
     }
     return l;
   }
@@ -127,7 +140,7 @@ LoadedModel load_checkpoint(const std::string& directory, const LoadOptions& opt
   if (!loadable) {
     throw InputError(directory + "/config.json: architecture " + c.architecture +
                      " cannot be loaded yet (onecat loads LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
-                     "Qwen3ForCausalLM and Qwen3MoeForCausalLM checkpoints).");
+                     "Qwen3ForCausalLM, Qwen3MoeForCausalLM and Qwen2MoeForCausalLM checkpoints).");
   }
   const CheckpointFiles files(directory);
   LoadProgress progress("loading " + c.name, files.total_bytes(), options.progress);

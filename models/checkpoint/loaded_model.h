@@ -28,7 +28,10 @@ struct LoadedLayer {
   std::vector<uint16_t> post_attention_norm;  // [hidden]
   quant::PackedWeight gate_up;                // [2·intermediate][hidden]: gate rows then up rows (epi=silu_mul)
   quant::PackedWeight down;                   // [hidden][intermediate]
-  // Mixture of experts (Qwen3-MoE; gate_up and down above stay empty): the router mlp.gate,
+  // (A MoE layer with a shared expert, Qwen2-MoE: gate_up and down above are the shared
+  // expert's, of width shared_intermediate, and shared_gate its gate, [1][hidden].)
+  quant::PackedWeight shared_gate;
+  // Mixture of experts (Qwen3-MoE; gate_up and down above stay empty but for a shared expert): the router mlp.gate,
   // [experts][hidden] (16-bit in every published checkpoint, packed as the checkpoint has it),
   // and every expert's weights, by expert id.
   quant::PackedWeight router;
@@ -52,7 +55,7 @@ struct LoadOptions {
 };
 
 // Reads config.json (and hf_quant_config.json) and the safetensors of `directory`, checks
-// every tensor against the config and packs it. Llama, Mistral, Qwen2, Qwen3 and Qwen3-MoE; anything else,
+// every tensor against the config and packs it. Llama, Mistral, Qwen2, Qwen3, Qwen3-MoE and Qwen2-MoE; anything else,
 // and any malformed or mismatched tensor, is an InputError of one sentence naming the file
 // and the tensor.
 LoadedModel load_checkpoint(const std::string& directory, const LoadOptions& options = {});

@@ -69,6 +69,7 @@ void matmul(const float* x, int64_t m, const Matrix& w, float* y) {
 
 // The gate|up epilogue of the dense MLP and of every expert, before its fp16 rounding.
 float silu_mul(float gate, float up) { return gate / (1.f + std::exp(-gate)) * up; }
+float round_half(float v) { return cpu::half_to_float(cpu::float_to_half(v)); }
 
 struct Expert {
   Matrix gate_up, down;
@@ -79,6 +80,7 @@ struct LayerWeights {
   Matrix qkv, o, gate_up, down;
   Matrix router;                // MoE: [experts][hidden]
   std::vector<Expert> experts;  // MoE
+  Matrix shared_gate;           // MoE with a shared expert (gate_up and down its weights): [1][hidden]
 };
 
 }  // namespace
@@ -100,6 +102,7 @@ struct CpuBackend::Buffers {
   // [max_tokens][top-k][hidden].
   std::vector<int32_t> route_expert;
   std::vector<float> route_weight, expert_x, expert_y, expert_h, expert_out;
+  std::vector<float> shared_y, shared_h, shared_out, shared_logit;  // the shared expert
   std::vector<std::vector<uint16_t>> k_cache, v_cache;  // per layer, [pages][kv_heads][page][dim]
   // The step's batch.
   std::vector<int32_t> ids, positions, slots, cu_q, prefill_cu_q, seq_lens, block_table, logit_rows;
@@ -140,6 +143,11 @@ CpuBackend::CpuBackend(const models::LoadedModel& model, const BackendLimits& li
         throw Error("CPU backend: a MoE layer's experts do not match its config");
       to.router = dequantized(from.router);
       for (const models::LoadedExpert& e : from.experts) to.experts.push_back({dequantized(e.gate_up), dequantized(e.down)});
+      if (c.has_shared_expert()) {
+        to.gate_up = dequantized(from.gate_up);
+        to.down = dequantized(from.down);
+        to.shared_gate = dequantized(from.shared_gate);
+      }
     } else {
       to.gate_up = dequantized(from.gate_up);
       to.down = dequantized(from.down);
@@ -163,6 +171,12 @@ CpuBackend::CpuBackend(const models::LoadedModel& model, const BackendLimits& li
     b.expert_y.resize(size_t(limits.max_tokens * 2 * c.moe_intermediate));
     b.expert_h.resize(size_t(limits.max_tokens * c.moe_intermediate));
     b.expert_out.resize(size_t(routes * c.hidden));
+    if (c.has_shared_expert()) {
+      b.shared_y.resize(size_t(limits.max_tokens * 2 * c.shared_intermediate));
+      b.shared_h.resize(size_t(limits.max_tokens * c.shared_intermediate));
+      b.shared_out.resize(size_t(limits.max_tokens * c.hidden));
+      b.shared_logit.resize(size_t(limits.max_tokens));
+    }
   }
   const size_t cache = size_t(limits.kv_pages * limits.page_size * kv_width);
   b.k_cache.assign(size_t(c.layers), std::vector<uint16_t>(cache, 0));
@@ -295,14 +309,33 @@ void CpuBackend::moe(int layer, Act out, Act in) {
     }
   }
 
-  // The weighted sum per token in top-k order, rounded once.
+  // The shared expert (Qwen2-MoE) as the GPU runs it: gate|up, silu·mul in fp16, down rounded
+  // to fp16, its gate's logit in fp16.
+  const bool shared = c.has_shared_expert();
+  if (shared) {
+    const int64_t si = c.shared_intermediate;
+    matmul(b.x.data(), tokens, l.gate_up, b.shared_y.data());
+    for (int64_t i = 0; i < tokens; ++i) {
+      for (int64_t j = 0; j < si; ++j) {
+        const float gate = b.shared_y[size_t(i * 2 * si + j)], up = b.shared_y[size_t(i * 2 * si + si + j)];
+        b.shared_h[size_t(i * si + j)] = cpu::half_to_float(cpu::float_to_half(silu_mul(gate, up)));
+      }
+    }
+    matmul(b.shared_h.data(), tokens, l.down, b.shared_out.data());
+    for (int64_t i = 0; i < tokens * hidden; ++i) b.shared_out[size_t(i)] = round_half(b.shared_out[size_t(i)]);
+    matmul(b.x.data(), tokens, l.shared_gate, b.shared_logit.data());
+  }
+
+  // The weighted sum per token in top-k order (then the gated shared expert), rounded once.
   uint16_t* y = b.act(out);
   for (int64_t t = 0; t < tokens; ++t) {
+    const float gate = shared ? 1.f / (1.f + std::exp(-round_half(b.shared_logit[size_t(t)]))) : 0.f;
     for (int64_t n = 0; n < hidden; ++n) {
       float sum = 0;
       for (int64_t k = 0; k < top; ++k) {
         sum += b.route_weight[size_t(t * top + k)] * b.expert_out[size_t((t * top + k) * hidden + n)];
       }
+      if (shared) sum += gate * b.shared_out[size_t(t * hidden + n)];
       y[t * hidden + n] = cpu::float_to_half(sum);
     }
   }

@@ -108,6 +108,7 @@ struct GpuBackend::Impl {
     DeviceBuffer input_norm, post_attention_norm, q_norm, k_norm;
     DeviceLinear qkv, o, gate_up, down;
     DeviceLinear router;                                  // MoE: the router, fp16 logits out
+    DeviceLinear shared_gate;  // MoE with a shared expert (gate_up and down its weights): its gate, n = 1
     std::vector<ExpertGroup> expert_gate_up, expert_down;  // MoE: by weight format
     DeviceBuffer k_cache, v_cache;
   };
@@ -124,6 +125,7 @@ struct GpuBackend::Impl {
   // MoE: router logits [tokens][experts] fp16, the routing (moe/op.h), the experts' gate_up
   // outputs [pairs][inter] fp16 and down outputs [pairs][hidden] fp32.
   DeviceBuffer moe_logits, moe_ids, moe_weights, moe_offsets, moe_sorted, moe_h, moe_y;
+  DeviceBuffer moe_shared_h, moe_shared, moe_shared_logit;  // the shared expert's h, output, gate logit
 
   // The step's batch: its arrays at fixed offsets of one page-locked staging buffer and of one
   // device buffer, so begin() sends them up in one asynchronous copy (a captured step keeps
@@ -332,6 +334,11 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
       to.router = g.linear(from.router, {}, Epilogue::kNone);
       to.expert_gate_up = g.expert_groups(from.experts, moe::Op::kGateUp);
       to.expert_down = g.expert_groups(from.experts, moe::Op::kDown);
+      if (c.has_shared_expert()) {
+        to.gate_up = g.linear(from.gate_up, {}, Epilogue::kSiluMul);
+        to.down = g.linear(from.down, {}, Epilogue::kNone);
+        to.shared_gate = g.linear(from.shared_gate, {}, Epilogue::kNone);
+      }
     } else {
       to.gate_up = g.linear(from.gate_up, {}, Epilogue::kSiluMul);
       to.down = g.linear(from.down, {}, Epilogue::kNone);
@@ -364,7 +371,8 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
     const std::string topk = ",topk=" + s(c.experts_per_token);
     g.moe_route = std::make_unique<MoeOp>(
         session, "moe:op=route,experts=" + s(c.experts) + topk + ",norm=" + (c.norm_topk_prob ? "1" : "0"));
-    g.moe_combine = std::make_unique<MoeOp>(session, "moe:op=combine" + topk + ",hidden=" + s(c.hidden));
+    g.moe_combine = std::make_unique<MoeOp>(session, "moe:op=combine" + topk + ",hidden=" + s(c.hidden) +
+                                                         (c.has_shared_expert() ? ",shared=gated" : ""));
   }
 
   // Every kernel of every bucket now (in parallel, through the cache), so no step compiles.
@@ -426,6 +434,11 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
     g.moe_offsets = DeviceBuffer(size_t(c.experts + 1) * 4);
     g.moe_h = DeviceBuffer(pairs * size_t(c.moe_intermediate) * 2);
     g.moe_y = DeviceBuffer(pairs * size_t(c.hidden) * 4);
+    if (c.has_shared_expert()) {
+      g.moe_shared_h = DeviceBuffer(size_t(limits.max_tokens * c.shared_intermediate) * 2);
+      g.moe_shared = DeviceBuffer(size_t(limits.max_tokens * c.hidden) * 2);
+      g.moe_shared_logit = DeviceBuffer(size_t(limits.max_tokens) * 2 + 16);
+    }
   }
 
   // The KV cache last, so a pool sized from memory gets what the rest left.
@@ -665,6 +678,13 @@ void GpuBackend::moe(int layer, Act out, Act in) {
       Impl::Timed timed(g, groups == &l.expert_gate_up ? "moe gate_up" : "moe down");
       grp.op->launch(a, g.tokens, g.stream);
     }
+  }
+  if (g.config.has_shared_expert()) {
+    // Qwen2-MoE's shared expert, a dense MLP of every token, and its gate's logit.
+    g.run_linear(l.gate_up, g.moe_shared_h.ptr(), g.act(in), g.tokens, "moe shared gate_up");
+    g.run_linear(l.down, g.moe_shared.ptr(), g.moe_shared_h.ptr(), g.tokens, "moe shared down");
+    g.run_linear(l.shared_gate, g.moe_shared_logit.ptr(), g.act(in), g.tokens, "moe shared gate");
+    a.shared = g.moe_shared.ptr(), a.shared_gate = g.moe_shared_logit.ptr();
   }
   Impl::Timed timed(g, "moe combine");
   g.moe_combine->launch(a, g.tokens, g.stream);
