@@ -4,26 +4,12 @@ bench/attention_bench.cpp, same device call): prefill causal TFLOP/s and decode 
 token, KV contiguous [batch, kv_heads, ctx, dim], GQA) KV bytes per second. Writes JSON.
 
 Usage: bench/attention_sdpa.py OUT.json [quick]"""
-import json, statistics, sys
+import json, sys
 
 import torch
 import torch.nn.functional as F
 
-
-def time_us(fn, reps=20, batch=10):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    out = []
-    for _ in range(reps):
-        s.record()
-        for _ in range(batch):
-            fn()
-        e.record()
-        e.synchronize()
-        out.append(s.elapsed_time(e) * 1e3 / batch)
-    return statistics.median(out)
+from torch_timing import time_us
 
 
 def main():

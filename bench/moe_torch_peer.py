@@ -9,28 +9,14 @@ weights" peer. Routing logits are random normal (uniform routing). Writes one JS
 token count: the layer's time and the experts' bytes it touches.
 
 Usage: bench/moe_torch_peer.py OUT.jsonl [MS]   (MS default 1,4,16,64,256,1024,4096)"""
-import json, statistics, sys
+import json, sys
 
 import torch
 import torch.nn.functional as F
 
+from torch_timing import time_us
+
 EXPERTS, TOPK, HIDDEN, INTER = 128, 8, 2048, 768
-
-
-def time_us(fn, reps=10, batch=5):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    out = []
-    for _ in range(reps):
-        s.record()
-        for _ in range(batch):
-            fn()
-        e.record()
-        e.synchronize()
-        out.append(s.elapsed_time(e) * 1e3 / batch)
-    return statistics.median(out)
 
 
 def moe_layer(x, logits, w_gate_up, w_down):
@@ -61,7 +47,7 @@ def main():
             x = torch.randn(m, HIDDEN, device=dev, dtype=torch.float16)
             logits = torch.randn(m, EXPERTS, device=dev, dtype=torch.float16)
             touched = int(torch.topk(logits.float(), TOPK, dim=-1).indices.unique().numel())
-            us = time_us(lambda: moe_layer(x, logits, w_gate_up, w_down), reps=5 if m >= 1024 else 10)
+            us = time_us(lambda: moe_layer(x, logits, w_gate_up, w_down), reps=5 if m >= 1024 else 10, batch=5)
             row = {"peer": "torch", "device": torch.cuda.get_device_name(0), "torch": torch.__version__,
                    "experts": EXPERTS, "topk": TOPK, "hidden": HIDDEN, "inter": INTER, "m": m, "us": us,
                    "touched_experts": touched, "expert_bytes_f16": touched * 3 * INTER * HIDDEN * 2}

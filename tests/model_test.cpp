@@ -126,6 +126,62 @@ TEST(ModelConfig, ParsesQwen3Moe) {
   parse_error(j, {"/ckpt/config.json", "\"mlp_only_layers\""});
 }
 
+// Qwen1.5-MoE-A2.7B's config.json (Qwen2MoeForCausalLM): Qwen2's q/k/v biases (qkv_bias), 60
+// experts, 4 per token, not renormalised, a shared expert of 5632 behind a sigmoid gate.
+json qwen15_moe_json() {
+  return json{{"architectures", {"Qwen2MoeForCausalLM"}},
+              {"hidden_size", 2048},
+              {"intermediate_size", 5632},
+              {"num_hidden_layers", 24},
+              {"num_attention_heads", 16},
+              {"num_key_value_heads", 16},
+              {"vocab_size", 151936},
+              {"rms_norm_eps", 1e-6},
+              {"rope_theta", 1000000.0},
+              {"max_position_embeddings", 8192},
+              {"num_experts", 60},
+              {"num_experts_per_tok", 4},
+              {"moe_intermediate_size", 1408},
+              {"shared_expert_intermediate_size", 5632},
+              {"norm_topk_prob", false},
+              {"decoder_sparse_step", 1},
+              {"mlp_only_layers", json::array()},
+              {"tie_word_embeddings", false},
+              {"torch_dtype", "bfloat16"}};
+}
+
+TEST(ModelConfig, ParsesQwen2MoeWithItsSharedExpert) {
+  json j = qwen15_moe_json();
+  const ModelConfig m = parse(j);
+  EXPECT_TRUE(m.is_moe());
+  EXPECT_TRUE(m.has_shared_expert());
+  EXPECT_EQ(m.shared_intermediate, 5632);
+  EXPECT_EQ(m.experts, 60);
+  EXPECT_TRUE(m.attention_bias);  // qkv_bias defaults to true
+  EXPECT_FALSE(m.qk_norm);
+  j["qkv_bias"] = false;
+  EXPECT_FALSE(parse(j).attention_bias);
+  j.erase("shared_expert_intermediate_size");
+  parse_error(j, {"/ckpt/config.json", "\"shared_expert_intermediate_size\"", "missing"});
+  // Qwen3-MoE has no shared expert.
+  json q = qwen3_8b_json();
+  q["architectures"] = {"Qwen3MoeForCausalLM"};
+  q["num_experts"] = 128, q["num_experts_per_tok"] = 8, q["moe_intermediate_size"] = 768;
+  EXPECT_FALSE(parse(q).has_shared_expert());
+}
+
+TEST(PlanModel, Qwen2MoeRunsItsSharedExpertAndGatesItInCombine) {
+  const auto plan = plan_model(parse(qwen15_moe_json()), 1);
+  EXPECT_EQ(spec_of(plan, "layers.qkv_proj"), "gemm:n=6144,k=2048,fmt=f16,group=0,out=f16,epi=bias,act_order=0");
+  EXPECT_EQ(spec_of(plan, "layers.moe_route"), "moe:op=route,experts=60,topk=4,norm=0");
+  EXPECT_EQ(spec_of(plan, "layers.moe_shared_gate_up"),
+            "gemm:n=11264,k=2048,fmt=f16,group=0,out=f16,epi=silu_mul,act_order=0");
+  EXPECT_EQ(spec_of(plan, "layers.moe_shared_down"), "gemm:n=2048,k=5632,fmt=f16,group=0,out=f16,epi=none,act_order=0");
+  EXPECT_EQ(spec_of(plan, "layers.moe_shared_gate"), "gemm:n=1,k=2048,fmt=f16,group=0,out=f16,epi=none,act_order=0");
+  EXPECT_EQ(spec_of(plan, "layers.moe_combine"), "moe:op=combine,topk=4,hidden=2048,shared=gated");
+  EXPECT_EQ(op(plan, "layers.moe_combine").count_per_rank, 24);
+}
+
 TEST(ModelConfig, RejectsMalformedFields) {
   json j = qwen3_8b_json();
   j.erase("hidden_size");

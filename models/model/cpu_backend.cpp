@@ -71,6 +71,13 @@ void matmul(const float* x, int64_t m, const Matrix& w, float* y) {
 float silu_mul(float gate, float up) { return gate / (1.f + std::exp(-gate)) * up; }
 float round_half(float v) { return cpu::half_to_float(cpu::float_to_half(v)); }
 
+// h[i][j] = silu(gate)·up rounded to fp16, for m rows y[i] = [gate | up] of 2·inter each.
+void silu_mul_rows(const float* y, int64_t m, int64_t inter, float* h) {
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < inter; ++j) h[i * inter + j] = round_half(silu_mul(y[i * 2 * inter + j], y[i * 2 * inter + inter + j]));
+  }
+}
+
 struct Expert {
   Matrix gate_up, down;
 };
@@ -297,12 +304,7 @@ void CpuBackend::moe(int layer, Act out, Act in) {
       std::copy_n(&b.x[size_t(routes[i] / top * hidden)], hidden, &b.expert_x[size_t(i * hidden)]);
     }
     matmul(b.expert_x.data(), m, w.gate_up, b.expert_y.data());
-    for (int64_t i = 0; i < m; ++i) {
-      for (int64_t j = 0; j < inter; ++j) {
-        const float gate = b.expert_y[size_t(i * 2 * inter + j)], up = b.expert_y[size_t(i * 2 * inter + inter + j)];
-        b.expert_h[size_t(i * inter + j)] = cpu::half_to_float(cpu::float_to_half(silu_mul(gate, up)));
-      }
-    }
+    silu_mul_rows(b.expert_y.data(), m, inter, b.expert_h.data());
     matmul(b.expert_h.data(), m, w.down, b.expert_y.data());
     for (int64_t i = 0; i < m; ++i) {
       std::copy_n(&b.expert_y[size_t(i * hidden)], hidden, &b.expert_out[size_t(routes[i] * hidden)]);
@@ -315,12 +317,7 @@ void CpuBackend::moe(int layer, Act out, Act in) {
   if (shared) {
     const int64_t si = c.shared_intermediate;
     matmul(b.x.data(), tokens, l.gate_up, b.shared_y.data());
-    for (int64_t i = 0; i < tokens; ++i) {
-      for (int64_t j = 0; j < si; ++j) {
-        const float gate = b.shared_y[size_t(i * 2 * si + j)], up = b.shared_y[size_t(i * 2 * si + si + j)];
-        b.shared_h[size_t(i * si + j)] = cpu::half_to_float(cpu::float_to_half(silu_mul(gate, up)));
-      }
-    }
+    silu_mul_rows(b.shared_y.data(), tokens, si, b.shared_h.data());
     matmul(b.shared_h.data(), tokens, l.down, b.shared_out.data());
     for (int64_t i = 0; i < tokens * hidden; ++i) b.shared_out[size_t(i)] = round_half(b.shared_out[size_t(i)]);
     matmul(b.x.data(), tokens, l.shared_gate, b.shared_logit.data());

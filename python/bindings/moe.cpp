@@ -38,8 +38,7 @@ using Shape = PreparedShape<moe::Spec, moe::Config, moe::Args>;
 // shape: sized for the largest bucket so far and zeroed once when allocated (the kernel leaves
 // its counter at 0).
 struct RouteShape : Shape {
-  DeviceBuffer workspace;
-  int workspace_device = -1;
+  ZeroedWorkspace workspace;
 };
 
 std::string checked(const std::string& text, const char* op) {
@@ -85,22 +84,13 @@ void launch_on(Shape& shape, const moe::Args& a, int64_t m, CUstream stream) {
 }
 
 // A route launch with room in the shape's workspace for m's whole bucket (so a CUDA graph
-// captured after a first call never grows it). Growing waits for the GPU before (no launch in
-// flight still uses the old buffer) and after (the new one is zero before any launch).
+// captured after a first call never grows it).
 void launch_route(RouteShape& shape, moe::Args a, int64_t m, CUstream stream) {
   const Shape::Chosen k = shape.choose(m, "");
   const int64_t cap = std::max<int64_t>(m, int64_t(1) << Dispatcher::bucket_index(m));
-  const int64_t bytes = std::max(moe::workspace_bytes(k.spec, k.config, cap), moe::workspace_bytes(k.spec, k.config, m));
-  const int device = Runtime::get().ordinal();
-  if (bytes > 0 && (shape.workspace_device != device || int64_t(shape.workspace.bytes()) < bytes)) {
-    Driver& d = *Driver::find();
-    d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", "growing the moe route workspace");
-    shape.workspace = DeviceBuffer(size_t(bytes));
-    shape.workspace.fill_bytes(0);
-    shape.workspace_device = device;
-    d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", "zeroing the moe route workspace");
-  }
-  a.workspace = bytes > 0 ? shape.workspace.ptr() : 0;
+  const int64_t bytes = moe::workspace_bytes(k.spec, k.config, cap);
+  shape.workspace.reserve(bytes, Runtime::get().ordinal(), "moe route workspace");
+  a.workspace = bytes > 0 ? shape.workspace.buffer.ptr() : 0;
   launch(*k.kernel, moe::make_call(k.spec, k.config, a), stream);
 }
 

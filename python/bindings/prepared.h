@@ -13,9 +13,29 @@
 
 #include "python/bindings/families.h"
 #include "python/bindings/runtime.h"
+#include "runtime/cuda/driver.h"
 #include "runtime/engine/prepared_op.h"
 
 namespace onecat::python {
+
+// A workspace a kernel leaves zero after every launch (argmax's split partials, the moe route's
+// counter), kept with its shape: room for `bytes`, grown on `device` when short. Growing waits
+// for the GPU before (no launch in flight still uses the old buffer) and after (the new one is
+// zero before a launch on any stream); `what` names it in a CUDA error.
+struct ZeroedWorkspace {
+  DeviceBuffer buffer;
+  int device = -1;
+
+  void reserve(int64_t bytes, int on_device, const char* what) {
+    if (bytes <= 0 || (device == on_device && int64_t(buffer.bytes()) >= bytes)) return;
+    Driver& d = *Driver::find();
+    d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", std::string("growing the ") + what);
+    buffer = DeviceBuffer(size_t(bytes));
+    buffer.fill_bytes(0);
+    device = on_device;
+    d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", std::string("zeroing the ") + what);
+  }
+};
 
 template <class Spec, class Config, class Args>
 struct PreparedShape {

@@ -139,8 +139,7 @@ using SampleShape = PreparedShape<sampling::Spec, sampling::Config, sampling::Ar
 // argmax's split configs merge through a workspace, kept with the shape: sized for the largest
 // bucket so far and zeroed once when allocated (the kernel leaves it zero, codegen/sampling/op.h).
 struct ArgmaxShape : PreparedShape<sampling::Spec, sampling::Config, sampling::ArgmaxArgs> {
-  DeviceBuffer workspace;
-  int workspace_device = -1;
+  ZeroedWorkspace workspace;
 };
 
 SampleShape& sample_shape(int64_t vocab, int64_t logprobs) {
@@ -230,18 +229,10 @@ void sample_op(py::handle tokens, py::handle token_logprobs, py::handle top_ids,
 }
 
 // Room in the shape's workspace for launches of m's whole bucket (so a CUDA graph captured
-// after a first call never grows it). Growing waits for the GPU before (no launch in flight
-// still uses the old buffer) and after (the new one is zero before a launch on any stream).
+// after a first call never grows it).
 void reserve_workspace(ArgmaxShape& p, const ArgmaxShape::Chosen& k, int64_t rows, int device) {
   const int64_t cap = std::max<int64_t>(rows, int64_t(1) << Dispatcher::bucket_index(rows));
-  const int64_t bytes = sampling::workspace_bytes(k.spec, k.config, cap);
-  if (bytes <= 0 || (p.workspace_device == device && int64_t(p.workspace.bytes()) >= bytes)) return;
-  Driver& d = *Driver::find();
-  d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", "growing the argmax workspace");
-  p.workspace = DeviceBuffer(size_t(bytes));
-  p.workspace.fill_bytes(0);
-  p.workspace_device = device;
-  d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", "zeroing the argmax workspace");
+  p.workspace.reserve(sampling::workspace_bytes(k.spec, k.config, cap), device, "argmax workspace");
 }
 
 void argmax_op(py::handle tokens, py::handle logits, uintptr_t stream, const std::string& kernel_spec,
@@ -260,7 +251,7 @@ void argmax_op(py::handle tokens, py::handle logits, uintptr_t stream, const std
   const ArgmaxShape::Chosen k = p.choose(rows, config);
   require_aligned(lv, sampling::logits_alignment(k.config), {L, "logits"});
   reserve_workspace(p, k, rows, rt.ordinal());
-  const sampling::ArgmaxArgs a{tv.data, lv.data, p.workspace.ptr(), rows};
+  const sampling::ArgmaxArgs a{tv.data, lv.data, p.workspace.buffer.ptr(), rows};
   launch(*k.kernel, sampling::make_call(k.spec, k.config, a), as_stream(stream));
 }
 

@@ -59,4 +59,30 @@ __device__ __forceinline__ float row_sum(float v) {
   }
 }
 
+// The exclusive prefix sum of each thread's `local` over a CTA of THREADS threads in thread
+// order, and the CTA's total in `total` (every thread calls it; one barrier inside, so a second
+// call needs a barrier between the two).
+template <int THREADS>
+__device__ __forceinline__ int block_exclusive_sum(int local, int& total) {
+  constexpr int kWarps = THREADS / kWarpSize;
+  __shared__ int warp_total[kWarps];
+  const int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize;
+  int incl = local;
+#pragma unroll
+  for (int o = 1; o < kWarpSize; o *= 2) {
+    const int n = __shfl_up_sync(0xffffffffu, incl, o);
+    if (lane >= o) incl += n;
+  }
+  if (lane == kWarpSize - 1) warp_total[warp] = incl;
+  __syncthreads();
+  int before = 0;
+  total = 0;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    if (w < warp) before += warp_total[w];
+    total += warp_total[w];
+  }
+  return before + incl - local;
+}
+
 }  // namespace onecat

@@ -31,32 +31,16 @@ template <int EXPERTS, int MT, int THREADS>
 __device__ __forceinline__ MoeTile moe_find_tile(const int* __restrict__ offsets, const int* __restrict__ slot,
                                                  int tile) {
   constexpr int kPer = (EXPERTS + THREADS - 1) / THREADS;
-  constexpr int kWarps = THREADS / 32;
-  __shared__ int warp_total[kWarps];
   __shared__ MoeTile found;
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   int local = 0;
 #pragma unroll
   for (int i = 0; i < kPer; ++i) {
     const int e = threadIdx.x * kPer + i;
     if (e < EXPERTS && (slot == nullptr || slot[e] >= 0)) local += (offsets[e + 1] - offsets[e] + MT - 1) / MT;
   }
-  int incl = local;
-#pragma unroll
-  for (int o = 1; o < 32; o *= 2) {
-    const int n = __shfl_up_sync(0xffffffffu, incl, o);
-    if (lane >= o) incl += n;
-  }
-  if (lane == 31) warp_total[warp] = incl;
-  if (threadIdx.x == 0) found = MoeTile{0, 0, 0, 0};
-  __syncthreads();
-  int before = 0, total = 0;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) {
-    if (w < warp) before += warp_total[w];
-    total += warp_total[w];
-  }
-  int first = before + incl - local;  // this thread's first tile
+  if (threadIdx.x == 0) found = MoeTile{0, 0, 0, 0};  // ordered before the search by the scan's barrier
+  int total;
+  int first = block_exclusive_sum<THREADS>(local, total);  // this thread's first tile
   if (tile < total && tile >= first && tile < first + local) {
 #pragma unroll
     for (int i = 0; i < kPer; ++i) {

@@ -15,6 +15,7 @@
 // Either router multiplies the weights by `scale` (the routed scaling factor).
 #pragma once
 #include "common/fp16.cuh"
+#include "common/reduce.cuh"
 
 namespace onecat {
 
@@ -142,9 +143,6 @@ __device__ __forceinline__ float warp_sum_f32(float v) {
 template <int N, int THREADS>
 __device__ __forceinline__ int block_exclusive_scan(const int* v, int* out) {
   constexpr int kPer = (N + THREADS - 1) / THREADS;
-  constexpr int kWarps = THREADS / 32;
-  __shared__ int warp_total[kWarps];
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   int mine[kPer];
   int local = 0;
 #pragma unroll
@@ -153,21 +151,8 @@ __device__ __forceinline__ int block_exclusive_scan(const int* v, int* out) {
     mine[i] = j < N ? v[j] : 0;
     local += mine[i];
   }
-  int incl = local;
-#pragma unroll
-  for (int o = 1; o < 32; o *= 2) {
-    const int n = __shfl_up_sync(0xffffffffu, incl, o);
-    if (lane >= o) incl += n;
-  }
-  if (lane == 31) warp_total[warp] = incl;
-  __syncthreads();
-  int before = 0, total = 0;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) {
-    if (w < warp) before += warp_total[w];
-    total += warp_total[w];
-  }
-  int run = before + incl - local;
+  int total;
+  int run = block_exclusive_sum<THREADS>(local, total);
 #pragma unroll
   for (int i = 0; i < kPer; ++i) {
     const int j = threadIdx.x * kPer + i;
