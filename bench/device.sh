@@ -53,7 +53,8 @@
 #   engine-bench     onecat throughput on model-bench's f16 8B checkpoint: ENGINE_SEQS (default "8 32 64": 64 is serve-bench's saturation) requests
 #                    of 1024 + 256 tokens at once -> engine_bench.jsonl
 #   model-bench      bench/model_bench.sh: decode tokens/s vs roofline and llama.cpp -> model_bench.json
-#                    (needs .vocab/ggml-vocab-qwen2.gguf carried)
+#                    (needs .vocab/ggml-vocab-qwen2.gguf carried; SHAPE=qwen3-30b-a3b LAYERS=12 for the MoE
+#                    layer shape with fewer layers, its roofline counting only the 8 touched experts)
 #   gemm-bench[@graph]  bench/gemm_bench.sh (the 8B linear set; FORMATS/SHAPES select, SWEEP_MS the
 #                    swept token counts, DEFAULT_MS those at the default config, GRAPH=1 times CUDA-graph
 #                    replays: onecat bench --graph and the torch peer's --graph) -> gemm_bench.jsonl

@@ -5,7 +5,9 @@
 # embedding table, of which a step reads one row — plus the KV cache at the mean context) and
 # against llama.cpp (bench/llama_peer.sh: the f16 random-weight checkpoint converted by its
 # convert_hf_to_gguf.py and quantised by llama-quantize, `llama-bench -p PROMPT -n GEN`). Batch 1.
-#   bash bench/model_bench.sh BIN   (env: SHAPE qwen3-8b, PROMPT 1024, GEN 256, OUT, VOCAB_GGUF,
+#   bash bench/model_bench.sh BIN   (env: SHAPE qwen3-8b (or qwen3-1.7b, qwen3-30b-a3b), LAYERS (default:
+#                                    the shape's; fewer for a MoE shape whose 48 layers overflow the disk),
+#                                    PROMPT 1024, GEN 256, OUT, VOCAB_GGUF,
 #                                    FORMATS (default f16) e.g. "f16 fp8 awq4 nvfp4",
 #                                    TUNE_S seconds of tuning per format (default 300),
 #                                    LLAMA=1 to run llama.cpp too: bench/llama_peer.sh build first;
@@ -23,7 +25,8 @@ prompt=${PROMPT:-1024}
 gen=${GEN:-256}
 out=${OUT:-$root/device-out}
 py=$(command -v python3)
-work=$root/build-device/model-$shape
+tag=$shape${LAYERS:+-L$LAYERS}  # names the work folder and the GGUF files
+work=$root/build-device/model-$tag
 mkdir -p "$out" "$work"
 log() { echo "[$(date +%T)] model_bench: $*" >&2; }
 
@@ -56,13 +59,23 @@ for fmt in formats:
     h, L, heads, kvh = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
     dim = cfg.get("head_dim") or h // heads
     kv_bytes = L * 2 * kvh * dim * 2 * (prompt + gen / 2)
+    # A MoE step reads only its token's experts: the experts' share of the weight bytes (by
+    # parameter count, so quantised alike) scaled by experts_per_tok / experts.
+    experts = cfg.get("num_experts") or cfg.get("num_local_experts") or 0
+    touched = 1.0
+    if experts:
+        inter, topk = cfg["moe_intermediate_size"], cfg["num_experts_per_tok"]
+        expert_params = L * experts * 3 * h * inter
+        attn_params = L * (2 * h * heads * dim + 2 * h * kvh * dim + experts * h)
+        linear_params = expert_params + attn_params + cfg["vocab_size"] * h
+        touched = 1 - expert_params / linear_params * (1 - topk / experts)
     r = {}
     for name in ("generate", "generate_eager", "generate_profile"):
         g = load(os.path.join(d, name + ".json"))
         r[name] = {k: g.get(k) for k in ("decode_tokens_per_second", "prefill_seconds", "decode_seconds", "finish_reason", "load", "profile", "error")}
     ckpt_bytes = (r["generate"].get("load") or {}).get("checkpoint_bytes")
     if ckpt_bytes and copy:
-        weight_bytes = ckpt_bytes - cfg["vocab_size"] * h * 2  # a step reads one embedding row
+        weight_bytes = (ckpt_bytes - cfg["vocab_size"] * h * 2) * touched  # a step reads one embedding row
         r["weight_bytes_per_token"], r["kv_bytes_per_token_mean"] = weight_bytes, kv_bytes
         r["roofline_tokens_per_s"] = roof = copy / (weight_bytes + kv_bytes)
         for name in ("generate", "generate_eager", "generate_profile"):
@@ -89,10 +102,12 @@ for fmt in ${FORMATS:-f16}; do
   if [ ! -f "$ckpt/config.json" ]; then
     log "random checkpoint $shape $fmt"
     if [ "$fmt" = f16 ]; then
-      "$py" "$root/bench/random_checkpoint.py" "$ckpt" --shape "$shape" --vocab-gguf "${VOCAB_GGUF:?the qwen2 vocabulary gguf}" || exit 1
+      "$py" "$root/bench/random_checkpoint.py" "$ckpt" --shape "$shape" ${LAYERS:+--layers "$LAYERS"} \
+        --vocab-gguf "${VOCAB_GGUF:?the qwen2 vocabulary gguf}" || exit 1
     else
-      dims=$("$py" -c "import json, sys; sys.path.insert(0, '$root/bench'); import random_checkpoint as r; s = dict(r.SHAPES['$shape']); s.pop('arch'); print(json.dumps(s))")
-      "$py" "$root/tools/make_tiny_checkpoint.py" "$ckpt" --arch qwen3 --format "$fmt" --random-codes --shape "$dims" || continue
+      dims=$("$py" -c "import json, sys; sys.path.insert(0, '$root/bench'); import random_checkpoint as r; s = dict(r.SHAPES['$shape']); s.pop('arch'); s.update({'num_hidden_layers': int('${LAYERS:-0}')} if '${LAYERS:-}' else {}); print(json.dumps(s))")
+      arch=$("$py" -c "import sys; sys.path.insert(0, '$root/bench'); import random_checkpoint as r; print('qwen3moe' if 'Moe' in r.SHAPES['$shape']['arch'] else 'qwen3')")
+      "$py" "$root/tools/make_tiny_checkpoint.py" "$ckpt" --arch "$arch" --format "$fmt" --random-codes --shape "$dims" || continue
     fi
   fi
   cp "$ckpt/config.json" "$d/config.json"
@@ -120,13 +135,13 @@ fi
 if [ "${LLAMA:-0}" = 1 ]; then
   log "llama.cpp"
   [ "${LLAMA_APPEND:-0}" = 1 ] || rm -f "$out/llama_bench.jsonl"
-  [ -f "$root/build-llama/$shape-f16.gguf" ] ||
-    PROMPT=$prompt GEN=$gen OUT=$out bash "$root/bench/llama_peer.sh" "convert:$work/f16/checkpoint:$shape" || log "llama.cpp convert failed"
+  [ -f "$root/build-llama/$tag-f16.gguf" ] ||
+    PROMPT=$prompt GEN=$gen OUT=$out bash "$root/bench/llama_peer.sh" "convert:$work/f16/checkpoint:$tag" || log "llama.cpp convert failed"
   for type in ${LLAMA_TYPES:-f16}; do
-    [ "$type" = f16 ] || [ -f "$root/build-llama/$shape-$type.gguf" ] || OUT=$out bash "$root/bench/llama_peer.sh" "quantize:$shape:$type" ||
+    [ "$type" = f16 ] || [ -f "$root/build-llama/$tag-$type.gguf" ] || OUT=$out bash "$root/bench/llama_peer.sh" "quantize:$tag:$type" ||
       log "llama.cpp quantize $type failed"
-    PROMPT=$prompt GEN=$gen OUT=$out bash "$root/bench/llama_peer.sh" "bench:$shape:$type" || log "llama.cpp bench $type failed"
-    [ "$type" = f16 ] || [ "${KEEP_CHECKPOINTS:-0}" = 1 ] || rm -f "$root/build-llama/$shape-$type.gguf"
+    PROMPT=$prompt GEN=$gen OUT=$out bash "$root/bench/llama_peer.sh" "bench:$tag:$type" || log "llama.cpp bench $type failed"
+    [ "$type" = f16 ] || [ "${KEEP_CHECKPOINTS:-0}" = 1 ] || rm -f "$root/build-llama/$tag-$type.gguf"
   done
   summarize
 fi

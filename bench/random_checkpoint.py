@@ -23,6 +23,13 @@ SHAPES = {
                        num_attention_heads=16, num_key_value_heads=8, head_dim=128, vocab_size=151936,
                        max_position_embeddings=40960, rope_theta=1000000.0, rms_norm_eps=1e-6,
                        tie_word_embeddings=True),
+    # Qwen3-30B-A3B: 128 experts of 768, 8 per token, renormalised (48 layers: --layers for fewer).
+    "qwen3-30b-a3b": dict(arch="Qwen3MoeForCausalLM", hidden_size=2048, intermediate_size=6144, num_hidden_layers=48,
+                          num_attention_heads=32, num_key_value_heads=4, head_dim=128, vocab_size=151936,
+                          max_position_embeddings=40960, rope_theta=1000000.0, rms_norm_eps=1e-6,
+                          tie_word_embeddings=False, num_experts=128, num_experts_per_tok=8,
+                          moe_intermediate_size=768, norm_topk_prob=True, decoder_sparse_step=1,
+                          mlp_only_layers=[]),
 }
 
 

@@ -355,7 +355,9 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   m.rope = parse_rope(f, origin, m.max_position_embeddings);
   if (a == "LlamaForCausalLM" && f.boolean_or("mlp_bias", false)) f.fail("mlp_bias", "is true, which onecat does not support");
   if (a == "Qwen3MoeForCausalLM" || a == "Qwen2MoeForCausalLM") {
-    m.experts = f.integer("num_experts");
+    // transformers 5's save_pretrained writes num_local_experts (its attribute map's name) where
+    // the published config.json has num_experts.
+    m.experts = f.has("num_experts") || !f.has("num_local_experts") ? f.integer("num_experts") : f.integer("num_local_experts");
     m.experts_per_token = f.integer("num_experts_per_tok");
     m.moe_intermediate = f.integer("moe_intermediate_size");
     m.norm_topk_prob = f.boolean_or("norm_topk_prob", false);

@@ -124,6 +124,13 @@ TEST(ModelConfig, ParsesQwen3Moe) {
   j["moe_intermediate_size"] = 768;
   j["mlp_only_layers"] = {0, 1};
   parse_error(j, {"/ckpt/config.json", "\"mlp_only_layers\""});
+  // transformers 5's save_pretrained names the expert count num_local_experts.
+  j["mlp_only_layers"] = json::array();
+  j.erase("num_experts");
+  j["num_local_experts"] = 64;
+  EXPECT_EQ(parse(j).experts, 64);
+  j.erase("num_local_experts");
+  parse_error(j, {"/ckpt/config.json", "\"num_experts\"", "missing"});
 }
 
 // Qwen1.5-MoE-A2.7B's config.json (Qwen2MoeForCausalLM): Qwen2's q/k/v biases (qkv_bias), 60
