@@ -153,6 +153,9 @@ TEST(MoeConfig, DefaultsAndCandidatesHoldOnUntunedShapes) {
   // A width the tensor-core tile cannot step through (k = 40, not a multiple of 32) stays on the gemv.
   const moe::Spec odd = moe::Spec::parse("moe:op=down,experts=8,topk=2,hidden=64,inter=40,fmt=f16");
   EXPECT_EQ(moe::default_config(odd, 4096).strategy, moe::Strategy::kGemv);
+  // 16384 tokens × top-8 in tiles of one pair would pass the grid's 65535 tiles: not timed there.
+  EXPECT_FALSE(moe::fits_bucket(s, moe::Config::parse(s, "strategy=gemv,mt=1,rows=4,warps=2"), 16384));
+  EXPECT_TRUE(moe::fits_bucket(s, moe::default_config(s, 16384), 16384));
   const moe::Config mma = moe::Config::parse(s, "strategy=mma,bm=64,bn=128,wm=2,wn=2");
   EXPECT_EQ(mma.to_string(), "strategy=mma,bm=64,bn=128,wm=2,wn=2");
   EXPECT_EQ(mma.cta_threads(), 128);

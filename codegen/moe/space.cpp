@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "codegen/moe/emit.h"
 
 namespace onecat::moe {
 namespace {
@@ -119,6 +120,7 @@ bool fits_bucket(const Spec& spec, const Config& c, int64_t m) {
   // pairs than the bucket has; tensor-core tiles from half the share at which the default
   // takes them.
   const int64_t share = pairs_per_expert(spec, m);
+  if (max_tiles(spec, c, m * spec.topk) > 65535) return false;  // past the grid's y limit (geometry refuses it)
   if (c.mma()) return share * 2 >= kMmaShare && c.bm <= std::max<int64_t>(16, 2 * share);
   return c.mt <= std::max<int64_t>(1, std::min<int64_t>(2 * share, m * spec.topk));
 }
