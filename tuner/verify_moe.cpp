@@ -137,7 +137,9 @@ struct MoeBatch {
           d_bias = upload_bytes(bias.data(), bias.size() * 4);
         }
         d_logits = upload_bytes(logits.data(), logits.size() * 2);
-        d_route_workspace = DeviceBuffer(size_t(16 + 4 * (tokens * s.experts + pairs)));
+        moe::Config most;  // one token per CTA: the most CTAs, the largest workspace
+        most.op = moe::Op::kRoute, most.tokens = 1;
+        d_route_workspace = DeviceBuffer(size_t(std::max<int64_t>(16, moe::workspace_bytes(s, most, tokens))));
         d_route_workspace.fill_bytes(0);
         d_ids = DeviceBuffer(size_t(pairs) * 4 + 64);
         d_weights = DeviceBuffer(size_t(pairs) * 4 + 64);

@@ -58,7 +58,7 @@ Config default_config(const Spec& spec, int64_t m) {
   // Decode: tiles as large as the pairs an expert gets on average (one), rows as the gemm
   // family's gemv takes them, and warps enough for about two chunks per lane.
   c.mt = 1;
-  while (c.mt < std::min<int64_t>(pairs_per_expert(spec, m), 8)) c.mt *= 2;
+  while (c.mt < std::min<int64_t>(share, 8)) c.mt *= 2;
   c.rows = c.mt == 1 ? 4 : 2;
   const gemm::Spec g = spec.projection();
   const int64_t chunks = g.k / g.per_chunk();

@@ -150,12 +150,9 @@ CpuBackend::CpuBackend(const models::LoadedModel& model, const BackendLimits& li
         throw Error("CPU backend: a MoE layer's experts do not match its config");
       to.router = dequantized(from.router);
       for (const models::LoadedExpert& e : from.experts) to.experts.push_back({dequantized(e.gate_up), dequantized(e.down)});
-      if (c.has_shared_expert()) {
-        to.gate_up = dequantized(from.gate_up);
-        to.down = dequantized(from.down);
-        to.shared_gate = dequantized(from.shared_gate);
-      }
-    } else {
+      if (c.has_shared_expert()) to.shared_gate = dequantized(from.shared_gate);
+    }
+    if (!c.is_moe() || c.has_shared_expert()) {  // the dense MLP, or the shared expert's
       to.gate_up = dequantized(from.gate_up);
       to.down = dequantized(from.down);
     }

@@ -334,12 +334,9 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
       to.router = g.linear(from.router, {}, Epilogue::kNone);
       to.expert_gate_up = g.expert_groups(from.experts, moe::Op::kGateUp);
       to.expert_down = g.expert_groups(from.experts, moe::Op::kDown);
-      if (c.has_shared_expert()) {
-        to.gate_up = g.linear(from.gate_up, {}, Epilogue::kSiluMul);
-        to.down = g.linear(from.down, {}, Epilogue::kNone);
-        to.shared_gate = g.linear(from.shared_gate, {}, Epilogue::kNone);
-      }
-    } else {
+      if (c.has_shared_expert()) to.shared_gate = g.linear(from.shared_gate, {}, Epilogue::kNone);
+    }
+    if (!c.is_moe() || c.has_shared_expert()) {  // the dense MLP, or the shared expert's
       to.gate_up = g.linear(from.gate_up, {}, Epilogue::kSiluMul);
       to.down = g.linear(from.down, {}, Epilogue::kNone);
     }

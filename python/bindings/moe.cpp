@@ -49,12 +49,6 @@ std::string checked(const std::string& text, const char* op) {
   }
 }
 
-std::string route_spec(int64_t experts, int64_t topk, bool norm) {
-  return checked("moe:op=route,experts=" + std::to_string(experts) + ",topk=" + std::to_string(topk) +
-                     ",norm=" + (norm ? "1" : "0"),
-                 kRoute);
-}
-
 // The router's spec fields beyond softmax (codegen/moe/spec.h); topk_groups < 0: all groups.
 struct Router {
   std::string score = "softmax";
@@ -72,10 +66,14 @@ std::string route_spec_of(int64_t experts, int64_t topk, bool norm, const Router
   return checked(text, kRoute);
 }
 
+// Found by its numbers: a later call builds and parses no text. A score other than softmax or
+// sigmoid keys as 2, whose spec (made from the text given) is refused before anything is kept.
 RouteShape& route_shape(int64_t experts, int64_t topk, bool norm, const Router& r) {
-  const std::string spec = route_spec_of(experts, topk, norm, r);
-  static auto* table = new std::map<std::string, RouteShape>();  // never destroyed, like the Session
-  return prepared_shape(*table, spec, [&] { return spec; });
+  using Key = std::array<int64_t, 7>;
+  static auto* table = new std::map<Key, RouteShape>();  // never destroyed, like the Session
+  const int64_t score = r.score == "softmax" ? 0 : r.score == "sigmoid" ? 1 : 2;
+  const Key key{experts, topk, norm ? 1 : 0, score, r.bias ? 1 : 0, r.groups, r.topk_groups};
+  return prepared_shape(*table, key, [&] { return route_spec_of(experts, topk, norm, r); });
 }
 
 void launch_on(Shape& shape, const moe::Args& a, int64_t m, CUstream stream) {
@@ -209,7 +207,7 @@ struct PyMoeExperts {
     auto it = ops.find({topk, norm});
     if (it != ops.end()) return it->second;
     Ops o;
-    o.route.spec = route_spec(experts, topk, norm);
+    o.route.spec = route_spec_of(experts, topk, norm, Router{});
     o.gate_up.spec = checked(moe::projection_spec(moe::Op::kGateUp, experts, topk, hidden, inter, gate_up.fields), kMoe);
     o.down.spec = checked(moe::projection_spec(moe::Op::kDown, experts, topk, hidden, inter, down.fields), kMoe);
     o.combine.spec = checked("moe:op=combine,topk=" + std::to_string(topk) + ",hidden=" + std::to_string(hidden), kMoe);
