@@ -58,6 +58,8 @@
 #   gemm-bench[@graph]  bench/gemm_bench.sh (the 8B linear set; FORMATS/SHAPES select, SWEEP_MS the
 #                    swept token counts, DEFAULT_MS those at the default config, GRAPH=1 times CUDA-graph
 #                    replays: onecat bench --graph and the torch peer's --graph) -> gemm_bench.jsonl
+# BUILD_TARGETS: the CMake targets built (default every one the steps use; "onecat" alone saves
+#   about a minute of a cold call whose steps need only the CLI, e.g. moe-bench or bench@).
 # Files under $OUT (at most 8 come back): machine.txt build.log steps.log lane0.log lane1.log
 #   and those the steps write (tunes.jsonl bench.jsonl attention_bench.json ...).
 set -uo pipefail
@@ -88,7 +90,7 @@ cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DONECAT_P
   -DPython_EXECUTABLE="$py" -DSQLite3_INCLUDE_DIR="$root/.device" -DSQLite3_LIBRARY="$lib" \
   -DPCRE2_INCLUDE_DIR="$root/.device" -DPCRE2_LIBRARY="$root/.device/libpcre2-8.a" \
   -DUTF8PROC_INCLUDE_DIR="$root/.device" -DUTF8PROC_LIBRARY="$root/.device/libutf8proc.a" >"$out/build.log" 2>&1 &&
-  cmake --build build-device -j "$(nproc)" --target onecat onecat_gpu_tests onecat_gpu_model_tests onecat_tests attention_bench host_overhead _C >>"$out/build.log" 2>&1 ||
+  cmake --build build-device -j "$(nproc)" --target ${BUILD_TARGETS:-onecat onecat_gpu_tests onecat_gpu_model_tests onecat_tests attention_bench host_overhead _C} >>"$out/build.log" 2>&1 ||
   { tail -40 "$out/build.log"; exit 1; }
 step "built in $(( $(date +%s) - start )) s"
 bin=$root/build-device/onecat

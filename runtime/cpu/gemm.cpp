@@ -8,6 +8,7 @@
 #include "base/e4m3.h"
 #include "base/error.h"
 #include "base/half.h"
+#include "runtime/cpu/parallel.h"
 
 namespace onecat::cpu {
 namespace {
@@ -172,16 +173,26 @@ void gemm(const PackedWeight& w, const uint16_t* x, int64_t m, const GemmEpilogu
       xs[size_t(i * k_total + k)] = half_to_float(x[i * k_total + src]);
     }
   }
+  // Each output column is computed alone, in one order, so splitting the columns over threads
+  // changes no bit; small products stay on this thread (starting threads would cost more).
   std::vector<double> acc(size_t(m * n_total));
-  std::vector<double> row(static_cast<size_t>(k_total));
-  for (int64_t n = 0; n < n_total; ++n) {
-    decode_row(w, n, row.data());
-    for (int64_t i = 0; i < m; ++i) {
-      const double* xr = &xs[size_t(i * k_total)];
-      double sum = 0;
-      for (int64_t k = 0; k < k_total; ++k) sum += xr[k] * row[size_t(k)];
-      acc[size_t(i * n_total + n)] = sum;
+  auto columns = [&](int64_t begin, int64_t end) {
+    std::vector<double> row(static_cast<size_t>(k_total));
+    for (int64_t n = begin; n < end; ++n) {
+      decode_row(w, n, row.data());
+      for (int64_t i = 0; i < m; ++i) {
+        const double* xr = &xs[size_t(i * k_total)];
+        double sum = 0;
+        for (int64_t k = 0; k < k_total; ++k) sum += xr[k] * row[size_t(k)];
+        acc[size_t(i * n_total + n)] = sum;
+      }
     }
+  };
+  constexpr double kThreadedWork = 1 << 24;  // multiply-adds
+  if (double(m) * double(n_total) * double(k_total) < kThreadedWork) {
+    columns(0, n_total);
+  } else {
+    parallel_chunks(n_total, 16, columns);
   }
 
   for (int64_t i = 0; i < m; ++i) {
