@@ -29,7 +29,7 @@
 #   bench@SPEC@MS[@graph]  onecat bench SPEC --m MS --sweep --json [--graph] >> bench.jsonl
 #   moe-bench        onecat bench --sweep on one Qwen3-30B-A3B layer's moe kernels (route, gate_up, down, combine;
 #                    MOE_FORMATS default "awq4 fp8b128 nvfp4 f16", MOE_MS default 1,4,16,64,256,1024,4096) -> moe_bench.jsonl
-#                    (the touched experts' bytes at copy bandwidth are each point's floor), then torch's layer on fp16
+#                    (the touched experts' bytes at copy bandwidth are each point's floor), after torch's layer on fp16
 #                    weights (bench/moe_torch_peer.py, transformers' per-expert loop) at the same MS
 #   attn-points@FILE build-device/attention_bench one SPEC BATCH CTX Q [CONFIG] per line of FILE
 #   gemm-points@FILE[@graph]  onecat bench SPEC --m M --config CONFIG [--graph] per line (SPEC M CONFIG) of FILE
@@ -197,11 +197,12 @@ lane() {  # lane GPU STEPS...
         for fmt in ${MOE_FORMATS:-awq4 fp8b128 nvfp4 f16}; do
           for op in gate_up down; do specs+=("moe:op=$op,experts=128,topk=8,hidden=2048,inter=768,fmt=$fmt"); done
         done
+        # The peer first (seconds): a sweep cut by the deadline still has it beside it.
+        timeout "$(left)" "$py" bench/moe_torch_peer.py "$out/moe_bench.jsonl" "${MOE_MS:-1,4,16,64,256,1024,4096}"
         for spec in "${specs[@]}"; do
           timeout "$(left)" $bin bench "$spec" --m "${MOE_MS:-1,4,16,64,256,1024,4096}" --sweep --json |
             "$py" -c 'import json,sys; print(json.dumps(json.load(sys.stdin)))' >>"$out/moe_bench.jsonl"
-        done
-        timeout "$(left)" "$py" bench/moe_torch_peer.py "$out/moe_bench.jsonl" "${MOE_MS:-1,4,16,64,256,1024,4096}" ;;
+        done ;;
       bench@*) IFS=@ read -r _ spec ms mode <<<"$s"
                timeout "$(left)" $bin bench "$spec" --m "$ms" --sweep --json ${mode:+--$mode} | "$py" -c 'import json,sys; print(json.dumps(json.load(sys.stdin)))' >>"$out/bench.jsonl" ;;
       attn-points@*) while read -r spec batch ctx q config; do  # FILE: lines SPEC BATCH CTX Q [CONFIG]
