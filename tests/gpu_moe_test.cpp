@@ -2,7 +2,8 @@
 // skewed and random logits bit-exact; each expert projection in every weight format on odd
 // shapes, top-k 1 to 8 and 8 to 128 experts, on a routing that sends every other token to the
 // same experts (large tiles next to single pairs and empty experts), with and without the slot
-// table; combine; the default config at 1 to 1025 tokens and every candidate at two counts.
+// table; the gemv's CTAs of several groups of rows in every format; combine; the default config
+// at 1 to 1025 tokens and every candidate at two counts.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -69,6 +70,19 @@ TEST_F(MoeGpu, ProjectionsInEveryFormat) {
         for (int64_t tokens : {1, 4, 33, 256, 1000}) {
           if (tokens < 1000 || shape != shapes[0]) expect_default_passes(spec, tokens);
         }
+      }
+    }
+  }
+}
+
+TEST_F(MoeGpu, GemvRowGroupsInEveryFormat) {
+  // CTAs of three groups of 8 rows: 320 down rows leave the last CTA one group short, 192
+  // gate_up rows divide evenly; one pair per tile and two.
+  for (const char* fmt : {"f16", "awq4,group=64", "gptq4,group=64,act_order=1", "fp8b32", "fp8b128", "nvfp4", "mxfp4"}) {
+    for (const char* op : {"gate_up", "down"}) {
+      const std::string spec = std::string("moe:op=") + op + ",experts=16,topk=3,hidden=320,inter=192,fmt=" + fmt;
+      for (const char* config : {"strategy=gemv,mt=1,rows=8,warps=1,loop=3", "strategy=gemv,mt=2,rows=8,warps=2,loop=3"}) {
+        for (int64_t tokens : {1, 5, 33}) expect_passes(spec, config, tokens);
       }
     }
   }

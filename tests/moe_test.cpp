@@ -25,6 +25,8 @@
 namespace onecat {
 namespace {
 
+constexpr Arch kSm70{70};
+
 using test::expect_throw;
 
 std::vector<uint16_t> halves(const std::vector<float>& v) {
@@ -129,33 +131,48 @@ TEST(MoeConfig, DefaultsAndCandidatesHoldOnUntunedShapes) {
     ASSERT_FALSE(candidates.empty()) << text;
     for (const auto& c : candidates) EXPECT_FALSE(c.invalid_reason(s)) << text << " " << c.to_string();
     for (int64_t m : {1, 2, 16, 33, 512, 4096}) {
-      const moe::Config c = moe::default_config(s, m);
-      EXPECT_FALSE(c.invalid_reason(s)) << text << " m=" << m;
-      EXPECT_TRUE(moe::fits_bucket(s, c, m)) << text << " m=" << m << " " << c.to_string();
-      EXPECT_TRUE(std::any_of(candidates.begin(), candidates.end(), [&](const auto& k) { return moe::fits_bucket(s, k, m); }));
-      EXPECT_EQ(f.canonical_config(text, c.to_string()), c.to_string());
-      const LaunchGeometry g = moe::geometry(s, c, m);
-      if (s.op == moe::Op::kGateUp || s.op == moe::Op::kDown) {
-        // Enough tiles for any routing: each expert's partial tile plus the whole ones.
-        EXPECT_EQ(g.grid[1], unsigned(moe::max_tiles(s, c, m * s.topk))) << text;
-        EXPECT_GE(int64_t(g.grid[1]) * c.tile_pairs(), m * s.topk) << text;
+      for (Arch arch : {Arch{70}, Arch{90}}) {
+        const moe::Config c = moe::default_config(s, m, arch);
+        EXPECT_FALSE(c.invalid_reason(s)) << text << " m=" << m;
+        EXPECT_TRUE(moe::fits_bucket(s, c, m)) << text << " m=" << m << " " << c.to_string();
+        EXPECT_TRUE(std::any_of(candidates.begin(), candidates.end(), [&](const auto& k) { return moe::fits_bucket(s, k, m); }));
+        EXPECT_EQ(f.canonical_config(text, c.to_string()), c.to_string());
+        const LaunchGeometry g = moe::geometry(s, c, m);
+        if (s.op == moe::Op::kGateUp || s.op == moe::Op::kDown) {
+          // Enough tiles for any routing: each expert's partial tile plus the whole ones.
+          EXPECT_EQ(g.grid[1], unsigned(moe::max_tiles(s, c, m * s.topk))) << text;
+          EXPECT_GE(int64_t(g.grid[1]) * c.tile_pairs(), m * s.topk) << text;
+        }
       }
     }
   }
   const moe::Spec s = moe::Spec::parse("moe:op=gate_up,experts=128,topk=8,hidden=2048,inter=768,fmt=awq4");
   // Decode: a gemv tile per pair; 16 tokens give each expert one pair on average, still gemv;
   // prefill of 512 tokens gives each expert 32 pairs: tensor-core tiles of 32.
-  EXPECT_EQ(moe::default_config(s, 1).strategy, moe::Strategy::kGemv);
-  EXPECT_EQ(moe::default_config(s, 1).mt, 1);
-  EXPECT_EQ(moe::default_config(s, 16).strategy, moe::Strategy::kGemv);
-  EXPECT_EQ(moe::default_config(s, 512).strategy, moe::Strategy::kMma);
-  EXPECT_EQ(moe::default_config(s, 512).bm, 32);
+  EXPECT_EQ(moe::default_config(s, 1, kSm70).strategy, moe::Strategy::kGemv);
+  EXPECT_EQ(moe::default_config(s, 1, kSm70).mt, 1);
+  EXPECT_EQ(moe::default_config(s, 16, kSm70).strategy, moe::Strategy::kGemv);
+  EXPECT_EQ(moe::default_config(s, 512, kSm70).strategy, moe::Strategy::kMma);
+  EXPECT_EQ(moe::default_config(s, 512, kSm70).bm, 32);
   // A width the tensor-core tile cannot step through (k = 40, not a multiple of 32) stays on the gemv.
   const moe::Spec odd = moe::Spec::parse("moe:op=down,experts=8,topk=2,hidden=64,inter=40,fmt=f16");
-  EXPECT_EQ(moe::default_config(odd, 4096).strategy, moe::Strategy::kGemv);
+  EXPECT_EQ(moe::default_config(odd, 4096, kSm70).strategy, moe::Strategy::kGemv);
   // 16384 tokens × top-8 in tiles of one pair would pass the grid's 65535 tiles: not timed there.
   EXPECT_FALSE(moe::fits_bucket(s, moe::Config::parse(s, "strategy=gemv,mt=1,rows=4,warps=2"), 16384));
-  EXPECT_TRUE(moe::fits_bucket(s, moe::default_config(s, 16384), 16384));
+  EXPECT_TRUE(moe::fits_bucket(s, moe::default_config(s, 16384, kSm70), 16384));
+  // 4096 tokens: tiles of 64 pairs, two warps of 32 × 128 from sm_80, four of 32 × 64 on sm_70.
+  EXPECT_EQ(moe::default_config(s, 4096, kSm70).to_string(), "strategy=mma,bm=64,bn=128,wm=2,wn=2");
+  EXPECT_EQ(moe::default_config(s, 4096, Arch{90}).to_string(), "strategy=mma,bm=64,bn=128,wm=2,wn=1");
+  // Groups of rows per CTA: printed only past one, each CTA's share of the output rows.
+  const moe::Config looped = moe::Config::parse(s, "strategy=gemv,mt=1,rows=8,warps=1,loop=4");
+  EXPECT_EQ(looped.to_string(), "strategy=gemv,mt=1,rows=8,warps=1,loop=4");
+  EXPECT_EQ(moe::Config::parse(s, "strategy=gemv,mt=1,rows=8,warps=1,loop=1").to_string(), "strategy=gemv,mt=1,rows=8,warps=1");
+  EXPECT_EQ(looped.tile_cols(), 32);
+  EXPECT_EQ(moe::geometry(s, looped, 1).grid[0], 768u / 32);
+  EXPECT_EQ(moe::geometry(s, looped, 1).grid[1], 8u);  // one tile per pair: 8 pairs, 8 tiles
+  expect_throw<InputError>([&] { moe::Config::parse(s, "strategy=mma,bm=64,bn=128,wm=2,wn=2,loop=2"); }, {"loop"});
+  const moe::Spec small = moe::Spec::parse("moe:op=down,experts=8,topk=2,hidden=64,inter=40,fmt=f16");
+  expect_throw<InputError>([&] { moe::Config::parse(small, "strategy=gemv,mt=1,rows=16,warps=1,loop=8"); }, {"exceed"});
   const moe::Config mma = moe::Config::parse(s, "strategy=mma,bm=64,bn=128,wm=2,wn=2");
   EXPECT_EQ(mma.to_string(), "strategy=mma,bm=64,bn=128,wm=2,wn=2");
   EXPECT_EQ(mma.cta_threads(), 128);
@@ -172,15 +189,15 @@ TEST(MoeConfig, DefaultsAndCandidatesHoldOnUntunedShapes) {
   expect_throw<InputError>([&] { moe::Config::parse(r16, "threads=128,tokens=512"); }, {"tokens"});
   // Decode routes in one CTA without a workspace; 4096 prefill tokens over about 128 CTAs that
   // meet in one (a counter, counts per CTA and expert, a rank per pair).
-  const moe::Config one = moe::default_config(r, 16);
+  const moe::Config one = moe::default_config(r, 16, kSm70);
   EXPECT_EQ(one.route_ctas(16), 1);
   EXPECT_EQ(moe::geometry(r, one, 16).grid[0], 1u);
   EXPECT_EQ(moe::workspace_bytes(r, one, 16), 0);
-  const moe::Config many = moe::default_config(r, 4096);
+  const moe::Config many = moe::default_config(r, 4096, kSm70);
   EXPECT_EQ(many.route_ctas(4096), 128);
   EXPECT_EQ(moe::geometry(r, many, 4096).grid[0], 128u);
   EXPECT_EQ(moe::workspace_bytes(r, many, 4096), 16 + 4 * (128 * 128 + 4096 * 8));
-  EXPECT_EQ(moe::workspace_bytes(s, moe::default_config(s, 4096), 4096), 0);
+  EXPECT_EQ(moe::workspace_bytes(s, moe::default_config(s, 4096, kSm70), 4096), 0);
 }
 
 TEST(MoeGeometry, TheGridCoversEveryRouting) {
@@ -225,6 +242,14 @@ TEST(MoeStaticQuality, DefaultsCompileWithoutSpillsForSm70AndSm90) {
     }
   }
   specs.push_back("moe:op=gate_up,experts=16,topk=3,hidden=256,inter=192,fmt=gptq4,group=64,act_order=1");
+  // CTAs of three groups of rows in every format, on a layer whose 320 down rows leave the last
+  // CTA one group short.
+  std::vector<std::string> looped;
+  for (const char* fmt : {"f16", "awq4,group=64", "gptq4,group=64,act_order=1", "fp8b32", "fp8b128", "nvfp4", "mxfp4"}) {
+    for (const char* op : {"gate_up", "down"}) {
+      looped.push_back(std::string("moe:op=") + op + ",experts=16,topk=3,hidden=320,inter=192,fmt=" + fmt);
+    }
+  }
   for (Arch arch : {Arch{70}, Arch{90}}) {
     std::vector<CompileRequest> reqs;
     for (const std::string& spec : specs) {
@@ -232,6 +257,9 @@ TEST(MoeStaticQuality, DefaultsCompileWithoutSpillsForSm70AndSm90) {
       std::set<std::string> configs;
       for (int64_t m : {1, 16, 512, 4096}) configs.insert(f.default_config(spec, m, arch));
       for (const auto& c : configs) reqs.push_back(CompileRequest::make(f, spec, c, arch));
+    }
+    for (const std::string& spec : looped) {
+      reqs.push_back(CompileRequest::make(family_of(spec), spec, "strategy=gemv,mt=2,rows=8,warps=1,loop=3", arch));
     }
     ASSERT_NO_FATAL_FAILURE(test::expect_compile_without_spills(reqs, false));
   }

@@ -1,6 +1,8 @@
 #include "codegen/moe/config.h"
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "base/error.h"
 #include "codegen/spec_text.h"
@@ -23,6 +25,7 @@ Config Config::parse(const Spec& spec, std::string_view text) {
       c.mt = static_cast<int>(r.integer("mt", 1, 64));
       c.rows = static_cast<int>(r.integer("rows", 1, 64));
       c.warps = static_cast<int>(r.integer("warps", 1, 16));
+      c.loop = static_cast<int>(r.integer_or("loop", 1, 1, 64));
     }
   } else {
     c.threads = static_cast<int>(r.integer("threads", 32, 1024));
@@ -47,8 +50,10 @@ std::string Config::to_string() const {
                         {"wm", std::to_string(wm)}, {"wn", std::to_string(wn)}});
   }
   if (projection()) {
-    return join_fields({{"strategy", "gemv"}, {"mt", std::to_string(mt)}, {"rows", std::to_string(rows)},
-                        {"warps", std::to_string(warps)}});
+    std::vector<std::pair<std::string, std::string>> f = {
+        {"strategy", "gemv"}, {"mt", std::to_string(mt)}, {"rows", std::to_string(rows)}, {"warps", std::to_string(warps)}};
+    if (loop > 1) f.emplace_back("loop", std::to_string(loop));
+    return join_fields(f);
   }
   if (op == Op::kRoute) return join_fields({{"threads", std::to_string(threads)}, {"tokens", std::to_string(tokens)}});
   return join_fields({{"threads", std::to_string(threads)}});
@@ -94,6 +99,10 @@ std::optional<std::string> Config::invalid_reason(const Spec& spec) const {
   }
   const int64_t out_rows = g.out_cols();
   if (rows > out_rows) return "rows=" + std::to_string(rows) + " exceeds the " + std::to_string(out_rows) + " output rows";
+  if (int64_t(rows) * loop > out_rows && loop > 1) {
+    return "loop=" + std::to_string(loop) + " groups of " + std::to_string(rows) + " rows exceed the " +
+           std::to_string(out_rows) + " output rows";
+  }
   return std::nullopt;
 }
 

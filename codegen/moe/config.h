@@ -1,13 +1,13 @@
 // moe config: what the tuner varies, per op.
 //   route:            threads=256,tokens=32
-//   gate_up, down:    strategy=gemv,mt=4,rows=4,warps=4
+//   gate_up, down:    strategy=gemv,mt=4,rows=4,warps=4[,loop=4]
 //                     strategy=mma,bm=64,bn=128,wm=2,wn=2
 //   combine:          threads=128
 // route: CTAs of `threads` threads, each routing `tokens` tokens (a warp per token) and ranking
 // its pairs per expert; the last CTA to finish groups them all (templates/moe/route.cuh).
-// gate_up and down, strategy=gemv: a CTA owns `rows` output rows of one tile of up to `mt`
-// pairs routed to the same expert (the tiles of each expert in pair order) and its warps split
-// K, each lane streaming 16-byte chunks of the expert's weight rows (the gemm family's gemv,
+// gate_up and down, strategy=gemv: a CTA owns `loop` groups (default 1, printed when more) of
+// `rows` output rows of one tile of up to `mt` pairs routed to the same expert (the tiles of
+// each expert in pair order), the groups one after the other, and its warps split K, each lane streaming 16-byte chunks of the expert's weight rows (the gemm family's gemv,
 // templates/gemm/gemv.cuh, with the token rows read by index): decode, a few pairs per expert.
 // gate_up and down, strategy=mma: a CTA computes a tile of up to `bm` pairs of one expert ×
 // `bn` weight rows with wm × wn warps on tensor cores (the gemm family's atom=wmma tile,
@@ -37,6 +37,7 @@ struct Config {
   static constexpr int kMaxRoutePairs = 4096;  // route: tokens × topk per CTA (two shared int arrays)
   Strategy strategy = Strategy::kGemv;  // gate_up, down
   int mt = 1, rows = 4, warps = 4;      // strategy=gemv
+  int loop = 1;                         // strategy=gemv: groups of `rows` rows per CTA
   int bm = 64, bn = 128, wm = 2, wn = 2;  // strategy=mma
 
   static Config parse(const Spec& spec, std::string_view text);  // parses and validates
@@ -52,7 +53,7 @@ struct Config {
   // Pairs per tile (the grid's tiles split each expert's pairs into runs of this many).
   int tile_pairs() const { return mma() ? bm : mt; }
   // Output columns per CTA.
-  int tile_cols() const { return !mma() ? rows : op == Op::kGateUp ? bn / 2 : bn; }
+  int tile_cols() const { return !mma() ? rows * loop : op == Op::kGateUp ? bn / 2 : bn; }
   // strategy=mma: the gemm family's config of the same tile (its validity rules apply).
   gemm::Config gemm_mma() const;
   friend bool operator==(const Config&, const Config&) = default;

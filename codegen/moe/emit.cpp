@@ -38,7 +38,7 @@ Emitted emit(const Spec& spec, const Config& c, Arch arch) {
         header = "moe/mma.cuh";
       } else {
         e.kernel_expression = "onecat::moe_gemv_kernel<" + shape + std::to_string(c.mt) + ", " + std::to_string(c.rows) +
-                              ", " + std::to_string(c.warps) + ", " + flags;
+                              ", " + std::to_string(c.warps) + ", " + std::to_string(c.loop) + ", " + flags;
         header = "moe/gemv.cuh";
       }
       break;
@@ -50,7 +50,10 @@ Emitted emit(const Spec& spec, const Config& c, Arch arch) {
 }
 
 int64_t max_tiles(const Spec& spec, const Config& c, int64_t pairs) {
-  return std::min<int64_t>(spec.experts, pairs) + pairs / c.tile_pairs();
+  // Σ ceil(c_e / t) over the experts with pairs ≤ Σ (c_e + t - 1) / t = (pairs + touched·(t - 1)) / t,
+  // touched ≤ min(experts, pairs); the sum is whole, so its floor bounds it too.
+  const int64_t t = c.tile_pairs();
+  return (pairs + std::min<int64_t>(spec.experts, pairs) * (t - 1)) / t;
 }
 
 LaunchGeometry geometry(const Spec& spec, const Config& c, int64_t tokens) {

@@ -20,8 +20,9 @@ inline constexpr int kGeneratorVersion = 1;
 
 Emitted emit(const Spec& spec, const Config& config, Arch arch);
 LaunchGeometry geometry(const Spec& spec, const Config& config, int64_t tokens);
-// gate_up and down: the grid's tiles for `pairs` pairs (tokens × topk): at most one partial
-// tile per expert touched plus the whole tiles.
+// gate_up and down: the grid's tiles for `pairs` pairs (tokens × topk): the most any routing
+// needs (each touched expert's pairs in tiles of the config's pairs; the experts touched are
+// at most min(experts, pairs)).
 int64_t max_tiles(const Spec& spec, const Config& config, int64_t pairs);
 
 }  // namespace onecat::moe

@@ -20,7 +20,7 @@ constexpr int64_t kMmaShare = 8;
 
 }  // namespace
 
-Config default_config(const Spec& spec, int64_t m) {
+Config default_config(const Spec& spec, int64_t m, Arch arch) {
   Config c;
   c.op = spec.op;
   if (spec.op == Op::kRoute) {
@@ -44,22 +44,35 @@ Config default_config(const Spec& spec, int64_t m) {
     return c;
   }
   // Prefill (an expert gets a tensor-core tile's worth of pairs on average): strategy=mma,
-  // tiles of pairs up to that share, 128 weight rows.
+  // 128 weight rows, tiles of 32 pairs from 16 per expert, of 64 from 64 per expert, there
+  // with two warps (each a 32 × 128 tile) from sm_80 — on the H200 the Qwen3-30B-A3B layer's
+  // fastest or within 6 % of it in f16 and awq4 at 256 and 4096 tokens (bench/RESULTS.md); on
+  // sm_70 such a warp's accumulators spill, so four warps of 32 × 64.
   const int64_t share = pairs_per_expert(spec, m);
   if (share >= kMmaShare) {
     c.strategy = Strategy::kMma;
-    c.bm = share >= 64 ? 64 : share >= 32 ? 32 : 16;
     c.bn = 128;
-    c.wm = c.bm >= 32 ? 2 : 1;
-    c.wn = 2;
+    if (share >= 64) {
+      c.bm = 64, c.wm = 2, c.wn = arch.sm >= 80 ? 1 : 2;
+    } else if (share >= 16) {
+      c.bm = 32, c.wm = 1, c.wn = 4;
+    } else {
+      c.bm = 16, c.wm = 1, c.wn = 2;
+    }
     if (!c.invalid_reason(spec)) return c;
     c.strategy = Strategy::kGemv;  // k not a multiple of 32, say: the gemv serves any shape
   }
-  // Decode: tiles as large as the pairs an expert gets on average (one), rows as the gemm
-  // family's gemv takes them, and warps enough for about two chunks per lane.
+  // Decode: tiles of one pair while the experts get fewer pairs than one each on average, then
+  // up to twice the share (routing is skewed: some experts get several); 8 rows (16-byte chunks
+  // of 8 or 16 weight rows in flight per lane: the fastest on the H200 at 1 and 16 tokens), 4
+  // for gate_up's tiles of several pairs (8 spill there in the 4-bit float formats); warps
+  // enough for about two chunks per lane.
   c.mt = 1;
-  while (c.mt < std::min<int64_t>(share, 8)) c.mt *= 2;
-  c.rows = c.mt == 1 ? 4 : 2;
+  const int64_t pairs = m * spec.topk;
+  if (pairs >= spec.experts) {
+    while (c.mt * 2 <= std::min<int64_t>(2 * share, 8)) c.mt *= 2;
+  }
+  c.rows = spec.op == Op::kGateUp && c.mt > 1 ? 4 : 8;
   const gemm::Spec g = spec.projection();
   const int64_t chunks = g.k / g.per_chunk();
   c.warps = int(std::clamp<int64_t>(chunks / 64, 1, 8));
@@ -89,13 +102,26 @@ std::vector<Config> candidate_configs(const Spec& spec) {
     return out;
   }
   for (int mt : {1, 2, 4, 8, 16}) {
-    for (int rows : {1, 2, 4, 8}) {
+    for (int rows : {1, 2, 4, 8, 16}) {
       for (int warps : {1, 2, 4, 8}) {
         c.mt = mt, c.rows = rows, c.warps = warps;
         if (!c.invalid_reason(spec)) out.push_back(c);
       }
     }
   }
+  // Decode's tiles of one or two pairs: CTAs that walk 2 to 8 groups of rows (the tile search
+  // and a CTA's start paid once for more weight bytes).
+  for (int mt : {1, 2}) {
+    for (int rows : {4, 8}) {
+      for (int warps : {1, 2, 4}) {
+        for (int loop : {2, 4, 8}) {
+          c.mt = mt, c.rows = rows, c.warps = warps, c.loop = loop;
+          if (!c.invalid_reason(spec)) out.push_back(c);
+        }
+      }
+    }
+  }
+  c.loop = 1;
   c.strategy = Strategy::kMma;
   for (int bm : {16, 32, 64, 128}) {
     for (int bn : {64, 128, 256}) {

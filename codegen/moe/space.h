@@ -3,11 +3,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/arch.h"
 #include "codegen/moe/config.h"
 
 namespace onecat::moe {
 
-Config default_config(const Spec& spec, int64_t m);
+Config default_config(const Spec& spec, int64_t m, Arch arch);
 std::vector<Config> candidate_configs(const Spec& spec);
 // Whether the tuner times this candidate for token count m.
 bool fits_bucket(const Spec& spec, const Config& config, int64_t m);

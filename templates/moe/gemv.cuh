@@ -2,8 +2,12 @@
 // over the tiles of each expert's pairs. A tile is up to MT pairs routed to one expert, in pair
 // order (op=route's grouping); blockIdx.y is the tile, found from the per-expert offsets by a
 // scan of each expert's tile count (a few hundred experts: one pass of the CTA). A CTA owns
-// ROWS output rows of its tile and its warps split K; each lane streams 16-byte chunks of the
-// expert's weight rows, decoded in registers, once for all the tile's pairs.
+// LOOP groups of ROWS output rows of its tile, one group after the other (the next group's
+// chunks are loaded before this one's sums are reduced and stored), so that the tile search
+// and the start of a CTA are paid once for LOOP × ROWS rows: at decode a tile holds one or two
+// pairs and a group of rows is a few kilobytes of weights. Its warps split K; each lane
+// streams 16-byte chunks of the expert's weight rows, decoded in registers, once for all the
+// tile's pairs.
 //   gate_up (GATED): x is [tokens][K] and a pair reads its token's row (p / TOPK), the weight is
 //   the expert's [gate; up] (N = 2 × the output width), out is h [pairs][N/2] fp16 =
 //   silu(gate) · up.
@@ -61,7 +65,8 @@ __device__ __forceinline__ MoeTile moe_find_tile(const int* __restrict__ offsets
   return found;
 }
 
-template <class Fmt, int N, int K, int EXPERTS, int TOPK, int MT, int ROWS, int WARPS, bool GATED, bool ACT_ORDER>
+template <class Fmt, int N, int K, int EXPERTS, int TOPK, int MT, int ROWS, int WARPS, int LOOP, bool GATED,
+          bool ACT_ORDER>
 __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
     moe_gemv_kernel(void* __restrict__ y, const half_t* __restrict__ x, const void* __restrict__ qweight,
                     const void* __restrict__ scales, const void* __restrict__ zeros, const int* __restrict__ perm,
@@ -82,7 +87,6 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
   if (tile.count == 0) return;
   const int warp = threadIdx.x / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
-  const int out_row0 = blockIdx.x * ROWS;
   const char* wbytes = static_cast<const char*>(qweight) + tile.slot * qweight_stride;
   const void* sc_base = static_cast<const char*>(scales) + tile.slot * scales_stride;
   const void* z_base = static_cast<const char*>(zeros) + tile.slot * zeros_stride;
@@ -98,34 +102,33 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
     xrow[i] = x + static_cast<long long>(r) * K;
   }
 
-  int row[kSlots];
+  // Group g's first output row; the CTA's groups past the last row are skipped (the same for
+  // every thread: the barriers below stay uniform).
+  auto group_row0 = [&](int g) { return (blockIdx.x * LOOP + g) * ROWS; };
+  int groups = 1;  // group 0 always lies inside: the grid has ceil(rows / (ROWS × LOOP)) CTAs
 #pragma unroll
-  for (int s = 0; s < kSlots; ++s) {
-    const int r = kOutRows % ROWS == 0 ? out_row0 + s % ROWS : min(out_row0 + s % ROWS, kOutRows - 1);
-    row[s] = (GATED && s >= ROWS) ? r + kOutRows : r;
-  }
+  for (int g = 1; g < LOOP; ++g) groups += group_row0(g) < kOutRows ? 1 : 0;
+  // Weight row of slot s in group g (gate_up: the gate rows, then the up rows).
+  auto row_of = [&](int g, int s) {
+    const int r = kOutRows % ROWS == 0 ? group_row0(g) + s % ROWS : min(group_row0(g) + s % ROWS, kOutRows - 1);
+    return (GATED && s >= ROWS) ? r + kOutRows : r;
+  };
 
-  float acc[MT][kSlots];
-#pragma unroll
-  for (int i = 0; i < MT; ++i) {
-#pragma unroll
-    for (int s = 0; s < kSlots; ++s) acc[i][s] = 0.f;
-  }
-
-  auto chunk_address = [&](int s, int c) { return wbytes + (static_cast<long long>(row[s]) * kChunks + c) * 16; };
   struct Stage {
     Raw16 raw[kSlots];
     typename Fmt::Scale sc[kSlots];
   };
-  auto load = [&](int it, Stage& st) {
+  auto load = [&](int g, int it, Stage& st) {
     const int c = it * kThreads + threadIdx.x;
     if (!kEvenSplit && c >= kChunks) return;
 #pragma unroll
     for (int s = 0; s < kSlots; ++s) {
-      st.raw[s] = gmem_load_nc<16>(chunk_address(s, c));
-      st.sc[s] = Fmt::load_scale(sc_base, z_base, row[s], c);
+      const int row = row_of(g, s);
+      st.raw[s] = gmem_load_nc<16>(wbytes + (static_cast<long long>(row) * kChunks + c) * 16);
+      st.sc[s] = Fmt::load_scale(sc_base, z_base, row, c);
     }
   };
+  float acc[MT][kSlots];
   auto compute = [&](int it, const Stage& st) {
     const int c = it * kThreads + threadIdx.x;
     if (!kEvenSplit && c >= kChunks) return;
@@ -138,43 +141,57 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
       for (int s = 0; s < kSlots; ++s) acc[i][s] += gemv_chunk_dot<Fmt>(st.raw[s], st.sc[s], xs);
     }
   };
+  __shared__ float partial[WARPS][MT][kSlots];
   constexpr int kUnroll = kIters <= (MT * kSlots <= 8 ? 8 : 2) ? kIters : 1;
   Stage cur;
-  load(0, cur);
+  load(0, 0, cur);
+#pragma unroll 1
+  for (int g = 0; g < groups; ++g) {
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+#pragma unroll
+      for (int s = 0; s < kSlots; ++s) acc[i][s] = 0.f;
+    }
 #pragma unroll kUnroll
-  for (int it = 0; it < kIters; ++it) {
-    compute(it, cur);
-    if (it + 1 < kIters) load(it + 1, cur);
-  }
+    for (int it = 0; it < kIters; ++it) {
+      compute(it, cur);
+      if (it + 1 < kIters) {
+        load(g, it + 1, cur);
+      } else if (g + 1 < groups) {
+        load(g + 1, 0, cur);
+      }
+    }
 
-  __shared__ float partial[WARPS][MT][kSlots];
 #pragma unroll
-  for (int i = 0; i < MT; ++i) {
+    for (int i = 0; i < MT; ++i) {
 #pragma unroll
-    for (int s = 0; s < kSlots; ++s) {
-      const float v = group_sum<kWarpSize>(acc[i][s]);
-      if (lane == 0) partial[warp][i][s] = v;
+      for (int s = 0; s < kSlots; ++s) {
+        const float v = group_sum<kWarpSize>(acc[i][s]);
+        if (lane == 0) partial[warp][i][s] = v;
+      }
     }
-  }
-  __syncthreads();
-  for (int t = threadIdx.x; t < MT * ROWS; t += kThreads) {
-    const int i = t / ROWS, r = t % ROWS;
-    const int n = out_row0 + r;
-    if (i >= tile.count || n >= kOutRows) continue;
-    float v = 0.f, gate = 0.f;
+    __syncthreads();
+    const int out_row0 = group_row0(g);
+    for (int t = threadIdx.x; t < MT * ROWS; t += kThreads) {
+      const int i = t / ROWS, r = t % ROWS;
+      const int n = out_row0 + r;
+      if (i >= tile.count || n >= kOutRows) continue;
+      float v = 0.f, gate = 0.f;
 #pragma unroll
-    for (int wp = 0; wp < WARPS; ++wp) {
-      v += partial[wp][i][GATED ? r + ROWS : r];
-      if constexpr (GATED) gate += partial[wp][i][r];
+      for (int wp = 0; wp < WARPS; ++wp) {
+        v += partial[wp][i][GATED ? r + ROWS : r];
+        if constexpr (GATED) gate += partial[wp][i][r];
+      }
+      v *= gscale;
+      const long long out = static_cast<long long>(pair[i]) * kOutRows + n;
+      if constexpr (GATED) {
+        v *= silu(gate * gscale);
+        static_cast<half_t*>(y)[out] = float_to_half(v);
+      } else {
+        static_cast<float*>(y)[out] = v;
+      }
     }
-    v *= gscale;
-    const long long out = static_cast<long long>(pair[i]) * kOutRows + n;
-    if constexpr (GATED) {
-      v *= silu(gate * gscale);
-      static_cast<half_t*>(y)[out] = float_to_half(v);
-    } else {
-      static_cast<float*>(y)[out] = v;
-    }
+    if (LOOP > 1) __syncthreads();  // the next group's partial sums overwrite these
   }
 }
 
