@@ -14,10 +14,12 @@ Workloads: `fixed` (every request --input-len prompt tokens and --output-len new
 `mix`, a ShareGPT-like mix generated here (log-normal prompt and output lengths around
 --input-len and --output-len, clipped to [4, 4·len]); `ignore_eos` makes every request run to
 its length where the server honours it (onecat and vLLM do; llama-server: n_predict + ignore_eos).
+Decoding is greedy unless --temperature (with --top-p) asks for sampling, what chat clients send
+by default; each request then carries its own seed, so a rerun draws the same tokens.
 
     bench/serve_bench.py --url http://127.0.0.1:8000 --model NAME --vocab 151936 \\
         [--rates 1,4,16,inf] [--num-prompts 64] [--workload fixed|mix] [--input-len 1024] \\
-        [--output-len 256] [--seed 0] [--api-key KEY] [--out serve_bench.json]
+        [--output-len 256] [--temperature 0] [--top-p 1] [--seed 0] [--api-key KEY] [--out serve_bench.json]
 """
 from __future__ import annotations
 
@@ -48,6 +50,7 @@ def percentiles(values: list[float]) -> dict:
 
 def workload(kind: str, n: int, input_len: int, output_len: int, vocab: int, seed: int) -> list[dict]:
     rng = random.Random(seed)
+    seeds = random.Random(seed + 1)  # apart, so the prompts stay those of a greedy run
     requests = []
     for _ in range(n):
         if kind == "fixed":
@@ -55,15 +58,18 @@ def workload(kind: str, n: int, input_len: int, output_len: int, vocab: int, see
         else:  # log-normal lengths (ShareGPT's are heavy-tailed), median at the given lengths
             p = int(min(4 * input_len, max(4, rng.lognormvariate(math.log(input_len), 0.8))))
             o = int(min(4 * output_len, max(4, rng.lognormvariate(math.log(output_len), 0.7))))
-        requests.append({"prompt": [rng.randrange(100, vocab) for _ in range(p)], "max_tokens": o})
+        requests.append({"prompt": [rng.randrange(100, vocab) for _ in range(p)], "max_tokens": o,
+                         "seed": seeds.randrange(1 << 31)})
     return requests
 
 
 class Client:
-    def __init__(self, url: str, model: str, api_key: str | None, timeout: float):
+    def __init__(self, url: str, model: str, api_key: str | None, timeout: float, temperature: float = 0,
+                 top_p: float = 1):
         u = urlparse(url)
         self.host, self.port = u.hostname, u.port or 80
         self.model, self.timeout = model, timeout
+        self.temperature, self.top_p = temperature, top_p
         self.headers = {"Content-Type": "application/json"}
         if api_key:
             self.headers["Authorization"] = f"Bearer {api_key}"
@@ -71,7 +77,10 @@ class Client:
     def run(self, request: dict) -> dict:
         """One streamed completion: token arrival times relative to the send, usage, error."""
         body = {"model": self.model, "prompt": request["prompt"], "max_tokens": request["max_tokens"],
-                "temperature": 0, "stream": True, "stream_options": {"include_usage": True}, "ignore_eos": True}
+                "temperature": self.temperature, "stream": True, "stream_options": {"include_usage": True},
+                "ignore_eos": True}
+        if self.temperature > 0:
+            body.update({"top_p": self.top_p, "seed": request["seed"]})
         out = {"prompt_tokens": len(request["prompt"]), "times": [], "output_tokens": None, "error": None}
         start = time.perf_counter()
         try:
@@ -159,6 +168,8 @@ def main() -> int:
     ap.add_argument("--workload", choices=["fixed", "mix"], default="fixed")
     ap.add_argument("--input-len", type=int, default=1024)
     ap.add_argument("--output-len", type=int, default=256)
+    ap.add_argument("--temperature", type=float, default=0, help="0: greedy; above: sampled, a seed per request")
+    ap.add_argument("--top-p", type=float, default=1, help="with --temperature")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--api-key")
     ap.add_argument("--timeout", type=float, default=600, help="seconds a request may take")
@@ -169,14 +180,18 @@ def main() -> int:
     except ValueError:
         print(f"serve_bench: --rates {a.rates!r} is not a comma-separated list of numbers (or inf)", file=sys.stderr)
         return 2
+    if a.temperature < 0 or not 0 < a.top_p <= 1:
+        print("serve_bench: --temperature must be 0 or more and --top-p in (0, 1]", file=sys.stderr)
+        return 2
     if a.num_prompts < 1 or a.input_len < 1 or a.output_len < 1 or a.vocab <= 100 or any(r <= 0 for r in rates):
         print("serve_bench: --num-prompts, --input-len, --output-len and every rate must be positive, "
               "--vocab above 100", file=sys.stderr)
         return 2
     requests = workload(a.workload, a.num_prompts, a.input_len, a.output_len, a.vocab, a.seed)
-    client = Client(a.url, a.model, a.api_key, a.timeout)
+    client = Client(a.url, a.model, a.api_key, a.timeout, a.temperature, a.top_p)
     result = {"url": a.url, "model": a.model, "workload": a.workload, "input_len": a.input_len,
-              "output_len": a.output_len, "num_prompts": a.num_prompts, "seed": a.seed, "runs": []}
+              "output_len": a.output_len, "num_prompts": a.num_prompts, "temperature": a.temperature,
+              "top_p": a.top_p, "seed": a.seed, "runs": []}
     for i, rate in enumerate(rates):
         run = run_rate(client, requests, rate, a.seed + i)
         result["runs"].append(run)

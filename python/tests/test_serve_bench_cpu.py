@@ -1,5 +1,6 @@
 """bench/serve_bench.py against `onecat serve` on the CPU backend: every request of a small
-Poisson run and an all-at-once run completes, streamed, with the output length asked for."""
+Poisson run and an all-at-once run completes, streamed, with the output length asked for; so do
+sampled requests (temperature, top_p, a seed each)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,18 @@ def test_serve_bench_runs_every_request(server):  # noqa: F811
         assert run["prompt_tokens"] == 6 * 30
         assert 0 < run["ttft"]["p50_ms"] <= run["ttft"]["p99_ms"]
         assert run["itl"]["p50_ms"] > 0 and run["tpot"]["p50_ms"] > 0
+    sampled = subprocess.run([sys.executable, str(ROOT / "bench" / "serve_bench.py"), "--url",
+                              f"http://127.0.0.1:{server.port}", "--model", MODEL_NAME, "--api-key", API_KEY,
+                              "--vocab", "128", "--rates", "inf", "--num-prompts", "4", "--input-len", "20",
+                              "--output-len", "7", "--temperature", "0.8", "--top-p", "0.9"],
+                             capture_output=True, text=True, timeout=300)
+    assert sampled.returncode == 0, sampled.stderr
+    result = json.loads(sampled.stdout)
+    assert result["temperature"] == 0.8 and result["top_p"] == 0.9
+    assert result["runs"][0]["completed"] == 4 and result["runs"][0]["output_tokens"] == 4 * 7
     bad = subprocess.run([sys.executable, str(ROOT / "bench" / "serve_bench.py"), "--model", "x", "--vocab", "128",
                           "--rates", "fast"], capture_output=True, text=True)
     assert bad.returncode == 2 and "--rates" in bad.stderr
+    bad = subprocess.run([sys.executable, str(ROOT / "bench" / "serve_bench.py"), "--model", "x", "--vocab", "128",
+                          "--top-p", "0"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--top-p" in bad.stderr
