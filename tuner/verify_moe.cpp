@@ -407,9 +407,7 @@ CheckResult check_combine(MoeBatch& b, CheckResult r) {
         const double term = gate * cpu::half_to_float(b.shared[size_t(t * s.hidden + n)]);
         sum += term, magnitude += std::abs(term);
       }
-      // One fp16 unit at |sum|: 2^(e-10) for a normal value, 2^-24 below 2^-14.
-      const double unit = std::ldexp(1.0, std::max(std::ilogb(std::max(std::abs(sum), 1e-30)), -14) - 10);
-      const double bound = unit + (terms + 1) * std::ldexp(magnitude, -24);
+      const double bound = half_ulp(sum) + (terms + 1) * std::ldexp(magnitude, -24);
       const int64_t i = t * s.hidden + n;
       const double g = cpu::half_to_float(got[size_t(i)]);
       const double err = std::isfinite(g) ? std::abs(g - sum) / bound : INFINITY;

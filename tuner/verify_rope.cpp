@@ -42,11 +42,6 @@ constexpr double kNormFlipShare = 0x1p-9;
 constexpr int64_t kNormFlipsAllowedPer = 256;  // one element in 256, plus kNormFlipsFloor
 constexpr int64_t kNormFlipsFloor = 16;
 
-double half_ulp(double x) {
-  const double a = std::fabs(x);
-  return a < 0x1p-14 ? 0x1p-24 : std::ldexp(1.0, std::ilogb(a) - 10);
-}
-
 struct Scaled {
   const char* name;
   cpu::RopeParams params;

@@ -7,7 +7,8 @@
 // its pairs per expert; the last CTA to finish groups them all (templates/moe/route.cuh).
 // gate_up and down, strategy=gemv: a CTA owns `loop` groups (default 1, printed when more) of
 // `rows` output rows of one tile of up to `mt` pairs routed to the same expert (the tiles of
-// each expert in pair order), the groups one after the other, and its warps split K, each lane streaming 16-byte chunks of the expert's weight rows (the gemm family's gemv,
+// each expert in pair order), the groups one after the other, and its warps split K, each lane
+// streaming 16-byte chunks of the expert's weight rows (the gemm family's gemv,
 // templates/gemm/gemv.cuh, with the token rows read by index): decode, a few pairs per expert.
 // gate_up and down, strategy=mma: a CTA computes a tile of up to `bm` pairs of one expert ×
 // `bn` weight rows with wm × wn warps on tensor cores (the gemm family's atom=wmma tile,
