@@ -139,7 +139,7 @@ TEST(MoeConfig, DefaultsAndCandidatesHoldOnUntunedShapes) {
         EXPECT_EQ(f.canonical_config(text, c.to_string()), c.to_string());
         const LaunchGeometry g = moe::geometry(s, c, m);
         if (s.op == moe::Op::kGateUp || s.op == moe::Op::kDown) {
-          // Enough tiles for any routing: each expert's partial tile plus the whole ones.
+          // Enough tiles for any routing: each touched expert's pairs in tiles of the config's.
           EXPECT_EQ(g.grid[1], unsigned(moe::max_tiles(s, c, m * s.topk))) << text;
           EXPECT_GE(int64_t(g.grid[1]) * c.tile_pairs(), m * s.topk) << text;
         }

@@ -11,11 +11,15 @@ import sys
 from test_serve_cpu import API_KEY, MODEL_NAME, ROOT, model, server  # noqa: F401 (fixtures)
 
 
+def serve_bench(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "bench" / "serve_bench.py"), *args], capture_output=True,
+                          text=True, timeout=300)
+
+
 def test_serve_bench_runs_every_request(server):  # noqa: F811
-    out = subprocess.run([sys.executable, str(ROOT / "bench" / "serve_bench.py"), "--url",
-                          f"http://127.0.0.1:{server.port}", "--model", MODEL_NAME, "--api-key", API_KEY,
-                          "--vocab", "128", "--rates", "50,inf", "--num-prompts", "6", "--input-len", "30",
-                          "--output-len", "9", "--workload", "fixed"], capture_output=True, text=True, timeout=300)
+    url = ["--url", f"http://127.0.0.1:{server.port}", "--model", MODEL_NAME, "--api-key", API_KEY, "--vocab", "128"]
+    out = serve_bench(*url, "--rates", "50,inf", "--num-prompts", "6", "--input-len", "30", "--output-len", "9",
+                      "--workload", "fixed")
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert [r["rate"] for r in result["runs"]] == [50.0, "inf"]
@@ -25,18 +29,13 @@ def test_serve_bench_runs_every_request(server):  # noqa: F811
         assert run["prompt_tokens"] == 6 * 30
         assert 0 < run["ttft"]["p50_ms"] <= run["ttft"]["p99_ms"]
         assert run["itl"]["p50_ms"] > 0 and run["tpot"]["p50_ms"] > 0
-    sampled = subprocess.run([sys.executable, str(ROOT / "bench" / "serve_bench.py"), "--url",
-                              f"http://127.0.0.1:{server.port}", "--model", MODEL_NAME, "--api-key", API_KEY,
-                              "--vocab", "128", "--rates", "inf", "--num-prompts", "4", "--input-len", "20",
-                              "--output-len", "7", "--temperature", "0.8", "--top-p", "0.9"],
-                             capture_output=True, text=True, timeout=300)
+    sampled = serve_bench(*url, "--rates", "inf", "--num-prompts", "4", "--input-len", "20", "--output-len", "7",
+                          "--temperature", "0.8", "--top-p", "0.9")
     assert sampled.returncode == 0, sampled.stderr
     result = json.loads(sampled.stdout)
     assert result["temperature"] == 0.8 and result["top_p"] == 0.9
     assert result["runs"][0]["completed"] == 4 and result["runs"][0]["output_tokens"] == 4 * 7
-    bad = subprocess.run([sys.executable, str(ROOT / "bench" / "serve_bench.py"), "--model", "x", "--vocab", "128",
-                          "--rates", "fast"], capture_output=True, text=True)
+    bad = serve_bench("--model", "x", "--vocab", "128", "--rates", "fast")
     assert bad.returncode == 2 and "--rates" in bad.stderr
-    bad = subprocess.run([sys.executable, str(ROOT / "bench" / "serve_bench.py"), "--model", "x", "--vocab", "128",
-                          "--top-p", "0"], capture_output=True, text=True)
+    bad = serve_bench("--model", "x", "--vocab", "128", "--top-p", "0")
     assert bad.returncode == 2 and "--top-p" in bad.stderr
