@@ -7,6 +7,8 @@
 #   quantize:NAME:TYPE    build-llama/NAME-f16.gguf → build-llama/NAME-TYPE.gguf (llama-quantize; Q8_0, Q4_K_M, …)
 #   bench:NAME:TYPE       llama-bench -p $PROMPT -n $GEN on build-llama/NAME-TYPE.gguf (TYPE f16 for the
 #                         converted file), one JSON line per result into $OUT/llama_bench.jsonl
+#   batched:NAME:TYPE:N   llama-batched-bench with N sequences of $PROMPT + $GEN tokens each (its decode
+#                         speed speed_tg is N streams together) -> $OUT/llama_batched.jsonl, one line with type
 #   e.g. bash bench/llama_peer.sh build convert:/tmp/qwen3-8b:qwen3-8b quantize:qwen3-8b:Q8_0 bench:qwen3-8b:f16
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -38,6 +40,13 @@ for s in "$@"; do
       "$build/cmake/bin/llama-bench" -m "$build/$name-$type.gguf" -p "${PROMPT:-1024}" -n "${GEN:-256}" -ngl 99 \
         -r "${REPS:-3}" -o jsonl >>"$out/llama_bench.jsonl" 2>"$build/bench-$name-$type.log" ||
         { tail -n 30 "$build/bench-$name-$type.log"; exit 1; } ;;
+    batched:*) IFS=: read -r _ name type n <<<"$s"
+      "$build/cmake/bin/llama-batched-bench" -m "$build/$name-$type.gguf" -npp "${PROMPT:-1024}" -ntg "${GEN:-256}" -npl "$n" \
+        -c $((n * (${PROMPT:-1024} + ${GEN:-256}))) -ngl 99 --output-format jsonl 2>"$build/batched-$name-$type.log" |
+        "$py" -c 'import json, sys
+for line in sys.stdin:
+    if line.startswith("{"): print(json.dumps({"model_type": sys.argv[1], **json.loads(line)}))' "$type" >>"$out/llama_batched.jsonl" &&
+        grep -q '"model_type": "'"$type"'"' "$out/llama_batched.jsonl" || { tail -n 30 "$build/batched-$name-$type.log"; exit 1; } ;;
     *) log "unknown step $s"; exit 2 ;;
   esac
 done

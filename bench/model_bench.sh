@@ -11,12 +11,16 @@
 #                                    FORMATS (default f16) e.g. "f16 fp8 awq4 nvfp4",
 #                                    TUNE_S seconds of tuning per format (default 300),
 #                                    LLAMA=1 to run llama.cpp too: bench/llama_peer.sh build first;
-#                                    LLAMA_TYPES its types, default f16, e.g. "f16 Q8_0 Q4_K_M")
+#                                    LLAMA_TYPES its types, default f16, e.g. "f16 Q8_0 Q4_K_M",
+#                                    BATCH=N to add N concurrent requests of PROMPT + GEN: `onecat
+#                                    throughput` against llama-batched-bench -npl N,
+#                                    TUNE_BUCKETS (default 1, or "1,N" with BATCH))
 # f16 is bench/random_checkpoint.py's checkpoint (transformers' save_pretrained, a real
 # tokenizer); the quantised formats are tools/make_tiny_checkpoint.py --random-codes at the same
 # shape (random codes in each format's real layout: speed only). Each format: its bucket-1
 # specs tuned, then generate with CUDA graphs, op by op, and --profile (the decode step's kernel
-# times by op beside the step time). Writes $OUT/model_bench.json.
+# times by op beside the step time). A format whose runs a call cut short left finished is not run
+# again in the next call on a warm machine (the work folder stays). Writes $OUT/model_bench.json.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bin=$1
@@ -73,6 +77,12 @@ for fmt in formats:
     for name in ("generate", "generate_eager", "generate_profile"):
         g = load(os.path.join(d, name + ".json"))
         r[name] = {k: g.get(k) for k in ("decode_tokens_per_second", "prefill_seconds", "decode_seconds", "finish_reason", "load", "profile", "error")}
+    if os.path.exists(os.path.join(d, "throughput.json")):
+        t = load(os.path.join(d, "throughput.json"))
+        r["batch"] = {k: t.get(k) for k in ("num_prompts", "output_tokens_per_second", "total_tokens_per_second", "ttft", "tpot", "seconds", "error")}
+        tpot = (t.get("tpot") or {}).get("mean_ms")
+        # Tokens/s of the decode phase, all requests together: what llama-batched-bench's speed_tg is.
+        if tpot: r["batch"]["decode_tokens_per_second"] = t["num_prompts"] / (tpot / 1e3)
     ckpt_bytes = (r["generate"].get("load") or {}).get("checkpoint_bytes")
     if ckpt_bytes and copy:
         weight_bytes = (ckpt_bytes - cfg["vocab_size"] * h * 2) * touched  # a step reads one embedding row
@@ -90,6 +100,8 @@ for line in open(path) if os.path.exists(path) else []:
     r = json.loads(line)
     llama.append({k: r.get(k) for k in ("model_type", "n_prompt", "n_gen", "avg_ts", "stddev_ts")})
 result["llama_cpp"] = llama
+path = os.path.join(out, "llama_batched.jsonl")
+result["llama_cpp_batched"] = [json.loads(line) for line in open(path)] if os.path.exists(path) else []
 print(json.dumps(result, indent=1))
 EOF
 }
@@ -111,16 +123,25 @@ for fmt in ${FORMATS:-f16}; do
     fi
   fi
   cp "$ckpt/config.json" "$d/config.json"
-  log "tune bucket 1 ($fmt)"
-  ONECAT_CACHE_DIR=$work/cache timeout "${TUNE_S:-300}" "$bin" tune --model "$ckpt" --buckets 1 --json >"$d/tune.json" 2>"$d/tune.err" ||
+  buckets=${TUNE_BUCKETS:-1${BATCH:+,$BATCH}}
+  log "tune buckets $buckets ($fmt)"
+  [ -f "$d/tune.json" ] ||
+    ONECAT_CACHE_DIR=$work/cache timeout "${TUNE_S:-300}" "$bin" tune --model "$ckpt" --buckets "$buckets" --json >"$d/tune.json" 2>"$d/tune.err" ||
     log "tune failed: $(tail -3 "$d/tune.err")"
   for run in generate generate_eager generate_profile; do
+    grep -q decode_tokens_per_second "$d/$run.json" 2>/dev/null && continue  # done in an earlier call
     flags=$([ $run = generate_eager ] && echo --no-cuda-graphs; [ $run = generate_profile ] && echo --profile)
     log "onecat $run ($fmt)"
     ONECAT_CACHE_DIR=$work/cache "$bin" generate --model "$ckpt" --device cuda --prompt-ids "$ids" --max-tokens "$gen" \
       --prefill-chunk 512 --ignore-eos --json $flags >"$d/$run.json" 2>>"$d/generate.err" ||
       log "$run failed: $(tail -3 "$d/generate.err")"
   done
+  if [ -n "${BATCH:-}" ] && ! grep -q output_tokens_per_second "$d/throughput.json" 2>/dev/null; then
+    log "onecat throughput, $BATCH requests at once ($fmt)"
+    ONECAT_CACHE_DIR=$work/cache "$bin" throughput --model "$ckpt" --device cuda --num-prompts "$BATCH" --input-len "$prompt" \
+      --output-len "$gen" --max-num-seqs "$BATCH" --max-num-batched-tokens 2048 --json >"$d/throughput.json" 2>>"$d/generate.err" ||
+      log "throughput failed: $(tail -3 "$d/generate.err")"
+  fi
   summarize
   # The device has 64 GB of disk: a quantised checkpoint goes once measured (f16 stays: llama.cpp
   # converts it and engine-bench runs it).
@@ -134,13 +155,15 @@ if [ "${LLAMA:-0}" = 1 ] && [ -n "${LLAMA_BUILD_LOG:-}" ]; then
 fi
 if [ "${LLAMA:-0}" = 1 ]; then
   log "llama.cpp"
-  [ "${LLAMA_APPEND:-0}" = 1 ] || rm -f "$out/llama_bench.jsonl"
+  [ "${LLAMA_APPEND:-0}" = 1 ] || rm -f "$out/llama_bench.jsonl" "$out/llama_batched.jsonl"
   [ -f "$root/build-llama/$tag-f16.gguf" ] ||
     PROMPT=$prompt GEN=$gen OUT=$out bash "$root/bench/llama_peer.sh" "convert:$work/f16/checkpoint:$tag" || log "llama.cpp convert failed"
   for type in ${LLAMA_TYPES:-f16}; do
     [ "$type" = f16 ] || [ -f "$root/build-llama/$tag-$type.gguf" ] || OUT=$out bash "$root/bench/llama_peer.sh" "quantize:$tag:$type" ||
       log "llama.cpp quantize $type failed"
     PROMPT=$prompt GEN=$gen OUT=$out bash "$root/bench/llama_peer.sh" "bench:$tag:$type" || log "llama.cpp bench $type failed"
+    [ -z "${BATCH:-}" ] || PROMPT=$prompt GEN=$gen OUT=$out bash "$root/bench/llama_peer.sh" "batched:$tag:$type:$BATCH" ||
+      log "llama.cpp batched bench $type failed"
     [ "$type" = f16 ] || [ "${KEEP_CHECKPOINTS:-0}" = 1 ] || rm -f "$root/build-llama/$tag-$type.gguf"
   done
   summarize
