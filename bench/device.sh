@@ -45,7 +45,7 @@
 #                    (MODEL_CASES: its --cases)
 #   llama-build      bench/llama_peer.sh build (llama.cpp from the carried .llama/, in the background;
 #                    model-bench's llama.cpp part waits for it; LLAMA_TYPES its types)
-#   serve-bench      after model-bench: `onecat serve` on its 8B checkpoint of SERVE_FORMAT (default f16; others
+#   serve-bench      after model-bench: `onecat serve` on its checkpoint (SHAPE, LAYERS as there: default the 8B) of SERVE_FORMAT (default f16; others
 #                    need model-bench's KEEP_CHECKPOINTS=1), bench/serve_bench.py at SERVE_RATES (default 4,16,inf)
 #                    with SERVE_PROMPTS (default 64) requests of SERVE_WORKLOAD (fixed: 1024+256, or mix), greedy
 #                    unless SERVE_TEMPERATURE (and SERVE_TOP_P) ask for sampling, then the
@@ -135,13 +135,15 @@ serve_bench() {  # onecat serve, then llama-server, on a model-bench checkpoint 
   # llama.cpp's SERVE_LLAMA_TYPE (f16 for f16, else Q4_K_M; model-bench's LLAMA_TYPES made it).
   local fmt=${SERVE_FORMAT:-f16}
   local type=${SERVE_LLAMA_TYPE:-$([ "$fmt" = f16 ] && echo f16 || echo Q4_K_M)}
-  local ckpt=build-device/model-qwen3-8b/$fmt/checkpoint gguf=build-llama/qwen3-8b-$type.gguf
+  local tag=${SHAPE:-qwen3-8b}${LAYERS:+-L$LAYERS}  # model-bench's work folder and GGUF names
+  local work=build-device/model-$tag
+  local ckpt=$work/$fmt/checkpoint gguf=build-llama/$tag-$type.gguf
   [ -f "$ckpt/config.json" ] || { step "serve-bench: no $ckpt (model-bench with FORMATS=$fmt KEEP_CHECKPOINTS=1)"; return; }
   # Quantised checkpoints of random codes carry no tokenizer: the f16 one's (the same vocabulary).
-  [ -f "$ckpt/tokenizer.json" ] || cp build-device/model-qwen3-8b/f16/checkpoint/tokenizer*.json "$ckpt/" 2>/dev/null
+  [ -f "$ckpt/tokenizer.json" ] || cp $work/f16/checkpoint/tokenizer*.json "$ckpt/" 2>/dev/null
   local args=(--vocab 151936 --rates "${SERVE_RATES:-4,16,inf}" --num-prompts "${SERVE_PROMPTS:-64}" --input-len 1024
     --output-len 256 --workload "${SERVE_WORKLOAD:-fixed}" --temperature "${SERVE_TEMPERATURE:-0}" --top-p "${SERVE_TOP_P:-1}")
-  ONECAT_CACHE_DIR=build-device/model-qwen3-8b/cache $bin serve --model "$ckpt" --device cuda --port 8011 \
+  ONECAT_CACHE_DIR=$work/cache $bin serve --model "$ckpt" --device cuda --port 8011 \
     --served-model-name "onecat-$fmt" --max-num-seqs 64 >"$out/serve.log" 2>&1 &
   serve_load "onecat-$fmt" 8011 $!
   [ -x build-llama/cmake/bin/llama-server ] && [ -f "$gguf" ] || { step "serve-bench: no llama-server or $gguf"; return; }
