@@ -638,7 +638,7 @@ TEST(SamplingOp, ArgumentsAndGeometry) {
   }
   EXPECT_EQ(call.geometry.grid[0], 33u);
   EXPECT_EQ(call.geometry.block[0], 256u);
-  EXPECT_EQ(call.geometry.dynamic_shared_bytes, unsigned(8 * 256 + 8 * 512 + 6272 + 4 * 32));
+  EXPECT_EQ(call.geometry.dynamic_shared_bytes, unsigned(8 * 256 + 8 * 512 + 10368 + 4 * 32));
   EXPECT_EQ(sampling::workspace_bytes(sample, sc, 33), 0);
   EXPECT_EQ(sampling::history_table_bytes(100), 1600);
 

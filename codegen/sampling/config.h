@@ -24,7 +24,7 @@ struct Config {
   // The sample kernel's shared memory beside its THREADS slots and CAP list entries (8 bytes
   // each) and the bitmap: two 256-bin histograms of counts and masses and a few scalars
   // (templates/sampling/sample.cuh SampleShared, which static_asserts this bound).
-  static constexpr int kSampleFixedShared = 6272;
+  static constexpr int kSampleFixedShared = 10368;
 
   Op op = Op::kSample;
   int threads = 512;

@@ -40,13 +40,42 @@ __device__ __forceinline__ int x_bin(float x) {
   return e < 0 ? 0 : (e >= kBins - 2 ? kBins - 1 : e + 1);
 }
 
+// A histogram of masses (q ≤ 2^40) in shared memory, summed with 32-bit atomics: q split in
+// kMassFields fields of kMassFieldBits bits, each field's sum exact in 32 bits for any vocabulary
+// up to 2^20 tokens. A 64-bit shared atomicAdd compiles to a compare-and-swap spin loop
+// (ATOMS.CAST.SPIN.64 on sm_90), which serialises a warp whose tokens fall in one bin — the
+// usual case, since the log-spaced bins near the maximum hold most of the row.
+inline constexpr int kMassFieldBits = 12;
+inline constexpr int kMassFields = 4;
+static_assert(kMassFields * kMassFieldBits >= 41, "a field for every bit of q ≤ 2^40");
+struct MassHistogram {
+  unsigned field[kMassFields][kBins];
+  __device__ __forceinline__ void clear(int b) {
+ONECAT_SAMPLING_UNROLL
+    for (int f = 0; f < kMassFields; ++f) field[f][b] = 0;
+  }
+  __device__ __forceinline__ void add(int b, u64 q) {
+ONECAT_SAMPLING_UNROLL
+    for (int f = 0; f < kMassFields; ++f) {
+      const unsigned v = unsigned(q >> (f * kMassFieldBits)) & ((1u << kMassFieldBits) - 1);
+      if (v) atomicAdd(&field[f][b], v);
+    }
+  }
+  __device__ __forceinline__ u64 operator[](int b) const {
+    u64 m = 0;
+ONECAT_SAMPLING_UNROLL
+    for (int f = 0; f < kMassFields; ++f) m += u64(field[f][b]) << (f * kMassFieldBits);
+    return m;
+  }
+};
+
 // The shared-memory layout; the bitmap of seen ids follows it.
 template <int THREADS, int CAP>
 struct SampleShared {
-  u64 slots[THREADS];  // reductions and scans
-  u64 list[CAP];       // compacted candidates, sorted
-  u64 mass1[kBins];    // the x-bin histogram
-  u64 mass2[kBins];    // the radix level's histogram
+  u64 slots[THREADS];    // reductions and scans
+  u64 list[CAP];         // compacted candidates, sorted
+  MassHistogram mass1;   // the x-bin histogram
+  MassHistogram mass2;   // the radix level's histogram
   unsigned count1[kBins];
   unsigned count2[kBins];
   u64 scalar[8];
@@ -56,7 +85,7 @@ struct SampleShared {
 // codegen/sampling/config.h kSampleFixedShared bounds what is not slots or list.
 template <int THREADS, int CAP>
 struct SampleSharedSize {
-  static_assert(sizeof(SampleShared<THREADS, CAP>) <= 8 * THREADS + 8 * CAP + 6272, "kSampleFixedShared");
+  static_assert(sizeof(SampleShared<THREADS, CAP>) <= 8 * THREADS + 8 * CAP + 10368, "kSampleFixedShared");
   static constexpr int kBytes = int(sizeof(SampleShared<THREADS, CAP>));
 };
 
@@ -70,6 +99,7 @@ struct Prefix {
 template <int VOCAB, int LOGPROBS, int THREADS, int CAP>
 struct SampleRow {
   static_assert((CAP & (CAP - 1)) == 0 && CAP >= 32, "CAP is a power of two ≥ 32");
+  static_assert(u64(VOCAB) * ((1u << kMassFieldBits) - 1) <= 0xffffffffull, "a mass field's sum fits 32 bits");
   typedef SampleShared<THREADS, CAP> Shared;
   static constexpr int kWords = (VOCAB + 31) / 32;
   static constexpr int kSharedBytes = SampleSharedSize<THREADS, CAP>::kBytes;  // the bitmap follows
@@ -226,14 +256,14 @@ struct SampleRow {
   template <class View>
   __device__ __forceinline__ void bin_histogram(View view, bool masses) {
     ONECAT_SAMPLING_NO_UNROLL
-    for (int b = threadIdx.x; b < kBins; b += THREADS) sh.count1[b] = 0, sh.mass1[b] = 0;
+    for (int b = threadIdx.x; b < kBins; b += THREADS) sh.count1[b] = 0, sh.mass1.clear(b);
     __syncthreads();
     ONECAT_SAMPLING_NO_UNROLL
     for (int i = threadIdx.x; i < VOCAB; i += THREADS) {
       const Token t = view(i);
       if (!t.in) continue;
       atomicAdd(sh.count1 + t.bin, 1u);
-      if (masses && t.q) atomicAdd(sh.mass1 + t.bin, t.q);
+      if (masses && t.q) sh.mass1.add(t.bin, t.q);
     }
     __syncthreads();
   }
@@ -374,7 +404,7 @@ struct SampleRow {
     for (int level = 0; level < 4; ++level) {
       const int shift = 24 - 8 * level;
       ONECAT_SAMPLING_NO_UNROLL
-      for (int b = threadIdx.x; b < kBins; b += THREADS) sh.count2[b] = 0, sh.mass2[b] = 0;
+      for (int b = threadIdx.x; b < kBins; b += THREADS) sh.count2[b] = 0, sh.mass2.clear(b);
       __syncthreads();
       ONECAT_SAMPLING_NO_UNROLL
       for (int i = threadIdx.x; i < VOCAB; i += THREADS) {
@@ -383,7 +413,7 @@ struct SampleRow {
         if (level > 0 && (t.key >> (shift + 8)) != prefix) continue;
         const int digit = (t.key >> shift) & 255;
         atomicAdd(sh.count2 + digit, 1u);
-        if (masses && t.q) atomicAdd(sh.mass2 + digit, t.q);
+        if (masses && t.q) sh.mass2.add(digit, t.q);
       }
       __syncthreads();
       // Larger digits come first in the order.
