@@ -369,11 +369,16 @@ std::vector<StepOutput> Engine::step() {
   std::vector<int32_t> ids, positions, slots, cu_q{0}, seq_lens, table, logit_rows, row_of;
   int max_pages = 0, decodes = 0;
   bool greedy = true;
+  // Sampled where the logits are (EngineOptions::device_sampling) when no chunk needs them
+  // here: no prompt logprobs, no drafts to verify, no logit_bias (which only the host applies).
+  bool device_sampling = options_.device_sampling;
   for (const Chunk& c : chunks) {
     max_pages = std::max(max_pages, int(c.seq->pages.size()));
     decodes += c.tokens == 1;
     const auto [from, to] = prompt_rows(*c.seq, c.seq->computed, c.seq->computed + c.tokens);
     greedy = greedy && cpu::plain_greedy(c.seq->request.sampling) && from == to && c.seq->q.empty();
+    device_sampling = device_sampling && from == to && c.seq->drafted == 0 && c.seq->q.empty() &&
+                      c.seq->request.sampling.logit_bias.empty();
   }
   for (const Chunk& c : chunks) {
     const Seq& s = *c.seq;
@@ -407,9 +412,22 @@ std::vector<StepOutput> Engine::step() {
   const int64_t vocab = model_.config().vocab;
   std::vector<int32_t> argmax;
   std::vector<float> logits;
+  std::vector<cpu::SampledToken> device_sampled;  // device_sampling: one per chunk (its one logit row)
+  device_sampling = device_sampling && !greedy && logit_rows.size() == chunks.size();
+  stats_.sampled_steps += greedy ? 0 : 1;
   if (greedy) {
     argmax.resize(logit_rows.size());
     model_.forward_argmax(batch, argmax);
+  } else if (device_sampling) {
+    std::vector<model::SampleRequest> requests;
+    for (const Chunk& c : chunks) {
+      const Seq& s = *c.seq;
+      requests.push_back(
+          {&s.request.sampling, s.request.prompt, s.output, uint64_t(s.output.size()), s.request.sampling.logprobs > 0});
+    }
+    device_sampled.resize(chunks.size());
+    model_.forward_sample(batch, requests, device_sampled);
+    ++stats_.device_sampled_steps;
   } else {
     logits.resize(logit_rows.size() * size_t(vocab));
     model_.forward(batch, logits);
@@ -421,19 +439,24 @@ std::vector<StepOutput> Engine::step() {
   stats_.computed_tokens += int64_t(ids.size());
   collect_prompt_logprobs(chunks, row_of, prompt_row_of, logits);
 
-  // The rows to sample: chunks that reach their prompt's end. Sampled on the host on every
-  // core (cpu::sample_rows: the rows in parallel, or one row's passes split).
+  // The rows to sample: chunks that reach their prompt's end. Sampled where the logits are
+  // (above), or on the host on every core (cpu::sample_rows: the rows in parallel, or one
+  // row's passes split).
   std::vector<size_t> rows;
   std::vector<cpu::SampleRow> to_sample;
+  std::vector<cpu::SampledToken> sampled(chunks.size());
   for (size_t k = 0; k < chunks.size() && !greedy; ++k) {
     if (chunks[k].seq->pending() != chunks[k].tokens || chunks[k].seq->drafted > 0) continue;
     if (chunks[k].seq->request.max_tokens == 0) continue;  // prompt logprobs alone
+    if (device_sampling) {
+      sampled[k] = std::move(device_sampled[k]);
+      continue;
+    }
     const Seq& s = *chunks[k].seq;
     rows.push_back(k);
     to_sample.push_back({logits.data() + size_t(row_of[k]) * size_t(vocab), &s.request.sampling, s.request.prompt,
                          s.output, uint64_t(s.output.size()), s.request.sampling.logprobs > 0});
   }
-  std::vector<cpu::SampledToken> sampled(chunks.size());
   if (!to_sample.empty()) {
     std::vector<cpu::SampledToken> got = cpu::sample_rows(to_sample, vocab);
     for (size_t i = 0; i < rows.size(); ++i) sampled[rows[i]] = std::move(got[i]);

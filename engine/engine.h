@@ -25,6 +25,11 @@ struct EngineOptions {
   int64_t max_num_batched_tokens = 0;  // tokens per step, ≤ the model's max_batch_tokens (0: that)
   int max_num_seqs = 0;                // sequences per step, ≤ the model's max_sequences (0: that)
   bool prefix_caching = true;
+  // Sample where the logits are (Backend::read_sampled: on the GPU the sampling kernel, so only
+  // the ids leave the device) instead of copying them to the host sampler; steps that verify
+  // drafts, give prompt logprobs or apply a logit_bias sample on the host either way. On the CPU
+  // backend both are cpu::sample. Off by default until the GPU path is checked on a GPU.
+  bool device_sampling = false;
   // Speculative decoding (docs/engine.md): up to this many draft tokens per decoding request and
   // step (k, 0: off; Request::num_draft_tokens lowers it per request), verified by the same
   // forward so the output keeps the target's distribution (engine/speculative.h): a greedy
@@ -81,6 +86,7 @@ struct EngineStats {
   int64_t prefix_hit_tokens = 0;  // of them, found in the prefix cache instead of computed
   int64_t computed_tokens = 0;    // tokens run through the model (recomputes included)
   int64_t generated_tokens = 0;
+  int64_t sampled_steps = 0, device_sampled_steps = 0;  // steps that sampled any row; of them, where the logits are
   int64_t draft_tokens = 0;          // speculative tokens proposed and verified
   int64_t accepted_tokens = 0;       // of them, accepted
   std::vector<int64_t> accepted_at;  // [k]: drafts at position k + 1 accepted (acceptance by position)

@@ -645,6 +645,7 @@ void serve(const ServeOptions& options) {
   engine::EngineOptions eo;
   eo.num_speculative_tokens = o.num_speculative_tokens;
   eo.speculative = o.speculative;
+  eo.device_sampling = o.device_sampling;
   EngineLoop loop(*m, eo, o.device == model::Device::kCuda, metrics);
   Server server(o, served, loop, metrics);
   httplib::Server& http = server.http();

@@ -444,6 +444,52 @@ TEST(Engine, SampledRequestsAreReproducibleAndMatchGenerate) {
   EXPECT_EQ(together(e, jobs), want);
 }
 
+// EngineOptions::device_sampling: on the CPU backend the sampler where the logits are is
+// cpu::sample_rows too, so every output (token, logprob, top logprobs) equals the host path's,
+// for sampled rows with penalties and logprobs beside greedy ones, a logit_bias request (which
+// keeps its steps on the host) and preemption-free chunked prefills.
+TEST(Engine, DeviceSamplingGivesTheHostSamplersOutputs) {
+  const LoadedModel loaded = load(Checkpoints::of("qwen2", "awq4"));
+  std::vector<Job> jobs = mixed_jobs(loaded.config.vocab, 500);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (i % 4 == 3) continue;  // greedy
+    jobs[i].sampling = {.temperature = 0.8f,
+                        .top_k = i % 3 ? 0 : 30,
+                        .top_p = i % 2 ? 0.9f : 1.f,
+                        .repetition_penalty = i % 5 ? 1.f : 1.2f,
+                        .frequency_penalty = i % 6 == 1 ? 0.5f : 0.f,
+                        .seed = 2000 + i,
+                        .logprobs = int(i % 3)};
+  }
+  jobs[2].sampling.logit_bias = {{7, 5.f}};
+  int64_t device_steps = 0;
+  auto run = [&](bool device_sampling) {
+    Model m(loaded, engine_model());
+    Engine e(m, {.max_num_batched_tokens = 40, .max_num_seqs = 5, .device_sampling = device_sampling});
+    std::map<int64_t, size_t> index;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      Request r;
+      r.prompt = jobs[i].prompt, r.max_tokens = jobs[i].max_tokens, r.sampling = jobs[i].sampling;
+      index[e.add(r)] = i;
+    }
+    std::vector<std::vector<std::tuple<int32_t, float, std::vector<std::pair<int, float>>>>> out(jobs.size());
+    while (!e.idle()) {
+      for (const engine::StepOutput& o : e.step()) out[index.at(o.id)].emplace_back(o.token, o.logprob, o.top_logprobs);
+    }
+    if (device_sampling) {
+      device_steps = e.stats().device_sampled_steps;
+      EXPECT_LT(device_steps, e.stats().sampled_steps);  // the logit_bias request's steps stay on the host
+    } else {
+      EXPECT_EQ(e.stats().device_sampled_steps, 0);
+    }
+    return out;
+  };
+  const auto host = run(false), device = run(true);
+  EXPECT_EQ(device, host);
+  EXPECT_GT(device_steps, 0);
+  for (size_t i = 0; i < jobs.size(); ++i) EXPECT_EQ(int64_t(host[i].size()), jobs[i].max_tokens) << "job " << i;
+}
+
 // logprobs = n: each output carries the token's raw logprob and the n best, as cpu::sample
 // gives them for the same logits (those of generate's model alone, bit for bit on the CPU).
 TEST(Engine, LogprobsAreTheSamplersOwn) {

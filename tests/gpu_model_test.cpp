@@ -199,6 +199,86 @@ TEST(GpuEngine, ConcurrentRequestsFollowTheCpuForward) {
   }
 }
 
+// EngineOptions::device_sampling on the GPU: the sampling kernel over the logits in place picks
+// what the fp64 host sampler picks from the same logits (a GPU Model replaying each request
+// alone: the engine's steps for one request at a time are the same launches), except where that
+// decision lies within 1e-4 of its boundary (fp32 against fp64, docs/sampling.md); logprobs
+// within 1e-3. Temperature, top_k, top_p, min_p, penalties and logprobs. Eight at once (other
+// kernels' configs, so other logits' bits): the same outputs twice.
+TEST(GpuEngine, DeviceSamplingFollowsTheHostSampler) {
+  const LoadedModel loaded = load(Checkpoints::of("qwen3", "awq4"));
+  const int64_t vocab = loaded.config.vocab;
+  std::vector<cpu::SamplingParams> settings;
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 8; ++i) {
+    settings.push_back({.temperature = i == 7 ? 0.f : 0.6f + 0.1f * float(i % 4),
+                        .top_k = i % 3 == 0 ? 20 : 0,
+                        .top_p = i % 2 ? 0.9f : 1.f,
+                        .min_p = i == 4 ? 0.05f : 0.f,
+                        .repetition_penalty = i % 4 == 1 ? 1.3f : 1.f,
+                        .presence_penalty = i == 5 ? 0.5f : 0.f,
+                        .frequency_penalty = i == 6 ? 0.4f : 0.f,
+                        .seed = uint64_t(40 + i),
+                        .logprobs = i % 3 == 2 ? 5 : 0});
+    prompts.push_back(random_prompt(int64_t(5 + 7 * i), vocab, 900 + uint32_t(i)));
+  }
+  ModelOptions o = on_gpu(options(64, 4096), true);
+  o.max_sequences = 8;
+  Model gpu(loaded, o);
+  // Every request's outputs, max_num_seqs at a time.
+  auto run = [&](int together) {
+    engine::Engine e(gpu, {.max_num_batched_tokens = 64, .max_num_seqs = together, .device_sampling = true});
+    std::map<int64_t, size_t> which;
+    std::vector<std::vector<engine::StepOutput>> got(settings.size());
+    for (size_t i = 0; i < settings.size(); ++i) {
+      engine::Request r;
+      r.prompt = prompts[i], r.max_tokens = 24, r.sampling = settings[i];
+      which[e.add(r)] = i;
+    }
+    while (!e.idle()) {
+      for (engine::StepOutput& out : e.step()) got[which.at(out.id)].push_back(std::move(out));
+    }
+    EXPECT_GT(e.stats().device_sampled_steps, 0);
+    EXPECT_EQ(e.stats().device_sampled_steps, e.stats().sampled_steps);
+    return got;
+  };
+  const std::vector<std::vector<engine::StepOutput>> alone = run(1);
+  Model replay(loaded, on_gpu(options(64, 4096), true));
+  for (size_t i = 0; i < settings.size(); ++i) {
+    const cpu::SamplingParams& p = settings[i];
+    const std::vector<engine::StepOutput>& outs = alone[i];
+    ASSERT_EQ(outs.size(), 24u);
+    Sequence s;
+    std::vector<float> l = replay.extend(s, prompts[i]);
+    std::vector<int> output;
+    for (size_t t = 0; t < outs.size(); ++t) {
+      const cpu::SampleDecision d = cpu::sample_decision(l.data(), vocab, p, prompts[i], output, t);
+      const std::string where = "request " + std::to_string(i) + " token " + std::to_string(t);
+      if (outs[t].token != d.sampled.token) {
+        EXPECT_LT(d.margin, 1e-4) << where << ": " << outs[t].token << " where the host sampler picks "
+                                  << d.sampled.token;
+      } else if (p.logprobs > 0) {
+        EXPECT_NEAR(outs[t].logprob, d.sampled.logprob, 1e-3) << where;
+        ASSERT_EQ(outs[t].top_logprobs.size(), d.sampled.top.size()) << where;
+        for (size_t k = 0; k < d.sampled.top.size(); ++k) {
+          EXPECT_NEAR(outs[t].top_logprobs[k].second, d.sampled.top[k].second, 1e-3) << where << " top " << k;
+        }
+      }
+      output.push_back(outs[t].token);
+      l = replay.extend(s, std::span(&outs[t].token, 1));
+    }
+    replay.release(s);
+  }
+  const std::vector<std::vector<engine::StepOutput>> batched = run(8), again = run(8);
+  for (size_t i = 0; i < settings.size(); ++i) {
+    ASSERT_EQ(batched[i].size(), 24u);
+    for (size_t t = 0; t < 24; ++t) {
+      EXPECT_EQ(batched[i][t].token, again[i][t].token) << "request " << i << " token " << t;
+      EXPECT_EQ(batched[i][t].top_logprobs, again[i][t].top_logprobs) << "request " << i << " token " << t;
+    }
+  }
+}
+
 // The profile times every launch of the steps it saw: the ops a decode step runs, once per layer
 // (rmsnorm twice), their times positive, and the logits those steps gave the same as without it.
 TEST(GpuProfile, TimesEveryLaunchOfTheSteps) {

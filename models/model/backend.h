@@ -12,6 +12,7 @@
 
 #include "models/config.h"
 #include "models/model/forward_batch.h"
+#include "runtime/cpu/sampling.h"
 
 namespace onecat::model {
 
@@ -51,6 +52,15 @@ enum class Epilogue {
   kNone,
   kBias,     // + the linear's bias
   kSiluMul,  // gate|up: silu(x·gateᵀ)·(x·upᵀ), width N/2
+};
+
+// One logit row's sampling: cpu::sample's arguments (settings without a logit_bias, the
+// sequence's history, its output index as the step; token_logprob: report the chosen token's).
+struct SampleRequest {
+  const cpu::SamplingParams* params = nullptr;
+  std::span<const int> prompt, output;
+  uint64_t step = 0;
+  bool token_logprob = false;
 };
 
 // What a backend sizes its buffers and KV cache for, once.
@@ -113,6 +123,11 @@ class Backend {
   // Greedy decoding without copying the logits out: the lowest id among each logit row's
   // maxima (NaN never wins; cpu::argmax's rule), [logit rows].
   virtual void read_argmax(std::span<int32_t> out) = 0;
+  // Sampling without copying the logits out: rows[i] samples logit row i (one request per
+  // row; at most max_sequences rows). The CPU backend is cpu::sample_rows, bit for bit; the GPU
+  // runs op=sample (docs/sampling.md), which decides as that fp64 reference does except where
+  // a decision lies within fp32 rounding of its boundary.
+  virtual void read_sampled(std::span<const SampleRequest> rows, std::span<cpu::SampledToken> out) = 0;
 };
 
 }  // namespace onecat::model

@@ -412,4 +412,17 @@ void CpuBackend::read_argmax(std::span<int32_t> out) {
     out[size_t(r)] = cpu::argmax(b.logits.data() + r * config_.vocab, config_.vocab);
 }
 
+void CpuBackend::read_sampled(std::span<const SampleRequest> rows, std::span<cpu::SampledToken> out) {
+  const Buffers& b = *buffers_;
+  if (int64_t(rows.size()) != b.logit_count || out.size() != rows.size())
+    throw Error("CPU backend: read_sampled needs one request and one result per logit row");
+  std::vector<cpu::SampleRow> sample;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    sample.push_back({b.logits.data() + int64_t(r) * config_.vocab, rows[r].params, rows[r].prompt, rows[r].output,
+                      rows[r].step, rows[r].token_logprob});
+  }
+  std::vector<cpu::SampledToken> got = cpu::sample_rows(sample, config_.vocab);
+  std::move(got.begin(), got.end(), out.begin());
+}
+
 }  // namespace onecat::model

@@ -35,6 +35,7 @@ using AttentionOp = PreparedOp<attention::Spec, attention::Config, attention::Ar
 using RopeOp = PreparedOp<rope::Spec, rope::Config, rope::Args>;
 using EmbeddingOp = PreparedOp<embedding::Spec, embedding::Config, embedding::Args>;
 using ArgmaxOp = PreparedOp<sampling::Spec, sampling::Config, sampling::ArgmaxArgs>;
+using SampleOp = PreparedOp<sampling::Spec, sampling::Config, sampling::Args>;
 using MoeOp = PreparedOp<moe::Spec, moe::Config, moe::Args>;
 
 std::string s(int64_t v) { return std::to_string(v); }
@@ -97,6 +98,8 @@ struct GpuBackend::Impl {
   std::unique_ptr<RopeOp> rope;
   std::unique_ptr<EmbeddingOp> embed, gather;
   std::unique_ptr<ArgmaxOp> argmax;
+  // op=sample without and with the top logprobs (the kernel's passes for them only when asked).
+  std::unique_ptr<SampleOp> sample, sample_logprobs;
   // Mixture of experts: routing and the slot-ordered sum, and the experts' ops by spec.
   std::unique_ptr<MoeOp> moe_route, moe_combine;
   std::map<std::string, std::unique_ptr<MoeOp>> moe_ops;
@@ -121,6 +124,10 @@ struct GpuBackend::Impl {
   DeviceBuffer logit_inputs, logits;
   SplitWorkspace workspace;
   DeviceBuffer argmax_workspace, argmax_ids;  // the workspace zeroed once (sampling/op.h)
+  // op=sample's rows [max_sequences]: RowParams, tokens, token logprobs, top ids and logprobs
+  // [rows][kMaxLogprobs], the history CSR's offsets; its ids and hash table grow with the histories.
+  DeviceBuffer sample_params, sample_tokens, sample_logprob, sample_top_ids, sample_top_logprobs, history_offsets;
+  DeviceBuffer history_ids, history_table;
   DeviceBuffer moe_route_workspace;           // likewise (moe/op.h)
   // MoE: router logits [tokens][experts] fp16, the routing (moe/op.h), the experts' gate_up
   // outputs [pairs][inter] fp16 and down outputs [pairs][hidden] fp32.
@@ -364,6 +371,9 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
   g.gather =
       std::make_unique<EmbeddingOp>(session, "embedding:vocab=" + s(limits.max_tokens) + ",hidden=" + s(c.hidden));
   g.argmax = std::make_unique<ArgmaxOp>(session, "sampling:op=argmax,vocab=" + s(c.vocab));
+  g.sample = std::make_unique<SampleOp>(session, "sampling:op=sample,vocab=" + s(c.vocab) + ",logprobs=0");
+  g.sample_logprobs = std::make_unique<SampleOp>(
+      session, "sampling:op=sample,vocab=" + s(c.vocab) + ",logprobs=" + s(cpu::kMaxLogprobs));
   if (c.is_moe()) {
     const std::string topk = ",topk=" + s(c.experts_per_token);
     g.moe_route = std::make_unique<MoeOp>(
@@ -390,7 +400,8 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
   }
   const int jobs = int(std::max(1u, std::thread::hardware_concurrency()));
   session.prepare(token_specs, token_buckets, jobs);
-  session.prepare({g.decode->spec().to_string()}, sequence_buckets, jobs);
+  session.prepare({g.decode->spec().to_string(), g.sample->spec().to_string(), g.sample_logprobs->spec().to_string()},
+                  sequence_buckets, jobs);
 
   // The split workspaces: the largest any launch up to the limits takes.
   int64_t floats = 0, counters = 0;
@@ -418,6 +429,13 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
     g.moe_route_workspace.fill_bytes(0);  // the route kernel leaves its counter at 0 (codegen/moe/op.h)
   }
   g.argmax_ids = DeviceBuffer(size_t(limits.max_tokens) * 4);
+  const size_t seqs = size_t(limits.max_sequences);
+  g.sample_params = DeviceBuffer(seqs * sizeof(sampling::RowParams));
+  g.sample_tokens = DeviceBuffer(seqs * 4);
+  g.sample_logprob = DeviceBuffer(seqs * 4);
+  g.sample_top_ids = DeviceBuffer(seqs * cpu::kMaxLogprobs * 4);
+  g.sample_top_logprobs = DeviceBuffer(seqs * cpu::kMaxLogprobs * 4);
+  g.history_offsets = DeviceBuffer((seqs + 1) * 4);
 
   // Activations and the step's batch.
   const std::array<int64_t, kActCount> width = act_widths(c);
@@ -717,6 +735,78 @@ void GpuBackend::read_argmax(std::span<int32_t> out) {
   }
   g.finish_step();
   if (!out.empty()) g.argmax_ids.download(out.data(), out.size_bytes());
+}
+
+void GpuBackend::read_sampled(std::span<const SampleRequest> rows, std::span<cpu::SampledToken> out) {
+  Impl& g = *impl_;
+  const int64_t n = int64_t(rows.size());
+  if (n != g.logit_count || out.size() != rows.size())
+    throw Error("GPU backend: read_sampled needs one request and one result per logit row");
+  if (n > g.limits.max_sequences)
+    throw Error("GPU backend: read_sampled takes at most max_sequences rows (" + std::to_string(n) + " logit rows)");
+  if (n == 0) return;
+  std::vector<sampling::RowParams> params;
+  std::vector<int32_t> offsets{0}, history;
+  bool penalties = false, logprobs = false;
+  for (const SampleRequest& r : rows) {
+    const cpu::SamplingParams& p = *r.params;
+    params.push_back(cpu::row_params(p, r.step, int(r.prompt.size())));  // InputError for a logit_bias
+    penalties = penalties || p.repetition_penalty != 1 || p.presence_penalty != 0 || p.frequency_penalty != 0;
+    logprobs = logprobs || p.logprobs > 0;
+  }
+  if (penalties) {
+    for (const SampleRequest& r : rows) {
+      history.insert(history.end(), r.prompt.begin(), r.prompt.end());
+      history.insert(history.end(), r.output.begin(), r.output.end());
+      offsets.push_back(int32_t(history.size()));
+    }
+    const size_t entries = std::max<size_t>(history.size(), 1);
+    if (g.history_ids.bytes() < entries * 4) g.history_ids = DeviceBuffer(entries * 4);
+    const size_t table = size_t(sampling::history_table_bytes(int64_t(entries)));
+    if (g.history_table.bytes() < table) g.history_table = DeviceBuffer(table);
+    g.history_offsets.upload(offsets.data(), offsets.size() * 4);
+    if (!history.empty()) g.history_ids.upload(history.data(), history.size() * 4);
+  }
+  g.sample_params.upload(params.data(), params.size() * sizeof(sampling::RowParams));
+  SampleOp& op = logprobs ? *g.sample_logprobs : *g.sample;
+  sampling::Args a;
+  a.tokens = g.sample_tokens.ptr();
+  a.token_logprobs = g.sample_logprob.ptr();
+  a.top_ids = logprobs ? g.sample_top_ids.ptr() : 0;
+  a.top_logprobs = logprobs ? g.sample_top_logprobs.ptr() : 0;
+  a.logits = g.logits.ptr();
+  a.params = g.sample_params.ptr();
+  a.history_offsets = penalties ? g.history_offsets.ptr() : 0;
+  a.history_ids = penalties ? g.history_ids.ptr() : 0;
+  a.history_table = penalties ? g.history_table.ptr() : 0;
+  a.rows = n;
+  {
+    Impl::Timed timed(g, "sample");
+    op.launch(a, n, g.stream);
+  }
+  g.finish_step();
+  std::vector<int32_t> tokens(static_cast<size_t>(n)), top_ids;
+  std::vector<float> token_logprob(static_cast<size_t>(n)), top_logprobs;
+  g.sample_tokens.download(tokens.data(), tokens.size() * 4);
+  g.sample_logprob.download(token_logprob.data(), token_logprob.size() * 4);
+  const size_t width = size_t(cpu::kMaxLogprobs);
+  if (logprobs) {
+    top_ids.resize(size_t(n) * width);
+    top_logprobs.resize(size_t(n) * width);
+    g.sample_top_ids.download(top_ids.data(), top_ids.size() * 4);
+    g.sample_top_logprobs.download(top_logprobs.data(), top_logprobs.size() * 4);
+  }
+  for (size_t r = 0; r < rows.size(); ++r) {
+    cpu::SampledToken& t = out[r];
+    t.token = tokens[r];
+    // As cpu::sample: the chosen token's logprob only when asked for (or with top logprobs).
+    t.logprob = rows[r].token_logprob || rows[r].params->logprobs > 0 ? token_logprob[r] : 0.f;
+    t.top.clear();
+    for (size_t i = 0; i < size_t(rows[r].params->logprobs) && i < width; ++i) {
+      if (top_ids[r * width + i] < 0) break;
+      t.top.emplace_back(top_ids[r * width + i], top_logprobs[r * width + i]);
+    }
+  }
 }
 
 }  // namespace onecat::model

@@ -111,6 +111,12 @@ void Model::forward_argmax(const ForwardBatch& batch, std::span<int32_t> ids) {
   backend_->read_argmax(ids);
 }
 
+void Model::forward_sample(const ForwardBatch& batch, std::span<const SampleRequest> rows,
+                           std::span<cpu::SampledToken> out) {
+  run_step(batch);
+  backend_->read_sampled(rows, out);
+}
+
 void Model::reserve(Sequence& s, int64_t length) {
   while (int64_t(s.pages.size()) * pages_.page_size() < length) {
     const std::optional<int32_t> page = pages_.allocate();

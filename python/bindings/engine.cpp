@@ -82,7 +82,8 @@ void bind_engine(py::module_& m) {
   cls.def(
       py::init([](const std::string& path, const std::string& device, int max_num_seqs, int64_t max_num_batched_tokens,
                   int64_t kv_cache_tokens, double gpu_memory_utilization, bool prefix_caching, bool cuda_graphs,
-                  bool progress, int num_speculative_tokens, int num_draft_tokens, const std::string& speculative) {
+                  bool progress, int num_speculative_tokens, int num_draft_tokens, const std::string& speculative,
+                  bool device_sampling) {
         if (num_draft_tokens != 0 && num_speculative_tokens != 0 && num_draft_tokens != num_speculative_tokens) {
           throw InputError("num_speculative_tokens is num_draft_tokens' other name: give one of them.");
         }
@@ -104,6 +105,7 @@ void bind_engine(py::module_& m) {
         eo.prefix_caching = prefix_caching;
         eo.num_speculative_tokens = num_draft_tokens != 0 ? num_draft_tokens : num_speculative_tokens;
         eo.speculative = speculative;
+        eo.device_sampling = device_sampling;
         {
           py::gil_scoped_release release;  // a draft model loads here
           p->engine = std::make_unique<engine::Engine>(*p->model, eo);
@@ -114,7 +116,7 @@ void bind_engine(py::module_& m) {
       py::arg("max_num_batched_tokens") = 256, py::arg("kv_cache_tokens") = 8192,
       py::arg("gpu_memory_utilization") = 0.9, py::arg("prefix_caching") = true,
       py::arg("cuda_graphs") = true, py::arg("progress") = false, py::arg("num_speculative_tokens") = 0,
-      py::arg("num_draft_tokens") = 0, py::arg("speculative") = "ngram");
+      py::arg("num_draft_tokens") = 0, py::arg("speculative") = "ngram", py::arg("device_sampling") = false);
   cls.def_property_readonly("eos_token_ids", [](const PyLLM& p) { return p.eos; });
   cls.def_property_readonly("vocab_size", [](const PyLLM& p) { return p.model->config().vocab; });
   cls.def_property_readonly("idle", [](const PyLLM& p) { return p.engine->idle(); });
@@ -124,6 +126,7 @@ void bind_engine(py::module_& m) {
     d["steps"] = s.steps, d["preemptions"] = s.preemptions, d["prompt_tokens"] = s.prompt_tokens;
     d["prefix_hit_tokens"] = s.prefix_hit_tokens, d["computed_tokens"] = s.computed_tokens;
     d["generated_tokens"] = s.generated_tokens;
+    d["sampled_steps"] = s.sampled_steps, d["device_sampled_steps"] = s.device_sampled_steps;
     d["draft_tokens"] = s.draft_tokens, d["accepted_tokens"] = s.accepted_tokens, d["draft_rounds"] = s.draft_rounds;
     d["drafted_at"] = s.drafted_at, d["accepted_at"] = s.accepted_at;
     // The KV pool: pages in all, those a new request can take (free or cached and unused), and

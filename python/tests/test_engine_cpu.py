@@ -43,6 +43,18 @@ def test_generate_equals_each_prompt_alone(checkpoint):
     assert llm.stats["prefix_hit_tokens"] > 0
 
 
+def test_device_sampling_gives_the_host_samplers_tokens(checkpoint):
+    # On the CPU backend sampling where the logits are is cpu::sample too: the same tokens,
+    # and the stats say which steps took that path.
+    kwargs = dict(max_num_seqs=4, max_num_batched_tokens=48, kv_cache_tokens=2048)
+    host = onecat.LLM(str(checkpoint), **kwargs)
+    device = onecat.LLM(str(checkpoint), device_sampling=True, **kwargs)
+    settings = dict(temperature=0.8, top_p=0.9, repetition_penalty=1.1, seed=7, stop_ids=[])
+    assert device.generate(prompts(), 8, **settings) == host.generate(prompts(), 8, **settings)
+    assert host.stats["device_sampled_steps"] == 0
+    assert 0 < device.stats["device_sampled_steps"] == device.stats["sampled_steps"]
+
+
 def test_step_and_cancel(checkpoint):
     llm = onecat.LLM(str(checkpoint), max_num_seqs=2, max_num_batched_tokens=32, kv_cache_tokens=512)
     a = llm.add_request(list(range(1, 41)), 30, temperature=0, stop_ids=[])

@@ -32,7 +32,7 @@ struct Options {
   int64_t num_prompts = 8, input_len = 128, output_len = 32, max_num_batched_tokens = 512, wave = 0;
   int max_num_seqs = 8, num_speculative_tokens = 0;
   uint64_t seed = 0;
-  bool no_prefix_caching = false, json = false;
+  bool no_prefix_caching = false, json = false, device_sampling = false;
 };
 
 double percentile(std::vector<double> v, double p) {
@@ -167,6 +167,7 @@ void run(const Options& o) {
 
   engine::EngineOptions eo;
   eo.prefix_caching = !o.no_prefix_caching;
+  eo.device_sampling = o.device_sampling;
   eo.num_speculative_tokens = o.num_speculative_tokens;
   eo.speculative = o.speculative;
   engine::Engine e(*m, eo);
@@ -217,6 +218,7 @@ void run(const Options& o) {
   }
   nlohmann::json j{{"model", o.model},
                    {"device", o.device},
+                   {"device_sampling", o.device_sampling},
                    {"num_prompts", requests},
                    {"dataset", o.dataset},
                    {"wave", wave},
@@ -239,6 +241,8 @@ void run(const Options& o) {
                    {"steps", st.steps},
                    {"preemptions", st.preemptions},
                    {"prefix_hit_tokens", st.prefix_hit_tokens},
+                   {"sampled_steps", st.sampled_steps},
+                   {"device_sampled_steps", st.device_sampled_steps},
                    {"speculative",
                     {{"drafter", o.num_speculative_tokens ? o.speculative : ""},
                      {"num_draft_tokens", o.num_speculative_tokens},
@@ -299,6 +303,8 @@ void add_throughput(CLI::App& app) {
                   "Queue requests B at a time, the next B when these are done (a latency run; 1: one after "
                   "another; default 0: all at once)");
   cmd->add_flag("--no-prefix-caching", o->no_prefix_caching, "Do not share cached prompt pages");
+  cmd->add_flag("--device-sampling", o->device_sampling,
+                "Sample on the device that holds the logits (cuda: the sampling kernel) instead of the host sampler; not yet checked on a GPU");
   add_speculative_options(cmd, o->num_speculative_tokens, o->speculative, "0: off");
   cmd->add_flag("--json", o->json, "Print one JSON object");
   cmd->callback([o] { run(*o); });
