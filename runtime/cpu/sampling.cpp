@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 
@@ -32,67 +33,55 @@ std::string number(double v) {
   return s;
 }
 
-// The shortest prefix of `c` (in sampling order) whose weight reaches `target`, found by
-// quickselect on mass so a whole-vocabulary top_p costs O(vocab), not a sort. On return
-// c[0, n) is that prefix (in no particular order); *before and *through are the prefix's mass
-// without and with its last token.
-int64_t mass_prefix(std::vector<Ranked>& c, double target, double* before_last, double* through_last) {
-  auto first = c.begin(), last = c.end();
-  double acc = 0;
-  auto weight = [](const Ranked& r) { return r.w; };
-  while (last - first > 32) {
-    auto mid = first + (last - first) / 2;
-    std::nth_element(first, mid, last, before);
-    double m = 0;
-    for (auto it = first; it != mid; ++it) m += weight(*it);
-    if (acc + m >= target) {
-      last = mid;
-    } else {
-      acc += m;
-      first = mid;
-    }
-  }
-  std::sort(first, last, before);
-  for (auto it = first; it != last; ++it) {
-    const double next = acc + weight(*it);
-    if (next >= target || it + 1 == c.end()) {
-      *before_last = acc;
-      *through_last = next;
-      return (it - c.begin()) + 1;
-    }
-    acc = next;
-  }
-  // Only reachable when target exceeds the whole mass (rounding): keep everything.
-  *before_last = acc;
-  *through_last = acc;
-  return int64_t(c.size());
-}
-
-// The candidates of `c` that the shortest prefix (in sampling order) reaching `target` can
-// hold: weights are monotone in the order, so binned by their binary exponent every prefix is
-// the bins above some bin plus part of it. Keeps the bins whose mass, summed from the top,
-// passes target with room to spare for the summation order (so the prefix found among them
-// is the one over all of c); c unchanged when it cannot narrow.
-void narrow_to_prefix_bins(std::vector<Ranked>& c, double target) {
-  constexpr int kBins = 64;  // w ∈ [2^-(b+1), 2^-b) in bin b; the last takes everything smaller
-  auto bin = [](double w) {
-    int e = 0;
-    std::frexp(w, &e);  // w = m · 2^e, m ∈ [0.5, 1)
-    return std::clamp(-e, 0, kBins - 1);
+// The last token (in sampling order) of the shortest prefix of `c` whose weight reaches
+// `target`; *before_last and *through_last are the prefix's mass without and with it. Found
+// without sorting c: one pass sums count and mass per bin of the value's upper 16 bits (the
+// order key's bins are contiguous ranges of the order), the bins are walked from the top to
+// the one where the mass reaches target, and only the tokens of that bin (and, should rounding
+// of the bin sums leave target a hair short, the next) are sorted and walked one by one.
+Ranked mass_prefix(const std::vector<Ranked>& c, double target, double* before_last, double* through_last) {
+  constexpr int kBins = 1 << 16;
+  auto bin = [](float v) {
+    uint32_t u;
+    std::memcpy(&u, &v, 4);
+    u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);  // ascending in v
+    return int(u >> 16);
   };
-  double mass[kBins] = {};
-  for (const Ranked& r : c) mass[bin(r.w)] += r.w;
-  double acc = 0;
-  int last = kBins - 1;
-  for (int b = 0; b < kBins - 1; ++b) {
-    acc += mass[b];
-    if (acc >= target * (1 + 1e-9) + 1e-300) {
-      last = b;
-      break;
-    }
+  std::vector<double> mass(kBins, 0.0);
+  std::vector<uint32_t> count(kBins, 0);
+  for (const Ranked& r : c) {
+    const int b = bin(r.value);
+    mass[size_t(b)] += r.w;
+    ++count[size_t(b)];
   }
-  if (last == kBins - 1) return;
-  c.erase(std::remove_if(c.begin(), c.end(), [&](const Ranked& r) { return bin(r.w) > last; }), c.end());
+  double acc = 0;
+  size_t seen = 0;
+  std::vector<Ranked> here;
+  for (int b = kBins - 1; b >= 0; --b) {
+    if (count[size_t(b)] == 0) continue;
+    const bool last_bin = seen + count[size_t(b)] == c.size();
+    if (acc + mass[size_t(b)] < target && !last_bin) {  // the whole bin is inside the prefix
+      acc += mass[size_t(b)];
+      seen += count[size_t(b)];
+      continue;
+    }
+    here.clear();
+    for (const Ranked& r : c) {
+      if (bin(r.value) == b) here.push_back(r);
+    }
+    std::sort(here.begin(), here.end(), before);
+    for (size_t k = 0; k < here.size(); ++k) {
+      const double next = acc + here[k].w;
+      if (next >= target || (last_bin && k + 1 == here.size())) {
+        *before_last = acc;
+        *through_last = next;
+        return here[k];
+      }
+      acc = next;
+    }
+    seen += here.size();
+  }
+  throw Error("sampling: no candidate to keep");  // unreachable: c holds at least the maximum
 }
 
 }  // namespace
@@ -260,18 +249,23 @@ std::vector<Ranked> keep(const float* l, float l_max, int64_t vocab, const Sampl
     kept.insert(kept.end(), parts[c].begin(), parts[c].end());
     *margin = std::min(*margin, margins[c]);
   }
+  // Each filter keeps a prefix of the order; top_p's is found without reordering `kept`, and
+  // the tokens up to its last are taken in kept's order (id order, unless top_k went first).
+  auto through = [&kept](const Ranked& last) {
+    kept.erase(std::remove_if(kept.begin(), kept.end(), [&last](const Ranked& r) { return before(last, r); }),
+               kept.end());
+  };
   // top_k: exact on the fp32 values, so no margin.
   if (p.top_k > 0 && size_t(p.top_k) < kept.size()) {
     std::nth_element(kept.begin(), kept.begin() + p.top_k, kept.end(), before);
-    kept.resize(size_t(p.top_k));
+    kept.resize(size_t(p.top_k));  // out of id order: sorted again after the filters (k tokens)
   }
   if (p.top_p < 1) {
     double mass = 0;
     for (const Ranked& r : kept) mass += r.w;
     const double target = double(p.top_p) * mass;
-    narrow_to_prefix_bins(kept, target);
     double before_last = 0, through_last = 0;
-    kept.resize(size_t(mass_prefix(kept, target, &before_last, &through_last)));
+    through(mass_prefix(kept, target, &before_last, &through_last));
     *margin = std::min(*margin, std::min(target - before_last, through_last - target) / mass);
   }
   return kept;
