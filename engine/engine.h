@@ -86,7 +86,9 @@ struct EngineStats {
   int64_t prefix_hit_tokens = 0;  // of them, found in the prefix cache instead of computed
   int64_t computed_tokens = 0;    // tokens run through the model (recomputes included)
   int64_t generated_tokens = 0;
-  int64_t sampled_steps = 0, device_sampled_steps = 0;  // steps that sampled any row; of them, where the logits are
+  // Steps that were not plain greedy (their logits sampled or copied out); of them, those
+  // sampled where the logits are (EngineOptions::device_sampling).
+  int64_t sampled_steps = 0, device_sampled_steps = 0;
   int64_t draft_tokens = 0;          // speculative tokens proposed and verified
   int64_t accepted_tokens = 0;       // of them, accepted
   std::vector<int64_t> accepted_at;  // [k]: drafts at position k + 1 accepted (acceptance by position)
