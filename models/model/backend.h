@@ -123,8 +123,11 @@ class Backend {
   // Greedy decoding without copying the logits out: the lowest id among each logit row's
   // maxima (NaN never wins; cpu::argmax's rule), [logit rows].
   virtual void read_argmax(std::span<int32_t> out) = 0;
-  // Sampling without copying the logits out: rows[i] samples logit row i (one request per
-  // row; at most max_sequences rows). The CPU backend is cpu::sample_rows, bit for bit; the GPU
+  // Readies read_sampled (the GPU: its kernels for every sequence bucket and their buffers),
+  // so that no step compiles; called once by an engine that samples where the logits are.
+  virtual void prepare_sampling() {}
+  // Sampling without copying the logits out, after prepare_sampling: rows[i] samples logit
+  // row i (one request per row; at most max_sequences rows). The CPU backend is cpu::sample_rows, bit for bit; the GPU
   // runs op=sample (docs/sampling.md), which decides as that fp64 reference does except where
   // a decision lies within fp32 rounding of its boundary.
   virtual void read_sampled(std::span<const SampleRequest> rows, std::span<cpu::SampledToken> out) = 0;

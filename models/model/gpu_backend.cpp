@@ -98,7 +98,8 @@ struct GpuBackend::Impl {
   std::unique_ptr<RopeOp> rope;
   std::unique_ptr<EmbeddingOp> embed, gather;
   std::unique_ptr<ArgmaxOp> argmax;
-  // op=sample without and with the top logprobs (the kernel's passes for them only when asked).
+  // op=sample without and with the top logprobs (the kernel's passes for them only when asked);
+  // made by prepare_sampling, so a model whose engine samples on the host compiles neither.
   std::unique_ptr<SampleOp> sample, sample_logprobs;
   // Mixture of experts: routing and the slot-ordered sum, and the experts' ops by spec.
   std::unique_ptr<MoeOp> moe_route, moe_combine;
@@ -371,9 +372,6 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
   g.gather =
       std::make_unique<EmbeddingOp>(session, "embedding:vocab=" + s(limits.max_tokens) + ",hidden=" + s(c.hidden));
   g.argmax = std::make_unique<ArgmaxOp>(session, "sampling:op=argmax,vocab=" + s(c.vocab));
-  g.sample = std::make_unique<SampleOp>(session, "sampling:op=sample,vocab=" + s(c.vocab) + ",logprobs=0");
-  g.sample_logprobs = std::make_unique<SampleOp>(
-      session, "sampling:op=sample,vocab=" + s(c.vocab) + ",logprobs=" + s(cpu::kMaxLogprobs));
   if (c.is_moe()) {
     const std::string topk = ",topk=" + s(c.experts_per_token);
     g.moe_route = std::make_unique<MoeOp>(
@@ -400,8 +398,7 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
   }
   const int jobs = int(std::max(1u, std::thread::hardware_concurrency()));
   session.prepare(token_specs, token_buckets, jobs);
-  session.prepare({g.decode->spec().to_string(), g.sample->spec().to_string(), g.sample_logprobs->spec().to_string()},
-                  sequence_buckets, jobs);
+  session.prepare({g.decode->spec().to_string()}, sequence_buckets, jobs);
 
   // The split workspaces: the largest any launch up to the limits takes.
   int64_t floats = 0, counters = 0;
@@ -429,13 +426,6 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
     g.moe_route_workspace.fill_bytes(0);  // the route kernel leaves its counter at 0 (codegen/moe/op.h)
   }
   g.argmax_ids = DeviceBuffer(size_t(limits.max_tokens) * 4);
-  const size_t seqs = size_t(limits.max_sequences);
-  g.sample_params = DeviceBuffer(seqs * sizeof(sampling::RowParams));
-  g.sample_tokens = DeviceBuffer(seqs * 4);
-  g.sample_logprob = DeviceBuffer(seqs * 4);
-  g.sample_top_ids = DeviceBuffer(seqs * cpu::kMaxLogprobs * 4);
-  g.sample_top_logprobs = DeviceBuffer(seqs * cpu::kMaxLogprobs * 4);
-  g.history_offsets = DeviceBuffer((seqs + 1) * 4);
 
   // Activations and the step's batch.
   const std::array<int64_t, kActCount> width = act_widths(c);
@@ -737,8 +727,26 @@ void GpuBackend::read_argmax(std::span<int32_t> out) {
   if (!out.empty()) g.argmax_ids.download(out.data(), out.size_bytes());
 }
 
+void GpuBackend::prepare_sampling() {
+  Impl& g = *impl_;
+  if (g.sample) return;
+  const std::string spec = "sampling:op=sample,vocab=" + s(g.config.vocab);
+  g.sample = std::make_unique<SampleOp>(g.session, spec + ",logprobs=0");
+  g.sample_logprobs = std::make_unique<SampleOp>(g.session, spec + ",logprobs=" + s(cpu::kMaxLogprobs));
+  g.session.prepare({g.sample->spec().to_string(), g.sample_logprobs->spec().to_string()},
+                    buckets_up_to(g.limits.max_sequences), int(std::max(1u, std::thread::hardware_concurrency())));
+  const size_t seqs = size_t(g.limits.max_sequences);
+  g.sample_params = DeviceBuffer(seqs * sizeof(sampling::RowParams));
+  g.sample_tokens = DeviceBuffer(seqs * 4);
+  g.sample_logprob = DeviceBuffer(seqs * 4);
+  g.sample_top_ids = DeviceBuffer(seqs * cpu::kMaxLogprobs * 4);
+  g.sample_top_logprobs = DeviceBuffer(seqs * cpu::kMaxLogprobs * 4);
+  g.history_offsets = DeviceBuffer((seqs + 1) * 4);
+}
+
 void GpuBackend::read_sampled(std::span<const SampleRequest> rows, std::span<cpu::SampledToken> out) {
   Impl& g = *impl_;
+  if (!g.sample) throw Error("GPU backend: read_sampled before prepare_sampling");
   const int64_t n = int64_t(rows.size());
   if (n != g.logit_count || out.size() != rows.size())
     throw Error("GPU backend: read_sampled needs one request and one result per logit row");

@@ -111,6 +111,8 @@ void Model::forward_argmax(const ForwardBatch& batch, std::span<int32_t> ids) {
   backend_->read_argmax(ids);
 }
 
+void Model::prepare_sampling() { backend_->prepare_sampling(); }
+
 void Model::forward_sample(const ForwardBatch& batch, std::span<const SampleRequest> rows,
                            std::span<cpu::SampledToken> out) {
   run_step(batch);

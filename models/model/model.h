@@ -70,6 +70,8 @@ class Model {
   // The same step, returning each logit row's argmax (greedy decoding) instead of its logits:
   // on the GPU only the ids leave the device.
   void forward_argmax(const ForwardBatch& batch, std::span<int32_t> ids);
+  // Readies forward_sample (Backend::prepare_sampling): once, before the first such step.
+  void prepare_sampling();
   // The same step, each logit row sampled where the logits are (Backend::read_sampled):
   // rows[i] for logit row i.
   void forward_sample(const ForwardBatch& batch, std::span<const SampleRequest> rows, std::span<cpu::SampledToken> out);

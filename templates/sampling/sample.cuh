@@ -51,11 +51,11 @@ static_assert(kMassFields * kMassFieldBits >= 41, "a field for every bit of q â‰
 struct MassHistogram {
   unsigned field[kMassFields][kBins];
   __device__ __forceinline__ void clear(int b) {
-ONECAT_SAMPLING_UNROLL
+    ONECAT_SAMPLING_UNROLL
     for (int f = 0; f < kMassFields; ++f) field[f][b] = 0;
   }
   __device__ __forceinline__ void add(int b, u64 q) {
-ONECAT_SAMPLING_UNROLL
+    ONECAT_SAMPLING_UNROLL
     for (int f = 0; f < kMassFields; ++f) {
       const unsigned v = unsigned(q >> (f * kMassFieldBits)) & ((1u << kMassFieldBits) - 1);
       if (v) atomicAdd(&field[f][b], v);
@@ -63,7 +63,7 @@ ONECAT_SAMPLING_UNROLL
   }
   __device__ __forceinline__ u64 operator[](int b) const {
     u64 m = 0;
-ONECAT_SAMPLING_UNROLL
+    ONECAT_SAMPLING_UNROLL
     for (int f = 0; f < kMassFields; ++f) m += u64(field[f][b]) << (f * kMassFieldBits);
     return m;
   }
