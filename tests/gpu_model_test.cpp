@@ -18,6 +18,7 @@
 #include "runtime/cpu/sampling.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/engine/session.h"
+#include "tuner/sampling_batch.h"
 
 namespace onecat {
 namespace {
@@ -201,10 +202,11 @@ TEST(GpuEngine, ConcurrentRequestsFollowTheCpuForward) {
 
 // EngineOptions::device_sampling on the GPU: the sampling kernel over the logits in place picks
 // what the fp64 host sampler picks from the same logits (a GPU Model replaying each request
-// alone: the engine's steps for one request at a time are the same launches), except where that
-// decision lies within 1e-4 of its boundary (fp32 against fp64, docs/sampling.md); logprobs
-// within 1e-3. Temperature, top_k, top_p, min_p, penalties and logprobs. Eight at once (other
-// kernels' configs, so other logits' bits): the same outputs twice.
+// alone: the engine's steps for one request at a time are the same launches), as the kernel's
+// own checks judge it (compare_sampling: a decision may differ only within
+// kSamplingBoundaryMargin of its boundary, fp32 against fp64; logprobs within
+// kSamplingLogprobTolerance). Temperature, top_k, top_p, min_p, penalties and logprobs. Eight
+// at once (other kernels' configs, so other logits' bits): the same outputs twice.
 TEST(GpuEngine, DeviceSamplingFollowsTheHostSampler) {
   const LoadedModel loaded = load(Checkpoints::of("qwen3", "awq4"));
   const int64_t vocab = loaded.config.vocab;
@@ -245,29 +247,39 @@ TEST(GpuEngine, DeviceSamplingFollowsTheHostSampler) {
   const std::vector<std::vector<engine::StepOutput>> alone = run(1);
   Model replay(loaded, on_gpu(options(64, 4096), true));
   for (size_t i = 0; i < settings.size(); ++i) {
-    const cpu::SamplingParams& p = settings[i];
     const std::vector<engine::StepOutput>& outs = alone[i];
     ASSERT_EQ(outs.size(), 24u);
+    // The request's steps as the rows of one batch (the replay's logits, its history so far),
+    // judged as the kernel's own checks are (tuner/sampling_batch.h: the boundary margin, the
+    // logprob tolerance, the top ids exactly).
+    SamplingBatch b;
+    b.vocab = int(vocab), b.rows = int64_t(outs.size());
+    SamplingOutput got;
+    got.width = settings[i].logprobs;
     Sequence s;
     std::vector<float> l = replay.extend(s, prompts[i]);
     std::vector<int> output;
-    for (size_t t = 0; t < outs.size(); ++t) {
-      const cpu::SampleDecision d = cpu::sample_decision(l.data(), vocab, p, prompts[i], output, t);
-      const std::string where = "request " + std::to_string(i) + " token " + std::to_string(t);
-      if (outs[t].token != d.sampled.token) {
-        EXPECT_LT(d.margin, 1e-4) << where << ": " << outs[t].token << " where the host sampler picks "
-                                  << d.sampled.token;
-      } else if (p.logprobs > 0) {
-        EXPECT_NEAR(outs[t].logprob, d.sampled.logprob, 1e-3) << where;
-        ASSERT_EQ(outs[t].top_logprobs.size(), d.sampled.top.size()) << where;
-        for (size_t k = 0; k < d.sampled.top.size(); ++k) {
-          EXPECT_NEAR(outs[t].top_logprobs[k].second, d.sampled.top[k].second, 1e-3) << where << " top " << k;
-        }
+    b.offsets.push_back(0);
+    for (const engine::StepOutput& o : outs) {
+      b.logits.insert(b.logits.end(), l.begin(), l.end());
+      b.params.push_back(settings[i]);
+      b.steps.push_back(output.size());
+      b.prompt_lengths.push_back(int(prompts[i].size()));
+      b.ids.insert(b.ids.end(), prompts[i].begin(), prompts[i].end());
+      b.ids.insert(b.ids.end(), output.begin(), output.end());
+      b.offsets.push_back(int(b.ids.size()));
+      got.tokens.push_back(o.token);
+      if (got.width > 0) got.token_logprobs.push_back(o.logprob);  // reported only with logprobs
+      for (int k = 0; k < got.width; ++k) {
+        const bool has = size_t(k) < o.top_logprobs.size();
+        got.top_ids.push_back(has ? o.top_logprobs[size_t(k)].first : -1);
+        got.top_logprobs.push_back(has ? o.top_logprobs[size_t(k)].second : -INFINITY);
       }
-      output.push_back(outs[t].token);
-      l = replay.extend(s, std::span(&outs[t].token, 1));
+      output.push_back(o.token);
+      l = replay.extend(s, std::span(&o.token, 1));
     }
     replay.release(s);
+    EXPECT_EQ(compare_sampling(b, got).detail, "") << "request " << i;
   }
   const std::vector<std::vector<engine::StepOutput>> batched = run(8), again = run(8);
   for (size_t i = 0; i < settings.size(); ++i) {
