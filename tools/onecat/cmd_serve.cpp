@@ -31,8 +31,7 @@ void add_serve(CLI::App& app) {
                   "cuda: the share of the GPU's memory onecat may hold, the KV cache taking what the weights leave "
                   "(default 0.9)");
   add_speculative_options(cmd, o->num_speculative_tokens, o->speculative, "0: off");
-  cmd->add_flag("--device-sampling", o->device_sampling,
-                "Sample on the device that holds the logits (cuda: the sampling kernel) instead of the host sampler; not yet checked on a GPU");
+  add_device_sampling_option(cmd, o->device_sampling);
   cmd->add_option("--reasoning-parser", o->reasoning_parser,
                   "qwen3 or deepseek_r1: a chat reply's leading <think>…</think> becomes reasoning_content");
   cmd->callback([o, device] {

@@ -129,6 +129,12 @@ void add_speculative_options(CLI::App* cmd, int& num_draft_tokens, std::string& 
                   "tokenizer)");
 }
 
+void add_device_sampling_option(CLI::App* cmd, bool& device_sampling) {
+  cmd->add_flag("--device-sampling", device_sampling,
+                "Sample on the device that holds the logits (cuda: the sampling kernel) instead of the host "
+                "sampler; not yet checked on a GPU");
+}
+
 std::vector<int32_t> parse_ids(const std::string& text, const std::string& option) {
   std::vector<int32_t> ids;
   std::stringstream s(text);

@@ -303,8 +303,7 @@ void add_throughput(CLI::App& app) {
                   "Queue requests B at a time, the next B when these are done (a latency run; 1: one after "
                   "another; default 0: all at once)");
   cmd->add_flag("--no-prefix-caching", o->no_prefix_caching, "Do not share cached prompt pages");
-  cmd->add_flag("--device-sampling", o->device_sampling,
-                "Sample on the device that holds the logits (cuda: the sampling kernel) instead of the host sampler; not yet checked on a GPU");
+  add_device_sampling_option(cmd, o->device_sampling);
   add_speculative_options(cmd, o->num_speculative_tokens, o->speculative, "0: off");
   cmd->add_flag("--json", o->json, "Print one JSON object");
   cmd->callback([o] { run(*o); });
