@@ -17,8 +17,8 @@
 #                                    TUNE_BUCKETS (default 1, or "1,N" with BATCH))
 # f16 is bench/random_checkpoint.py's checkpoint (transformers' save_pretrained, a real
 # tokenizer); the quantised formats are tools/make_tiny_checkpoint.py --random-codes at the same
-# shape (random codes in each format's real layout: speed only). Each format: its bucket-1
-# specs tuned, then generate with CUDA graphs, op by op, and --profile (the decode step's kernel
+# shape (random codes in each format's real layout: speed only). Each format: its specs tuned
+# for TUNE_BUCKETS, then generate with CUDA graphs, op by op, and --profile (the decode step's kernel
 # times by op beside the step time). A format whose runs a call cut short left finished is not run
 # again in the next call on a warm machine (the work folder stays). Writes $OUT/model_bench.json.
 set -uo pipefail
@@ -124,10 +124,12 @@ for fmt in ${FORMATS:-f16}; do
   fi
   cp "$ckpt/config.json" "$d/config.json"
   buckets=${TUNE_BUCKETS:-1${BATCH:+,$BATCH}}
-  log "tune buckets $buckets ($fmt)"
-  [ -f "$d/tune.json" ] ||
+  # A tune the timeout cut left no summary: the next call resumes it (the cache keeps its records).
+  if ! grep -q '"seconds"' "$d/tune.json" 2>/dev/null; then
+    log "tune buckets $buckets ($fmt)"
     ONECAT_CACHE_DIR=$work/cache timeout "${TUNE_S:-300}" "$bin" tune --model "$ckpt" --buckets "$buckets" --json >"$d/tune.json" 2>"$d/tune.err" ||
-    log "tune failed: $(tail -3 "$d/tune.err")"
+      log "tune failed: $(tail -3 "$d/tune.err")"
+  fi
   for run in generate generate_eager generate_profile; do
     grep -q decode_tokens_per_second "$d/$run.json" 2>/dev/null && continue  # done in an earlier call
     flags=$([ $run = generate_eager ] && echo --no-cuda-graphs; [ $run = generate_profile ] && echo --profile)
