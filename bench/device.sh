@@ -48,8 +48,8 @@
 #   serve-bench      after model-bench: `onecat serve` on its checkpoint (SHAPE, LAYERS as there: default the 8B) of SERVE_FORMAT (default f16; others
 #                    need model-bench's KEEP_CHECKPOINTS=1), bench/serve_bench.py at SERVE_RATES (default 4,16,inf)
 #                    with SERVE_PROMPTS (default 64) requests of SERVE_WORKLOAD (fixed: 1024+256, or mix), greedy
-#                    unless SERVE_TEMPERATURE (and SERVE_TOP_P) ask for sampling (SERVE_DEVICE_SAMPLING=1: onecat
-#                    serve --device-sampling), then the
+#                    unless SERVE_TEMPERATURE (and SERVE_TOP_P) ask for sampling (SERVE_DEVICE_SAMPLING=0: onecat
+#                    serve --no-device-sampling, the host sampler), then the
 #                    same against llama-server on the GGUF of SERVE_LLAMA_TYPE (f16, or Q4_K_M for a quantised
 #                    format; llama-build builds it) -> serve_bench.jsonl
 #   engine-bench     onecat throughput on model-bench's f16 8B checkpoint: ENGINE_SEQS (default "8 32 64": 64 is serve-bench's saturation) requests
@@ -145,7 +145,7 @@ serve_bench() {  # onecat serve, then llama-server, on a model-bench checkpoint 
   local args=(--vocab 151936 --rates "${SERVE_RATES:-4,16,inf}" --num-prompts "${SERVE_PROMPTS:-64}" --input-len 1024
     --output-len 256 --workload "${SERVE_WORKLOAD:-fixed}" --temperature "${SERVE_TEMPERATURE:-0}" --top-p "${SERVE_TOP_P:-1}")
   ONECAT_CACHE_DIR=$work/cache $bin serve --model "$ckpt" --device cuda --port 8011 \
-    --served-model-name "onecat-$fmt" --max-num-seqs 64 $([ "${SERVE_DEVICE_SAMPLING:-0}" = 1 ] && echo --device-sampling) \
+    --served-model-name "onecat-$fmt" --max-num-seqs 64 $([ "${SERVE_DEVICE_SAMPLING:-1}" = 0 ] && echo --no-device-sampling) \
     >"$out/serve.log" 2>&1 &
   serve_load "onecat-$fmt" 8011 $!
   [ -x build-llama/cmake/bin/llama-server ] && [ -f "$gguf" ] || { step "serve-bench: no llama-server or $gguf"; return; }

@@ -28,8 +28,9 @@ struct EngineOptions {
   // Sample where the logits are (Backend::read_sampled: on the GPU the sampling kernel, so only
   // the ids leave the device) instead of copying them to the host sampler; steps that verify
   // drafts, give prompt logprobs or apply a logit_bias sample on the host either way. On the CPU
-  // backend both are cpu::sample. Off by default until the GPU path is checked on a GPU.
-  bool device_sampling = false;
+  // backend both are cpu::sample; on the GPU the kernel follows the host sampler's distribution
+  // (GpuEngine.DeviceSamplingFollowsTheHostSampler), not its exact draws.
+  bool device_sampling = true;
   // Speculative decoding (docs/engine.md): up to this many draft tokens per decoding request and
   // step (k, 0: off; Request::num_draft_tokens lowers it per request), verified by the same
   // forward so the output keeps the target's distribution (engine/speculative.h): a greedy

@@ -24,7 +24,7 @@ struct ServeOptions {
   double gpu_memory_utilization = 0.9;  // cuda: the share of the GPU's memory onecat may hold
   int num_speculative_tokens = 0;       // draft tokens per request and step (0: off)
   std::string speculative = "ngram";    // the drafter: "ngram" or "draft:DIR" (EngineOptions::speculative)
-  bool device_sampling = false;         // EngineOptions::device_sampling
+  bool device_sampling = true;          // EngineOptions::device_sampling
   size_t max_body_bytes = size_t(8) << 20;
   int threads = 64;  // connections served at once
 };

@@ -806,6 +806,12 @@ TEST(EngineCli, ThroughputReportsEveryRequest) {
   EXPECT_GT(j["tpot"]["p50_ms"].get<double>(), 0);
   // 7 prompts of 33 tokens at 40 tokens and 3 sequences per step take at least 7·33/40 steps.
   EXPECT_GE(j["steps"].get<int64_t>(), 7 * 33 / 40 + 8);
+  EXPECT_EQ(j["device_sampling"], true);  // the default; --no-device-sampling turns it off
+  r = test::run_command(std::string(ONECAT_BIN) + " throughput --model " + dir +
+                            " --num-prompts 2 --input-len 9 --output-len 3 --no-device-sampling --json",
+                        scratch.path());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(test::parse_json(r)["device_sampling"], false);
   for (const char* bad : {"--num-prompts 0", "--max-num-seqs 0", "--device tpu"}) {
     r = test::run_command(std::string(ONECAT_BIN) + " throughput --model " + dir + " " + bad, scratch.path());
     EXPECT_EQ(r.status, 2) << bad << ": " << r.err;

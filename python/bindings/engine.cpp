@@ -116,7 +116,7 @@ void bind_engine(py::module_& m) {
       py::arg("max_num_batched_tokens") = 256, py::arg("kv_cache_tokens") = 8192,
       py::arg("gpu_memory_utilization") = 0.9, py::arg("prefix_caching") = true,
       py::arg("cuda_graphs") = true, py::arg("progress") = false, py::arg("num_speculative_tokens") = 0,
-      py::arg("num_draft_tokens") = 0, py::arg("speculative") = "ngram", py::arg("device_sampling") = false);
+      py::arg("num_draft_tokens") = 0, py::arg("speculative") = "ngram", py::arg("device_sampling") = true);
   cls.def_property_readonly("eos_token_ids", [](const PyLLM& p) { return p.eos; });
   cls.def_property_readonly("vocab_size", [](const PyLLM& p) { return p.model->config().vocab; });
   cls.def_property_readonly("idle", [](const PyLLM& p) { return p.engine->idle(); });

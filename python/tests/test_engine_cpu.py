@@ -47,8 +47,8 @@ def test_device_sampling_gives_the_host_samplers_tokens(checkpoint):
     # On the CPU backend sampling where the logits are is cpu::sample too: the same tokens,
     # and the stats say which steps took that path.
     kwargs = dict(max_num_seqs=4, max_num_batched_tokens=48, kv_cache_tokens=2048)
-    host = onecat.LLM(str(checkpoint), **kwargs)
-    device = onecat.LLM(str(checkpoint), device_sampling=True, **kwargs)
+    host = onecat.LLM(str(checkpoint), device_sampling=False, **kwargs)
+    device = onecat.LLM(str(checkpoint), **kwargs)  # device_sampling is the default
     settings = dict(temperature=0.8, top_p=0.9, repetition_penalty=1.1, seed=7, stop_ids=[])
     assert device.generate(prompts(), 8, **settings) == host.generate(prompts(), 8, **settings)
     assert host.stats["device_sampled_steps"] == 0

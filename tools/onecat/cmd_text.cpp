@@ -130,9 +130,9 @@ void add_speculative_options(CLI::App* cmd, int& num_draft_tokens, std::string& 
 }
 
 void add_device_sampling_option(CLI::App* cmd, bool& device_sampling) {
-  cmd->add_flag("--device-sampling", device_sampling,
-                "Sample on the device that holds the logits (cuda: the sampling kernel) instead of the host "
-                "sampler; not yet checked on a GPU");
+  cmd->add_flag("--device-sampling,!--no-device-sampling", device_sampling,
+                "Sample on the device that holds the logits (cuda: the sampling kernel; the default) or, "
+                "with --no-device-sampling, copy the logits to the host sampler");
 }
 
 std::vector<int32_t> parse_ids(const std::string& text, const std::string& option) {

@@ -32,7 +32,7 @@ struct Options {
   int64_t num_prompts = 8, input_len = 128, output_len = 32, max_num_batched_tokens = 512, wave = 0;
   int max_num_seqs = 8, num_speculative_tokens = 0;
   uint64_t seed = 0;
-  bool no_prefix_caching = false, json = false, device_sampling = false;
+  bool no_prefix_caching = false, json = false, device_sampling = true;
 };
 
 double percentile(std::vector<double> v, double p) {

@@ -27,7 +27,8 @@ void add_audit(CLI::App& app);       // speculative decoding's quality gates
 void add_speculative_options(CLI::App* cmd, int& num_draft_tokens, std::string& speculative,
                              const std::string& k_default);
 
-// --device-sampling (EngineOptions::device_sampling), as serve and throughput take it.
+// --device-sampling / --no-device-sampling (EngineOptions::device_sampling, on by default), as
+// serve and throughput take it.
 void add_device_sampling_option(CLI::App* cmd, bool& device_sampling);
 
 // "1,2,3" → ids; InputError naming `option` and the bad item.
