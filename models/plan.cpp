@@ -19,11 +19,6 @@ constexpr int kPageTokens = 16;
 // yet) chooses its own (attention's verify takes 2..16).
 constexpr int kVerifyTokens = 8;
 
-// The KV cache's element type and scale as attention and rope specs spell them.
-std::string kv_text_of(KvCacheDtype kv) {
-  return kv == KvCacheDtype::kF16 ? "f16" : kv == KvCacheDtype::kE4m3 ? "e4m3,kv_scale=tensor" : "e5m2,kv_scale=tensor";
-}
-
 struct WeightFmt {
   std::string fmt;
   int group = 0;
@@ -90,7 +85,7 @@ class Planner {
     ops_.push_back({"layers.rope", "rope",
                     canonical("layers.rope", "rope:heads=" + s(q_heads) + ",kv_heads=" + s(kv_heads) +
                                                  ",dim=" + s(m_.head_dim) + ",qk_norm=" + (m_.qk_norm ? "1" : "0") +
-                                                 ",kv_out=pages,page=" + s(kPageTokens) + ",kv=" + kv_text_of(kv_)),
+                                                 ",kv_out=pages,page=" + s(kPageTokens) + ",kv=" + kv_cache_spec_text(kv_)),
                     std::string(m_.qk_norm ? "q/k RMSNorm over head_dim, then " : "") +
                         "rotary embedding of q and k; K and V written into the paged cache: " + heads_text,
                     L});
@@ -220,7 +215,7 @@ class Planner {
                      const std::string& note) {
     std::string spec = "attention:op=" + op + (op == "kv_write" ? "" : ",heads=" + s(q_heads)) +
                        ",kv_heads=" + s(kv_heads) + ",dim=" + s(m_.head_dim) + ",page=" + s(kPageTokens) +
-                       ",kv=" + kv_text_of(kv_);
+                       ",kv=" + kv_cache_spec_text(kv_);
     if (op != "kv_write") spec += ",window=" + s(m_.sliding_window);
     if (op == "verify") spec += ",q=" + s(kVerifyTokens);
     try {
@@ -250,6 +245,10 @@ KvCacheDtype parse_kv_cache_dtype(const std::string& text) {
   if (text == "fp8" || text == "fp8_e4m3" || text == "e4m3") return KvCacheDtype::kE4m3;
   if (text == "fp8_e5m2" || text == "e5m2") return KvCacheDtype::kE5m2;
   throw InputError("--kv-cache-dtype: " + quoted_input(text) + " is not a KV cache type (auto, fp8, fp8_e4m3 or fp8_e5m2)");
+}
+
+std::string kv_cache_spec_text(KvCacheDtype kv) {
+  return kv == KvCacheDtype::kF16 ? "f16" : kv == KvCacheDtype::kE4m3 ? "e4m3,kv_scale=tensor" : "e5m2,kv_scale=tensor";
 }
 
 std::vector<std::string> unique_specs(const std::vector<PlannedOp>& plan) {

@@ -34,6 +34,11 @@ struct PlannedOp {
 enum class KvCacheDtype { kF16, kE4m3, kE5m2 };
 // Parses those names (and f16, e4m3, e5m2); InputError listing them otherwise.
 KvCacheDtype parse_kv_cache_dtype(const std::string& text);
+// The cache's type and scale as attention and rope specs spell them: "f16", "e4m3,kv_scale=tensor"
+// or "e5m2,kv_scale=tensor".
+std::string kv_cache_spec_text(KvCacheDtype kv);
+// Bytes per cached element: 2 (f16) or 1 (fp8).
+inline int kv_cache_element_bytes(KvCacheDtype kv) { return kv == KvCacheDtype::kF16 ? 2 : 1; }
 
 // tp: 1, 2, 4 or 8. Throws InputError naming the dimension and tp when a dimension does not
 // shard, and the op when its family rejects a shape.

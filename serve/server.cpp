@@ -610,6 +610,7 @@ void serve(const ServeOptions& options) {
   }
   if (o.max_model_len < 0 || o.kv_cache_tokens < 0)
     throw InputError("--max-model-len and --kv-cache-tokens must be positive.");
+  const models::KvCacheDtype kv_dtype = models::parse_kv_cache_dtype(o.kv_cache_dtype);
   const models::ModelConfig config = models::load_model(o.model_dir);
   const int64_t positions = config.max_position_embeddings > 0 ? config.max_position_embeddings : 4096;
   if (o.max_model_len == 0) o.max_model_len = positions;
@@ -637,6 +638,7 @@ void serve(const ServeOptions& options) {
                        : o.device == model::Device::kCuda ? 0
                                                           : int64_t(o.max_num_seqs) * o.max_model_len;
   mo.gpu_memory_utilization = o.gpu_memory_utilization;
+  mo.kv_cache_dtype = kv_dtype;
   mo.progress = false;
   const std::unique_ptr<model::Model> m = model::Model::load(o.model_dir, mo);
   ServedModel served = served_model(o, *m);

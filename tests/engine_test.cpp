@@ -3,7 +3,6 @@
 // prefill, decodes mixed with prefills, preemption forced by a small pool, prefix-cache hits —
 // each produce exactly what generate() produces for them alone; the page accounting returns to
 // zero; the block manager's reference counts, cache and eviction order.
-#include "engine/drafter.h"
 #include "engine/engine.h"
 
 #include <gtest/gtest.h>
@@ -16,6 +15,7 @@
 
 #include "base/error.h"
 #include "engine/block_manager.h"
+#include "engine/drafter.h"
 #include "model_test_util.h"
 #include "models/model/generate.h"
 #include "runtime/cpu/sampling.h"
@@ -812,7 +812,13 @@ TEST(EngineCli, ThroughputReportsEveryRequest) {
                         scratch.path());
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(test::parse_json(r)["device_sampling"], false);
-  for (const char* bad : {"--num-prompts 0", "--max-num-seqs 0", "--device tpu"}) {
+  r = test::run_command(std::string(ONECAT_BIN) + " throughput --model " + dir +
+                            " --num-prompts 2 --input-len 9 --output-len 3 --kv-cache-dtype fp8 --json",
+                        scratch.path());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(test::parse_json(r)["kv_cache_dtype"], "fp8");
+  EXPECT_EQ(test::parse_json(r)["output_tokens"], 6);
+  for (const char* bad : {"--num-prompts 0", "--max-num-seqs 0", "--device tpu", "--kv-cache-dtype fp4"}) {
     r = test::run_command(std::string(ONECAT_BIN) + " throughput --model " + dir + " " + bad, scratch.path());
     EXPECT_EQ(r.status, 2) << bad << ": " << r.err;
     EXPECT_TRUE(test::contains(r.err, "onecat: error: ")) << bad << ": " << r.err;

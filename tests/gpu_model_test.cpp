@@ -127,6 +127,56 @@ TEST(GpuGreedy, ArgmaxOnTheGpuIsTheLogitsArgmax) {
   }
 }
 
+// An fp8 KV cache (--kv-cache-dtype): the GPU forward against the CPU forward on the same cache
+// type, in one prefill, chunked with decode steps and as CUDA graphs; the pool holds half the
+// bytes of an fp16 one. A dense and a MoE model, a quantised one and a sliding window. The
+// goldens' bound does not hold here: the GPU's K and V differ from the CPU's by fp16 rounding
+// (other summation orders), and a value near an fp8 rounding boundary then takes the next code,
+// a step of 2^-3 (e4m3) or 2^-2 (e5m2) of itself. Measured on the H200 (tree 22887e6 + this
+// test): max |Δ|/spread up to 0.011 and KL up to 0.0036 (3 of the 16 comparisons within the
+// goldens' bounds), against 0.019–0.048 between fp8 and fp16 caches on the CPU
+// (ModelForward.Fp8KvCacheIsConsistentAndNearFp16). So the bounds are about 3× the measured, and the power check is
+// that the GPU's logits are nearer the CPU's fp8 forward than its fp16 one: a GPU that read or wrote the cache in
+// another format, or not in fp8 at all, fails that.
+TEST(GpuForward, Fp8KvCacheMatchesTheCpuForward) {
+  constexpr double kRelativeError = 0.03, kKl = 0.01;
+  for (const ModelCase& c :
+       {ModelCase{"qwen3", "f16", ""}, ModelCase{"llama", "awq4", ""},
+        ModelCase{"mistral", "f16", "--sliding-window 48"}, ModelCase{"qwen3moe", "f16", "--decisive-routing"}}) {
+    const LoadedModel loaded = load(Checkpoints::get(c.args()));
+    const int64_t vocab = loaded.config.vocab;
+    const std::vector<int32_t> prompt = random_prompt(150, vocab, 13);
+    const int64_t rows = int64_t(prompt.size());
+    Model cpu_f16(loaded, options(256));
+    const std::vector<float> f16 = logits_by_steps(cpu_f16, prompt, {prompt.size()}, 0);
+    for (models::KvCacheDtype dtype : {models::KvCacheDtype::kE4m3, models::KvCacheDtype::kE5m2}) {
+      const std::string what = c.args() + (dtype == models::KvCacheDtype::kE4m3 ? " e4m3" : " e5m2");
+      ModelOptions o = options(256);
+      o.kv_cache_dtype = dtype;
+      Model cpu(loaded, o);
+      const std::vector<float> want = logits_by_steps(cpu, prompt, {prompt.size()}, 0);
+      Model gpu(loaded, on_gpu(o, false));
+      const std::vector<float> one = logits_by_steps(gpu, prompt, {prompt.size()}, 0);
+      o.max_batch_tokens = 64;
+      Model graphed(loaded, on_gpu(o, true));
+      const std::vector<float> chunked = logits_by_steps(graphed, prompt, {1, 15, 33}, 50);
+      for (const auto& [name, got] :
+           {std::pair{"one prefill", &one}, std::pair{"chunked + decode, graphs", &chunked}}) {
+        ASSERT_EQ(got->size(), want.size()) << what << " " << name;
+        for (float v : *got) ASSERT_TRUE(std::isfinite(v)) << what << " " << name;
+        const Distance d = distance(got->data(), want.data(), rows, vocab);
+        EXPECT_LE(d.relative_error, kRelativeError) << what << " " << name << ": " << d;
+        EXPECT_LE(d.kl, kKl) << what << " " << name << ": " << d;
+        const Distance from_f16 = distance(got->data(), f16.data(), rows, vocab);
+        EXPECT_LT(d.relative_error, from_f16.relative_error)
+            << what << " " << name << ": nearer the fp16 cache's logits";
+      }
+      Model f16_pool(loaded, on_gpu(options(256), false));
+      EXPECT_EQ(2 * gpu.gpu()->kv_cache_bytes(), f16_pool.gpu()->kv_cache_bytes()) << what;
+    }
+  }
+}
+
 // kv_cache_tokens 0: the pool fills the GPU's memory up to gpu_memory_utilization, after the
 // weights and activations; the model runs on it as on a pool of a given size.
 TEST(GpuKvPool, SizedFromFreeMemory) {

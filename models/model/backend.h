@@ -12,6 +12,7 @@
 
 #include "models/config.h"
 #include "models/model/forward_batch.h"
+#include "models/plan.h"
 #include "runtime/cpu/sampling.h"
 
 namespace onecat::model {
@@ -70,6 +71,9 @@ struct BackendLimits {
   int64_t kv_pages = 0;    // pages in the KV cache (GPU: 0 = as many as memory_utilization leaves room for)
   int page_size = 16;      // tokens per page
   double memory_utilization = 0.9;  // GPU, kv_pages 0: the share of the GPU's memory onecat may hold
+  // The cache's elements: fp16, or fp8 codes with one scale per tensor, 1.0 (vLLM's default
+  // without calibrated scales: E4M3 holds ±448, E5M2 ±57344, far beyond K and V after the norms).
+  models::KvCacheDtype kv_dtype = models::KvCacheDtype::kF16;
 
   // Error naming `backend` ("CPU backend") unless every limit is positive.
   void check(const char* backend) const;

@@ -110,7 +110,8 @@ struct CpuBackend::Buffers {
   std::vector<int32_t> route_expert;
   std::vector<float> route_weight, expert_x, expert_y, expert_h, expert_out;
   std::vector<float> shared_y, shared_h, shared_out, shared_logit;  // the shared expert
-  std::vector<std::vector<uint16_t>> k_cache, v_cache;  // per layer, [pages][kv_heads][page][dim]
+  // Per layer, [pages][kv_heads][page][dim] elements of BackendLimits::kv_dtype (2 or 1 bytes).
+  std::vector<std::vector<uint8_t>> k_cache, v_cache;
   // The step's batch.
   std::vector<int32_t> ids, positions, slots, cu_q, prefill_cu_q, seq_lens, block_table, logit_rows;
   int64_t tokens = 0, logit_count = 0;
@@ -183,8 +184,9 @@ CpuBackend::CpuBackend(const models::LoadedModel& model, const BackendLimits& li
     }
   }
   const size_t cache = size_t(limits.kv_pages * limits.page_size * kv_width);
-  b.k_cache.assign(size_t(c.layers), std::vector<uint16_t>(cache, 0));
-  b.v_cache.assign(size_t(c.layers), std::vector<uint16_t>(cache, 0));
+  const size_t cache_bytes = cache * size_t(models::kv_cache_element_bytes(limits.kv_dtype));
+  b.k_cache.assign(size_t(c.layers), std::vector<uint8_t>(cache_bytes, 0));
+  b.v_cache.assign(size_t(c.layers), std::vector<uint8_t>(cache_bytes, 0));
   b.ids.resize(size_t(limits.max_tokens));
   b.positions.resize(size_t(limits.max_tokens));
   b.slots.resize(size_t(limits.max_tokens));
@@ -337,14 +339,21 @@ void CpuBackend::moe(int layer, Act out, Act in) {
 
 namespace {
 
-cpu::PagedKv paged_kv(const models::ModelConfig& c, int page_size, std::vector<uint16_t>& k, std::vector<uint16_t>& v) {
+// One scale per fp8 tensor (BackendLimits::kv_dtype).
+const float kKvScale[1] = {1.f};
+
+cpu::PagedKv paged_kv(const models::ModelConfig& c, const BackendLimits& limits, std::vector<uint8_t>& k,
+                      std::vector<uint8_t>& v) {
   cpu::PagedKv kv;
   kv.kv_heads = int(c.kv_heads);
   kv.dim = int(c.head_dim);
-  kv.page = page_size;
-  kv.dtype = cpu::KvDtype::kF16;
+  kv.page = limits.page_size;
+  kv.dtype = limits.kv_dtype == models::KvCacheDtype::kF16    ? cpu::KvDtype::kF16
+             : limits.kv_dtype == models::KvCacheDtype::kE4m3 ? cpu::KvDtype::kE4m3
+                                                              : cpu::KvDtype::kE5m2;
   kv.k = k.data();
   kv.v = v.data();
+  kv.k_scale = kv.v_scale = kKvScale;
   return kv;
 }
 
@@ -357,14 +366,14 @@ void CpuBackend::rope_kv_write(int layer, Act qkv, Act q, Act k, Act v) {
                 int(config_.head_dim), weights_->rope, l.q_norm.empty() ? nullptr : l.q_norm.data(),
                 l.k_norm.empty() ? nullptr : l.k_norm.data(), float(config_.rms_norm_eps), b.act(q), b.act(k),
                 b.act(v));
-  const cpu::PagedKv kv = paged_kv(config_, limits_.page_size, b.k_cache[size_t(layer)], b.v_cache[size_t(layer)]);
+  const cpu::PagedKv kv = paged_kv(config_, limits_, b.k_cache[size_t(layer)], b.v_cache[size_t(layer)]);
   cpu::kv_write(kv, b.act(k), b.act(v), b.slots.data(), b.tokens);
 }
 
 void CpuBackend::attention(int layer, Act q, Act out, int first, int sequences) {
   Buffers& b = *buffers_;
   const models::ModelConfig& c = config_;
-  const cpu::PagedKv kv = paged_kv(c, limits_.page_size, b.k_cache[size_t(layer)], b.v_cache[size_t(layer)]);
+  const cpu::PagedKv kv = paged_kv(c, limits_, b.k_cache[size_t(layer)], b.v_cache[size_t(layer)]);
   cpu::AttentionShape shape;
   shape.heads = int(c.heads);
   shape.causal = true;

@@ -119,6 +119,7 @@ struct GpuBackend::Impl {
   std::vector<Layer> layers;
   DeviceLinear lm_head;
   size_t weight_bytes = 0, kv_bytes = 0;
+  DeviceBuffer kv_scale;  // fp8 caches: the per-tensor scale of K and V, [1] fp32 = 1
 
   // Activations [max_tokens][width] fp16, the gathered logit rows, the logits (fp32).
   std::array<DeviceBuffer, kActCount> acts;
@@ -317,7 +318,7 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
 
   const int64_t kv_width = c.kv_heads * c.head_dim;
   const std::string heads = "heads=" + s(c.heads) + ",kv_heads=" + s(c.kv_heads) + ",dim=" + s(c.head_dim);
-  const std::string page = ",page=" + s(limits.page_size) + ",kv=f16";
+  const std::string page = ",page=" + s(limits.page_size) + ",kv=" + models::kv_cache_spec_text(limits.kv_dtype);
   const std::string window = ",window=" + s(c.sliding_window);
 
   // Weights, each linear with the op of its shape.
@@ -328,7 +329,9 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
   g.inv_freq = upload(table.inv_freq);
   g.attention_factor = table.attention_factor;
   g.layers.resize(model.layers.size());
-  const size_t page_bytes = size_t(limits.page_size) * size_t(kv_width) * 2;  // K or V of one layer
+  const size_t page_bytes =  // K or V of one layer
+      size_t(limits.page_size) * size_t(kv_width) * size_t(models::kv_cache_element_bytes(limits.kv_dtype));
+  if (limits.kv_dtype != models::KvCacheDtype::kF16) g.kv_scale = upload(std::vector<float>{1.f});
   for (size_t i = 0; i < model.layers.size(); ++i) {
     const models::LoadedLayer& from = model.layers[i];
     Impl::Layer& to = g.layers[i];
@@ -622,6 +625,7 @@ void GpuBackend::rope_kv_write(int layer, Act qkv, Act q, Act, Act) {
   a.qkv = g.act(qkv), a.positions = g.positions.ptr(), a.inv_freq = g.inv_freq.ptr();
   a.attention_factor = g.attention_factor, a.q_norm = l.q_norm.ptr(), a.k_norm = l.k_norm.ptr();
   a.eps = float(g.config.rms_norm_eps), a.q = g.act(q), a.k = l.k_cache.ptr(), a.v = l.v_cache.ptr();
+  a.k_scale = a.v_scale = g.kv_scale.ptr();
   a.slot_mapping = g.slots.ptr(), a.tokens = g.tokens;
   Impl::Timed timed(g, "rope + kv write");
   g.rope->launch(a, g.tokens, g.stream);
@@ -632,6 +636,7 @@ void GpuBackend::attention_decode(int layer, Act q, Act out) {
   Impl::Layer& l = g.layers[size_t(layer)];
   attention::Args a;
   a.out = g.act(out), a.q = g.act(q), a.k_cache = l.k_cache.ptr(), a.v_cache = l.v_cache.ptr();
+  a.k_scale = a.v_scale = g.kv_scale.ptr();
   a.block_table = g.block_table.ptr(), a.max_pages = int(g.limits.kv_pages), a.seq_lens = g.seq_lens.ptr();
   a.cu_q = g.cu_q.ptr(), a.sm_scale = float(1.0 / std::sqrt(double(g.config.head_dim)));
   a.batch = g.decode_sequences, a.max_q = 1;
@@ -649,6 +654,7 @@ void GpuBackend::attention_prefill(int layer, Act q, Act out) {
   attention::Args a;
   // q and out at the batch's start: cu_q holds each chunk's absolute first row.
   a.out = g.act(out), a.q = g.act(q), a.k_cache = l.k_cache.ptr(), a.v_cache = l.v_cache.ptr();
+  a.k_scale = a.v_scale = g.kv_scale.ptr();
   a.block_table = g.block_table.ptr() + CUdeviceptr(size_t(first) * size_t(int(g.limits.kv_pages)) * 4);
   a.max_pages = int(g.limits.kv_pages), a.seq_lens = g.seq_lens.ptr() + CUdeviceptr(first * 4);
   a.cu_q = g.cu_q.ptr() + CUdeviceptr(first * 4), a.sm_scale = float(1.0 / std::sqrt(double(g.config.head_dim)));

@@ -75,6 +75,7 @@ Model::Model(const models::LoadedModel& loaded, const ModelOptions& options)
   limits.max_sequences = options.max_sequences;
   limits.kv_pages = options.kv_cache_tokens == 0 ? 0 : pages_.pages();
   limits.page_size = options.page_size;
+  limits.kv_dtype = options.kv_cache_dtype;
   limits.memory_utilization = options.gpu_memory_utilization;
   if (options.device == Device::kCuda) {
     auto gpu = std::make_unique<GpuBackend>(Session::get(), loaded, limits);

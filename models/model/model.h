@@ -31,6 +31,8 @@ struct ModelOptions {
                                    // cuda: 0 = as much as gpu_memory_utilization leaves room for
   double gpu_memory_utilization = 0.9;  // cuda, kv_cache_tokens 0: the share of the GPU's memory to fill
   int page_size = 16;              // tokens per KV page
+  // The KV cache's elements (BackendLimits::kv_dtype): fp8 holds twice the tokens in the same bytes.
+  models::KvCacheDtype kv_cache_dtype = models::KvCacheDtype::kF16;
   bool progress = true;            // a progress bar while loading
   bool cuda_graphs = true;         // cuda: replay decode steps as CUDA graphs
   bool profile = false;            // cuda: time every kernel (steps then run op by op); see gpu()

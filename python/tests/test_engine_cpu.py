@@ -214,3 +214,16 @@ def test_prompt_logprobs_logit_bias_and_draft_tokens_per_request(checkpoint):
     assert tokens == greedy
     with pytest.raises(ValueError, match="logit_bias"):
         llm.add_request(prompt, 2, logit_bias={100000: 1.0})
+
+
+def test_fp8_kv_cache(checkpoint):
+    # kv_cache_dtype: the pool's elements. fp8 rounds K and V, so greedy outputs may differ from
+    # fp16's; each is deterministic, and an unknown type is one ValueError naming the choices.
+    kwargs = dict(max_num_seqs=4, max_num_batched_tokens=48, kv_cache_tokens=2048)
+    for dtype in ("fp8", "fp8_e5m2"):
+        first = onecat.LLM(str(checkpoint), kv_cache_dtype=dtype, **kwargs).generate(prompts(), 6, temperature=0.0, stop_ids=[])
+        again = onecat.LLM(str(checkpoint), kv_cache_dtype=dtype, **kwargs).generate(prompts(), 6, temperature=0.0, stop_ids=[])
+        assert first == again
+        assert all(len(ids) == 6 for ids in first)
+    with pytest.raises(ValueError, match="fp8_e4m3"):
+        onecat.LLM(str(checkpoint), kv_cache_dtype="int4", **kwargs)

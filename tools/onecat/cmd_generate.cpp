@@ -21,7 +21,7 @@ namespace onecat::cli {
 namespace {
 
 struct Options {
-  std::string model, prompt_ids, prompt, device = "cpu";
+  std::string model, prompt_ids, prompt, device = "cpu", kv_cache_dtype = "auto";
   int64_t max_tokens = 64, prefill_chunk = 256;
   cpu::SamplingParams sampling = model::GenerateOptions::greedy();
   bool ignore_eos = false, json = false, no_cuda_graphs = false, profile = false;
@@ -92,6 +92,7 @@ void run(const Options& o, bool ids_given, bool text_given) {
   mo.max_batch_tokens = o.prefill_chunk;
   mo.max_sequences = 1;
   mo.kv_cache_tokens = int64_t(prompt.size()) + o.max_tokens;
+  mo.kv_cache_dtype = models::parse_kv_cache_dtype(o.kv_cache_dtype);
   mo.progress = !o.json;
   mo.cuda_graphs = !o.no_cuda_graphs;
   mo.profile = o.profile;
@@ -166,6 +167,7 @@ void add_generate(CLI::App& app) {
   cmd->add_option("--max-tokens", o->max_tokens, "New tokens at most (default 64)");
   cmd->add_option("--device", o->device, "cpu (default) or cuda");
   cmd->add_option("--prefill-chunk", o->prefill_chunk, "Prompt tokens per forward step (default 256)");
+  add_kv_cache_dtype_option(cmd, o->kv_cache_dtype);
   cmd->add_option("--temperature", o->sampling.temperature, "0 (default): greedy");
   cmd->add_option("--top-k", o->sampling.top_k, "Keep the k most likely tokens (0: off)");
   cmd->add_option("--top-p", o->sampling.top_p, "Keep the smallest set of tokens with this much probability (1: off)");

@@ -135,6 +135,12 @@ void add_device_sampling_option(CLI::App* cmd, bool& device_sampling) {
                 "with --no-device-sampling, copy the logits to the host sampler");
 }
 
+void add_kv_cache_dtype_option(CLI::App* cmd, std::string& kv_cache_dtype) {
+  cmd->add_option("--kv-cache-dtype", kv_cache_dtype,
+                  "The KV cache's elements: auto (fp16, the default), fp8 or fp8_e4m3, or fp8_e5m2 (one byte: "
+                  "twice the tokens in the same memory)");
+}
+
 std::vector<int32_t> parse_ids(const std::string& text, const std::string& option) {
   std::vector<int32_t> ids;
   std::stringstream s(text);

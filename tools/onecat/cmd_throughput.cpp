@@ -28,7 +28,7 @@ namespace onecat::cli {
 namespace {
 
 struct Options {
-  std::string model, device = "cpu", dataset, speculative = "ngram";
+  std::string model, device = "cpu", dataset, speculative = "ngram", kv_cache_dtype = "auto";
   int64_t num_prompts = 8, input_len = 128, output_len = 32, max_num_batched_tokens = 512, wave = 0;
   int max_num_seqs = 8, num_speculative_tokens = 0;
   uint64_t seed = 0;
@@ -160,6 +160,7 @@ void run(const Options& o) {
   mo.max_sequences = o.max_num_seqs;
   // Every request of a wave at once: the pool never forces a preemption in this benchmark.
   mo.kv_cache_tokens = pool_tokens;
+  mo.kv_cache_dtype = models::parse_kv_cache_dtype(o.kv_cache_dtype);
   mo.progress = !o.json;
   const auto load_start = std::chrono::steady_clock::now();
   const std::unique_ptr<model::Model> m = model::Model::load(o.model, mo);
@@ -219,6 +220,7 @@ void run(const Options& o) {
   nlohmann::json j{{"model", o.model},
                    {"device", o.device},
                    {"device_sampling", o.device_sampling},
+                   {"kv_cache_dtype", o.kv_cache_dtype},
                    {"num_prompts", requests},
                    {"dataset", o.dataset},
                    {"wave", wave},
@@ -303,6 +305,7 @@ void add_throughput(CLI::App& app) {
                   "Queue requests B at a time, the next B when these are done (a latency run; 1: one after "
                   "another; default 0: all at once)");
   cmd->add_flag("--no-prefix-caching", o->no_prefix_caching, "Do not share cached prompt pages");
+  add_kv_cache_dtype_option(cmd, o->kv_cache_dtype);
   add_device_sampling_option(cmd, o->device_sampling);
   add_speculative_options(cmd, o->num_speculative_tokens, o->speculative, "0: off");
   cmd->add_flag("--json", o->json, "Print one JSON object");

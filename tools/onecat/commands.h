@@ -31,6 +31,10 @@ void add_speculative_options(CLI::App* cmd, int& num_draft_tokens, std::string& 
 // serve and throughput take it.
 void add_device_sampling_option(CLI::App* cmd, bool& device_sampling);
 
+// --kv-cache-dtype auto|fp8|fp8_e4m3|fp8_e5m2 (ModelOptions::kv_cache_dtype, parsed by
+// models::parse_kv_cache_dtype where the model is made), as serve, throughput and generate take it.
+void add_kv_cache_dtype_option(CLI::App* cmd, std::string& kv_cache_dtype);
+
 // "1,2,3" → ids; InputError naming `option` and the bad item.
 std::vector<int32_t> parse_ids(const std::string& text, const std::string& option);
 
