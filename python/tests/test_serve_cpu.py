@@ -453,6 +453,23 @@ def test_speculative_serving(server, model):
     assert bad.returncode == 2 and "speculative must be ngram or draft:DIR" in bad.stderr
 
 
+def test_fp8_kv_cache_serving(model):
+    """--kv-cache-dtype fp8: the server runs on a cache of one-byte codes (greedy replies are
+    deterministic: the same twice); an unknown type is one sentence and exit 2."""
+    s = Server(model, MAX_MODEL_LEN, "--kv-cache-dtype", "fp8")
+    try:
+        first = completion(s, "the cat sat on the mat, the cat", max_tokens=12, temperature=0)
+        again = completion(s, "the cat sat on the mat, the cat", max_tokens=12, temperature=0)
+        assert first["choices"][0]["text"] == again["choices"][0]["text"]
+        assert first["usage"]["completion_tokens"] >= 1
+    finally:
+        s.stop()
+    assert s.proc.returncode == 0
+    bad = subprocess.run([str(onecat_bin()), "serve", "--model", str(model), "--kv-cache-dtype", "int4"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--kv-cache-dtype" in bad.stderr and "fp8_e5m2" in bad.stderr
+
+
 def test_n_and_seeds_reproducible(server):
     body = dict(max_tokens=16, temperature=1.0, n=2)
     a = completion(server, "once upon", seed=7, **body)
