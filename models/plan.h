@@ -37,6 +37,10 @@ KvCacheDtype parse_kv_cache_dtype(const std::string& text);
 // The cache's type and scale as attention and rope specs spell them: "f16", "e4m3,kv_scale=tensor"
 // or "e5m2,kv_scale=tensor".
 std::string kv_cache_spec_text(KvCacheDtype kv);
+// The type as people read it: "fp16", "fp8_e4m3" or "fp8_e5m2".
+inline const char* kv_cache_dtype_name(KvCacheDtype kv) {
+  return kv == KvCacheDtype::kF16 ? "fp16" : kv == KvCacheDtype::kE4m3 ? "fp8_e4m3" : "fp8_e5m2";
+}
 // Bytes per cached element: 2 (f16) or 1 (fp8).
 inline int kv_cache_element_bytes(KvCacheDtype kv) { return kv == KvCacheDtype::kF16 ? 2 : 1; }
 

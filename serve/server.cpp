@@ -639,16 +639,32 @@ void serve(const ServeOptions& options) {
                                                           : int64_t(o.max_num_seqs) * o.max_model_len;
   mo.gpu_memory_utilization = o.gpu_memory_utilization;
   mo.kv_cache_dtype = kv_dtype;
-  mo.progress = false;
+  mo.progress = true;  // a bar on a terminal (models/checkpoint/load_progress.h)
+  const auto start = std::chrono::steady_clock::now();
   const std::unique_ptr<model::Model> m = model::Model::load(o.model_dir, mo);
   ServedModel served = served_model(o, *m);
+  // Start-up in figures (before the address line): what the load read and how fast, the
+  // backend's share (upload and kernels prepared), the pool, then the engine's own start.
+  const model::Model::LoadStats& ls = m->load_stats();
+  std::fprintf(stderr, "onecat serve: loaded %s: %.2f GB read in %.2f s (%.2f GB/s), %s ready in %.2f s\n",
+               o.model_dir.c_str(), double(ls.checkpoint_bytes) / 1e9, ls.read_seconds,
+               ls.read_seconds > 0 ? double(ls.checkpoint_bytes) / 1e9 / ls.read_seconds : 0.0,
+               o.device == model::Device::kCuda ? "GPU backend" : "CPU backend", ls.backend_seconds);
+  std::fprintf(stderr, "onecat serve: KV cache %lld tokens (%lld pages of %d, %s)\n",
+               static_cast<long long>(m->pages().pages()) * m->pages().page_size(),
+               static_cast<long long>(m->pages().pages()), m->pages().page_size(), models::kv_cache_dtype_name(kv_dtype));
 
   Metrics metrics;
   engine::EngineOptions eo;
   eo.num_speculative_tokens = o.num_speculative_tokens;
   eo.speculative = o.speculative;
   eo.device_sampling = o.device_sampling;
+  const auto engine_start = std::chrono::steady_clock::now();
   EngineLoop loop(*m, eo, o.device == model::Device::kCuda, metrics);
+  const auto ready = std::chrono::steady_clock::now();
+  std::fprintf(stderr, "onecat serve: engine ready in %.2f s (%.2f s since start)\n",
+               std::chrono::duration<double>(ready - engine_start).count(),
+               std::chrono::duration<double>(ready - start).count());
   Server server(o, served, loop, metrics);
   httplib::Server& http = server.http();
   // cpp-httplib 0.11 listens with a backlog of 5 (compiled into Debian's library): with dozens

@@ -462,6 +462,9 @@ def test_fp8_kv_cache_serving(model):
         again = completion(s, "the cat sat on the mat, the cat", max_tokens=12, temperature=0)
         assert first["choices"][0]["text"] == again["choices"][0]["text"]
         assert first["usage"]["completion_tokens"] >= 1
+        # The start-up lines before the address: the load's figures and the pool's type.
+        assert any(re.match(r"onecat serve: loaded .*: [0-9.]+ GB read in [0-9.]+ s \(", line) for line in s.log), s.log
+        assert any(re.match(r"onecat serve: KV cache \d+ tokens \(\d+ pages of 16, fp8_e4m3\)", line) for line in s.log), s.log
     finally:
         s.stop()
     assert s.proc.returncode == 0
