@@ -23,6 +23,7 @@ struct ServeOptions {
   int64_t kv_cache_tokens = 0;  // 0: cpu max_num_seqs × max_model_len; cuda as gpu_memory_utilization leaves room for
   double gpu_memory_utilization = 0.9;  // cuda: the share of the GPU's memory onecat may hold
   std::string kv_cache_dtype = "auto";  // models::parse_kv_cache_dtype's names
+  int64_t num_pages = 0;                // the pool in pages of 16 tokens instead of kv_cache_tokens (0: not given)
   int num_speculative_tokens = 0;       // draft tokens per request and step (0: off)
   std::string speculative = "ngram";    // the drafter: "ngram" or "draft:DIR" (EngineOptions::speculative)
   bool device_sampling = true;          // EngineOptions::device_sampling

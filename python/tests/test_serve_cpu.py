@@ -473,6 +473,25 @@ def test_fp8_kv_cache_serving(model):
     assert bad.returncode == 2 and "--kv-cache-dtype" in bad.stderr and "fp8_e5m2" in bad.stderr
 
 
+def test_num_pages(model):
+    """--num-pages sizes the pool in pages of 16 tokens; with --kv-cache-tokens too, or negative,
+    it is one sentence and exit 2."""
+    s = Server(model, MAX_MODEL_LEN, "--num-pages", "40")
+    try:
+        assert any(line.startswith("onecat serve: KV cache 640 tokens (40 pages of 16, fp16)") for line in s.log), s.log
+        assert completion(s, "the cat sat", max_tokens=4, temperature=0)["usage"]["completion_tokens"] >= 1
+    finally:
+        s.stop()
+    assert s.proc.returncode == 0
+    for flags, words in ((["--num-pages", "4", "--kv-cache-tokens", "64"], "not both"),
+                         (["--num-pages", "-3"], "must be positive"),
+                         (["--num-pages", "15"], "fewer than --max-model-len 4096"),
+                         (["--num-pages", "99999999999"], "more than any GPU holds")):
+        bad = subprocess.run([str(onecat_bin()), "serve", "--model", str(model), *flags],
+                             capture_output=True, text=True, timeout=60)
+        assert bad.returncode == 2 and words in bad.stderr, (flags, bad.stderr)
+
+
 def test_n_and_seeds_reproducible(server):
     body = dict(max_tokens=16, temperature=1.0, n=2)
     a = completion(server, "once upon", seed=7, **body)

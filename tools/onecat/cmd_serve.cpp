@@ -30,6 +30,7 @@ void add_serve(CLI::App& app) {
   cmd->add_option("--gpu-memory-utilization", o->gpu_memory_utilization,
                   "cuda: the share of the GPU's memory onecat may hold, the KV cache taking what the weights leave "
                   "(default 0.9)");
+  cmd->add_option("--num-pages", o->num_pages, "KV cache size in pages of 16 tokens (instead of --kv-cache-tokens)");
   add_kv_cache_dtype_option(cmd, o->kv_cache_dtype);
   add_speculative_options(cmd, o->num_speculative_tokens, o->speculative, "0: off");
   add_device_sampling_option(cmd, o->device_sampling);
