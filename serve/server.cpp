@@ -611,7 +611,9 @@ void serve(const ServeOptions& options) {
   if (o.max_model_len < 0 || o.kv_cache_tokens < 0 || o.num_pages < 0)
     throw InputError("--max-model-len, --kv-cache-tokens and --num-pages must be positive.");
   if (o.num_pages > 0 && o.kv_cache_tokens > 0) throw InputError("give --kv-cache-tokens or --num-pages, not both.");
-  if (o.num_pages > (int64_t(1) << 32)) throw InputError("--num-pages " + std::to_string(o.num_pages) + " is more than any GPU holds.");
+  if (o.num_pages > (int64_t(1) << 32)) {
+    throw InputError("--num-pages " + std::to_string(o.num_pages) + " is more than any GPU holds.");
+  }
   if (o.num_pages > 0) o.kv_cache_tokens = o.num_pages * model::ModelOptions{}.page_size;
   const models::KvCacheDtype kv_dtype = models::parse_kv_cache_dtype(o.kv_cache_dtype);
   const models::ModelConfig config = models::load_model(o.model_dir);
@@ -646,21 +648,21 @@ void serve(const ServeOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   const std::unique_ptr<model::Model> m = model::Model::load(o.model_dir, mo);
   ServedModel served = served_model(o, *m);
-  // Start-up in figures (before the address line): what the load read and how fast, the
-  // backend's share (upload and kernels prepared), the pool, then the engine's own start.
   const int64_t pool_tokens = m->pages().pages() * m->pages().page_size();
   if (pool_tokens < o.max_model_len) {  // vLLM refuses this too: a long request could never run
     throw InputError("the KV cache holds " + std::to_string(pool_tokens) + " tokens, fewer than --max-model-len " +
                      std::to_string(o.max_model_len) + "; lower --max-model-len or give the cache more room.");
   }
+  // Start-up in figures (before the address line): what the load read and how fast, the
+  // backend's share (upload and kernels prepared), the pool, then the engine's own start.
   const model::Model::LoadStats& ls = m->load_stats();
   std::fprintf(stderr, "onecat serve: loaded %s: %.2f GB read in %.2f s (%.2f GB/s), %s ready in %.2f s\n",
                o.model_dir.c_str(), double(ls.checkpoint_bytes) / 1e9, ls.read_seconds,
                ls.read_seconds > 0 ? double(ls.checkpoint_bytes) / 1e9 / ls.read_seconds : 0.0,
                o.device == model::Device::kCuda ? "GPU backend" : "CPU backend", ls.backend_seconds);
   std::fprintf(stderr, "onecat serve: KV cache %lld tokens (%lld pages of %d, %s)\n",
-               static_cast<long long>(m->pages().pages()) * m->pages().page_size(),
-               static_cast<long long>(m->pages().pages()), m->pages().page_size(), models::kv_cache_dtype_name(kv_dtype));
+               static_cast<long long>(pool_tokens), static_cast<long long>(m->pages().pages()),
+               m->pages().page_size(), models::kv_cache_dtype_name(kv_dtype));
 
   Metrics metrics;
   engine::EngineOptions eo;

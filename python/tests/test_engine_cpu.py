@@ -221,8 +221,9 @@ def test_fp8_kv_cache(checkpoint):
     # fp16's; each is deterministic, and an unknown type is one ValueError naming the choices.
     kwargs = dict(max_num_seqs=4, max_num_batched_tokens=48, kv_cache_tokens=2048)
     for dtype in ("fp8", "fp8_e5m2"):
-        first = onecat.LLM(str(checkpoint), kv_cache_dtype=dtype, **kwargs).generate(prompts(), 6, temperature=0.0, stop_ids=[])
-        again = onecat.LLM(str(checkpoint), kv_cache_dtype=dtype, **kwargs).generate(prompts(), 6, temperature=0.0, stop_ids=[])
+        settings = dict(temperature=0.0, stop_ids=[])
+        first = onecat.LLM(str(checkpoint), kv_cache_dtype=dtype, **kwargs).generate(prompts(), 6, **settings)
+        again = onecat.LLM(str(checkpoint), kv_cache_dtype=dtype, **kwargs).generate(prompts(), 6, **settings)
         assert first == again
         assert all(len(ids) == 6 for ids in first)
     with pytest.raises(ValueError, match="fp8_e4m3"):

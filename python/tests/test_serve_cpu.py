@@ -464,7 +464,8 @@ def test_fp8_kv_cache_serving(model):
         assert first["usage"]["completion_tokens"] >= 1
         # The start-up lines before the address: the load's figures and the pool's type.
         assert any(re.match(r"onecat serve: loaded .*: [0-9.]+ GB read in [0-9.]+ s \(", line) for line in s.log), s.log
-        assert any(re.match(r"onecat serve: KV cache \d+ tokens \(\d+ pages of 16, fp8_e4m3\)", line) for line in s.log), s.log
+        pool = r"onecat serve: KV cache \d+ tokens \(\d+ pages of 16, fp8_e4m3\)"
+        assert any(re.match(pool, line) for line in s.log), s.log
     finally:
         s.stop()
     assert s.proc.returncode == 0
