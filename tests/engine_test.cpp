@@ -818,7 +818,7 @@ TEST(EngineCli, ThroughputReportsEveryRequest) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(test::parse_json(r)["kv_cache_dtype"], "fp8");
   EXPECT_EQ(test::parse_json(r)["output_tokens"], 6);
-  for (const char* bad : {"--num-prompts 0", "--max-num-seqs 0", "--device tpu", "--kv-cache-dtype fp4"}) {
+  for (const char* bad : {"--num-prompts 0", "--max-num-seqs 0", "--device tpu", "--kv-cache-dtype fp4", "--profile"}) {
     r = test::run_command(std::string(ONECAT_BIN) + " throughput --model " + dir + " " + bad, scratch.path());
     EXPECT_EQ(r.status, 2) << bad << ": " << r.err;
     EXPECT_TRUE(test::contains(r.err, "onecat: error: ")) << bad << ": " << r.err;

@@ -16,6 +16,7 @@
 #include "models/tokenizer/decode_stream.h"
 #include "models/tokenizer/tokenizer.h"
 #include "tools/onecat/commands.h"
+#include "tools/onecat/profile_report.h"
 
 namespace onecat::cli {
 namespace {
@@ -27,40 +28,10 @@ struct Options {
   bool ignore_eos = false, json = false, no_cuda_graphs = false, profile = false;
 };
 
-// --profile: the kernels' GPU time per step by op, beside the measured step time (the
-// difference is launch and host time: what CUDA graphs and the engine remove).
-nlohmann::json profile_json(const model::GpuBackend::Profile& p, const model::GenerateResult& r) {
-  nlohmann::json ops = nlohmann::json::array();
-  double decode_ms = 0;
-  for (const auto& o : p.ops) {
-    const int64_t steps = o.decode ? p.decode_steps : p.prefill_steps;
-    if (o.decode) decode_ms += o.ms;
-    ops.push_back({{"op", o.op},
-                   {"step", o.decode ? "decode" : "prefill"},
-                   {"launches_per_step", steps ? double(o.launches) / double(steps) : 0.0},
-                   {"us_per_step", steps ? o.ms * 1e3 / double(steps) : 0.0}});
-  }
-  const double step_us = r.decode_steps ? r.decode_seconds * 1e6 / double(r.decode_steps) : 0.0;
-  return {{"decode_steps", p.decode_steps},
-          {"prefill_steps", p.prefill_steps},
-          {"decode_kernel_us_per_step", p.decode_steps ? decode_ms * 1e3 / double(p.decode_steps) : 0.0},
-          {"decode_step_us", step_us},
-          {"ops", ops}};
-}
-
-void print_profile(const model::GpuBackend::Profile& p, const model::GenerateResult& r) {
-  const nlohmann::json j = profile_json(p, r);
-  std::fprintf(stderr, "onecat: kernel time per decode step (%lld steps, op by op):\n",
-               static_cast<long long>(p.decode_steps));
-  const double sum = j["decode_kernel_us_per_step"].get<double>();
-  for (const auto& o : j["ops"]) {
-    if (o["step"] != "decode") continue;
-    const double us = o["us_per_step"].get<double>();
-    std::fprintf(stderr, "  %-22s %6.1f launches %9.1f us %5.1f %%\n", o["op"].get<std::string>().c_str(),
-                 o["launches_per_step"].get<double>(), us, sum > 0 ? 100 * us / sum : 0.0);
-  }
-  std::fprintf(stderr, "  kernels %.1f us of a %.1f us step (the rest: launches, copies, sampling on the host)\n", sum,
-               j["decode_step_us"].get<double>());
+// --profile's decode step as measured here (the difference from the kernels' sum is launch and
+// host time: what CUDA graphs and the engine remove).
+double decode_step_us(const model::GenerateResult& r) {
+  return r.decode_steps ? r.decode_seconds * 1e6 / double(r.decode_steps) : 0.0;
 }
 
 void run(const Options& o, bool ids_given, bool text_given) {
@@ -142,12 +113,12 @@ void run(const Options& o, bool ids_given, bool text_given) {
                  {"read_seconds", ls.read_seconds},
                  {"read_bytes_per_second", ls.read_seconds > 0 ? double(ls.checkpoint_bytes) / ls.read_seconds : 0.0},
                  {"backend_seconds", ls.backend_seconds}};
-    if (o.profile) j["profile"] = profile_json(m->gpu()->take_profile(), r);
+    if (o.profile) j["profile"] = profile_json(m->gpu()->take_profile(), decode_step_us(r));
     std::cout << j.dump() << "\n";
   } else {
     std::cout << "\n";
   }
-  if (o.profile && !o.json) print_profile(m->gpu()->take_profile(), r);
+  if (o.profile && !o.json) print_profile(m->gpu()->take_profile(), decode_step_us(r));
   std::fprintf(
       stderr,
       "onecat: %zu prompt tokens prefilled in %.3f s (%.1f tokens/s); %zu new tokens, %.1f tokens/s decoding; %s\n",

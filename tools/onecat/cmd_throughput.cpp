@@ -23,6 +23,7 @@
 #include "models/model/model.h"
 #include "models/tokenizer/tokenizer.h"
 #include "tools/onecat/commands.h"
+#include "tools/onecat/profile_report.h"
 
 namespace onecat::cli {
 namespace {
@@ -32,7 +33,7 @@ struct Options {
   int64_t num_prompts = 8, input_len = 128, output_len = 32, max_num_batched_tokens = 512, wave = 0;
   int max_num_seqs = 8, num_speculative_tokens = 0;
   uint64_t seed = 0;
-  bool no_prefix_caching = false, json = false, device_sampling = true;
+  bool no_prefix_caching = false, json = false, device_sampling = true, profile = false;
 };
 
 double percentile(std::vector<double> v, double p) {
@@ -128,6 +129,8 @@ void run(const Options& o) {
   }
   if (o.wave < 0) throw InputError("--wave must be 0 (every request at once) or a wave size of at least 1.");
   const model::Device device = model::parse_device(o.device);
+  if (o.profile && device != model::Device::kCuda)
+    throw InputError("--profile times GPU kernels; it needs --device cuda.");
   const int64_t vocab = models::load_model(o.model).vocab;
 
   std::vector<Work> work;
@@ -162,6 +165,7 @@ void run(const Options& o) {
   mo.kv_cache_tokens = pool_tokens;
   mo.kv_cache_dtype = models::parse_kv_cache_dtype(o.kv_cache_dtype);
   mo.progress = !o.json;
+  mo.profile = o.profile;
   const auto load_start = std::chrono::steady_clock::now();
   const std::unique_ptr<model::Model> m = model::Model::load(o.model, mo);
   const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
@@ -263,6 +267,11 @@ void run(const Options& o) {
                      // token and its accepted drafts.
                      {"target_steps_per_output_token",
                       generated ? double(generated - st.accepted_tokens) / double(generated) : 0.0}}}};
+  std::optional<model::GpuBackend::Profile> profile;
+  if (o.profile) {
+    profile = m->gpu()->take_profile();
+    j["profile"] = profile_json(*profile, -1);
+  }
   if (o.json) {
     std::cout << j.dump() << "\n";
     return;
@@ -282,6 +291,7 @@ void run(const Options& o) {
                 st.draft_tokens ? 100.0 * double(st.accepted_tokens) / double(st.draft_tokens) : 0.0,
                 j["speculative"]["mean_acceptance_length"].get<double>());
   }
+  if (profile) print_profile(*profile, -1);
 }
 
 }  // namespace
@@ -308,6 +318,9 @@ void add_throughput(CLI::App& app) {
   add_kv_cache_dtype_option(cmd, o->kv_cache_dtype);
   add_device_sampling_option(cmd, o->device_sampling);
   add_speculative_options(cmd, o->num_speculative_tokens, o->speculative, "0: off");
+  cmd->add_flag("--profile", o->profile,
+                "cuda: time every kernel (steps run op by op, no CUDA graphs) and report the decode steps' "
+                "time by op");
   cmd->add_flag("--json", o->json, "Print one JSON object");
   cmd->callback([o] { run(*o); });
 }

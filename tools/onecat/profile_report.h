@@ -1,0 +1,16 @@
+// --profile's report, as generate and throughput print it: the GPU kernels' time per step by op
+// (GpuBackend::Profile, docs/models.md "Profiling").
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include "models/model/gpu_backend.h"
+
+namespace onecat::cli {
+
+// decode_step_us: the measured time of a decode step beside the kernels' (the difference is
+// launch and host time), or < 0 where the caller has none (then left out).
+nlohmann::json profile_json(const model::GpuBackend::Profile& p, double decode_step_us);
+// The decode steps' ops on stderr, one line each with its share of the kernels' time.
+void print_profile(const model::GpuBackend::Profile& p, double decode_step_us);
+
+}  // namespace onecat::cli
