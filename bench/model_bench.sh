@@ -13,7 +13,8 @@
 #                                    LLAMA=1 to run llama.cpp too: bench/llama_peer.sh build first;
 #                                    LLAMA_TYPES its types, default f16, e.g. "f16 Q8_0 Q4_K_M",
 #                                    BATCH=N to add N concurrent requests of PROMPT + GEN: `onecat
-#                                    throughput` against llama-batched-bench -npl N,
+#                                    throughput` against llama-batched-bench -npl N (and once more with
+#                                    --profile and 16 new tokens: the batched decode step by op),
 #                                    TUNE_BUCKETS (default 1, or "1,N" with BATCH))
 # f16 is bench/random_checkpoint.py's checkpoint (transformers' save_pretrained, a real
 # tokenizer); the quantised formats are tools/make_tiny_checkpoint.py --random-codes at the same
@@ -83,6 +84,8 @@ for fmt in formats:
         tpot = (t.get("tpot") or {}).get("mean_ms")
         # Tokens/s of the decode phase, all requests together: what llama-batched-bench's speed_tg is.
         if tpot: r["batch"]["decode_tokens_per_second"] = t["num_prompts"] / (tpot / 1e3)
+        if os.path.exists(os.path.join(d, "throughput_profile.json")):
+            r["batch"]["profile"] = load(os.path.join(d, "throughput_profile.json")).get("profile")
     ckpt_bytes = (r["generate"].get("load") or {}).get("checkpoint_bytes")
     if ckpt_bytes and copy:
         weight_bytes = (ckpt_bytes - cfg["vocab_size"] * h * 2) * touched  # a step reads one embedding row
@@ -143,6 +146,12 @@ for fmt in ${FORMATS:-f16}; do
     ONECAT_CACHE_DIR=$work/cache "$bin" throughput --model "$ckpt" --device cuda --num-prompts "$BATCH" --input-len "$prompt" \
       --output-len "$gen" --max-num-seqs "$BATCH" --max-num-batched-tokens 2048 --json >"$d/throughput.json" 2>>"$d/generate.err" ||
       log "throughput failed: $(tail -3 "$d/generate.err")"
+  fi
+  if [ -n "${BATCH:-}" ] && ! grep -q decode_kernel_us_per_step "$d/throughput_profile.json" 2>/dev/null; then
+    log "onecat throughput --profile, $BATCH requests at once ($fmt): the batched decode step by op"
+    ONECAT_CACHE_DIR=$work/cache "$bin" throughput --model "$ckpt" --device cuda --num-prompts "$BATCH" --input-len "$prompt" \
+      --output-len 16 --max-num-seqs "$BATCH" --max-num-batched-tokens 2048 --profile --json >"$d/throughput_profile.json" \
+      2>>"$d/generate.err" || log "throughput --profile failed: $(tail -3 "$d/generate.err")"
   fi
   summarize
   # The device has 64 GB of disk: a quantised checkpoint goes once measured (f16 stays: llama.cpp
