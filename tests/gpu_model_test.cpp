@@ -129,7 +129,8 @@ TEST(GpuGreedy, ArgmaxOnTheGpuIsTheLogitsArgmax) {
 
 // An fp8 KV cache (--kv-cache-dtype): the GPU forward against the CPU forward on the same cache
 // type, in one prefill, chunked with decode steps and as CUDA graphs; the pool holds half the
-// bytes of an fp16 one. A dense and a MoE model, a quantised one and a sliding window. The
+// bytes of an fp16 one. A dense and a MoE model, a quantised one, a sliding window, and the
+// checkpoint's own scales (self_attn.k_scale / v_scale: the kernels read them per layer). The
 // goldens' bound does not hold here: the GPU's K and V differ from the CPU's by fp16 rounding
 // (other summation orders), and a value near an fp8 rounding boundary then takes the next code,
 // a step of 2^-3 (e4m3) or 2^-2 (e5m2) of itself. Measured on the H200 (tree 22887e6 + this
@@ -142,7 +143,8 @@ TEST(GpuForward, Fp8KvCacheMatchesTheCpuForward) {
   constexpr double kRelativeError = 0.03, kKl = 0.01;
   for (const ModelCase& c :
        {ModelCase{"qwen3", "f16", ""}, ModelCase{"llama", "awq4", ""},
-        ModelCase{"mistral", "f16", "--sliding-window 48"}, ModelCase{"qwen3moe", "f16", "--decisive-routing"}}) {
+        ModelCase{"mistral", "f16", "--sliding-window 48"}, ModelCase{"qwen3moe", "f16", "--decisive-routing"},
+        ModelCase{"qwen3", "f16", "--kv-scales 3"}}) {
     const LoadedModel loaded = load(Checkpoints::get(c.args()));
     const int64_t vocab = loaded.config.vocab;
     const std::vector<int32_t> prompt = random_prompt(150, vocab, 13);

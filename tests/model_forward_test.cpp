@@ -110,6 +110,44 @@ TEST(ModelForward, Fp8KvCacheIsConsistentAndNearFp16) {
   }
 }
 
+// A checkpoint's calibrated KV scales (self_attn.k_scale / v_scale) are what an fp8 cache
+// divides by and multiplies back: 2 keeps the logits as near the fp16 cache's as 1 does, 1000
+// pushes K and V into E4M3's subnormals and moves them several times as far (measured: 0.019,
+// 0.019 and 0.44 of the spread); an fp16 cache
+// ignores them; a scale that is not positive is one sentence naming the tensor.
+TEST(ModelForward, Fp8KvCacheTakesTheCheckpointsScales) {
+  const LoadedModel plain = load(Checkpoints::get("--arch qwen3 --format f16"));
+  const LoadedModel two = load(Checkpoints::get("--arch qwen3 --format f16 --kv-scales 2"));
+  const LoadedModel big = load(Checkpoints::get("--arch qwen3 --format f16 --kv-scales 1000"));
+  ASSERT_EQ(two.layers[1].k_scale, 2.f);
+  ASSERT_EQ(big.layers[0].v_scale, 1000.f);
+  const int64_t vocab = plain.config.vocab;
+  const std::vector<int32_t> prompt = random_prompt(120, vocab, 9);
+  const auto logits = [&](const LoadedModel& m, models::KvCacheDtype dtype) {
+    ModelOptions o = options(256);
+    o.kv_cache_dtype = dtype;
+    Model model(m, o);
+    return logits_by_steps(model, prompt, {50}, 20);
+  };
+  const std::vector<float> exact = logits(plain, models::KvCacheDtype::kF16);
+  expect_bits_equal(logits(big, models::KvCacheDtype::kF16), exact, vocab, "fp16 cache, scales 1000");
+  const int64_t rows = int64_t(prompt.size());
+  const Distance one = distance(logits(plain, models::KvCacheDtype::kE4m3).data(), exact.data(), rows, vocab);
+  const Distance at_two = distance(logits(two, models::KvCacheDtype::kE4m3).data(), exact.data(), rows, vocab);
+  const Distance at_1000 = distance(logits(big, models::KvCacheDtype::kE4m3).data(), exact.data(), rows, vocab);
+  EXPECT_LT(at_two.relative_error, 2 * one.relative_error) << at_two << " against " << one;
+  EXPECT_GT(at_1000.relative_error, 3 * one.relative_error) << at_1000 << " against " << one;
+  for (const char* bad : {"-1", "0"}) {
+    try {
+      load(Checkpoints::get(std::string("--arch qwen3 --format f16 --kv-scales ") + bad));
+      ADD_FAILURE() << "kv scale " << bad << " loaded";
+    } catch (const InputError& e) {
+      EXPECT_TRUE(test::contains(e.what(), "self_attn.k_scale")) << e.what();
+      EXPECT_TRUE(test::contains(e.what(), "must be positive")) << e.what();
+    }
+  }
+}
+
 // Several sequences in one step — decodes and prefill chunks mixed, in any order of the
 // caller — give each the logits it gets alone.
 TEST(ModelForward, MixedBatchesEqualSequencesAlone) {

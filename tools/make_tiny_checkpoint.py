@@ -415,14 +415,17 @@ def decisive_edits(cfg, rng):
 
 
 def make(out, arch, fmt, shards=1, seed=0, overflow=False, shape=None, reference_file=True, rope=None,
-         sliding_window=None, tokenizer=False, random=False, chat_template=False, decisive_routing=False):
+         sliding_window=None, tokenizer=False, random=False, chat_template=False, decisive_routing=False,
+         kv_scales=None):
     """Writes the checkpoint and reference.safetensors into `out`; returns (tensors, config).
     `shape` overrides config fields (hidden_size, …) for larger checkpoints (load throughput);
     `rope` (a ROPES name) replaces the architecture's rotary embedding; `sliding_window` windows
     every layer (Mistral); `tokenizer` writes a byte-level tokenizer of the printable ASCII (with
     `chat_template`, tokenizer_config.json holds CHAT_TEMPLATE);
     `random` fills quantised linears with random codes (random_codes) and writes no reference;
-    `decisive_routing` (MoE) makes every router choice win by a wide margin (decisive_edits)."""
+    `decisive_routing` (MoE) makes every router choice win by a wide margin (decisive_edits);
+    `kv_scales` adds every layer's self_attn.k_scale and v_scale (fp32 scalars, as llm-compressor
+    writes an fp8 KV cache's calibrated scales) of that value."""
     rng = np.random.default_rng(seed)
     cfg = dict(ARCHS[arch], num_hidden_layers=LAYERS, vocab_size=VOCAB, rms_norm_eps=1e-6, hidden_act="silu",
                max_position_embeddings=4096, torch_dtype="bfloat16" if fmt == "bf16" else "float16")
@@ -527,6 +530,10 @@ def make(out, arch, fmt, shards=1, seed=0, overflow=False, shape=None, reference
         arr[5] = to_bf16_bits(np.float32(1e6))
         tensors[name] = Raw("BF16", tensors[name].shape, arr)
 
+    if kv_scales is not None:
+        for i in range(layers):
+            for which in ("k", "v"):
+                tensors[f"model.layers.{i}.self_attn.{which}_scale"] = np.array(kv_scales, dtype=np.float32)
     write(out, cfg, tensors, shards)
     if tokenizer:
         write_tokenizer(out, vocab, chat_template)
@@ -737,6 +744,7 @@ def main():
                          "needs --shape, writes no reference)")
     ap.add_argument("--decisive-routing", action="store_true",
                     help="MoE: routers whose every choice wins by a wide margin (GPU-against-CPU checks)")
+    ap.add_argument("--kv-scales", type=float, help="every layer's self_attn.k_scale and v_scale (fp8 KV cache)")
     ap.add_argument("--all", action="store_true", help="OUT/<arch>-<format>/ for all, OUT/bad-<case>/ for every defect")
     a = ap.parse_args()
     if a.all:
@@ -755,7 +763,7 @@ def main():
             sys.exit("--random-codes needs --shape (it makes real-size checkpoints for speed benchmarks)")
         make(a.out, a.arch, a.format, a.shards, seed=a.seed, shape=a.shape, reference_file=a.shape is None, rope=a.rope,
              sliding_window=a.sliding_window, tokenizer=a.tokenizer, random=a.random_codes,
-             chat_template=a.chat_template, decisive_routing=a.decisive_routing)
+             chat_template=a.chat_template, decisive_routing=a.decisive_routing, kv_scales=a.kv_scales)
 
 
 if __name__ == "__main__":

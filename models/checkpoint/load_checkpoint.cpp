@@ -48,6 +48,26 @@ class Reader {
     return w;
   }
 
+  // An fp8 KV cache's scale of `which` ("k" or "v") under any of the names checkpoints use; 1
+  // when none is there. One positive finite number, else an InputError naming the tensor.
+  float kv_scale(const std::string& layer, const std::string& which) {
+    for (const std::string& name : {layer + "self_attn." + which + "_scale",
+                                    layer + "self_attn." + which + "_proj." + which + "_scale",
+                                    layer + "self_attn." + which + "_proj.output_scale"}) {
+      const Tensor* t = files_.find(name);
+      if (!t) continue;
+      if (t->elements() != 1) expect_shape(*t, {}, "a per-tensor KV cache scale");
+      count(*t);
+      const float s = read_f32(*t)[0];
+      if (!(s > 0)) {
+        throw InputError(*t->file + ": tensor " + name + " is " + std::to_string(s) +
+                         "; a KV cache scale must be positive.");
+      }
+      return s;
+    }
+    return 1.f;
+  }
+
   size_t bytes() const { return bytes_.load(); }
   const CheckpointFiles& files() const { return files_; }
 
@@ -94,6 +114,8 @@ LoadedLayer load_layer(Reader& r, const ModelConfig& c, int64_t i) {
     l.k_norm = r.vector_f16(p + "self_attn.k_norm.weight", c.head_dim, hd);
   }
   l.o = r.linear(p + "self_attn.o_proj", c.hidden, q_rows, c.quant);
+  l.k_scale = r.kv_scale(p, "k");
+  l.v_scale = r.kv_scale(p, "v");
   l.post_attention_norm = r.vector_f16(p + "post_attention_layernorm.weight", c.hidden, hidden);
   if (c.is_moe()) {
     // As Qwen publishes them: mlp.gate (the router) and mlp.experts.<e>.{gate,up,down}_proj.

@@ -36,6 +36,10 @@ struct LoadedLayer {
   // and every expert's weights, by expert id.
   quant::PackedWeight router;
   std::vector<LoadedExpert> experts;
+  // The checkpoint's calibrated scales for an fp8 KV cache (cached code = value / scale), as
+  // llm-compressor (self_attn.k_scale) or ModelOpt (self_attn.k_proj.k_scale) write them;
+  // 1 without. An fp16 cache ignores them.
+  float k_scale = 1.f, v_scale = 1.f;
 };
 
 struct LoadedModel {

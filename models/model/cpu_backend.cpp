@@ -88,6 +88,7 @@ struct LayerWeights {
   Matrix router;                // MoE: [experts][hidden]
   std::vector<Expert> experts;  // MoE
   Matrix shared_gate;           // MoE with a shared expert (gate_up and down its weights): [1][hidden]
+  float k_scale[1] = {1.f}, v_scale[1] = {1.f};  // an fp8 KV cache's (models::LoadedLayer)
 };
 
 }  // namespace
@@ -144,6 +145,8 @@ CpuBackend::CpuBackend(const models::LoadedModel& model, const BackendLimits& li
     to.k_norm = from.k_norm;
     to.qkv_bias = from.qkv_bias;
     to.o_bias = from.o_bias;
+    to.k_scale[0] = from.k_scale;
+    to.v_scale[0] = from.v_scale;
     to.qkv = dequantized(from.qkv);
     to.o = dequantized(from.o);
     if (c.is_moe()) {
@@ -339,11 +342,9 @@ void CpuBackend::moe(int layer, Act out, Act in) {
 
 namespace {
 
-// One scale per fp8 tensor (BackendLimits::kv_dtype).
-const float kKvScale[1] = {1.f};
-
-cpu::PagedKv paged_kv(const models::ModelConfig& c, const BackendLimits& limits, std::vector<uint8_t>& k,
-                      std::vector<uint8_t>& v) {
+// The layer's cache; fp8 (BackendLimits::kv_dtype) with the layer's per-tensor scales.
+cpu::PagedKv paged_kv(const models::ModelConfig& c, const BackendLimits& limits, const LayerWeights& l,
+                      std::vector<uint8_t>& k, std::vector<uint8_t>& v) {
   cpu::PagedKv kv;
   kv.kv_heads = int(c.kv_heads);
   kv.dim = int(c.head_dim);
@@ -353,7 +354,8 @@ cpu::PagedKv paged_kv(const models::ModelConfig& c, const BackendLimits& limits,
                                                               : cpu::KvDtype::kE5m2;
   kv.k = k.data();
   kv.v = v.data();
-  kv.k_scale = kv.v_scale = kKvScale;
+  kv.k_scale = l.k_scale;
+  kv.v_scale = l.v_scale;
   return kv;
 }
 
@@ -366,14 +368,14 @@ void CpuBackend::rope_kv_write(int layer, Act qkv, Act q, Act k, Act v) {
                 int(config_.head_dim), weights_->rope, l.q_norm.empty() ? nullptr : l.q_norm.data(),
                 l.k_norm.empty() ? nullptr : l.k_norm.data(), float(config_.rms_norm_eps), b.act(q), b.act(k),
                 b.act(v));
-  const cpu::PagedKv kv = paged_kv(config_, limits_, b.k_cache[size_t(layer)], b.v_cache[size_t(layer)]);
+  const cpu::PagedKv kv = paged_kv(config_, limits_, weights_->layers[size_t(layer)], b.k_cache[size_t(layer)], b.v_cache[size_t(layer)]);
   cpu::kv_write(kv, b.act(k), b.act(v), b.slots.data(), b.tokens);
 }
 
 void CpuBackend::attention(int layer, Act q, Act out, int first, int sequences) {
   Buffers& b = *buffers_;
   const models::ModelConfig& c = config_;
-  const cpu::PagedKv kv = paged_kv(c, limits_, b.k_cache[size_t(layer)], b.v_cache[size_t(layer)]);
+  const cpu::PagedKv kv = paged_kv(c, limits_, weights_->layers[size_t(layer)], b.k_cache[size_t(layer)], b.v_cache[size_t(layer)]);
   cpu::AttentionShape shape;
   shape.heads = int(c.heads);
   shape.causal = true;

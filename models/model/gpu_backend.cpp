@@ -115,11 +115,11 @@ struct GpuBackend::Impl {
     DeviceLinear shared_gate;  // MoE with a shared expert (gate_up and down its weights): its gate, n = 1
     std::vector<ExpertGroup> expert_gate_up, expert_down;  // MoE: by weight format
     DeviceBuffer k_cache, v_cache;
+    DeviceBuffer kv_scales;  // fp8 caches: [k_scale, v_scale] fp32 (models::LoadedLayer)
   };
   std::vector<Layer> layers;
   DeviceLinear lm_head;
   size_t weight_bytes = 0, kv_bytes = 0;
-  DeviceBuffer kv_scale;  // fp8 caches: the per-tensor scale of K and V, [1] fp32 = 1
 
   // Activations [max_tokens][width] fp16, the gathered logit rows, the logits (fp32).
   std::array<DeviceBuffer, kActCount> acts;
@@ -331,12 +331,15 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
   g.layers.resize(model.layers.size());
   const size_t page_bytes =  // K or V of one layer
       size_t(limits.page_size) * size_t(kv_width) * size_t(models::kv_cache_element_bytes(limits.kv_dtype));
-  if (limits.kv_dtype != models::KvCacheDtype::kF16) g.kv_scale = upload(std::vector<float>{1.f});
+
   for (size_t i = 0; i < model.layers.size(); ++i) {
     const models::LoadedLayer& from = model.layers[i];
     Impl::Layer& to = g.layers[i];
     to.input_norm = upload(from.input_norm);
     to.post_attention_norm = upload(from.post_attention_norm);
+    if (limits.kv_dtype != models::KvCacheDtype::kF16) {
+      to.kv_scales = upload(std::vector<float>{from.k_scale, from.v_scale});
+    }
     to.q_norm = upload(from.q_norm);
     to.k_norm = upload(from.k_norm);
     to.qkv = g.linear(from.qkv, from.qkv_bias, from.qkv_bias.empty() ? Epilogue::kNone : Epilogue::kBias);
@@ -625,7 +628,7 @@ void GpuBackend::rope_kv_write(int layer, Act qkv, Act q, Act, Act) {
   a.qkv = g.act(qkv), a.positions = g.positions.ptr(), a.inv_freq = g.inv_freq.ptr();
   a.attention_factor = g.attention_factor, a.q_norm = l.q_norm.ptr(), a.k_norm = l.k_norm.ptr();
   a.eps = float(g.config.rms_norm_eps), a.q = g.act(q), a.k = l.k_cache.ptr(), a.v = l.v_cache.ptr();
-  a.k_scale = a.v_scale = g.kv_scale.ptr();
+  a.k_scale = l.kv_scales.ptr(), a.v_scale = l.kv_scales.ptr() ? l.kv_scales.ptr() + 4 : 0;
   a.slot_mapping = g.slots.ptr(), a.tokens = g.tokens;
   Impl::Timed timed(g, "rope + kv write");
   g.rope->launch(a, g.tokens, g.stream);
@@ -636,7 +639,7 @@ void GpuBackend::attention_decode(int layer, Act q, Act out) {
   Impl::Layer& l = g.layers[size_t(layer)];
   attention::Args a;
   a.out = g.act(out), a.q = g.act(q), a.k_cache = l.k_cache.ptr(), a.v_cache = l.v_cache.ptr();
-  a.k_scale = a.v_scale = g.kv_scale.ptr();
+  a.k_scale = l.kv_scales.ptr(), a.v_scale = l.kv_scales.ptr() ? l.kv_scales.ptr() + 4 : 0;
   a.block_table = g.block_table.ptr(), a.max_pages = int(g.limits.kv_pages), a.seq_lens = g.seq_lens.ptr();
   a.cu_q = g.cu_q.ptr(), a.sm_scale = float(1.0 / std::sqrt(double(g.config.head_dim)));
   a.batch = g.decode_sequences, a.max_q = 1;
@@ -654,7 +657,7 @@ void GpuBackend::attention_prefill(int layer, Act q, Act out) {
   attention::Args a;
   // q and out at the batch's start: cu_q holds each chunk's absolute first row.
   a.out = g.act(out), a.q = g.act(q), a.k_cache = l.k_cache.ptr(), a.v_cache = l.v_cache.ptr();
-  a.k_scale = a.v_scale = g.kv_scale.ptr();
+  a.k_scale = l.kv_scales.ptr(), a.v_scale = l.kv_scales.ptr() ? l.kv_scales.ptr() + 4 : 0;
   a.block_table = g.block_table.ptr() + CUdeviceptr(size_t(first) * size_t(int(g.limits.kv_pages)) * 4);
   a.max_pages = int(g.limits.kv_pages), a.seq_lens = g.seq_lens.ptr() + CUdeviceptr(first * 4);
   a.cu_q = g.cu_q.ptr() + CUdeviceptr(first * 4), a.sm_scale = float(1.0 / std::sqrt(double(g.config.head_dim)));
