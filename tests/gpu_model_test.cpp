@@ -152,7 +152,7 @@ TEST(GpuForward, Fp8KvCacheMatchesTheCpuForward) {
     Model cpu_f16(loaded, options(256));
     const std::vector<float> f16 = logits_by_steps(cpu_f16, prompt, {prompt.size()}, 0);
     for (models::KvCacheDtype dtype : {models::KvCacheDtype::kE4m3, models::KvCacheDtype::kE5m2}) {
-      const std::string what = c.args() + (dtype == models::KvCacheDtype::kE4m3 ? " e4m3" : " e5m2");
+      const std::string what = c.args() + " " + models::kv_cache_dtype_name(dtype);
       ModelOptions o = options(256);
       o.kv_cache_dtype = dtype;
       Model cpu(loaded, o);

@@ -93,7 +93,7 @@ TEST(ModelForward, Fp8KvCacheIsConsistentAndNearFp16) {
     Model f16(loaded, options(256));
     const std::vector<float> exact = logits_by_steps(f16, prompt, {prompt.size()}, 0);
     for (models::KvCacheDtype dtype : {models::KvCacheDtype::kE4m3, models::KvCacheDtype::kE5m2}) {
-      const std::string what = c.args() + (dtype == models::KvCacheDtype::kE4m3 ? " e4m3" : " e5m2");
+      const std::string what = c.args() + " " + models::kv_cache_dtype_name(dtype);
       ModelOptions o = options(256);
       o.kv_cache_dtype = dtype;
       Model whole(loaded, o);

@@ -71,8 +71,9 @@ struct BackendLimits {
   int64_t kv_pages = 0;    // pages in the KV cache (GPU: 0 = as many as memory_utilization leaves room for)
   int page_size = 16;      // tokens per page
   double memory_utilization = 0.9;  // GPU, kv_pages 0: the share of the GPU's memory onecat may hold
-  // The cache's elements: fp16, or fp8 codes with one scale per tensor, 1.0 (vLLM's default
-  // without calibrated scales: E4M3 holds ±448, E5M2 ±57344, far beyond K and V after the norms).
+  // The cache's elements: fp16, or fp8 codes with one scale per tensor and layer, the
+  // checkpoint's (models::LoadedLayer::k_scale, v_scale) or 1 (vLLM's default without calibrated
+  // scales: E4M3 holds ±448, E5M2 ±57344, far beyond K and V after the norms).
   models::KvCacheDtype kv_dtype = models::KvCacheDtype::kF16;
 
   // Error naming `backend` ("CPU backend") unless every limit is positive.

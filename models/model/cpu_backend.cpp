@@ -340,26 +340,21 @@ void CpuBackend::moe(int layer, Act out, Act in) {
   }
 }
 
-namespace {
-
-// The layer's cache; fp8 (BackendLimits::kv_dtype) with the layer's per-tensor scales.
-cpu::PagedKv paged_kv(const models::ModelConfig& c, const BackendLimits& limits, const LayerWeights& l,
-                      std::vector<uint8_t>& k, std::vector<uint8_t>& v) {
+cpu::PagedKv CpuBackend::paged_kv(int layer) {
+  const LayerWeights& l = weights_->layers[size_t(layer)];
   cpu::PagedKv kv;
-  kv.kv_heads = int(c.kv_heads);
-  kv.dim = int(c.head_dim);
-  kv.page = limits.page_size;
-  kv.dtype = limits.kv_dtype == models::KvCacheDtype::kF16    ? cpu::KvDtype::kF16
-             : limits.kv_dtype == models::KvCacheDtype::kE4m3 ? cpu::KvDtype::kE4m3
-                                                              : cpu::KvDtype::kE5m2;
-  kv.k = k.data();
-  kv.v = v.data();
+  kv.kv_heads = int(config_.kv_heads);
+  kv.dim = int(config_.head_dim);
+  kv.page = limits_.page_size;
+  kv.dtype = limits_.kv_dtype == models::KvCacheDtype::kF16    ? cpu::KvDtype::kF16
+             : limits_.kv_dtype == models::KvCacheDtype::kE4m3 ? cpu::KvDtype::kE4m3
+                                                               : cpu::KvDtype::kE5m2;
+  kv.k = buffers_->k_cache[size_t(layer)].data();
+  kv.v = buffers_->v_cache[size_t(layer)].data();
   kv.k_scale = l.k_scale;
   kv.v_scale = l.v_scale;
   return kv;
 }
-
-}  // namespace
 
 void CpuBackend::rope_kv_write(int layer, Act qkv, Act q, Act k, Act v) {
   Buffers& b = *buffers_;
@@ -368,14 +363,13 @@ void CpuBackend::rope_kv_write(int layer, Act qkv, Act q, Act k, Act v) {
                 int(config_.head_dim), weights_->rope, l.q_norm.empty() ? nullptr : l.q_norm.data(),
                 l.k_norm.empty() ? nullptr : l.k_norm.data(), float(config_.rms_norm_eps), b.act(q), b.act(k),
                 b.act(v));
-  const cpu::PagedKv kv = paged_kv(config_, limits_, weights_->layers[size_t(layer)], b.k_cache[size_t(layer)], b.v_cache[size_t(layer)]);
-  cpu::kv_write(kv, b.act(k), b.act(v), b.slots.data(), b.tokens);
+  cpu::kv_write(paged_kv(layer), b.act(k), b.act(v), b.slots.data(), b.tokens);
 }
 
 void CpuBackend::attention(int layer, Act q, Act out, int first, int sequences) {
   Buffers& b = *buffers_;
   const models::ModelConfig& c = config_;
-  const cpu::PagedKv kv = paged_kv(c, limits_, weights_->layers[size_t(layer)], b.k_cache[size_t(layer)], b.v_cache[size_t(layer)]);
+  const cpu::PagedKv kv = paged_kv(layer);
   cpu::AttentionShape shape;
   shape.heads = int(c.heads);
   shape.causal = true;

@@ -9,6 +9,7 @@
 
 #include "models/checkpoint/loaded_model.h"
 #include "models/model/backend.h"
+#include "runtime/cpu/attention.h"
 #include "runtime/cpu/rope.h"
 
 namespace onecat::model {
@@ -36,6 +37,9 @@ class CpuBackend final : public Backend {
   struct Weights;
   struct Buffers;
   void attention(int layer, Act q, Act out, int first_sequence, int sequences);
+  // The layer's KV cache as cpu::attention and kv_write take it: BackendLimits::kv_dtype's
+  // elements, fp8 with the layer's scales.
+  cpu::PagedKv paged_kv(int layer);
 
   models::ModelConfig config_;
   BackendLimits limits_;

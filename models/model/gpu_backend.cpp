@@ -116,6 +116,8 @@ struct GpuBackend::Impl {
     std::vector<ExpertGroup> expert_gate_up, expert_down;  // MoE: by weight format
     DeviceBuffer k_cache, v_cache;
     DeviceBuffer kv_scales;  // fp8 caches: [k_scale, v_scale] fp32 (models::LoadedLayer)
+    CUdeviceptr k_scale() const { return kv_scales.ptr(); }  // 0 for an fp16 cache
+    CUdeviceptr v_scale() const { return kv_scales.ptr() ? kv_scales.ptr() + 4 : 0; }
   };
   std::vector<Layer> layers;
   DeviceLinear lm_head;
@@ -628,7 +630,7 @@ void GpuBackend::rope_kv_write(int layer, Act qkv, Act q, Act, Act) {
   a.qkv = g.act(qkv), a.positions = g.positions.ptr(), a.inv_freq = g.inv_freq.ptr();
   a.attention_factor = g.attention_factor, a.q_norm = l.q_norm.ptr(), a.k_norm = l.k_norm.ptr();
   a.eps = float(g.config.rms_norm_eps), a.q = g.act(q), a.k = l.k_cache.ptr(), a.v = l.v_cache.ptr();
-  a.k_scale = l.kv_scales.ptr(), a.v_scale = l.kv_scales.ptr() ? l.kv_scales.ptr() + 4 : 0;
+  a.k_scale = l.k_scale(), a.v_scale = l.v_scale();
   a.slot_mapping = g.slots.ptr(), a.tokens = g.tokens;
   Impl::Timed timed(g, "rope + kv write");
   g.rope->launch(a, g.tokens, g.stream);
@@ -639,7 +641,7 @@ void GpuBackend::attention_decode(int layer, Act q, Act out) {
   Impl::Layer& l = g.layers[size_t(layer)];
   attention::Args a;
   a.out = g.act(out), a.q = g.act(q), a.k_cache = l.k_cache.ptr(), a.v_cache = l.v_cache.ptr();
-  a.k_scale = l.kv_scales.ptr(), a.v_scale = l.kv_scales.ptr() ? l.kv_scales.ptr() + 4 : 0;
+  a.k_scale = l.k_scale(), a.v_scale = l.v_scale();
   a.block_table = g.block_table.ptr(), a.max_pages = int(g.limits.kv_pages), a.seq_lens = g.seq_lens.ptr();
   a.cu_q = g.cu_q.ptr(), a.sm_scale = float(1.0 / std::sqrt(double(g.config.head_dim)));
   a.batch = g.decode_sequences, a.max_q = 1;
@@ -657,7 +659,7 @@ void GpuBackend::attention_prefill(int layer, Act q, Act out) {
   attention::Args a;
   // q and out at the batch's start: cu_q holds each chunk's absolute first row.
   a.out = g.act(out), a.q = g.act(q), a.k_cache = l.k_cache.ptr(), a.v_cache = l.v_cache.ptr();
-  a.k_scale = l.kv_scales.ptr(), a.v_scale = l.kv_scales.ptr() ? l.kv_scales.ptr() + 4 : 0;
+  a.k_scale = l.k_scale(), a.v_scale = l.v_scale();
   a.block_table = g.block_table.ptr() + CUdeviceptr(size_t(first) * size_t(int(g.limits.kv_pages)) * 4);
   a.max_pages = int(g.limits.kv_pages), a.seq_lens = g.seq_lens.ptr() + CUdeviceptr(first * 4);
   a.cu_q = g.cu_q.ptr() + CUdeviceptr(first * 4), a.sm_scale = float(1.0 / std::sqrt(double(g.config.head_dim)));
