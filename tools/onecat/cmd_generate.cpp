@@ -39,8 +39,7 @@ void run(const Options& o, bool ids_given, bool text_given) {
   cpu::validate(o.sampling);
   if (o.max_tokens < 1) throw InputError("--max-tokens must be at least 1.");
   const model::Device device = model::parse_device(o.device);
-  if (o.profile && device != model::Device::kCuda)
-    throw InputError("--profile times GPU kernels; it needs --device cuda.");
+  check_profile_device(o.profile, device);
   std::optional<tokenizer::Tokenizer> tok;
   if (std::filesystem::exists(std::filesystem::path(o.model) / "tokenizer.json")) {
     tok = tokenizer::Tokenizer::from_hf_directory(o.model);

@@ -129,8 +129,7 @@ void run(const Options& o) {
   }
   if (o.wave < 0) throw InputError("--wave must be 0 (every request at once) or a wave size of at least 1.");
   const model::Device device = model::parse_device(o.device);
-  if (o.profile && device != model::Device::kCuda)
-    throw InputError("--profile times GPU kernels; it needs --device cuda.");
+  check_profile_device(o.profile, device);
   const int64_t vocab = models::load_model(o.model).vocab;
 
   std::vector<Work> work;

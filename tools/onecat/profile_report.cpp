@@ -3,7 +3,14 @@
 #include <cstdio>
 #include <string>
 
+#include "base/error.h"
+
 namespace onecat::cli {
+
+void check_profile_device(bool profile, model::Device device) {
+  if (profile && device != model::Device::kCuda)
+    throw InputError("--profile times GPU kernels; it needs --device cuda.");
+}
 
 nlohmann::json profile_json(const model::GpuBackend::Profile& p, double decode_step_us) {
   nlohmann::json ops = nlohmann::json::array();

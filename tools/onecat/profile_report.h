@@ -4,8 +4,12 @@
 #include <nlohmann/json.hpp>
 
 #include "models/model/gpu_backend.h"
+#include "models/model/model.h"
 
 namespace onecat::cli {
+
+// InputError unless --profile (when asked) runs on a GPU.
+void check_profile_device(bool profile, model::Device device);
 
 // decode_step_us: the measured time of a decode step beside the kernels' (the difference is
 // launch and host time), or < 0 where the caller has none (then left out).
