@@ -80,9 +80,14 @@ for fmt in formats:
         r[name] = {k: g.get(k) for k in ("decode_tokens_per_second", "prefill_seconds", "decode_seconds", "finish_reason", "load", "profile", "error")}
     if os.path.exists(os.path.join(d, "throughput.json")):
         t = load(os.path.join(d, "throughput.json"))
-        r["batch"] = {k: t.get(k) for k in ("num_prompts", "output_tokens_per_second", "total_tokens_per_second", "ttft", "tpot", "seconds", "error")}
+        r["batch"] = {k: t.get(k) for k in ("num_prompts", "output_tokens_per_second", "total_tokens_per_second", "ttft", "tpot", "decode", "seconds", "error")}
         tpot = (t.get("tpot") or {}).get("mean_ms")
-        # Tokens/s of the decode phase, all requests together: what llama-batched-bench's speed_tg is.
+        # The decode-only steps' tokens/s: what llama-batched-bench's speed_tg times (it processes
+        # every prompt before its first decode step).
+        if (t.get("decode") or {}).get("tokens_per_second"):
+            r["batch"]["decode_only_tokens_per_second"] = t["decode"]["tokens_per_second"]
+        # Requests / mean TPOT: the decode phase as the requests saw it, also the steps they
+        # decoded in beside others' prompt chunks (the stricter figure).
         if tpot: r["batch"]["decode_tokens_per_second"] = t["num_prompts"] / (tpot / 1e3)
         if os.path.exists(os.path.join(d, "throughput_profile.json")):
             r["batch"]["profile"] = load(os.path.join(d, "throughput_profile.json")).get("profile")

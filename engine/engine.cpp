@@ -192,6 +192,12 @@ int64_t Engine::add(Request request) {
     }
   }
   // The last new token is never fed back, so the cache must hold prompt + max_tokens − 1.
+  const int64_t longest = int64_t(request.prompt.size()) + std::max<int64_t>(request.max_tokens, 1) - 1;
+  if (longest > model_.max_model_len()) {
+    throw InputError("the prompt (" + std::to_string(request.prompt.size()) + " tokens) and max_tokens (" +
+                     std::to_string(request.max_tokens) + ") need more than max_model_len " +
+                     std::to_string(model_.max_model_len()) + ".");
+  }
   const int64_t capacity = blocks_.pages() * blocks_.page_size();
   if (int64_t(request.prompt.size()) + std::max<int64_t>(request.max_tokens, 1) - 1 > capacity) {
     throw InputError("the prompt (" + std::to_string(request.prompt.size()) + " tokens) and max_tokens (" +

@@ -617,7 +617,7 @@ void serve(const ServeOptions& options) {
   if (o.num_pages > 0) o.kv_cache_tokens = o.num_pages * model::ModelOptions{}.page_size;
   const models::KvCacheDtype kv_dtype = models::parse_kv_cache_dtype(o.kv_cache_dtype);
   const models::ModelConfig config = models::load_model(o.model_dir);
-  const int64_t positions = config.max_position_embeddings > 0 ? config.max_position_embeddings : 4096;
+  const int64_t positions = model::default_max_model_len(config);
   if (o.max_model_len == 0) o.max_model_len = positions;
   if (o.max_model_len > positions) {
     throw InputError("--max-model-len " + std::to_string(o.max_model_len) + " is more than the model's " +
@@ -643,6 +643,7 @@ void serve(const ServeOptions& options) {
                        : o.device == model::Device::kCuda ? 0
                                                           : int64_t(o.max_num_seqs) * o.max_model_len;
   mo.gpu_memory_utilization = o.gpu_memory_utilization;
+  mo.max_model_len = o.max_model_len;
   mo.kv_cache_dtype = kv_dtype;
   mo.progress = true;  // a bar on a terminal (models/checkpoint/load_progress.h)
   const auto start = std::chrono::steady_clock::now();

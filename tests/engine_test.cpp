@@ -182,7 +182,11 @@ TEST(Engine, MoeConcurrentRequestsGiveWhatEachGivesAlone) {
   ASSERT_TRUE(loaded.config.is_moe());
   const std::vector<Job> jobs = mixed_jobs(loaded.config.vocab, 300);
   const std::vector<std::vector<int32_t>> want = alone(loaded, jobs);
-  Model m(loaded, engine_model());
+  // max_model_len exactly the longest job's prompt + max_tokens − 1 (100 + 23 − 1): block-table
+  // rows of 8 pages in a pool of 128.
+  ModelOptions o = engine_model();
+  o.max_model_len = 122;
+  Model m(loaded, o);
   Engine e(m, {.max_num_batched_tokens = 40, .max_num_seqs = 5});
   EXPECT_EQ(together(e, jobs), want);
 }
@@ -784,6 +788,22 @@ TEST(Engine, RefusalsAreOneSentence) {
   r.sampling.top_p = 2;
   refused(r, {"top_p"});
   EXPECT_TRUE(e.idle());
+
+  // max_model_len: the model's positions at most; a request past it is refused, one at it runs.
+  ModelOptions o = engine_model(256);
+  o.max_model_len = loaded.config.max_position_embeddings + 1;
+  test::expect_throw<InputError>([&] { Model(loaded, o); }, {"max_model_len", "max_position_embeddings"});
+  o.max_model_len = 40;
+  Model short_model(loaded, o);
+  EXPECT_EQ(short_model.max_model_len(), 40);
+  EXPECT_EQ(m.max_model_len(), loaded.config.max_position_embeddings);
+  Engine short_engine(short_model);
+  Request at_limit;
+  at_limit.prompt = random_prompt(30, loaded.config.vocab, 4);
+  at_limit.max_tokens = 12;
+  test::expect_throw<InputError>([&] { short_engine.add(at_limit); }, {"max_model_len 40", "30 tokens"});
+  at_limit.max_tokens = 11;
+  EXPECT_EQ(together(short_engine, {{at_limit.prompt, 11}}).at(0).size(), 11u);
 }
 
 // onecat throughput: every request runs to output_len; the figures are there and consistent.
@@ -806,6 +826,16 @@ TEST(EngineCli, ThroughputReportsEveryRequest) {
   EXPECT_GT(j["tpot"]["p50_ms"].get<double>(), 0);
   // 7 prompts of 33 tokens at 40 tokens and 3 sequences per step take at least 7·33/40 steps.
   EXPECT_GE(j["steps"].get<int64_t>(), 7 * 33 / 40 + 8);
+  // Decode-only steps: at least the last request's 8 after every prompt is in; never a first
+  // token; at most 3 tokens each; their rate is their tokens over their seconds.
+  const nlohmann::json& decode = j["decode"];
+  EXPECT_GE(decode["steps"].get<int64_t>(), 8);
+  EXPECT_LE(decode["tokens"].get<int64_t>(), 7 * 8);
+  EXPECT_LE(decode["tokens"].get<int64_t>(), 3 * decode["steps"].get<int64_t>());
+  EXPECT_GE(decode["tokens"].get<int64_t>(), decode["steps"].get<int64_t>());
+  EXPECT_NEAR(decode["tokens_per_second"].get<double>(),
+              decode["tokens"].get<double>() / decode["seconds"].get<double>(), 1e-9 * decode["tokens_per_second"].get<double>());
+  EXPECT_LE(decode["seconds"].get<double>(), seconds);
   EXPECT_EQ(j["device_sampling"], true);  // the default; --no-device-sampling turns it off
   r = test::run_command(std::string(ONECAT_BIN) + " throughput --model " + dir +
                             " --num-prompts 2 --input-len 9 --output-len 3 --no-device-sampling --json",

@@ -70,12 +70,17 @@ struct BackendLimits {
   int max_sequences = 0;   // per step
   int64_t kv_pages = 0;    // pages in the KV cache (GPU: 0 = as many as memory_utilization leaves room for)
   int page_size = 16;      // tokens per page
+  // The pages one sequence can hold (its block-table row, ceil(max_model_len / page_size));
+  // 0 = kv_pages. Each step copies a row of this many entries per sequence.
+  int64_t max_sequence_pages = 0;
   double memory_utilization = 0.9;  // GPU, kv_pages 0: the share of the GPU's memory onecat may hold
   // The cache's elements: fp16, or fp8 codes with one scale per tensor and layer, the
   // checkpoint's (models::LoadedLayer::k_scale, v_scale) or 1 (vLLM's default without calibrated
   // scales: E4M3 holds ±448, E5M2 ±57344, far beyond K and V after the norms).
   models::KvCacheDtype kv_dtype = models::KvCacheDtype::kF16;
 
+  // A sequence's block-table row: max_sequence_pages, at most kv_pages.
+  int64_t row_pages() const { return max_sequence_pages > 0 ? std::min(max_sequence_pages, kv_pages) : kv_pages; }
   // Error naming `backend` ("CPU backend") unless every limit is positive.
   void check(const char* backend) const;
   // Error unless `batch` fits the buffers sized for these limits.

@@ -197,7 +197,7 @@ CpuBackend::CpuBackend(const models::LoadedModel& model, const BackendLimits& li
   b.cu_q.resize(size_t(limits.max_sequences) + 1);
   b.prefill_cu_q.resize(size_t(limits.max_sequences) + 1);
   b.seq_lens.resize(size_t(limits.max_sequences));
-  b.block_table.resize(size_t(limits.max_sequences * limits.kv_pages));
+  b.block_table.resize(size_t(limits.max_sequences * limits.row_pages()));
 }
 
 CpuBackend::~CpuBackend() = default;

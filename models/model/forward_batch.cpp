@@ -58,7 +58,7 @@ void check_batch(const ForwardBatch& b, int64_t pages, int page_size) {
 }
 
 void BackendLimits::check(const char* backend) const {
-  if (max_tokens <= 0 || max_sequences <= 0 || kv_pages < 0 || page_size <= 0) {
+  if (max_tokens <= 0 || max_sequences <= 0 || kv_pages < 0 || page_size <= 0 || max_sequence_pages < 0) {
     throw Error(std::string(backend) + ": every limit (tokens, sequences, KV pages, page size) must be positive");
   }
 }
@@ -88,7 +88,7 @@ int64_t kv_pages_for_memory(size_t total, size_t free_at_start, size_t free_now,
 
 void BackendLimits::check_fits(const ForwardBatch& batch, const char* backend) const {
   if (batch.tokens() > max_tokens || batch.sequences() > max_sequences ||
-      int64_t(batch.logit_rows.size()) > max_tokens || batch.max_pages > kv_pages) {
+      int64_t(batch.logit_rows.size()) > max_tokens || batch.max_pages > row_pages()) {
     throw Error(std::string(backend) + ": the batch is larger than the backend was sized for");
   }
 }

@@ -479,7 +479,7 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
   };
   slice(g.ids, tokens), slice(g.positions, tokens), slice(g.slots, tokens), slice(g.logit_rows, tokens);
   slice(g.cu_q, sequences + 4), slice(g.seq_lens, sequences);
-  slice(g.block_table, sequences * size_t(g.limits.kv_pages));
+  slice(g.block_table, sequences * size_t(g.limits.row_pages()));
   g.batch_host = PinnedBuffer(end);
   g.batch_device = DeviceBuffer(end);
   g.batch_device.fill_bytes(0);
@@ -549,7 +549,7 @@ int64_t GpuBackend::kv_pages() const { return impl_->limits.kv_pages; }
 void GpuBackend::begin(const ForwardBatch& batch) {
   Impl& g = *impl_;
   if (batch.tokens() > g.limits.max_tokens || batch.sequences() > g.limits.max_sequences ||
-      int64_t(batch.logit_rows.size()) > g.limits.max_tokens || batch.max_pages > g.limits.kv_pages) {
+      int64_t(batch.logit_rows.size()) > g.limits.max_tokens || batch.max_pages > g.limits.row_pages()) {
     throw Error("GPU backend: the batch is larger than the backend was sized for");
   }
   // One asynchronous copy of the staging buffer on the step's stream, ahead of its launches.
@@ -564,8 +564,9 @@ void GpuBackend::begin(const ForwardBatch& batch) {
   put(batch.cu_q, g.cu_q);
   put(batch.seq_lens, g.seq_lens);
   put(batch.logit_rows, g.logit_rows);
-  // Rows re-strided to the cache's page count: a captured step's launches keep theirs.
-  const size_t stride = size_t(g.limits.kv_pages);
+  // Rows re-strided to the longest sequence's page count (row_pages, not the pool's: the copy
+  // below is sequences × stride): a captured step's launches keep theirs.
+  const size_t stride = size_t(g.limits.row_pages());
   auto* table = reinterpret_cast<int32_t*>(g.block_table.host());
   for (int b = 0; b < batch.sequences(); ++b) {
     const auto row = batch.block_table.subspan(size_t(b) * size_t(batch.max_pages), size_t(batch.max_pages));
@@ -642,7 +643,7 @@ void GpuBackend::attention_decode(int layer, Act q, Act out) {
   attention::Args a;
   a.out = g.act(out), a.q = g.act(q), a.k_cache = l.k_cache.ptr(), a.v_cache = l.v_cache.ptr();
   a.k_scale = l.k_scale(), a.v_scale = l.v_scale();
-  a.block_table = g.block_table.ptr(), a.max_pages = int(g.limits.kv_pages), a.seq_lens = g.seq_lens.ptr();
+  a.block_table = g.block_table.ptr(), a.max_pages = int(g.limits.row_pages()), a.seq_lens = g.seq_lens.ptr();
   a.cu_q = g.cu_q.ptr(), a.sm_scale = float(1.0 / std::sqrt(double(g.config.head_dim)));
   a.batch = g.decode_sequences, a.max_q = 1;
   const int64_t m = g.decode_sequences;
@@ -660,8 +661,8 @@ void GpuBackend::attention_prefill(int layer, Act q, Act out) {
   // q and out at the batch's start: cu_q holds each chunk's absolute first row.
   a.out = g.act(out), a.q = g.act(q), a.k_cache = l.k_cache.ptr(), a.v_cache = l.v_cache.ptr();
   a.k_scale = l.k_scale(), a.v_scale = l.v_scale();
-  a.block_table = g.block_table.ptr() + CUdeviceptr(size_t(first) * size_t(int(g.limits.kv_pages)) * 4);
-  a.max_pages = int(g.limits.kv_pages), a.seq_lens = g.seq_lens.ptr() + CUdeviceptr(first * 4);
+  a.block_table = g.block_table.ptr() + CUdeviceptr(size_t(first) * size_t(g.limits.row_pages()) * 4);
+  a.max_pages = int(g.limits.row_pages()), a.seq_lens = g.seq_lens.ptr() + CUdeviceptr(first * 4);
   a.cu_q = g.cu_q.ptr() + CUdeviceptr(first * 4), a.sm_scale = float(1.0 / std::sqrt(double(g.config.head_dim)));
   a.batch = g.sequences - first, a.max_q = g.max_prefill_q;
   const int64_t m = g.prefill_tokens;

@@ -22,6 +22,17 @@ void check_options(const ModelOptions& o) {
   if (!(o.gpu_memory_utilization > 0 && o.gpu_memory_utilization <= 1)) {
     throw InputError("gpu_memory_utilization must be in (0, 1], got " + std::to_string(o.gpu_memory_utilization) + ".");
   }
+  if (o.max_model_len < 0) throw InputError("max_model_len must be positive (0: the model's positions).");
+}
+
+// ModelOptions::max_model_len resolved against the checkpoint's positions.
+int64_t resolve_max_model_len(const ModelOptions& o, const models::ModelConfig& config) {
+  const int64_t positions = default_max_model_len(config);
+  if (o.max_model_len > positions) {
+    throw InputError("max_model_len " + std::to_string(o.max_model_len) + " is more than the model's " +
+                     std::to_string(positions) + " positions (config.json's max_position_embeddings).");
+  }
+  return o.max_model_len > 0 ? o.max_model_len : positions;
 }
 
 // The GPU before gigabytes are read: a machine without one is told so now, in one sentence.
@@ -44,6 +55,10 @@ int64_t kv_pages(const ModelOptions& o) {
 
 }  // namespace
 
+int64_t default_max_model_len(const models::ModelConfig& config) {
+  return config.max_position_embeddings > 0 ? config.max_position_embeddings : 4096;
+}
+
 Device parse_device(const std::string& name) {
   if (name == "cpu") return Device::kCpu;
   if (name == "cuda") return Device::kCuda;
@@ -65,7 +80,10 @@ std::unique_ptr<Model> Model::load(const std::string& directory, const ModelOpti
 }
 
 Model::Model(const models::LoadedModel& loaded, const ModelOptions& options)
-    : config_(loaded.config), options_(options), pages_(std::max<int64_t>(1, kv_pages(options)), options.page_size) {
+    : config_(loaded.config),
+      options_(options),
+      max_model_len_(resolve_max_model_len(options, loaded.config)),
+      pages_(std::max<int64_t>(1, kv_pages(options)), options.page_size) {
   shape_.layers = int(config_.layers);
   shape_.qkv_bias = !loaded.layers.empty() && !loaded.layers[0].qkv_bias.empty();
   shape_.o_bias = !loaded.layers.empty() && !loaded.layers[0].o_bias.empty();
@@ -75,6 +93,7 @@ Model::Model(const models::LoadedModel& loaded, const ModelOptions& options)
   limits.max_sequences = options.max_sequences;
   limits.kv_pages = options.kv_cache_tokens == 0 ? 0 : pages_.pages();
   limits.page_size = options.page_size;
+  limits.max_sequence_pages = ceil_div(max_model_len_, options.page_size);
   limits.kv_dtype = options.kv_cache_dtype;
   limits.memory_utilization = options.gpu_memory_utilization;
   if (options.device == Device::kCuda) {
@@ -92,6 +111,11 @@ Model::~Model() = default;
 
 void Model::run_step(const ForwardBatch& batch) {
   check_batch(batch, pages_.pages(), pages_.page_size());
+  if (batch.max_pages > ceil_div(max_model_len_, pages_.page_size())) {
+    throw InputError("a sequence of the batch holds " + std::to_string(batch.max_pages) + " pages of " +
+                     std::to_string(pages_.page_size()) + " tokens, more than max_model_len " +
+                     std::to_string(max_model_len_) + " needs.");
+  }
   if (gpu_ && options_.cuda_graphs && !options_.profile && batch.decode_sequences == batch.sequences()) {
     // A decode step: one graph per batch size replays every launch (the batch's arrays are
     // device data, uploaded by begin; its counts are the same for one size).

@@ -23,6 +23,10 @@ enum class Device { kCpu, kCuda };
 // "cpu" or "cuda"; InputError naming the choices otherwise.
 Device parse_device(const std::string& name);
 
+// The longest sequence a checkpoint's config allows: max_position_embeddings, 4096 when
+// config.json does not say (serve's and ModelOptions' default max_model_len).
+int64_t default_max_model_len(const models::ModelConfig& config);
+
 struct ModelOptions {
   Device device = Device::kCpu;
   int64_t max_batch_tokens = 256;  // tokens per step: longer prompts are prefilled in chunks of this
@@ -31,6 +35,11 @@ struct ModelOptions {
                                    // cuda: 0 = as much as gpu_memory_utilization leaves room for
   double gpu_memory_utilization = 0.9;  // cuda, kv_cache_tokens 0: the share of the GPU's memory to fill
   int page_size = 16;              // tokens per KV page
+  // The longest sequence (prompt + output), vLLM's max_model_len: 0 = the checkpoint's
+  // max_position_embeddings (default_max_model_len). It bounds a sequence's block-table row, which
+  // the GPU copies every step (one row per sequence), so a pool of many pages costs no more per
+  // step than a short one.
+  int64_t max_model_len = 0;
   // The KV cache's elements (BackendLimits::kv_dtype): fp8 holds twice the tokens in the same bytes.
   models::KvCacheDtype kv_cache_dtype = models::KvCacheDtype::kF16;
   bool progress = true;            // a progress bar while loading
@@ -55,6 +64,8 @@ class Model {
 
   const models::ModelConfig& config() const { return config_; }
   const ModelOptions& options() const { return options_; }
+  // ModelOptions::max_model_len resolved: what a sequence may reach (Engine::add refuses more).
+  int64_t max_model_len() const { return max_model_len_; }
   // Model::load's figures: the checkpoint's tensor bytes and the seconds reading, checking and
   // packing them took, and the seconds the backend then took (upload, kernels prepared).
   struct LoadStats {
@@ -111,6 +122,7 @@ class Model {
 
   models::ModelConfig config_;
   ModelOptions options_;
+  int64_t max_model_len_ = 0;
   ForwardShape shape_;
   std::unique_ptr<Backend> backend_;
   GpuBackend* gpu_ = nullptr;  // backend_ when it is the GPU's

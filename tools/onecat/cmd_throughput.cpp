@@ -180,7 +180,8 @@ void run(const Options& o) {
   auto since_start = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   std::vector<double> queued(work.size(), 0), first(work.size(), -1), last(work.size(), 0);
   std::vector<int64_t> count(work.size(), 0);
-  std::vector<double> step_seconds, itl;
+  std::vector<double> step_seconds, itl, decode_step_seconds;
+  int64_t decode_step_tokens = 0;
   for (size_t next = 0; next < work.size() || !e.idle();) {
     if (e.idle()) {  // the next wave
       for (int64_t k = 0; k < wave && next < work.size(); ++k, ++next) {
@@ -193,9 +194,18 @@ void run(const Options& o) {
       }
     }
     const double step_start = since_start();
+    const int64_t computed_before = e.stats().computed_tokens;
     const std::vector<engine::StepOutput> out = e.step();
     const double t = since_start();
     step_seconds.push_back(t - step_start);
+    // A decode-only step: one token computed per output, each of a request already past its
+    // first token (no prompt chunk, no drafts in it).
+    bool decode_only = !out.empty() && e.stats().computed_tokens - computed_before == int64_t(out.size());
+    for (const engine::StepOutput& s : out) decode_only = decode_only && first[index.at(s.id)] >= 0;
+    if (decode_only) {
+      decode_step_seconds.push_back(t - step_start);
+      decode_step_tokens += int64_t(out.size());
+    }
     for (const engine::StepOutput& s : out) {
       const size_t i = index.at(s.id);
       if (first[i] < 0) {
@@ -216,6 +226,7 @@ void run(const Options& o) {
     generated += count[i];
   }
   const engine::EngineStats& st = e.stats();
+  const double decode_seconds = std::accumulate(decode_step_seconds.begin(), decode_step_seconds.end(), 0.0);
   std::vector<double> acceptance_at;
   for (size_t i = 0; i < st.drafted_at.size(); ++i) {
     acceptance_at.push_back(st.drafted_at[i] ? double(st.accepted_at[i]) / double(st.drafted_at[i]) : 0.0);
@@ -243,6 +254,15 @@ void run(const Options& o) {
                    {"tpot", summary(tpot)},
                    {"itl", summary(itl)},
                    {"step", summary(step_seconds)},
+                   // The decode-only steps (every sequence one new token, no prompt chunk): what
+                   // llama-batched-bench's speed_tg times. TPOT also counts the steps a request
+                   // decoded in while others' prompts were prefilled.
+                   {"decode",
+                    {{"steps", decode_step_seconds.size()},
+                     {"tokens", decode_step_tokens},
+                     {"seconds", decode_seconds},
+                     {"tokens_per_second", decode_seconds > 0 ? double(decode_step_tokens) / decode_seconds : 0.0},
+                     {"step", summary(decode_step_seconds)}}},
                    {"steps", st.steps},
                    {"preemptions", st.preemptions},
                    {"prefix_hit_tokens", st.prefix_hit_tokens},
