@@ -121,6 +121,9 @@ class Engine {
   std::vector<StepOutput> step();
 
   const EngineStats& stats() const { return stats_; }
+  // The decode steps' CUDA graphs the constructor captured (Model::capture_graphs, up to
+  // max_num_seqs; none off the GPU or with cuda_graphs off).
+  const model::Model::GraphStats& graphs() const { return graphs_; }
   const BlockManager& blocks() const { return blocks_; }
 
  private:
@@ -159,6 +162,7 @@ class Engine {
   std::vector<std::unique_ptr<Seq>> running_;  // arrival order
   std::vector<StepOutput> cancelled_;          // reported by the next step
   EngineStats stats_;
+  model::Model::GraphStats graphs_;
   std::shared_ptr<Drafter> drafter_;  // with num_speculative_tokens > 0
 };
 

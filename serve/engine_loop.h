@@ -61,6 +61,8 @@ class EngineLoop {
 
   // Choices submitted or running (as of the engine thread's last wake-up).
   int64_t active() const;
+  // The decode steps' CUDA graphs the engine captured as it started (Engine::graphs).
+  const model::Model::GraphStats& graphs() const { return engine_.graphs(); }
 
  private:
   struct Submission {

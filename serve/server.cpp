@@ -673,6 +673,10 @@ void serve(const ServeOptions& options) {
   const auto engine_start = std::chrono::steady_clock::now();
   EngineLoop loop(*m, eo, o.device == model::Device::kCuda, metrics);
   const auto ready = std::chrono::steady_clock::now();
+  if (loop.graphs().sizes > 0) {
+    std::fprintf(stderr, "onecat serve: CUDA graphs of %d decode batch sizes (up to %d sequences) captured in %.2f s\n",
+                 loop.graphs().sizes, o.max_num_seqs, loop.graphs().seconds);
+  }
   std::fprintf(stderr, "onecat serve: engine ready in %.2f s (%.2f s since start)\n",
                std::chrono::duration<double>(ready - engine_start).count(),
                std::chrono::duration<double>(ready - start).count());

@@ -833,9 +833,11 @@ TEST(EngineCli, ThroughputReportsEveryRequest) {
   EXPECT_LE(decode["tokens"].get<int64_t>(), 7 * 8);
   EXPECT_LE(decode["tokens"].get<int64_t>(), 3 * decode["steps"].get<int64_t>());
   EXPECT_GE(decode["tokens"].get<int64_t>(), decode["steps"].get<int64_t>());
-  EXPECT_NEAR(decode["tokens_per_second"].get<double>(),
-              decode["tokens"].get<double>() / decode["seconds"].get<double>(), 1e-9 * decode["tokens_per_second"].get<double>());
+  const double decode_rate = decode["tokens"].get<double>() / decode["seconds"].get<double>();
+  EXPECT_NEAR(decode["tokens_per_second"].get<double>(), decode_rate, 1e-9 * decode_rate);
   EXPECT_LE(decode["seconds"].get<double>(), seconds);
+  EXPECT_EQ(decode["host_share"], 0.0);  // cuda only
+  EXPECT_EQ(j["cuda_graphs"]["sizes"], 0);
   EXPECT_EQ(j["device_sampling"], true);  // the default; --no-device-sampling turns it off
   r = test::run_command(std::string(ONECAT_BIN) + " throughput --model " + dir +
                             " --num-prompts 2 --input-len 9 --output-len 3 --no-device-sampling --json",

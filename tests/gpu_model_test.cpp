@@ -105,6 +105,47 @@ TEST(GpuForwardBatch, MixedStepsMatchSequencesAlone) {
   }
 }
 
+// Decode steps of 5 and then 3 sequences replay the graphs of 8 and 4 captured at start-up
+// (Model::capture_graphs), padded with sequences on the scratch page: every real row follows
+// the CPU forward of its sequence alone.
+TEST(GpuGraphs, PaddedDecodeStepsFollowTheCpuForward) {
+  const LoadedModel loaded = load(Checkpoints::of("qwen3", "awq4"));
+  const int64_t vocab = loaded.config.vocab;
+  const size_t decodes = 16;
+  Model cpu(loaded, options(256));
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<std::vector<float>> want;
+  for (uint32_t i = 0; i < 5; ++i) {
+    prompts.push_back(random_prompt(30 + 9 * i + decodes, vocab, 60 + i));
+    const std::vector<float> all = logits_by_steps(cpu, prompts.back(), {64}, decodes);
+    want.emplace_back(all.end() - std::ptrdiff_t(decodes * size_t(vocab)), all.end());
+  }
+  ModelOptions o = on_gpu(options(64), true);
+  o.max_sequences = 8;
+  Model gpu(loaded, o);
+  const Model::GraphStats graphs = gpu.capture_graphs(8);
+  EXPECT_EQ(graphs.sizes, 4);  // 1, 2, 4, 8
+  EXPECT_GT(graphs.seconds, 0);
+  std::vector<Sequence> seqs(5);
+  std::vector<std::vector<float>> got(5);
+  for (size_t i = 0; i < 5; ++i) gpu.extend(seqs[i], std::span(prompts[i]).subspan(0, prompts[i].size() - decodes));
+  for (size_t t = 0; t < decodes; ++t) {
+    const size_t n = t < decodes / 2 ? 5 : 3;
+    std::vector<Model::Chunk> chunks;
+    for (size_t i = 0; i < n; ++i) chunks.push_back({&seqs[i], std::span(prompts[i]).subspan(seqs[i].length, 1)});
+    const std::vector<std::vector<float>> out = gpu.step(chunks);
+    EXPECT_GT(gpu.last_step_gpu_seconds(), 0);
+    for (size_t i = 0; i < n; ++i) got[i].insert(got[i].end(), out[i].begin(), out[i].end());
+  }
+  for (size_t i = 0; i < 5; ++i) {
+    const size_t steps = i < 3 ? decodes : decodes / 2;
+    expect_close(got[i], std::vector<float>(want[i].begin(), want[i].begin() + std::ptrdiff_t(steps * size_t(vocab))),
+                 vocab, "sequence " + std::to_string(i));
+    gpu.release(seqs[i]);
+  }
+  EXPECT_EQ(gpu.pages().free_pages(), gpu.pages().pages());
+}
+
 // Greedy on the GPU (the argmax kernel over the logits in place, as graphs and eagerly) picks
 // what the argmax of the same model's logits picks, through chunked prefill and decode steps.
 TEST(GpuGreedy, ArgmaxOnTheGpuIsTheLogitsArgmax) {

@@ -190,6 +190,90 @@ TEST(ModelForward, MixedBatchesEqualSequencesAlone) {
   }
 }
 
+// A decode step padded to a CUDA graph's batch size (pad_decode_batch, what the GPU model does
+// before a graph replay): the real rows' logits are the unpadded step's bits, and the padding's
+// K and V land on the scratch page alone, so later steps are unchanged too.
+TEST(ModelForward, PaddedDecodeStepsChangeNoRealRow) {
+  EXPECT_EQ(model::decode_graph_sizes(1), std::vector<int>({1}));
+  EXPECT_EQ(model::decode_graph_sizes(6), std::vector<int>({1, 2, 4, 6}));
+  EXPECT_EQ(model::decode_graph_sizes(24), std::vector<int>({1, 2, 4, 8, 16, 24}));
+  EXPECT_EQ(model::decode_graph_sizes(30), std::vector<int>({1, 2, 4, 8, 16, 24, 30}));
+  EXPECT_EQ(model::decode_graph_size(3, 30), 4);
+  EXPECT_EQ(model::decode_graph_size(17, 30), 24);
+  EXPECT_EQ(model::decode_graph_size(25, 30), 30);
+  test::expect_throw<Error>([] { model::decode_graph_size(31, 30); }, {"max_sequences 30"});
+
+  const LoadedModel loaded = load(Checkpoints::of("qwen3moe", "awq4"));
+  const int64_t vocab = loaded.config.vocab;
+  const int decodes = 6;
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<std::vector<float>> want;
+  Model alone(loaded, options(128));
+  for (uint32_t i = 0; i < 3; ++i) {
+    prompts.push_back(random_prompt(20 + 7 * i + decodes, vocab, 40 + i));
+    want.push_back(logits_by_steps(alone, prompts.back(), {64}, decodes));
+  }
+  Model m(loaded, options(128));
+  const int page = m.pages().page_size();
+  const int32_t scratch = *m.pages().allocate();
+  std::vector<Sequence> seqs(3);
+  for (size_t i = 0; i < 3; ++i) {
+    m.extend(seqs[i], std::span(prompts[i]).subspan(0, prompts[i].size() - decodes));
+  }
+  for (int step = 0; step < decodes; ++step) {
+    std::vector<int32_t> ids, positions, slots, cu_q{0}, seq_lens, table, rows;
+    int max_pages = 0;
+    for (size_t i = 0; i < 3; ++i) {
+      Sequence& s = seqs[i];
+      if (int64_t(s.pages.size()) * page < s.length + 1) s.pages.push_back(*m.pages().allocate());
+      max_pages = std::max(max_pages, int(s.pages.size()));
+    }
+    for (size_t i = 0; i < 3; ++i) {
+      const Sequence& s = seqs[i];
+      ids.push_back(prompts[i][size_t(s.length)]);
+      positions.push_back(int32_t(s.length));
+      slots.push_back(s.pages[size_t(s.length / page)] * page + int32_t(s.length % page));
+      cu_q.push_back(int32_t(i) + 1);
+      seq_lens.push_back(int32_t(s.length) + 1);
+      rows.push_back(int32_t(i));
+      std::vector<int32_t> row(size_t(max_pages), 0);
+      std::copy(s.pages.begin(), s.pages.end(), row.begin());
+      table.insert(table.end(), row.begin(), row.end());
+    }
+    model::ForwardBatch b;
+    b.token_ids = ids, b.positions = positions, b.slot_mapping = slots, b.decode_sequences = 3;
+    b.cu_q = cu_q, b.seq_lens = seq_lens, b.block_table = table, b.max_pages = max_pages, b.logit_rows = rows;
+    const model::PaddedBatch padded = model::pad_decode_batch(b, 4, scratch, page);
+    ASSERT_EQ(padded.batch.sequences(), 4);
+    EXPECT_EQ(padded.batch.decode_sequences, 4);
+    EXPECT_EQ(padded.slots.back(), scratch * page);
+    std::vector<float> got(size_t(4 * vocab));
+    m.forward(padded.batch, got);  // the CPU backend returns every logit row, the padding's too
+    for (size_t i = 0; i < 3; ++i) {
+      const size_t at = prompts[i].size() - size_t(decodes) + size_t(step);
+      const std::vector<float> row(got.begin() + std::ptrdiff_t(i * size_t(vocab)),
+                                   got.begin() + std::ptrdiff_t((i + 1) * size_t(vocab)));
+      const std::vector<float> ref(want[i].begin() + std::ptrdiff_t(at * size_t(vocab)),
+                                   want[i].begin() + std::ptrdiff_t((at + 1) * size_t(vocab)));
+      expect_bits_equal(row, ref, vocab, "sequence " + std::to_string(i) + " decode " + std::to_string(step));
+      ++seqs[i].length;
+    }
+  }
+  test::expect_throw<Error>(
+      [&] {
+        model::ForwardBatch prefill;
+        const std::vector<int32_t> two{1, 2}, at{0, 1}, cu{0, 2}, len{2}, tab{0}, last{1};
+        prefill.token_ids = two, prefill.positions = at, prefill.slot_mapping = two;
+        prefill.cu_q = cu, prefill.seq_lens = len, prefill.block_table = tab, prefill.max_pages = 1;
+        prefill.logit_rows = last;
+        model::pad_decode_batch(prefill, 2, scratch, page);
+      },
+      {"decode-only"});
+  for (Sequence& s : seqs) m.release(s);
+  m.pages().release(scratch);
+  EXPECT_EQ(m.pages().free_pages(), m.pages().pages());
+}
+
 // fp8b32 weights are e4m3 · 2^e with e in [−14, 7], every one exact in fp16: the fp16 model of
 // make_tiny_checkpoint.py's own dequantisation (reference.safetensors) is the same model, so
 // the CPU logits of the two must be the same bits (both gemms decode W exactly and sum in the

@@ -57,6 +57,49 @@ void check_batch(const ForwardBatch& b, int64_t pages, int page_size) {
   }
 }
 
+std::vector<int> decode_graph_sizes(int max_sequences) {
+  std::vector<int> sizes;
+  for (int n : {1, 2, 4}) {
+    if (n < max_sequences) sizes.push_back(n);
+  }
+  for (int n = 8; n < max_sequences; n += 8) sizes.push_back(n);
+  if (max_sequences >= 1) sizes.push_back(max_sequences);
+  return sizes;
+}
+
+int decode_graph_size(int sequences, int max_sequences) {
+  for (int n : decode_graph_sizes(max_sequences)) {
+    if (n >= sequences) return n;
+  }
+  fail("a decode step of " + std::to_string(sequences) + " sequences is more than max_sequences " +
+       std::to_string(max_sequences));
+}
+
+PaddedBatch pad_decode_batch(const ForwardBatch& b, int sequences, int32_t scratch_page, int page_size) {
+  const int have = b.sequences();
+  if (b.decode_sequences != have || b.tokens() != have || int(b.logit_rows.size()) != have || sequences < have) {
+    fail("only a decode-only batch with one logit row per sequence is padded, to at least its size");
+  }
+  PaddedBatch p;
+  auto own = [](std::span<const int32_t> from, std::vector<int32_t>& to) { to.assign(from.begin(), from.end()); };
+  own(b.token_ids, p.ids), own(b.positions, p.positions), own(b.slot_mapping, p.slots), own(b.cu_q, p.cu_q);
+  own(b.seq_lens, p.seq_lens), own(b.block_table, p.block_table), own(b.logit_rows, p.logit_rows);
+  for (int s = have; s < sequences; ++s) {
+    p.ids.push_back(0);
+    p.positions.push_back(0);
+    p.slots.push_back(scratch_page * page_size);
+    p.cu_q.push_back(s + 1);
+    p.seq_lens.push_back(1);
+    p.block_table.insert(p.block_table.end(), size_t(b.max_pages), scratch_page);
+    p.logit_rows.push_back(s);
+  }
+  p.batch = b;
+  p.batch.token_ids = p.ids, p.batch.positions = p.positions, p.batch.slot_mapping = p.slots;
+  p.batch.cu_q = p.cu_q, p.batch.seq_lens = p.seq_lens, p.batch.block_table = p.block_table;
+  p.batch.logit_rows = p.logit_rows, p.batch.decode_sequences = sequences;
+  return p;
+}
+
 void BackendLimits::check(const char* backend) const {
   if (max_tokens <= 0 || max_sequences <= 0 || kv_pages < 0 || page_size <= 0 || max_sequence_pages < 0) {
     throw Error(std::string(backend) + ": every limit (tokens, sequences, KV pages, page size) must be positive");

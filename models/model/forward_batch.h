@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace onecat::model {
 
@@ -32,5 +33,20 @@ struct ForwardBatch {
 // lie in the sequence's pages, logit rows are tokens. `pages` and `page_size` describe the KV
 // pool. Host work proportional to the batch; no allocation.
 void check_batch(const ForwardBatch& batch, int64_t pages, int page_size);
+
+// The batch sizes a decode step is replayed at as a CUDA graph (vLLM's capture sizes): 1, 2, 4,
+// 8, then every multiple of 8, up to and including max_sequences.
+std::vector<int> decode_graph_sizes(int max_sequences);
+// The smallest of decode_graph_sizes(max_sequences) that holds `sequences`.
+int decode_graph_size(int sequences, int max_sequences);
+
+// A decode-only batch padded to `sequences` rows, a graph's batch size: each added sequence is
+// one token (id 0, position 0) whose K and V go to `scratch_page`, a page no sequence holds,
+// and its logit row follows the batch's. Owns its arrays; `batch` views them.
+struct PaddedBatch {
+  std::vector<int32_t> ids, positions, slots, cu_q, seq_lens, block_table, logit_rows;
+  ForwardBatch batch;
+};
+PaddedBatch pad_decode_batch(const ForwardBatch& batch, int sequences, int32_t scratch_page, int page_size);
 
 }  // namespace onecat::model

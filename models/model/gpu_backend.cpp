@@ -151,7 +151,11 @@ struct GpuBackend::Impl {
   DeviceBuffer batch_device;
   Slice ids, positions, slots, cu_q, seq_lens, block_table, logit_rows;
   int64_t tokens = 0, logit_count = 0, prefill_tokens = 0, max_prefill_q = 0;
+  int64_t read_rows = 0;  // the logit rows the reads return: logit_count, or a padded step's real ones
   int sequences = 0, decode_sequences = 0;
+  // The step's GPU time, begin()'s copy to the last launch before the read: an event pair.
+  CUevent step_start = nullptr, step_end = nullptr;
+  double last_step_seconds = 0;
 
   // Profiling: an event pair per launch of the step, timed in read_logits.
   struct Timing {
@@ -199,7 +203,11 @@ struct GpuBackend::Impl {
   // Waits for the step's work, then adds the profiled launches' times to the totals.
   void finish_step() {
     const Driver& d = Driver::require_gpu();
+    d.check(d.cuEventRecord(step_end, stream), "cuEventRecord", "the forward step");
     d.check(d.cuStreamSynchronize(stream), "cuStreamSynchronize", "the forward step");
+    float ms = 0;
+    d.check(d.cuEventElapsedTime(&ms, step_start, step_end), "cuEventElapsedTime", "the forward step");
+    last_step_seconds = double(ms) / 1e3;
     collect_timing();
   }
 
@@ -317,6 +325,8 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
   size_t free_at_start = 0, total_memory = 0;
   if (fill_memory) d.check(d.cuMemGetInfo(&free_at_start, &total_memory), "cuMemGetInfo", "sizing the KV cache");
   d.check(d.cuStreamCreate(&g.stream, 0), "cuStreamCreate", "the GPU backend's stream");
+  d.check(d.cuEventCreate(&g.step_start, 0), "cuEventCreate", "the GPU backend's step timing");
+  d.check(d.cuEventCreate(&g.step_end, 0), "cuEventCreate", "the GPU backend's step timing");
 
   const int64_t kv_width = c.kv_heads * c.head_dim;
   const std::string heads = "heads=" + s(c.heads) + ",kv_heads=" + s(c.kv_heads) + ",dim=" + s(c.head_dim);
@@ -463,7 +473,9 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
     g.limits.kv_pages = kv_pages_for_memory(total_memory, free_at_start, free_now, limits.memory_utilization,
                                             2 * page_bytes * size_t(c.layers), kReserve);
   }
-  const size_t cache_bytes = size_t(g.limits.kv_pages) * page_bytes;
+  // One page more than the pool: the scratch page a padded decode step's extra sequences write
+  // (scratch_page()), never handed out.
+  const size_t cache_bytes = size_t(g.limits.kv_pages + 1) * page_bytes;
   for (Impl::Layer& to : g.layers) {
     to.k_cache = DeviceBuffer(cache_bytes);
     to.v_cache = DeviceBuffer(cache_bytes);
@@ -491,6 +503,9 @@ GpuBackend::~GpuBackend() {
     d.cuStreamSynchronize(impl_->stream);
     for (CUevent e : impl_->timing.starts) d.cuEventDestroy(e);
     for (CUevent e : impl_->timing.ends) d.cuEventDestroy(e);
+    for (CUevent e : {impl_->step_start, impl_->step_end}) {
+      if (e) d.cuEventDestroy(e);
+    }
     for (auto& [key, graph] : impl_->graphs) {
       if (graph.exec) d.cuGraphExecDestroy(graph.exec);
       if (graph.graph) d.cuGraphDestroy(graph.graph);
@@ -545,6 +560,13 @@ size_t GpuBackend::weight_bytes() const { return impl_->weight_bytes; }
 size_t GpuBackend::kv_cache_bytes() const { return impl_->kv_bytes; }
 
 int64_t GpuBackend::kv_pages() const { return impl_->limits.kv_pages; }
+int32_t GpuBackend::scratch_page() const { return int32_t(impl_->limits.kv_pages); }
+double GpuBackend::last_step_seconds() const { return impl_->last_step_seconds; }
+
+void GpuBackend::read_first_rows(int64_t rows) {
+  if (rows < 0 || rows > impl_->logit_count) throw Error("GPU backend: read_first_rows beyond the step's logit rows");
+  impl_->read_rows = rows;
+}
 
 void GpuBackend::begin(const ForwardBatch& batch) {
   Impl& g = *impl_;
@@ -575,12 +597,14 @@ void GpuBackend::begin(const ForwardBatch& batch) {
   const size_t used =
       batch.sequences() > 0 ? g.block_table.offset + size_t(batch.sequences()) * stride * 4 : g.block_table.offset;
   const Driver& d = Driver::require_gpu();
+  d.check(d.cuEventRecord(g.step_start, g.stream), "cuEventRecord", "the forward step");
   d.check(d.cuMemcpyHtoDAsync(g.batch_device.ptr(), g.batch_host.data(), used, g.stream), "cuMemcpyHtoDAsync",
           "copying a step's batch to the GPU");
   g.tokens = batch.tokens();
   g.sequences = batch.sequences();
   g.decode_sequences = batch.decode_sequences;
   g.logit_count = int64_t(batch.logit_rows.size());
+  g.read_rows = g.logit_count;
   g.prefill_tokens = g.tokens - (g.decode_sequences > 0 ? batch.cu_q[size_t(g.decode_sequences)] : 0);
   g.max_prefill_q = 0;
   for (int b = g.decode_sequences; b < g.sequences; ++b) {
@@ -720,7 +744,7 @@ void GpuBackend::logits(Act in) {
 
 void GpuBackend::read_logits(std::span<float> out) {
   Impl& g = *impl_;
-  const size_t count = size_t(g.logit_count * g.config.vocab);
+  const size_t count = size_t(g.read_rows * g.config.vocab);
   if (out.size() != count) throw Error("GPU backend: read_logits needs room for exactly rows × vocab floats");
   g.finish_step();
   g.logits.download(out.data(), count * 4);
@@ -728,11 +752,10 @@ void GpuBackend::read_logits(std::span<float> out) {
 
 void GpuBackend::read_argmax(std::span<int32_t> out) {
   Impl& g = *impl_;
-  if (int64_t(out.size()) != g.logit_count)
-    throw Error("GPU backend: read_argmax needs room for exactly one id per row");
-  if (g.logit_count > 0) {
+  if (int64_t(out.size()) != g.read_rows) throw Error("GPU backend: read_argmax needs room for exactly one id per row");
+  if (g.read_rows > 0) {
     Impl::Timed timed(g, "argmax");
-    g.argmax->launch({g.argmax_ids.ptr(), g.logits.ptr(), g.argmax_workspace.ptr(), g.logit_count}, g.logit_count,
+    g.argmax->launch({g.argmax_ids.ptr(), g.logits.ptr(), g.argmax_workspace.ptr(), g.read_rows}, g.read_rows,
                      g.stream);
   }
   g.finish_step();
@@ -760,7 +783,7 @@ void GpuBackend::read_sampled(std::span<const SampleRequest> rows, std::span<cpu
   Impl& g = *impl_;
   if (!g.sample) throw Error("GPU backend: read_sampled before prepare_sampling");
   const int64_t n = int64_t(rows.size());
-  if (n != g.logit_count || out.size() != rows.size())
+  if (n != g.read_rows || out.size() != rows.size())
     throw Error("GPU backend: read_sampled needs one request and one result per logit row");
   if (n > g.limits.max_sequences)
     throw Error("GPU backend: read_sampled takes at most max_sequences rows (" + std::to_string(n) + " logit rows)");

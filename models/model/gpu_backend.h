@@ -47,8 +47,8 @@ class GpuBackend final : public Backend {
   // Runs `step` (the ops of one forward step after begin()) as a CUDA graph keyed by `key`
   // (e.g. the decode batch size: every count a launch bakes in is the same for one key). The
   // first time, `step` runs eagerly once, so every op's kernel for these counts is resolved,
-  // and is then captured; later calls replay the graph. The block table's stride is always the
-  // cache's page count, so it is the same in every step.
+  // and is then captured; later calls replay the graph. The block table's stride is always
+  // BackendLimits::row_pages, so it is the same in every step.
   void run_graph(int key, const std::function<void()>& step);
 
   // Kernel times by op (docs/models.md, "Profiling"): while on, every launch is bracketed by
@@ -73,6 +73,15 @@ class GpuBackend final : public Backend {
   size_t kv_cache_bytes() const;
   // The KV cache's pages: the limits', or those sized from memory (limits.kv_pages 0).
   int64_t kv_pages() const;
+  // A page past the pool's, never handed out: a padded decode step's extra sequences write their
+  // K and V there (pad_decode_batch).
+  int32_t scratch_page() const;
+  // After begin(): the reads (read_logits, read_argmax, read_sampled) return the step's first
+  // `rows` logit rows, a padded step's real ones.
+  void read_first_rows(int64_t rows);
+  // The last step's GPU time, begin()'s copy to its read's last launch (an event pair): the
+  // step's wall time less this is the host's share.
+  double last_step_seconds() const;
 
  private:
   struct Impl;

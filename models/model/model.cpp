@@ -116,15 +116,42 @@ void Model::run_step(const ForwardBatch& batch) {
                      std::to_string(pages_.page_size()) + " tokens, more than max_model_len " +
                      std::to_string(max_model_len_) + " needs.");
   }
-  if (gpu_ && options_.cuda_graphs && !options_.profile && batch.decode_sequences == batch.sequences()) {
-    // A decode step: one graph per batch size replays every launch (the batch's arrays are
-    // device data, uploaded by begin; its counts are the same for one size).
-    backend_->begin(batch);
-    gpu_->run_graph(batch.sequences(), [&] { run_layers(*backend_, shape_, batch); });
+  if (gpu_ && options_.cuda_graphs && !options_.profile && batch.decode_sequences == batch.sequences() &&
+      int64_t(batch.logit_rows.size()) == batch.tokens()) {
+    // A decode step: padded to the next of decode_graph_sizes, whose graph replays every launch
+    // (the batch's arrays are device data, uploaded by begin; its counts are the same for one
+    // size). The padding's logit rows are computed and not read.
+    const int size = decode_graph_size(batch.sequences(), options_.max_sequences);
+    const PaddedBatch padded = pad_decode_batch(batch, size, gpu_->scratch_page(), pages_.page_size());
+    backend_->begin(padded.batch);
+    gpu_->read_first_rows(batch.tokens());
+    gpu_->run_graph(size, [&] { run_layers(*backend_, shape_, padded.batch); });
   } else {
     run_forward(*backend_, shape_, batch);
   }
 }
+
+Model::GraphStats Model::capture_graphs(int sequences) {
+  GraphStats stats;
+  if (!gpu_ || !options_.cuda_graphs || options_.profile) return stats;
+  const auto start = std::chrono::steady_clock::now();
+  const int largest = decode_graph_size(std::clamp(sequences, 1, options_.max_sequences), options_.max_sequences);
+  ForwardBatch none;  // no sequences: every one is padding, on the scratch page
+  none.max_pages = 1;
+  for (int size : decode_graph_sizes(options_.max_sequences)) {
+    if (size > largest) break;
+    const PaddedBatch padded = pad_decode_batch(none, size, gpu_->scratch_page(), pages_.page_size());
+    backend_->begin(padded.batch);
+    gpu_->run_graph(size, [&] { run_layers(*backend_, shape_, padded.batch); });
+    std::vector<int32_t> ids(size_t(size), 0);
+    backend_->read_argmax(ids);
+    ++stats.sizes;
+  }
+  stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return stats;
+}
+
+double Model::last_step_gpu_seconds() const { return gpu_ ? gpu_->last_step_seconds() : 0.0; }
 
 void Model::forward(const ForwardBatch& batch, std::span<float> logits) {
   run_step(batch);

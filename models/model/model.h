@@ -83,6 +83,17 @@ class Model {
   // The same step, returning each logit row's argmax (greedy decoding) instead of its logits:
   // on the GPU only the ids leave the device.
   void forward_argmax(const ForwardBatch& batch, std::span<int32_t> ids);
+  // Captures the decode steps' CUDA graphs (cuda, cuda_graphs on, not profiling; else nothing):
+  // every size of decode_graph_sizes(max_sequences) up to the one that holds `sequences`, each
+  // run once on padding alone (the scratch page), resolving its kernels. A decode step of a size
+  // not captured here is captured on first use. What it did, for start-up reports.
+  struct GraphStats {
+    int sizes = 0;
+    double seconds = 0;
+  };
+  GraphStats capture_graphs(int sequences);
+  // The last step's GPU time (cuda: GpuBackend::last_step_seconds; cpu: 0).
+  double last_step_gpu_seconds() const;
   // Readies forward_sample (Backend::prepare_sampling): once, before the first such step.
   void prepare_sampling();
   // The same step, each logit row sampled where the logits are (Backend::read_sampled):

@@ -182,6 +182,7 @@ void run(const Options& o) {
   std::vector<int64_t> count(work.size(), 0);
   std::vector<double> step_seconds, itl, decode_step_seconds;
   int64_t decode_step_tokens = 0;
+  double decode_gpu_seconds = 0;  // cuda: the decode-only steps' GPU time (event pairs)
   for (size_t next = 0; next < work.size() || !e.idle();) {
     if (e.idle()) {  // the next wave
       for (int64_t k = 0; k < wave && next < work.size(); ++k, ++next) {
@@ -205,6 +206,7 @@ void run(const Options& o) {
     if (decode_only) {
       decode_step_seconds.push_back(t - step_start);
       decode_step_tokens += int64_t(out.size());
+      decode_gpu_seconds += m->last_step_gpu_seconds();
     }
     for (const engine::StepOutput& s : out) {
       const size_t i = index.at(s.id);
@@ -262,7 +264,14 @@ void run(const Options& o) {
                      {"tokens", decode_step_tokens},
                      {"seconds", decode_seconds},
                      {"tokens_per_second", decode_seconds > 0 ? double(decode_step_tokens) / decode_seconds : 0.0},
-                     {"step", summary(decode_step_seconds)}}},
+                     {"step", summary(decode_step_seconds)},
+                     // cuda: the steps' GPU time, and the share of their wall time the host
+                     // spent outside it (scheduling, the batch's arrays, the reads).
+                     {"gpu_seconds", decode_gpu_seconds},
+                     {"host_share",
+                      device == model::Device::kCuda && decode_seconds > 0 ? 1.0 - decode_gpu_seconds / decode_seconds
+                                                                           : 0.0}}},
+                   {"cuda_graphs", {{"sizes", e.graphs().sizes}, {"capture_seconds", e.graphs().seconds}}},
                    {"steps", st.steps},
                    {"preemptions", st.preemptions},
                    {"prefix_hit_tokens", st.prefix_hit_tokens},
