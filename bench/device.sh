@@ -39,6 +39,7 @@
 #   sass@SPEC@CONFIG the sm_90 SASS of one kernel (onecat emit --ptx, ptxas, cuobjdump) -> sass.txt.gz
 #   ncu              bench/ncu_profile.sh: Nsight Compute on one launch of each listed kernel -> ncu.txt
 #   gpu-model        the GPU forward against the CPU forward (onecat_gpu_model_tests, every architecture × format)
+#   gpu-model-FILTER the same with --gtest_filter=FILTER
 #   golden           tools/golden_logits.py with transformers -> golden.tar.gz (the CPU tests' committed goldens;
 #                    GOLDEN_CASES: its --cases)
 #   model-check      bench/model_check.py: the GPU forward against transformers on real shapes -> model_check.jsonl
@@ -168,6 +169,7 @@ lane() {  # lane GPU STEPS...
       tests-other) timeout "$(left)" build-device/tests/onecat_gpu_tests --gtest_filter='-TuneGpu.*:GemmGpu.*' ;;
       tests-*) timeout "$(left)" build-device/tests/onecat_gpu_tests --gtest_filter="${s#tests-}" ;;
       gpu-model) timeout "$(left)" build-device/tests/onecat_gpu_model_tests ;;
+      gpu-model-*) timeout "$(left)" build-device/tests/onecat_gpu_model_tests --gtest_filter="${s#gpu-model-}" ;;
       golden) rm -rf build-device/golden && timeout "$(left)" "$py" tools/golden_logits.py --out build-device/golden \
                 ${GOLDEN_CASES:+--cases "$GOLDEN_CASES"} &&
               tar czf "$out/golden.tar.gz" -C build-device golden ;;
