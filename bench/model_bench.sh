@@ -80,7 +80,7 @@ for fmt in formats:
         r[name] = {k: g.get(k) for k in ("decode_tokens_per_second", "prefill_seconds", "decode_seconds", "finish_reason", "load", "profile", "error")}
     if os.path.exists(os.path.join(d, "throughput.json")):
         t = load(os.path.join(d, "throughput.json"))
-        r["batch"] = {k: t.get(k) for k in ("num_prompts", "output_tokens_per_second", "total_tokens_per_second", "ttft", "tpot", "decode", "seconds", "error")}
+        r["batch"] = {k: t.get(k) for k in ("num_prompts", "output_tokens_per_second", "total_tokens_per_second", "ttft", "tpot", "decode", "cuda_graphs", "load", "seconds", "error")}
         tpot = (t.get("tpot") or {}).get("mean_ms")
         # The decode-only steps' tokens/s: what llama-batched-bench's speed_tg times (it processes
         # every prompt before its first decode step).

@@ -661,6 +661,11 @@ void serve(const ServeOptions& options) {
                o.model_dir.c_str(), double(ls.checkpoint_bytes) / 1e9, ls.read_seconds,
                ls.read_seconds > 0 ? double(ls.checkpoint_bytes) / 1e9 / ls.read_seconds : 0.0,
                o.device == model::Device::kCuda ? "GPU backend" : "CPU backend", ls.backend_seconds);
+  if (ls.kernels > 0) {
+    std::fprintf(stderr, "onecat serve: %d kernels (%d tuned, the rest default; %d compiled, the rest from the cache) "
+                 "ready in %.2f s; weights uploaded in %.2f s\n", ls.kernels, ls.tuned_kernels, ls.compiled_kernels,
+                 ls.kernel_seconds, ls.backend_seconds - ls.kernel_seconds);
+  }
   std::fprintf(stderr, "onecat serve: KV cache %lld tokens (%lld pages of %d, %s)\n",
                static_cast<long long>(pool_tokens), static_cast<long long>(m->pages().pages()),
                m->pages().page_size(), models::kv_cache_dtype_name(kv_dtype));

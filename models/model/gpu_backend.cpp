@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -152,6 +153,8 @@ struct GpuBackend::Impl {
   Slice ids, positions, slots, cu_q, seq_lens, block_table, logit_rows;
   int64_t tokens = 0, logit_count = 0, prefill_tokens = 0, max_prefill_q = 0;
   int64_t read_rows = 0;  // the logit rows the reads return: logit_count, or a padded step's real ones
+  Session::PrepareStats kernels;  // the constructor's, and the seconds they took
+  double kernel_seconds = 0;
   int sequences = 0, decode_sequences = 0;
   // The step's GPU time, begin()'s copy to the last launch before the read: an event pair.
   CUevent step_start = nullptr, step_end = nullptr;
@@ -415,8 +418,10 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
     for (const auto& [spec, op] : g.moe_ops) token_specs.push_back(op->spec().to_string());
   }
   const int jobs = int(std::max(1u, std::thread::hardware_concurrency()));
-  session.prepare(token_specs, token_buckets, jobs);
-  session.prepare({g.decode->spec().to_string()}, sequence_buckets, jobs);
+  const auto kernels_start = std::chrono::steady_clock::now();
+  session.prepare(token_specs, token_buckets, jobs, &g.kernels);
+  session.prepare({g.decode->spec().to_string()}, sequence_buckets, jobs, &g.kernels);
+  g.kernel_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - kernels_start).count();
 
   // The split workspaces: the largest any launch up to the limits takes.
   int64_t floats = 0, counters = 0;
@@ -562,6 +567,8 @@ size_t GpuBackend::kv_cache_bytes() const { return impl_->kv_bytes; }
 int64_t GpuBackend::kv_pages() const { return impl_->limits.kv_pages; }
 int32_t GpuBackend::scratch_page() const { return int32_t(impl_->limits.kv_pages); }
 double GpuBackend::last_step_seconds() const { return impl_->last_step_seconds; }
+const Session::PrepareStats& GpuBackend::kernels() const { return impl_->kernels; }
+double GpuBackend::kernel_seconds() const { return impl_->kernel_seconds; }
 
 void GpuBackend::read_first_rows(int64_t rows) {
   if (rows < 0 || rows > impl_->logit_count) throw Error("GPU backend: read_first_rows beyond the step's logit rows");

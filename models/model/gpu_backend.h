@@ -14,10 +14,7 @@
 #include "models/checkpoint/loaded_model.h"
 #include "models/model/backend.h"
 #include "runtime/cuda/driver.h"
-
-namespace onecat {
-class Session;
-}
+#include "runtime/engine/session.h"
 
 namespace onecat::model {
 
@@ -82,6 +79,10 @@ class GpuBackend final : public Backend {
   // The last step's GPU time, begin()'s copy to its read's last launch (an event pair): the
   // step's wall time less this is the host's share.
   double last_step_seconds() const;
+  // The kernels the constructor prepared (every op's, every bucket up to the limits: tuned or
+  // default, from the cache or compiled) and the seconds that took.
+  const Session::PrepareStats& kernels() const;
+  double kernel_seconds() const;
 
  private:
   struct Impl;

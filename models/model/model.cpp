@@ -76,6 +76,12 @@ std::unique_ptr<Model> Model::load(const std::string& directory, const ModelOpti
   model->load_stats_.checkpoint_bytes = loaded.checkpoint_bytes;
   model->load_stats_.read_seconds = loaded.load_seconds;
   model->load_stats_.backend_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (model->gpu_) {
+    model->load_stats_.kernel_seconds = model->gpu_->kernel_seconds();
+    model->load_stats_.kernels = model->gpu_->kernels().kernels;
+    model->load_stats_.tuned_kernels = model->gpu_->kernels().tuned;
+    model->load_stats_.compiled_kernels = model->gpu_->kernels().compiled;
+  }
   return model;
 }
 

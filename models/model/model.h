@@ -71,6 +71,11 @@ class Model {
   struct LoadStats {
     size_t checkpoint_bytes = 0;
     double read_seconds = 0, backend_seconds = 0;
+    // cuda: of backend_seconds, the kernels' share (every op's kernels prepared: how many, how
+    // many tuned, how many compiled rather than read from the cache); the rest is the weights'
+    // upload and the buffers.
+    double kernel_seconds = 0;
+    int kernels = 0, tuned_kernels = 0, compiled_kernels = 0;
   };
   const LoadStats& load_stats() const { return load_stats_; }
   KvPages& pages() { return pages_; }

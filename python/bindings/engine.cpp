@@ -83,7 +83,7 @@ void bind_engine(py::module_& m) {
       py::init([](const std::string& path, const std::string& device, int max_num_seqs, int64_t max_num_batched_tokens,
                   int64_t kv_cache_tokens, double gpu_memory_utilization, bool prefix_caching, bool cuda_graphs,
                   bool progress, int num_speculative_tokens, int num_draft_tokens, const std::string& speculative,
-                  bool device_sampling, const std::string& kv_cache_dtype) {
+                  bool device_sampling, const std::string& kv_cache_dtype, int64_t max_model_len) {
         if (num_draft_tokens != 0 && num_speculative_tokens != 0 && num_draft_tokens != num_speculative_tokens) {
           throw InputError("num_speculative_tokens is num_draft_tokens' other name: give one of them.");
         }
@@ -94,6 +94,7 @@ void bind_engine(py::module_& m) {
         o.kv_cache_tokens = kv_cache_tokens;
         o.gpu_memory_utilization = gpu_memory_utilization;
         o.kv_cache_dtype = models::parse_kv_cache_dtype(kv_cache_dtype);
+        o.max_model_len = max_model_len;
         o.cuda_graphs = cuda_graphs;
         o.progress = progress;
         auto p = std::make_unique<PyLLM>();
@@ -118,9 +119,10 @@ void bind_engine(py::module_& m) {
       py::arg("gpu_memory_utilization") = 0.9, py::arg("prefix_caching") = true,
       py::arg("cuda_graphs") = true, py::arg("progress") = false, py::arg("num_speculative_tokens") = 0,
       py::arg("num_draft_tokens") = 0, py::arg("speculative") = "ngram", py::arg("device_sampling") = true,
-      py::arg("kv_cache_dtype") = "auto");
+      py::arg("kv_cache_dtype") = "auto", py::arg("max_model_len") = 0);
   cls.def_property_readonly("eos_token_ids", [](const PyLLM& p) { return p.eos; });
   cls.def_property_readonly("vocab_size", [](const PyLLM& p) { return p.model->config().vocab; });
+  cls.def_property_readonly("max_model_len", [](const PyLLM& p) { return p.model->max_model_len(); });
   cls.def_property_readonly("idle", [](const PyLLM& p) { return p.engine->idle(); });
   cls.def_property_readonly("stats", [](const PyLLM& p) {
     const engine::EngineStats& s = p.engine->stats();

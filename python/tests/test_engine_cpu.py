@@ -228,3 +228,20 @@ def test_fp8_kv_cache(checkpoint):
         assert all(len(ids) == 6 for ids in first)
     with pytest.raises(ValueError, match="fp8_e4m3"):
         onecat.LLM(str(checkpoint), kv_cache_dtype="int4", **kwargs)
+
+
+def test_max_model_len(checkpoint):
+    # max_model_len: the checkpoint's positions by default; a request past it is one ValueError,
+    # one at it runs; more than the positions is refused when the LLM is made.
+    kwargs = dict(max_num_seqs=4, max_num_batched_tokens=48, kv_cache_tokens=2048)
+    llm = onecat.LLM(str(checkpoint), **kwargs)
+    positions = llm.max_model_len
+    assert positions > 0
+    with pytest.raises(ValueError, match="max_position_embeddings"):
+        onecat.LLM(str(checkpoint), max_model_len=positions + 1, **kwargs)
+    short = onecat.LLM(str(checkpoint), max_model_len=20, **kwargs)
+    assert short.max_model_len == 20
+    prompt = prompts()[2][:15]
+    with pytest.raises(ValueError, match="max_model_len 20"):
+        short.add_request(prompt, 7)
+    assert [len(ids) for ids in short.generate([prompt], 6, temperature=0.0, stop_ids=[])] == [6]

@@ -83,19 +83,24 @@ const LoadedKernel& Session::kernel_with_config(const std::string& spec, const s
 }
 
 std::vector<DispatchEntry> Session::prepare(const std::vector<std::string>& specs, const std::vector<int64_t>& buckets,
-                                            int jobs) {
+                                            int jobs, PrepareStats* stats) {
   // Compile every entry's config at once; the dispatcher then finds each in the store.
   std::vector<CompileRequest> requests;
+  PrepareStats here;
   for (const auto& spec : specs) {
     const Family& family = family_of(spec);
     for (int64_t b : buckets) {
       const auto record = find_tuning(spec, b);
       requests.push_back(CompileRequest::make(family, spec, record ? record->config : family.default_config(spec, b, arch()), arch()));
+      ++here.kernels;
+      here.tuned += record ? 1 : 0;
     }
   }
   for (const CompileResult& r : jit().get_all(requests, jobs, Parallelism::kThreads)) {
     if (!r.error.empty()) throw Error(r.error);
+    here.compiled += r.cache_hit ? 0 : 1;
   }
+  if (stats) stats->kernels += here.kernels, stats->tuned += here.tuned, stats->compiled += here.compiled;
   std::vector<DispatchEntry> entries;
   for (const auto& spec : specs) {
     for (int64_t b : buckets) entries.push_back(kernel_for(spec, b));

@@ -48,8 +48,14 @@ class Session {
   const DispatchEntry& kernel_for(const std::string& spec, int64_t m);
   // A given config of a spec (onecat.compile(...)(…)), loaded once.
   const LoadedKernel& kernel_with_config(const std::string& spec, const std::string& config);
-  // Compiles (in parallel, through the cache) and loads the entries of specs × buckets.
-  std::vector<DispatchEntry> prepare(const std::vector<std::string>& specs, const std::vector<int64_t>& buckets, int jobs);
+  // Compiles (in parallel, through the cache) and loads the entries of specs × buckets; adds to
+  // `stats` (when given) how many there were, how many had a tuned config and how many the
+  // cache did not hold (compiled now).
+  struct PrepareStats {
+    int kernels = 0, tuned = 0, compiled = 0;
+  };
+  std::vector<DispatchEntry> prepare(const std::vector<std::string>& specs, const std::vector<int64_t>& buckets, int jobs,
+                                     PrepareStats* stats = nullptr);
 
   Store& store();
   JitService& jit();

@@ -107,11 +107,7 @@ void run(const Options& o, bool ids_given, bool text_given) {
                      {"decode_seconds", r.decode_seconds},
                      {"decode_tokens_per_second", r.decode_tokens_per_second()}};
     if (tok) j["text"] = text;
-    const model::Model::LoadStats& ls = m->load_stats();
-    j["load"] = {{"checkpoint_bytes", ls.checkpoint_bytes},
-                 {"read_seconds", ls.read_seconds},
-                 {"read_bytes_per_second", ls.read_seconds > 0 ? double(ls.checkpoint_bytes) / ls.read_seconds : 0.0},
-                 {"backend_seconds", ls.backend_seconds}};
+    j["load"] = load_json(m->load_stats());
     if (o.profile) j["profile"] = profile_json(m->gpu()->take_profile(), decode_step_us(r));
     std::cout << j.dump() << "\n";
   } else {

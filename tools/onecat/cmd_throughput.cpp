@@ -247,6 +247,7 @@ void run(const Options& o) {
                    {"max_num_seqs", o.max_num_seqs},
                    {"max_num_batched_tokens", o.max_num_batched_tokens},
                    {"load_seconds", load_seconds},
+                   {"load", load_json(m->load_stats())},
                    {"seconds", wall},
                    {"requests_per_second", double(requests) / wall},
                    {"output_tokens_per_second", double(generated) / wall},

@@ -50,4 +50,15 @@ void print_profile(const model::GpuBackend::Profile& p, double decode_step_us) {
   }
 }
 
+nlohmann::json load_json(const model::Model::LoadStats& ls) {
+  return {{"checkpoint_bytes", ls.checkpoint_bytes},
+          {"read_seconds", ls.read_seconds},
+          {"read_bytes_per_second", ls.read_seconds > 0 ? double(ls.checkpoint_bytes) / ls.read_seconds : 0.0},
+          {"backend_seconds", ls.backend_seconds},
+          {"kernel_seconds", ls.kernel_seconds},
+          {"kernels", ls.kernels},
+          {"tuned_kernels", ls.tuned_kernels},
+          {"compiled_kernels", ls.compiled_kernels}};
+}
+
 }  // namespace onecat::cli

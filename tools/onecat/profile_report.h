@@ -1,5 +1,5 @@
-// --profile's report, as generate and throughput print it: the GPU kernels' time per step by op
-// (GpuBackend::Profile, docs/models.md "Profiling").
+// What generate and throughput both report: --profile's GPU kernel time per step by op
+// (GpuBackend::Profile, docs/models.md "Profiling") and the load's figures.
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -16,5 +16,8 @@ void check_profile_device(bool profile, model::Device device);
 nlohmann::json profile_json(const model::GpuBackend::Profile& p, double decode_step_us);
 // The decode steps' ops on stderr, one line each with its share of the kernels' time.
 void print_profile(const model::GpuBackend::Profile& p, double decode_step_us);
+
+// Model::LoadStats as JSON: the checkpoint's bytes, reading them, the backend and its kernels.
+nlohmann::json load_json(const model::Model::LoadStats& ls);
 
 }  // namespace onecat::cli
