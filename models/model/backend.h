@@ -78,6 +78,7 @@ struct BackendLimits {
   // checkpoint's (models::LoadedLayer::k_scale, v_scale) or 1 (vLLM's default without calibrated
   // scales: E4M3 holds ±448, E5M2 ±57344, far beyond K and V after the norms).
   models::KvCacheDtype kv_dtype = models::KvCacheDtype::kF16;
+  bool progress = false;  // GPU: a bar on stderr while the kernels are prepared (ModelOptions::progress)
 
   // A sequence's block-table row: max_sequence_pages, at most kv_pages.
   int64_t row_pages() const { return max_sequence_pages > 0 ? std::min(max_sequence_pages, kv_pages) : kv_pages; }

@@ -23,6 +23,7 @@
 #include "codegen/rmsnorm/op.h"
 #include "codegen/rope/op.h"
 #include "codegen/sampling/op.h"
+#include "models/checkpoint/load_progress.h"
 #include "runtime/cpu/rope.h"
 #include "runtime/engine/prepared_op.h"
 #include "runtime/engine/session.h"
@@ -419,8 +420,12 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
   }
   const int jobs = int(std::max(1u, std::thread::hardware_concurrency()));
   const auto kernels_start = std::chrono::steady_clock::now();
-  session.prepare(token_specs, token_buckets, jobs, &g.kernels);
-  session.prepare({g.decode->spec().to_string()}, sequence_buckets, jobs, &g.kernels);
+  models::LoadProgress bar("preparing kernels", token_specs.size() * token_buckets.size() + sequence_buckets.size(),
+                           limits.progress, "kernels");
+  auto tick = [&bar] { bar.advance(1); };
+  session.prepare(token_specs, token_buckets, jobs, &g.kernels, tick);
+  session.prepare({g.decode->spec().to_string()}, sequence_buckets, jobs, &g.kernels, tick);
+  bar.done();
   g.kernel_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - kernels_start).count();
 
   // The split workspaces: the largest any launch up to the limits takes.

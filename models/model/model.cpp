@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "base/error.h"
+#include "models/checkpoint/load_progress.h"
 #include "models/model/cpu_backend.h"
 #include "models/model/gpu_backend.h"
 #include "runtime/engine/session.h"
@@ -102,6 +103,7 @@ Model::Model(const models::LoadedModel& loaded, const ModelOptions& options)
   limits.max_sequence_pages = ceil_div(max_model_len_, options.page_size);
   limits.kv_dtype = options.kv_cache_dtype;
   limits.memory_utilization = options.gpu_memory_utilization;
+  limits.progress = options.progress;
   if (options.device == Device::kCuda) {
     auto gpu = std::make_unique<GpuBackend>(Session::get(), loaded, limits);
     gpu_ = gpu.get();
@@ -144,15 +146,19 @@ Model::GraphStats Model::capture_graphs(int sequences) {
   const int largest = decode_graph_size(std::clamp(sequences, 1, options_.max_sequences), options_.max_sequences);
   ForwardBatch none;  // no sequences: every one is padding, on the scratch page
   none.max_pages = 1;
-  for (int size : decode_graph_sizes(options_.max_sequences)) {
-    if (size > largest) break;
+  std::vector<int> sizes = decode_graph_sizes(options_.max_sequences);
+  sizes.erase(std::upper_bound(sizes.begin(), sizes.end(), largest), sizes.end());
+  models::LoadProgress bar("capturing CUDA graphs", sizes.size(), options_.progress, "batch sizes");
+  for (int size : sizes) {
     const PaddedBatch padded = pad_decode_batch(none, size, gpu_->scratch_page(), pages_.page_size());
     backend_->begin(padded.batch);
     gpu_->run_graph(size, [&] { run_layers(*backend_, shape_, padded.batch); });
     std::vector<int32_t> ids(size_t(size), 0);
     backend_->read_argmax(ids);
     ++stats.sizes;
+    bar.advance(1);
   }
+  bar.done();
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return stats;
 }

@@ -83,7 +83,7 @@ const LoadedKernel& Session::kernel_with_config(const std::string& spec, const s
 }
 
 std::vector<DispatchEntry> Session::prepare(const std::vector<std::string>& specs, const std::vector<int64_t>& buckets,
-                                            int jobs, PrepareStats* stats) {
+                                            int jobs, PrepareStats* stats, const std::function<void()>& each) {
   // Compile every entry's config at once; the dispatcher then finds each in the store.
   std::vector<CompileRequest> requests;
   PrepareStats here;
@@ -96,7 +96,9 @@ std::vector<DispatchEntry> Session::prepare(const std::vector<std::string>& spec
       here.tuned += record ? 1 : 0;
     }
   }
-  for (const CompileResult& r : jit().get_all(requests, jobs, Parallelism::kThreads)) {
+  std::function<void(size_t)> done;
+  if (each) done = [&](size_t) { each(); };
+  for (const CompileResult& r : jit().get_all(requests, jobs, Parallelism::kThreads, done)) {
     if (!r.error.empty()) throw Error(r.error);
     here.compiled += r.cache_hit ? 0 : 1;
   }

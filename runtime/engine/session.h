@@ -50,12 +50,13 @@ class Session {
   const LoadedKernel& kernel_with_config(const std::string& spec, const std::string& config);
   // Compiles (in parallel, through the cache) and loads the entries of specs × buckets; adds to
   // `stats` (when given) how many there were, how many had a tuned config and how many the
-  // cache did not hold (compiled now).
+  // cache did not hold (compiled now); `each` (when given) is called once per kernel readied,
+  // one call at a time (a progress bar's tick).
   struct PrepareStats {
     int kernels = 0, tuned = 0, compiled = 0;
   };
   std::vector<DispatchEntry> prepare(const std::vector<std::string>& specs, const std::vector<int64_t>& buckets, int jobs,
-                                     PrepareStats* stats = nullptr);
+                                     PrepareStats* stats = nullptr, const std::function<void()>& each = {});
 
   Store& store();
   JitService& jit();
