@@ -53,8 +53,12 @@
 #                    serve --no-device-sampling, the host sampler), then the
 #                    same against llama-server on the GGUF of SERVE_LLAMA_TYPE (f16, or Q4_K_M for a quantised
 #                    format; llama-build builds it) -> serve_bench.jsonl
-#   engine-bench     onecat throughput on model-bench's f16 8B checkpoint: ENGINE_SEQS (default "8 32 64": 64 is serve-bench's saturation) requests
-#                    of 1024 + 256 tokens at once -> engine_bench.jsonl
+#   engine-bench     onecat throughput on model-bench's 8B checkpoints of ENGINE_FORMATS (default f16; others need
+#                    KEEP_CHECKPOINTS=1): ENGINE_SEQS (default "8 32 64": 64 is serve-bench's saturation) requests
+#                    of 1024 + 256 tokens at once -> engine_bench.jsonl (each line's "run": FORMAT-N)
+#   engine-extra     on the f16 8B checkpoint: 32 × 4096 + 16 (prefill-heavy, 8192-token steps), a 10K-token prompt
+#                    twice one after the other (the prefix cache), 32 × 1024 + 256 with an fp8 KV cache -> engine_bench.jsonl
+#   model-bench-onecat  model-bench without its llama.cpp part (a later model-bench on the warm machine resumes there)
 #   model-bench      bench/model_bench.sh: decode tokens/s vs roofline and llama.cpp -> model_bench.json
 #                    (needs .vocab/ggml-vocab-qwen2.gguf carried; SHAPE=qwen3-30b-a3b LAYERS=12 for the MoE
 #                    layer shape with fewer layers, its roofline counting only the 8 touched experts)
@@ -155,6 +159,13 @@ serve_bench() {  # onecat serve, then llama-server, on a model-bench checkpoint 
   serve_load "llama-server-$type" 8012 $!
 }
 
+throughput() {  # throughput RUN FORMAT ARGS...: onecat throughput --json on model-bench's 8B checkpoint, tagged RUN
+  local run=$1 fmt=$2; shift 2
+  ONECAT_CACHE_DIR=build-device/model-qwen3-8b/cache timeout "$(left)" $bin throughput \
+    --model "build-device/model-qwen3-8b/$fmt/checkpoint" --device cuda --json "$@" |
+    "$py" -c 'import json,sys; print(json.dumps({"run": sys.argv[1], **json.load(sys.stdin)}))' "$run"
+}
+
 lane() {  # lane GPU STEPS...
   local gpu=$1; shift
   export CUDA_VISIBLE_DEVICES=$gpu
@@ -180,12 +191,27 @@ lane() {  # lane GPU STEPS...
         LLAMA=$([ -n "${llama_pid:-}" ] || [ -x build-llama/cmake/bin/llama-bench ] && echo 1 || echo 0) \
           LLAMA_BUILD_LOG=$([ -n "${llama_pid:-}" ] && echo "$out/llama_build.log") VOCAB_GGUF=$root/.vocab/ggml-vocab-qwen2.gguf \
           OUT=$out timeout "$(left)" bash bench/model_bench.sh "$bin" ;;
+      model-bench-onecat) VOCAB_GGUF=$root/.vocab/ggml-vocab-qwen2.gguf LLAMA=0 OUT=$out timeout "$(left)" \
+          bash bench/model_bench.sh "$bin" ;;
       serve-bench) serve_bench ;;
-      engine-bench) for n in ${ENGINE_SEQS:-8 32 64}; do  # after model-bench: its f16 checkpoint and tuned cache
-          ONECAT_CACHE_DIR=build-device/model-qwen3-8b/cache timeout "$(left)" $bin throughput \
-            --model build-device/model-qwen3-8b/f16/checkpoint --device cuda --num-prompts "$n" --input-len 1024 \
-            --output-len 256 --max-num-seqs "$n" --max-num-batched-tokens 2048 --json >>"$out/engine_bench.jsonl"
+      engine-bench) for fmt in ${ENGINE_FORMATS:-f16}; do  # after model-bench: its 8B checkpoints and tuned cache
+          for n in ${ENGINE_SEQS:-8 32 64}; do
+            throughput "$fmt-$n" "$fmt" --num-prompts "$n" --input-len 1024 --output-len 256 --max-num-seqs "$n" \
+              --max-num-batched-tokens 2048 >>"$out/engine_bench.jsonl"
+          done
         done ;;
+      engine-extra) # issue 28's other engine runs on model-bench's f16 8B checkpoint -> engine_bench.jsonl
+        throughput prefill f16 --num-prompts 32 --input-len 4096 --output-len 16 --max-num-seqs 32 \
+          --max-num-batched-tokens 8192 >>"$out/engine_bench.jsonl"
+        # A 10K-token prompt twice, one request after the other, after another 10K prompt (warm-up):
+        # the second's TTFT is a prefix-cache hit of all its full pages.
+        "$py" -c 'import json, random
+r = random.Random(1); a = [r.randrange(1000, 150000) for _ in range(10000)]; b = [r.randrange(1000, 150000) for _ in range(10000)]
+for p in (a, b, b): print(json.dumps({"prompt_ids": p, "max_tokens": 1}))' >/tmp/prefix.jsonl
+        throughput prefix f16 --dataset /tmp/prefix.jsonl --wave 1 --max-num-seqs 1 --max-num-batched-tokens 2048 \
+          >>"$out/engine_bench.jsonl"
+        throughput kv-fp8-32 f16 --num-prompts 32 --input-len 1024 --output-len 256 --max-num-seqs 32 \
+          --max-num-batched-tokens 2048 --kv-cache-dtype fp8 >>"$out/engine_bench.jsonl" ;;
       cpu-*) timeout "$(left)" build-device/tests/onecat_tests --gtest_filter="${s#cpu-}" ;;
       host-overhead) timeout "$(left)" build-device/host_overhead "$out/host_overhead.json" ;;
       verify-export) rm -rf build-device/fleet-a build-device/fleet-b build-device/fleet.onecat

@@ -32,10 +32,12 @@ for s in "$@"; do
         { tail -n 30 "$build/build-server.log"; exit 1; } ;;
     convert:*) IFS=: read -r _ dir name <<<"$s"
       PYTHONPATH="$src/gguf-py" "$py" "$src/convert_hf_to_gguf.py" "$dir" --outtype f16 \
-        --outfile "$build/$name-f16.gguf" >"$build/convert-$name.log" 2>&1 || { tail -n 30 "$build/convert-$name.log"; exit 1; } ;;
+        --outfile "$build/$name-f16.gguf.part" >"$build/convert-$name.log" 2>&1 || { tail -n 30 "$build/convert-$name.log"; exit 1; }
+      mv "$build/$name-f16.gguf.part" "$build/$name-f16.gguf" ;;  # a call cut mid-way leaves no GGUF a later one would take
     quantize:*) IFS=: read -r _ name type <<<"$s"
-      "$build/cmake/bin/llama-quantize" "$build/$name-f16.gguf" "$build/$name-$type.gguf" "$type" \
-        >"$build/quantize-$name-$type.log" 2>&1 || { tail -n 30 "$build/quantize-$name-$type.log"; exit 1; } ;;
+      "$build/cmake/bin/llama-quantize" "$build/$name-f16.gguf" "$build/$name-$type.gguf.part" "$type" \
+        >"$build/quantize-$name-$type.log" 2>&1 || { tail -n 30 "$build/quantize-$name-$type.log"; exit 1; }
+      mv "$build/$name-$type.gguf.part" "$build/$name-$type.gguf" ;;
     bench:*) IFS=: read -r _ name type <<<"$s"
       "$build/cmake/bin/llama-bench" -m "$build/$name-$type.gguf" -p "${PROMPT:-1024}" -n "${GEN:-256}" -ngl 99 \
         -r "${REPS:-3}" -o jsonl >>"$out/llama_bench.jsonl" 2>"$build/bench-$name-$type.log" ||
