@@ -188,11 +188,12 @@ lane() {  # lane GPU STEPS...
       llama-build) (OUT=$out bash bench/llama_peer.sh build >"$out/llama_build.log" 2>&1; echo "rc=$?" >>"$out/llama_build.log") &
                    llama_pid=$! ;;
       model-bench) # llama.cpp's part waits for a build started by llama-build in this call, or finds one built before
-        LLAMA=$([ -n "${llama_pid:-}" ] || [ -x build-llama/cmake/bin/llama-bench ] && echo 1 || echo 0) \
+        ONECAT_RUNS=$([ -n "${onecat_done:-}" ] && echo 0 || echo 1) LLAMA=$([ -n "${llama_pid:-}" ] || [ -x build-llama/cmake/bin/llama-bench ] && echo 1 || echo 0) \
           LLAMA_BUILD_LOG=$([ -n "${llama_pid:-}" ] && echo "$out/llama_build.log") VOCAB_GGUF=$root/.vocab/ggml-vocab-qwen2.gguf \
           OUT=$out timeout "$(left)" bash bench/model_bench.sh "$bin" ;;
       model-bench-onecat) VOCAB_GGUF=$root/.vocab/ggml-vocab-qwen2.gguf LLAMA=0 OUT=$out timeout "$(left)" \
-          bash bench/model_bench.sh "$bin" ;;
+          bash bench/model_bench.sh "$bin"
+        onecat_done=1 ;;  # a later model-bench runs llama.cpp's part alone (no tune resumed before it)
       serve-bench) serve_bench ;;
       engine-bench) for fmt in ${ENGINE_FORMATS:-f16}; do  # after model-bench: its 8B checkpoints and tuned cache
           for n in ${ENGINE_SEQS:-8 32 64}; do

@@ -15,7 +15,8 @@
 #                                    BATCH=N to add N concurrent requests of PROMPT + GEN: `onecat
 #                                    throughput` against llama-batched-bench -npl N (and once more with
 #                                    --profile and 16 new tokens: the batched decode step by op),
-#                                    TUNE_BUCKETS (default 1, or "1,N" with BATCH))
+#                                    TUNE_BUCKETS (default 1, or "1,N" with BATCH),
+#                                    ONECAT_RUNS=0: llama.cpp's part alone, after onecat's in an earlier step)
 # f16 is bench/random_checkpoint.py's checkpoint (transformers' save_pretrained, a real
 # tokenizer); the quantised formats are tools/make_tiny_checkpoint.py --random-codes at the same
 # shape (random codes in each format's real layout: speed only). Each format: its specs tuned
@@ -115,7 +116,7 @@ EOF
 }
 
 ids=$("$py" -c "import random; random.seed(0); print(','.join(str(random.randrange(1000, 150000)) for _ in range($prompt)))")
-for fmt in ${FORMATS:-f16}; do
+for fmt in $([ "${ONECAT_RUNS:-1}" = 1 ] && echo "${FORMATS:-f16}"); do
   d=$work/$fmt
   ckpt=$d/checkpoint
   mkdir -p "$d"
