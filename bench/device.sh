@@ -187,13 +187,15 @@ lane() {  # lane GPU STEPS...
       model-check) PYTHONPATH="$root/build-device/python" timeout "$(left)" "$py" bench/model_check.py ${MODEL_CASES:+--cases "$MODEL_CASES"} >>"$out/model_check.jsonl" ;;
       llama-build) (OUT=$out bash bench/llama_peer.sh build >"$out/llama_build.log" 2>&1; echo "rc=$?" >>"$out/llama_build.log") &
                    llama_pid=$! ;;
-      model-bench) # llama.cpp's part waits for a build started by llama-build in this call, or finds one built before
-        ONECAT_RUNS=$([ -n "${onecat_done:-}" ] && echo 0 || echo 1) LLAMA=$([ -n "${llama_pid:-}" ] || [ -x build-llama/cmake/bin/llama-bench ] && echo 1 || echo 0) \
-          LLAMA_BUILD_LOG=$([ -n "${llama_pid:-}" ] && echo "$out/llama_build.log") VOCAB_GGUF=$root/.vocab/ggml-vocab-qwen2.gguf \
-          OUT=$out timeout "$(left)" bash bench/model_bench.sh "$bin" ;;
-      model-bench-onecat) VOCAB_GGUF=$root/.vocab/ggml-vocab-qwen2.gguf LLAMA=0 OUT=$out timeout "$(left)" \
-          bash bench/model_bench.sh "$bin"
-        onecat_done=1 ;;  # a later model-bench runs llama.cpp's part alone (no tune resumed before it)
+      model-bench|model-bench-onecat)
+        # model-bench-onecat: onecat's part alone; a model-bench after it in the lane runs llama.cpp's part
+        # alone (no cut tune resumed before it). llama.cpp's part waits for a build started by llama-build
+        # in this call, or finds one built before.
+        runs=$([ -n "${onecat_done:-}" ] && echo 0 || echo 1)
+        llama=$([ "$s" = model-bench ] && { [ -n "${llama_pid:-}" ] || [ -x build-llama/cmake/bin/llama-bench ]; } && echo 1 || echo 0)
+        [ "$s" = model-bench ] || onecat_done=1
+        ONECAT_RUNS=$runs LLAMA=$llama LLAMA_BUILD_LOG=$([ -n "${llama_pid:-}" ] && echo "$out/llama_build.log") \
+          VOCAB_GGUF=$root/.vocab/ggml-vocab-qwen2.gguf OUT=$out timeout "$(left)" bash bench/model_bench.sh "$bin" ;;
       serve-bench) serve_bench ;;
       engine-bench) for fmt in ${ENGINE_FORMATS:-f16}; do  # after model-bench: its 8B checkpoints and tuned cache
           for n in ${ENGINE_SEQS:-8 32 64}; do
