@@ -15,7 +15,8 @@
 #                                    BATCH=N to add N concurrent requests of PROMPT + GEN: `onecat
 #                                    throughput` against llama-batched-bench -npl N (and once more with
 #                                    --profile and 16 new tokens: the batched decode step by op),
-#                                    TUNE_BUCKETS (default 1, or "1,N" with BATCH),
+#                                    TUNE_BUCKETS (default 1, or "1,N" with BATCH), TUNE_FAMILIES
+#                                    (default every family: onecat tune --families),
 #                                    ONECAT_RUNS=0: llama.cpp's part alone, after onecat's in an earlier step)
 # f16 is bench/random_checkpoint.py's checkpoint (transformers' save_pretrained, a real
 # tokenizer); the quantised formats are tools/make_tiny_checkpoint.py --random-codes at the same
@@ -136,7 +137,8 @@ for fmt in $([ "${ONECAT_RUNS:-1}" = 1 ] && echo "${FORMATS:-f16}"); do
   # A tune the timeout cut left no summary: the next call resumes it (the cache keeps its records).
   if ! grep -q '"seconds"' "$d/tune.json" 2>/dev/null; then
     log "tune buckets $buckets ($fmt)"
-    ONECAT_CACHE_DIR=$work/cache timeout "${TUNE_S:-300}" "$bin" tune --model "$ckpt" --buckets "$buckets" --json >"$d/tune.json" 2>"$d/tune.err" ||
+    ONECAT_CACHE_DIR=$work/cache timeout "${TUNE_S:-300}" "$bin" tune --model "$ckpt" --buckets "$buckets" \
+      ${TUNE_FAMILIES:+--families "$TUNE_FAMILIES"} --json >"$d/tune.json" 2>"$d/tune.err" ||
       log "tune failed: $(tail -3 "$d/tune.err")"
   fi
   for run in generate generate_eager generate_profile; do

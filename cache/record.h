@@ -62,7 +62,8 @@ inline bool is_bucket(int64_t b) { return b >= 1 && b <= kMaxTuningBucket && std
 struct CandidateTiming {
   std::string config;
   // "ok" (timed in full), "screened" (timed briefly, too slow to time in full), "invalid"
-  // (static rules), "compile_error", "spills", "wrong" (failed the check)
+  // (static rules), "compile_error", "spills", "wrong" (failed the check), "unavailable" (needs a
+  // library this process cannot load: gemm strategy=cublas without cuBLAS)
   std::string status;
   double median_us = 0;
   double min_us = 0;

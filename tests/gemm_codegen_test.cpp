@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 
 #include "base/error.h"
 #include "codegen/family.h"
 #include "codegen/gemm/emit.h"
+#include "codegen/gemm/op.h"
 #include "codegen/gemm/space.h"
 #include "runtime/cuda/nvrtc.h"
 #include "runtime/jit/compiler.h"
@@ -306,6 +308,95 @@ TEST(GemmConfig, TcSmallRulesDefaultsAndCandidates) {
       EXPECT_FALSE(gemm::fits_bucket(ps, gemm::Config::parse(ps, f.default_config(spec, 16, Arch{90})), 64));
     }
   }
+}
+
+// strategy=cublas: its text, where it is offered (every arch, last, beyond 16 tokens, never
+// with act_order), its scratch and the launches of its own kernel.
+TEST(GemmConfig, CublasStrategyRulesScratchAndCalls) {
+  const gemm::Spec s = gemm::Spec::parse("gemm:n=4096,k=4096,fmt=awq4");
+  const gemm::Config c = gemm::Config::parse(s, "strategy=cublas");
+  EXPECT_EQ(c.strategy, gemm::Strategy::kCublas);
+  EXPECT_EQ(c.to_string(), "strategy=cublas");
+  expect_throw<InputError>([&] { gemm::Config::parse(s, "strategy=cublas,split=2"); }, {"split"});
+  const std::string ordered = "gemm:n=777,k=1024,fmt=gptq4,group=128,act_order=1";
+  expect_throw<InputError>([&] { gemm::Config::parse(gemm::Spec::parse(ordered), "strategy=cublas"); },
+                           {"strategy=cublas", "act_order"});
+  for (Arch arch : {Arch{70}, Arch{90}}) {
+    for (const char* fmt : kFormats) {
+      const std::string spec = std::string("gemm:n=1026,k=1024,fmt=") + fmt;
+      const std::vector<std::string> cands = family_of(spec).candidate_configs(spec, arch);
+      ASSERT_FALSE(cands.empty());
+      EXPECT_EQ(cands.back(), "strategy=cublas") << spec << " " << arch.name();
+      EXPECT_EQ(std::count(cands.begin(), cands.end(), "strategy=cublas"), 1);
+      // Never a default: it needs a library the process may not have.
+      for (int64_t m : {1, 16, 17, 64, 512, 4096}) EXPECT_NE(family_of(spec).default_config(spec, m, arch), "strategy=cublas");
+    }
+    for (const auto& cand : family_of(ordered).candidate_configs(ordered, arch)) EXPECT_NE(cand, "strategy=cublas");
+  }
+  EXPECT_FALSE(gemm::fits_bucket(s, c, 16));
+  EXPECT_TRUE(gemm::fits_bucket(s, c, 17));
+  EXPECT_TRUE(gemm::fits_bucket(s, c, 4096));
+
+  // Scratch: the fp16 weights (not for f16), then the fp32 product of up to 512 tokens for silu_mul.
+  const gemm::Spec f16 = gemm::Spec::parse("gemm:n=4096,k=4096,fmt=f16");
+  const gemm::Spec gated = gemm::Spec::parse("gemm:n=1026,k=1024,fmt=nvfp4,epi=silu_mul");
+  const gemm::Spec f16_gated = gemm::Spec::parse("gemm:n=1026,k=1024,fmt=f16,epi=silu_mul");
+  EXPECT_EQ(gemm::scratch_bytes(f16, c, 100), 0);
+  EXPECT_EQ(gemm::scratch_bytes(s, c, 100), 4096 * 4096 * 2);
+  EXPECT_EQ(gemm::cublas_product_offset(gated), (1026 * 1024 * 2 + 255) / 256 * 256);
+  EXPECT_EQ(gemm::scratch_bytes(gated, c, 100), gemm::cublas_product_offset(gated) + (100 * 1026 * 4 + 255) / 256 * 256);
+  EXPECT_EQ(gemm::scratch_bytes(gated, c, 5000), gemm::cublas_product_offset(gated) + 512 * 1026 * 4);
+  EXPECT_EQ(gemm::scratch_bytes(f16_gated, c, 5000), 512 * 1026 * 4);
+  EXPECT_EQ(gemm::scratch_bytes(s, gemm::default_config(s, 64, Arch{90}), 64), 0);
+  EXPECT_EQ(gemm::workspace_floats(s, c, 64), 0);
+  EXPECT_EQ(gemm::workspace_counters(s, c, 64), 0);
+
+  // Not one kernel launch: make_call refuses it.
+  gemm::Args a;
+  a.m = 700, a.y = 0x10000, a.x = 0x20000, a.qweight = 0x30000, a.scratch = 0x400000, a.residual = 0x50000;
+  expect_throw<InputError>([&] { gemm::make_call(s, c, a); }, {"strategy=cublas", "launch_op"});
+  // The dequantise launch: one thread per 16-byte chunk of the whole weight.
+  const KernelCall deq = gemm::make_cublas_aux_call(gated, a, gemm::CublasPhase::kDequantise, 0, 0);
+  EXPECT_EQ(deq.geometry.grid[0], unsigned((1026 * 1024 / 32 + 255) / 256));
+  EXPECT_EQ(deq.geometry.block[0], 256u);
+  EXPECT_EQ(deq.count, 10);
+  // The epilogue of tokens 512..699: y from row 512 (513 fp16 outputs a row), the product after the weights.
+  const KernelCall epi = gemm::make_cublas_aux_call(gated, a, gemm::CublasPhase::kEpilogue, 512, 188);
+  EXPECT_EQ(epi.geometry.grid[0], unsigned((188 * 513 + 255) / 256));
+  auto arg = [](const KernelCall& k, int i) {
+    uint64_t v = 0;
+    std::memcpy(&v, k.values[size_t(i)].data(), 8);
+    return v;
+  };
+  EXPECT_EQ(arg(epi, 0) & 0xffffffffu, 1u);
+  EXPECT_EQ(arg(epi, 1), 0x10000u + 512u * 513u * 2u);
+  EXPECT_EQ(arg(epi, 2), 0x400000u + uint64_t(gemm::cublas_product_offset(gated)));
+  const gemm::Spec res = gemm::Spec::parse("gemm:n=1026,k=1024,fmt=awq4,epi=residual,out=f32");
+  const KernelCall fill = gemm::make_cublas_aux_call(res, a, gemm::CublasPhase::kFill, 0, 700);
+  EXPECT_EQ(arg(fill, 2), 0u);  // no product
+  EXPECT_EQ(arg(fill, 8), 0x50000u);
+  EXPECT_EQ(arg(fill, 9) & 0xffffffffu, 700u);
+}
+
+// strategy=cublas's kernel for every format and epilogue compiles for sm_70 and sm_90 without
+// spills; its dequantise phase reads and writes 16-byte chunks.
+TEST(GemmStaticQuality, CublasKernelCompilesWithoutSpills) {
+  std::vector<CompileRequest> reqs;
+  for (Arch arch : {Arch{70}, Arch{90}}) {
+    for (const char* fmt : kFormats) {
+      for (const char* epi : {"", ",epi=bias", ",epi=residual", ",epi=silu_mul", ",out=f32"}) {
+        const std::string spec = std::string("gemm:n=1026,k=1024,fmt=") + fmt + epi;
+        reqs.push_back(CompileRequest::make(family_of(spec), spec, "strategy=cublas", arch));
+      }
+    }
+  }
+  ASSERT_NO_FATAL_FAILURE(test::expect_compile_without_spills(reqs, true));
+  const Arch sm70{70};
+  const std::string spec = "gemm:n=4096,k=4096,fmt=awq4";
+  const std::string ptx =
+      compile_to_ptx(CompileRequest::make(family_of(spec), spec, "strategy=cublas", sm70), NvrtcRegistry::get().for_arch(sm70));
+  EXPECT_NE(ptx.find("ld.global.nc.v4.u32"), std::string::npos);
+  EXPECT_NE(ptx.find("st.global.v4.u32"), std::string::npos);
 }
 
 // ARCHITECTURE.md rule 6 / issue: the default configs of the benchmark shapes compile for

@@ -10,6 +10,7 @@
 #include "cache/store.h"
 #include "codegen/family.h"
 #include "codegen/gemm/config.h"
+#include "runtime/cuda/cublas.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/jit/module_table.h"
 #include "runtime/jit/service.h"
@@ -243,6 +244,41 @@ TEST_F(GemmGpu, TcSmallEveryFormatEpilogueAndOddShape) {
     for (const char* epi : {"epi=bias", "epi=residual", "epi=silu_mul", "out=f32"}) {
       check_all(std::string("gemm:n=1026,k=1024,fmt=") + fmt + "," + epi, {1, 6, 16});
     }
+  }
+}
+
+// strategy=cublas: cuBLAS's fp16 GEMM on the weights as they are or dequantised by its own
+// kernel, every format (group sizes, per-channel fp8), every epilogue, odd N, token counts
+// past one 512-token product chunk of silu_mul, and the same launch repeated on one scratch.
+TEST_F(GemmGpu, CublasEveryFormatEpilogueAndOddShape) {
+  if (!Cublas::find()) {
+    if (const char* r = std::getenv("ONECAT_REQUIRE_GPU"); r && std::string(r) == "1") FAIL() << Cublas::unavailable_reason();
+    GTEST_SKIP() << Cublas::unavailable_reason();
+  }
+  const std::string config = "strategy=cublas";
+  for (const char* fmt : kFormats) {
+    for (auto [n, k] : {std::pair{333, 1024}, std::pair{4097, 256}}) {
+      const std::string spec = "gemm:n=" + std::to_string(n) + ",k=" + std::to_string(k) + ",fmt=" + fmt;
+      if (!valid_for(spec, config)) continue;
+      for (int64_t m : {17, 45, 130}) expect_pass(spec, config, m);
+    }
+  }
+  for (const char* spec : {"gemm:n=1000,k=2048,fmt=awq4,group=64", "gemm:n=1000,k=2048,fmt=gptq4,group=32",
+                           "gemm:n=1000,k=2048,fmt=fp8b128,group=0", "gemm:n=300,k=1040,fmt=fp8b128,group=128"}) {
+    expect_pass(spec, config, 33);
+  }
+  for (const char* fmt : {"f16", "awq4", "fp8b128", "nvfp4", "mxfp4"}) {
+    for (const char* epi : {"epi=bias", "epi=residual", "epi=silu_mul", "out=f32", "epi=residual,out=f32"}) {
+      for (int64_t m : {17, 700}) expect_pass(std::string("gemm:n=1026,k=1024,fmt=") + fmt + "," + epi, config, m);
+    }
+  }
+  const std::string spec = "gemm:n=1026,k=1024,fmt=nvfp4,epi=silu_mul";
+  const LoadedKernel& k = ModuleTable::get().load(jit->get(CompileRequest::make(family_of(spec), spec, config, arch())).binary);
+  GemmRig rig(gemm::Spec::parse(spec), 11, 1);
+  for (int64_t m : {600, 600, 40}) {
+    rig.prepare(m);
+    const CheckResult r = rig.check(k, gemm::Config::parse(gemm::Spec::parse(spec), config));
+    EXPECT_TRUE(r.passed) << "m=" << m << " error=" << r.error << " " << r.detail;
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
@@ -16,6 +17,8 @@
 #include "models/model/generate.h"
 #include "models/model/gpu_backend.h"
 #include "runtime/cpu/sampling.h"
+#include "models/plan.h"
+#include "runtime/cuda/cublas.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/engine/session.h"
 #include "tuner/sampling_batch.h"
@@ -423,6 +426,51 @@ TEST(GpuProfile, TimesEveryLaunchOfTheSteps) {
   for (const auto& [op, n] : per_step) EXPECT_EQ(decode_launches[op], n * (op == "argmax" ? 10 : 20)) << op;
   EXPECT_EQ(decode_launches.size(), per_step.size());
   EXPECT_TRUE(profiled.gpu()->take_profile().ops.empty());  // taken: reset
+}
+
+// Every gemm of the model on gemm strategy=cublas, as a tune that found it fastest records it
+// (f16 weights as they are; awq4 and nvfp4 dequantised into the scratch the layers share;
+// silu_mul through the fp32 product), eagerly and from CUDA graphs: the forward follows the CPU
+// one. Last in this file: it ends by recording the defaults back for the tests after it.
+TEST(GpuForward, CublasGemmsFollowTheCpuForward) {
+  if (!Cublas::find()) {
+    if (const char* r = std::getenv("ONECAT_REQUIRE_GPU"); r && std::string(r) == "1") FAIL() << Cublas::unavailable_reason();
+    GTEST_SKIP() << Cublas::unavailable_reason();
+  }
+  Session& session = Session::get();
+  session.use_gpu(0);
+  for (const char* fmt : {"f16", "awq4", "nvfp4"}) {
+    const LoadedModel loaded = load(Checkpoints::of("qwen3", fmt));
+    const int64_t vocab = loaded.config.vocab;
+    std::vector<std::string> specs;
+    for (const std::string& spec : models::unique_specs(models::plan_model(loaded.config, 1))) {
+      if (spec.starts_with("gemm:")) specs.push_back(spec);
+    }
+    ASSERT_GE(specs.size(), 4u) << fmt;
+    auto record = [&](const std::string& config) {
+      for (const std::string& spec : specs) {
+        for (int64_t bucket = 1; bucket <= 256; bucket *= 2) {
+          session.tune_and_record(spec, bucket, true, [&](const Family& f, const std::string& sp, int64_t b) {
+            TuningRecord r;
+            r.device = session.device(), r.family = std::string(f.name()), r.generator_version = f.generator_version();
+            r.spec = f.canonical_spec(sp), r.bucket = b, r.default_config = f.default_config(sp, b, session.arch());
+            r.config = config.empty() ? r.default_config : config;
+            return r;
+          });
+        }
+      }
+    };
+    record("strategy=cublas");
+    const std::vector<int32_t> prompt = random_prompt(150, vocab, 14);
+    Model cpu(loaded, options(256));
+    const std::vector<float> want = logits_by_steps(cpu, prompt, {prompt.size()}, 0);
+    Model gpu(loaded, on_gpu(options(256), false));
+    EXPECT_GE(gpu.gpu()->kernels().tuned, int(specs.size())) << fmt << ": the gemms dispatch the recorded config";
+    expect_close(logits_by_steps(gpu, prompt, {prompt.size()}, 0), want, vocab, std::string(fmt) + " one prefill");
+    Model graphed(loaded, on_gpu(options(64), true));
+    expect_close(logits_by_steps(graphed, prompt, {37}, 50), want, vocab, std::string(fmt) + " chunked + decode, CUDA graphs");
+    record("");
+  }
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "codegen/gemm/emit.h"
 #include "codegen/gemm/op.h"
 #include "runtime/cpu/gemm.h"
+#include "runtime/engine/gemm_launch.h"
 #include "tuner/output_compare.h"
 #include "tuner/random_weight.h"
 #include "tuner/workload.h"
@@ -98,7 +99,11 @@ void GemmRig::launch(const LoadedKernel& kernel, const gemm::Config& config, int
   a.perm = w_.perm.empty() ? 0 : w.p.ptr(), a.global_scale = w_.global_scale;
   a.bias = d_bias_.ptr(), a.residual = d_residual_.ptr(), a.m = m_;
   a.partial = workspace_.partial(floats), a.counters = workspace_.counters(counters);
-  onecat::launch(kernel, gemm::make_call(spec_, config, a), stream);
+  const int64_t scratch = gemm::scratch_bytes(spec_, config, m_);
+  if (size_t(scratch) > scratch_.bytes()) scratch_ = DeviceBuffer(size_t(scratch));
+  a.scratch = scratch_.ptr();
+  gemm::ready_for_launch(config);
+  gemm::launch_op(spec_, config, kernel, a, stream);
 }
 
 void GemmRig::make_fp16_weights() {

@@ -78,6 +78,7 @@ class GemmRig {
   std::vector<DeviceBuffer> w16_;
   DeviceBuffer d_peer_;
   SplitWorkspace workspace_;  // split-K (codegen/gemm/emit.h)
+  DeviceBuffer scratch_;      // strategy=cublas (codegen/gemm/op.h), grown to the largest launch
   cublasHandle_t cublas_ = nullptr;
   DeviceBuffer cublas_workspace_;  // set on the handle, so a graph capture allocates nothing
 };

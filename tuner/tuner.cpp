@@ -96,6 +96,8 @@ TuningRecord tune_spec(const Family& family, const std::string& spec_text, int64
     } else if (c.binary.usage.spills()) {
       t.status = "spills";
       t.detail = std::to_string(c.binary.usage.spill_store_bytes) + " bytes of spill stores";
+    } else if (std::string why = workload->unavailable(t.config); !why.empty()) {
+      t.status = "unavailable", t.detail = why.substr(0, 500);
     } else {
       const LoadedKernel& kernel = ModuleTable::get().load(c.binary);
       // A sabotaged candidate is checked with another config's kernel: its output is wrong.

@@ -16,6 +16,7 @@
 #include "codegen/rmsnorm/op.h"
 #include "codegen/rope/op.h"
 #include "runtime/cpu/rope.h"
+#include "runtime/cuda/cublas.h"
 #include "codegen/sampling/op.h"
 #include "tuner/attention_batch.h"
 #include "tuner/gemm_rig.h"
@@ -42,6 +43,11 @@ class GemmWorkload final : public Workload {
 
   CheckResult check(const LoadedKernel& kernel, const std::string& config) override {
     return rig_->check(kernel, gemm::Config::parse(rig_->spec(), config));
+  }
+
+  std::string unavailable(const std::string& config) const override {
+    if (gemm::Config::parse(rig_->spec(), config).strategy != gemm::Strategy::kCublas) return "";
+    return Cublas::unavailable_reason();
   }
 
   // The packed weights, x and y (and the bias or residual the epilogue reads).

@@ -29,6 +29,9 @@ class Workload {
   // reference; the reference is computed once per workload and shared by every candidate.
   virtual CheckResult check(const LoadedKernel& kernel, const std::string& config) = 0;
   virtual Traffic traffic() const = 0;
+  // Why `config` cannot run in this process (gemm strategy=cublas without a loadable cuBLAS),
+  // or empty: the tuner records such a candidate as "unavailable" and times the others.
+  virtual std::string unavailable(const std::string& /*config*/) const { return ""; }
 
   // A peer on the same inputs, for `onecat bench` (gemm: cuBLAS on the dequantised weights);
   // none by default. peer_name() is empty without one.

@@ -131,9 +131,14 @@ std::optional<std::string> tc_small_invalid(const Spec& spec, const Config& c) {
 Config Config::parse(const Spec& spec, std::string_view text) {
   FieldReader r(text, "config " + quoted_input(text));
   Config c;
-  const std::string strategy = r.choice("strategy", {"gemv", "mma", "tc_small"});
-  c.strategy = strategy == "mma" ? Strategy::kMma : strategy == "tc_small" ? Strategy::kTcSmall : Strategy::kGemv;
-  if (c.strategy != Strategy::kMma) {
+  const std::string strategy = r.choice("strategy", {"gemv", "mma", "tc_small", "cublas"});
+  c.strategy = strategy == "mma"        ? Strategy::kMma
+               : strategy == "tc_small" ? Strategy::kTcSmall
+               : strategy == "cublas"   ? Strategy::kCublas
+                                        : Strategy::kGemv;
+  if (c.strategy == Strategy::kCublas) {
+    // Nothing to choose: cuBLAS picks its own algorithm.
+  } else if (c.strategy != Strategy::kMma) {
     c.mt = static_cast<int>(r.integer("mt", 1, 16));
     c.rows = static_cast<int>(r.integer("rows", 1, 64));
     c.warps = static_cast<int>(r.integer("warps", 1, 16));
@@ -162,6 +167,7 @@ Config Config::parse(const Spec& spec, std::string_view text) {
 }
 
 std::string Config::to_string() const {
+  if (strategy == Strategy::kCublas) return join_fields({{"strategy", "cublas"}});
   if (strategy != Strategy::kMma) {
     if (strategy == Strategy::kTcSmall) {
       std::vector<std::pair<std::string, std::string>> fields = {{"strategy", "tc_small"}, {"mt", std::to_string(mt)},
@@ -202,6 +208,9 @@ std::optional<std::string> Config::invalid_reason(const Spec& spec) const {
   switch (strategy) {
     case Strategy::kGemv: return gemv_invalid(spec, *this);
     case Strategy::kTcSmall: return tc_small_invalid(spec, *this);
+    case Strategy::kCublas:
+      if (spec.act_order) return "strategy=cublas takes weights in plain K order (not act_order)";
+      return std::nullopt;
     case Strategy::kMma: break;
   }
   return mma_invalid(spec, *this);

@@ -4,6 +4,7 @@
 //   strategy=mma,atom=m16n8k16,bm=128,bn=128,wm=2,wn=2,bk=32,stages=4   sm_80+ (templates/gemm/mma16816_padded.cuh)
 //   strategy=mma,atom=m16n8k16,bm=128,bn=256,wm=2,wn=4,bk=32,stages=4,pipe=2   (mma16816_swizzled.cuh)
 //   strategy=tc_small,mt=16,rows=64,warps=4,stages=3,split=4     M ≤ 16, sm_80+ (templates/gemm/tc_small.cuh)
+//   strategy=cublas                                               cuBLAS fp16 (runtime/engine/gemm_launch.cpp)
 // gemv: a CTA of `warps` warps (1 to 16) owns `rows` output rows and a tile of `mt` tokens;
 // its warps split K, each lane streaming 16-byte chunks of weight rows.
 // mma: a CTA computes a bm (tokens) × bn (weight rows) tile with wm × wn warps on tensor
@@ -18,6 +19,11 @@
 // or 16) on mma.m16n8k16 with W as the A operand; its warps split K, decoding weight chunks
 // in registers straight into fragments; split=S as for mma (S CTAs per tile on S runs of
 // k-blocks).
+// cublas: cuBLAS's fp16 GEMM (fp32 accumulation) on the weights as they are (f16) or
+// dequantised to fp16 by the strategy's own kernel into a scratch buffer shared between
+// layers (templates/gemm/cublas_aux.cuh), which also does what cuBLAS does not (silu_mul,
+// the bias or residual). An ordinary candidate the tuner times like the others; needs a
+// cuBLAS the process can load (CUDA 12's on sm_70), and plain K order (not act_order).
 #pragma once
 #include <optional>
 #include <string>
@@ -27,7 +33,7 @@
 
 namespace onecat::gemm {
 
-enum class Strategy { kGemv, kMma, kTcSmall };
+enum class Strategy { kGemv, kMma, kTcSmall, kCublas };
 enum class Atom { kWmma, kM16n8k16 };
 
 struct Config {
@@ -66,7 +72,10 @@ struct Config {
   int slots(const Spec& spec) const { return spec.epilogue == Epilogue::kSiluMul ? 2 * rows : rows; }
   // Dynamic shared memory of an m16n8k16 CTA (0 for the other kernels, whose is static).
   int shared_bytes(const Spec& spec) const;
-  int threads() const { return strategy == Strategy::kMma ? wm * wn * 32 : warps * 32; }
+  int threads() const {
+    return strategy == Strategy::kMma ? wm * wn * 32 : strategy == Strategy::kCublas ? kCublasAuxThreads : warps * 32;
+  }
+  static constexpr int kCublasAuxThreads = 256;  // templates/gemm/cublas_aux.cuh
   // tc_small: 16-row weight tiles per CTA and fp32 accumulators per thread.
   int tc_small_tiles(const Spec& spec) const { return slots(spec) / 16; }
   int tc_small_accumulators(const Spec& spec) const { return tc_small_tiles(spec) * (mt / 8) * 4; }

@@ -1,5 +1,7 @@
 #include "codegen/gemm/emit.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 
 namespace onecat::gemm {
@@ -25,7 +27,12 @@ Emitted emit(const Spec& spec, const Config& c, Arch arch) {
                            std::to_string(static_cast<int>(spec.epilogue)) + ", " + (spec.act_order ? "true" : "false") + ">";
   const std::string shape = format_type(spec) + ", " + std::to_string(spec.n) + ", " + std::to_string(spec.k) + ", ";
   std::string header;
-  if (c.strategy == Strategy::kGemv) {
+  if (c.strategy == Strategy::kCublas) {
+    e.kernel_expression = "onecat::cublas_aux_kernel<" + format_type(spec) + ", " + std::to_string(spec.n) + ", " +
+                          std::to_string(spec.k) + ", " + (spec.out_f32 ? "true" : "false") + ", " +
+                          std::to_string(static_cast<int>(spec.epilogue)) + ">";
+    header = "gemm/cublas_aux.cuh";
+  } else if (c.strategy == Strategy::kGemv) {
     e.kernel_expression = "onecat::gemv_kernel<" + shape + std::to_string(c.mt) + ", " + std::to_string(c.rows) + ", " +
                           std::to_string(c.warps) + ", " + tail;
     header = "gemm/gemv.cuh";
@@ -62,6 +69,7 @@ Emitted emit(const Spec& spec, const Config& c, Arch arch) {
 
 LaunchGeometry geometry(const Spec& spec, const Config& c, int64_t m) {
   if (m < 1) throw InputError("gemm needs at least one token (m=" + std::to_string(m) + ")");
+  if (c.strategy == Strategy::kCublas) return cublas_aux_geometry(spec, CublasPhase::kEpilogue, m);
   LaunchGeometry g;
   const bool gemv_like = c.strategy != Strategy::kMma;  // gemv and tc_small: rows × mt tiles, weight tiles along x
   const int64_t cols = gemv_like ? c.rows : (spec.epilogue == Epilogue::kSiluMul ? c.bn / 2 : c.bn);
@@ -83,8 +91,18 @@ LaunchGeometry geometry(const Spec& spec, const Config& c, int64_t m) {
   return g;
 }
 
+LaunchGeometry cublas_aux_geometry(const Spec& spec, CublasPhase phase, int64_t rows) {
+  const int64_t items = phase == CublasPhase::kDequantise ? spec.n * (spec.k / spec.per_chunk()) : rows * spec.out_cols();
+  const int64_t blocks = (items + Config::kCublasAuxThreads - 1) / Config::kCublasAuxThreads;
+  if (blocks > int64_t(0x7fffffff)) throw InputError("gemm: " + spec.to_string() + " is too large for strategy=cublas");
+  LaunchGeometry g;
+  g.grid[0] = static_cast<unsigned>(std::max<int64_t>(blocks, 1));
+  g.block[0] = Config::kCublasAuxThreads;
+  return g;
+}
+
 int64_t workspace_counters(const Spec& spec, const Config& c, int64_t m) {
-  if (c.strategy == Strategy::kGemv || c.split == 1) return 0;
+  if (c.strategy == Strategy::kGemv || c.strategy == Strategy::kCublas || c.split == 1) return 0;
   const LaunchGeometry g = geometry(spec, c, m);
   return int64_t(g.grid[0]) * g.grid[1];
 }

@@ -191,7 +191,8 @@ Config default_config(const Spec& spec, int64_t m, Arch arch) {
   return c;
 }
 
-std::vector<Config> candidate_configs(const Spec& spec, Arch arch) {
+// gemv, tc_small and mma: onecat's own kernels.
+static std::vector<Config> kernel_candidates(const Spec& spec, Arch arch) {
   std::vector<Config> out;
   // gemv: powers of two of warps, and the other counts that split K's chunks evenly over the
   // lanes (K = 14336 in 4-bit formats: 448 chunks, two per lane with 7 warps).
@@ -283,6 +284,16 @@ std::vector<Config> candidate_configs(const Spec& spec, Arch arch) {
   return out;
 }
 
+std::vector<Config> candidate_configs(const Spec& spec, Arch arch) {
+  std::vector<Config> out = kernel_candidates(spec, arch);
+  // Then cuBLAS on fp16 weights (dequantised first where packed), on every arch: last, so
+  // that one of onecat's kernels wins a tie within the tuner's noise band.
+  Config library;
+  library.strategy = Strategy::kCublas;
+  if (!library.invalid_reason(spec)) out.push_back(library);
+  return out;
+}
+
 bool fits_bucket(const Spec&, const Config& c, int64_t m) {
   if (c.strategy == Strategy::kGemv) {
     int tile = 1;
@@ -291,6 +302,9 @@ bool fits_bucket(const Spec&, const Config& c, int64_t m) {
   }
   // tc_small up to two 16-token tiles (M=32: the second CTA row reads the weights from L2).
   if (c.strategy == Strategy::kTcSmall) return m <= 32 && c.mt == (m <= 8 ? 8 : 16);
+  // cuBLAS beyond the sizes gemv and tc_small are made for (a dequantising format writes and
+  // rereads its whole weight per launch, which few tokens cannot repay).
+  if (c.strategy == Strategy::kCublas) return m > kGemvMaxM;
   // Tensor-core tiles only beyond a few tokens, and no taller than twice the bucket.
   return m > 8 && c.bm <= 2 * std::max<int64_t>(m, 16);
 }

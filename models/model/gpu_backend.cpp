@@ -129,6 +129,7 @@ struct GpuBackend::Impl {
   std::array<DeviceBuffer, kActCount> acts;
   DeviceBuffer logit_inputs, logits;
   SplitWorkspace workspace;
+  DeviceBuffer gemm_scratch;  // gemm strategy=cublas: the largest any launch up to the limits takes
   DeviceBuffer argmax_workspace, argmax_ids;  // the workspace zeroed once (sampling/op.h)
   // op=sample's rows [max_sequences]: RowParams, tokens, token logprobs, top ids and logprobs
   // [rows][kMaxLogprobs], the history CSR's offsets; its ids and hash table grow with the histories.
@@ -270,6 +271,7 @@ struct GpuBackend::Impl {
     GemmOp& op = *w.op;
     a.partial = workspace.partial(gemm::workspace_floats(op.spec(), op.config(m), m));
     a.counters = workspace.counters(gemm::workspace_counters(op.spec(), op.config(m), m));
+    a.scratch = gemm_scratch.ptr();
     Timed timed(*this, label);
     op.launch(a, m, stream);
   }
@@ -429,11 +431,13 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
   g.kernel_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - kernels_start).count();
 
   // The split workspaces: the largest any launch up to the limits takes.
-  int64_t floats = 0, counters = 0;
+  int64_t floats = 0, counters = 0, scratch = 0;
   for (int64_t m : token_buckets) {
     for (const auto& [spec, op] : g.gemm_ops) {
       floats = std::max(floats, gemm::workspace_floats(op->spec(), op->config(m), m));
       counters = std::max(counters, gemm::workspace_counters(op->spec(), op->config(m), m));
+      scratch = std::max(scratch, gemm::scratch_bytes(op->spec(), op->config(m), m));
+      gemm::ready_for_launch(op->config(m));  // cuBLAS's handle now, not inside a graph capture
     }
     floats = std::max(floats, attention::workspace_floats(g.prefill->spec(), g.prefill->config(m), m));
     counters = std::max(counters, attention::workspace_counters(g.prefill->spec(), g.prefill->config(m), m));
@@ -443,6 +447,7 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
     counters = std::max(counters, attention::workspace_counters(g.decode->spec(), g.decode->config(m), m));
   }
   g.workspace.reserve(std::max<int64_t>(floats, 1), std::max<int64_t>(counters, 1));
+  if (scratch > 0) g.gemm_scratch = DeviceBuffer(size_t(scratch));
   int64_t argmax_bytes = 16;
   for (int64_t m : token_buckets) argmax_bytes = std::max(argmax_bytes, g.argmax->workspace_bytes(m));
   g.argmax_workspace = DeviceBuffer(size_t(argmax_bytes));

@@ -251,7 +251,10 @@ void gemm_op(py::handle y, py::handle x, PyPackedWeight& w, py::handle bias, py:
   a.y = yv.data, a.x = xv.data, a.qweight = w.qweight.ptr(), a.scales = w.scales.ptr(), a.zeros = w.zeros.ptr();
   a.perm = w.perm.ptr(), a.global_scale = w.host.global_scale, a.bias = bv.data, a.residual = rv.data, a.m = m;
   a.partial = w.workspace.partial(floats), a.counters = w.workspace.counters(ncounters);
-  launch(*kernel, gemm::make_call(*parsed, c, a), as_stream(stream));
+  if (gemm::scratch_bytes(*parsed, c, m) > 0) w.reserve_scratch(gemm::scratch_bytes(*parsed, c, cap));
+  a.scratch = w.scratch.ptr();
+  gemm::ready_for_launch(c);
+  gemm::launch_op(*parsed, c, *kernel, a, as_stream(stream));
 }
 
 }  // namespace

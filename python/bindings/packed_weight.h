@@ -28,6 +28,8 @@ struct PyPackedWeight {
   // launch so far. It serves one launch at a time: launches of one packed weight on two
   // streams must not overlap when their config splits K.
   SplitWorkspace workspace;
+  // strategy=cublas's scratch (codegen/gemm/op.h), grown likewise; one launch at a time.
+  DeviceBuffer scratch;
 
   bool act_order() const { return !host.perm.empty(); }
 
@@ -55,6 +57,14 @@ struct PyPackedWeight {
     d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", "growing a split-K workspace");
     workspace.reserve(floats, ncounters);
     d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", "zeroing split-K counters");
+  }
+
+  // Room for `bytes` of strategy=cublas scratch, growing after the launches in flight.
+  void reserve_scratch(int64_t bytes) {
+    if (size_t(bytes) <= scratch.bytes()) return;
+    Driver& d = *Driver::find();
+    d.check(d.cuCtxSynchronize(), "cuCtxSynchronize", "growing a gemm scratch buffer");
+    scratch = DeviceBuffer(size_t(bytes));
   }
 
   void to_device(int ordinal) {

@@ -4,7 +4,8 @@
 // make_call (arithmetic and argument packing) and cuLaunchKernel: no text, no map lookup by
 // text, no allocation, so it can be captured in a CUDA graph (ARCHITECTURE.md rule 4). When
 // the session's dispatch changes (a new tuning record, a reset) the op notices by a counter and
-// resolves its buckets again on their next use.
+// resolves its buckets again on their next use. A gemm config of strategy=cublas launches
+// cuBLAS around its kernel (gemm_launch.h): the same table read, then a library call.
 //   PreparedOp<gemm::Spec, gemm::Config, gemm::Args> op(session, spec_text);
 //   op.launch(args, m, stream);
 #pragma once
@@ -15,6 +16,7 @@
 
 #include "codegen/kernel_call.h"
 #include "runtime/engine/dispatch.h"
+#include "runtime/engine/gemm_launch.h"
 #include "runtime/engine/session.h"
 #include "runtime/jit/module_table.h"
 
@@ -26,6 +28,13 @@ int64_t family_workspace_bytes(const Spec& spec, const Config& config, int64_t m
   return workspace_bytes(spec, config, m);
 }
 }  // namespace prepared_op_detail
+
+// One launch of a family whose every config is one kernel; a family with configs that launch
+// more (gemm's strategy=cublas) overloads launch_op in its namespace (runtime/engine/gemm_launch.h).
+template <class Spec, class Config, class Args>
+void launch_op(const Spec& spec, const Config& config, const LoadedKernel& kernel, const Args& args, CUstream stream) {
+  launch(kernel, make_call(spec, config, args), stream);
+}
 
 template <class Spec, class Config, class Args>
 class PreparedOp {
@@ -46,7 +55,7 @@ class PreparedOp {
 
   void launch(const Args& args, int64_t m, CUstream stream) {
     Slot& s = slot(m);
-    onecat::launch(*s.kernel, make_call(spec_, s.config, args), stream);
+    launch_op(spec_, s.config, *s.kernel, args, stream);
   }
 
  private:

@@ -1,0 +1,21 @@
+// A gemm launch whatever its strategy: one kernel (gemv, tc_small, mma), or for
+// strategy=cublas cuBLAS's fp16 GEMM around the strategy's own kernel (dequantise, epilogue,
+// fill: templates/gemm/cublas_aux.cuh). Every gemm launch goes through here (PreparedOp,
+// the tuner's rig, the Python package), so a tuned cublas config runs wherever it is chosen.
+#pragma once
+#include "codegen/gemm/op.h"
+#include "runtime/cuda/driver.h"
+#include "runtime/jit/module_table.h"
+
+namespace onecat::gemm {
+
+// Enqueues y = x · Wᵀ (+ epilogue) on `stream`. strategy=cublas needs args.scratch
+// (scratch_bytes) and cuBLAS (an Error saying why it cannot be loaded otherwise).
+void launch_op(const Spec& spec, const Config& config, const LoadedKernel& kernel, const Args& args, CUstream stream);
+
+// Makes the process's cuBLAS handle and workspace for strategy=cublas now (a no-op for other
+// strategies), so that no allocation happens in a launch a CUDA graph captures. Throws Error
+// when cuBLAS cannot be loaded.
+void ready_for_launch(const Config& config);
+
+}  // namespace onecat::gemm
