@@ -329,7 +329,8 @@ TEST(GemmConfig, CublasStrategyRulesScratchAndCalls) {
       EXPECT_EQ(cands.back(), "strategy=cublas") << spec << " " << arch.name();
       EXPECT_EQ(std::count(cands.begin(), cands.end(), "strategy=cublas"), 1);
       // Never a default: it needs a library the process may not have.
-      for (int64_t m : {1, 16, 17, 64, 512, 4096}) EXPECT_NE(family_of(spec).default_config(spec, m, arch), "strategy=cublas");
+      for (int64_t m : {1, 16, 17, 64, 512, 4096})
+        EXPECT_NE(family_of(spec).default_config(spec, m, arch), "strategy=cublas");
     }
     for (const auto& cand : family_of(ordered).candidate_configs(ordered, arch)) EXPECT_NE(cand, "strategy=cublas");
   }
@@ -344,7 +345,8 @@ TEST(GemmConfig, CublasStrategyRulesScratchAndCalls) {
   EXPECT_EQ(gemm::scratch_bytes(f16, c, 100), 0);
   EXPECT_EQ(gemm::scratch_bytes(s, c, 100), 4096 * 4096 * 2);
   EXPECT_EQ(gemm::cublas_product_offset(gated), (1026 * 1024 * 2 + 255) / 256 * 256);
-  EXPECT_EQ(gemm::scratch_bytes(gated, c, 100), gemm::cublas_product_offset(gated) + (100 * 1026 * 4 + 255) / 256 * 256);
+  EXPECT_EQ(gemm::scratch_bytes(gated, c, 100),
+            gemm::cublas_product_offset(gated) + (100 * 1026 * 4 + 255) / 256 * 256);
   EXPECT_EQ(gemm::scratch_bytes(gated, c, 5000), gemm::cublas_product_offset(gated) + 512 * 1026 * 4);
   EXPECT_EQ(gemm::scratch_bytes(f16_gated, c, 5000), 512 * 1026 * 4);
   EXPECT_EQ(gemm::scratch_bytes(s, gemm::default_config(s, 64, Arch{90}), 64), 0);
@@ -393,8 +395,8 @@ TEST(GemmStaticQuality, CublasKernelCompilesWithoutSpills) {
   ASSERT_NO_FATAL_FAILURE(test::expect_compile_without_spills(reqs, true));
   const Arch sm70{70};
   const std::string spec = "gemm:n=4096,k=4096,fmt=awq4";
-  const std::string ptx =
-      compile_to_ptx(CompileRequest::make(family_of(spec), spec, "strategy=cublas", sm70), NvrtcRegistry::get().for_arch(sm70));
+  const std::string ptx = compile_to_ptx(CompileRequest::make(family_of(spec), spec, "strategy=cublas", sm70),
+                                         NvrtcRegistry::get().for_arch(sm70));
   EXPECT_NE(ptx.find("ld.global.nc.v4.u32"), std::string::npos);
   EXPECT_NE(ptx.find("st.global.v4.u32"), std::string::npos);
 }

@@ -252,7 +252,8 @@ TEST_F(GemmGpu, TcSmallEveryFormatEpilogueAndOddShape) {
 // past one 512-token product chunk of silu_mul, and the same launch repeated on one scratch.
 TEST_F(GemmGpu, CublasEveryFormatEpilogueAndOddShape) {
   if (!Cublas::find()) {
-    if (const char* r = std::getenv("ONECAT_REQUIRE_GPU"); r && std::string(r) == "1") FAIL() << Cublas::unavailable_reason();
+    if (const char* r = std::getenv("ONECAT_REQUIRE_GPU"); r && std::string(r) == "1")
+      FAIL() << Cublas::unavailable_reason();
     GTEST_SKIP() << Cublas::unavailable_reason();
   }
   const std::string config = "strategy=cublas";
@@ -273,7 +274,8 @@ TEST_F(GemmGpu, CublasEveryFormatEpilogueAndOddShape) {
     }
   }
   const std::string spec = "gemm:n=1026,k=1024,fmt=nvfp4,epi=silu_mul";
-  const LoadedKernel& k = ModuleTable::get().load(jit->get(CompileRequest::make(family_of(spec), spec, config, arch())).binary);
+  const LoadedKernel& k =
+      ModuleTable::get().load(jit->get(CompileRequest::make(family_of(spec), spec, config, arch())).binary);
   GemmRig rig(gemm::Spec::parse(spec), 11, 1);
   for (int64_t m : {600, 600, 40}) {
     rig.prepare(m);

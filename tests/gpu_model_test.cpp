@@ -16,8 +16,8 @@
 #include "model_test_util.h"
 #include "models/model/generate.h"
 #include "models/model/gpu_backend.h"
-#include "runtime/cpu/sampling.h"
 #include "models/plan.h"
+#include "runtime/cpu/sampling.h"
 #include "runtime/cuda/cublas.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/engine/session.h"
@@ -434,7 +434,8 @@ TEST(GpuProfile, TimesEveryLaunchOfTheSteps) {
 // one. Last in this file: it ends by recording the defaults back for the tests after it.
 TEST(GpuForward, CublasGemmsFollowTheCpuForward) {
   if (!Cublas::find()) {
-    if (const char* r = std::getenv("ONECAT_REQUIRE_GPU"); r && std::string(r) == "1") FAIL() << Cublas::unavailable_reason();
+    if (const char* r = std::getenv("ONECAT_REQUIRE_GPU"); r && std::string(r) == "1")
+      FAIL() << Cublas::unavailable_reason();
     GTEST_SKIP() << Cublas::unavailable_reason();
   }
   Session& session = Session::get();
@@ -468,7 +469,8 @@ TEST(GpuForward, CublasGemmsFollowTheCpuForward) {
     EXPECT_GE(gpu.gpu()->kernels().tuned, int(specs.size())) << fmt << ": the gemms dispatch the recorded config";
     expect_close(logits_by_steps(gpu, prompt, {prompt.size()}, 0), want, vocab, std::string(fmt) + " one prefill");
     Model graphed(loaded, on_gpu(options(64), true));
-    expect_close(logits_by_steps(graphed, prompt, {37}, 50), want, vocab, std::string(fmt) + " chunked + decode, CUDA graphs");
+    expect_close(logits_by_steps(graphed, prompt, {37}, 50), want, vocab,
+                 std::string(fmt) + " chunked + decode, CUDA graphs");
     record("");
   }
 }

@@ -71,7 +71,8 @@ BenchResult bench_spec(Session& session, const std::string& spec_text, const std
       const MeasureOptions quick{3, 10, 3, 10, 50};
       double best = INFINITY;
       for (size_t i = 0; i < reqs.size(); ++i) {
-        if (!built[i].error.empty() || built[i].binary.usage.spills() || !workload->unavailable(reqs[i].config).empty()) {
+        if (!built[i].error.empty() || built[i].binary.usage.spills() ||
+            !workload->unavailable(reqs[i].config).empty()) {
           continue;
         }
         const double us = timed(runner(reqs[i].config), quick).median_us;

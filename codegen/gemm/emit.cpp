@@ -92,7 +92,8 @@ LaunchGeometry geometry(const Spec& spec, const Config& c, int64_t m) {
 }
 
 LaunchGeometry cublas_aux_geometry(const Spec& spec, CublasPhase phase, int64_t rows) {
-  const int64_t items = phase == CublasPhase::kDequantise ? spec.n * (spec.k / spec.per_chunk()) : rows * spec.out_cols();
+  const int64_t items =
+      phase == CublasPhase::kDequantise ? spec.n * (spec.k / spec.per_chunk()) : rows * spec.out_cols();
   const int64_t blocks = (items + Config::kCublasAuxThreads - 1) / Config::kCublasAuxThreads;
   if (blocks > int64_t(0x7fffffff)) throw InputError("gemm: " + spec.to_string() + " is too large for strategy=cublas");
   LaunchGeometry g;

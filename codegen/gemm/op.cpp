@@ -13,8 +13,9 @@ int64_t workspace_bytes(const Spec& spec, const Config& config, int64_t m) {
 
 KernelCall make_call(const Spec& spec, const Config& config, const Args& a) {
   if (config.strategy == Strategy::kCublas) {
-    throw InputError("gemm config strategy=cublas is not one kernel launch: launch it through gemm::launch_op "
-                     "(runtime/engine/gemm_launch.h)");
+    throw InputError(
+        "gemm config strategy=cublas is not one kernel launch: launch it through gemm::launch_op "
+        "(runtime/engine/gemm_launch.h)");
   }
   KernelCall call;
   call.geometry = geometry(spec, config, a.m);
@@ -44,7 +45,8 @@ KernelCall make_cublas_aux_call(const Spec& spec, const Args& a, CublasPhase pha
   KernelCall call;
   call.geometry = cublas_aux_geometry(spec, phase, rows);
   const int64_t out_bytes = spec.out_f32 ? 4 : 2;
-  const DevicePtr product = spec.epilogue == Epilogue::kSiluMul ? a.scratch + DevicePtr(cublas_product_offset(spec)) : 0;
+  const DevicePtr product =
+      spec.epilogue == Epilogue::kSiluMul ? a.scratch + DevicePtr(cublas_product_offset(spec)) : 0;
   call.arg(int(phase)).arg(a.y + DevicePtr(row0 * spec.out_cols() * out_bytes)).arg(product).arg(a.scratch);
   call.arg(a.qweight).arg(a.scales).arg(a.zeros);
   call.arg(spec.epilogue == Epilogue::kBias ? a.bias : DevicePtr(0));

@@ -129,7 +129,7 @@ struct GpuBackend::Impl {
   std::array<DeviceBuffer, kActCount> acts;
   DeviceBuffer logit_inputs, logits;
   SplitWorkspace workspace;
-  DeviceBuffer gemm_scratch;  // gemm strategy=cublas: the largest any launch up to the limits takes
+  DeviceBuffer gemm_scratch;                  // gemm strategy=cublas, for the largest launch up to the limits
   DeviceBuffer argmax_workspace, argmax_ids;  // the workspace zeroed once (sampling/op.h)
   // op=sample's rows [max_sequences]: RowParams, tokens, token logprobs, top ids and logprobs
   // [rows][kMaxLogprobs], the history CSR's offsets; its ids and hash table grow with the histories.

@@ -25,14 +25,16 @@ class CublasGemm {
   void gemm(CUstream stream, int64_t n, int64_t rows, int64_t k, float alpha, CUdeviceptr w, CUdeviceptr x, float beta,
             CUdeviceptr y, bool y_f32, const Spec& spec) {
     std::lock_guard<std::mutex> lock(mutex_);
-    cublas_.check(cublas_.cublasSetStream(handle_, stream), "cublasSetStream", "choosing the stream of " + spec.to_string());
+    cublas_.check(cublas_.cublasSetStream(handle_, stream), "cublasSetStream",
+                  "choosing the stream of " + spec.to_string());
     // After the stream: setting one puts cuBLAS back on its own workspace pool.
     cublas_.check(cublas_.cublasSetWorkspace(handle_, reinterpret_cast<void*>(workspace_.ptr()), workspace_.bytes()),
                   "cublasSetWorkspace", "giving cuBLAS its workspace for " + spec.to_string());
-    cublas_.check(cublas_.cublasGemmEx(handle_, kOpT, kOpN, int(n), int(rows), int(k), &alpha, reinterpret_cast<const void*>(w),
-                                       kR16F, int(k), reinterpret_cast<const void*>(x), kR16F, int(k), &beta,
-                                       reinterpret_cast<void*>(y), y_f32 ? kR32F : kR16F, int(n), kCompute32F, kGemmDefault),
-                  "cublasGemmEx", "running " + spec.to_string() + " with strategy=cublas");
+    cublas_.check(
+        cublas_.cublasGemmEx(handle_, kOpT, kOpN, int(n), int(rows), int(k), &alpha, reinterpret_cast<const void*>(w),
+                             kR16F, int(k), reinterpret_cast<const void*>(x), kR16F, int(k), &beta,
+                             reinterpret_cast<void*>(y), y_f32 ? kR32F : kR16F, int(n), kCompute32F, kGemmDefault),
+        "cublasGemmEx", "running " + spec.to_string() + " with strategy=cublas");
   }
 
  private:
@@ -71,7 +73,8 @@ void launch_op(const Spec& spec, const Config& config, const LoadedKernel& kerne
     const CUdeviceptr product = a.scratch + CUdeviceptr(cublas_product_offset(spec));
     for (int64_t row0 = 0; row0 < a.m; row0 += kCublasRows) {
       const int64_t rows = std::min(kCublasRows, a.m - row0);
-      cublas.gemm(stream, spec.n, rows, spec.k, alpha, w, a.x + CUdeviceptr(row0 * spec.k * 2), 0.f, product, true, spec);
+      cublas.gemm(stream, spec.n, rows, spec.k, alpha, w, a.x + CUdeviceptr(row0 * spec.k * 2), 0.f, product, true,
+                  spec);
       launch(kernel, make_cublas_aux_call(spec, a, CublasPhase::kEpilogue, row0, rows), stream);
     }
     return;
