@@ -11,7 +11,9 @@
 #include "codegen/gemm/emit.h"
 #include "codegen/gemm/op.h"
 #include "codegen/gemm/space.h"
+#include "runtime/cuda/cublas.h"
 #include "runtime/cuda/nvrtc.h"
+#include "runtime/engine/gemm_launch.h"
 #include "runtime/jit/compiler.h"
 #include "tests/compile_checks.h"
 #include "tests/test_util.h"
@@ -378,6 +380,24 @@ TEST(GemmConfig, CublasStrategyRulesScratchAndCalls) {
   EXPECT_EQ(arg(fill, 2), 0u);  // no product
   EXPECT_EQ(arg(fill, 8), 0x50000u);
   EXPECT_EQ(arg(fill, 9) & 0xffffffffu, 700u);
+}
+
+// Where strategy=cublas cannot run: a CUDA 13 cuBLAS on a Volta (CUDA 13 dropped it) says so;
+// other families and strategies never need a library.
+TEST(GemmConfig, CublasAvailabilityRules) {
+  EXPECT_EQ(cublas_arch_gap(120800, 70), "");
+  EXPECT_EQ(cublas_arch_gap(130100, 90), "");
+  EXPECT_EQ(cublas_arch_gap(130100, 75), "");
+  const std::string gap = cublas_arch_gap(130100, 70);
+  for (const char* part : {"cuBLAS 13.1", "sm_70", "CUDA 12's cuBLAS", "libcublas.so.12"}) {
+    EXPECT_NE(gap.find(part), std::string::npos) << part << " in: " << gap;
+  }
+  const std::string spec = "gemm:n=1026,k=1024,fmt=awq4";
+  EXPECT_EQ(gemm::unavailable_reason("gemm", spec, family_of(spec).default_config(spec, 64, Arch{70}), 70), "");
+  EXPECT_EQ(gemm::unavailable_reason("rmsnorm", "rmsnorm:hidden=256,dtype=f16", "strategy=cublas", 70), "");
+  // Without a GPU the answer for strategy=cublas depends on this machine's cuBLAS: found or not, it is
+  // the library's own reason.
+  EXPECT_EQ(gemm::unavailable_reason("gemm", spec, "strategy=cublas", 90), Cublas::unusable_reason(90));
 }
 
 // strategy=cublas's kernel for every format and epilogue compiles for sm_70 and sm_90 without

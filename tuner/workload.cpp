@@ -17,7 +17,7 @@
 #include "codegen/rope/op.h"
 #include "codegen/sampling/op.h"
 #include "runtime/cpu/rope.h"
-#include "runtime/cuda/cublas.h"
+#include "runtime/engine/gemm_launch.h"
 #include "tuner/attention_batch.h"
 #include "tuner/gemm_rig.h"
 #include "tuner/harness.h"
@@ -46,8 +46,7 @@ class GemmWorkload final : public Workload {
   }
 
   std::string unavailable(const std::string& config) const override {
-    if (gemm::Config::parse(rig_->spec(), config).strategy != gemm::Strategy::kCublas) return "";
-    return Cublas::unavailable_reason();
+    return gemm::unavailable_reason("gemm", rig_->spec().to_string(), config, Driver::require_gpu().device_info(0).sm);
   }
 
   // The packed weights, x and y (and the bias or residual the epilogue reads).

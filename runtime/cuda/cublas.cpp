@@ -16,7 +16,9 @@ Cublas* Cublas::find() {
   static Cublas* cublas = [] {
     auto* c = new Cublas();
     std::string tried;
-    for (const char* name : {"libcublas.so.13", "libcublas.so.12", "libcublas.so", "/usr/local/cuda/lib64/libcublas.so"}) {
+    // CUDA 12's first: it still runs on a V100 (CUDA 13's does not), and on every later GPU.
+    for (const char* name :
+         {"libcublas.so.12", "libcublas.so.13", "libcublas.so", "/usr/local/cuda/lib64/libcublas.so"}) {
       c->lib_ = DynLib::open(name);
       if (c->lib_) break;
       tried += (tried.empty() ? "" : ", ") + std::string(name);
@@ -56,6 +58,20 @@ Cublas& Cublas::require() {
 }
 
 std::string Cublas::unavailable_reason() { return find() ? "" : unavailable_message(); }
+
+std::string cublas_arch_gap(int version, int sm) {
+  if (version < 130000 || sm >= 75) return "";
+  return "cuBLAS " + std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) +
+         " has no kernels for sm_" + std::to_string(sm) +
+         " (CUDA 13 dropped Volta); install CUDA 12's cuBLAS (libcublas.so.12)";
+}
+
+std::string Cublas::unusable_reason(int sm) {
+  Cublas* c = find();
+  if (!c) return unavailable_message();
+  const std::string gap = cublas_arch_gap(c->version(), sm);
+  return gap.empty() ? "" : gap + " instead of " + c->path();
+}
 
 void Cublas::check(cublasStatus_t status, const char* function, const std::string& context) const {
   if (status == 0) return;

@@ -11,12 +11,19 @@ namespace onecat {
 using cublasHandle_t = struct cublasContext*;
 using cublasStatus_t = int;
 
+// Why a cuBLAS of `version` (e.g. 130000) has no kernels for compute capability `sm`, or empty:
+// CUDA 13 dropped sm_70 and sm_72.
+std::string cublas_arch_gap(int version, int sm);
+
 class Cublas {
  public:
   // The loaded library, or nullptr with unavailable_reason() set; never throws.
   static Cublas* find();
   static Cublas& require();
   static std::string unavailable_reason();
+  // Why this process's cuBLAS cannot run on a GPU of compute capability `sm` (not found, or a
+  // CUDA 13 cuBLAS on a Volta, whose kernels CUDA 13 dropped), or empty.
+  static std::string unusable_reason(int sm);
 
   const std::string& path() const { return path_; }
   int version() const { return version_; }  // e.g. 130000

@@ -49,6 +49,12 @@ class CublasGemm {
 
 }  // namespace
 
+std::string unavailable_reason(const std::string& family, const std::string& spec, const std::string& config, int sm) {
+  if (family != "gemm" || !config.starts_with("strategy=cublas")) return "";
+  if (Config::parse(Spec::parse(spec), config).strategy != Strategy::kCublas) return "";
+  return Cublas::unusable_reason(sm);
+}
+
 void ready_for_launch(const Config& config) {
   if (config.strategy == Strategy::kCublas) CublasGemm::get();
 }

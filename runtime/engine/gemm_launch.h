@@ -13,6 +13,11 @@ namespace onecat::gemm {
 // (scratch_bytes) and cuBLAS (an Error saying why it cannot be loaded otherwise).
 void launch_op(const Spec& spec, const Config& config, const LoadedKernel& kernel, const Args& args, CUstream stream);
 
+// Why `config` cannot run on a GPU of compute capability `sm` in this process (strategy=cublas
+// without a usable cuBLAS), or empty. `family` and the texts as a tuning record holds them; other
+// families and strategies: empty.
+std::string unavailable_reason(const std::string& family, const std::string& spec, const std::string& config, int sm);
+
 // Makes the process's cuBLAS handle and workspace for strategy=cublas now (a no-op for other
 // strategies), so that no allocation happens in a launch a CUDA graph captures. Throws Error
 // when cuBLAS cannot be loaded.

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "codegen/family.h"
+#include "runtime/engine/gemm_launch.h"
 #include "runtime/engine/session.h"
 #include "runtime/jit/module_table.h"
 
@@ -16,9 +17,19 @@ Dispatcher::Resolver store_resolver(Store& store, JitService& jit, const DeviceF
     const Family& family = family_of(spec);
     DispatchEntry entry;
     const auto record = store.find_tuning(tuning_key(device, family, spec, bucket));
-    if (record) {
+    std::string unusable;
+    if (record) unusable = gemm::unavailable_reason(record->family, spec, record->config, device.sm);
+    if (record && unusable.empty()) {
       entry.config = record->config;
       entry.tuned = true;
+    } else if (record) {
+      // A record made where cuBLAS ran (an imported cache, another environment): the default
+      // runs instead, said once.
+      entry.config = family.default_config(spec, bucket, Arch{device.sm});
+      if (warned->insert(spec).second) {
+        std::fprintf(stderr, "onecat: %s is tuned to %s, which cannot run here (%s); using the default config\n",
+                     spec.c_str(), record->config.c_str(), unusable.c_str());
+      }
     } else {
       entry.config = family.default_config(spec, bucket, Arch{device.sm});
       if (warned->insert(spec).second) {
