@@ -269,8 +269,16 @@ struct GpuBackend::Impl {
     a.y = y, a.x = x, a.qweight = w.weight, a.scales = w.scales.ptr(), a.zeros = w.zeros.ptr();
     a.perm = w.perm.ptr(), a.global_scale = w.global_scale, a.bias = w.bias.ptr(), a.m = m;
     GemmOp& op = *w.op;
-    a.partial = workspace.partial(gemm::workspace_floats(op.spec(), op.config(m), m));
-    a.counters = workspace.counters(gemm::workspace_counters(op.spec(), op.config(m), m));
+    const gemm::Config& config = op.config(m);
+    const int64_t floats = gemm::workspace_floats(op.spec(), config, m);
+    const int64_t counters = gemm::workspace_counters(op.spec(), config, m);
+    // Sized at start-up for the configs dispatched then; a dispatch changed since (a tune in the
+    // same process) may need more, which must not run past the buffers.
+    if (!workspace.fits(floats, counters) || size_t(gemm::scratch_bytes(op.spec(), config, m)) > gemm_scratch.bytes()) {
+      throw Error(op.spec().to_string() + " at " + std::to_string(m) + " tokens now dispatches " + config.to_string() +
+                  ", whose workspace this model did not reserve at start-up; load the model again after tuning");
+    }
+    a.partial = workspace.partial(floats), a.counters = workspace.counters(counters);
     a.scratch = gemm_scratch.ptr();
     Timed timed(*this, label);
     op.launch(a, m, stream);
