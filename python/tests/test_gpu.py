@@ -255,6 +255,41 @@ def test_compiled_kernel_call(weights):
         k(torch.zeros(4, other.k, dtype=torch.float16, device="cuda"), other)
 
 
+@pytest.mark.parametrize("variant", ["f16", "awq4", "nvfp4"])
+def test_gemm_cublas_strategy(weights, variant):
+    """strategy=cublas from Python: every epilogue (silu_mul over two 512-token product chunks),
+    an fp16 residual added in place (out is the residual), and a CUDA graph of it."""
+    packed, w = weights[variant]
+    arch = onecat.info()["gpus"][0]["arch"]
+    kernels = {
+        epi: onecat.compile(packed.spec(epi, "float16"), config="strategy=cublas", arch=arch) for epi in EPILOGUES
+    }
+    for epi, m in (("none", 40), ("bias", 17), ("silu_mul", 600), ("residual", 33)):
+        n_out = packed.n // 2 if epi == "silu_mul" else packed.n
+        x = (torch.rand(m, packed.k, device="cuda") * 2 - 1).half()
+        bias = (torch.rand(n_out, device="cuda") - 0.5).half() if epi == "bias" else None
+        residual = (torch.rand(m, n_out, device="cuda") - 0.5).half() if epi == "residual" else None
+        y = kernels[epi](x, packed, bias, residual=residual)
+        torch.cuda.synchronize()
+        err = rel_err(y, gemm_reference(x, w, epi, bias, residual))
+        assert err <= tolerance(variant, torch.float16), f"{variant} epi={epi} M={m}: error {err:.3g}"
+    m = 33
+    x = (torch.rand(m, packed.k, device="cuda") * 2 - 1).half()
+    acc = (torch.rand(m, packed.n, device="cuda") - 0.5).half()
+    want = gemm_reference(x, w, "residual", residual=acc)
+    kernels["residual"](x, packed, residual=acc, out=acc)
+    torch.cuda.synchronize()
+    assert rel_err(acc, want) <= tolerance(variant, torch.float16), f"{variant}: in-place residual"
+    x = (torch.rand(600, packed.k, device="cuda") * 2 - 1).half()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        captured = kernels["silu_mul"](x, packed)
+    x.copy_((torch.rand(600, packed.k, device="cuda") * 2 - 1).half())
+    g.replay()
+    torch.cuda.synchronize()
+    assert rel_err(captured, gemm_reference(x, w, "silu_mul")) <= tolerance(variant, torch.float16), f"{variant}: graph"
+
+
 # --- rmsnorm -------------------------------------------------------------------------------
 
 
