@@ -10,7 +10,9 @@
 namespace onecat::gemm {
 
 // Enqueues y = x · Wᵀ (+ epilogue) on `stream`. strategy=cublas needs args.scratch
-// (scratch_bytes) and cuBLAS (an Error saying why it cannot be loaded otherwise).
+// (scratch_bytes) and cuBLAS (an Error saying why it cannot be loaded otherwise); its launches
+// share one cuBLAS workspace, so like the scratch they run one at a time (one stream, or
+// streams ordered against each other).
 void launch_op(const Spec& spec, const Config& config, const LoadedKernel& kernel, const Args& args, CUstream stream);
 
 // Why `config` cannot run on a GPU of compute capability `sm` in this process (strategy=cublas
