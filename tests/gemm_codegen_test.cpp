@@ -16,6 +16,7 @@
 #include "runtime/engine/gemm_launch.h"
 #include "runtime/jit/compiler.h"
 #include "tests/compile_checks.h"
+#include "tuner/tuner.h"
 #include "tests/test_util.h"
 
 namespace onecat {
@@ -380,6 +381,36 @@ TEST(GemmConfig, CublasStrategyRulesScratchAndCalls) {
   EXPECT_EQ(arg(fill, 2), 0u);  // no product
   EXPECT_EQ(arg(fill, 8), 0x50000u);
   EXPECT_EQ(arg(fill, 9) & 0xffffffffu, 700u);
+}
+
+// From 512 tokens the tuner times mma tiles of 64 tokens or more (and every default still runs:
+// tuning_candidates puts it first whatever fits_bucket says).
+TEST(GemmConfig, TallBucketsTimeOnlyTallTiles) {
+  for (Arch arch : {Arch{70}, Arch{90}}) {
+    for (const char* fmt : kFormats) {
+      const std::string spec = std::string("gemm:n=4096,k=4096,fmt=") + fmt;
+      const gemm::Spec ps = gemm::Spec::parse(spec);
+      int short_tiles = 0;
+      for (const std::string& text : family_of(spec).candidate_configs(spec, arch)) {
+        const gemm::Config c = gemm::Config::parse(ps, text);
+        if (c.strategy != gemm::Strategy::kMma) continue;
+        if (c.bm < 64) {
+          ++short_tiles;
+          EXPECT_TRUE(gemm::fits_bucket(ps, c, 256)) << text;
+          EXPECT_FALSE(gemm::fits_bucket(ps, c, 512)) << text;
+          EXPECT_FALSE(gemm::fits_bucket(ps, c, 2048)) << text;
+        } else if (c.bm <= 128) {
+          EXPECT_TRUE(gemm::fits_bucket(ps, c, 512)) << text;
+        }
+      }
+      EXPECT_GT(short_tiles, 0) << spec;
+      for (int64_t m : {512, 2048, 4096}) {
+        const std::vector<std::string> cands = tuning_candidates(family_of(spec), spec, m, arch);
+        EXPECT_EQ(cands.front(), family_of(spec).default_config(spec, m, arch));
+        EXPECT_GT(cands.size(), 10u) << spec << " m=" << m;
+      }
+    }
+  }
 }
 
 // Where strategy=cublas cannot run: a CUDA 13 cuBLAS on a Volta (CUDA 13 dropped it) says so;

@@ -20,6 +20,8 @@ constexpr int64_t kChunksPerLane = 4;
 constexpr int64_t kGemvMaxM = 16;
 // From this many tokens up to kGemvMaxM, sm_80+ defaults to tc_small instead of gemv.
 constexpr int64_t kTcSmallMinM = 3;
+// From this many tokens the tuner times only mma tiles of 64 tokens or more (fits_bucket).
+constexpr int64_t kTallTilesFromM = 512;
 
 // CTAs an mma config launches for m tokens (templates/gemm/mma*.cuh: a gated tile covers bn/2 outputs).
 static int64_t mma_ctas(const Spec& spec, const Config& c, int64_t m) {
@@ -305,8 +307,11 @@ bool fits_bucket(const Spec&, const Config& c, int64_t m) {
   // cuBLAS beyond the sizes gemv and tc_small are made for (a dequantising format writes and
   // rereads its whole weight per launch, which few tokens cannot repay).
   if (c.strategy == Strategy::kCublas) return m > kGemvMaxM;
-  // Tensor-core tiles only beyond a few tokens, and no taller than twice the bucket.
-  return m > 8 && c.bm <= 2 * std::max<int64_t>(m, 16);
+  // Tensor-core tiles only beyond a few tokens, and no taller than twice the bucket. From 512
+  // tokens at least 64 tokens tall: in the qwen3-8b tunes of 2026-11-29/30 (60 records at 512
+  // tokens, bench/data/tune-qwen3-8b-*.jsonl.gz) the fastest tile of 16 or 32 tokens was 1.22× the
+  // best or slower every time, so timing them only lengthened the tune.
+  return m > 8 && c.bm <= 2 * std::max<int64_t>(m, 16) && (m < kTallTilesFromM || c.bm >= 64);
 }
 
 }  // namespace onecat::gemm
