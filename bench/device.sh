@@ -58,6 +58,8 @@
 #                    of 1024 + 256 tokens at once -> engine_bench.jsonl (each line's "run": FORMAT-N)
 #   engine-extra     on the f16 8B checkpoint: 32 × 4096 + 16 (prefill-heavy, 8192-token steps), a 10K-token prompt
 #                    twice one after the other (the prefix cache), 32 × 1024 + 256 with an fp8 KV cache -> engine_bench.jsonl
+#   cache-out        each model-bench work folder's cache exported -> model-SHAPE.sqlite.gz (tunings and kernels; put
+#                    it in .tuned/ and carry .tuned: model-bench imports it first, so a later call's tune resumes)
 #   model-bench-onecat  model-bench without its llama.cpp part (a later model-bench on the warm machine resumes there)
 #   model-bench      bench/model_bench.sh: decode tokens/s vs roofline and llama.cpp -> model_bench.json
 #                    (needs .vocab/ggml-vocab-qwen2.gguf carried; SHAPE=qwen3-30b-a3b LAYERS=12 for the MoE
@@ -202,6 +204,12 @@ lane() {  # lane GPU STEPS...
             throughput "$fmt-$n" "$fmt" --num-prompts "$n" --input-len 1024 --output-len 256 --max-num-seqs "$n" \
               --max-num-batched-tokens 2048 >>"$out/engine_bench.jsonl"
           done
+        done ;;
+      cache-out) # each model-bench work folder's cache (tunings and kernels), for .tuned/ in a later session's calls
+        for d in "$root"/build-device/model-*/cache; do
+          [ -d "$d" ] || continue
+          name=$(basename "$(dirname "$d")")
+          ONECAT_CACHE_DIR=$d $bin cache export "/tmp/$name.sqlite" >&2 && gzip -c "/tmp/$name.sqlite" >"$out/$name.sqlite.gz"
         done ;;
       engine-extra) # issue 28's other engine runs on model-bench's f16 8B checkpoint -> engine_bench.jsonl
         throughput prefill f16 --num-prompts 32 --input-len 4096 --output-len 16 --max-num-seqs 32 \

@@ -116,6 +116,19 @@ print(json.dumps(result, indent=1))
 EOF
 }
 
+# A cache an earlier session's call exported (device.sh's cache-out, carried back as .tuned/): its
+# tuning records and kernels go into this work folder's cache once, so the tunes below resume
+# rather than start over (a record is keyed by the GPU, its driver and NVRTC: another device's
+# records are simply not found).
+seed=$root/.tuned/model-$tag.sqlite.gz
+if [ -f "$seed" ] && [ ! -f "$work/cache/.seeded" ]; then
+  log "importing the tuned cache $seed"
+  mkdir -p "$work/cache"
+  gunzip -c "$seed" >"$work/seed.sqlite" &&
+    ONECAT_CACHE_DIR=$work/cache "$bin" cache import "$work/seed.sqlite" >&2 && touch "$work/cache/.seeded" ||
+    log "cache import failed"
+fi
+
 ids=$("$py" -c "import random; random.seed(0); print(','.join(str(random.randrange(1000, 150000)) for _ in range($prompt)))")
 for fmt in $([ "${ONECAT_RUNS:-1}" = 1 ] && echo "${FORMATS:-f16}"); do
   d=$work/$fmt
