@@ -383,7 +383,8 @@ TEST(GemmConfig, CublasStrategyRulesScratchAndCalls) {
   EXPECT_EQ(arg(fill, 9) & 0xffffffffu, 700u);
 }
 
-// From 512 tokens the tuner times mma tiles of 64 tokens or more (and every default still runs:
+// From 512 tokens the tuner times mma tiles of 64 tokens or more, and gemv only up to 32 tokens
+// (and every default still runs:
 // tuning_candidates puts it first whatever fits_bucket says).
 TEST(GemmConfig, TallBucketsTimeOnlyTallTiles) {
   for (Arch arch : {Arch{70}, Arch{90}}) {
@@ -404,6 +405,12 @@ TEST(GemmConfig, TallBucketsTimeOnlyTallTiles) {
         }
       }
       EXPECT_GT(short_tiles, 0) << spec;
+      // gemv: its 16-token tile up to two tiles (32 tokens), none beyond.
+      const gemm::Config gemv16 = gemm::Config::parse(ps, "strategy=gemv,mt=16,rows=1,warps=4");
+      EXPECT_TRUE(gemm::fits_bucket(ps, gemv16, 16));
+      EXPECT_TRUE(gemm::fits_bucket(ps, gemv16, 32));
+      EXPECT_FALSE(gemm::fits_bucket(ps, gemv16, 64));
+      EXPECT_FALSE(gemm::fits_bucket(ps, gemv16, 2048));
       for (int64_t m : {512, 2048, 4096}) {
         const std::vector<std::string> cands = tuning_candidates(family_of(spec), spec, m, arch);
         EXPECT_EQ(cands.front(), family_of(spec).default_config(spec, m, arch));

@@ -22,6 +22,8 @@ constexpr int64_t kGemvMaxM = 16;
 constexpr int64_t kTcSmallMinM = 3;
 // From this many tokens the tuner times only mma tiles of 64 tokens or more (fits_bucket).
 constexpr int64_t kTallTilesFromM = 512;
+// Beyond this many tokens the tuner times no gemv (fits_bucket).
+constexpr int64_t kGemvMaxTunedM = 32;
 
 // CTAs an mma config launches for m tokens (templates/gemm/mma*.cuh: a gated tile covers bn/2 outputs).
 static int64_t mma_ctas(const Spec& spec, const Config& c, int64_t m) {
@@ -298,6 +300,9 @@ std::vector<Config> candidate_configs(const Spec& spec, Arch arch) {
 
 bool fits_bucket(const Spec&, const Config& c, int64_t m) {
   if (c.strategy == Strategy::kGemv) {
+    // Up to two 16-token tiles: each further tile reads the weights again (at 512 tokens the
+    // fastest gemv was 11.9× the best or slower in all 60 records of the qwen3-8b tunes).
+    if (m > kGemvMaxTunedM) return false;
     int tile = 1;
     while (tile < std::min<int64_t>(m, 16)) tile *= 2;
     return c.mt == tile;
