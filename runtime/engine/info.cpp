@@ -42,6 +42,9 @@ nlohmann::json machine_info() {
   }
   for (auto& g : j["gpus"]) {  // the NVRTC a kernel for this GPU compiles with, null when none can
     const Arch arch = Arch::parse(g["arch"].get<std::string>());
+    // Why gemm strategy=cublas cannot run on it (no cuBLAS, or CUDA 13's on a Volta), null when it can.
+    const std::string cublas_gap = Cublas::unusable_reason(arch.sm);
+    g["cublas_unusable"] = cublas_gap.empty() ? nlohmann::json(nullptr) : nlohmann::json(cublas_gap);
     g["nvrtc"] = nullptr;
     for (const auto& lib : reg.libraries()) {
       if (lib->supports(arch)) {

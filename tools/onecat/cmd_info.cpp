@@ -80,6 +80,12 @@ void print_info(const nlohmann::json& j) {
   std::cout << "cublas:  "
             << (j["cublas"].is_null() ? std::string("not found") : "version " + std::to_string(j["cublas"]["version"].get<int>()))
             << "\n";
+  for (const auto& g : j["gpus"]) {
+    if (!g["cublas_unusable"].is_null()) {
+      std::cout << "         gemm strategy=cublas cannot run on gpu " << g["ordinal"].get<int>() << ": "
+                << g["cublas_unusable"].get<std::string>() << "\n";
+    }
+  }
   std::string fams;
   for (const auto& f : j["families"]) fams += (fams.empty() ? "" : ", ") + f["name"].get<std::string>() + " v" + std::to_string(f["generator_version"].get<int>());
   std::cout << "families: " << fams << "\n";
