@@ -21,7 +21,6 @@ constexpr int64_t kGuardRows = 2;
 constexpr unsigned char kPoisonByte = 0xff;  // NaN in fp16 and fp32
 
 // cuBLAS enum values (cublas_api.h, library_types.h).
-constexpr int kOpN = 0, kOpT = 1, kR32F = 0, kR16F = 2, kCompute32F = 68, kGemmDefault = -1;
 
 // Normwise relative error ‖gpu − ref‖₂ / ‖ref‖₂ allowed per format. The kernels sum 4–16
 // fp16 products in fp16 before each fp32 flush (2^-11 relative per add) and int4 rounds
@@ -110,7 +109,7 @@ void GemmRig::make_fp16_weights() {
   if (!w16_.empty()) return;
   Cublas& cublas = Cublas::require();
   cublas.check(cublas.cublasCreate(&cublas_), "cublasCreate", "creating a cuBLAS handle");
-  cublas_workspace_ = DeviceBuffer(size_t(32) << 20);  // cuBLAS's recommendation for Hopper
+  cublas_workspace_ = DeviceBuffer(Cublas::kWorkspaceBytes);
   const std::vector<float> wf = cpu::dequantize(w_);
   std::vector<uint16_t> wh(wf.size());
   for (size_t i = 0; i < wf.size(); ++i) wh[i] = cpu::float_to_half(wf[i]);
@@ -119,10 +118,8 @@ void GemmRig::make_fp16_weights() {
 
 void GemmRig::use_cublas_stream(CUstream stream) {
   Cublas& cublas = *Cublas::find();
-  cublas.check(cublas.cublasSetStream(cublas_, stream), "cublasSetStream", "choosing the fp16 peer's stream");
-  // After the stream: setting one puts cuBLAS back on its own workspace pool.
-  cublas.check(cublas.cublasSetWorkspace(cublas_, reinterpret_cast<void*>(cublas_workspace_.ptr()), cublas_workspace_.bytes()),
-               "cublasSetWorkspace", "giving cuBLAS its workspace");
+  cublas.check(cublas.use_stream(cublas_, stream, cublas_workspace_), "cublasSetStream/cublasSetWorkspace",
+               "choosing the fp16 peer's stream and workspace");
 }
 
 void GemmRig::launch_cublas(int copy, CUstream stream) {
@@ -132,10 +129,7 @@ void GemmRig::launch_cublas(int copy, CUstream stream) {
   use_cublas_stream(stream);
   const float alpha = 1.f, beta = 0.f;
   const DeviceBuffer& wb = w16_[size_t(copy) % w16_.size()];
-  cublas.check(cublas.cublasGemmEx(cublas_, kOpT, kOpN, int(spec_.n), int(m_), int(spec_.k), &alpha,
-                                   reinterpret_cast<const void*>(wb.ptr()), kR16F, int(spec_.k),
-                                   reinterpret_cast<const void*>(d_x_.ptr()), kR16F, int(spec_.k), &beta,
-                                   reinterpret_cast<void*>(d_peer_.ptr()), kR16F, int(spec_.n), kCompute32F, kGemmDefault),
+  cublas.check(cublas.gemm_xwt(cublas_, spec_.n, m_, spec_.k, alpha, wb.ptr(), d_x_.ptr(), beta, d_peer_.ptr(), false),
                "cublasGemmEx", "running the fp16 peer of " + spec_.to_string());
 }
 
@@ -155,10 +149,7 @@ std::vector<float> GemmRig::cublas_product_f32() {
   }
   DeviceBuffer out(size_t(m_ * spec_.n) * 4);
   const float alpha = 1.f, beta = 0.f;
-  cublas.check(cublas.cublasGemmEx(cublas_, kOpT, kOpN, int(spec_.n), int(m_), int(spec_.k), &alpha,
-                                   reinterpret_cast<const void*>(w16_[0].ptr()), kR16F, int(spec_.k),
-                                   reinterpret_cast<const void*>(x), kR16F, int(spec_.k), &beta,
-                                   reinterpret_cast<void*>(out.ptr()), kR32F, int(spec_.n), kCompute32F, kGemmDefault),
+  cublas.check(cublas.gemm_xwt(cublas_, spec_.n, m_, spec_.k, alpha, w16_[0].ptr(), x, beta, out.ptr(), true),
                "cublasGemmEx", "computing the reference of " + spec_.to_string());
   sync("computing the cuBLAS reference of " + spec_.to_string());
   std::vector<float> product(size_t(m_ * spec_.n));

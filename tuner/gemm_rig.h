@@ -60,7 +60,7 @@ class GemmRig {
   const std::vector<float>& reference();
   const std::vector<float>& reference_as_output();  // rounded to fp16 as an fp16 output holds it
   void make_fp16_weights();
-  void use_cublas_stream(CUstream stream);  // and the workspace, which setting a stream resets
+  void use_cublas_stream(CUstream stream);  // and the workspace (Cublas::use_stream)
   std::vector<float> cublas_product_f32();
 
   struct Copy {

@@ -442,10 +442,11 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
   int64_t floats = 0, counters = 0, scratch = 0;
   for (int64_t m : token_buckets) {
     for (const auto& [spec, op] : g.gemm_ops) {
-      floats = std::max(floats, gemm::workspace_floats(op->spec(), op->config(m), m));
-      counters = std::max(counters, gemm::workspace_counters(op->spec(), op->config(m), m));
-      scratch = std::max(scratch, gemm::scratch_bytes(op->spec(), op->config(m), m));
-      gemm::ready_for_launch(op->config(m));  // cuBLAS's handle now, not inside a graph capture
+      const gemm::Config& config = op->config(m);
+      floats = std::max(floats, gemm::workspace_floats(op->spec(), config, m));
+      counters = std::max(counters, gemm::workspace_counters(op->spec(), config, m));
+      scratch = std::max(scratch, gemm::scratch_bytes(op->spec(), config, m));
+      gemm::ready_for_launch(config);  // cuBLAS's handle now, not inside a graph capture
     }
     floats = std::max(floats, attention::workspace_floats(g.prefill->spec(), g.prefill->config(m), m));
     counters = std::max(counters, attention::workspace_counters(g.prefill->spec(), g.prefill->config(m), m));

@@ -73,6 +73,22 @@ std::string Cublas::unusable_reason(int sm) {
   return gap.empty() ? "" : gap + " instead of " + c->path();
 }
 
+namespace {
+constexpr int kOpN = 0, kOpT = 1, kR32F = 0, kR16F = 2, kCompute32F = 68, kGemmDefault = -1;
+}  // namespace
+
+cublasStatus_t Cublas::use_stream(cublasHandle_t handle, CUstream stream, const DeviceBuffer& workspace) const {
+  if (cublasStatus_t s = cublasSetStream(handle, stream)) return s;
+  return cublasSetWorkspace(handle, reinterpret_cast<void*>(workspace.ptr()), workspace.bytes());
+}
+
+cublasStatus_t Cublas::gemm_xwt(cublasHandle_t handle, int64_t n, int64_t rows, int64_t k, float alpha, CUdeviceptr w,
+                                CUdeviceptr x, float beta, CUdeviceptr y, bool y_f32) const {
+  return cublasGemmEx(handle, kOpT, kOpN, int(n), int(rows), int(k), &alpha, reinterpret_cast<const void*>(w), kR16F,
+                      int(k), reinterpret_cast<const void*>(x), kR16F, int(k), &beta, reinterpret_cast<void*>(y),
+                      y_f32 ? kR32F : kR16F, int(n), kCompute32F, kGemmDefault);
+}
+
 void Cublas::check(cublasStatus_t status, const char* function, const std::string& context) const {
   if (status == 0) return;
   throw Error(std::string(function) + " failed: cuBLAS status " + std::to_string(status) + " while " + context);

@@ -1,6 +1,8 @@
 // cuBLAS, loaded with dlopen: the trusted GPU reference and speed peer for the GEMM
 // families. Absent cuBLAS is not an error until a caller needs it.
 #pragma once
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "runtime/cuda/driver.h"
@@ -28,6 +30,16 @@ class Cublas {
   const std::string& path() const { return path_; }
   int version() const { return version_; }  // e.g. 130000
   void check(cublasStatus_t status, const char* function, const std::string& context) const;
+
+  // cuBLAS's recommendation for Hopper; a caller-owned workspace of this size serves every GEMM here.
+  static constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+  // Puts `handle` on `stream` and then on `workspace` (setting a stream puts cuBLAS back on its own
+  // pool, which a CUDA graph capture must not allocate from); the first failing status, else 0.
+  cublasStatus_t use_stream(cublasHandle_t handle, CUstream stream, const DeviceBuffer& workspace) const;
+  // y[rows][n] = alpha · x[rows][k] · W[n][k]ᵀ + beta · y: fp16 W and x, fp32 accumulation, y fp16
+  // or fp32 (cublasGemmEx column-major: op(W) = T, op(x) = N); its status.
+  cublasStatus_t gemm_xwt(cublasHandle_t handle, int64_t n, int64_t rows, int64_t k, float alpha, CUdeviceptr w,
+                          CUdeviceptr x, float beta, CUdeviceptr y, bool y_f32) const;
 
   cublasStatus_t (*cublasCreate)(cublasHandle_t*) = nullptr;
   cublasStatus_t (*cublasDestroy)(cublasHandle_t) = nullptr;

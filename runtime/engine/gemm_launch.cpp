@@ -9,9 +9,6 @@
 namespace onecat::gemm {
 namespace {
 
-constexpr int kOpN = 0, kOpT = 1, kR32F = 0, kR16F = 2, kCompute32F = 68, kGemmDefault = -1;
-constexpr size_t kCublasWorkspaceBytes = size_t(32) << 20;  // cuBLAS's recommendation for Hopper
-
 // One handle for the process (onecat drives one GPU per process: Session::use_gpu), its
 // workspace given explicitly so that a captured GEMM allocates nothing. Never destroyed: the
 // driver may be gone at exit.
@@ -21,24 +18,21 @@ class CublasGemm {
     static CublasGemm* g = new CublasGemm();
     return *g;
   }
-  // y (ldc = n) ← alpha · x · Wᵀ + beta · y for `rows` tokens, W [n][k] fp16, x [rows][k] fp16.
+  // y (ldc = n) ← alpha · x · Wᵀ + beta · y for `rows` tokens, W [n][k] fp16, x [rows][k] fp16. No
+  // text on this path (prefill steps run it eagerly): the message is built only for a failure.
   void gemm(CUstream stream, int64_t n, int64_t rows, int64_t k, float alpha, CUdeviceptr w, CUdeviceptr x, float beta,
             CUdeviceptr y, bool y_f32, const Spec& spec) {
     std::lock_guard<std::mutex> lock(mutex_);
-    cublas_.check(cublas_.cublasSetStream(handle_, stream), "cublasSetStream",
-                  "choosing the stream of " + spec.to_string());
-    // After the stream: setting one puts cuBLAS back on its own workspace pool.
-    cublas_.check(cublas_.cublasSetWorkspace(handle_, reinterpret_cast<void*>(workspace_.ptr()), workspace_.bytes()),
-                  "cublasSetWorkspace", "giving cuBLAS its workspace for " + spec.to_string());
-    cublas_.check(
-        cublas_.cublasGemmEx(handle_, kOpT, kOpN, int(n), int(rows), int(k), &alpha, reinterpret_cast<const void*>(w),
-                             kR16F, int(k), reinterpret_cast<const void*>(x), kR16F, int(k), &beta,
-                             reinterpret_cast<void*>(y), y_f32 ? kR32F : kR16F, int(n), kCompute32F, kGemmDefault),
-        "cublasGemmEx", "running " + spec.to_string() + " with strategy=cublas");
+    if (cublasStatus_t s = cublas_.use_stream(handle_, stream, workspace_)) {
+      cublas_.check(s, "cublasSetStream/cublasSetWorkspace", "choosing the stream of " + spec.to_string());
+    }
+    if (cublasStatus_t s = cublas_.gemm_xwt(handle_, n, rows, k, alpha, w, x, beta, y, y_f32)) {
+      cublas_.check(s, "cublasGemmEx", "running " + spec.to_string() + " with strategy=cublas");
+    }
   }
 
  private:
-  CublasGemm() : cublas_(Cublas::require()), workspace_(kCublasWorkspaceBytes) {
+  CublasGemm() : cublas_(Cublas::require()), workspace_(Cublas::kWorkspaceBytes) {
     cublas_.check(cublas_.cublasCreate(&handle_), "cublasCreate", "creating the cuBLAS handle of strategy=cublas");
   }
   Cublas& cublas_;
@@ -87,12 +81,10 @@ void launch_op(const Spec& spec, const Config& config, const LoadedKernel& kerne
   }
   // The bias or residual goes into y first and cuBLAS adds to it (beta = 1), rounding once; an
   // in-place residual (y is the residual, fp16) is there already.
-  float beta = 0.f;
+  const bool adds = spec.epilogue == Epilogue::kBias || spec.epilogue == Epilogue::kResidual;
   const bool in_place = spec.epilogue == Epilogue::kResidual && !spec.out_f32 && a.residual == a.y;
-  if (spec.epilogue == Epilogue::kBias || (spec.epilogue == Epilogue::kResidual && !in_place)) {
-    launch(kernel, make_cublas_aux_call(spec, a, CublasPhase::kFill, 0, a.m), stream);
-  }
-  if (spec.epilogue == Epilogue::kBias || spec.epilogue == Epilogue::kResidual) beta = 1.f;
+  if (adds && !in_place) launch(kernel, make_cublas_aux_call(spec, a, CublasPhase::kFill, 0, a.m), stream);
+  const float beta = adds ? 1.f : 0.f;
   cublas.gemm(stream, spec.n, a.m, spec.k, alpha, w, a.x, beta, a.y, spec.out_f32, spec);
 }
 
