@@ -413,7 +413,7 @@ TEST(GemmConfig, TallBucketsTimeOnlyTallTiles) {
       EXPECT_FALSE(gemm::fits_bucket(ps, gemv16, 2048));
       for (int64_t m : {512, 2048, 4096}) {
         const std::vector<std::string> cands = tuning_candidates(family_of(spec), spec, m, arch);
-        EXPECT_EQ(cands.front(), family_of(spec).default_config(spec, m, arch));
+        EXPECT_EQ(cands.front(), default_config_here(family_of(spec), spec, m, arch.sm));
         EXPECT_GT(cands.size(), 10u) << spec << " m=" << m;
       }
     }
@@ -436,6 +436,36 @@ TEST(GemmConfig, CublasAvailabilityRules) {
   // Without a GPU the answer for strategy=cublas depends on this machine's cuBLAS: found or not, it is
   // the library's own reason.
   EXPECT_EQ(gemm::unavailable_reason("gemm", spec, "strategy=cublas", 90), Cublas::unusable_reason(90));
+}
+
+// Untuned, gemm runs strategy=cublas where it is the better choice (f16 beyond 16 tokens, a
+// dequantising format from 512, never act_order) and cuBLAS can run on that GPU here; elsewhere,
+// and for other families, the family's own default. The tuner times both defaults, the one that
+// runs first.
+TEST(GemmConfig, CublasIsTheDefaultWhereItRuns) {
+  const std::string f16 = "gemm:n=1000,k=1024,fmt=f16", awq = "gemm:n=1026,k=1024,fmt=awq4";
+  const std::string act = "gemm:n=1024,k=1024,fmt=gptq4,act_order=1";
+  for (const std::string& spec : {f16, awq, act}) {
+    const gemm::Spec ps = gemm::Spec::parse(spec);
+    for (int64_t m : {1, 16, 17, 32, 256, 511, 512, 4096}) {
+      const bool wanted = !ps.act_order && (ps.format == quant::WeightFormat::kF16 ? m > 16 : m >= 512);
+      EXPECT_EQ(gemm::cublas_by_default(ps, m), wanted) << spec << " m=" << m;
+      for (int sm : {70, 90}) {
+        const std::string own = family_of(spec).default_config(spec, m, Arch{sm});
+        const std::string here = default_config_here(family_of(spec), spec, m, sm);
+        EXPECT_EQ(here, wanted && Cublas::unusable_reason(sm).empty() ? "strategy=cublas" : own) << spec << " m=" << m;
+        const std::vector<std::string> cands = tuning_candidates(family_of(spec), spec, m, Arch{sm});
+        ASSERT_GE(cands.size(), 2u);
+        EXPECT_EQ(cands[0], here);
+        if (here != own) {
+          EXPECT_EQ(cands[1], own);
+        }
+        EXPECT_EQ(std::count(cands.begin(), cands.end(), here), 1) << spec << " m=" << m;
+      }
+    }
+  }
+  const std::string norm = "rmsnorm:hidden=256,dtype=f16,residual=0";
+  EXPECT_EQ(default_config_here(family_of(norm), norm, 4096, 90), family_of(norm).default_config(norm, 4096, Arch{90}));
 }
 
 // strategy=cublas's kernel for every format and epilogue compiles for sm_70 and sm_90 without

@@ -8,6 +8,7 @@
 #include "codegen/family.h"
 #include "codegen/gemm/spec.h"
 #include "runtime/cuda/cublas.h"
+#include "runtime/engine/gemm_launch.h"
 #include "runtime/jit/module_table.h"
 #include "tuner/gemm_rig.h"
 #include "tuner/tuner.h"
@@ -55,7 +56,7 @@ BenchResult bench_spec(Session& session, const std::string& spec_text, const std
     const std::unique_ptr<Workload> workload = make_workload(family, out.spec, m, seed);
     BenchPoint pt;
     pt.m = m;
-    pt.default_config = family.default_config(out.spec, m, arch);
+    pt.default_config = default_config_here(family, out.spec, m, arch.sm);
     pt.config = family.canonical_config(out.spec, options.config.empty() ? pt.default_config : options.config);
     auto runner = [&](const std::string& config) {
       const LoadedKernel* kernel = &kernel_of(config);

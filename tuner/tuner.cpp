@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/cuda/nvrtc.h"
+#include "runtime/engine/gemm_launch.h"
 #include "runtime/engine/session.h"
 #include "runtime/jit/module_table.h"
 #include "tuner/measure.h"
@@ -33,10 +34,12 @@ std::vector<int64_t> default_buckets() { return {1, 2, 4, 8, 16, 32, 64, 128, 25
 DeviceFingerprint this_device() { return device_fingerprint(0); }
 
 std::vector<std::string> tuning_candidates(const Family& family, const std::string& spec, int64_t m, Arch arch) {
-  const std::string def = family.default_config(spec, m, arch);
+  const std::string def = default_config_here(family, spec, m, arch.sm);
   std::vector<std::string> out{def};
+  // Where the default here is cuBLAS, onecat's own default is timed too, whatever fits_bucket says.
+  if (const std::string own = family.default_config(spec, m, arch); own != def) out.push_back(own);
   for (const auto& c : family.candidate_configs(spec, arch)) {
-    if (c != def && family.fits_bucket(spec, c, m)) out.push_back(c);
+    if (std::find(out.begin(), out.end(), c) == out.end() && family.fits_bucket(spec, c, m)) out.push_back(c);
   }
   return out;
 }
@@ -77,7 +80,7 @@ TuningRecord tune_spec(const Family& family, const std::string& spec_text, int64
   rec.spec = family.canonical_spec(spec_text);
   rec.bucket = bucket;
   const Arch arch{rec.device.sm};
-  rec.default_config = family.default_config(rec.spec, bucket, arch);
+  rec.default_config = default_config_here(family, rec.spec, bucket, arch.sm);
 
   const std::vector<std::string> configs = tuning_candidates(family, rec.spec, bucket, arch);
   std::vector<CompileRequest> reqs;

@@ -24,7 +24,9 @@ std::vector<int64_t> default_buckets();  // 1, 2, 4, …, 512, 2048
 // GPU 0 and the NVRTC that compiles for it.
 DeviceFingerprint this_device();
 
-// The candidates timed for (spec, m): those the family says fit the bucket, default first.
+// The candidates timed for (spec, m): the default that runs untuned on arch here first
+// (default_config_here), then the family's own default where that differs (cuBLAS's), then those
+// the family says fit the bucket.
 std::vector<std::string> tuning_candidates(const Family& family, const std::string& spec, int64_t m, Arch arch);
 
 // Among the candidates with status "ok", those within the measured run-to-run noise of the

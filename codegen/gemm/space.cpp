@@ -24,6 +24,8 @@ constexpr int64_t kTcSmallMinM = 3;
 constexpr int64_t kTallTilesFromM = 512;
 // Beyond this many tokens the tuner times no gemv (fits_bucket).
 constexpr int64_t kGemvMaxTunedM = 32;
+// From this many tokens a dequantising format runs strategy=cublas untuned (cublas_by_default).
+constexpr int64_t kCublasPackedMinM = 512;
 
 // CTAs an mma config launches for m tokens (templates/gemm/mma*.cuh: a gated tile covers bn/2 outputs).
 static int64_t mma_ctas(const Spec& spec, const Config& c, int64_t m) {
@@ -317,6 +319,15 @@ bool fits_bucket(const Spec&, const Config& c, int64_t m) {
   // tokens, bench/data/tune-qwen3-8b-*.jsonl.gz) the fastest tile of 16 or 32 tokens was 1.22× the
   // best or slower every time, so timing them only lengthened the tune.
   return m > 8 && c.bm <= 2 * std::max<int64_t>(m, 16) && (m < kTallTilesFromM || c.bm >= 64);
+}
+
+// On the H200 (bench/RESULTS.md, gemm strategy=cublas) cuBLAS on f16 weights beat the default
+// on every qwen3-8b layer from 32 tokens (1.2–1.7×; 1.6–2.1× at 2048); a dequantising format pays
+// a whole-matrix dequantisation per launch, which lost at 32 tokens (awq4: 2–3× slower) and
+// won from 512 (awq4 1.42× at 512, 1.6–2.0× at 2048).
+bool cublas_by_default(const Spec& spec, int64_t m) {
+  if (spec.act_order) return false;
+  return spec.format == quant::WeightFormat::kF16 ? m > kGemvMaxM : m >= kCublasPackedMinM;
 }
 
 }  // namespace onecat::gemm

@@ -14,5 +14,10 @@ Config default_config(const Spec& spec, int64_t m, Arch arch);
 std::vector<Config> candidate_configs(const Spec& spec, Arch arch);
 // Whether the tuner times this candidate for token count m.
 bool fits_bucket(const Spec& spec, const Config& config, int64_t m);
+// Whether strategy=cublas is the better untuned choice for m tokens: f16 weights beyond the
+// gemv/tc_small sizes, dequantising formats from kCublasPackedMinM tokens, never act_order.
+// default_config() stays onecat's own kernel (codegen knows nothing of the machine); the runtime
+// picks cuBLAS where it can run (runtime/engine/gemm_launch.h: default_config_here).
+bool cublas_by_default(const Spec& spec, int64_t m);
 
 }  // namespace onecat::gemm

@@ -11,6 +11,7 @@
 #include "python/bindings/array.h"
 #include "python/bindings/families.h"
 #include "python/bindings/runtime.h"
+#include "runtime/engine/gemm_launch.h"
 #include "runtime/engine/info.h"
 #include "runtime/jit/import.h"
 #include "tuner/tuner.h"
@@ -133,7 +134,9 @@ void bind_core(py::module_& m) {
   m.def(
       "default_config",
       [](const std::string& spec, int64_t m, const std::string& arch) {
-        return family_of(spec).default_config(spec, m, arch_or_gpu(arch));
+        // This GPU's: what runs here untuned (cuBLAS's where it can run); a named arch's: the family's own.
+        if (arch.empty()) return default_config_here(family_of(spec), spec, m, arch_or_gpu(arch).sm);
+        return family_of(spec).default_config(spec, m, Arch::parse(arch));
       },
       py::arg("spec"), py::arg("m") = 1, py::arg("arch") = "");
   m.def(
@@ -184,7 +187,9 @@ void bind_core(py::module_& m) {
         const Family& f = family_of(spec);
         const std::string canonical = f.canonical_spec(spec);
         const Arch target = arch_or_gpu(arch);
-        CompileRequest req = CompileRequest::make(f, canonical, config.empty() ? f.default_config(canonical, m, target) : config, target);
+        const std::string def =
+            arch.empty() ? default_config_here(f, canonical, m, target.sm) : f.default_config(canonical, m, target);
+        CompileRequest req = CompileRequest::make(f, canonical, config.empty() ? def : config, target);
         CompiledKernel k;
         k.family = std::string(f.name());
         k.emitted = req.emitted;

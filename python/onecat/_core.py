@@ -127,7 +127,9 @@ def compile(spec: str, config: str | None = None, arch: str | None = None, m: in
 
     Args:
         spec: the kernel spec, e.g. ``"gemm:n=4096,k=4096,fmt=awq4"``.
-        config: the config; None for the family's default for ``m`` tokens.
+        config: the config; None for the default for ``m`` tokens: with ``arch`` None the one that
+            runs here untuned (gemm: ``strategy=cublas`` where cuBLAS can run and it is the better
+            choice), with an arch named the family's own.
         arch: the target (``"sm_70"`` needs no GPU); None for this machine's GPU.
         m: token count whose default config is used when ``config`` is None.
 

@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "base/error.h"
+#include "codegen/gemm/space.h"
 #include "runtime/cuda/cublas.h"
 
 namespace onecat::gemm {
@@ -89,3 +90,15 @@ void launch_op(const Spec& spec, const Config& config, const LoadedKernel& kerne
 }
 
 }  // namespace onecat::gemm
+
+namespace onecat {
+
+std::string default_config_here(const Family& family, const std::string& spec, int64_t m, int sm) {
+  if (family.name() == "gemm" && gemm::cublas_by_default(gemm::Spec::parse(spec), m) &&
+      Cublas::unusable_reason(sm).empty()) {
+    return family.canonical_config(spec, "strategy=cublas");
+  }
+  return family.default_config(spec, m, Arch{sm});
+}
+
+}  // namespace onecat

@@ -3,6 +3,7 @@
 // fill: templates/gemm/cublas_aux.cuh). Every gemm launch goes through here (PreparedOp,
 // the tuner's rig, the Python package), so a tuned cublas config runs wherever it is chosen.
 #pragma once
+#include "codegen/family.h"
 #include "codegen/gemm/op.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/jit/module_table.h"
@@ -26,3 +27,13 @@ std::string unavailable_reason(const std::string& family, const std::string& spe
 void ready_for_launch(const Config& config);
 
 }  // namespace onecat::gemm
+
+namespace onecat {
+
+// The config `spec` runs with untuned on a GPU of compute capability `sm` in this process: the
+// family's default_config, except gemm's strategy=cublas where gemm::cublas_by_default holds and
+// cuBLAS can run here (Cublas::unusable_reason). Untuned dispatch, start-up compilation, tuning
+// records' and `onecat bench`'s "default" all read it, so the default timed is the one that runs.
+std::string default_config_here(const Family& family, const std::string& spec, int64_t m, int sm);
+
+}  // namespace onecat

@@ -4,6 +4,7 @@
 #include "cache/paths.h"
 #include "codegen/family.h"
 #include "runtime/cuda/nvrtc.h"
+#include "runtime/engine/gemm_launch.h"
 #include "runtime/engine/store_resolver.h"
 
 namespace onecat {
@@ -91,7 +92,8 @@ std::vector<DispatchEntry> Session::prepare(const std::vector<std::string>& spec
     const Family& family = family_of(spec);
     for (int64_t b : buckets) {
       const auto record = find_tuning(spec, b);
-      requests.push_back(CompileRequest::make(family, spec, record ? record->config : family.default_config(spec, b, arch()), arch()));
+      requests.push_back(CompileRequest::make(
+          family, spec, record ? record->config : default_config_here(family, spec, b, arch().sm), arch()));
       ++here.kernels;
       here.tuned += record ? 1 : 0;
     }

@@ -25,13 +25,13 @@ Dispatcher::Resolver store_resolver(Store& store, JitService& jit, const DeviceF
     } else if (record) {
       // A record made where cuBLAS ran (an imported cache, another environment): the default
       // runs instead, said once.
-      entry.config = family.default_config(spec, bucket, Arch{device.sm});
+      entry.config = default_config_here(family, spec, bucket, device.sm);
       if (warned->insert(spec).second) {
         std::fprintf(stderr, "onecat: %s is tuned to %s, which cannot run here (%s); using the default config\n",
                      spec.c_str(), record->config.c_str(), unusable.c_str());
       }
     } else {
-      entry.config = family.default_config(spec, bucket, Arch{device.sm});
+      entry.config = default_config_here(family, spec, bucket, device.sm);
       if (warned->insert(spec).second) {
         std::fprintf(stderr,
                      "onecat: %s is not tuned for %s; using the default config (tune with `onecat tune`, or import a "

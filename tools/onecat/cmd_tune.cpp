@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "codegen/family.h"
+#include "codegen/gemm/space.h"
 #include "models/config.h"
 #include "models/plan.h"
 #include "runtime/cuda/driver.h"
@@ -80,10 +81,17 @@ void compile_only(const TuneArgs& a, Arch arch, const std::vector<std::string>& 
     const Family& f = family_of(spec);
     std::vector<std::pair<std::string, std::string>> configs;  // config → buckets using it, in bucket order
     for (int64_t b : buckets) {
-      const std::string config = f.default_config(spec, b, arch);
-      auto it = std::find_if(configs.begin(), configs.end(), [&](const auto& c) { return c.first == config; });
-      if (it == configs.end()) it = configs.insert(configs.end(), {config, ""});
-      it->second += (it->second.empty() ? "" : ",") + std::to_string(b);
+      // The family's own default, and strategy=cublas's kernel where a GPU with a usable cuBLAS
+      // runs that untuned (default_config_here), since the target machine's cuBLAS is not known here.
+      std::vector<std::string> untuned{f.default_config(spec, b, arch)};
+      if (f.name() == "gemm" && gemm::cublas_by_default(gemm::Spec::parse(spec), b)) {
+        untuned.push_back(f.canonical_config(spec, "strategy=cublas"));
+      }
+      for (const std::string& config : untuned) {
+        auto it = std::find_if(configs.begin(), configs.end(), [&](const auto& c) { return c.first == config; });
+        if (it == configs.end()) it = configs.insert(configs.end(), {config, ""});
+        it->second += (it->second.empty() ? "" : ",") + std::to_string(b);
+      }
     }
     for (const auto& [config, list] : configs) {
       reqs.push_back(CompileRequest::make(f, spec, config, arch));
