@@ -60,6 +60,7 @@ Engine::Engine(model::Model& model, const EngineOptions& options)
   if (options_.num_speculative_tokens > 0) drafter_ = options_.drafter ? options_.drafter : make_drafter();
   if (options_.device_sampling) model_.prepare_sampling();  // its kernels now, not in a step
   graphs_ = model_.capture_graphs(options_.max_num_seqs);    // at start-up, not in a step
+  warm_ = model_.warm_up(options_.max_num_batched_tokens);    // cuBLAS's lazy loads too
 }
 
 std::shared_ptr<Drafter> Engine::make_drafter() const {

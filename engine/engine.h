@@ -124,6 +124,8 @@ class Engine {
   // The decode steps' CUDA graphs the constructor captured (Model::capture_graphs, up to
   // max_num_seqs; none off the GPU or with cuda_graphs off).
   const model::Model::GraphStats& graphs() const { return graphs_; }
+  // The prefill steps the constructor ran on padding (Model::warm_up, up to max_num_batched_tokens).
+  const model::Model::WarmStats& warm_up() const { return warm_; }
   const BlockManager& blocks() const { return blocks_; }
 
  private:
@@ -163,6 +165,7 @@ class Engine {
   std::vector<StepOutput> cancelled_;          // reported by the next step
   EngineStats stats_;
   model::Model::GraphStats graphs_;
+  model::Model::WarmStats warm_;
   std::shared_ptr<Drafter> drafter_;  // with num_speculative_tokens > 0
 };
 

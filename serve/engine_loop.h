@@ -63,6 +63,7 @@ class EngineLoop {
   int64_t active() const;
   // The decode steps' CUDA graphs the engine captured as it started (Engine::graphs).
   const model::Model::GraphStats& graphs() const { return engine_.graphs(); }
+  const model::Model::WarmStats& warm_up() const { return engine_.warm_up(); }
 
  private:
   struct Submission {

@@ -682,6 +682,10 @@ void serve(const ServeOptions& options) {
     std::fprintf(stderr, "onecat serve: CUDA graphs of %d decode batch sizes (up to %d sequences) captured in %.2f s\n",
                  loop.graphs().sizes, o.max_num_seqs, loop.graphs().seconds);
   }
+  if (loop.warm_up().steps > 0) {
+    std::fprintf(stderr, "onecat serve: %d prefill step sizes warmed up in %.2f s\n", loop.warm_up().steps,
+                 loop.warm_up().seconds);
+  }
   std::fprintf(stderr, "onecat serve: engine ready in %.2f s (%.2f s since start)\n",
                std::chrono::duration<double>(ready - engine_start).count(),
                std::chrono::duration<double>(ready - start).count());

@@ -149,6 +149,31 @@ TEST(GpuGraphs, PaddedDecodeStepsFollowTheCpuForward) {
   EXPECT_EQ(gpu.pages().free_pages(), gpu.pages().pages());
 }
 
+// Model::warm_up runs prefill steps of 16, 32, 64 … tokens up to the step limit on the scratch
+// page: the forward after it (f16: cuBLAS from 17 tokens where it can run) still follows the CPU
+// forward, and no page of the pool is taken.
+TEST(GpuWarmUp, PrefillStepsOnPaddingLeaveTheForwardAlone) {
+  const LoadedModel loaded = load(Checkpoints::of("qwen3", "f16"));
+  const int64_t vocab = loaded.config.vocab;
+  const std::vector<int32_t> prompt = random_prompt(150, vocab, 33);
+  Model cpu(loaded, options(96));
+  Sequence sc;
+  const std::vector<float> want = cpu.extend(sc, prompt);
+  for (bool graphs : {false, true}) {
+    Model gpu(loaded, on_gpu(options(96), graphs));
+    const Model::WarmStats warm = gpu.warm_up(1000);
+    EXPECT_EQ(warm.steps, 4) << "16, 32, 64 and the 96-token limit";
+    EXPECT_GT(warm.seconds, 0);
+    EXPECT_EQ(gpu.pages().free_pages(), gpu.pages().pages());
+    Sequence sg;
+    expect_close(gpu.extend(sg, prompt), want, vocab, graphs ? "after warm-up (graphs)" : "after warm-up (eager)");
+    gpu.release(sg);
+    EXPECT_EQ(gpu.pages().free_pages(), gpu.pages().pages());
+  }
+  Model cpu_only(loaded, options(96));
+  EXPECT_EQ(cpu_only.warm_up(1000).steps, 0);  // the CPU backend loads nothing lazily
+}
+
 // Greedy on the GPU (the argmax kernel over the logits in place, as graphs and eagerly) picks
 // what the argmax of the same model's logits picks, through chunked prefill and decode steps.
 TEST(GpuGreedy, ArgmaxOnTheGpuIsTheLogitsArgmax) {

@@ -163,6 +163,39 @@ Model::GraphStats Model::capture_graphs(int sequences) {
   return stats;
 }
 
+Model::WarmStats Model::warm_up(int64_t max_tokens) {
+  WarmStats stats;
+  if (!gpu_) return stats;
+  const auto start = std::chrono::steady_clock::now();
+  const int64_t most = std::min({max_tokens, int64_t(options_.max_batch_tokens), max_model_len_});
+  std::vector<int64_t> sizes;
+  for (int64_t t = 16; t < most; t *= 2) sizes.push_back(t);
+  if (most >= 1) sizes.push_back(most);
+  const int32_t scratch = gpu_->scratch_page();
+  const int page = pages_.page_size();
+  models::LoadProgress bar("warming up prefill", sizes.size(), options_.progress, "steps");
+  for (int64_t t : sizes) {
+    const size_t n = size_t(t);
+    std::vector<int32_t> ids(n, 0), positions(n), slots(n);
+    for (size_t i = 0; i < n; ++i) positions[i] = int32_t(i), slots[i] = scratch * page + int32_t(i % size_t(page));
+    const int pages = int(ceil_div(t, page));
+    const std::vector<int32_t> cu_q{0, int32_t(t)}, seq_lens{int32_t(t)}, logit_rows{int32_t(t - 1)};
+    const std::vector<int32_t> block_table(size_t(pages), scratch);
+    ForwardBatch b;
+    b.token_ids = ids, b.positions = positions, b.slot_mapping = slots, b.cu_q = cu_q, b.seq_lens = seq_lens;
+    b.block_table = block_table, b.max_pages = pages, b.logit_rows = logit_rows, b.decode_sequences = 0;
+    run_forward(*backend_, shape_, b);
+    std::vector<int32_t> id(1);
+    backend_->read_argmax(id);
+    ++stats.steps;
+    bar.advance(1);
+  }
+  bar.done();
+  if (options_.profile) gpu_->take_profile();
+  stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return stats;
+}
+
 double Model::last_step_gpu_seconds() const { return gpu_ ? gpu_->last_step_seconds() : 0.0; }
 
 void Model::forward(const ForwardBatch& batch, std::span<float> logits) {

@@ -97,6 +97,17 @@ class Model {
     double seconds = 0;
   };
   GraphStats capture_graphs(int sequences);
+  // Runs one eager prefill step of 16, 32, 64, … tokens and of the largest step, up to
+  // max_tokens (and the model's limits), on padding alone (one sequence on the scratch page;
+  // cuda only, else nothing), so that a first request's prefill does not pay for first
+  // launches: cuBLAS loads its kernels on first use of a shape (an 8B's first 1024-token
+  // prefill took 0.30 s instead of 0.05 s on the H200) and the driver a module's functions.
+  // Profiled steps of it are discarded. What it did, for start-up reports.
+  struct WarmStats {
+    int steps = 0;
+    double seconds = 0;
+  };
+  WarmStats warm_up(int64_t max_tokens);
   // The last step's GPU time (cuda: GpuBackend::last_step_seconds; cpu: 0).
   double last_step_gpu_seconds() const;
   // Readies forward_sample (Backend::prepare_sampling): once, before the first such step.

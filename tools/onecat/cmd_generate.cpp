@@ -67,6 +67,8 @@ void run(const Options& o, bool ids_given, bool text_given) {
   mo.cuda_graphs = !o.no_cuda_graphs;
   mo.profile = o.profile;
   const std::unique_ptr<model::Model> m = model::Model::load(o.model, mo);
+  // The prefill's step sizes launched once before it is timed (first launches: Model::warm_up).
+  m->warm_up(std::min<int64_t>(o.prefill_chunk, int64_t(prompt.size())));
 
   model::GenerateOptions go;
   go.max_tokens = o.max_tokens;

@@ -273,6 +273,7 @@ void run(const Options& o) {
                       device == model::Device::kCuda && decode_seconds > 0 ? 1.0 - decode_gpu_seconds / decode_seconds
                                                                            : 0.0}}},
                    {"cuda_graphs", {{"sizes", e.graphs().sizes}, {"capture_seconds", e.graphs().seconds}}},
+                   {"warm_up", {{"steps", e.warm_up().steps}, {"seconds", e.warm_up().seconds}}},
                    {"steps", st.steps},
                    {"preemptions", st.preemptions},
                    {"prefix_hit_tokens", st.prefix_hit_tokens},
