@@ -170,6 +170,9 @@ TEST(GpuWarmUp, PrefillStepsOnPaddingLeaveTheForwardAlone) {
     gpu.release(sg);
     EXPECT_EQ(gpu.pages().free_pages(), gpu.pages().pages());
   }
+  // A pool of three pages bounds the steps (a sequence's block table holds at most the pool).
+  Model small(loaded, on_gpu(options(96, 48), true));
+  EXPECT_EQ(small.warm_up(1000).steps, 3) << "16, 32 and the pool's 48 tokens";
   Model cpu_only(loaded, options(96));
   EXPECT_EQ(cpu_only.warm_up(1000).steps, 0);  // the CPU backend loads nothing lazily
 }

@@ -167,12 +167,13 @@ Model::WarmStats Model::warm_up(int64_t max_tokens) {
   WarmStats stats;
   if (!gpu_) return stats;
   const auto start = std::chrono::steady_clock::now();
-  const int64_t most = std::min({max_tokens, int64_t(options_.max_batch_tokens), max_model_len_});
+  const int page = pages_.page_size();
+  // A sequence's block table holds at most the pool's pages (BackendLimits::row_pages).
+  const int64_t most = std::min({max_tokens, int64_t(options_.max_batch_tokens), max_model_len_, pages_.pages() * page});
   std::vector<int64_t> sizes;
   for (int64_t t = 16; t < most; t *= 2) sizes.push_back(t);
   if (most >= 1) sizes.push_back(most);
   const int32_t scratch = gpu_->scratch_page();
-  const int page = pages_.page_size();
   models::LoadProgress bar("warming up prefill", sizes.size(), options_.progress, "steps");
   for (int64_t t : sizes) {
     const size_t n = size_t(t);

@@ -98,7 +98,7 @@ class Model {
   };
   GraphStats capture_graphs(int sequences);
   // Runs one eager prefill step of 16, 32, 64, … tokens and of the largest step, up to
-  // max_tokens (and the model's limits), on padding alone (one sequence on the scratch page;
+  // max_tokens (and the step limit, max_model_len and the pool's tokens), on padding alone (one sequence on the scratch page;
   // cuda only, else nothing), so that a first request's prefill does not pay for first
   // launches: cuBLAS loads its kernels on first use of a shape (an 8B's first 1024-token
   // prefill took 0.30 s instead of 0.05 s on the H200) and the driver a module's functions.
