@@ -116,6 +116,39 @@ TEST(Dispatch, ResolvesOncePerSpecAndBucketThenReadsTheTable) {
   EXPECT_EQ(calls, 3);
 }
 
+// The prewarm compiles both untuned defaults of a gemm where cuBLAS would be the default on a
+// machine that has one (f16 from 17 tokens, packed formats from 512): the family's own kernel
+// and strategy=cublas's; below that only the own.
+TEST(TuneCli, CompileOnlyCompilesBothUntunedGemmDefaults) {
+  test::TempDir dir;
+  const std::string env = "ONECAT_CACHE_DIR=" + dir.path() + "/cache ONECAT_DEBUG= ";
+  for (const char* model : {"qwen3-8b", "qwen3-8b:awq4"}) {
+    const test::CommandResult r = test::run_command(
+        env + ONECAT_BIN + " tune --model " + model + " --compile-only --arch sm_70 --families gemm --buckets 16,32,512 --json",
+        dir.path());
+    ASSERT_EQ(r.status, 0) << r.err;
+    std::map<std::string, int> own, cublas;  // spec → kernels; buckets of cublas's
+    std::set<std::string> specs;
+    const nlohmann::json out = nlohmann::json::parse(r.out);
+    for (const auto& k : out["kernels"]) {
+      const std::string spec = k["spec"], buckets = k["buckets"];
+      specs.insert(spec);
+      if (k["config"] == "strategy=cublas") {
+        const bool f16 = spec.find("fmt=f16,") != std::string::npos;  // a packed model's lm_head too
+        EXPECT_EQ(buckets, f16 ? "32,512" : "512") << model << " " << spec;
+        ++cublas[spec];
+      } else {
+        ++own[spec];
+      }
+    }
+    ASSERT_FALSE(specs.empty()) << r.out.substr(0, 400);
+    for (const std::string& spec : specs) {
+      EXPECT_EQ(cublas[spec], 1) << spec;
+      EXPECT_GE(own[spec], 1) << spec;
+    }
+  }
+}
+
 // `onecat tune` without a GPU: the sm_70 prewarm works, tuning says it needs a GPU, bad
 // input exits 2 with one line.
 TEST(TuneCli, CompileOnlyPrewarmsTheCacheWithoutAGpu) {
@@ -136,7 +169,10 @@ TEST(TuneCli, CompileOnlyPrewarmsTheCacheWithoutAGpu) {
   // Again: everything is a cache hit.
   r = test::run_command(env + bin + "--compile-only --arch sm_70 --buckets 1,512 --families rmsnorm --json", dir.path());
   ASSERT_EQ(r.status, 0) << r.err;
-  for (const auto& k : nlohmann::json::parse(r.out)["kernels"]) EXPECT_TRUE(k["cache_hit"].get<bool>());
+  // (The parsed document named first: a range-for over a temporary's ["kernels"] would read freed memory.)
+  const nlohmann::json again = nlohmann::json::parse(r.out);
+  ASSERT_EQ(again["kernels"].size(), j["kernels"].size());
+  for (const auto& k : again["kernels"]) EXPECT_TRUE(k["cache_hit"].get<bool>());
 
   if (Driver::find() == nullptr || Driver::find()->device_count() == 0) {
     r = test::run_command(env + bin + "--buckets 1 --families rmsnorm", dir.path());

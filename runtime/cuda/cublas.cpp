@@ -1,6 +1,7 @@
 #include "runtime/cuda/cublas.h"
 
 #include "base/error.h"
+#include "runtime/cuda/venv.h"
 
 namespace onecat {
 namespace {
@@ -16,12 +17,17 @@ Cublas* Cublas::find() {
   static Cublas* cublas = [] {
     auto* c = new Cublas();
     std::string tried;
-    // CUDA 12's first: it still runs on a V100 (CUDA 13's does not), and on every later GPU.
+    // CUDA 12's first: it still runs on a V100 (CUDA 13's does not), and on every later GPU. The
+    // pinned wheel in the project's venv (scripts/setup), then the system's.
+    std::vector<std::string> names = venv_files(project_venv(), "nvidia/cublas/lib/libcublas.so.12");
     for (const char* name :
          {"libcublas.so.12", "libcublas.so.13", "libcublas.so", "/usr/local/cuda/lib64/libcublas.so"}) {
+      names.emplace_back(name);
+    }
+    for (const std::string& name : names) {
       c->lib_ = DynLib::open(name);
       if (c->lib_) break;
-      tried += (tried.empty() ? "" : ", ") + std::string(name);
+      tried += (tried.empty() ? "" : ", ") + name;
     }
     if (!c->lib_) {
       unavailable_message() = "cuBLAS not found (tried " + tried + "); install the CUDA toolkit's cuBLAS to compare against it";

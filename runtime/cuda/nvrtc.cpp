@@ -1,6 +1,5 @@
 #include "runtime/cuda/nvrtc.h"
 
-#include <glob.h>
 #include <limits.h>
 #include <stdlib.h>
 
@@ -11,33 +10,14 @@
 #include <set>
 
 #include "base/error.h"
+#include "runtime/cuda/venv.h"
 
 namespace onecat {
 namespace {
 
-std::vector<std::string> glob_paths(const std::string& pattern) {
-  std::vector<std::string> out;
-  glob_t g{};
-  if (glob(pattern.c_str(), 0, nullptr, &g) == 0) {
-    for (size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
-  }
-  globfree(&g);
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 std::string real_path(const std::string& p) {
   char buf[PATH_MAX];
   return realpath(p.c_str(), buf) ? std::string(buf) : p;
-}
-
-std::string project_venv() {
-  if (const char* v = std::getenv("ONECAT_VENV"); v && *v) return v;
-#ifdef ONECAT_PROJECT_VENV
-  return ONECAT_PROJECT_VENV;
-#else
-  return "";
-#endif
 }
 
 // Where the NVIDIA PyPI wheels put NVRTC inside a virtual environment.
@@ -45,7 +25,7 @@ std::vector<std::string> venv_candidates(const std::string& venv) {
   std::vector<std::string> out;
   if (venv.empty()) return out;
   for (const char* sub : {"nvidia/cuda_nvrtc/lib/libnvrtc.so.*[0-9]", "nvidia/cu13/lib/libnvrtc.so.*[0-9]"}) {
-    for (auto& p : glob_paths(venv + "/lib/python3*/site-packages/" + sub)) {
+    for (auto& p : venv_files(venv, sub)) {
       if (p.find("builtins") == std::string::npos && p.find(".alt.") == std::string::npos) out.push_back(p);
     }
   }

@@ -78,7 +78,9 @@ void print_info(const nlohmann::json& j) {
   }
   if (!j["nvrtc"].empty()) std::cout << "         (a compile for an arch uses the first NVRTC listed that targets it)\n";
   std::cout << "cublas:  "
-            << (j["cublas"].is_null() ? std::string("not found") : "version " + std::to_string(j["cublas"]["version"].get<int>()))
+            << (j["cublas"].is_null() ? std::string("not found")
+                                   : "version " + std::to_string(j["cublas"]["version"].get<int>()) + " (" +
+                                         j["cublas"]["path"].get<std::string>() + ")")
             << "\n";
   for (const auto& g : j["gpus"]) {
     if (!g["cublas_unusable"].is_null()) {
