@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -532,6 +533,36 @@ TEST(TensorValues, Bf16ToF16RoundsAndRefusesOverflow) {
   test::expect_throw<InputError>([&] { models::read_f16(bf16_tensor(inf)); }, {"tensor w[0]", "not a finite number"});
 }
 
+// F16 is copied block by block (16384 values) with each block checked: every bit pattern comes
+// through, and a NaN or infinity in a later block, or the last element, is named exactly.
+TEST(TensorValues, F16IsCopiedAndEveryBlockChecked) {
+  std::mt19937 rng(7);
+  std::vector<uint16_t> bits(40000);
+  for (auto& b : bits) b = uint16_t(rng() % 0x7C00) | uint16_t(rng() % 2 ? 0x8000 : 0);  // finite, both signs
+  static const std::string file = "f.safetensors";
+  auto tensor = [](const std::vector<uint16_t>& v) {
+    models::Tensor t;
+    t.name = "w";
+    t.dtype = models::Dtype::kF16;
+    t.shape = {int64_t(v.size())};
+    t.bytes = {reinterpret_cast<const uint8_t*>(v.data()), v.size() * 2};
+    t.file = &file;
+    return t;
+  };
+  EXPECT_EQ(models::read_f16(tensor(bits)), bits);
+  std::vector<uint8_t> into(bits.size() * 2);
+  models::read_f16_into(tensor(bits), into.data());
+  EXPECT_EQ(std::memcmp(into.data(), bits.data(), into.size()), 0);
+  for (size_t at : {size_t(0), size_t(16383), size_t(16384), size_t(20001), bits.size() - 1}) {
+    for (uint16_t bad : {uint16_t(0x7C00), uint16_t(0xFC00), uint16_t(0x7E01)}) {
+      std::vector<uint16_t> v = bits;
+      v[at] = bad;
+      test::expect_throw<InputError>([&] { models::read_f16(tensor(v)); },
+                                     {"tensor w[" + std::to_string(at) + "]", "not a finite number"});
+    }
+  }
+}
+
 // fp8 blocks whose weight_scale_inv ships as UE8M0 bytes (scale_fmt "ue8m0": F8_E8M0, as
 // torch.float8_e8m0fnu saves it, or U8): each block's multiplier is 2^(b − 127), for 128×128
 // blocks (fp8b128, partial blocks at the edges) and 32×32 blocks (fp8b32) alike, on random
@@ -579,6 +610,71 @@ TEST(LoadLinear, Ue8m0ScaleBytesDecodeExactly) {
       }
     }
   }
+}
+
+// load_stacked: float parts (F16, BF16, F32) are read straight into one weight, the same bytes as
+// stacking each part's load_linear; a float part beside a quantised one is refused as stack_rows
+// refuses it.
+TEST(LoadStacked, FloatPartsReadIntoOneWeightAndMixedPartsRefused) {
+  struct Part {
+    std::string name, dtype;
+    int64_t rows, cols;
+    std::string data;
+  };
+  std::mt19937 rng(11);
+  auto values = [&](size_t count, size_t width) {
+    std::string d(count * width, '\0');
+    for (size_t i = 0; i < count; ++i) {
+      const float f = float(int(rng() % 2001) - 1000) / 256.f;
+      if (width == 4) {
+        std::memcpy(&d[i * 4], &f, 4);
+      } else {
+        const uint16_t h = cpu::float_to_half(f);
+        std::memcpy(&d[i * 2], &h, 2);
+      }
+    }
+    return d;
+  };
+  const int64_t k = 24;
+  std::vector<Part> parts = {{"a.weight", "F16", 5, k, values(5 * k, 2)},
+                             {"b.weight", "F32", 3, k, values(3 * k, 4)},
+                             {"c.weight", "F16", 7, k, values(7 * k, 2)}};
+  std::string codes(size_t(16 * k), '\0');
+  for (auto& c : codes) c = char(rng() % 0x70);  // finite E4M3 codes
+  parts.push_back({"q.weight", "F8_E4M3", 16, k, codes});
+  parts.push_back({"q.weight_scale_inv", "F32", 1, 1, values(1, 4)});
+  std::string header = "{", data;
+  for (const Part& t : parts) {
+    header += (header.size() > 1 ? ", \"" : "\"") + t.name + R"(": {"dtype": ")" + t.dtype + R"(", "shape": [)" +
+              std::to_string(t.rows) + ", " + std::to_string(t.cols) + R"(], "data_offsets": [)" +
+              std::to_string(data.size()) + ", " + std::to_string(data.size() + t.data.size()) + "]}";
+    data += t.data;
+  }
+  header += "}";
+  std::string bytes(8, '\0');
+  for (int b = 0; b < 8; ++b) bytes[size_t(b)] = char((header.size() >> (8 * b)) & 0xFF);
+  test::TempDir dir;
+  test::write_file(dir / "model.safetensors", bytes + header + data);
+  const models::CheckpointFiles files(dir.path());
+  const models::QuantConfig none{};
+  const PackedWeight got = models::load_stacked(files, {"a", "b", "c"}, {5, 3, 7}, k, none, "layer 0 a|b|c");
+  const PackedWeight want = models::stack_rows(
+      {models::load_linear(files, "a", 5, k, none), models::load_linear(files, "b", 3, k, none),
+       models::load_linear(files, "c", 7, k, none)},
+      "layer 0 a|b|c");
+  EXPECT_EQ(got.format, WeightFormat::kF16);
+  EXPECT_EQ(got.n, 15);
+  EXPECT_EQ(got.k, k);
+  EXPECT_EQ(got.qweight, want.qweight);
+  // A wrong shape is named as load_linear names it.
+  test::expect_throw<InputError>([&] { models::load_stacked(files, {"a", "b"}, {5, 4}, k, none, "x"); },
+                                 {"b.weight", "4 out × 24 in features"});
+  // fp8 (128×128 blocks) beside a float part: refused as stack_rows refuses it.
+  const models::QuantConfig fp8{models::QuantConfig::kFp8Block, 8, 128, false, true, 128, 128, false};
+  test::expect_throw<InputError>([&] { models::load_stacked(files, {"q", "a"}, {16, 5}, k, fp8, "layer 0 q|a"); },
+                                 {"layer 0 q|a", "f16"});
+  test::expect_throw<InputError>([&] { models::load_stacked(files, {"a", "q"}, {5, 16}, k, fp8, "layer 0 a|q"); },
+                                 {"layer 0 a|q", "f16"});
 }
 
 // Fusing parts that cannot share one packed weight is refused with the layer named.

@@ -171,14 +171,23 @@ quant::PackedWeight load_mxfp4(const CheckpointFiles& files, const std::string& 
 
 }  // namespace
 
+// A float weight (F16, BF16, F32) read as fp16 whatever the quantisation (load_linear), else null.
+const Tensor* float_weight(const CheckpointFiles& files, const std::string& prefix, int64_t n, int64_t k,
+                           const QuantConfig& quant) {
+  const Tensor* weight = files.find(prefix + ".weight");
+  if (quant.method != QuantConfig::kNone && !(weight && is_float(weight->dtype))) return nullptr;
+  const Tensor& w = files.require(prefix + ".weight");
+  expect_shape(w, {n, k}, std::to_string(n) + " out × " + std::to_string(k) + " in features");
+  return &w;
+}
+
 quant::PackedWeight load_linear(const CheckpointFiles& files, const std::string& prefix, int64_t n, int64_t k,
                                 const QuantConfig& quant) {
-  const Tensor* weight = files.find(prefix + ".weight");
-  if (quant.method == QuantConfig::kNone || (weight && is_float(weight->dtype))) {
-    const Tensor& w = files.require(prefix + ".weight");
-    expect_shape(w, {n, k}, std::to_string(n) + " out × " + std::to_string(k) + " in features");
-    const auto values = read_f16(w);
-    return pack_named(w, prefix, [&] { return quant::pack_f16(n, k, values); });
+  if (const Tensor* weight = float_weight(files, prefix, n, k, quant)) {
+    const Tensor& w = *weight;
+    std::vector<uint8_t> bytes(size_t(w.elements()) * 2);
+    read_f16_into(w, bytes.data());
+    return pack_named(w, prefix, [&] { return quant::pack_f16_bytes(n, k, std::move(bytes)); });
   }
   switch (quant.method) {
     case QuantConfig::kAwq:
@@ -195,6 +204,31 @@ quant::PackedWeight load_linear(const CheckpointFiles& files, const std::string&
       break;
   }
   throw InputError(files.directory() + ": layer " + prefix + " has an unknown weight format.");
+}
+
+quant::PackedWeight load_stacked(const CheckpointFiles& files, const std::vector<std::string>& prefixes,
+                                 const std::vector<int64_t>& rows, int64_t k, const QuantConfig& quant,
+                                 const std::string& what) {
+  std::vector<const Tensor*> floats;
+  int64_t total = 0;
+  for (size_t i = 0; i < prefixes.size(); ++i) {
+    const Tensor* w = float_weight(files, prefixes[i], rows.at(i), k, quant);
+    if (!w) break;
+    floats.push_back(w);
+    total += rows[i];
+  }
+  if (!floats.empty() && floats.size() == prefixes.size()) {
+    std::vector<uint8_t> bytes(size_t(total * k) * 2);
+    size_t at = 0;
+    for (const Tensor* w : floats) {
+      read_f16_into(*w, bytes.data() + at);
+      at += size_t(w->elements()) * 2;
+    }
+    return pack_named(*floats[0], prefixes[0], [&] { return quant::pack_f16_bytes(total, k, std::move(bytes)); });
+  }
+  std::vector<quant::PackedWeight> parts;
+  for (size_t i = 0; i < prefixes.size(); ++i) parts.push_back(load_linear(files, prefixes[i], rows.at(i), k, quant));
+  return stack_rows(std::move(parts), what);
 }
 
 quant::PackedWeight stack_rows(std::vector<quant::PackedWeight> parts, const std::string& what) {

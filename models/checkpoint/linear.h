@@ -24,4 +24,11 @@ quant::PackedWeight load_linear(const CheckpointFiles& files, const std::string&
 // act-order permutations or nvfp4 per-tensor scales; fp8 blocks that straddle two parts).
 quant::PackedWeight stack_rows(std::vector<quant::PackedWeight> parts, const std::string& what);
 
+// load_linear of each prefix (parts[i] with rows[i] out features), stacked by stack_rows. Parts
+// that are all float weights are read straight into the stacked fp16 weight (one allocation and
+// one copy of their bytes); the same results and messages either way.
+quant::PackedWeight load_stacked(const CheckpointFiles& files, const std::vector<std::string>& prefixes,
+                                 const std::vector<int64_t>& rows, int64_t k, const QuantConfig& quant,
+                                 const std::string& what);
+
 }  // namespace onecat::models

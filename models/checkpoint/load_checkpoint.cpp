@@ -42,9 +42,15 @@ class Reader {
 
   quant::PackedWeight linear(const std::string& prefix, int64_t n, int64_t k, const QuantConfig& quant) {
     quant::PackedWeight w = load_linear(files_, prefix, n, k, quant);
-    for (const char* suffix : kLinearTensors) {
-      if (const Tensor* t = files_.find(prefix + suffix)) count(*t);
-    }
+    count_linear(prefix);
+    return w;
+  }
+
+  // The linears of `prefixes` (rows[i] out features each) stacked into one weight (load_stacked).
+  quant::PackedWeight stacked(const std::vector<std::string>& prefixes, const std::vector<int64_t>& rows, int64_t k,
+                              const QuantConfig& quant, const std::string& what) {
+    quant::PackedWeight w = load_stacked(files_, prefixes, rows, k, quant, files_.directory() + ": layer " + what);
+    for (const std::string& prefix : prefixes) count_linear(prefix);
     return w;
   }
 
@@ -72,6 +78,12 @@ class Reader {
   const CheckpointFiles& files() const { return files_; }
 
  private:
+  void count_linear(const std::string& prefix) {
+    for (const char* suffix : kLinearTensors) {
+      if (const Tensor* t = files_.find(prefix + suffix)) count(*t);
+    }
+  }
+
   void count(const Tensor& t) {
     progress_.advance(t.bytes.size());
     bytes_ += t.bytes.size();
@@ -90,11 +102,8 @@ LoadedLayer load_layer(Reader& r, const ModelConfig& c, int64_t i) {
   const int64_t q_rows = c.heads * c.head_dim, kv_rows = c.kv_heads * c.head_dim;
   LoadedLayer l;
   l.input_norm = r.vector_f16(p + "input_layernorm.weight", c.hidden, hidden);
-  std::vector<quant::PackedWeight> qkv;
-  qkv.push_back(r.linear(p + "self_attn.q_proj", q_rows, c.hidden, c.quant));
-  qkv.push_back(r.linear(p + "self_attn.k_proj", kv_rows, c.hidden, c.quant));
-  qkv.push_back(r.linear(p + "self_attn.v_proj", kv_rows, c.hidden, c.quant));
-  l.qkv = stack_rows(std::move(qkv), r.files().directory() + ": layer " + p + "self_attn q_proj|k_proj|v_proj");
+  l.qkv = r.stacked({p + "self_attn.q_proj", p + "self_attn.k_proj", p + "self_attn.v_proj"}, {q_rows, kv_rows, kv_rows},
+                    c.hidden, c.quant, p + "self_attn q_proj|k_proj|v_proj");
   if (c.attention_bias) {
     const std::string heads = "num_attention_heads × head_dim " + std::to_string(q_rows);
     const std::string kv = "num_key_value_heads × head_dim " + std::to_string(kv_rows);
@@ -123,30 +132,23 @@ LoadedLayer load_layer(Reader& r, const ModelConfig& c, int64_t i) {
     l.experts.resize(size_t(c.experts));
     for (int64_t e = 0; e < c.experts; ++e) {
       const std::string q = p + "mlp.experts." + std::to_string(e) + ".";
-      std::vector<quant::PackedWeight> parts;
-      parts.push_back(r.linear(q + "gate_proj", c.moe_intermediate, c.hidden, c.quant));
-      parts.push_back(r.linear(q + "up_proj", c.moe_intermediate, c.hidden, c.quant));
-      l.experts[size_t(e)].gate_up =
-          stack_rows(std::move(parts), r.files().directory() + ": layer " + q + "gate_proj|up_proj");
+      l.experts[size_t(e)].gate_up = r.stacked({q + "gate_proj", q + "up_proj"}, {c.moe_intermediate, c.moe_intermediate},
+                                               c.hidden, c.quant, q + "gate_proj|up_proj");
       l.experts[size_t(e)].down = r.linear(q + "down_proj", c.hidden, c.moe_intermediate, c.quant);
     }
     if (c.has_shared_expert()) {
       // Qwen2-MoE: mlp.shared_expert.{gate,up,down}_proj, a dense MLP every token runs, and
       // mlp.shared_expert_gate, [1][hidden] (16-bit like the router).
       const std::string q = p + "mlp.shared_expert.";
-      std::vector<quant::PackedWeight> parts;
-      parts.push_back(r.linear(q + "gate_proj", c.shared_intermediate, c.hidden, c.quant));
-      parts.push_back(r.linear(q + "up_proj", c.shared_intermediate, c.hidden, c.quant));
-      l.gate_up = stack_rows(std::move(parts), r.files().directory() + ": layer " + q + "gate_proj|up_proj");
+      l.gate_up = r.stacked({q + "gate_proj", q + "up_proj"}, {c.shared_intermediate, c.shared_intermediate}, c.hidden,
+                            c.quant, q + "gate_proj|up_proj");
       l.down = r.linear(q + "down_proj", c.hidden, c.shared_intermediate, c.quant);
       l.shared_gate = r.linear(p + "mlp.shared_expert_gate", 1, c.hidden, c.quant);
     }
     return l;
   }
-  std::vector<quant::PackedWeight> gate_up;
-  gate_up.push_back(r.linear(p + "mlp.gate_proj", c.intermediate, c.hidden, c.quant));
-  gate_up.push_back(r.linear(p + "mlp.up_proj", c.intermediate, c.hidden, c.quant));
-  l.gate_up = stack_rows(std::move(gate_up), r.files().directory() + ": layer " + p + "mlp gate_proj|up_proj");
+  l.gate_up = r.stacked({p + "mlp.gate_proj", p + "mlp.up_proj"}, {c.intermediate, c.intermediate}, c.hidden, c.quant,
+                        p + "mlp gate_proj|up_proj");
   l.down = r.linear(p + "mlp.down_proj", c.hidden, c.intermediate, c.quant);
   return l;
 }

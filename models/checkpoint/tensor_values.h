@@ -17,6 +17,9 @@ void expect_dtype(const Tensor& t, std::initializer_list<Dtype> allowed);
 // F16 as is; BF16 and F32 rounded to fp16 (Volta has no bf16). A finite value beyond fp16's
 // range (|x| ≥ 65520) and any NaN or infinity are errors naming the tensor and the element.
 std::vector<uint16_t> read_f16(const Tensor& t);
+// The same into `out`, 2 × elements bytes of little-endian fp16 (a packed weight's own bytes:
+// no intermediate copy, whose fresh pages the kernel would zero too).
+void read_f16_into(const Tensor& t, uint8_t* out);
 std::vector<float> read_f32(const Tensor& t);  // F32, F16 or BF16; non-finite values are errors
 std::vector<int32_t> read_i32(const Tensor& t);
 std::span<const uint8_t> read_u8(const Tensor& t);  // U8, I8 and the F8 types: the raw bytes

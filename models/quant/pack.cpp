@@ -233,8 +233,19 @@ PackedWeight pack_f16(int64_t n, int64_t k, std::span<const uint16_t> weight) {
   Checker c("f16", n, k);
   c.size("weight", weight.size(), {n, k}, "[N][K]");
   PackedWeight p = empty_packed(WeightFormat::kF16, n, k, 0);
+  // The kernels read little-endian fp16, which is this host's order: one copy.
+  static_assert(std::endian::native == std::endian::little);
   p.qweight.resize(weight.size() * 2);
-  for (size_t i = 0; i < weight.size(); ++i) put_u16(p.qweight, i, weight[i]);
+  std::memcpy(p.qweight.data(), weight.data(), weight.size() * 2);
+  return p;
+}
+
+PackedWeight pack_f16_bytes(int64_t n, int64_t k, std::vector<uint8_t> bytes) {
+  Checker c("f16", n, k);
+  if (bytes.size() % 2 != 0) throw InputError("f16 weight: an odd number of bytes");
+  c.size("weight bytes", bytes.size() / 2, {n, k}, "[N][K] of 2 bytes");
+  PackedWeight p = empty_packed(WeightFormat::kF16, n, k, 0);
+  p.qweight = std::move(bytes);
   return p;
 }
 

@@ -13,6 +13,8 @@ namespace onecat::quant {
 
 // f16: weight [N][K] fp16 bits.
 PackedWeight pack_f16(int64_t n, int64_t k, std::span<const uint16_t> weight);
+// The same from the weight's little-endian bytes, taken over (the checkpoint loader reads into them).
+PackedWeight pack_f16_bytes(int64_t n, int64_t k, std::vector<uint8_t> bytes);
 
 // awq4, AutoAWQ GEMM: qweight [K][N/8] i32, qzeros [K/G][N/8] i32 (both packed along N in
 // AutoAWQ's order), scales [K/G][N] fp16. N % 8 == 0, K % G == 0, G ∈ {32, 64, 128}.
