@@ -9,8 +9,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
@@ -658,23 +658,32 @@ TEST(LoadStacked, FloatPartsReadIntoOneWeightAndMixedPartsRefused) {
   const models::CheckpointFiles files(dir.path());
   const models::QuantConfig none{};
   const PackedWeight got = models::load_stacked(files, {"a", "b", "c"}, {5, 3, 7}, k, none, "layer 0 a|b|c");
-  const PackedWeight want = models::stack_rows(
-      {models::load_linear(files, "a", 5, k, none), models::load_linear(files, "b", 3, k, none),
-       models::load_linear(files, "c", 7, k, none)},
-      "layer 0 a|b|c");
+  const PackedWeight want =
+      models::stack_rows({models::load_linear(files, "a", 5, k, none), models::load_linear(files, "b", 3, k, none),
+                          models::load_linear(files, "c", 7, k, none)},
+                         "layer 0 a|b|c");
   EXPECT_EQ(got.format, WeightFormat::kF16);
   EXPECT_EQ(got.n, 15);
   EXPECT_EQ(got.k, k);
   EXPECT_EQ(got.qweight, want.qweight);
   // A wrong shape is named as load_linear names it.
-  test::expect_throw<InputError>([&] { models::load_stacked(files, {"a", "b"}, {5, 4}, k, none, "x"); },
-                                 {"b.weight", "4 out × 24 in features"});
+  test::expect_throw<InputError>(
+      [&] {
+        models::load_stacked(files, {"a", "b"}, {5, 4}, k, none, "x");
+      },
+      {"b.weight", "4 out × 24 in features"});
   // fp8 (128×128 blocks) beside a float part: refused as stack_rows refuses it.
   const models::QuantConfig fp8{models::QuantConfig::kFp8Block, 8, 128, false, true, 128, 128, false};
-  test::expect_throw<InputError>([&] { models::load_stacked(files, {"q", "a"}, {16, 5}, k, fp8, "layer 0 q|a"); },
-                                 {"layer 0 q|a", "f16"});
-  test::expect_throw<InputError>([&] { models::load_stacked(files, {"a", "q"}, {5, 16}, k, fp8, "layer 0 a|q"); },
-                                 {"layer 0 a|q", "f16"});
+  test::expect_throw<InputError>(
+      [&] {
+        models::load_stacked(files, {"q", "a"}, {16, 5}, k, fp8, "layer 0 q|a");
+      },
+      {"layer 0 q|a", "f16"});
+  test::expect_throw<InputError>(
+      [&] {
+        models::load_stacked(files, {"a", "q"}, {5, 16}, k, fp8, "layer 0 a|q");
+      },
+      {"layer 0 a|q", "f16"});
 }
 
 // Fusing parts that cannot share one packed weight is refused with the layer named.

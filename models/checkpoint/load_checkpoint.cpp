@@ -102,8 +102,8 @@ LoadedLayer load_layer(Reader& r, const ModelConfig& c, int64_t i) {
   const int64_t q_rows = c.heads * c.head_dim, kv_rows = c.kv_heads * c.head_dim;
   LoadedLayer l;
   l.input_norm = r.vector_f16(p + "input_layernorm.weight", c.hidden, hidden);
-  l.qkv = r.stacked({p + "self_attn.q_proj", p + "self_attn.k_proj", p + "self_attn.v_proj"}, {q_rows, kv_rows, kv_rows},
-                    c.hidden, c.quant, p + "self_attn q_proj|k_proj|v_proj");
+  l.qkv = r.stacked({p + "self_attn.q_proj", p + "self_attn.k_proj", p + "self_attn.v_proj"},
+                    {q_rows, kv_rows, kv_rows}, c.hidden, c.quant, p + "self_attn q_proj|k_proj|v_proj");
   if (c.attention_bias) {
     const std::string heads = "num_attention_heads × head_dim " + std::to_string(q_rows);
     const std::string kv = "num_key_value_heads × head_dim " + std::to_string(kv_rows);
@@ -132,8 +132,9 @@ LoadedLayer load_layer(Reader& r, const ModelConfig& c, int64_t i) {
     l.experts.resize(size_t(c.experts));
     for (int64_t e = 0; e < c.experts; ++e) {
       const std::string q = p + "mlp.experts." + std::to_string(e) + ".";
-      l.experts[size_t(e)].gate_up = r.stacked({q + "gate_proj", q + "up_proj"}, {c.moe_intermediate, c.moe_intermediate},
-                                               c.hidden, c.quant, q + "gate_proj|up_proj");
+      l.experts[size_t(e)].gate_up =
+          r.stacked({q + "gate_proj", q + "up_proj"}, {c.moe_intermediate, c.moe_intermediate}, c.hidden, c.quant,
+                    q + "gate_proj|up_proj");
       l.experts[size_t(e)].down = r.linear(q + "down_proj", c.hidden, c.moe_intermediate, c.quant);
     }
     if (c.has_shared_expert()) {

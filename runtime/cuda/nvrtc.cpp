@@ -4,8 +4,8 @@
 #include <stdlib.h>
 
 #include <algorithm>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <set>
 
