@@ -20,8 +20,6 @@ namespace {
 constexpr int64_t kGuardRows = 2;
 constexpr unsigned char kPoisonByte = 0xff;  // NaN in fp16 and fp32
 
-// cuBLAS enum values (cublas_api.h, library_types.h).
-
 // Normwise relative error ‖gpu − ref‖₂ / ‖ref‖₂ allowed per format. The kernels sum 4–16
 // fp16 products in fp16 before each fp32 flush (2^-11 relative per add) and int4 rounds
 // (q − z)·s to fp16; the output rounds to fp16 once more (2^-11). Against the cuBLAS

@@ -169,8 +169,6 @@ quant::PackedWeight load_mxfp4(const CheckpointFiles& files, const std::string& 
   return pack_named(blocks, prefix, [&] { return quant::pack_mxfp4(n, k, blocks.bytes, scales.bytes); });
 }
 
-}  // namespace
-
 // A float weight (F16, BF16, F32) read as fp16 whatever the quantisation (load_linear), else null.
 const Tensor* float_weight(const CheckpointFiles& files, const std::string& prefix, int64_t n, int64_t k,
                            const QuantConfig& quant) {
@@ -181,14 +179,24 @@ const Tensor* float_weight(const CheckpointFiles& files, const std::string& pref
   return &w;
 }
 
+// Float weights of `rows` rows in all, K columns each, read one after another straight into one
+// fp16 weight (one allocation, one copy of their bytes); `prefix` names the first in messages.
+quant::PackedWeight pack_floats(const std::vector<const Tensor*>& parts, int64_t rows, int64_t k,
+                                const std::string& prefix) {
+  std::vector<uint8_t> bytes(size_t(rows * k) * 2);
+  size_t at = 0;
+  for (const Tensor* w : parts) {
+    read_f16_into(*w, bytes.data() + at);
+    at += size_t(w->elements()) * 2;
+  }
+  return pack_named(*parts[0], prefix, [&] { return quant::pack_f16_bytes(rows, k, std::move(bytes)); });
+}
+
+}  // namespace
+
 quant::PackedWeight load_linear(const CheckpointFiles& files, const std::string& prefix, int64_t n, int64_t k,
                                 const QuantConfig& quant) {
-  if (const Tensor* weight = float_weight(files, prefix, n, k, quant)) {
-    const Tensor& w = *weight;
-    std::vector<uint8_t> bytes(size_t(w.elements()) * 2);
-    read_f16_into(w, bytes.data());
-    return pack_named(w, prefix, [&] { return quant::pack_f16_bytes(n, k, std::move(bytes)); });
-  }
+  if (const Tensor* w = float_weight(files, prefix, n, k, quant)) return pack_floats({w}, n, k, prefix);
   switch (quant.method) {
     case QuantConfig::kAwq:
       return load_awq(files, prefix, n, k, quant.group_size);
@@ -217,15 +225,7 @@ quant::PackedWeight load_stacked(const CheckpointFiles& files, const std::vector
     floats.push_back(w);
     total += rows[i];
   }
-  if (!floats.empty() && floats.size() == prefixes.size()) {
-    std::vector<uint8_t> bytes(size_t(total * k) * 2);
-    size_t at = 0;
-    for (const Tensor* w : floats) {
-      read_f16_into(*w, bytes.data() + at);
-      at += size_t(w->elements()) * 2;
-    }
-    return pack_named(*floats[0], prefixes[0], [&] { return quant::pack_f16_bytes(total, k, std::move(bytes)); });
-  }
+  if (!floats.empty() && floats.size() == prefixes.size()) return pack_floats(floats, total, k, prefixes[0]);
   std::vector<quant::PackedWeight> parts;
   for (size_t i = 0; i < prefixes.size(); ++i) parts.push_back(load_linear(files, prefixes[i], rows.at(i), k, quant));
   return stack_rows(std::move(parts), what);

@@ -93,10 +93,15 @@ void launch_op(const Spec& spec, const Config& config, const LoadedKernel& kerne
 
 namespace onecat {
 
+std::string untuned_cublas_config(const Family& family, const std::string& spec, int64_t m) {
+  if (family.name() != "gemm" || !gemm::cublas_by_default(gemm::Spec::parse(spec), m)) return "";
+  return family.canonical_config(spec, "strategy=cublas");
+}
+
 std::string default_config_here(const Family& family, const std::string& spec, int64_t m, int sm) {
-  if (family.name() == "gemm" && gemm::cublas_by_default(gemm::Spec::parse(spec), m) &&
-      Cublas::unusable_reason(sm).empty()) {
-    return family.canonical_config(spec, "strategy=cublas");
+  if (std::string cublas = untuned_cublas_config(family, spec, m);
+      !cublas.empty() && Cublas::unusable_reason(sm).empty()) {
+    return cublas;
   }
   return family.default_config(spec, m, Arch{sm});
 }

@@ -35,5 +35,9 @@ namespace onecat {
 // cuBLAS can run here (Cublas::unusable_reason). Untuned dispatch, start-up compilation, tuning
 // records' and `onecat bench`'s "default" all read it, so the default timed is the one that runs.
 std::string default_config_here(const Family& family, const std::string& spec, int64_t m, int sm);
+// strategy=cublas's config text where it would be the untuned default of `spec` at m tokens on a
+// machine whose cuBLAS can run (gemm::cublas_by_default), else empty (other families too):
+// default_config_here's rule without the machine, for compiling another machine's kernels.
+std::string untuned_cublas_config(const Family& family, const std::string& spec, int64_t m);
 
 }  // namespace onecat

@@ -11,10 +11,10 @@
 
 #include "base/error.h"
 #include "codegen/family.h"
-#include "codegen/gemm/space.h"
 #include "models/config.h"
 #include "models/plan.h"
 #include "runtime/cuda/driver.h"
+#include "runtime/engine/gemm_launch.h"
 #include "runtime/engine/session.h"
 #include "runtime/jit/service.h"
 #include "tools/onecat/commands.h"
@@ -84,9 +84,7 @@ void compile_only(const TuneArgs& a, Arch arch, const std::vector<std::string>& 
       // The family's own default, and strategy=cublas's kernel where a GPU with a usable cuBLAS
       // runs that untuned (default_config_here), since the target machine's cuBLAS is not known here.
       std::vector<std::string> untuned{f.default_config(spec, b, arch)};
-      if (f.name() == "gemm" && gemm::cublas_by_default(gemm::Spec::parse(spec), b)) {
-        untuned.push_back(f.canonical_config(spec, "strategy=cublas"));
-      }
+      if (std::string cublas = untuned_cublas_config(f, spec, b); !cublas.empty()) untuned.push_back(cublas);
       for (const std::string& config : untuned) {
         auto it = std::find_if(configs.begin(), configs.end(), [&](const auto& c) { return c.first == config; });
         if (it == configs.end()) it = configs.insert(configs.end(), {config, ""});
