@@ -83,7 +83,9 @@ start=$(date +%s)
 deadline=$((start + ${DEADLINE:-560}))
 py=$(command -v python3)
 step() { echo "[$(date +%T)] $*" >>"$out/steps.log"; }
-left() { echo $((deadline - $(date +%s))); }
+# Seconds to the deadline, at least 1: a loop inside a step that runs past it gets a
+# one-second timeout per command, not timeout's error on a negative one.
+left() { local s=$((deadline - $(date +%s))); echo $((s > 0 ? s : 1)); }
 {
   nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.mem --format=csv
   git rev-parse HEAD 2>/dev/null || true

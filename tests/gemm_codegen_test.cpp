@@ -142,21 +142,35 @@ TEST(GemmConfig, RulesAndDefaults) {
     const Family& g = family_of("gemm:n=28672,k=4096,fmt=awq4");
     const std::string pipe1 = "strategy=mma,atom=m16n8k16,bm=128,bn=128,wm=2,wn=2,bk=32,stages=4";
     // From 512 tokens pipe=2 on 128×128 tiles (K steps of 32) where that still gives two CTAs
-    // per target, else 128×64 (K steps of 64); below kTargetCtas CTAs even then, and below
-    // 512 tokens, pipe=1.
+    // per target, else 128×64 (K steps of 64); from 48 to 511 tokens 128×64 (split where the
+    // tiles are too few); pipe=1 only where K is not a multiple of 64.
     const std::string tile128 = "strategy=mma,atom=m16n8k16,bm=128,bn=128,wm=2,wn=2,bk=32,stages=4,pipe=2";
     const std::string tile64 = "strategy=mma,atom=m16n8k16,bm=128,bn=64,wm=2,wn=2,bk=64,stages=4,pipe=2";
     for (const char* fmt : kFormats) {
       const std::string big = std::string("gemm:n=28672,k=4096,fmt=") + fmt;
       EXPECT_EQ(g.default_config(big, 512, Arch{90}), tile128) << fmt;
       EXPECT_EQ(g.default_config(big, 2048, Arch{80}), tile128) << fmt;
-      EXPECT_EQ(g.default_config(big, 128, Arch{90}), pipe1) << fmt;
+      EXPECT_EQ(g.default_config(big, 128, Arch{90}), tile64) << fmt;
     }
+    EXPECT_EQ(g.default_config("gemm:n=28672,k=4128,fmt=f16", 128, Arch{90}), pipe1);
+    // 17–32 tokens: 8-bit weights on tc_small's 32-row tile, warps for about 2048 on the GPU
+    // (the cp.async ring where a CTA has two); 4-bit weights on the 32×128 pipe=2 tile split to
+    // 256 CTAs (the qwen3-8b layers' best configs at 32 tokens in the H200 tunes).
+    const std::string gate_up = "gemm:n=24576,k=4096,fmt=fp8b128,epi=silu_mul";
+    EXPECT_EQ(g.default_config(gate_up, 32, Arch{90}), "strategy=tc_small,mt=16,rows=32,warps=2,stages=3");
+    EXPECT_EQ(g.default_config("gemm:n=4096,k=4096,fmt=fp8b128", 32, Arch{90}),
+              "strategy=tc_small,mt=16,rows=32,warps=8,stages=1");
+    EXPECT_EQ(g.default_config("gemm:n=6144,k=4096,fmt=fp8b32", 17, Arch{80}),
+              "strategy=tc_small,mt=16,rows=32,warps=4,stages=1");
+    EXPECT_EQ(g.default_config("gemm:n=24576,k=4096,fmt=nvfp4,epi=silu_mul", 32, Arch{90}),
+              "strategy=mma,atom=m16n8k16,bm=32,bn=128,wm=1,wn=4,bk=64,stages=4,pipe=2,split=2");
+    EXPECT_EQ(g.default_config(gate_up, 33, Arch{90}),
+              "strategy=mma,atom=m16n8k16,bm=32,bn=128,wm=1,wn=4,bk=64,stages=4,pipe=2");
     EXPECT_EQ(g.default_config("gemm:n=57344,k=4096,fmt=f16,epi=silu_mul", 512, Arch{90}), tile128);
     for (const char* fmt : {"awq4", "nvfp4", "f16"}) {
       const std::string narrow = std::string("gemm:n=4096,k=4096,fmt=") + fmt;
       EXPECT_EQ(g.default_config(narrow, 512, Arch{90}), tile64) << fmt;
-      EXPECT_EQ(g.default_config(narrow, 256, Arch{90}).find("pipe=2"), std::string::npos) << fmt;
+      EXPECT_EQ(g.default_config(narrow, 256, Arch{90}), tile64 + ",split=2") << fmt;
     }
     for (const char* fmt : kFormats) {
       const std::string spec = std::string("gemm:n=28672,k=4096,fmt=") + fmt;
@@ -180,7 +194,13 @@ TEST(GemmConfig, RulesAndDefaults) {
           const std::string c = f.default_config(spec, m, arch);
           EXPECT_EQ(f.canonical_config(spec, c), c) << spec << " m=" << m;
           EXPECT_EQ(f.default_config(spec, m, arch), c) << "deterministic";
-          EXPECT_EQ(c.find("m16n8k16") != std::string::npos, arch.sm >= 80 && m > 16) << spec << " m=" << m << " " << c;
+          // sm_80+ above 16 tokens: mma, except 8-bit weights up to 32 tokens (tc_small).
+          const bool tc_small_8bit = std::string(fmt).starts_with("fp8") && m <= 32;
+          EXPECT_EQ(c.find("m16n8k16") != std::string::npos, arch.sm >= 80 && m > 16 && !tc_small_8bit)
+              << spec << " m=" << m << " " << c;
+          if (arch.sm >= 80 && m > 16 && m <= 32) {
+            EXPECT_EQ(c.starts_with("strategy=tc_small"), tc_small_8bit) << c;
+          }
         }
         const auto candidates = f.candidate_configs(spec, arch);
         EXPECT_FALSE(candidates.empty());

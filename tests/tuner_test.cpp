@@ -13,12 +13,14 @@
 #include "base/error.h"
 #include "base/half.h"
 #include "codegen/family.h"
+#include "runtime/cpu/gemm.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/engine/dispatch.h"
 #include "runtime/engine/gemm_launch.h"
 #include "tests/test_util.h"
 #include "tuner/gemm_rig.h"
 #include "tuner/output_compare.h"
+#include "tuner/random_weight.h"
 #include "tuner/tuner.h"
 
 namespace onecat {
@@ -299,6 +301,27 @@ TEST(OutputCompare, PlantedWrongElementsFailTheGemmCheckThatTheNormPasses) {
   EXPECT_LT(std::sqrt(bad.diff2 / bad.ref2), gemm_tolerance(spec)) << "the norm alone would pass it";
   EXPECT_EQ(bad.elements_over, 40);
   EXPECT_EQ(bad.first_over, *planted.begin());
+}
+
+// The tuner's and `onecat bench`'s random weights under silu_mul: SiLU(gate)·up multiplies two
+// dot products over K, so weights scaled for one overflowed fp16 at K = 4096 (Llama's gate_up
+// in fp8b32 and mxfp4: the kernel and the reference both inf, and the check failed on NaN).
+// Every format's outputs, from the rig's inputs (x in ±2), stay well inside fp16.
+TEST(RandomWeight, SiluMulOutputsStayInsideFp16) {
+  for (const char* fmt : {"f16", "awq4", "gptq4", "fp8b32", "fp8b128", "nvfp4", "mxfp4"}) {
+    const gemm::Spec s = gemm::Spec::parse(std::string("gemm:n=512,k=4096,fmt=") + fmt + ",epi=silu_mul");
+    std::mt19937_64 rng(7);
+    const quant::PackedWeight w = random_packed_weight(s, rng);
+    const int64_t m = 32;
+    const std::vector<uint16_t> x = random_half(rng, size_t(m * s.k), -2.f, 2.f);
+    std::vector<float> y(size_t(m * s.out_cols()));
+    cpu::GemmEpilogue epi;
+    epi.kind = cpu::GemmEpilogue::kSiluMul;
+    cpu::gemm(w, x.data(), m, epi, y.data());
+    float most = 0;
+    for (float v : y) most = std::max(most, std::isfinite(v) ? std::abs(v) : std::numeric_limits<float>::infinity());
+    EXPECT_LT(most, 65504.f / 4) << fmt;
+  }
 }
 
 }  // namespace

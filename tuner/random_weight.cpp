@@ -63,7 +63,11 @@ quant::PackedWeight random_packed_weight(const gemm::Spec& s, std::mt19937_64& r
     case WeightFormat::kFp8B32: {
       random_bytes(rng, w.qweight, n * k, true);
       w.scales.resize(((n + 31) / 32) * (k / 32));
-      for (auto& e : w.scales) e = static_cast<uint8_t>(static_cast<int8_t>(-10 + int(rng() % 7)));  // 2^-10 … 2^-4
+      // 2^-10 … 2^-4; 2^-14 … 2^-8 under silu_mul, whose output is the product of two dot
+      // products: the wider scales made SiLU(gate)·up overflow fp16 at K = 4096 (Llama's gate_up),
+      // in the kernel and the reference alike. 2^-14 keeps every code a normal fp16 or above 2^-24.
+      const int low = s.epilogue == gemm::Epilogue::kSiluMul ? -14 : -10;
+      for (auto& e : w.scales) e = static_cast<uint8_t>(static_cast<int8_t>(low + int(rng() % 7)));
       break;
     }
     case WeightFormat::kFp8B128: {
@@ -92,8 +96,11 @@ quant::PackedWeight random_packed_weight(const gemm::Spec& s, std::mt19937_64& r
       // A block with a scale ≥ 2 keeps its codes to 0 and ±0.5, so its weights stay as large as
       // the others' and no product (SiLU(gate)·up over K = 1024 and more) overflows fp16.
       // Blocks are 16 consecutive bytes of the packed row (8 codes per u32, 4 u32 per block).
+      // Under silu_mul 2^-13 … 2^-3: the wider scales overflowed fp16 at K = 4096 (SiLU(gate)·up,
+      // a product of two dot products).
+      const int low = s.epilogue == gemm::Epilogue::kSiluMul ? 114 : 120;
       for (size_t b = 0; b < w.scales.size(); ++b) {
-        const uint8_t e = static_cast<uint8_t>(120 + rng() % 11);
+        const uint8_t e = static_cast<uint8_t>(low + int(rng() % 11));
         w.scales[b] = e;
         if (e >= 128) {
           for (size_t i = 16 * b; i < 16 * b + 16; ++i) w.qweight[i] &= 0x99;

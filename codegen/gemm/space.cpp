@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <optional>
 #include <tuple>
 
 #include "base/error.h"
@@ -20,6 +21,8 @@ constexpr int64_t kChunksPerLane = 4;
 constexpr int64_t kGemvMaxM = 16;
 // From this many tokens up to kGemvMaxM, sm_80+ defaults to tc_small instead of gemv.
 constexpr int64_t kTcSmallMinM = 3;
+// Up to this many tokens tc_small is a candidate (two 16-token tiles; fits_bucket).
+constexpr int64_t kTcSmallMaxM = 32;
 // From this many tokens the tuner times only mma tiles of 64 tokens or more (fits_bucket).
 constexpr int64_t kTallTilesFromM = 512;
 // Beyond this many tokens the tuner times no gemv (fits_bucket).
@@ -33,12 +36,12 @@ static int64_t mma_ctas(const Spec& spec, const Config& c, int64_t m) {
   return (spec.out_cols() + cols - 1) / cols * ((m + c.bm - 1) / c.bm);
 }
 
-// Split-K where the tiles are too few to fill the GPU (under kTargetCtas / 2: narrow N, few
+// Split-K where the tiles are too few to fill the GPU (under `enough` CTAs: narrow N, few
 // tokens): the smallest split of 2, 4 or 8 that reaches kTargetCtas CTAs (each part whole K
 // steps of bk, at least 8 of them), else the largest such split.
-static int default_split(const Spec& spec, const Config& c, int64_t m, int bk) {
+static int default_split(const Spec& spec, const Config& c, int64_t m, int bk, int64_t enough) {
   const int64_t ctas = mma_ctas(spec, c, m);
-  if (ctas >= kTargetCtas / 2) return 1;
+  if (ctas >= enough) return 1;
   int split = 1;
   for (int s : {2, 4, 8}) {
     if (spec.k % (int64_t(bk) * s) != 0 || spec.k / (int64_t(bk) * s) < 8) break;
@@ -55,8 +58,8 @@ static Config mma16816_default(const Spec& spec, int64_t m) {
   // Many tokens, pipe=2: 4 warps of 64×32 or 64×64 on a 128×64 or 128×128 tile, stages=4:
   // 128×128 with K steps of 32 where that still gives two CTAs per target (N ≥ ~16K), else
   // 128×64 with K steps of 64 so that narrow N still fills the SMs (the fastest tiles of every
-  // qwen3-8b linear layer at M=512: docs/gemm.md). Below kTargetCtas CTAs even at 128×64, and
-  // below 512 tokens (not swept there), the pipe=1 rules below.
+  // qwen3-8b linear layer at M=512: docs/gemm.md). Below kTargetCtas CTAs even at 128×64, the
+  // split tiles below.
   if (m >= 512) {
     c.bm = 128, c.wm = 2, c.wn = 2, c.stages = 4, c.pipe = 2;
     c.bn = 128, c.bk = 32;
@@ -65,8 +68,28 @@ static Config mma16816_default(const Spec& spec, int64_t m) {
     if (mma_ctas(spec, c, m) >= kTargetCtas && !c.invalid_reason(spec)) return c;
     c.pipe = 1;
   }
-  // Warp tiles of 64×64 (bm=128, 4 warps), 32×64 (bm=64) or 32×32 (bm=32); K steps of 32
-  // through four cp.async stages.
+  // 17–511 tokens: pipe=2 with K steps of 64 through four stages, 32×128 tiles (four 32×32
+  // warps) below 48 tokens, else 128×64 (four 64×32 warps), split along K to kTargetCtas CTAs
+  // where the tiles launch fewer. In the H200 tunes of 2026-12-04 (qwen3-8b's awq4, fp8b128 and
+  // nvfp4 layers at 32 and 128 tokens) these were the fastest own tiles or within 1.3× of them,
+  // where pipe=1 on enough tiles (the gate_up layer) was 1.6–2.0× the best.
+  {
+    Config s;
+    s.strategy = Strategy::kMma;
+    s.atom = Atom::kM16n8k16;
+    s.pipe = 2, s.bk = 64, s.stages = 4;
+    if (m < 48) {
+      s.bm = 32, s.bn = 128, s.wm = 1, s.wn = 4;
+    } else {
+      s.bm = 128, s.bn = 64, s.wm = 2, s.wn = 2;
+    }
+    s.split = default_split(spec, s, m, s.bk, kTargetCtas);
+    if (!s.invalid_reason(spec)) return s;
+    s.split = 1;
+    if (!s.invalid_reason(spec)) return s;
+  }
+  // Where those tiles cannot run (K not a multiple of 64): pipe=1, warp tiles of 64×64
+  // (bm=128, 4 warps), 32×64 (bm=64) or 32×32 (bm=32), K steps of 32 through four stages.
   c.bm = m >= 128 ? 128 : m >= 64 ? 64 : 32;
   c.bn = 128;
   c.wm = c.bm == 32 ? 1 : 2;
@@ -77,20 +100,23 @@ static Config mma16816_default(const Spec& spec, int64_t m) {
   while (c.wn > 1 && c.invalid_reason(spec)) c.wn /= 2;
   while (c.stages > 2 && c.invalid_reason(spec)) --c.stages;
   if (auto why = c.invalid_reason(spec)) throw InputError(spec.to_string() + " has no valid mma config: " + *why);
-  // Still too few CTAs: split K on pipe=2 (which has split-K), with K steps of 64: 32×128
-  // tiles (four 32×32 warps) below 48 tokens, else 128×64 (four 64×32 warps). The split CTAs
-  // occupy the SMs that few output tiles leave idle (figures: docs/gemm.md).
-  if (mma_ctas(spec, c, m) < kTargetCtas / 2) {
-    Config s = c;
-    s.pipe = 2, s.bk = 64, s.stages = 4;
-    if (m < 48) {
-      s.bm = 32, s.bn = 128, s.wm = 1, s.wn = 4;
-    } else {
-      s.bm = 128, s.bn = 64, s.wm = 2, s.wn = 2;
-    }
-    s.split = default_split(spec, s, m, s.bk);
-    if (s.split > 1 && !s.invalid_reason(spec)) return s;
-  }
+  return c;
+}
+
+// 8-bit weights (fp8b128, fp8b32) at 17–32 tokens on sm_80+: tc_small's 32-row tile over two
+// 16-token tiles, with warps enough for about 2048 on the GPU (16 per SM of an H200) and the
+// cp.async ring only where a CTA has two warps. In the H200 tunes of 2026-12-04 it was the
+// fastest fp8b128 config of each qwen3-8b layer at 32 tokens, where the mma tiles were 1.1–1.4×
+// slower; for the 4-bit formats mma split-K stayed within 1.15× of the best and tc_small did not.
+static std::optional<Config> tc_small_8bit_default(const Spec& spec, int64_t m) {
+  Config c;
+  c.strategy = Strategy::kTcSmall;
+  c.mt = 16, c.rows = 32;
+  const int64_t ctas = (spec.out_cols() + c.rows - 1) / c.rows * ((m + c.mt - 1) / c.mt);
+  c.warps = int(std::clamp<int64_t>(std::bit_floor(uint64_t(std::max<int64_t>(2048 / ctas, 1))), 2, 16));
+  c.stages = c.warps <= 2 ? 3 : 1;
+  while (c.warps > 2 && c.invalid_reason(spec)) c.warps /= 2;
+  if (c.invalid_reason(spec)) return std::nullopt;
   return c;
 }
 
@@ -153,7 +179,7 @@ static Config mma_default(const Spec& spec, int64_t m) {
   while (c.bn > 64 && (spec.out_cols() + c.bn - 1) / c.bn * ((m + c.bm - 1) / c.bm) < kTargetCtas / 2) c.bn /= 2;
   while (c.wn > 1 && c.invalid_reason(spec)) c.wn /= 2;
   if (auto why = c.invalid_reason(spec)) throw InputError(spec.to_string() + " has no valid mma config: " + *why);
-  if (const int split = default_split(spec, c, m, Config::kMmaBk); split > 1) {
+  if (const int split = default_split(spec, c, m, Config::kMmaBk, kTargetCtas / 2); split > 1) {
     Config s = c;
     s.split = split;
     if (!s.invalid_reason(spec)) return s;
@@ -163,7 +189,12 @@ static Config mma_default(const Spec& spec, int64_t m) {
 
 Config default_config(const Spec& spec, int64_t m, Arch arch) {
   if (m > kGemvMaxM && spec.k % Config::kMmaBk == 0) {
-    return arch.has_mma_m16n8k16() ? mma16816_default(spec, m) : mma_default(spec, m);
+    if (!arch.has_mma_m16n8k16()) return mma_default(spec, m);
+    const bool fp8 = spec.format == quant::WeightFormat::kFp8B128 || spec.format == quant::WeightFormat::kFp8B32;
+    if (fp8 && m <= kTcSmallMaxM) {
+      if (auto c = tc_small_8bit_default(spec, m)) return *c;
+    }
+    return mma16816_default(spec, m);
   }
   if (arch.has_mma_m16n8k16() && m >= kTcSmallMinM) return tc_small_default(spec, m);
   Config c;
@@ -310,7 +341,7 @@ bool fits_bucket(const Spec&, const Config& c, int64_t m) {
     return c.mt == tile;
   }
   // tc_small up to two 16-token tiles (M=32: the second CTA row reads the weights from L2).
-  if (c.strategy == Strategy::kTcSmall) return m <= 32 && c.mt == (m <= 8 ? 8 : 16);
+  if (c.strategy == Strategy::kTcSmall) return m <= kTcSmallMaxM && c.mt == (m <= 8 ? 8 : 16);
   // cuBLAS beyond the sizes gemv and tc_small are made for (a dequantising format writes and
   // rereads its whole weight per launch, which few tokens cannot repay).
   if (c.strategy == Strategy::kCublas) return m > kGemvMaxM;
