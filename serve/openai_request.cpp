@@ -430,7 +430,6 @@ Generation parse_chat(const json& body, const ServedModel& model, uint64_t defau
   Generation g;
   parse_common(body, model, default_seed, g);
   g.tool_calls = tools_on(body);
-  if (g.tool_calls && g.stream) throw bad("stream", "streaming with tools is not supported yet.");
   g.logprobs = get_bool(body, "logprobs", false);
   g.top_logprobs = int(get_int(body, "top_logprobs", 0, 0, cpu::kMaxLogprobs));
   if (g.top_logprobs > 0 && !g.logprobs) throw bad("top_logprobs", "top_logprobs needs logprobs: true.");

@@ -85,6 +85,8 @@ struct Choice {
   int64_t text_offset = 0;             // streaming: where the next entry's text begins
   bool echo_sent = false;              // streaming echo with logprobs: the prompt's event is out
   ReasoningSplitter reasoning;         // streaming chat with --reasoning-parser
+  ToolCallStream tools;                // streaming chat with tools
+  int tool_calls_sent = 0;             // streaming: the next call's index in this choice
 };
 
 // A generation request in flight: its choices on the engine thread and their state here.
@@ -338,8 +340,29 @@ struct Job {
         if (!d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
         content = std::move(d.content);
       }
+      json finish = reason;
+      if (gen.tool_calls) {
+        ToolCallStream::Delta t = c.tools.step(content);
+        if (c.done) {
+          ToolCallStream::Delta rest = c.tools.finish();
+          t.content += rest.content;
+          for (ToolCall& call : rest.calls) t.calls.push_back(std::move(call));
+        }
+        content = std::move(t.content);
+        // Each call whole in one delta (its index, id, name and all of its arguments): OpenAI's
+        // clients accumulate argument fragments, and one fragment is a valid stream of them.
+        json calls = json::array();
+        for (const ToolCall& call : t.calls) {
+          calls.push_back({{"index", c.tool_calls_sent++},
+                           {"id", next_call_id()},
+                           {"type", "function"},
+                           {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+        }
+        if (!calls.empty()) delta["tool_calls"] = std::move(calls);
+        if (c.done && c.tools.any_call() && c.finish_reason == "stop") finish = "tool_calls";
+      }
       if (with_role || !content.empty()) delta["content"] = content;
-      return {{"index", i}, {"delta", delta}, {"logprobs", lp}, {"finish_reason", reason}};
+      return {{"index", i}, {"delta", delta}, {"logprobs", lp}, {"finish_reason", finish}};
     }
     return {{"index", i}, {"text", piece}, {"logprobs", lp}, {"finish_reason", reason}};
   }
@@ -380,7 +403,12 @@ struct Job {
           const Choice& c = choices[size_t(o.choice)];
           const bool new_logprobs = gen.logprobs && c.logprobs.size() > c.logprobs_sent;
           if (!piece.empty() || c.done || new_logprobs) {
-            alive = event(chunk(json::array({choice_chunk(size_t(o.choice), piece, false)})));
+            json choice = choice_chunk(size_t(o.choice), piece, false);
+            // Text held back (a tag that may be starting, a tool call not yet closed) leaves
+            // nothing to send.
+            const bool empty =
+                chat && choice["delta"].empty() && choice["finish_reason"].is_null() && choice["logprobs"].is_null();
+            if (!empty) alive = event(chunk(json::array({std::move(choice)})));
             if (!alive) break;
           }
         }

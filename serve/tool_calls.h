@@ -7,6 +7,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace onecat::serve {
@@ -22,5 +23,30 @@ struct ParsedToolCalls {
 };
 
 ParsedToolCalls parse_tool_calls(const std::string& text);
+
+// The same on text pieces as they stream. Text before the first block streams as content (a
+// tail that could still begin "<tool_call>" held back, and leading whitespace held until other
+// text follows, as parse_tool_calls drops a blank prefix); each block is held until its closing
+// tag and then given as one call. Unlike parse_tool_calls it cannot take back what it sent: a
+// block that does not parse is given as content, tags included, and the calls before it stay
+// calls. Text between or after blocks is dropped, as there.
+class ToolCallStream {
+ public:
+  struct Delta {
+    std::string content;
+    std::vector<ToolCall> calls;
+  };
+  Delta step(const std::string& piece);
+  Delta finish();  // the end of the reply: an unclosed last block is parsed as it stands
+  bool any_call() const { return calls_ > 0; }
+
+ private:
+  void take_block(std::string_view block, bool closed, Delta& d);
+  enum class Phase { kContent, kBlock, kBetween };
+  Phase phase_ = Phase::kContent;
+  std::string held_;  // content not yet sent, a block's text, or text after a block
+  bool sent_text_ = false;
+  int calls_ = 0;
+};
 
 }  // namespace onecat::serve

@@ -384,8 +384,9 @@ TOOLS = [{"type": "function", "function": {"name": "get_weather", "description":
 
 def test_tools_reach_the_template(server):
     """Tools and earlier tool calls are rendered by the chat template (arguments given as JSON text
-    reach it as an object, as vLLM passes them); tool_choice none leaves the tools out. Parsing a
-    generated <tool_call> into tool_calls is tests/tool_calls_test.cpp's (the tiny model writes none)."""
+    reach it as an object, as vLLM passes them); tool_choice none leaves the tools out; a streamed
+    request with tools gives the reply it gives whole. Parsing a generated <tool_call> into
+    tool_calls is tests/tool_calls_test.cpp's (the tiny model writes none)."""
     history = [{"role": "user", "content": "weather?"},
                {"role": "assistant", "content": None, "tool_calls": [
                    {"id": "c1", "type": "function", "function": {"name": "get_weather",
@@ -400,8 +401,17 @@ def test_tools_reach_the_template(server):
     r = chat(server, history, tools=TOOLS, tool_choice="auto", max_tokens=8, temperature=0)
     assert r["usage"]["prompt_tokens"] == len(ids)
     assert r["choices"][0]["finish_reason"] in ("stop", "length", "tool_calls")
-    for body, param in (({"tools": TOOLS, "stream": True}, "stream"), ({"tools": TOOLS, "tool_choice": "required"},
-                                                                        "tool_choice"),
+    # Streamed with tools: the same reply (the streaming split of <tool_call> blocks is
+    # tests/tool_calls_test.cpp's ToolCallStream tests; the tiny model writes no call).
+    events = server.stream("/v1/chat/completions", {"messages": history, "tools": TOOLS, "max_tokens": 8,
+                                                    "temperature": 0, "stream": True})
+    assert events[-1] == "[DONE]"
+    chunks = [json.loads(e) for e in events[:-1]]
+    message = r["choices"][0]["message"]
+    assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks) == (message["content"] or "")
+    assert [c for c in chunks if "tool_calls" in c["choices"][0]["delta"]] == [] and "tool_calls" not in message
+    assert chunks[-1]["choices"][0]["finish_reason"] == r["choices"][0]["finish_reason"]
+    for body, param in (({"tools": TOOLS, "tool_choice": "required"}, "tool_choice"),
                         ({"tools": [{"type": "function", "function": {}}]}, "tools"),
                         ({"tools": [{"type": "code"}]}, "tools")):
         status, j = server.post("/v1/chat/completions", {"messages": history, **body})
