@@ -52,8 +52,10 @@ Engine::Engine(model::Model& model, const EngineOptions& options)
                      std::to_string(options_.num_speculative_tokens) + ".");
   }
   if (options_.ngram_min < 1 || options_.ngram_max < options_.ngram_min) {
-    throw InputError("the drafter's n-grams need 1 ≤ ngram_min ≤ ngram_max, got " + std::to_string(options_.ngram_min) +
-                     " and " + std::to_string(options_.ngram_max) + ".");
+    throw InputError(
+        "the n-gram drafter needs 1 ≤ its shortest match (ngram_min, --prompt-lookup-min) ≤ its longest "
+        "(ngram_max, --prompt-lookup-max), got " +
+        std::to_string(options_.ngram_min) + " and " + std::to_string(options_.ngram_max) + ".");
   }
   stats_.accepted_at.assign(size_t(options_.num_speculative_tokens), 0);
   stats_.drafted_at.assign(size_t(options_.num_speculative_tokens), 0);

@@ -168,6 +168,15 @@ void parse_common(const json& body, const ServedModel& model, uint64_t default_s
   s.logit_bias = parse_logit_bias(body, model);
   if (const std::optional<std::string> why = cpu::invalid_reason(s)) throw bad("", *why);
   if (const json* u = field(body, "user"); u && !u->is_string()) throw bad("user", "user must be a string.");
+  // Extension: this request's speculative k, 0 (none) up to the server's --num-draft-tokens.
+  if (field(body, "num_draft_tokens") && model.num_draft_tokens == 0) {
+    const json& k = body["num_draft_tokens"];
+    if (!(k.is_number_integer() && k.get<int64_t>() == 0)) {
+      throw bad("num_draft_tokens",
+                "num_draft_tokens needs a server started with --num-draft-tokens (this one does not speculate).");
+    }
+  }
+  g.num_draft_tokens = int(get_int(body, "num_draft_tokens", -1, 0, model.num_draft_tokens));
   if (const json* rf = field(body, "response_format")) {
     if (!rf->is_object() || !rf->contains("type") || !(*rf)["type"].is_string()) {
       throw bad("response_format", "response_format must be an object with a string type.");

@@ -40,6 +40,7 @@ struct ServedModel {
   nlohmann::ordered_json special_tokens;            // bos_token, eos_token, ... for the template
   int max_choices = 64;                             // prompts × n in one request, at most
   bool reasoning = false;                           // chat replies' <think>…</think> → reasoning_content
+  int num_draft_tokens = 0;                         // the server's --num-draft-tokens (0: no speculation)
 };
 
 // A checked generation request.
@@ -56,6 +57,7 @@ struct Generation {
   bool logprobs = false;         // chat: logprobs; completions: logprobs is given
   int top_logprobs = 0;
   bool prompt_logprobs = false;  // completions with echo and logprobs: the prompt's too
+  int num_draft_tokens = -1;     // extension: draft tokens per step, 0 up to the server's (−1: the server's)
 };
 
 // Bodies are JSON objects (ApiError 400 otherwise).

@@ -125,6 +125,7 @@ struct Job {
         // max_tokens 0 (echo) needs no logprobs, but the engine ends such a request only with them.
         r.prompt_logprobs = gen.prompt_logprobs ? gen.top_logprobs : gen.max_tokens == 0 ? 0 : -1;
         if (!gen.ignore_eos) r.stop_ids = model.stop_ids;
+        r.num_draft_tokens = gen.num_draft_tokens;
         requests.push_back(std::move(r));
         choices.emplace_back(model.tokenizer, gen.stop);
       }
@@ -610,6 +611,7 @@ ServedModel served_model(const ServeOptions& o, const model::Model& m) {
   s.max_model_len = o.max_model_len;
   s.max_choices = std::max(1, 8 * o.max_num_seqs);
   s.reasoning = !o.reasoning_parser.empty();
+  s.num_draft_tokens = o.num_speculative_tokens;
   s.stop_ids = model::eos_token_ids(o.model_dir);
   for (int32_t id : s.tokenizer.eos_token_ids()) {
     if (std::find(s.stop_ids.begin(), s.stop_ids.end(), id) == s.stop_ids.end()) s.stop_ids.push_back(id);
@@ -702,6 +704,7 @@ void serve(const ServeOptions& options) {
   engine::EngineOptions eo;
   eo.num_speculative_tokens = o.num_speculative_tokens;
   eo.speculative = o.speculative;
+  eo.ngram_min = o.ngram_min, eo.ngram_max = o.ngram_max;
   eo.device_sampling = o.device_sampling;
   const auto engine_start = std::chrono::steady_clock::now();
   EngineLoop loop(*m, eo, o.device == model::Device::kCuda, metrics);

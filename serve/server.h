@@ -26,6 +26,7 @@ struct ServeOptions {
   int64_t num_pages = 0;                // the pool in pages of 16 tokens instead of kv_cache_tokens (0: not given)
   int num_speculative_tokens = 0;       // draft tokens per request and step (0: off)
   std::string speculative = "ngram";    // the drafter: "ngram" or "draft:DIR" (EngineOptions::speculative)
+  int ngram_min = 1, ngram_max = 4;     // the n-gram drafter's match lengths (EngineOptions::ngram_min/max)
   bool device_sampling = true;          // EngineOptions::device_sampling
   size_t max_body_bytes = size_t(8) << 20;
   int threads = 64;  // connections served at once

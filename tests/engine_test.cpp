@@ -887,6 +887,18 @@ TEST(EngineCli, ThroughputSpeculates) {
   j = test::parse_json(r);
   EXPECT_EQ(j["speculative"]["drafter"], "ngram");
   EXPECT_EQ(j["speculative"]["drafted_at"].size(), 2u);
+  // The n-gram drafter's match lengths: a shortest longer than the longest is one sentence.
+  r = test::run_command(std::string(ONECAT_BIN) + " throughput --model " + dir +
+                            " --num-prompts 2 --input-len 20 --output-len 6 --num-speculative-tokens 2"
+                            " --prompt-lookup-min 2 --prompt-lookup-max 3 --json",
+                        scratch.path());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(test::parse_json(r)["output_tokens"], 12);
+  r = test::run_command(std::string(ONECAT_BIN) + " throughput --model " + dir +
+                            " --num-speculative-tokens 2 --prompt-lookup-min 3 --prompt-lookup-max 2",
+                        scratch.path());
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "--prompt-lookup-min")) << r.err;
   r = test::run_command(std::string(ONECAT_BIN) + " throughput --model " + dir +
                             " --num-draft-tokens 2 --speculative " + "draft:" + (scratch / "nowhere"),
                         scratch.path());

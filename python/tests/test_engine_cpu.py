@@ -155,6 +155,13 @@ def test_speculative_greedy_equals_plain(checkpoint):
     assert 0 < stats["accepted_tokens"] <= stats["draft_tokens"]
     with pytest.raises(ValueError, match="num_speculative_tokens"):
         onecat.LLM(str(checkpoint), num_speculative_tokens=99)
+    # The n-gram drafter's match lengths: only 3-grams here, the same output, fewer drafts.
+    three = onecat.LLM(str(checkpoint), kv_cache_tokens=1024, num_speculative_tokens=4, prompt_lookup_min=3,
+                       prompt_lookup_max=3)
+    assert three.generate(ps, 16, temperature=0, stop_ids=[]) == plain
+    assert 0 < three.stats["draft_tokens"] <= stats["draft_tokens"]
+    with pytest.raises(ValueError, match="prompt-lookup-min"):
+        onecat.LLM(str(checkpoint), num_speculative_tokens=4, prompt_lookup_min=3, prompt_lookup_max=2)
 
 
 def test_speculative_sampled_and_draft_model(checkpoint):

@@ -448,13 +448,20 @@ def test_speculative_serving(server, model):
     plain = completion(server, "the cat sat on the mat, the cat", **body)["choices"][0]["text"]
     sampled = completion(server, "the cat sat on the mat, the cat", max_tokens=16, temperature=0.7,
                          seed=5)["choices"][0]["text"]
-    for flags in (["--speculative", f"draft:{model}", "--num-draft-tokens", "3"], ["--num-speculative-tokens", "4"]):
+    for flags in (["--speculative", f"draft:{model}", "--num-draft-tokens", "3"],
+                  ["--num-speculative-tokens", "4", "--prompt-lookup-min", "2", "--prompt-lookup-max", "3"]):
         s = Server(model, MAX_MODEL_LEN, *flags)
         try:
             assert completion(s, "the cat sat on the mat, the cat", **body)["choices"][0]["text"] == plain
             if "--num-speculative-tokens" in flags:
                 assert completion(s, "the cat sat on the mat, the cat", max_tokens=16, temperature=0.7,
                                   seed=5)["choices"][0]["text"] == sampled
+                # Per request (extension): k from 0 (none) to the server's, the same reply.
+                for k in (0, 2):
+                    assert completion(s, "the cat sat on the mat, the cat", num_draft_tokens=k,
+                                      **body)["choices"][0]["text"] == plain
+                status, j = s.post("/v1/completions", {"prompt": "the cat", "num_draft_tokens": 5})
+                assert status == 400 and j["error"]["param"] == "num_draft_tokens", j
         finally:
             s.stop()
         assert s.proc.returncode == 0
@@ -710,6 +717,7 @@ FIELDS = {
     "chat_template_kwargs": ("chat", lambda v: isinstance(v, dict)),
     "tools": ("chat", lambda v: v == []),
     "tool_choice": ("chat", lambda v: v in ("auto", "none")),
+    "num_draft_tokens": ("both", lambda v: _is_int(v) and v == 0),  # this server does not speculate
 }
 BASE = {"/v1/completions": {"prompt": "the cat", "max_tokens": 2},
         "/v1/chat/completions": {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}}

@@ -37,7 +37,7 @@ namespace {
 
 struct Options {
   std::string model, device = "cpu", speculative = "ngram", text, prompts;
-  int num_draft_tokens = 4, max_num_seqs = 8;
+  int num_draft_tokens = 4, max_num_seqs = 8, ngram_min = 1, ngram_max = 4;
   int64_t max_tokens = 64, max_num_batched_tokens = 256, text_tokens = 1024;
   bool json = false;
 };
@@ -119,6 +119,7 @@ Run greedy_run(model::Model& m, const std::vector<std::vector<int32_t>>& prompts
   engine::EngineOptions eo;
   eo.num_speculative_tokens = k;
   eo.speculative = o.speculative;
+  eo.ngram_min = o.ngram_min, eo.ngram_max = o.ngram_max;
   engine::Engine e(m, eo);
   std::map<int64_t, size_t> index;
   for (size_t i = 0; i < prompts.size(); ++i) {
@@ -311,7 +312,7 @@ void add_audit(CLI::App& app) {
   auto o = std::make_shared<Options>();
   cmd->add_option("--model", o->model, "Hugging Face checkpoint directory")->required();
   cmd->add_option("--device", o->device, "cpu (default) or cuda");
-  add_speculative_options(cmd, o->num_draft_tokens, o->speculative, "4");
+  add_speculative_options(cmd, o->num_draft_tokens, o->speculative, "4", o->ngram_min, o->ngram_max);
   cmd->add_option("--prompts", o->prompts,
                   "JSONL prompts, {\"prompt\": \"text\"} or {\"prompt_ids\": [...]} a line (default: a built-in set)");
   cmd->add_option("--max-tokens", o->max_tokens, "New tokens per prompt at most (default 64)");

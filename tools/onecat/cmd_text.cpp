@@ -121,12 +121,16 @@ void add_detokenize(CLI::App& app) {
 }  // namespace
 
 void add_speculative_options(CLI::App* cmd, int& num_draft_tokens, std::string& speculative,
-                             const std::string& k_default) {
+                             const std::string& k_default, int& ngram_min, int& ngram_max) {
   cmd->add_option("--num-draft-tokens,--num-speculative-tokens", num_draft_tokens,
                   "Speculative decoding: up to K draft tokens per request and step (default " + k_default + ")");
   cmd->add_option("--speculative", speculative,
                   "The drafter: ngram (prompt lookup, default) or draft:DIR (a draft checkpoint with the same "
                   "tokenizer)");
+  cmd->add_option("--prompt-lookup-min,--ngram-min", ngram_min,
+                  "The n-gram drafter's shortest match of the sequence's last tokens (default 1)");
+  cmd->add_option("--prompt-lookup-max,--ngram-max", ngram_max,
+                  "The n-gram drafter's longest match, tried first (default 4)");
 }
 
 void add_device_sampling_option(CLI::App* cmd, bool& device_sampling) {

@@ -31,7 +31,7 @@ namespace {
 struct Options {
   std::string model, device = "cpu", dataset, speculative = "ngram", kv_cache_dtype = "auto";
   int64_t num_prompts = 8, input_len = 128, output_len = 32, max_num_batched_tokens = 512, wave = 0;
-  int max_num_seqs = 8, num_speculative_tokens = 0;
+  int max_num_seqs = 8, num_speculative_tokens = 0, ngram_min = 1, ngram_max = 4;
   uint64_t seed = 0;
   bool no_prefix_caching = false, json = false, device_sampling = true, profile = false;
 };
@@ -174,6 +174,7 @@ void run(const Options& o) {
   eo.device_sampling = o.device_sampling;
   eo.num_speculative_tokens = o.num_speculative_tokens;
   eo.speculative = o.speculative;
+  eo.ngram_min = o.ngram_min, eo.ngram_max = o.ngram_max;
   engine::Engine e(*m, eo);
   std::map<int64_t, size_t> index;
   const auto start = std::chrono::steady_clock::now();
@@ -347,7 +348,7 @@ void add_throughput(CLI::App& app) {
   cmd->add_flag("--no-prefix-caching", o->no_prefix_caching, "Do not share cached prompt pages");
   add_kv_cache_dtype_option(cmd, o->kv_cache_dtype);
   add_device_sampling_option(cmd, o->device_sampling);
-  add_speculative_options(cmd, o->num_speculative_tokens, o->speculative, "0: off");
+  add_speculative_options(cmd, o->num_speculative_tokens, o->speculative, "0: off", o->ngram_min, o->ngram_max);
   cmd->add_flag("--profile", o->profile,
                 "cuda: time every kernel (steps run op by op, no CUDA graphs) and report the decode steps' "
                 "time by op");
