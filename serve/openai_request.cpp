@@ -5,6 +5,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "serve/reasoning.h"
 
 namespace onecat::serve {
 namespace {
@@ -442,7 +443,9 @@ Generation parse_chat(const json& body, const ServedModel& model, uint64_t defau
   g.logprobs = get_bool(body, "logprobs", false);
   g.top_logprobs = int(get_int(body, "top_logprobs", 0, 0, cpu::kMaxLogprobs));
   if (g.top_logprobs > 0 && !g.logprobs) throw bad("top_logprobs", "top_logprobs needs logprobs: true.");
-  g.prompts.push_back(encode(model, render_chat(body, model), false, "messages"));
+  const std::string prompt = render_chat(body, model);
+  g.reasoning_opened = model.reasoning && opens_reasoning(prompt);
+  g.prompts.push_back(encode(model, prompt, false, "messages"));
   set_max_tokens(body, model, g, model.max_model_len, "max_completion_tokens");
   return g;
 }

@@ -58,6 +58,7 @@ struct Generation {
   int top_logprobs = 0;
   bool prompt_logprobs = false;  // completions with echo and logprobs: the prompt's too
   int num_draft_tokens = -1;     // extension: draft tokens per step, 0 up to the server's (−1: the server's)
+  bool reasoning_opened = false;  // chat: the rendered prompt ends inside <think> (opens_reasoning)
 };
 
 // Bodies are JSON objects (ApiError 400 otherwise).

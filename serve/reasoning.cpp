@@ -18,6 +18,11 @@ size_t partial_tail(const std::string& text, std::string_view tag) {
 
 }  // namespace
 
+bool opens_reasoning(std::string_view prompt) {
+  const size_t end = prompt.find_last_not_of(" \t\r\n");
+  return end != std::string_view::npos && prompt.substr(0, end + 1).ends_with(kOpen);
+}
+
 ReasoningSplitter::Delta ReasoningSplitter::step(const std::string& piece) {
   held_ += piece;
   Delta out;
@@ -61,8 +66,8 @@ ReasoningSplitter::Delta ReasoningSplitter::finish() {
   return out;
 }
 
-ReasoningSplitter::Delta ReasoningSplitter::split(const std::string& text) {
-  ReasoningSplitter s;
+ReasoningSplitter::Delta ReasoningSplitter::split(const std::string& text, bool opened) {
+  ReasoningSplitter s(opened);
   Delta a = s.step(text);
   Delta b = s.finish();
   return {a.reasoning + b.reasoning, a.content + b.content};

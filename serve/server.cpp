@@ -128,6 +128,7 @@ struct Job {
         r.num_draft_tokens = gen.num_draft_tokens;
         requests.push_back(std::move(r));
         choices.emplace_back(model.tokenizer, gen.stop);
+        choices.back().reasoning = ReasoningSplitter(gen.reasoning_opened);
       }
     }
     channel = loop.submit(std::move(requests));
@@ -278,7 +279,7 @@ struct Job {
         json message{{"role", "assistant"}, {"content", texts[i]}};
         std::string answer = texts[i];
         if (model.reasoning) {
-          ReasoningSplitter::Delta d = ReasoningSplitter::split(texts[i]);
+          ReasoningSplitter::Delta d = ReasoningSplitter::split(texts[i], gen.reasoning_opened);
           message["reasoning_content"] = d.reasoning.empty() ? json(nullptr) : json(d.reasoning);
           answer = std::move(d.content);
           message["content"] = answer;

@@ -64,3 +64,33 @@ TEST(Reasoning, TagsSplitAcrossPieces) {
     EXPECT_EQ(e.content, "y") << cut;
   }
 }
+
+// A prompt that ends inside <think> (DeepSeek-R1's and Qwen3-2507-thinking's templates): the
+// reply starts in the reasoning, up to </think>; one that never closes it is all reasoning.
+TEST(Reasoning, APromptThatOpensThinkStartsTheReplyInside) {
+  EXPECT_TRUE(onecat::serve::opens_reasoning("<|im_start|>assistant\n<think>\n"));
+  EXPECT_TRUE(onecat::serve::opens_reasoning("<think>"));
+  EXPECT_FALSE(onecat::serve::opens_reasoning("<|im_start|>assistant\n<think>\n\n</think>\n\n"));
+  EXPECT_FALSE(onecat::serve::opens_reasoning("<|im_start|>assistant\n"));
+  EXPECT_FALSE(onecat::serve::opens_reasoning(""));
+  const std::string reply = "Let me see.\n</think>\n\nParis.";
+  auto d = ReasoningSplitter::split(reply, true);
+  EXPECT_EQ(d.reasoning, "Let me see.\n");
+  EXPECT_EQ(d.content, "\n\nParis.");
+  d = ReasoningSplitter::split("still thinking when max_tokens came", true);
+  EXPECT_EQ(d.reasoning, "still thinking when max_tokens came");
+  EXPECT_EQ(d.content, "");
+  // Piece by piece, the closing tag cut at every place.
+  for (size_t cut = 0; cut <= reply.size(); ++cut) {
+    ReasoningSplitter s(true);
+    ReasoningSplitter::Delta all;
+    for (const std::string& piece : {reply.substr(0, cut), reply.substr(cut)}) {
+      const auto p = s.step(piece);
+      all.reasoning += p.reasoning;
+      all.content += p.content;
+    }
+    const auto f = s.finish();
+    EXPECT_EQ(all.reasoning + f.reasoning, "Let me see.\n") << cut;
+    EXPECT_EQ(all.content + f.content, "\n\nParis.") << cut;
+  }
+}

@@ -561,14 +561,15 @@ def byte_level_char(b):
 
 
 # A ChatML-like template in the printable ASCII the tiny tokenizer covers (no newlines), with
-# tools, earlier tool calls (Hermes's <tool_call> form) and a template variable (enable_thinking)
-# for chat_template_kwargs.
+# tools, earlier tool calls (Hermes's <tool_call> form) and template variables for
+# chat_template_kwargs: enable_thinking, and open_think (the generation prompt ends with <think>,
+# as DeepSeek-R1's does).
 CHAT_TEMPLATE = ("{% if tools %}<|tools|>{% for t in tools %}{{ t.function.name }};{% endfor %}{% endif %}"
                  "{% for m in messages %}<|{{ m.role }}|>{% if m.content %}{{ m.content }}{% endif %}"
                  "{% for c in m.tool_calls or [] %}<tool_call>{\"name\": \"{{ c.function.name }}\", "
                  "\"arguments\": {{ c.function.arguments | tojson }}}</tool_call>{% endfor %}{% endfor %}"
                  "{% if enable_thinking is defined and not enable_thinking %}/no_think{% endif %}"
-                 "{% if add_generation_prompt %}<|assistant|>{% endif %}")
+                 "{% if add_generation_prompt %}<|assistant|>{% if open_think %}<think>{% endif %}{% endif %}")
 
 
 def write_tokenizer(out, vocab, chat_template=False):

@@ -420,8 +420,9 @@ def test_tools_reach_the_template(server):
 
 def test_reasoning_parser(server, model):
     """--reasoning-parser qwen3: a reply that does not begin with <think> (the tiny model never
-    writes one) is all content, reasoning_content null, streamed or not. The splitting itself is
-    tests/reasoning_test.cpp's."""
+    writes one) is all content, reasoning_content null, streamed or not; after a prompt that ends
+    with <think> (the template's open_think) the reply is reasoning up to a </think> it never
+    writes: all reasoning. The splitting itself is tests/reasoning_test.cpp's."""
     bad = subprocess.run([str(onecat_bin()), "serve", "--model", str(model), "--reasoning-parser", "magic"],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "--reasoning-parser" in bad.stderr
@@ -435,6 +436,16 @@ def test_reasoning_parser(server, model):
         deltas = [json.loads(e)["choices"][0]["delta"] for e in events[:-1]]
         assert "".join(d.get("content", "") for d in deltas) == plain["content"]
         assert not any("reasoning_content" in d for d in deltas)
+        opened = {"chat_template_kwargs": {"open_think": True}}
+        thought = chat(server, MESSAGES, max_tokens=12, temperature=0, **opened)["choices"][0]["message"]["content"]
+        assert thought and "</think>" not in thought
+        message = chat(s, MESSAGES, max_tokens=12, temperature=0, **opened)["choices"][0]["message"]
+        assert message["reasoning_content"] == thought and message["content"] == ""
+        events = s.stream("/v1/chat/completions", {"messages": MESSAGES, "max_tokens": 12, "temperature": 0,
+                                                   "stream": True, **opened})
+        deltas = [json.loads(e)["choices"][0]["delta"] for e in events[:-1]]
+        assert "".join(d.get("reasoning_content", "") for d in deltas) == thought
+        assert "".join(d.get("content", "") for d in deltas) == ""
     finally:
         s.stop()
     assert s.proc.returncode == 0
