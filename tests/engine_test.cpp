@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -232,33 +233,38 @@ TEST(Engine, SpeculativeOutputsEqualPlainOnes) {
   }
   jobs[1].sampling.repetition_penalty = 1.3f;  // greedy, not plain: verified by the sampler's argmax
   const std::vector<std::vector<int32_t>> want = alone(loaded, jobs);
-  for (int k : {1, 3, 8}) {
-    for (int64_t pool : {2048, 240}) {
-      SCOPED_TRACE("k " + std::to_string(k) + " pool " + std::to_string(pool));
-      Model m(loaded, engine_model(pool));
-      Engine e(m, {.max_num_batched_tokens = 48, .max_num_seqs = 6, .num_speculative_tokens = k});
-      EXPECT_EQ(together(e, jobs), want);
-      const engine::EngineStats& st = e.stats();
-      EXPECT_GT(st.draft_tokens, 0);
-      EXPECT_GT(st.accepted_tokens, 0) << "the repeated motifs are drafted and accepted";
-      EXPECT_LE(st.accepted_tokens, st.draft_tokens);
-      EXPECT_GT(st.draft_rounds, 0);
-      ASSERT_EQ(st.drafted_at.size(), size_t(k));
-      int64_t drafted = 0, accepted = 0;
-      for (int i = 0; i < k; ++i) {
-        drafted += st.drafted_at[size_t(i)], accepted += st.accepted_at[size_t(i)];
-        EXPECT_LE(st.accepted_at[size_t(i)], st.drafted_at[size_t(i)]);
-      }
-      EXPECT_EQ(drafted, st.draft_tokens);
-      EXPECT_EQ(accepted, st.accepted_tokens);
-      EXPECT_EQ(st.drafted_at[0], st.draft_rounds);  // every round drafts a first token
-      // Every generated token came from a step: with accepted drafts, fewer steps than tokens.
-      EXPECT_EQ(st.generated_tokens, [&] {
-        int64_t n = 0;
-        for (const auto& w : want) n += int64_t(w.size());
-        return n;
-      }());
+  // Every k from 1 to 8, each on one of three batch sizes (6, 3 and 1 sequences at once) and
+  // both pools (240 tokens preempts), k = 1, 3 and 8 on both pools.
+  std::vector<std::pair<int, int64_t>> runs;
+  for (int k = 1; k <= 8; ++k) runs.push_back({k, k % 2 ? 2048 : 240});
+  for (int k : {1, 3}) runs.push_back({k, 240});
+  runs.push_back({8, 2048});
+  for (auto [k, pool] : runs) {
+    const int seqs = std::array{6, 3, 1}[size_t(k + (pool == 240)) % 3];
+    SCOPED_TRACE("k " + std::to_string(k) + " pool " + std::to_string(pool) + " seqs " + std::to_string(seqs));
+    Model m(loaded, engine_model(pool));
+    Engine e(m, {.max_num_batched_tokens = 48, .max_num_seqs = seqs, .num_speculative_tokens = k});
+    EXPECT_EQ(together(e, jobs), want);
+    const engine::EngineStats& st = e.stats();
+    EXPECT_GT(st.draft_tokens, 0);
+    EXPECT_GT(st.accepted_tokens, 0) << "the repeated motifs are drafted and accepted";
+    EXPECT_LE(st.accepted_tokens, st.draft_tokens);
+    EXPECT_GT(st.draft_rounds, 0);
+    ASSERT_EQ(st.drafted_at.size(), size_t(k));
+    int64_t drafted = 0, accepted = 0;
+    for (int i = 0; i < k; ++i) {
+      drafted += st.drafted_at[size_t(i)], accepted += st.accepted_at[size_t(i)];
+      EXPECT_LE(st.accepted_at[size_t(i)], st.drafted_at[size_t(i)]);
     }
+    EXPECT_EQ(drafted, st.draft_tokens);
+    EXPECT_EQ(accepted, st.accepted_tokens);
+    EXPECT_EQ(st.drafted_at[0], st.draft_rounds);  // every round drafts a first token
+    // Every generated token came from a step: with accepted drafts, fewer steps than tokens.
+    EXPECT_EQ(st.generated_tokens, [&] {
+      int64_t n = 0;
+      for (const auto& w : want) n += int64_t(w.size());
+      return n;
+    }());
   }
   Model m(loaded, engine_model());
   test::expect_throw<InputError>([&] { Engine bad(m, {.num_speculative_tokens = 17}); }, {"num_speculative_tokens"});
