@@ -22,6 +22,7 @@ struct PyLLM {
   std::unique_ptr<model::Model> model;
   std::unique_ptr<engine::Engine> engine;
   std::vector<int32_t> eos;
+  std::string path;  // the checkpoint directory (its tokenizer for text prompts, onecat/_engine.py)
 };
 
 struct Settings {
@@ -104,6 +105,7 @@ void bind_engine(py::module_& m) {
           p->model = model::Model::load(path, o);
           p->eos = model::eos_token_ids(path);
         }
+        p->path = path;
         engine::EngineOptions eo;
         eo.prefix_caching = prefix_caching;
         eo.num_speculative_tokens = num_draft_tokens != 0 ? num_draft_tokens : num_speculative_tokens;
@@ -123,6 +125,8 @@ void bind_engine(py::module_& m) {
       py::arg("speculative") = "ngram", py::arg("prompt_lookup_min") = 1, py::arg("prompt_lookup_max") = 4,
       py::arg("device_sampling") = true, py::arg("kv_cache_dtype") = "auto", py::arg("max_model_len") = 0);
   cls.def_property_readonly("eos_token_ids", [](const PyLLM& p) { return p.eos; });
+  cls.def_property_readonly(
+      "model_path", [](const PyLLM& p) { return p.path; }, "The checkpoint directory");
   cls.def_property_readonly("vocab_size", [](const PyLLM& p) { return p.model->config().vocab; });
   cls.def_property_readonly("max_model_len", [](const PyLLM& p) { return p.model->max_model_len(); });
   cls.def_property_readonly("idle", [](const PyLLM& p) { return p.engine->idle(); });

@@ -29,6 +29,8 @@ except ImportError as e:  # pragma: no cover - a broken install
 
 from . import cache
 from ._C import LLM, DecodeStream, Model, StepOutput, Tokenizer
+from ._engine import CompletionOutput, RequestOutput, SamplingParams
+from ._engine import generate as _generate
 from ._engine import stream as _stream
 from .chat import apply_chat_template
 from ._core import (
@@ -45,14 +47,18 @@ from ._core import (
 from .families import export_families as _export_families
 
 LLM.stream = _stream
+LLM.generate = _generate
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "CompletionOutput",
     "DecodeStream",
     "Kernel",
     "LLM",
     "Model",
+    "RequestOutput",
+    "SamplingParams",
     "StepOutput",
     "Tokenizer",
     "apply_chat_template",

@@ -1,10 +1,14 @@
 """onecat.LLM.stream: each prompt's tokens as the engine makes them (a streaming iterator over
-LLM.add_request and LLM.step; docs/python.md)."""
+LLM.add_request and LLM.step), and vLLM's offline surface: LLM.generate(prompts, SamplingParams)
+→ RequestOutputs with text (docs/python.md)."""
 from __future__ import annotations
 
+import itertools
+import random
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 
-from ._C import LLM, StepOutput
+from ._C import LLM, DecodeStream, StepOutput, Tokenizer
 
 
 def stream(self: LLM, prompts: Sequence[Sequence[int]], max_tokens: int = 64, *, seed: int = 0,
@@ -31,3 +35,190 @@ def stream(self: LLM, prompts: Sequence[Sequence[int]], max_tokens: int = 64, *,
                 self.cancel(request)
             while not self.idle:
                 self.step()
+
+
+# ---- vLLM's offline surface: LLM.generate(prompts, SamplingParams) → RequestOutputs ----------
+
+@dataclass
+class SamplingParams:
+    """The sampling settings of one generate() call, named as vLLM names them (the fields onecat's
+    engine runs). top_k 0 or -1: off. seed None: a random one per request (each of n samples draws
+    with seed + its index otherwise). stop: strings that end a sample (left out of its text unless
+    include_stop_str_in_output); stop_token_ids: ids that end it besides the checkpoint's EOS
+    (ignore_eos: only these). logprobs k: each token's logprob and the k most likely."""
+    n: int = 1
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    min_p: float = 0.0
+    repetition_penalty: float = 1.0
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    seed: int | None = None
+    max_tokens: int = 16
+    stop: str | list[str] | None = None
+    stop_token_ids: list[int] | None = None
+    ignore_eos: bool = False
+    logprobs: int | None = None
+    skip_special_tokens: bool = True
+    include_stop_str_in_output: bool = False
+
+    def __post_init__(self):
+        if not isinstance(self.n, int) or self.n < 1:
+            raise ValueError(f"n must be a positive integer, got {self.n!r}.")
+        if not isinstance(self.max_tokens, int) or self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be at least 1, got {self.max_tokens!r}.")
+        if self.top_k == -1:
+            self.top_k = 0
+        stops = [self.stop] if isinstance(self.stop, str) else list(self.stop or [])
+        if not all(isinstance(s, str) and s for s in stops):
+            raise ValueError("stop must be a non-empty string or a list of them.")
+        self.stop = stops
+
+
+@dataclass
+class CompletionOutput:
+    """One sample: its text, token ids, why it ended ('stop' or 'length'), and with logprobs a
+    {token id: logprob} per token (the sampled token's and the k most likely)."""
+    index: int
+    text: str
+    token_ids: list[int]
+    finish_reason: str
+    logprobs: list[dict[int, float]] | None = None
+    stop_reason: str | int | None = None
+
+
+@dataclass
+class RequestOutput:
+    """One prompt's result: the prompt (text, or None when given as ids), its ids, its n samples."""
+    request_id: str
+    prompt: str | None
+    prompt_token_ids: list[int]
+    outputs: list[CompletionOutput] = field(default_factory=list)
+    finished: bool = True
+
+
+class _Sample:
+    """A sample in flight: its tokens, its text as they decode, and its stop strings."""
+
+    def __init__(self, tokenizer: Tokenizer, params: SamplingParams, index: int):
+        self.params, self.index = params, index
+        self.stream = DecodeStream(tokenizer, params.skip_special_tokens)
+        self.vocab = tokenizer.vocab_size  # a model's ids past its tokenizer's decode to nothing, as in serve
+        self.tokens: list[int] = []
+        self.text = ""
+        self.logprobs: list[dict[int, float]] | None = [] if params.logprobs is not None else None
+        self.finish_reason: str | None = None
+        self.stop_reason: str | int | None = None
+
+    def take(self, out: StepOutput) -> bool:
+        """Adds a step's token; True when a stop string ended the sample here."""
+        self.tokens.append(out.token)
+        if self.logprobs is not None:
+            entry = {out.token: out.logprob}
+            entry.update((i, lp) for i, lp in out.top_logprobs)
+            self.logprobs.append(entry)
+        before = len(self.text)
+        if 0 <= out.token < self.vocab:
+            self.text += self.stream.step(out.token)
+        if out.finished:
+            self.text += self.stream.finish()
+        # A stop string may straddle earlier text: search from where the longest one could begin.
+        for stop in self.params.stop:
+            at = self.text.find(stop, max(0, before - len(stop) + 1))
+            if at >= 0:
+                self.text = self.text[:at + (len(stop) if self.params.include_stop_str_in_output else 0)]
+                self.finish_reason, self.stop_reason = "stop", stop
+                return True
+        if out.finished:
+            self.finish_reason = out.finish_reason
+            if out.finish_reason == "stop" and self.tokens:
+                self.stop_reason = self.tokens[-1]
+        return False
+
+
+def _tokenizer(llm: LLM) -> Tokenizer:
+    tok = _tokenizers.get(llm.model_path)
+    if tok is None:
+        tok = _tokenizers[llm.model_path] = Tokenizer(llm.model_path)
+    return tok
+
+
+_tokenizers: dict[str, Tokenizer] = {}
+_generate_ids = LLM.generate
+_request_counter = itertools.count()
+
+
+def generate(self: LLM, prompts, sampling_params=None, *args, **kwargs):
+    """vLLM's LLM.generate: prompts as a string, a list of strings, or token ids (a list of ints
+    or a list of such lists), sampling_params a SamplingParams (or one per prompt; default
+    SamplingParams()) → a RequestOutput per prompt, with text. Called as before (prompt id
+    lists, then max_tokens and keywords) it returns each prompt's new token ids."""
+    texts = isinstance(prompts, str) or (isinstance(prompts, Sequence) and len(prompts) > 0
+                                         and all(isinstance(p, str) for p in prompts))
+    params_given = isinstance(sampling_params, SamplingParams) or (
+        isinstance(sampling_params, Sequence) and len(sampling_params) > 0
+        and all(isinstance(p, SamplingParams) for p in sampling_params))
+    if not texts and not params_given:
+        return _generate_ids(self, prompts, *(() if sampling_params is None else (sampling_params,)), *args, **kwargs)
+    if args or kwargs:
+        raise TypeError("generate(prompts, SamplingParams) takes no other arguments.")
+    if not self.idle:
+        raise ValueError("generate() needs an idle LLM: finish or cancel its requests.")
+    tok = _tokenizer(self)
+    if isinstance(prompts, str):
+        prompts = [prompts]
+    ids = _ids_of_many(prompts)
+    if ids is not None:
+        prompt_texts, prompt_ids = [None] * len(ids), ids
+    else:
+        prompt_texts = list(prompts)
+        prompt_ids = [tok.encode(p) for p in prompt_texts]
+    params = sampling_params or SamplingParams()
+    per_prompt = list(params) if isinstance(params, Sequence) else [params] * len(prompt_ids)
+    if len(per_prompt) != len(prompt_ids):
+        raise ValueError(f"{len(per_prompt)} SamplingParams for {len(prompt_ids)} prompts.")
+    results = [RequestOutput(str(next(_request_counter)), t, list(i)) for t, i in zip(prompt_texts, prompt_ids)]
+    samples: dict[int, tuple[int, _Sample]] = {}
+    try:
+        for r, (ids_, p) in enumerate(zip(prompt_ids, per_prompt)):
+            base = p.seed if p.seed is not None else random.getrandbits(62)
+            stop_ids = list(p.stop_token_ids or [])
+            if not p.ignore_eos:
+                stop_ids += [i for i in self.eos_token_ids if i not in stop_ids]
+            for j in range(p.n):
+                request = self.add_request(list(ids_), p.max_tokens, temperature=p.temperature, top_k=p.top_k,
+                                           top_p=p.top_p, min_p=p.min_p, repetition_penalty=p.repetition_penalty,
+                                           presence_penalty=p.presence_penalty,
+                                           frequency_penalty=p.frequency_penalty, seed=base + j, stop_ids=stop_ids,
+                                           logprobs=p.logprobs or 0)
+                samples[request] = (r, _Sample(tok, p, j))
+        while not self.idle:
+            for out in self.step():
+                r, sample = samples[out.id]
+                if out.finish_reason == "cancelled":
+                    continue
+                if sample.take(out) and not out.finished:
+                    self.cancel(out.id)
+    finally:
+        if not self.idle:
+            for request in samples:
+                self.cancel(request)
+            while not self.idle:
+                self.step()
+    for r, sample in sorted(samples.values(), key=lambda rs: (rs[0], rs[1].index)):
+        results[r].outputs.append(CompletionOutput(sample.index, sample.text, sample.tokens,
+                                                   sample.finish_reason or "stop", sample.logprobs,
+                                                   sample.stop_reason))
+    return results
+
+
+def _ids_of_many(prompts) -> list[list[int]] | None:
+    """prompts as token ids — one list of ints or a list of such lists — else None."""
+    if isinstance(prompts, Sequence) and prompts and all(isinstance(t, int) for t in prompts):
+        return [list(prompts)]
+    if isinstance(prompts, Sequence) and prompts and all(
+            isinstance(p, Sequence) and not isinstance(p, str) and all(isinstance(t, int) for t in p)
+            for p in prompts):
+        return [list(p) for p in prompts]
+    return None

@@ -252,3 +252,56 @@ def test_max_model_len(checkpoint):
     with pytest.raises(ValueError, match="max_model_len 20"):
         short.add_request(prompt, 7)
     assert [len(ids) for ids in short.generate([prompt], 6, temperature=0.0, stop_ids=[])] == [6]
+
+
+@pytest.fixture(scope="module")
+def text_checkpoint(tmp_path_factory):
+    out = tmp_path_factory.mktemp("tiny") / "llama-f16-tokenizer"
+    subprocess.run([sys.executable, str(ROOT / "tools" / "make_tiny_checkpoint.py"), str(out), "--arch", "llama",
+                    "--format", "f16", "--tokenizer"], check=True)
+    return out
+
+
+def test_generate_with_sampling_params_gives_text(text_checkpoint):
+    """vLLM's surface: generate(prompts, SamplingParams) → RequestOutputs whose samples are the
+    id-level generate()'s tokens, their text decoded, cut at stop strings; n samples draw with
+    seed + j; logprobs per token."""
+    llm = onecat.LLM(str(text_checkpoint), kv_cache_tokens=1024)
+    tok = onecat.Tokenizer(str(text_checkpoint))
+    texts = ["the cat sat on", "a b c"]
+    ids = [tok.encode(t) for t in texts]
+    want = llm.generate(ids, 12, temperature=0, stop_ids=[])
+    greedy = onecat.SamplingParams(temperature=0, max_tokens=12, ignore_eos=True)
+    outs = llm.generate(texts, greedy)
+    for out, text, prompt_ids, tokens in zip(outs, texts, ids, want):
+        assert out.prompt == text and out.prompt_token_ids == prompt_ids
+        (sample,) = out.outputs
+        assert sample.token_ids == tokens and sample.finish_reason == "length"
+        # The tiny model's vocabulary is larger than its tokenizer's: those ids decode to nothing.
+        assert sample.text == tok.decode([t for t in tokens if t < tok.vocab_size], skip_special_tokens=True)
+    assert [o.outputs[0].token_ids for o in llm.generate(ids, greedy)] == want
+    assert llm.generate(texts[0], greedy)[0].outputs[0].token_ids == want[0]
+    # A stop string ends the sample at its first occurrence (left out of the text unless asked).
+    full = outs[0].outputs[0].text
+    assert len(full) >= 6
+    stop = full[4:6]
+    at = full.find(stop)
+    for include in (False, True):
+        cut = llm.generate(texts[0], onecat.SamplingParams(temperature=0, max_tokens=12, ignore_eos=True, stop=stop,
+                                                           include_stop_str_in_output=include))[0].outputs[0]
+        assert cut.text == full[:at + (len(stop) if include else 0)]
+        assert cut.finish_reason == "stop" and cut.stop_reason == stop
+        assert cut.token_ids == want[0][:len(cut.token_ids)] and len(cut.token_ids) < 12
+    assert llm.idle
+    # n samples of one prompt: sample j draws with seed + j, as request j of the id-level call does.
+    sampled = llm.generate(texts[0], onecat.SamplingParams(n=3, temperature=0.9, seed=5, max_tokens=6,
+                                                           ignore_eos=True, logprobs=2))[0].outputs
+    assert [s.index for s in sampled] == [0, 1, 2]
+    assert [s.token_ids for s in sampled] == llm.generate([ids[0]] * 3, 6, temperature=0.9, seed=5, stop_ids=[])
+    for s in sampled:
+        assert len(s.logprobs) == 6 and all(t in lp and len(lp) >= 2 for t, lp in zip(s.token_ids, s.logprobs))
+    with pytest.raises(ValueError, match="n must be"):
+        onecat.SamplingParams(n=0)
+    with pytest.raises(ValueError, match="SamplingParams for 2 prompts"):
+        llm.generate(texts, [greedy] * 3)
+    assert llm.idle
