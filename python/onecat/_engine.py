@@ -196,7 +196,9 @@ def generate(self: LLM, prompts, sampling_params=None, *args, **kwargs):
         while not self.idle:
             for out in self.step():
                 r, sample = samples[out.id]
-                if out.finish_reason == "cancelled":
+                # A cancelled request's report, or tokens after a stop string (a verifying step
+                # may give one request several).
+                if out.finish_reason == "cancelled" or sample.finish_reason is not None:
                     continue
                 if sample.take(out) and not out.finished:
                     self.cancel(out.id)

@@ -292,6 +292,11 @@ def test_generate_with_sampling_params_gives_text(text_checkpoint):
         assert cut.text == full[:at + (len(stop) if include else 0)]
         assert cut.finish_reason == "stop" and cut.stop_reason == stop
         assert cut.token_ids == want[0][:len(cut.token_ids)] and len(cut.token_ids) < 12
+        # With speculative decoding a step may give several tokens: the same cut.
+        spec = onecat.LLM(str(text_checkpoint), kv_cache_tokens=1024, num_draft_tokens=4)
+        again = spec.generate(texts[0], onecat.SamplingParams(temperature=0, max_tokens=12, ignore_eos=True, stop=stop,
+                                                              include_stop_str_in_output=include))[0].outputs[0]
+        assert (again.text, again.token_ids) == (cut.text, cut.token_ids) and spec.idle
     assert llm.idle
     # n samples of one prompt: sample j draws with seed + j, as request j of the id-level call does.
     sampled = llm.generate(texts[0], onecat.SamplingParams(n=3, temperature=0.9, seed=5, max_tokens=6,
