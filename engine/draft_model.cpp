@@ -1,14 +1,27 @@
 #include "engine/draft_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "base/error.h"
 #include "engine/speculative.h"
 
 namespace onecat::engine {
+namespace {
 
-ModelDrafter::ModelDrafter(std::unique_ptr<model::Model> draft, int64_t target_vocab) : model_(std::move(draft)) {
+// The softmax's largest probability over a row of raw logits: the draft model's confidence.
+double top_probability(const float* row, int64_t vocab) {
+  const float most = *std::max_element(row, row + vocab);
+  double sum = 0;
+  for (int64_t v = 0; v < vocab; ++v) sum += std::exp(double(row[v]) - double(most));
+  return 1.0 / sum;
+}
+
+}  // namespace
+
+ModelDrafter::ModelDrafter(std::unique_ptr<model::Model> draft, int64_t target_vocab, float p_min)
+    : model_(std::move(draft)), p_min_(p_min) {
   const int64_t vocab = model_->config().vocab;
   if (vocab != target_vocab) {
     throw InputError("the draft model's vocabulary has " + std::to_string(vocab) + " tokens and the target's " +
@@ -101,10 +114,11 @@ std::vector<Draft> ModelDrafter::propose(std::span<const DraftRequest> requests)
   std::vector<std::vector<int>> history(requests.size());  // the output, then the drafts so far
   for (size_t i : active)
     history[i].assign(requests[i].tokens.begin() + requests[i].prompt_length, requests[i].tokens.end());
+  std::vector<bool> unsure(requests.size(), false);  // drafting stopped below p_min
   for (int j = 0; j < k_max; ++j) {
     std::vector<size_t> round;
     for (size_t i : active) {
-      if (requests[i].k > j) round.push_back(i);
+      if (requests[i].k > j && !unsure[i]) round.push_back(i);
     }
     for (size_t begin = 0; begin < round.size(); begin += group) {
       const size_t end = std::min(round.size(), begin + group);
@@ -127,9 +141,24 @@ std::vector<Draft> ModelDrafter::propose(std::span<const DraftRequest> requests)
         const float* row = logits[g - begin].data();
         int32_t token = 0;
         if (p.temperature < cpu::kGreedyTemperature) {
+          // Its confidence: the most likely token's probability under the raw logits.
+          if (p_min_ > 0 && top_probability(row, vocab) < p_min_) {
+            unsure[i] = true;
+            continue;
+          }
           token = cpu::sample(row, vocab, p, prompt, history[i], step, false).token;
         } else {
           const auto q = cpu::sampling_distribution(row, vocab, p, prompt, history[i]);
+          // Decided on q alone, before the draw: the proposal stays a function of the draft's own
+          // distribution and randomness, so rejection sampling keeps the target's distribution.
+          if (p_min_ > 0) {
+            double top = 0;
+            for (const auto& [id, mass] : q) top = std::max(top, double(mass));
+            if (top < p_min_) {
+              unsure[i] = true;
+              continue;
+            }
+          }
           token = draw(q, random_uniform(p.seed, step, RandomStream::kDraft));
           std::vector<float>& dense = out[i].q.emplace_back(size_t(vocab), 0.0f);
           for (const auto& [id, mass] : q) dense[size_t(id)] = float(mass);

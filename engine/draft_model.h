@@ -17,8 +17,8 @@ namespace onecat::engine {
 
 class ModelDrafter final : public Drafter {
  public:
-  // InputError when the draft's vocabulary is not the target's.
-  ModelDrafter(std::unique_ptr<model::Model> draft, int64_t target_vocab);
+  // InputError when the draft's vocabulary is not the target's. p_min: EngineOptions::draft_p_min.
+  ModelDrafter(std::unique_ptr<model::Model> draft, int64_t target_vocab, float p_min = 0.0f);
   ~ModelDrafter() override;
 
   std::vector<Draft> propose(std::span<const DraftRequest> requests) override;
@@ -38,6 +38,7 @@ class ModelDrafter final : public Drafter {
 
   std::unique_ptr<model::Model> model_;
   std::map<int64_t, State> states_;
+  float p_min_ = 0.0f;
   int64_t computed_tokens_ = 0;
 };
 

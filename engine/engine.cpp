@@ -51,6 +51,10 @@ Engine::Engine(model::Model& model, const EngineOptions& options)
     throw InputError("num_speculative_tokens must be 0 (off) to 16, got " +
                      std::to_string(options_.num_speculative_tokens) + ".");
   }
+  if (!(options_.draft_p_min >= 0.0f && options_.draft_p_min <= 1.0f)) {
+    throw InputError("draft_p_min (--draft-p-min) must be in [0, 1], got " + std::to_string(options_.draft_p_min) +
+                     ".");
+  }
   if (options_.ngram_min < 1 || options_.ngram_max < options_.ngram_min) {
     throw InputError(
         "the n-gram drafter needs 1 ≤ its shortest match (ngram_min, --prompt-lookup-min) ≤ its longest "
@@ -73,7 +77,8 @@ std::shared_ptr<Drafter> Engine::make_drafter() const {
     model::ModelOptions o = model_.options();
     o.kv_cache_tokens = model_.pages().pages() * model_.pages().page_size();
     o.progress = false;
-    return std::make_shared<ModelDrafter>(model::Model::load(name.substr(6), o), model_.config().vocab);
+    return std::make_shared<ModelDrafter>(model::Model::load(name.substr(6), o), model_.config().vocab,
+                                          options_.draft_p_min);
   }
   throw InputError("speculative must be ngram or draft:DIR (a draft checkpoint), got \"" + name + "\".");
 }

@@ -40,6 +40,11 @@ struct EngineOptions {
   // with the target's vocabulary, engine/draft_model.h, loaded with the target's ModelOptions).
   std::string speculative = "ngram";
   int ngram_min = 1, ngram_max = 4;  // the n-gram lengths the drafter matches, longest first
+  // A draft model stops drafting for a request, this step, at the first draft whose
+  // distribution's most likely token has less probability than this (llama.cpp's
+  // --draft-p-min): drafts it is unsure of are mostly rejected, and each costs a draft forward
+  // and a verified row. 0: always k.
+  float draft_p_min = 0.0f;
   // A drafter of one's own instead of `speculative` (tests; drafters on hidden states later).
   std::shared_ptr<Drafter> drafter;
 };

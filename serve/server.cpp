@@ -612,7 +612,7 @@ ServedModel served_model(const ServeOptions& o, const model::Model& m) {
   s.max_model_len = o.max_model_len;
   s.max_choices = std::max(1, 8 * o.max_num_seqs);
   s.reasoning = !o.reasoning_parser.empty();
-  s.num_draft_tokens = o.num_speculative_tokens;
+  s.num_draft_tokens = o.speculation.num_speculative_tokens;
   s.stop_ids = model::eos_token_ids(o.model_dir);
   for (int32_t id : s.tokenizer.eos_token_ids()) {
     if (std::find(s.stop_ids.begin(), s.stop_ids.end(), id) == s.stop_ids.end()) s.stop_ids.push_back(id);
@@ -702,10 +702,7 @@ void serve(const ServeOptions& options) {
                m->pages().page_size(), models::kv_cache_dtype_name(kv_dtype));
 
   Metrics metrics;
-  engine::EngineOptions eo;
-  eo.num_speculative_tokens = o.num_speculative_tokens;
-  eo.speculative = o.speculative;
-  eo.ngram_min = o.ngram_min, eo.ngram_max = o.ngram_max;
+  engine::EngineOptions eo = o.speculation;
   eo.device_sampling = o.device_sampling;
   const auto engine_start = std::chrono::steady_clock::now();
   EngineLoop loop(*m, eo, o.device == model::Device::kCuda, metrics);

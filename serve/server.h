@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/engine.h"
 #include "models/model/model.h"
 
 namespace onecat::serve {
@@ -24,9 +25,9 @@ struct ServeOptions {
   double gpu_memory_utilization = 0.9;  // cuda: the share of the GPU's memory onecat may hold
   std::string kv_cache_dtype = "auto";  // models::parse_kv_cache_dtype's names
   int64_t num_pages = 0;                // the pool in pages of 16 tokens instead of kv_cache_tokens (0: not given)
-  int num_speculative_tokens = 0;       // draft tokens per request and step (0: off)
-  std::string speculative = "ngram";    // the drafter: "ngram" or "draft:DIR" (EngineOptions::speculative)
-  int ngram_min = 1, ngram_max = 4;     // the n-gram drafter's match lengths (EngineOptions::ngram_min/max)
+  // Speculative decoding (num_speculative_tokens: draft tokens per request and step, 0: off;
+  // speculative, ngram_min/max, draft_p_min); the engine's other options are set from the above.
+  engine::EngineOptions speculation;
   bool device_sampling = true;          // EngineOptions::device_sampling
   size_t max_body_bytes = size_t(8) << 20;
   int threads = 64;  // connections served at once

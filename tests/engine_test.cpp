@@ -377,6 +377,57 @@ TEST(Engine, SelfDraftingAcceptsEveryToken) {
   EXPECT_EQ(e.stats().accepted_tokens, e.stats().draft_tokens) << "acceptance rate 1";
 }
 
+// --draft-p-min: a draft model stops drafting a request's step at a draft it is less sure of than
+// p_min. Greedy outputs stay the target's; sampled requests still accept every draft of the
+// checkpoint as its own draft (q = p: the cut, decided on the draft's own distribution before
+// its draw, leaves the drafts exact); a higher p_min drafts fewer tokens, 1 (nothing is that sure
+// under a random model) none; outside [0, 1] is one sentence.
+TEST(Engine, DraftPMinCutsUnsureDraftsAndKeepsTheOutput) {
+  const std::string dir = Checkpoints::of("llama", "f16");
+  const std::string draft = Checkpoints::of("qwen3", "f16");
+  const LoadedModel loaded = load(dir);
+  std::vector<Job> jobs = mixed_jobs(loaded.config.vocab, 900);
+  jobs.resize(8);
+  for (size_t i = 4; i < jobs.size(); ++i) jobs[i].sampling = {.temperature = 0.8f, .seed = 90 + i};
+  const std::vector<std::vector<int32_t>> want = alone(loaded, jobs);
+  int64_t previous = -1, first = 0;
+  for (float p_min : {0.0f, 0.02f, 0.2f, 1.0f}) {
+    SCOPED_TRACE("p_min " + std::to_string(p_min));
+    Model m(loaded, engine_model());
+    Engine e(m, {.max_num_batched_tokens = 48,
+                 .max_num_seqs = 6,
+                 .num_speculative_tokens = 4,
+                 .speculative = "draft:" + dir,
+                 .draft_p_min = p_min});
+    const std::vector<std::vector<int32_t>> self = together(e, jobs);
+    for (size_t i = 0; i < 4; ++i) EXPECT_EQ(self[i], want[i]) << "greedy job " << i;
+    EXPECT_EQ(e.stats().accepted_tokens, e.stats().draft_tokens) << "acceptance rate 1";
+    const int64_t drafted = e.stats().draft_tokens;
+    if (previous >= 0) {
+      EXPECT_LE(drafted, previous);
+    }
+    EXPECT_EQ(drafted > 0, p_min < 1.0f);
+    if (p_min == 0.2f) {
+      EXPECT_LT(drafted, first) << "some drafts of the tiny random model are that unsure";
+    }
+    if (p_min == 0.0f) first = drafted;
+    previous = drafted;
+    // Another model as the draft: greedy outputs unchanged.
+    Model m2(loaded, engine_model());
+    Engine e2(m2, {.max_num_batched_tokens = 48,
+                   .max_num_seqs = 6,
+                   .num_speculative_tokens = 4,
+                   .speculative = "draft:" + draft,
+                   .draft_p_min = p_min});
+    const std::vector<std::vector<int32_t>> got = together(e2, jobs);
+    for (size_t i = 0; i < 4; ++i) EXPECT_EQ(got[i], want[i]) << "greedy job " << i;
+  }
+  Model m(loaded, engine_model());
+  test::expect_throw<InputError>(
+      [&] { Engine bad(m, {.num_speculative_tokens = 2, .speculative = "draft:" + dir, .draft_p_min = 1.5f}); },
+      {"--draft-p-min", "[0, 1]"});
+}
+
 // Another checkpoint as the draft (another architecture, the same vocabulary): greedy outputs
 // stay the target's, in a pool small enough to preempt; a draft of another vocabulary is refused.
 TEST(Engine, ADraftModelNeverChangesAGreedyOutput) {
@@ -886,6 +937,18 @@ TEST(EngineCli, ThroughputSpeculates) {
   // Every draft accepted: a verifying step gives 4 tokens, so well under one step per token.
   EXPECT_LT(s["target_steps_per_output_token"].get<double>(), 0.6);
   EXPECT_GT(s["target_steps_per_output_token"].get<double>(), 0.25);
+  // --draft-p-min 1: no draft of a random model is that sure; 2 is one sentence.
+  r = test::run_command(std::string(ONECAT_BIN) + " throughput --model " + dir +
+                            " --num-prompts 3 --input-len 20 --output-len 12 --speculative draft:" + dir +
+                            " --num-draft-tokens 3 --draft-p-min 1 --json",
+                        scratch.path());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(test::parse_json(r)["speculative"]["draft_tokens"], 0);
+  r = test::run_command(std::string(ONECAT_BIN) + " throughput --model " + dir + " --speculative draft:" + dir +
+                            " --num-draft-tokens 3 --draft-p-min 2",
+                        scratch.path());
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "--draft-p-min")) << r.err;
   r = test::run_command(std::string(ONECAT_BIN) + " throughput --model " + dir +
                             " --num-prompts 2 --input-len 20 --output-len 6 --num-speculative-tokens 2 --json",
                         scratch.path());

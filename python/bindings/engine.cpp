@@ -84,8 +84,8 @@ void bind_engine(py::module_& m) {
       py::init([](const std::string& path, const std::string& device, int max_num_seqs, int64_t max_num_batched_tokens,
                   int64_t kv_cache_tokens, double gpu_memory_utilization, bool prefix_caching, bool cuda_graphs,
                   bool progress, int num_speculative_tokens, int num_draft_tokens, const std::string& speculative,
-                  int prompt_lookup_min, int prompt_lookup_max, bool device_sampling, const std::string& kv_cache_dtype,
-                  int64_t max_model_len) {
+                  int prompt_lookup_min, int prompt_lookup_max, float draft_p_min, bool device_sampling,
+                  const std::string& kv_cache_dtype, int64_t max_model_len) {
         if (num_draft_tokens != 0 && num_speculative_tokens != 0 && num_draft_tokens != num_speculative_tokens) {
           throw InputError("num_speculative_tokens is num_draft_tokens' other name: give one of them.");
         }
@@ -111,6 +111,7 @@ void bind_engine(py::module_& m) {
         eo.num_speculative_tokens = num_draft_tokens != 0 ? num_draft_tokens : num_speculative_tokens;
         eo.speculative = speculative;
         eo.ngram_min = prompt_lookup_min, eo.ngram_max = prompt_lookup_max;
+        eo.draft_p_min = draft_p_min;
         eo.device_sampling = device_sampling;
         {
           py::gil_scoped_release release;  // a draft model loads here
@@ -123,7 +124,8 @@ void bind_engine(py::module_& m) {
       py::arg("gpu_memory_utilization") = 0.9, py::arg("prefix_caching") = true, py::arg("cuda_graphs") = true,
       py::arg("progress") = false, py::arg("num_speculative_tokens") = 0, py::arg("num_draft_tokens") = 0,
       py::arg("speculative") = "ngram", py::arg("prompt_lookup_min") = 1, py::arg("prompt_lookup_max") = 4,
-      py::arg("device_sampling") = true, py::arg("kv_cache_dtype") = "auto", py::arg("max_model_len") = 0);
+      py::arg("draft_p_min") = 0.0f, py::arg("device_sampling") = true, py::arg("kv_cache_dtype") = "auto",
+      py::arg("max_model_len") = 0);
   cls.def_property_readonly("eos_token_ids", [](const PyLLM& p) { return p.eos; });
   cls.def_property_readonly(
       "model_path", [](const PyLLM& p) { return p.path; }, "The checkpoint directory");

@@ -181,6 +181,10 @@ def test_speculative_sampled_and_draft_model(checkpoint):
     assert selfdraft.generate(ps, 16, temperature=0, stop_ids=[]) == greedy
     stats = selfdraft.stats
     assert stats["draft_tokens"] > 0 and stats["accepted_tokens"] == stats["draft_tokens"]
+    # draft_p_min 1: no draft of a random model is that sure, so none is proposed.
+    sure = onecat.LLM(str(checkpoint), kv_cache_tokens=1024, num_draft_tokens=3, speculative=f"draft:{checkpoint}",
+                      draft_p_min=1.0)
+    assert sure.generate(ps, 16, temperature=0, stop_ids=[]) == greedy and sure.stats["draft_tokens"] == 0
     with pytest.raises(ValueError, match="speculative must be ngram or draft:DIR"):
         onecat.LLM(str(checkpoint), num_draft_tokens=2, speculative="eagle")
     with pytest.raises(ValueError, match="other name"):

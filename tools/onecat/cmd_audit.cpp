@@ -36,8 +36,9 @@ namespace onecat::cli {
 namespace {
 
 struct Options {
-  std::string model, device = "cpu", speculative = "ngram", text, prompts;
-  int num_draft_tokens = 4, max_num_seqs = 8, ngram_min = 1, ngram_max = 4;
+  std::string model, device = "cpu", text, prompts;
+  int max_num_seqs = 8;
+  engine::EngineOptions spec = {.num_speculative_tokens = 4};  // the speculative-decoding flags' fields
   int64_t max_tokens = 64, max_num_batched_tokens = 256, text_tokens = 1024;
   bool json = false;
 };
@@ -116,10 +117,8 @@ struct Run {
 
 Run greedy_run(model::Model& m, const std::vector<std::vector<int32_t>>& prompts, const std::vector<int32_t>& eos,
                const Options& o, int k) {
-  engine::EngineOptions eo;
+  engine::EngineOptions eo = o.spec;
   eo.num_speculative_tokens = k;
-  eo.speculative = o.speculative;
-  eo.ngram_min = o.ngram_min, eo.ngram_max = o.ngram_max;
   engine::Engine e(m, eo);
   std::map<int64_t, size_t> index;
   for (size_t i = 0; i < prompts.size(); ++i) {
@@ -168,7 +167,7 @@ std::string shown(const std::optional<tokenizer::Tokenizer>& tok, int32_t id) {
 }
 
 void run(const Options& o) {
-  if (o.num_draft_tokens < 1) throw InputError("--num-draft-tokens must be at least 1.");
+  if (o.spec.num_speculative_tokens < 1) throw InputError("--num-draft-tokens must be at least 1.");
   if (o.max_tokens < 1) throw InputError("--max-tokens must be at least 1.");
   if (o.text_tokens < 2) throw InputError("--text-tokens must be at least 2.");
   const std::optional<tokenizer::Tokenizer> tok = tokenizer_of(o.model);
@@ -196,14 +195,14 @@ void run(const Options& o) {
   mo.max_sequences = o.max_num_seqs;
   int64_t pool = int64_t(text.size()) + 16;
   int64_t all = 0;
-  for (const auto& p : prompts) all += int64_t(p.size()) + o.max_tokens + o.num_draft_tokens + 16;
+  for (const auto& p : prompts) all += int64_t(p.size()) + o.max_tokens + o.spec.num_speculative_tokens + 16;
   mo.kv_cache_tokens = std::max(pool, all);
   mo.progress = false;
   const std::unique_ptr<model::Model> m = model::Model::load(o.model, mo);
 
   // 1 and 3: greedy, target alone and with speculation.
   const Run target = greedy_run(*m, prompts, eos, o, 0);
-  const Run spec = greedy_run(*m, prompts, eos, o, o.num_draft_tokens);
+  const Run spec = greedy_run(*m, prompts, eos, o, o.spec.num_speculative_tokens);
   nlohmann::json divergence = nullptr;
   int64_t identical = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
@@ -239,7 +238,7 @@ void run(const Options& o) {
   bool perplexity_ok = true;
   if (!text.empty()) {
     const double plain = std::exp(mean_nll(*m, text, 1));
-    const double verify = std::exp(mean_nll(*m, text, o.num_draft_tokens + 1));
+    const double verify = std::exp(mean_nll(*m, text, o.spec.num_speculative_tokens + 1));
     const double relative = std::abs(verify - plain) / plain;
     perplexity_ok = relative <= 1e-4;
     perplexity = {{"tokens", text.size()},
@@ -254,8 +253,8 @@ void run(const Options& o) {
   const bool pass = identity_ok && perplexity_ok && stops_ok;
   nlohmann::json j{{"model", o.model},
                    {"device", o.device},
-                   {"speculative", o.speculative},
-                   {"num_draft_tokens", o.num_draft_tokens},
+                   {"speculative", o.spec.speculative},
+                   {"num_draft_tokens", o.spec.num_speculative_tokens},
                    {"prompts", prompts.size()},
                    {"max_tokens", o.max_tokens},
                    {"identity", {{"identical", identical}, {"first_divergence", divergence}, {"pass", identity_ok}}},
@@ -281,10 +280,11 @@ void run(const Options& o) {
     }
     table.row({"greedy identity", identity_ok ? "PASS" : "FAIL", identity_detail});
     if (!perplexity.is_null()) {
-      table.row({"perplexity", perplexity_ok ? "PASS" : "FAIL",
-                 format("%.6g one token a step, %.6g in chunks of %d (relative %.2g, at most 1e-4; %zu tokens)",
-                        perplexity["target"].get<double>(), perplexity["speculative"].get<double>(),
-                        o.num_draft_tokens + 1, perplexity["relative_difference"].get<double>(), text.size())});
+      table.row(
+          {"perplexity", perplexity_ok ? "PASS" : "FAIL",
+           format("%.6g one token a step, %.6g in chunks of %d (relative %.2g, at most 1e-4; %zu tokens)",
+                  perplexity["target"].get<double>(), perplexity["speculative"].get<double>(),
+                  o.spec.num_speculative_tokens + 1, perplexity["relative_difference"].get<double>(), text.size())});
     } else {
       table.row({"perplexity", "-", "no --text given"});
     }
@@ -312,7 +312,7 @@ void add_audit(CLI::App& app) {
   auto o = std::make_shared<Options>();
   cmd->add_option("--model", o->model, "Hugging Face checkpoint directory")->required();
   cmd->add_option("--device", o->device, "cpu (default) or cuda");
-  add_speculative_options(cmd, o->num_draft_tokens, o->speculative, "4", o->ngram_min, o->ngram_max);
+  add_speculative_options(cmd, o->spec, "4");
   cmd->add_option("--prompts", o->prompts,
                   "JSONL prompts, {\"prompt\": \"text\"} or {\"prompt_ids\": [...]} a line (default: a built-in set)");
   cmd->add_option("--max-tokens", o->max_tokens, "New tokens per prompt at most (default 64)");

@@ -32,7 +32,7 @@ void add_serve(CLI::App& app) {
                   "(default 0.9)");
   cmd->add_option("--num-pages", o->num_pages, "KV cache size in pages of 16 tokens (instead of --kv-cache-tokens)");
   add_kv_cache_dtype_option(cmd, o->kv_cache_dtype);
-  add_speculative_options(cmd, o->num_speculative_tokens, o->speculative, "0: off", o->ngram_min, o->ngram_max);
+  add_speculative_options(cmd, o->speculation, "0: off");
   add_device_sampling_option(cmd, o->device_sampling);
   cmd->add_option("--reasoning-parser", o->reasoning_parser,
                   "qwen3 or deepseek_r1: a chat reply's leading <think>…</think> becomes reasoning_content");

@@ -120,17 +120,19 @@ void add_detokenize(CLI::App& app) {
 
 }  // namespace
 
-void add_speculative_options(CLI::App* cmd, int& num_draft_tokens, std::string& speculative,
-                             const std::string& k_default, int& ngram_min, int& ngram_max) {
-  cmd->add_option("--num-draft-tokens,--num-speculative-tokens", num_draft_tokens,
+void add_speculative_options(CLI::App* cmd, engine::EngineOptions& options, const std::string& k_default) {
+  cmd->add_option("--num-draft-tokens,--num-speculative-tokens", options.num_speculative_tokens,
                   "Speculative decoding: up to K draft tokens per request and step (default " + k_default + ")");
-  cmd->add_option("--speculative", speculative,
+  cmd->add_option("--speculative", options.speculative,
                   "The drafter: ngram (prompt lookup, default) or draft:DIR (a draft checkpoint with the same "
                   "tokenizer)");
-  cmd->add_option("--prompt-lookup-min,--ngram-min", ngram_min,
+  cmd->add_option("--prompt-lookup-min,--ngram-min", options.ngram_min,
                   "The n-gram drafter's shortest match of the sequence's last tokens (default 1)");
-  cmd->add_option("--prompt-lookup-max,--ngram-max", ngram_max,
+  cmd->add_option("--prompt-lookup-max,--ngram-max", options.ngram_max,
                   "The n-gram drafter's longest match, tried first (default 4)");
+  cmd->add_option("--draft-p-min", options.draft_p_min,
+                  "A draft model stops drafting a request's step at a draft whose most likely token has less "
+                  "probability than this (default 0: always K)");
 }
 
 void add_device_sampling_option(CLI::App* cmd, bool& device_sampling) {

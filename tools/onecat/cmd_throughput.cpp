@@ -29,9 +29,10 @@ namespace onecat::cli {
 namespace {
 
 struct Options {
-  std::string model, device = "cpu", dataset, speculative = "ngram", kv_cache_dtype = "auto";
+  std::string model, device = "cpu", dataset, kv_cache_dtype = "auto";
   int64_t num_prompts = 8, input_len = 128, output_len = 32, max_num_batched_tokens = 512, wave = 0;
-  int max_num_seqs = 8, num_speculative_tokens = 0, ngram_min = 1, ngram_max = 4;
+  int max_num_seqs = 8;
+  engine::EngineOptions spec;  // the speculative-decoding flags' fields
   uint64_t seed = 0;
   bool no_prefix_caching = false, json = false, device_sampling = true, profile = false;
 };
@@ -169,12 +170,9 @@ void run(const Options& o) {
   const std::unique_ptr<model::Model> m = model::Model::load(o.model, mo);
   const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count();
 
-  engine::EngineOptions eo;
+  engine::EngineOptions eo = o.spec;
   eo.prefix_caching = !o.no_prefix_caching;
   eo.device_sampling = o.device_sampling;
-  eo.num_speculative_tokens = o.num_speculative_tokens;
-  eo.speculative = o.speculative;
-  eo.ngram_min = o.ngram_min, eo.ngram_max = o.ngram_max;
   engine::Engine e(*m, eo);
   std::map<int64_t, size_t> index;
   const auto start = std::chrono::steady_clock::now();
@@ -234,70 +232,70 @@ void run(const Options& o) {
   for (size_t i = 0; i < st.drafted_at.size(); ++i) {
     acceptance_at.push_back(st.drafted_at[i] ? double(st.accepted_at[i]) / double(st.drafted_at[i]) : 0.0);
   }
-  nlohmann::json j{{"model", o.model},
-                   {"device", o.device},
-                   {"device_sampling", o.device_sampling},
-                   {"kv_cache_dtype", o.kv_cache_dtype},
-                   {"num_prompts", requests},
-                   {"dataset", o.dataset},
-                   {"wave", wave},
-                   {"prompt_tokens", prompt_tokens},
-                   {"output_tokens", generated},
-                   {"input_len", o.dataset.empty() ? o.input_len : 0},
-                   {"output_len", o.dataset.empty() ? o.output_len : 0},
-                   {"max_num_seqs", o.max_num_seqs},
-                   {"max_num_batched_tokens", o.max_num_batched_tokens},
-                   {"load_seconds", load_seconds},
-                   {"load", load_json(m->load_stats())},
-                   {"seconds", wall},
-                   {"requests_per_second", double(requests) / wall},
-                   {"output_tokens_per_second", double(generated) / wall},
-                   {"total_tokens_per_second", double(generated + prompt_tokens) / wall},
-                   {"ttft", summary(ttft)},
-                   {"ttft_ms_by_request", ms(ttft)},
-                   {"tpot", summary(tpot)},
-                   {"itl", summary(itl)},
-                   {"step", summary(step_seconds)},
-                   // The decode-only steps (every sequence one new token, no prompt chunk): what
-                   // llama-batched-bench's speed_tg times. TPOT also counts the steps a request
-                   // decoded in while others' prompts were prefilled.
-                   {"decode",
-                    {{"steps", decode_step_seconds.size()},
-                     {"tokens", decode_step_tokens},
-                     {"seconds", decode_seconds},
-                     {"tokens_per_second", decode_seconds > 0 ? double(decode_step_tokens) / decode_seconds : 0.0},
-                     {"step", summary(decode_step_seconds)},
-                     // cuda: the steps' GPU time, and the share of their wall time the host
-                     // spent outside it (scheduling, the batch's arrays, the reads).
-                     {"gpu_seconds", decode_gpu_seconds},
-                     {"host_share",
-                      device == model::Device::kCuda && decode_seconds > 0 ? 1.0 - decode_gpu_seconds / decode_seconds
-                                                                           : 0.0}}},
-                   {"cuda_graphs", {{"sizes", e.graphs().sizes}, {"capture_seconds", e.graphs().seconds}}},
-                   {"warm_up", {{"steps", e.warm_up().steps}, {"seconds", e.warm_up().seconds}}},
-                   {"steps", st.steps},
-                   {"preemptions", st.preemptions},
-                   {"prefix_hit_tokens", st.prefix_hit_tokens},
-                   {"sampled_steps", st.sampled_steps},
-                   {"device_sampled_steps", st.device_sampled_steps},
-                   {"speculative",
-                    {{"drafter", o.num_speculative_tokens ? o.speculative : ""},
-                     {"num_draft_tokens", o.num_speculative_tokens},
-                     {"draft_tokens", st.draft_tokens},
-                     {"accepted_tokens", st.accepted_tokens},
-                     {"acceptance_rate", st.draft_tokens ? double(st.accepted_tokens) / double(st.draft_tokens) : 0.0},
-                     {"accepted_at", st.accepted_at},
-                     {"drafted_at", st.drafted_at},
-                     {"acceptance_rate_at", acceptance_at},
-                     // Tokens a request gains per verifying step: its accepted drafts and one more.
-                     {"mean_acceptance_length",
-                      st.draft_rounds ? double(st.accepted_tokens + st.draft_rounds) / double(st.draft_rounds) : 0.0},
-                     // Output tokens per engine step, all requests together.
-                     {"tokens_per_step", st.steps ? double(generated) / double(st.steps) : 0.0},
-                     // Target forwards a request took per output token: each step gave it one
-                     // token and its accepted drafts.
-                     {"target_steps_per_output_token",
-                      generated ? double(generated - st.accepted_tokens) / double(generated) : 0.0}}}};
+  nlohmann::json j{
+      {"model", o.model},
+      {"device", o.device},
+      {"device_sampling", o.device_sampling},
+      {"kv_cache_dtype", o.kv_cache_dtype},
+      {"num_prompts", requests},
+      {"dataset", o.dataset},
+      {"wave", wave},
+      {"prompt_tokens", prompt_tokens},
+      {"output_tokens", generated},
+      {"input_len", o.dataset.empty() ? o.input_len : 0},
+      {"output_len", o.dataset.empty() ? o.output_len : 0},
+      {"max_num_seqs", o.max_num_seqs},
+      {"max_num_batched_tokens", o.max_num_batched_tokens},
+      {"load_seconds", load_seconds},
+      {"load", load_json(m->load_stats())},
+      {"seconds", wall},
+      {"requests_per_second", double(requests) / wall},
+      {"output_tokens_per_second", double(generated) / wall},
+      {"total_tokens_per_second", double(generated + prompt_tokens) / wall},
+      {"ttft", summary(ttft)},
+      {"ttft_ms_by_request", ms(ttft)},
+      {"tpot", summary(tpot)},
+      {"itl", summary(itl)},
+      {"step", summary(step_seconds)},
+      // The decode-only steps (every sequence one new token, no prompt chunk): what
+      // llama-batched-bench's speed_tg times. TPOT also counts the steps a request
+      // decoded in while others' prompts were prefilled.
+      {"decode",
+       {{"steps", decode_step_seconds.size()},
+        {"tokens", decode_step_tokens},
+        {"seconds", decode_seconds},
+        {"tokens_per_second", decode_seconds > 0 ? double(decode_step_tokens) / decode_seconds : 0.0},
+        {"step", summary(decode_step_seconds)},
+        // cuda: the steps' GPU time, and the share of their wall time the host
+        // spent outside it (scheduling, the batch's arrays, the reads).
+        {"gpu_seconds", decode_gpu_seconds},
+        {"host_share",
+         device == model::Device::kCuda && decode_seconds > 0 ? 1.0 - decode_gpu_seconds / decode_seconds : 0.0}}},
+      {"cuda_graphs", {{"sizes", e.graphs().sizes}, {"capture_seconds", e.graphs().seconds}}},
+      {"warm_up", {{"steps", e.warm_up().steps}, {"seconds", e.warm_up().seconds}}},
+      {"steps", st.steps},
+      {"preemptions", st.preemptions},
+      {"prefix_hit_tokens", st.prefix_hit_tokens},
+      {"sampled_steps", st.sampled_steps},
+      {"device_sampled_steps", st.device_sampled_steps},
+      {"speculative",
+       {{"drafter", o.spec.num_speculative_tokens ? o.spec.speculative : ""},
+        {"num_draft_tokens", o.spec.num_speculative_tokens},
+        {"draft_tokens", st.draft_tokens},
+        {"accepted_tokens", st.accepted_tokens},
+        {"acceptance_rate", st.draft_tokens ? double(st.accepted_tokens) / double(st.draft_tokens) : 0.0},
+        {"accepted_at", st.accepted_at},
+        {"drafted_at", st.drafted_at},
+        {"acceptance_rate_at", acceptance_at},
+        // Tokens a request gains per verifying step: its accepted drafts and one more.
+        {"mean_acceptance_length",
+         st.draft_rounds ? double(st.accepted_tokens + st.draft_rounds) / double(st.draft_rounds) : 0.0},
+        // Output tokens per engine step, all requests together.
+        {"tokens_per_step", st.steps ? double(generated) / double(st.steps) : 0.0},
+        // Target forwards a request took per output token: each step gave it one
+        // token and its accepted drafts.
+        {"target_steps_per_output_token",
+         generated ? double(generated - st.accepted_tokens) / double(generated) : 0.0}}}};
   std::optional<model::GpuBackend::Profile> profile;
   if (o.profile) {
     profile = m->gpu()->take_profile();
@@ -315,9 +313,9 @@ void run(const Options& o) {
       j["ttft"]["p50_ms"].get<double>(), j["ttft"]["p99_ms"].get<double>(), j["tpot"]["p50_ms"].get<double>(),
       j["tpot"]["p99_ms"].get<double>(), j["itl"]["p99_ms"].get<double>(), static_cast<long long>(st.steps),
       static_cast<long long>(st.preemptions));
-  if (o.num_speculative_tokens > 0) {
+  if (o.spec.num_speculative_tokens > 0) {
     std::printf("speculative (%s, k = %d): %lld of %lld drafts accepted (%.1f%%), %.2f tokens per verifying step\n",
-                o.speculative.c_str(), o.num_speculative_tokens, static_cast<long long>(st.accepted_tokens),
+                o.spec.speculative.c_str(), o.spec.num_speculative_tokens, static_cast<long long>(st.accepted_tokens),
                 static_cast<long long>(st.draft_tokens),
                 st.draft_tokens ? 100.0 * double(st.accepted_tokens) / double(st.draft_tokens) : 0.0,
                 j["speculative"]["mean_acceptance_length"].get<double>());
@@ -348,7 +346,7 @@ void add_throughput(CLI::App& app) {
   cmd->add_flag("--no-prefix-caching", o->no_prefix_caching, "Do not share cached prompt pages");
   add_kv_cache_dtype_option(cmd, o->kv_cache_dtype);
   add_device_sampling_option(cmd, o->device_sampling);
-  add_speculative_options(cmd, o->num_speculative_tokens, o->speculative, "0: off", o->ngram_min, o->ngram_max);
+  add_speculative_options(cmd, o->spec, "0: off");
   cmd->add_flag("--profile", o->profile,
                 "cuda: time every kernel (steps run op by op, no CUDA graphs) and report the decode steps' "
                 "time by op");

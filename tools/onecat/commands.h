@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/arch.h"
+#include "engine/engine.h"
 
 namespace onecat::cli {
 
@@ -22,11 +23,11 @@ void add_throughput(CLI::App& app);  // the engine benchmark
 void add_serve(CLI::App& app);       // the OpenAI-compatible HTTP server
 void add_audit(CLI::App& app);       // speculative decoding's quality gates
 
-// --num-draft-tokens (alias --num-speculative-tokens), --speculative and the n-gram drafter's
-// --prompt-lookup-min/--prompt-lookup-max (EngineOptions::ngram_min/ngram_max), as serve,
-// throughput and audit take them; `k_default` says what an absent --num-draft-tokens means.
-void add_speculative_options(CLI::App* cmd, int& num_draft_tokens, std::string& speculative,
-                             const std::string& k_default, int& ngram_min, int& ngram_max);
+// The speculative-decoding flags, as serve, throughput and audit take them, into the options'
+// fields: --num-draft-tokens (alias --num-speculative-tokens; num_speculative_tokens),
+// --speculative, the n-gram drafter's --prompt-lookup-min/--prompt-lookup-max (ngram_min/max)
+// and the draft model's --draft-p-min; `k_default` says what an absent --num-draft-tokens means.
+void add_speculative_options(CLI::App* cmd, engine::EngineOptions& options, const std::string& k_default);
 
 // --device-sampling / --no-device-sampling (EngineOptions::device_sampling, on by default), as
 // serve and throughput take it.
