@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 ROOT = Path(__file__).resolve().parents[2]
 API_KEY = "test-key"
@@ -592,7 +593,8 @@ def test_tokenize_round_trip(server):
 
 def parse_prometheus(text: str) -> dict:
     """Prometheus's text format → {(name, frozenset(labels)): value}; checks every sample has a
-    # TYPE of its family, and every line is a comment or a sample."""
+    # TYPE of its family, every line is a comment or a sample, and prometheus_client's parser
+    reads the same samples."""
     types, samples = {}, {}
     for line in text.splitlines():
         if line.startswith("# TYPE "):
@@ -608,6 +610,10 @@ def parse_prometheus(text: str) -> dict:
         assert family in types, f"{name} has no # TYPE"
         pairs = frozenset(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', labels or ""))
         samples[(name, pairs)] = float(value)
+    # Prometheus's own parser reads the same samples.
+    official = {(s.name, frozenset(s.labels.items())): s.value
+                for family in text_string_to_metric_families(text) for s in family.samples}
+    assert official == samples
     return samples
 
 

@@ -1,5 +1,5 @@
 """`onecat serve` driven by the official `openai` Python client (pinned in scripts/requirements.txt),
-unmodified, as users' code drives it: models, chat and completions, streamed and not, n with
+unmodified, as users' code drives it: models, chat (with tools too) and completions, streamed and not, n with
 seeds, stop strings, logprobs, and the client's own error classes for 4xx answers."""
 
 from __future__ import annotations
@@ -104,3 +104,23 @@ def test_errors_are_the_clients_exceptions(client, server):  # noqa: F811
     with pytest.raises(openai.AuthenticationError):
         wrong.models.list()
     assert client.models.list().data  # still serving
+
+
+def test_streamed_completion_and_tools(client):
+    """A streamed completion reads as the whole one; a streamed chat with tools (the tiny model
+    writes no call) reads as its whole reply, through the client's own stream classes."""
+    whole = client.completions.create(model=MODEL_NAME, prompt="the quick brown fox", max_tokens=10, temperature=0)
+    chunks = list(client.completions.create(model=MODEL_NAME, prompt="the quick brown fox", max_tokens=10,
+                                            temperature=0, stream=True))
+    assert "".join(c.choices[0].text for c in chunks) == whole.choices[0].text
+    assert chunks[-1].choices[0].finish_reason == whole.choices[0].finish_reason
+    tools = [{"type": "function", "function": {"name": "get_weather", "description": "the weather in a city",
+                                               "parameters": {"type": "object",
+                                                              "properties": {"city": {"type": "string"}}}}}]
+    reply = client.chat.completions.create(model=MODEL_NAME, messages=MESSAGES, tools=tools, max_tokens=8,
+                                           temperature=0)
+    streamed = list(client.chat.completions.create(model=MODEL_NAME, messages=MESSAGES, tools=tools, max_tokens=8,
+                                                   temperature=0, stream=True))
+    assert "".join(c.choices[0].delta.content or "" for c in streamed) == (reply.choices[0].message.content or "")
+    assert not any(c.choices[0].delta.tool_calls for c in streamed) and not reply.choices[0].message.tool_calls
+    assert streamed[-1].choices[0].finish_reason == reply.choices[0].finish_reason
