@@ -944,6 +944,7 @@ TEST(EngineCli, ThroughputSpeculates) {
                         scratch.path());
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(test::parse_json(r)["speculative"]["draft_tokens"], 0);
+  EXPECT_EQ(test::parse_json(r)["speculative"]["draft_p_min"], 1.0);
   r = test::run_command(std::string(ONECAT_BIN) + " throughput --model " + dir + " --speculative draft:" + dir +
                             " --num-draft-tokens 3 --draft-p-min 2",
                         scratch.path());
@@ -963,6 +964,7 @@ TEST(EngineCli, ThroughputSpeculates) {
                         scratch.path());
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(test::parse_json(r)["output_tokens"], 12);
+  EXPECT_EQ(test::parse_json(r)["speculative"]["ngram"], (std::vector<int>{2, 3}));
   r = test::run_command(std::string(ONECAT_BIN) + " throughput --model " + dir +
                             " --num-speculative-tokens 2 --prompt-lookup-min 3 --prompt-lookup-max 2",
                         scratch.path());

@@ -255,6 +255,8 @@ void run(const Options& o) {
                    {"device", o.device},
                    {"speculative", o.spec.speculative},
                    {"num_draft_tokens", o.spec.num_speculative_tokens},
+                   {"ngram", {o.spec.ngram_min, o.spec.ngram_max}},
+                   {"draft_p_min", o.spec.draft_p_min},
                    {"prompts", prompts.size()},
                    {"max_tokens", o.max_tokens},
                    {"identity", {{"identical", identical}, {"first_divergence", divergence}, {"pass", identity_ok}}},

@@ -281,6 +281,8 @@ void run(const Options& o) {
       {"speculative",
        {{"drafter", o.spec.num_speculative_tokens ? o.spec.speculative : ""},
         {"num_draft_tokens", o.spec.num_speculative_tokens},
+        {"ngram", {o.spec.ngram_min, o.spec.ngram_max}},
+        {"draft_p_min", o.spec.draft_p_min},
         {"draft_tokens", st.draft_tokens},
         {"accepted_tokens", st.accepted_tokens},
         {"acceptance_rate", st.draft_tokens ? double(st.accepted_tokens) / double(st.draft_tokens) : 0.0},
