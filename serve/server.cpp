@@ -75,7 +75,9 @@ struct TokenLogprob {
 
 // One choice of a request as it is generated.
 struct Choice {
-  Choice(const tokenizer::Tokenizer& tok, const std::vector<std::string>& stop) : text(tok, stop) {}
+  // reasoning_opened: the prompt ends inside <think> (Generation::reasoning_opened).
+  Choice(const tokenizer::Tokenizer& tok, const std::vector<std::string>& stop, bool reasoning_opened)
+      : text(tok, stop), reasoning(reasoning_opened) {}
   engine::TextStream text;
   int64_t tokens = 0;
   std::string finish_reason;
@@ -127,8 +129,7 @@ struct Job {
         if (!gen.ignore_eos) r.stop_ids = model.stop_ids;
         r.num_draft_tokens = gen.num_draft_tokens;
         requests.push_back(std::move(r));
-        choices.emplace_back(model.tokenizer, gen.stop);
-        choices.back().reasoning = ReasoningSplitter(gen.reasoning_opened);
+        choices.emplace_back(model.tokenizer, gen.stop, gen.reasoning_opened);
       }
     }
     channel = loop.submit(std::move(requests));

@@ -94,10 +94,9 @@ quant::PackedWeight random_packed_weight(const gemm::Spec& s, std::mt19937_64& r
       w.scales.resize(n * k / 32);
       // 2^-7 … 2^3: block scales of 2, 4 and 8 too, past fp16's range as one factor (formats.cuh).
       // A block with a scale ≥ 2 keeps its codes to 0 and ±0.5, so its weights stay as large as
-      // the others' and no product (SiLU(gate)·up over K = 1024 and more) overflows fp16.
-      // Blocks are 16 consecutive bytes of the packed row (8 codes per u32, 4 u32 per block).
-      // Under silu_mul 2^-13 … 2^-3: the wider scales overflowed fp16 at K = 4096 (SiLU(gate)·up,
-      // a product of two dot products).
+      // the others'. Blocks are 16 consecutive bytes of the packed row (8 codes per u32, 4 u32 per
+      // block). Under silu_mul 2^-13 … 2^-3 (no block ≥ 2 then): with the wider scales SiLU(gate)·up,
+      // a product of two dot products, overflowed fp16 at K = 4096.
       const int low = s.epilogue == gemm::Epilogue::kSiluMul ? 114 : 120;
       for (size_t b = 0; b < w.scales.size(); ++b) {
         const uint8_t e = static_cast<uint8_t>(low + int(rng() % 11));

@@ -30,11 +30,17 @@ def stream(self: LLM, prompts: Sequence[Sequence[int]], max_tokens: int = 64, *,
                 if out.finish_reason != "cancelled":
                     yield index[out.id], out
     finally:
-        if not self.idle:
-            for request in index:
-                self.cancel(request)
-            while not self.idle:
-                self.step()
+        _cancel_all(self, index)
+
+
+def _cancel_all(llm: LLM, requests) -> None:
+    """Cancels `requests` (ids) if the LLM still runs any, and steps until it is idle, so their
+    KV pages are let go (a loop left early, or an exception in it)."""
+    if not llm.idle:
+        for request in requests:
+            llm.cancel(request)
+        while not llm.idle:
+            llm.step()
 
 
 # ---- vLLM's offline surface: LLM.generate(prompts, SamplingParams) → RequestOutputs ----------
@@ -203,11 +209,7 @@ def generate(self: LLM, prompts, sampling_params=None, *args, **kwargs):
                 if sample.take(out) and not out.finished:
                     self.cancel(out.id)
     finally:
-        if not self.idle:
-            for request in samples:
-                self.cancel(request)
-            while not self.idle:
-                self.step()
+        _cancel_all(self, samples)
     for r, sample in sorted(samples.values(), key=lambda rs: (rs[0], rs[1].index)):
         results[r].outputs.append(CompletionOutput(sample.index, sample.text, sample.tokens,
                                                    sample.finish_reason or "stop", sample.logprobs,

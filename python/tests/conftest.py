@@ -7,10 +7,23 @@ no driver, no GPU, torch or CuPy missing — fails instead of being skipped.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 import onecat
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def tiny_checkpoint(tmp_path_factory, name: str, *args: str) -> Path:
+    """A fresh tools/make_tiny_checkpoint.py checkpoint (its options `args`) in a temporary folder."""
+    out = tmp_path_factory.mktemp("tiny") / name
+    subprocess.run([sys.executable, str(ROOT / "tools" / "make_tiny_checkpoint.py"), str(out), *args], check=True)
+    return out
 
 
 class CudaArrayStub:

@@ -2,24 +2,16 @@
 each alone, step() and cancel(), the prefix cache's statistics, and the ValueErrors."""
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import onecat
-
-ROOT = Path(__file__).resolve().parents[2]
+from conftest import tiny_checkpoint
 
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
-    out = tmp_path_factory.mktemp("tiny") / "llama-fp8"
-    subprocess.run([sys.executable, str(ROOT / "tools" / "make_tiny_checkpoint.py"), str(out), "--arch", "llama",
-                    "--format", "fp8"], check=True)
-    return out
+    return tiny_checkpoint(tmp_path_factory, "llama-fp8", "--arch", "llama", "--format", "fp8")
 
 
 def prompts():
@@ -260,10 +252,7 @@ def test_max_model_len(checkpoint):
 
 @pytest.fixture(scope="module")
 def text_checkpoint(tmp_path_factory):
-    out = tmp_path_factory.mktemp("tiny") / "llama-f16-tokenizer"
-    subprocess.run([sys.executable, str(ROOT / "tools" / "make_tiny_checkpoint.py"), str(out), "--arch", "llama",
-                    "--format", "f16", "--tokenizer"], check=True)
-    return out
+    return tiny_checkpoint(tmp_path_factory, "llama-f16-tokenizer", "--arch", "llama", "--format", "f16", "--tokenizer")
 
 
 def test_generate_with_sampling_params_gives_text(text_checkpoint):

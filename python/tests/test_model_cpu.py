@@ -2,24 +2,16 @@
 tools/make_tiny_checkpoint.py, its logits and greedy generation, and the ValueErrors."""
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import onecat
-
-ROOT = Path(__file__).resolve().parents[2]
+from conftest import tiny_checkpoint
 
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory):
-    out = tmp_path_factory.mktemp("tiny") / "qwen2-awq4"
-    subprocess.run([sys.executable, str(ROOT / "tools" / "make_tiny_checkpoint.py"), str(out), "--arch", "qwen2",
-                    "--format", "awq4", "--tokenizer"], check=True)
-    return out
+    return tiny_checkpoint(tmp_path_factory, "qwen2-awq4", "--arch", "qwen2", "--format", "awq4", "--tokenizer")
 
 
 def test_logits_and_greedy_generation(checkpoint):

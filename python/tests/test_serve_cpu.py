@@ -18,13 +18,14 @@ import re
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+
+from conftest import tiny_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 API_KEY = "test-key"
@@ -115,10 +116,7 @@ def model(tmp_path_factory) -> Path:
     listing = subprocess.run([str(onecat_bin()), "--help"], capture_output=True, text=True).stdout
     if "not in this build" in listing:
         pytest.skip("this onecat was built without cpp-httplib (libcpp-httplib-dev): no serve command")
-    out = tmp_path_factory.mktemp("serve") / "tiny"
-    subprocess.run([sys.executable, str(ROOT / "tools" / "make_tiny_checkpoint.py"), str(out), "--tokenizer",
-                    "--chat-template"], check=True)
-    return out
+    return tiny_checkpoint(tmp_path_factory, "serve-tiny", "--tokenizer", "--chat-template")
 
 
 @pytest.fixture(scope="module")
