@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <limits>
 #include <span>
 
 #include "base/error.h"
@@ -65,6 +66,7 @@ Engine::Engine(model::Model& model, const EngineOptions& options)
   stats_.drafted_at.assign(size_t(options_.num_speculative_tokens), 0);
   if (options_.num_speculative_tokens > 0) drafter_ = options_.drafter ? options_.drafter : make_drafter();
   if (options_.device_sampling) model_.prepare_sampling();  // its kernels now, not in a step
+  if (options_.num_speculative_tokens > 0) model_.prepare_verify(options_.num_speculative_tokens + 1);
   graphs_ = model_.capture_graphs(options_.max_num_seqs);    // at start-up, not in a step
   warm_ = model_.warm_up(options_.max_num_batched_tokens);    // cuBLAS's lazy loads too
 }
@@ -378,12 +380,16 @@ std::vector<StepOutput> Engine::step() {
   }
   ++stats_.steps;
 
-  // The batch: one-token chunks (decodes) first, each chunk's last row for logits (a chunk
-  // with drafts: every row, each verifying the next draft).
-  std::stable_partition(chunks.begin(), chunks.end(), [](const Chunk& c) { return c.tokens == 1; });
+  // The batch: one-token chunks (decodes) first, then chunks with drafts (verify blocks),
+  // shortest first, then prefill chunks; each chunk's last row for logits (a chunk with drafts:
+  // every row, each verifying the next draft).
+  auto order = [](const Chunk& c) -> int64_t {
+    return c.tokens == 1 ? 0 : c.seq->drafted > 0 ? c.tokens : std::numeric_limits<int64_t>::max();
+  };
+  std::stable_sort(chunks.begin(), chunks.end(), [&](const Chunk& a, const Chunk& b) { return order(a) < order(b); });
   const int page = blocks_.page_size();
   std::vector<int32_t> ids, positions, slots, cu_q{0}, seq_lens, table, logit_rows, row_of;
-  int max_pages = 0, decodes = 0;
+  int max_pages = 0, decodes = 0, verifies = 0;
   bool greedy = true;
   // Sampled where the logits are (EngineOptions::device_sampling) when no chunk needs them
   // here: no prompt logprobs, no drafts to verify, no logit_bias (which only the host applies).
@@ -391,6 +397,7 @@ std::vector<StepOutput> Engine::step() {
   for (const Chunk& c : chunks) {
     max_pages = std::max(max_pages, int(c.seq->pages.size()));
     decodes += c.tokens == 1;
+    verifies += c.tokens > 1 && c.seq->drafted > 0;
     const auto [from, to] = prompt_rows(*c.seq, c.seq->computed, c.seq->computed + c.tokens);
     greedy = greedy && cpu::plain_greedy(c.seq->request.sampling) && from == to && c.seq->q.empty();
     device_sampling = device_sampling && from == to && c.seq->drafted == 0 && c.seq->q.empty() &&
@@ -422,7 +429,7 @@ std::vector<StepOutput> Engine::step() {
   }
   model::ForwardBatch batch;
   batch.token_ids = ids, batch.positions = positions, batch.slot_mapping = slots;
-  batch.decode_sequences = decodes, batch.cu_q = cu_q, batch.seq_lens = seq_lens;
+  batch.decode_sequences = decodes, batch.verify_sequences = verifies, batch.cu_q = cu_q, batch.seq_lens = seq_lens;
   batch.block_table = table, batch.max_pages = max_pages, batch.logit_rows = logit_rows;
 
   const int64_t vocab = model_.config().vocab;

@@ -979,6 +979,31 @@ TEST(EngineCli, ThroughputSpeculates) {
 // onecat audit: the gates pass with either drafter — greedy identity over the built-in prompts,
 // perplexity one token a step against verify-sized chunks, natural stops — as a table and as
 // JSON; bad input is one sentence.
+// onecat step-cost: a row per (batch, k), each step timed, the ratio theirs. Bad lists are one
+// sentence and exit 2.
+TEST(EngineCli, StepCostTimesVerifyAgainstDecode) {
+  const std::string dir = Checkpoints::of("qwen3", "awq4");
+  test::TempDir scratch;
+  test::CommandResult r = test::run_command(std::string(ONECAT_BIN) + " step-cost --model " + dir +
+                                                " --batches 1,3 --drafts 2,5 --context 40 --steps 3 --json",
+                                            scratch.path());
+  ASSERT_EQ(r.status, 0) << r.err;
+  const nlohmann::json j = test::parse_json(r);
+  EXPECT_EQ(j["context"], 40);
+  ASSERT_EQ(j["rows"].size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    const nlohmann::json& row = j["rows"][i];
+    EXPECT_EQ(row["batch"], i < 2 ? 1 : 3);
+    EXPECT_EQ(row["k"], i % 2 == 0 ? 2 : 5);
+    EXPECT_GT(row["decode_ms"].get<double>(), 0);
+    EXPECT_GT(row["verify_ms"].get<double>(), 0);
+    EXPECT_NEAR(row["ratio"].get<double>(), row["verify_ms"].get<double>() / row["decode_ms"].get<double>(), 1e-9);
+  }
+  r = test::run_command(std::string(ONECAT_BIN) + " step-cost --model " + dir + " --drafts 17", scratch.path());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--drafts takes numbers from 1 to 16"), std::string::npos) << r.err;
+}
+
 TEST(EngineCli, AuditPassesItsGates) {
   const std::string dir = Checkpoints::get("--arch llama --format f16 --tokenizer");
   test::TempDir scratch;

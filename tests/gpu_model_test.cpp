@@ -149,6 +149,44 @@ TEST(GpuGraphs, PaddedDecodeStepsFollowTheCpuForward) {
   EXPECT_EQ(gpu.pages().free_pages(), gpu.pages().pages());
 }
 
+// Verify blocks on the GPU (Model::prepare_verify: the verify kernels of blocks of 2 to 4 tokens;
+// a 5-token block goes through the prefill kernel) mixed with a decode and a prefill chunk, then
+// alone (uniform steps: CUDA graphs, captured at start-up for blocks of 4, on first use for 3),
+// follow the CPU forward of each prompt; eager and graphed, fp16 and fp8 KV caches.
+TEST(GpuVerify, VerifyBlocksFollowTheCpuForward) {
+  const LoadedModel loaded = load(Checkpoints::of("qwen3", "awq4"));
+  const int64_t vocab = loaded.config.vocab;
+  std::vector<std::vector<int32_t>> prompts;
+  for (uint32_t i = 0; i < 5; ++i) prompts.push_back(random_prompt(48 + 5 * i, vocab, 70 + i));
+  for (models::KvCacheDtype kv : {models::KvCacheDtype::kF16, models::KvCacheDtype::kE4m3}) {
+    ModelOptions co = options(256);
+    co.kv_cache_dtype = kv;
+    Model cpu(loaded, co);
+    std::vector<std::vector<float>> want;
+    for (const auto& p : prompts) want.push_back(logits_by_steps(cpu, p, {p.size()}, 0));
+    for (bool graphs : {false, true}) {
+      const std::string what = std::string(models::kv_cache_dtype_name(kv)) + (graphs ? ", graphs" : ", eager");
+      ModelOptions o = on_gpu(options(64), graphs);
+      o.max_sequences = 8;
+      o.kv_cache_dtype = kv;
+      Model gpu(loaded, o);
+      gpu.prepare_verify(4);
+      const Model::GraphStats stats = gpu.capture_graphs(8);
+      EXPECT_EQ(stats.sizes, graphs ? 8 : 0) << what;  // decode 1, 2, 4, 8; verify blocks of 4 at 1, 2, 4, 8
+      const VerifyFlow f = verify_flow(gpu, prompts);
+      for (size_t i = 0; i < prompts.size(); ++i) {
+        std::vector<float> ref;
+        for (size_t p : f.positions[i]) {
+          ref.insert(ref.end(), want[i].begin() + std::ptrdiff_t(p * size_t(vocab)),
+                     want[i].begin() + std::ptrdiff_t((p + 1) * size_t(vocab)));
+        }
+        expect_close(f.logits[i], ref, vocab, what + ", sequence " + std::to_string(i));
+      }
+      EXPECT_EQ(gpu.pages().free_pages(), gpu.pages().pages()) << what;
+    }
+  }
+}
+
 // Model::warm_up runs prefill steps of 16, 32, 64 … tokens up to the step limit on the scratch
 // page: the forward after it (f16: cuBLAS from 17 tokens where it can run) still follows the CPU
 // forward, and no page of the pool is taken.
@@ -317,6 +355,57 @@ TEST(GpuEngine, ConcurrentRequestsFollowTheCpuForward) {
         EXPECT_LE(best - l[size_t(tokens[i])], 2e-3f * spread)
             << "request " << id << " token " << i << ": " << tokens[i] << " where the CPU picks " << (hi - l.begin())
             << " (pool " << pool << ")";
+        l = cpu.extend(s, std::span(&tokens[i], 1));
+      }
+      cpu.release(s);
+    }
+  }
+}
+
+// Speculative decoding on the GPU (verify blocks through the verify kernels and, when the step
+// holds them alone, CUDA graphs): n-gram drafts on prompts that repeat themselves and a draft
+// model (the checkpoint itself). Every greedy token is the CPU forward's choice (within 2e-3 of
+// the logits' spread, the GPU's rounding), drafts are accepted, and self-drafting accepts nearly
+// all: the draft's decode kernel and the target's verify kernel round differently, so a near tie
+// may part them.
+TEST(GpuEngine, SpeculativeGreedyFollowsTheCpuForward) {
+  const std::string dir = Checkpoints::of("qwen3", "awq4");
+  const LoadedModel loaded = load(dir);
+  const int64_t vocab = loaded.config.vocab;
+  Model cpu(loaded, options(256, 4096));
+  for (const std::string& speculative : {std::string("ngram"), "draft:" + dir}) {
+    ModelOptions o = on_gpu(options(64, 4096), true);
+    o.max_sequences = 8;
+    Model gpu(loaded, o);
+    engine::Engine e(
+        gpu,
+        {.max_num_batched_tokens = 64, .max_num_seqs = 6, .num_speculative_tokens = 3, .speculative = speculative});
+    std::map<int64_t, std::vector<int32_t>> prompts, got;
+    for (int i = 0; i < 8; ++i) {
+      engine::Request r;
+      const std::vector<int32_t> block = random_prompt(6 + i, vocab, 900 + uint32_t(i));
+      for (int rep = 0; rep < 4; ++rep) r.prompt.insert(r.prompt.end(), block.begin(), block.end());
+      r.max_tokens = 24 + 5 * i;
+      r.sampling = model::GenerateOptions::greedy();
+      prompts[e.add(r)] = r.prompt;
+    }
+    while (!e.idle()) {
+      for (const engine::StepOutput& out : e.step()) got[out.id].push_back(out.token);
+    }
+    EXPECT_EQ(e.blocks().total_references(), 0) << speculative;
+    const engine::EngineStats& st = e.stats();
+    EXPECT_GT(st.accepted_tokens, 0) << speculative;
+    if (speculative != "ngram") {
+      EXPECT_GE(double(st.accepted_tokens), 0.9 * double(st.draft_tokens)) << speculative;
+    }
+    for (const auto& [id, tokens] : got) {
+      Sequence s;
+      std::vector<float> l = cpu.extend(s, prompts[id]);
+      for (size_t i = 0; i < tokens.size(); ++i) {
+        const auto [lo, hi] = std::minmax_element(l.begin(), l.end());
+        EXPECT_LE(*hi - l[size_t(tokens[i])], 2e-3f * (*hi - *lo))
+            << speculative << ": request " << id << " token " << i << ": " << tokens[i] << " where the CPU picks "
+            << (hi - l.begin());
         l = cpu.extend(s, std::span(&tokens[i], 1));
       }
       cpu.release(s);

@@ -190,10 +190,11 @@ TEST(ModelForward, MixedBatchesEqualSequencesAlone) {
   }
 }
 
-// A decode step padded to a CUDA graph's batch size (pad_decode_batch, what the GPU model does
-// before a graph replay): the real rows' logits are the unpadded step's bits, and the padding's
-// K and V land on the scratch page alone, so later steps are unchanged too.
-TEST(ModelForward, PaddedDecodeStepsChangeNoRealRow) {
+// A decode step, and a step verifying blocks of q tokens alone, padded to a CUDA graph's batch
+// size (pad_uniform_batch, what the GPU model does before a graph replay): the real rows'
+// logits are the unpadded steps' bits, and the padding's K and V land on the scratch page alone,
+// so later steps are unchanged too.
+TEST(ModelForward, PaddedUniformStepsChangeNoRealRow) {
   EXPECT_EQ(model::decode_graph_sizes(1), std::vector<int>({1}));
   EXPECT_EQ(model::decode_graph_sizes(6), std::vector<int>({1, 2, 4, 6}));
   EXPECT_EQ(model::decode_graph_sizes(24), std::vector<int>({1, 2, 4, 8, 16, 24}));
@@ -205,59 +206,73 @@ TEST(ModelForward, PaddedDecodeStepsChangeNoRealRow) {
 
   const LoadedModel loaded = load(Checkpoints::of("qwen3moe", "awq4"));
   const int64_t vocab = loaded.config.vocab;
-  const int decodes = 6;
+  const int pending = 6;  // tokens each sequence runs through padded steps
   std::vector<std::vector<int32_t>> prompts;
   std::vector<std::vector<float>> want;
   Model alone(loaded, options(128));
   for (uint32_t i = 0; i < 3; ++i) {
-    prompts.push_back(random_prompt(20 + 7 * i + decodes, vocab, 40 + i));
-    want.push_back(logits_by_steps(alone, prompts.back(), {64}, decodes));
+    prompts.push_back(random_prompt(20 + 7 * i + pending, vocab, 40 + i));
+    want.push_back(logits_by_steps(alone, prompts.back(), {64}, pending));
   }
-  Model m(loaded, options(128));
-  const int page = m.pages().page_size();
-  const int32_t scratch = *m.pages().allocate();
-  std::vector<Sequence> seqs(3);
-  for (size_t i = 0; i < 3; ++i) {
-    m.extend(seqs[i], std::span(prompts[i]).subspan(0, prompts[i].size() - decodes));
-  }
-  for (int step = 0; step < decodes; ++step) {
-    std::vector<int32_t> ids, positions, slots, cu_q{0}, seq_lens, table, rows;
-    int max_pages = 0;
+  for (int q : {1, 3}) {
+    SCOPED_TRACE("blocks of " + std::to_string(q));
+    Model m(loaded, options(128));
+    const int page = m.pages().page_size();
+    const int32_t scratch = *m.pages().allocate();
+    std::vector<Sequence> seqs(3);
     for (size_t i = 0; i < 3; ++i) {
-      Sequence& s = seqs[i];
-      if (int64_t(s.pages.size()) * page < s.length + 1) s.pages.push_back(*m.pages().allocate());
-      max_pages = std::max(max_pages, int(s.pages.size()));
+      m.extend(seqs[i], std::span(prompts[i]).subspan(0, prompts[i].size() - pending));
     }
-    for (size_t i = 0; i < 3; ++i) {
-      const Sequence& s = seqs[i];
-      ids.push_back(prompts[i][size_t(s.length)]);
-      positions.push_back(int32_t(s.length));
-      slots.push_back(s.pages[size_t(s.length / page)] * page + int32_t(s.length % page));
-      cu_q.push_back(int32_t(i) + 1);
-      seq_lens.push_back(int32_t(s.length) + 1);
-      rows.push_back(int32_t(i));
-      std::vector<int32_t> row(size_t(max_pages), 0);
-      std::copy(s.pages.begin(), s.pages.end(), row.begin());
-      table.insert(table.end(), row.begin(), row.end());
+    for (int step = 0; step < pending / q; ++step) {
+      std::vector<int32_t> ids, positions, slots, cu_q{0}, seq_lens, table, rows;
+      int max_pages = 0;
+      for (size_t i = 0; i < 3; ++i) {
+        Sequence& s = seqs[i];
+        while (int64_t(s.pages.size()) * page < s.length + q) s.pages.push_back(*m.pages().allocate());
+        max_pages = std::max(max_pages, int(s.pages.size()));
+      }
+      for (size_t i = 0; i < 3; ++i) {
+        const Sequence& s = seqs[i];
+        for (int64_t t = s.length; t < s.length + q; ++t) {
+          rows.push_back(int32_t(ids.size()));
+          ids.push_back(prompts[i][size_t(t)]);
+          positions.push_back(int32_t(t));
+          slots.push_back(s.pages[size_t(t / page)] * page + int32_t(t % page));
+        }
+        cu_q.push_back(int32_t(ids.size()));
+        seq_lens.push_back(int32_t(s.length + q));
+        std::vector<int32_t> row(size_t(max_pages), 0);
+        std::copy(s.pages.begin(), s.pages.end(), row.begin());
+        table.insert(table.end(), row.begin(), row.end());
+      }
+      model::ForwardBatch b;
+      b.token_ids = ids, b.positions = positions, b.slot_mapping = slots;
+      (q == 1 ? b.decode_sequences : b.verify_sequences) = 3;
+      b.cu_q = cu_q, b.seq_lens = seq_lens, b.block_table = table, b.max_pages = max_pages, b.logit_rows = rows;
+      EXPECT_EQ(model::uniform_block(b), q);
+      const model::PaddedBatch padded = model::pad_uniform_batch(b, 4, scratch, page);
+      ASSERT_EQ(padded.batch.sequences(), 4);
+      EXPECT_EQ(padded.batch.decode_sequences, q == 1 ? 4 : 0);
+      EXPECT_EQ(padded.batch.verify_sequences, q == 1 ? 0 : 4);
+      EXPECT_EQ(padded.slots.back(), scratch * page + q - 1);
+      std::vector<float> got(size_t(4 * q * vocab));
+      m.forward(padded.batch, got);  // the CPU backend returns every logit row, the padding's too
+      for (size_t i = 0; i < 3; ++i) {
+        for (int j = 0; j < q; ++j) {
+          const size_t at = prompts[i].size() - size_t(pending) + size_t(step * q + j);
+          const size_t r = i * size_t(q) + size_t(j);
+          const std::vector<float> row(got.begin() + std::ptrdiff_t(r * size_t(vocab)),
+                                       got.begin() + std::ptrdiff_t((r + 1) * size_t(vocab)));
+          const std::vector<float> ref(want[i].begin() + std::ptrdiff_t(at * size_t(vocab)),
+                                       want[i].begin() + std::ptrdiff_t((at + 1) * size_t(vocab)));
+          expect_bits_equal(row, ref, vocab, "sequence " + std::to_string(i) + " token " + std::to_string(at));
+        }
+        seqs[i].length += q;
+      }
     }
-    model::ForwardBatch b;
-    b.token_ids = ids, b.positions = positions, b.slot_mapping = slots, b.decode_sequences = 3;
-    b.cu_q = cu_q, b.seq_lens = seq_lens, b.block_table = table, b.max_pages = max_pages, b.logit_rows = rows;
-    const model::PaddedBatch padded = model::pad_decode_batch(b, 4, scratch, page);
-    ASSERT_EQ(padded.batch.sequences(), 4);
-    EXPECT_EQ(padded.batch.decode_sequences, 4);
-    EXPECT_EQ(padded.slots.back(), scratch * page);
-    std::vector<float> got(size_t(4 * vocab));
-    m.forward(padded.batch, got);  // the CPU backend returns every logit row, the padding's too
-    for (size_t i = 0; i < 3; ++i) {
-      const size_t at = prompts[i].size() - size_t(decodes) + size_t(step);
-      const std::vector<float> row(got.begin() + std::ptrdiff_t(i * size_t(vocab)),
-                                   got.begin() + std::ptrdiff_t((i + 1) * size_t(vocab)));
-      const std::vector<float> ref(want[i].begin() + std::ptrdiff_t(at * size_t(vocab)),
-                                   want[i].begin() + std::ptrdiff_t((at + 1) * size_t(vocab)));
-      expect_bits_equal(row, ref, vocab, "sequence " + std::to_string(i) + " decode " + std::to_string(step));
-      ++seqs[i].length;
-    }
+    for (Sequence& s : seqs) m.release(s);
+    m.pages().release(scratch);
+    EXPECT_EQ(m.pages().free_pages(), m.pages().pages());
   }
   test::expect_throw<Error>(
       [&] {
@@ -266,12 +281,45 @@ TEST(ModelForward, PaddedDecodeStepsChangeNoRealRow) {
         prefill.token_ids = two, prefill.positions = at, prefill.slot_mapping = two;
         prefill.cu_q = cu, prefill.seq_lens = len, prefill.block_table = tab, prefill.max_pages = 1;
         prefill.logit_rows = last;
-        model::pad_decode_batch(prefill, 2, scratch, page);
+        EXPECT_EQ(model::uniform_block(prefill), 0);
+        model::pad_uniform_batch(prefill, 2, 1, 16);
       },
-      {"decode-only"});
-  for (Sequence& s : seqs) m.release(s);
-  m.pages().release(scratch);
+      {"only a uniform batch"});
+}
+
+// Verify blocks (ForwardBatch::verify_sequences) mixed with a decode and a prefill chunk, then
+// alone: every row's logits are those of the prompt's one prefill, bit for bit.
+TEST(ModelForward, VerifyBlocksGiveThePrefillsLogits) {
+  const LoadedModel loaded = load(Checkpoints::of("qwen3", "awq4"));
+  const int64_t vocab = loaded.config.vocab;
+  std::vector<std::vector<int32_t>> prompts;
+  Model alone(loaded, options(128));
+  std::vector<std::vector<float>> want;
+  for (uint32_t i = 0; i < 5; ++i) {
+    prompts.push_back(random_prompt(48 + 5 * i, vocab, 70 + i));
+    want.push_back(logits_by_steps(alone, prompts.back(), {prompts.back().size()}, 0));
+  }
+  ModelOptions o = options(64);
+  o.max_sequences = 8;
+  Model m(loaded, o);
+  m.prepare_verify(4);
+  const VerifyFlow f = verify_flow(m, prompts);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    std::vector<float> ref;
+    for (size_t p : f.positions[i]) {
+      ref.insert(ref.end(), want[i].begin() + std::ptrdiff_t(p * size_t(vocab)),
+                 want[i].begin() + std::ptrdiff_t((p + 1) * size_t(vocab)));
+    }
+    expect_bits_equal(f.logits[i], ref, vocab, "sequence " + std::to_string(i));
+  }
   EXPECT_EQ(m.pages().free_pages(), m.pages().pages());
+  std::vector<Sequence> one(1);
+  const std::vector<int32_t> ids{1, 2};
+  test::expect_throw<InputError>(
+      [&] {
+        m.step(std::vector<Model::Chunk>{{&one[0], std::span(ids).subspan(0, 1), true}});
+      },
+      {"verify block has 2 to"});
 }
 
 // fp8b32 weights are e4m3 · 2^e with e in [−14, 7], every one exact in fp16: the fp16 model of

@@ -148,6 +148,46 @@ inline std::vector<float> logits_by_steps(Model& m, const std::vector<int32_t>& 
   return out;
 }
 
+// Speculative-decoding steps over the prompts (at least 5, each at least 40 tokens; the model
+// takes 8 sequences and 64-token steps): each prefilled to 20 tokens, then a mixed step given
+// in shuffled order — a decode, verify blocks of 2, 3 and 5 tokens and a 7-token prefill chunk —
+// then two steps of verify blocks alone: 4 tokens for all five, 3 tokens for the first three
+// (uniform steps: CUDA graphs where the model has them). Per prompt, the logits of the rows the
+// steps returned and the prompt positions they belong to.
+struct VerifyFlow {
+  std::vector<std::vector<float>> logits;
+  std::vector<std::vector<size_t>> positions;
+};
+inline VerifyFlow verify_flow(Model& m, const std::vector<std::vector<int32_t>>& prompts) {
+  const size_t n = prompts.size();
+  std::vector<Sequence> seqs(n);
+  VerifyFlow f{std::vector<std::vector<float>>(n), std::vector<std::vector<size_t>>(n)};
+  for (size_t i = 0; i < n; ++i) m.extend(seqs[i], std::span(prompts[i]).subspan(0, 20));
+  auto step = [&](const std::vector<std::pair<size_t, std::pair<size_t, bool>>>& blocks) {
+    std::vector<Model::Chunk> chunks;
+    for (const auto& [i, what] : blocks) {
+      chunks.push_back({&seqs[i], std::span(prompts[i]).subspan(size_t(seqs[i].length), what.first), what.second});
+    }
+    const std::vector<size_t> start = [&] {
+      std::vector<size_t> v;
+      for (const auto& [i, what] : blocks) v.push_back(size_t(seqs[i].length));
+      return v;
+    }();
+    const std::vector<std::vector<float>> out = m.step(chunks);
+    for (size_t k = 0; k < blocks.size(); ++k) {
+      const auto& [i, what] = blocks[k];
+      f.logits[i].insert(f.logits[i].end(), out[k].begin(), out[k].end());
+      const size_t rows = what.second ? what.first : 1;
+      for (size_t r = 0; r < rows; ++r) f.positions[i].push_back(start[k] + what.first - rows + r);
+    }
+  };
+  step({{3, {5, true}}, {4, {7, false}}, {1, {2, true}}, {0, {1, false}}, {2, {3, true}}});
+  step({{0, {4, true}}, {1, {4, true}}, {2, {4, true}}, {3, {4, true}}, {4, {4, true}}});
+  step({{2, {3, true}}, {0, {3, true}}, {1, {3, true}}});
+  for (Sequence& s : seqs) m.release(s);
+  return f;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The metric against transformers.
 //

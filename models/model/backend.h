@@ -115,9 +115,11 @@ class Backend {
   // it is. One op, so a backend can write the cache straight from registers (the GPU's rope
   // kernel does); k and v are scratch rows a backend may use on the way.
   virtual void rope_kv_write(int layer, Act qkv, Act q, Act k, Act v) = 0;
-  // out rows of the decode sequences (the first decode_sequences tokens), or of the prefill
-  // chunks (the rest): causal attention of q over each sequence's cached keys.
+  // out rows of the decode sequences (the first decode_sequences tokens), of the verify blocks
+  // (the next verify_sequences sequences), or of the prefill chunks (the rest): causal attention
+  // of q over each sequence's cached keys.
   virtual void attention_decode(int layer, Act q, Act out) = 0;
+  virtual void attention_verify(int layer, Act q, Act out) = 0;
   virtual void attention_prefill(int layer, Act q, Act out) = 0;
   // Mixture of experts (Qwen3-MoE): out = Σ over the token's top experts of weight ·
   // down_e(silu(in · gate_eᵀ) · (in · up_eᵀ)). The router's logits (in · routerᵀ, rounded to

@@ -114,9 +114,9 @@ struct CpuBackend::Buffers {
   // Per layer, [pages][kv_heads][page][dim] elements of BackendLimits::kv_dtype (2 or 1 bytes).
   std::vector<std::vector<uint8_t>> k_cache, v_cache;
   // The step's batch.
-  std::vector<int32_t> ids, positions, slots, cu_q, prefill_cu_q, seq_lens, block_table, logit_rows;
+  std::vector<int32_t> ids, positions, slots, cu_q, part_cu_q, seq_lens, block_table, logit_rows;
   int64_t tokens = 0, logit_count = 0;
-  int sequences = 0, decode_sequences = 0, max_pages = 0;
+  int sequences = 0, decode_sequences = 0, verify_sequences = 0, max_pages = 0;
 
   uint16_t* act(Act a) { return acts[size_t(a)].data(); }
 };
@@ -195,7 +195,7 @@ CpuBackend::CpuBackend(const models::LoadedModel& model, const BackendLimits& li
   b.slots.resize(size_t(limits.max_tokens));
   b.logit_rows.resize(size_t(limits.max_tokens));
   b.cu_q.resize(size_t(limits.max_sequences) + 1);
-  b.prefill_cu_q.resize(size_t(limits.max_sequences) + 1);
+  b.part_cu_q.resize(size_t(limits.max_sequences) + 1);
   b.seq_lens.resize(size_t(limits.max_sequences));
   b.block_table.resize(size_t(limits.max_sequences * limits.row_pages()));
 }
@@ -218,12 +218,9 @@ void CpuBackend::begin(const ForwardBatch& batch) {
   b.tokens = batch.tokens();
   b.sequences = batch.sequences();
   b.decode_sequences = batch.decode_sequences;
+  b.verify_sequences = batch.verify_sequences;
   b.max_pages = batch.max_pages;
   b.logit_count = int64_t(batch.logit_rows.size());
-  // The prefill chunks' own cu_q, from 0, for the attention call over them alone.
-  for (int s = b.decode_sequences; s <= b.sequences; ++s) {
-    b.prefill_cu_q[size_t(s - b.decode_sequences)] = b.cu_q[size_t(s)] - b.cu_q[size_t(b.decode_sequences)];
-  }
 }
 
 void CpuBackend::embedding(Act out) {
@@ -376,19 +373,26 @@ void CpuBackend::attention(int layer, Act q, Act out, int first, int sequences) 
   shape.window = int(c.sliding_window);
   shape.sm_scale = float(1.0 / std::sqrt(double(c.head_dim)));
   const int64_t row = c.heads * c.head_dim, first_token = b.cu_q[size_t(first)];
-  const int* cu_q = first == 0 ? b.cu_q.data() : b.prefill_cu_q.data();
+  // The sequences' own cu_q, from 0, for the attention call over them alone.
+  for (int s = 0; s <= sequences; ++s) b.part_cu_q[size_t(s)] = b.cu_q[size_t(first + s)] - int32_t(first_token);
   cpu::attention(b.act(out) + first_token * row, b.act(q) + first_token * row, kv,
                  b.block_table.data() + size_t(first) * size_t(b.max_pages), b.max_pages, b.seq_lens.data() + first,
-                 cu_q, sequences, shape);
+                 b.part_cu_q.data(), sequences, shape);
 }
 
 void CpuBackend::attention_decode(int layer, Act q, Act out) {
   attention(layer, q, out, 0, buffers_->decode_sequences);
 }
 
+void CpuBackend::attention_verify(int layer, Act q, Act out) {
+  const Buffers& b = *buffers_;
+  attention(layer, q, out, b.decode_sequences, b.verify_sequences);
+}
+
 void CpuBackend::attention_prefill(int layer, Act q, Act out) {
   const Buffers& b = *buffers_;
-  attention(layer, q, out, b.decode_sequences, b.sequences - b.decode_sequences);
+  const int first = b.decode_sequences + b.verify_sequences;
+  attention(layer, q, out, first, b.sequences - first);
 }
 
 void CpuBackend::logits(Act in) {

@@ -8,7 +8,8 @@ void run_forward(Backend& b, const ForwardShape& shape, const ForwardBatch& batc
 }
 
 void run_layers(Backend& b, const ForwardShape& shape, const ForwardBatch& batch) {
-  const bool decodes = batch.decode_sequences > 0, prefills = batch.sequences() > batch.decode_sequences;
+  const bool decodes = batch.decode_sequences > 0, verifies = batch.verify_sequences > 0;
+  const bool prefills = batch.sequences() > batch.decode_sequences + batch.verify_sequences;
   // The embeddings start the residual stream; layer 0's norm has nothing to add to it yet.
   b.embedding(Act::kResidual);
   for (int l = 0; l < shape.layers; ++l) {
@@ -21,6 +22,7 @@ void run_layers(Backend& b, const ForwardShape& shape, const ForwardBatch& batch
     // K/V written first: seq_lens count the new tokens, which attend to themselves.
     b.rope_kv_write(l, Act::kQkv, Act::kQ, Act::kK, Act::kV);
     if (decodes) b.attention_decode(l, Act::kQ, Act::kAttn);
+    if (verifies) b.attention_verify(l, Act::kQ, Act::kAttn);
     if (prefills) b.attention_prefill(l, Act::kQ, Act::kAttn);
     b.gemm(Act::kHidden, Act::kAttn, {Linear::kO, l}, shape.o_bias ? Epilogue::kBias : Epilogue::kNone);
     b.rmsnorm(Act::kNormed, Act::kHidden, Act::kResidual, {Norm::kPostAttention, l});

@@ -25,6 +25,9 @@ void check_batch(const ForwardBatch& b, int64_t pages, int page_size) {
     fail("block_table must be sequences × max_pages");
   }
   if (b.decode_sequences < 0 || b.decode_sequences > sequences) fail("decode_sequences out of range");
+  if (b.verify_sequences < 0 || b.verify_sequences > sequences - b.decode_sequences) {
+    fail("verify_sequences out of range");
+  }
   if (b.cu_q[0] != 0 || b.cu_q[size_t(sequences)] != tokens) fail("cu_q must run from 0 to the token count");
   for (int s = 0; s < sequences; ++s) {
     const int32_t begin = b.cu_q[size_t(s)], end = b.cu_q[size_t(s) + 1], q_len = end - begin;
@@ -32,6 +35,15 @@ void check_batch(const ForwardBatch& b, int64_t pages, int page_size) {
     if (q_len < 1) fail("sequence " + std::to_string(s) + " has no new tokens");
     if (s < b.decode_sequences && q_len != 1) {
       fail("decode sequence " + std::to_string(s) + " has " + std::to_string(q_len) + " tokens");
+    }
+    if (s >= b.decode_sequences && s < b.decode_sequences + b.verify_sequences) {
+      if (q_len < 2 || q_len > kMaxVerifyBlock) {
+        fail("verify sequence " + std::to_string(s) + " has " + std::to_string(q_len) + " tokens (2 to " +
+             std::to_string(kMaxVerifyBlock) + ")");
+      }
+      if (s > b.decode_sequences && q_len < b.cu_q[size_t(s)] - b.cu_q[size_t(s) - 1]) {
+        fail("verify sequence " + std::to_string(s) + " is shorter than the one before it");
+      }
     }
     if (len < q_len || int64_t(len) > int64_t(b.max_pages) * page_size) {
       fail("sequence " + std::to_string(s) + " has seq_len " + std::to_string(len));
@@ -75,29 +87,59 @@ int decode_graph_size(int sequences, int max_sequences) {
        std::to_string(max_sequences));
 }
 
-PaddedBatch pad_decode_batch(const ForwardBatch& b, int sequences, int32_t scratch_page, int page_size) {
-  const int have = b.sequences();
-  if (b.decode_sequences != have || b.tokens() != have || int(b.logit_rows.size()) != have || sequences < have) {
-    fail("only a decode-only batch with one logit row per sequence is padded, to at least its size");
+int uniform_block(const ForwardBatch& b) {
+  const int sequences = b.sequences();
+  if (sequences == 0 || int64_t(b.logit_rows.size()) != b.tokens()) return 0;
+  if (b.decode_sequences == sequences) return 1;
+  if (b.verify_sequences != sequences) return 0;
+  const int32_t q = b.cu_q[1];
+  return b.tokens() == int64_t(q) * sequences ? q : 0;  // shortest first: equal ends mean all equal
+}
+
+PaddedBatch pad_uniform_batch(const ForwardBatch& b, int sequences, int32_t scratch_page, int page_size) {
+  const int have = b.sequences(), q = uniform_block(b);
+  if (q == 0 || sequences < have || q > page_size) {
+    fail(
+        "only a uniform batch (all decodes or all verify blocks of one length, every row's logits) is padded, to "
+        "at least its size, with blocks that fit one page");
   }
   PaddedBatch p;
   auto own = [](std::span<const int32_t> from, std::vector<int32_t>& to) { to.assign(from.begin(), from.end()); };
   own(b.token_ids, p.ids), own(b.positions, p.positions), own(b.slot_mapping, p.slots), own(b.cu_q, p.cu_q);
   own(b.seq_lens, p.seq_lens), own(b.block_table, p.block_table), own(b.logit_rows, p.logit_rows);
   for (int s = have; s < sequences; ++s) {
-    p.ids.push_back(0);
-    p.positions.push_back(0);
-    p.slots.push_back(scratch_page * page_size);
-    p.cu_q.push_back(s + 1);
-    p.seq_lens.push_back(1);
+    for (int i = 0; i < q; ++i) {
+      p.logit_rows.push_back(int32_t(p.ids.size()));
+      p.ids.push_back(0);
+      p.positions.push_back(i);
+      p.slots.push_back(scratch_page * page_size + i);
+    }
+    p.cu_q.push_back(int32_t(p.ids.size()));
+    p.seq_lens.push_back(q);
     p.block_table.insert(p.block_table.end(), size_t(b.max_pages), scratch_page);
-    p.logit_rows.push_back(s);
   }
   p.batch = b;
   p.batch.token_ids = p.ids, p.batch.positions = p.positions, p.batch.slot_mapping = p.slots;
   p.batch.cu_q = p.cu_q, p.batch.seq_lens = p.seq_lens, p.batch.block_table = p.block_table;
-  p.batch.logit_rows = p.logit_rows, p.batch.decode_sequences = sequences;
+  p.batch.logit_rows = p.logit_rows;
+  p.batch.decode_sequences = q == 1 ? sequences : 0;
+  p.batch.verify_sequences = q == 1 ? 0 : sequences;
   return p;
+}
+
+PaddedBatch padding_batch(int sequences, int q, int32_t scratch_page, int page_size) {
+  // One padding sequence as the seed: pad_uniform_batch needs a batch to read the block length from.
+  const size_t n = static_cast<size_t>(q);
+  std::vector<int32_t> ids(n, 0), positions(n), slots(n), rows(n);
+  for (int i = 0; i < q; ++i) {
+    positions[size_t(i)] = i, slots[size_t(i)] = scratch_page * page_size + i, rows[size_t(i)] = i;
+  }
+  const std::vector<int32_t> cu_q{0, q}, seq_lens{q}, table{scratch_page};
+  ForwardBatch one;
+  one.token_ids = ids, one.positions = positions, one.slot_mapping = slots, one.cu_q = cu_q, one.seq_lens = seq_lens;
+  one.block_table = table, one.max_pages = 1, one.logit_rows = rows;
+  (q == 1 ? one.decode_sequences : one.verify_sequences) = 1;
+  return pad_uniform_batch(one, sequences, scratch_page, page_size);
 }
 
 void BackendLimits::check(const char* backend) const {

@@ -9,14 +9,22 @@
 
 namespace onecat::model {
 
+// The longest verify block: a pending token and up to 16 drafts (EngineOptions::num_speculative_tokens).
+inline constexpr int kMaxVerifyBlock = 17;
+
 struct ForwardBatch {
   // Per token, sequence after sequence: the decode sequences (one token each) first, then the
-  // prefill chunks, so each attention kernel sees one contiguous run of rows.
+  // verify blocks, then the prefill chunks, so each attention kernel sees one contiguous run of
+  // rows.
   std::span<const int32_t> token_ids;     // [tokens]
   std::span<const int32_t> positions;     // [tokens]: place in its sequence (what RoPE rotates by)
   std::span<const int32_t> slot_mapping;  // [tokens]: KV slot, page · page_size + row
   // Per sequence.
   int decode_sequences = 0;              // how many of the first sequences are decodes
+  // How many sequences after the decodes verify drafts (speculative decoding): each its pending
+  // token and its drafts, 2 to 17 tokens, shortest first, so that those of one length are one
+  // run for the verify kernel of that length (Model::prepare_verify); the rest are prefill chunks.
+  int verify_sequences = 0;
   std::span<const int32_t> cu_q;         // [sequences + 1]: sequence b's tokens are [cu_q[b], cu_q[b+1])
   std::span<const int32_t> seq_lens;     // [sequences]: its keys, the new tokens included
   std::span<const int32_t> block_table;  // [sequences][max_pages]: its pages, in order
@@ -40,13 +48,21 @@ std::vector<int> decode_graph_sizes(int max_sequences);
 // The smallest of decode_graph_sizes(max_sequences) that holds `sequences`.
 int decode_graph_size(int sequences, int max_sequences);
 
-// A decode-only batch padded to `sequences` rows, a graph's batch size: each added sequence is
-// one token (id 0, position 0) whose K and V go to `scratch_page`, a page no sequence holds,
-// and its logit row follows the batch's. Owns its arrays; `batch` views them.
+// The length of every sequence's block when `batch` is uniform — all decodes (1), or all verify
+// blocks of one length q — with a logit row per token; else 0. Such a batch can be padded to a
+// graph's size (pad_uniform_batch).
+int uniform_block(const ForwardBatch& batch);
+
+// A uniform batch (uniform_block q > 0) padded to `sequences` sequences, a graph's batch size:
+// each added sequence is q tokens (id 0, positions 0..q−1) whose K and V go to `scratch_page`, a
+// page no sequence holds (q ≤ page_size), and its logit rows follow the batch's. Owns its
+// arrays; `batch` views them.
 struct PaddedBatch {
   std::vector<int32_t> ids, positions, slots, cu_q, seq_lens, block_table, logit_rows;
   ForwardBatch batch;
 };
-PaddedBatch pad_decode_batch(const ForwardBatch& batch, int sequences, int32_t scratch_page, int page_size);
+PaddedBatch pad_uniform_batch(const ForwardBatch& batch, int sequences, int32_t scratch_page, int page_size);
+// A batch with no sequences padded to `sequences` blocks of q tokens (what a graph is captured on).
+PaddedBatch padding_batch(int sequences, int q, int32_t scratch_page, int page_size);
 
 }  // namespace onecat::model

@@ -97,6 +97,8 @@ struct GpuBackend::Impl {
   std::map<std::string, std::unique_ptr<GemmOp>> gemm_ops;
   std::unique_ptr<NormOp> norm, norm_residual;
   std::unique_ptr<AttentionOp> decode, prefill;
+  std::map<int, std::unique_ptr<AttentionOp>> verify;  // by block length, made by prepare_verify
+  std::string attention_shape;                         // heads, page and window of the attention specs
   std::unique_ptr<RopeOp> rope;
   std::unique_ptr<EmbeddingOp> embed, gather;
   std::unique_ptr<ArgmaxOp> argmax;
@@ -153,7 +155,19 @@ struct GpuBackend::Impl {
   PinnedBuffer batch_host;
   DeviceBuffer batch_device;
   Slice ids, positions, slots, cu_q, seq_lens, block_table, logit_rows;
-  int64_t tokens = 0, logit_count = 0, prefill_tokens = 0, max_prefill_q = 0;
+  int64_t tokens = 0, logit_count = 0;
+  // The step's attention launches after the decodes: runs of verify blocks of one length q
+  // (the verify kernel of that q), then the sequences the prefill kernel takes — verify blocks
+  // longer than prepare_verify's, then the prefill chunks — as two ranges.
+  struct VerifyRun {
+    int first = 0, count = 0, q = 0;
+  };
+  std::vector<VerifyRun> verify_runs;
+  struct PrefillRange {
+    int first = 0, end = 0;
+    int64_t tokens = 0, max_q = 0;
+  };
+  PrefillRange verify_rest, prefill_part;
   int64_t read_rows = 0;  // the logit rows the reads return: logit_count, or a padded step's real ones
   Session::PrepareStats kernels;  // the constructor's, and the seconds they took
   double kernel_seconds = 0;
@@ -237,6 +251,14 @@ struct GpuBackend::Impl {
     CUgraphExec exec = nullptr;
   };
   std::map<int, Graph> graphs;
+  void drop_graphs() {
+    const Driver& d = Driver::require_gpu();
+    for (auto& [key, graph] : graphs) {
+      if (graph.exec) d.cuGraphExecDestroy(graph.exec);
+      if (graph.graph) d.cuGraphDestroy(graph.graph);
+    }
+    graphs.clear();
+  }
 
   Impl(Session& s, const models::LoadedModel& model, const BackendLimits& l)
       : session(s), config(model.config), limits(l) {}
@@ -400,6 +422,7 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
                                     "rope:" + heads + ",qk_norm=" + (c.qk_norm ? "1" : "0") + ",kv_out=pages" + page);
   g.decode = std::make_unique<AttentionOp>(session, "attention:op=decode," + heads + page + window);
   g.prefill = std::make_unique<AttentionOp>(session, "attention:op=prefill," + heads + page + ",causal=1" + window);
+  g.attention_shape = heads + page + window;
   g.embed = std::make_unique<EmbeddingOp>(session, "embedding:vocab=" + s(c.vocab) + ",hidden=" + s(c.hidden));
   g.gather =
       std::make_unique<EmbeddingOp>(session, "embedding:vocab=" + s(limits.max_tokens) + ",hidden=" + s(c.hidden));
@@ -530,10 +553,7 @@ GpuBackend::~GpuBackend() {
     for (CUevent e : {impl_->step_start, impl_->step_end}) {
       if (e) d.cuEventDestroy(e);
     }
-    for (auto& [key, graph] : impl_->graphs) {
-      if (graph.exec) d.cuGraphExecDestroy(graph.exec);
-      if (graph.graph) d.cuGraphDestroy(graph.graph);
-    }
+    impl_->drop_graphs();
     d.cuStreamDestroy(impl_->stream);
   }
 }
@@ -631,11 +651,23 @@ void GpuBackend::begin(const ForwardBatch& batch) {
   g.decode_sequences = batch.decode_sequences;
   g.logit_count = int64_t(batch.logit_rows.size());
   g.read_rows = g.logit_count;
-  g.prefill_tokens = g.tokens - (g.decode_sequences > 0 ? batch.cu_q[size_t(g.decode_sequences)] : 0);
-  g.max_prefill_q = 0;
-  for (int b = g.decode_sequences; b < g.sequences; ++b) {
-    g.max_prefill_q = std::max<int64_t>(g.max_prefill_q, batch.cu_q[size_t(b) + 1] - batch.cu_q[size_t(b)]);
+  // Verify blocks in runs of one length while a verify kernel of that length exists (the
+  // lengths rise: ForwardBatch::verify_sequences), the rest to the prefill kernel.
+  const int verify_end = g.decode_sequences + batch.verify_sequences;
+  auto q_len = [&](int b) { return batch.cu_q[size_t(b) + 1] - batch.cu_q[size_t(b)]; };
+  g.verify_runs.clear();
+  int b = g.decode_sequences;
+  for (; b < verify_end && g.verify.count(q_len(b)); ++b) {
+    if (g.verify_runs.empty() || g.verify_runs.back().q != q_len(b)) g.verify_runs.push_back({b, 0, q_len(b)});
+    ++g.verify_runs.back().count;
   }
+  auto range = [&](int first, int end) {
+    Impl::PrefillRange r{first, end, batch.cu_q[size_t(end)] - batch.cu_q[size_t(first)], 0};
+    for (int i = first; i < end; ++i) r.max_q = std::max<int64_t>(r.max_q, q_len(i));
+    return r;
+  };
+  g.verify_rest = range(b, verify_end);
+  g.prefill_part = range(verify_end, g.sequences);
 }
 
 void GpuBackend::embedding(Act out) {
@@ -703,10 +735,37 @@ void GpuBackend::attention_decode(int layer, Act q, Act out) {
   g.decode->launch(a, m, g.stream);
 }
 
-void GpuBackend::attention_prefill(int layer, Act q, Act out) {
+void GpuBackend::attention_verify(int layer, Act q, Act out) {
   Impl& g = *impl_;
   Impl::Layer& l = g.layers[size_t(layer)];
-  const int first = g.decode_sequences;
+  const int64_t row_bytes = g.config.heads * g.config.head_dim * 2;
+  for (const Impl::VerifyRun& run : g.verify_runs) {
+    AttentionOp& op = *g.verify.at(run.q);
+    // The kernel finds block b's rows at b·q from q and out: both start at the run's first row.
+    const CUdeviceptr row = CUdeviceptr(int64_t(g.decode_sequences) + int64_t(run.first - g.decode_sequences) * run.q);
+    attention::Args a;
+    a.out = g.act(out) + row * row_bytes, a.q = g.act(q) + row * row_bytes;
+    a.k_cache = l.k_cache.ptr(), a.v_cache = l.v_cache.ptr(), a.k_scale = l.k_scale(), a.v_scale = l.v_scale();
+    a.block_table = g.block_table.ptr() + CUdeviceptr(size_t(run.first) * size_t(g.limits.row_pages()) * 4);
+    a.max_pages = int(g.limits.row_pages()), a.seq_lens = g.seq_lens.ptr() + CUdeviceptr(run.first * 4);
+    a.cu_q = g.cu_q.ptr() + CUdeviceptr(run.first * 4), a.sm_scale = float(1.0 / std::sqrt(double(g.config.head_dim)));
+    a.batch = run.count, a.max_q = run.q;
+    const int64_t m = run.count;
+    a.partial = g.workspace.partial(attention::workspace_floats(op.spec(), op.config(m), m));
+    a.counters = g.workspace.counters(attention::workspace_counters(op.spec(), op.config(m), m));
+    Impl::Timed timed(g, "attention verify");
+    op.launch(a, m, g.stream);
+  }
+  if (g.verify_rest.end > g.verify_rest.first) prefill_range(layer, q, out, true);
+}
+
+void GpuBackend::attention_prefill(int layer, Act q, Act out) { prefill_range(layer, q, out, false); }
+
+void GpuBackend::prefill_range(int layer, Act q, Act out, bool verify_rest) {
+  Impl& g = *impl_;
+  Impl::Layer& l = g.layers[size_t(layer)];
+  const Impl::PrefillRange& r = verify_rest ? g.verify_rest : g.prefill_part;
+  const int first = r.first;
   attention::Args a;
   // q and out at the batch's start: cu_q holds each chunk's absolute first row.
   a.out = g.act(out), a.q = g.act(q), a.k_cache = l.k_cache.ptr(), a.v_cache = l.v_cache.ptr();
@@ -714,8 +773,8 @@ void GpuBackend::attention_prefill(int layer, Act q, Act out) {
   a.block_table = g.block_table.ptr() + CUdeviceptr(size_t(first) * size_t(g.limits.row_pages()) * 4);
   a.max_pages = int(g.limits.row_pages()), a.seq_lens = g.seq_lens.ptr() + CUdeviceptr(first * 4);
   a.cu_q = g.cu_q.ptr() + CUdeviceptr(first * 4), a.sm_scale = float(1.0 / std::sqrt(double(g.config.head_dim)));
-  a.batch = g.sequences - first, a.max_q = g.max_prefill_q;
-  const int64_t m = g.prefill_tokens;
+  a.batch = r.end - r.first, a.max_q = r.max_q;
+  const int64_t m = r.tokens;
   a.partial = g.workspace.partial(attention::workspace_floats(g.prefill->spec(), g.prefill->config(m), a.batch));
   a.counters = g.workspace.counters(attention::workspace_counters(g.prefill->spec(), g.prefill->config(m), a.batch));
   Impl::Timed timed(g, "attention prefill");
@@ -786,6 +845,33 @@ void GpuBackend::read_argmax(std::span<int32_t> out) {
   }
   g.finish_step();
   if (!out.empty()) g.argmax_ids.download(out.data(), out.size_bytes());
+}
+
+void GpuBackend::prepare_verify(int max_block) {
+  Impl& g = *impl_;
+  std::vector<std::string> specs;
+  for (int q = 2; q <= std::min(max_block, attention::kMaxVerifyTokens); ++q) {
+    if (g.verify.count(q)) continue;
+    g.verify[q] = std::make_unique<AttentionOp>(g.session, "attention:op=verify," + g.attention_shape + ",q=" + s(q));
+    specs.push_back(g.verify[q]->spec().to_string());
+  }
+  if (specs.empty()) return;
+  const std::vector<int64_t> buckets = buckets_up_to(g.limits.max_sequences);
+  models::LoadProgress bar("preparing verify kernels", specs.size() * buckets.size(), g.limits.progress, "kernels");
+  g.session.prepare(specs, buckets, int(std::max(1u, std::thread::hardware_concurrency())), nullptr,
+                    [&bar] { bar.advance(1); });
+  bar.done();
+  int64_t floats = 0, counters = 0;
+  for (const auto& [q, op] : g.verify) {
+    for (int64_t m : buckets) {
+      floats = std::max(floats, attention::workspace_floats(op->spec(), op->config(m), m));
+      counters = std::max(counters, attention::workspace_counters(op->spec(), op->config(m), m));
+    }
+  }
+  if (!g.workspace.fits(floats, counters)) {
+    g.drop_graphs();
+    g.workspace.reserve(floats, counters);
+  }
 }
 
 void GpuBackend::prepare_sampling() {

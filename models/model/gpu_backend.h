@@ -31,6 +31,9 @@ class GpuBackend final : public Backend {
   void gemm(Act out, Act in, Linear weight, Epilogue epilogue) override;
   void rope_kv_write(int layer, Act qkv, Act q, Act k, Act v) override;
   void attention_decode(int layer, Act q, Act out) override;
+  // Each run of verify blocks of one length through the verify kernel of that length
+  // (prepare_verify); blocks longer than those it prepared through the prefill kernel.
+  void attention_verify(int layer, Act q, Act out) override;
   void attention_prefill(int layer, Act q, Act out) override;
   // The router gemm, then the moe family: route, each weight format's experts' gate_up, then
   // down, and the slot-ordered combine.
@@ -71,7 +74,7 @@ class GpuBackend final : public Backend {
   // The KV cache's pages: the limits', or those sized from memory (limits.kv_pages 0).
   int64_t kv_pages() const;
   // A page past the pool's, never handed out: a padded decode step's extra sequences write their
-  // K and V there (pad_decode_batch).
+  // K and V there (pad_uniform_batch).
   int32_t scratch_page() const;
   // After begin(): the reads (read_logits, read_argmax, read_sampled) return the step's first
   // `rows` logit rows, a padded step's real ones.
@@ -84,9 +87,17 @@ class GpuBackend final : public Backend {
   const Session::PrepareStats& kernels() const;
   double kernel_seconds() const;
 
+  // Readies the verify kernels of blocks of 2 to max_block tokens (at most the attention
+  // family's 16), every sequence bucket's, and their split workspace, so that no step compiles;
+  // an engine that speculates calls it once. Graphs captured before it are dropped if the
+  // workspace had to grow (they hold its old address) and captured again when next run.
+  void prepare_verify(int max_block);
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  // The prefill kernel over the step's verify blocks it takes (verify_rest) or its prefill chunks.
+  void prefill_range(int layer, Act q, Act out, bool verify_rest);
 };
 
 }  // namespace onecat::model

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 
 #include "base/error.h"
 #include "models/checkpoint/load_progress.h"
@@ -124,19 +125,35 @@ void Model::run_step(const ForwardBatch& batch) {
                      std::to_string(pages_.page_size()) + " tokens, more than max_model_len " +
                      std::to_string(max_model_len_) + " needs.");
   }
-  if (gpu_ && options_.cuda_graphs && !options_.profile && batch.decode_sequences == batch.sequences() &&
-      int64_t(batch.logit_rows.size()) == batch.tokens()) {
-    // A decode step: padded to the next of decode_graph_sizes, whose graph replays every launch
-    // (the batch's arrays are device data, uploaded by begin; its counts are the same for one
-    // size). The padding's logit rows are computed and not read.
-    const int size = decode_graph_size(batch.sequences(), options_.max_sequences);
-    const PaddedBatch padded = pad_decode_batch(batch, size, gpu_->scratch_page(), pages_.page_size());
+  const int q = uniform_block(batch);
+  const int size = q > 0 ? decode_graph_size(batch.sequences(), options_.max_sequences) : 0;
+  if (graphed(size, q)) {
+    // A decode step, or one that verifies blocks of q tokens alone: padded to the next of
+    // decode_graph_sizes, whose graph replays every launch (the batch's arrays are device
+    // data, uploaded by begin; its counts are the same for one size and q). The padding's
+    // logit rows are computed and not read.
+    const PaddedBatch padded = pad_uniform_batch(batch, size, gpu_->scratch_page(), pages_.page_size());
     backend_->begin(padded.batch);
     gpu_->read_first_rows(batch.tokens());
-    gpu_->run_graph(size, [&] { run_layers(*backend_, shape_, padded.batch); });
+    gpu_->run_graph(graph_key(size, q), [&] { run_layers(*backend_, shape_, padded.batch); });
   } else {
     run_forward(*backend_, shape_, batch);
   }
+}
+
+bool Model::graphed(int size, int q) const {
+  return gpu_ && options_.cuda_graphs && !options_.profile && q > 0 && q <= pages_.page_size() &&
+         int64_t(size) * q <= options_.max_batch_tokens;
+}
+
+int Model::graph_key(int size, int q) { return (q - 1) << 20 | size; }
+
+void Model::prepare_verify(int max_block) {
+  if (max_block < 2 || max_block > kMaxVerifyBlock) {
+    throw Error("Model::prepare_verify: a verify block has 2 to " + std::to_string(kMaxVerifyBlock) + " tokens");
+  }
+  verify_block_ = std::max(verify_block_, max_block);
+  if (gpu_) gpu_->prepare_verify(max_block);
 }
 
 Model::GraphStats Model::capture_graphs(int sequences) {
@@ -144,16 +161,20 @@ Model::GraphStats Model::capture_graphs(int sequences) {
   if (!gpu_ || !options_.cuda_graphs || options_.profile) return stats;
   const auto start = std::chrono::steady_clock::now();
   const int largest = decode_graph_size(std::clamp(sequences, 1, options_.max_sequences), options_.max_sequences);
-  ForwardBatch none;  // no sequences: every one is padding, on the scratch page
-  none.max_pages = 1;
   std::vector<int> sizes = decode_graph_sizes(options_.max_sequences);
   sizes.erase(std::upper_bound(sizes.begin(), sizes.end(), largest), sizes.end());
-  models::LoadProgress bar("capturing CUDA graphs", sizes.size(), options_.progress, "batch sizes");
+  // Decode steps of each size, then (prepare_verify) steps verifying blocks of its length.
+  std::vector<std::pair<int, int>> graphs;  // (size, q)
+  for (int size : sizes) graphs.push_back({size, 1});
   for (int size : sizes) {
-    const PaddedBatch padded = pad_decode_batch(none, size, gpu_->scratch_page(), pages_.page_size());
+    if (verify_block_ > 1 && graphed(size, verify_block_)) graphs.push_back({size, verify_block_});
+  }
+  models::LoadProgress bar("capturing CUDA graphs", graphs.size(), options_.progress, "batch sizes");
+  for (const auto& [size, q] : graphs) {
+    const PaddedBatch padded = padding_batch(size, q, gpu_->scratch_page(), pages_.page_size());
     backend_->begin(padded.batch);
-    gpu_->run_graph(size, [&] { run_layers(*backend_, shape_, padded.batch); });
-    std::vector<int32_t> ids(size_t(size), 0);
+    gpu_->run_graph(graph_key(size, q), [&] { run_layers(*backend_, shape_, padded.batch); });
+    std::vector<int32_t> ids(size_t(size) * size_t(q), 0);
     backend_->read_argmax(ids);
     ++stats.sizes;
     bar.advance(1);
@@ -240,7 +261,7 @@ namespace {
 // A planned step: the batch's arrays, owned.
 struct Plan {
   std::vector<int32_t> ids, positions, slots, cu_q{0}, seq_lens, block_table, logit_rows;
-  int decode_sequences = 0, max_pages = 0;
+  int decode_sequences = 0, verify_sequences = 0, max_pages = 0;
 
   ForwardBatch batch() const {
     ForwardBatch b;
@@ -248,6 +269,7 @@ struct Plan {
     b.positions = positions;
     b.slot_mapping = slots;
     b.decode_sequences = decode_sequences;
+    b.verify_sequences = verify_sequences;
     b.cu_q = cu_q;
     b.seq_lens = seq_lens;
     b.block_table = block_table;
@@ -273,6 +295,10 @@ std::vector<std::vector<float>> Model::run(std::span<const Chunk> chunks, bool a
     for (size_t j = 0; j < i; ++j) {
       if (chunks[j].sequence == chunks[i].sequence) throw InputError("a sequence can appear once per step.");
     }
+    if (chunks[i].verify && (chunks[i].tokens.size() < 2 || chunks[i].tokens.size() > size_t(kMaxVerifyBlock))) {
+      throw InputError("a verify block has 2 to " + std::to_string(kMaxVerifyBlock) + " tokens, not " +
+                       std::to_string(chunks[i].tokens.size()) + ".");
+    }
     for (int32_t id : chunks[i].tokens) {
       if (id < 0 || id >= vocab) {
         throw InputError("token id " + std::to_string(id) + " is outside the vocabulary (0 to " +
@@ -285,10 +311,15 @@ std::vector<std::vector<float>> Model::run(std::span<const Chunk> chunks, bool a
     throw InputError("a step takes at most " + std::to_string(options_.max_batch_tokens) + " tokens, not " +
                      std::to_string(tokens) + ".");
   }
-  // Decodes first (docs/attention.md: each attention op runs over one contiguous run).
+  // Decodes first, then verify blocks, shortest first, then prefill chunks (docs/attention.md:
+  // each attention op runs over one contiguous run).
   std::vector<size_t> order(chunks.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_partition(order.begin(), order.end(), [&](size_t i) { return chunks[i].tokens.size() == 1; });
+  auto rank = [&](size_t i) {
+    const size_t n = chunks[i].tokens.size();
+    return n == 1 ? 0 : chunks[i].verify ? n : std::numeric_limits<size_t>::max();
+  };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return rank(a) < rank(b); });
 
   const int page = pages_.page_size();
   Plan p;
@@ -297,6 +328,7 @@ std::vector<std::vector<float>> Model::run(std::span<const Chunk> chunks, bool a
     reserve(*c.sequence, c.sequence->length + int64_t(c.tokens.size()));
     p.max_pages = std::max(p.max_pages, int(c.sequence->pages.size()));
     if (c.tokens.size() == 1) ++p.decode_sequences;
+    if (c.tokens.size() > 1 && c.verify) ++p.verify_sequences;
   }
   for (size_t i : order) {
     const Chunk& c = chunks[i];
@@ -317,7 +349,7 @@ std::vector<std::vector<float>> Model::run(std::span<const Chunk> chunks, bool a
   std::vector<int32_t> first_row(chunks.size()), end_row(chunks.size());
   for (size_t k = 0; k < order.size(); ++k) {
     end_row[order[k]] = p.cu_q[k + 1];
-    first_row[order[k]] = all_logits ? p.cu_q[k] : p.cu_q[k + 1] - 1;
+    first_row[order[k]] = all_logits || chunks[order[k]].verify ? p.cu_q[k] : p.cu_q[k + 1] - 1;
   }
   for (size_t i = 0; i < chunks.size(); ++i) {
     for (int32_t r = first_row[i]; r < end_row[i]; ++r) p.logit_rows.push_back(r);

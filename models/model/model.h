@@ -97,6 +97,12 @@ class Model {
     double seconds = 0;
   };
   GraphStats capture_graphs(int sequences);
+  // Readies verify blocks of up to max_block tokens (a pending token and max_block − 1 drafts):
+  // cuda, the verify kernels (GpuBackend::prepare_verify), and capture_graphs then also captures
+  // steps that verify max_block-token blocks alone (ForwardBatch::verify_sequences, every
+  // sequence one block of that length), each size up to the step's token limit; uniform verify
+  // steps of another length are captured on first use. Once, before the first such step.
+  void prepare_verify(int max_block);
   // Runs one eager prefill step of 16, 32, 64, … tokens and of the largest step, up to
   // max_tokens (and the step limit, max_model_len and the pool's tokens), on padding alone (one sequence on the scratch page;
   // cuda only, else nothing), so that a first request's prefill does not pay for first
@@ -122,10 +128,13 @@ class Model {
   // KV cache.
   std::vector<float> extend(Sequence& sequence, std::span<const int32_t> tokens, bool all_logits = false);
   // One step for several sequences at once (each chunk ≤ max_batch_tokens in all, decodes of
-  // one token and prefill chunks mixed); logits of each chunk's last token, in order.
+  // one token and prefill chunks mixed); logits of each chunk's last token, in order. A chunk
+  // marked verify (2 to kMaxVerifyBlock tokens: a pending token and drafts) runs as a verify
+  // block (ForwardBatch::verify_sequences) and returns every token's logits.
   struct Chunk {
     Sequence* sequence;
     std::span<const int32_t> tokens;
+    bool verify = false;
   };
   std::vector<std::vector<float>> step(std::span<const Chunk> chunks);
   // Greedy: each chunk's next token (the argmax of its last token's logits), and extend()
@@ -153,6 +162,10 @@ class Model {
   ForwardShape shape_;
   std::unique_ptr<Backend> backend_;
   GpuBackend* gpu_ = nullptr;  // backend_ when it is the GPU's
+  int verify_block_ = 0;       // prepare_verify's
+  // Whether a uniform step of `size` sequences (a graph's size) of q-token blocks runs as a CUDA graph.
+  bool graphed(int size, int q) const;
+  static int graph_key(int size, int q);
   LoadStats load_stats_;
   KvPages pages_;
 };

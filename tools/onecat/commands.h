@@ -22,6 +22,7 @@ void add_generate(CLI::App& app);
 void add_throughput(CLI::App& app);  // the engine benchmark
 void add_serve(CLI::App& app);       // the OpenAI-compatible HTTP server
 void add_audit(CLI::App& app);       // speculative decoding's quality gates
+void add_step_cost(CLI::App& app);   // a verify step against a decode step
 
 // The speculative-decoding flags, as serve, throughput and audit take them, into the options'
 // fields: --num-draft-tokens (alias --num-speculative-tokens; num_speculative_tokens),

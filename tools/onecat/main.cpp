@@ -92,6 +92,7 @@ int main(int argc, char** argv) {
   onecat::cli::add_throughput(app);
   onecat::cli::add_serve(app);
   onecat::cli::add_audit(app);
+  onecat::cli::add_step_cost(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {
