@@ -53,6 +53,12 @@
 #                    serve --no-device-sampling, the host sampler), then the
 #                    same against llama-server on the GGUF of SERVE_LLAMA_TYPE (f16, or Q4_K_M for a quantised
 #                    format; llama-build builds it) -> serve_bench.jsonl
+#   serve-bench@FORMAT@WORKLOAD@RATES  the same with SERVE_FORMAT, SERVE_WORKLOAD and SERVE_RATES given
+#                    (e.g. serve-bench@awq4@mix@8,inf), so one lane can run several
+#   spec-bench       on model-bench's f16 8B checkpoint: onecat step-cost (a verify step of k = 2, 4, 8 drafts
+#                    against a decode step at batch 1, 8, 32, context 1024) -> spec_bench.jsonl, then onecat
+#                    throughput on a repetitive workload (SPEC_SEQS, default "1 8", requests of a 64-token
+#                    block repeated 16 times + 256 new tokens) without and with n-gram speculation (k = 4)
 #   engine-bench     onecat throughput on model-bench's 8B checkpoints of ENGINE_FORMATS (default f16; others need
 #                    KEEP_CHECKPOINTS=1): ENGINE_SEQS (default "8 32 64": 64 is serve-bench's saturation) requests
 #                    of 1024 + 256 tokens at once -> engine_bench.jsonl (each line's "run": FORMAT-N)
@@ -201,6 +207,23 @@ lane() {  # lane GPU STEPS...
         ONECAT_RUNS=$runs LLAMA=$llama LLAMA_BUILD_LOG=$([ -n "${llama_pid:-}" ] && echo "$out/llama_build.log") \
           VOCAB_GGUF=$root/.vocab/ggml-vocab-qwen2.gguf OUT=$out timeout "$(left)" bash bench/model_bench.sh "$bin" ;;
       serve-bench) serve_bench ;;
+      serve-bench@*) IFS=@ read -r _ f w r <<<"$s"; SERVE_FORMAT=$f SERVE_WORKLOAD=$w SERVE_RATES=$r serve_bench ;;
+      spec-bench) # speculative decoding's mechanism on model-bench's f16 8B checkpoint -> spec_bench.jsonl
+        ONECAT_CACHE_DIR=build-device/model-qwen3-8b/cache timeout "$(left)" $bin step-cost \
+          --model build-device/model-qwen3-8b/f16/checkpoint --device cuda --batches 1,8,32 --drafts 2,4,8 \
+          --context 1024 --json | "$py" -c 'import json,sys; print(json.dumps({"run": "step-cost", **json.load(sys.stdin)}))' \
+          >>"$out/spec_bench.jsonl"
+        for n in ${SPEC_SEQS:-1 8}; do
+          "$py" -c 'import json, random, sys
+r = random.Random(int(sys.argv[1]))
+for _ in range(int(sys.argv[1])):
+    block = [r.randrange(1000, 150000) for _ in range(64)]
+    print(json.dumps({"prompt_ids": block * 16, "max_tokens": 256}))' "$n" >/tmp/repetitive.jsonl
+          for k in 0 4; do
+            throughput "repetitive-$n-k$k" f16 --dataset /tmp/repetitive.jsonl --max-num-seqs "$n" \
+              --max-num-batched-tokens 2048 --num-speculative-tokens "$k" >>"$out/spec_bench.jsonl"
+          done
+        done ;;
       engine-bench) for fmt in ${ENGINE_FORMATS:-f16}; do  # after model-bench: its 8B checkpoints and tuned cache
           for n in ${ENGINE_SEQS:-8 32 64}; do
             throughput "$fmt-$n" "$fmt" --num-prompts "$n" --input-len 1024 --output-len 256 --max-num-seqs "$n" \

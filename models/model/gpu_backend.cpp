@@ -161,6 +161,7 @@ struct GpuBackend::Impl {
   // longer than prepare_verify's, then the prefill chunks — as two ranges.
   struct VerifyRun {
     int first = 0, count = 0, q = 0;
+    int64_t first_row = 0;  // its first sequence's first token (runs before it have other lengths)
   };
   std::vector<VerifyRun> verify_runs;
   struct PrefillRange {
@@ -658,7 +659,9 @@ void GpuBackend::begin(const ForwardBatch& batch) {
   g.verify_runs.clear();
   int b = g.decode_sequences;
   for (; b < verify_end && g.verify.count(q_len(b)); ++b) {
-    if (g.verify_runs.empty() || g.verify_runs.back().q != q_len(b)) g.verify_runs.push_back({b, 0, q_len(b)});
+    if (g.verify_runs.empty() || g.verify_runs.back().q != q_len(b)) {
+      g.verify_runs.push_back({b, 0, q_len(b), batch.cu_q[size_t(b)]});
+    }
     ++g.verify_runs.back().count;
   }
   auto range = [&](int first, int end) {
@@ -742,7 +745,7 @@ void GpuBackend::attention_verify(int layer, Act q, Act out) {
   for (const Impl::VerifyRun& run : g.verify_runs) {
     AttentionOp& op = *g.verify.at(run.q);
     // The kernel finds block b's rows at b·q from q and out: both start at the run's first row.
-    const CUdeviceptr row = CUdeviceptr(int64_t(g.decode_sequences) + int64_t(run.first - g.decode_sequences) * run.q);
+    const CUdeviceptr row = CUdeviceptr(run.first_row);
     attention::Args a;
     a.out = g.act(out) + row * row_bytes, a.q = g.act(q) + row * row_bytes;
     a.k_cache = l.k_cache.ptr(), a.v_cache = l.v_cache.ptr(), a.k_scale = l.k_scale(), a.v_scale = l.v_scale();
