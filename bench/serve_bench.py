@@ -2,9 +2,10 @@
 """Serving benchmark: an OpenAI-compatible server (onecat serve, or llama.cpp's llama-server, the
 same API) under Poisson arrivals, every request streamed; JSON out.
 
-For each request rate (requests/s; `inf` sends them all at once) the same requests arrive at
-exponentially spaced times (seeded) and stream /v1/completions with token-id prompts, so no
-tokenizer is needed on this side and every server sees the same tokens. Per request: time to the
+For each request rate (requests/s; `inf` sends them all at once) requests of the workload, new
+ones per rate (prompts a prefix cache has not seen), arrive at exponentially spaced times
+(seeded) and stream /v1/completions with token-id prompts, so no tokenizer is needed on this
+side and every server sees the same tokens. Per request: time to the
 first token (TTFT), the gaps between later tokens (ITL: inter-token latency), time per output
 token after the first (TPOT), and the output tokens the server's `usage` reports. Per rate:
 completed and failed requests, request and output-token throughput over the run's wall time,
@@ -187,12 +188,14 @@ def main() -> int:
         print("serve_bench: --num-prompts, --input-len, --output-len and every rate must be positive, "
               "--vocab above 100", file=sys.stderr)
         return 2
-    requests = workload(a.workload, a.num_prompts, a.input_len, a.output_len, a.vocab, a.seed)
     client = Client(a.url, a.model, a.api_key, a.timeout, a.temperature, a.top_p)
     result = {"url": a.url, "model": a.model, "workload": a.workload, "input_len": a.input_len,
               "output_len": a.output_len, "num_prompts": a.num_prompts, "temperature": a.temperature,
               "top_p": a.top_p, "seed": a.seed, "runs": []}
     for i, rate in enumerate(rates):
+        # Prompts of their own per rate: a server that caches prefixes (onecat, vLLM) would find an
+        # earlier rate's prompts in its cache and skip their prefill.
+        requests = workload(a.workload, a.num_prompts, a.input_len, a.output_len, a.vocab, a.seed + 1000 * i)
         run = run_rate(client, requests, rate, a.seed + i)
         result["runs"].append(run)
         print(f"rate {run['rate']}: {run['completed']}/{run['requests']} done, {run['requests_per_second']:.2f} req/s, "
