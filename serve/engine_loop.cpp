@@ -9,7 +9,17 @@ namespace onecat::serve {
 
 std::vector<Channel::Output> Channel::next() {
   std::unique_lock lock(mutex_);
-  ready_.wait(lock, [&] { return !outputs_.empty() || unfinished_ == 0 || error_; });
+  ready_.wait(lock, [&] { return ready(); });
+  return take();
+}
+
+std::optional<std::vector<Channel::Output>> Channel::next_until(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock lock(mutex_);
+  if (!ready_.wait_until(lock, deadline, [&] { return ready(); })) return std::nullopt;
+  return take();
+}
+
+std::vector<Channel::Output> Channel::take() {
   if (error_) {
     if (input_error_) throw InputError(*error_);
     throw Error(*error_);

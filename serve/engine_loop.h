@@ -4,6 +4,7 @@
 // engine thread to end choices early (a stop string was found, the client went away); their
 // pages are let go at once.
 #pragma once
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -30,9 +31,13 @@ class Channel {
   // Waits for the outputs made since the last call (empty once every choice has finished).
   // An engine error (a refused request, a failed step) is thrown here as InputError or Error.
   std::vector<Output> next();
+  // The same, but waits no later than `deadline`: nullopt when it passed with nothing new.
+  std::optional<std::vector<Output>> next_until(std::chrono::steady_clock::time_point deadline);
 
  private:
   friend class EngineLoop;
+  bool ready() const { return !outputs_.empty() || unfinished_ == 0 || error_; }
+  std::vector<Output> take();  // with mutex_ held and ready()
   void push(Output o);
   void fail(std::string message, bool input_error);
 

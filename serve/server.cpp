@@ -1,6 +1,7 @@
 #include "serve/server.h"
 
 #include <httplib.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -13,7 +14,9 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -51,6 +54,61 @@ void send_error(httplib::Response& res, int status, const std::string& message, 
 
 // Connections the kernel queues before the server accepts them (SOMAXCONN caps it).
 constexpr int kListenBacklog = 1024;
+
+// How often a non-streamed request looks whether its client is still there: a client that left
+// costs the engine at most this long.
+constexpr std::chrono::milliseconds kClientCheck{50};
+
+// The status /metrics counts for a request whose client left before its response (nginx's
+// "client closed request"; nobody reads it).
+constexpr int kClientClosedRequest = 499;
+
+// The connection this handler thread serves (-1 outside one): HttpServer notes it.
+thread_local int t_connection = -1;
+
+// Whether the peer closed a connection (its FIN: POLLRDHUP) or it failed. A keep-alive client's
+// next request shows as POLLIN, not asked for: it is no reason to stop.
+bool peer_left(int fd) {
+  pollfd p{fd, POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
+}
+
+// cpp-httplib 0.11 gives a handler no socket, but a non-streamed request needs its connection's
+// to notice a client that left while the engine works (a stream notices at its next write).
+// Server::process_and_close_socket is virtual and runs every handler of one connection on its
+// own thread, so an override notes the socket in t_connection around it. The base's body is
+// private, so this is that body as 0.11.4 writes it (detail::process_server_socket): requests on
+// one kept-alive socket, each through process_request on the library's own SocketStream (lent by
+// detail::process_client_socket), then shutdown and close.
+class HttpServer : public httplib::Server {
+  bool process_and_close_socket(socket_t sock) override {
+    t_connection = sock;
+    bool ok = false;
+    for (size_t count = keep_alive_max_count_; svr_sock_ != INVALID_SOCKET && count > 0 && next_request(sock);
+         --count) {
+      bool closed = false;
+      ok = httplib::detail::process_client_socket(
+          sock, read_timeout_sec_, read_timeout_usec_, write_timeout_sec_, write_timeout_usec_,
+          [&](httplib::Stream& strm) { return process_request(strm, count == 1, closed, nullptr); });
+      if (!ok || closed) break;
+    }
+    ::shutdown(sock, SHUT_RDWR);
+    httplib::detail::close_socket(sock);
+    t_connection = -1;
+    return ok;
+  }
+
+  // detail::keep_alive: whether anything (a request, or the end) arrives within the keep-alive
+  // timeout.
+  bool next_request(socket_t sock) const {
+    pollfd p{sock, POLLIN, 0};
+    int n;
+    do {
+      n = ::poll(&p, 1, int(keep_alive_timeout_sec_ * 1000));
+    } while (n < 0 && errno == EINTR);
+    return n > 0;
+  }
+};
 
 // Deeper than any request the API defines; bounds the work a hostile body can cause.
 constexpr int kMaxJsonDepth = 64;
@@ -146,6 +204,11 @@ struct Job {
   std::vector<Channel::Output> next() {
     if (!first.empty()) return std::exchange(first, {});
     return channel->next();
+  }
+  // The same, waiting no later than `deadline` (nullopt: nothing new by then).
+  std::optional<std::vector<Channel::Output>> next_until(Clock::time_point deadline) {
+    if (!first.empty()) return std::exchange(first, {});
+    return channel->next_until(deadline);
   }
 
   // The request's timings and usage, once it has ended.
@@ -261,15 +324,27 @@ struct Job {
   std::string next_call_id() { return id + "-call-" + std::to_string(calls_made++); }
   int calls_made = 0;
 
-  json whole_response() {
+  // Waits for every choice to end and builds the response. While it waits, `client_left` (when
+  // given) is asked every kClientCheck: true cancels every choice (their pages are let go at
+  // once) and gives nullopt, as nobody will read the response.
+  std::optional<json> whole_response(const std::function<bool()>& client_left = {}) {
     std::vector<std::string> texts(choices.size());
     for (size_t i = 0; i < gen.echo.size(); ++i) {
       for (int j = 0; j < gen.n; ++j) texts[i * size_t(gen.n) + size_t(j)] = gen.echo[i];
     }
+    Clock::time_point check = Clock::now() + kClientCheck;
     for (;;) {
-      const std::vector<Channel::Output> out = next();
-      if (out.empty()) break;
-      for (const auto& o : out) texts[size_t(o.choice)] += feed(o);
+      const std::optional<std::vector<Channel::Output>> out = client_left ? next_until(check) : std::optional(next());
+      if (client_left && Clock::now() >= check) {
+        if (client_left()) {
+          loop.cancel_all(channel);
+          return std::nullopt;
+        }
+        check = Clock::now() + kClientCheck;
+      }
+      if (!out) continue;       // nothing new before the check
+      if (out->empty()) break;  // every choice has ended
+      for (const auto& o : *out) texts[size_t(o.choice)] += feed(o);
     }
     json list = json::array();
     for (size_t i = 0; i < choices.size(); ++i) {
@@ -306,9 +381,9 @@ struct Job {
       }
     }
     record();
-    return {{"id", id},           {"object", chat ? "chat.completion" : "text_completion"},
-            {"created", created}, {"model", model.name},
-            {"choices", list},    {"usage", usage()}};
+    return json{{"id", id},           {"object", chat ? "chat.completion" : "text_completion"},
+                {"created", created}, {"model", model.name},
+                {"choices", list},    {"usage", usage()}};
   }
 
   json chunk(json choice_list) const {
@@ -476,7 +551,16 @@ class Server {
       auto job =
           std::make_shared<Job>(model_, loop_, metrics_, std::move(g), chat, next_id(chat ? "chatcmpl" : "cmpl"));
       if (!job->gen.stream) {
-        send_json(res, 200, job->whole_response());
+        const int connection = t_connection;
+        std::function<bool()> client_left;
+        if (connection >= 0) client_left = [connection] { return peer_left(connection); };
+        std::optional<json> whole = job->whole_response(client_left);
+        if (!whole) {
+          std::fprintf(stderr, "onecat serve: %s: the client went away; its request is cancelled\n", job->id.c_str());
+          send_error(res, kClientClosedRequest, "the client closed the connection before the response was ready.");
+          return;
+        }
+        send_json(res, 200, *whole);
         return;
       }
       res.set_header("Cache-Control", "no-cache");
@@ -597,7 +681,7 @@ class Server {
   ServedModel& model_;
   EngineLoop& loop_;
   Metrics& metrics_;
-  httplib::Server http_;
+  HttpServer http_;
   uint64_t seed_base_ = 0;
   std::atomic<uint64_t> counter_{0};
   int64_t created_ = std::time(nullptr);

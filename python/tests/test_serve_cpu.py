@@ -5,8 +5,8 @@ on a free port with a tiny checkpoint (tools/make_tiny_checkpoint.py --tokenizer
 and drives it with the standard library: greedy output equals `onecat generate`, chat and
 completions streamed and not, n > 1 with seeds, stop strings, logprobs, echo with the prompt's
 logprobs (checked against the onecat package's own forward), logit_bias, /tokenize, a generated
-suite of malformed requests, a client that leaves mid-stream, SIGTERM draining, and the 30-s load
-test with 64 streaming clients.
+suite of malformed requests, a client that leaves mid-stream or before a whole response, SIGTERM
+draining, and the 30-s load test with 64 streaming clients.
 """
 
 from __future__ import annotations
@@ -845,6 +845,66 @@ def test_client_leaving_mid_stream(server):
     assert server.request("GET", "/health", headers={})[0] == 200
     r = completion(server, "the cat", max_tokens=4, temperature=0, ignore_eos=True)
     assert r["usage"]["completion_tokens"] == 4 and r["choices"][0]["finish_reason"] == "length"
+
+
+def test_client_leaving_a_whole_request(model):
+    """A non-streamed request whose client closes its connection is cancelled (the handler looks
+    at the socket every 50 ms while it waits): its pages are let go long before it could have
+    ended, it counts as status 499 and not as a finished request, and the server serves on,
+    kept-alive connections too (HttpServer's own keep-alive loop)."""
+    s = Server(model, 4096)
+    try:
+        # Two requests on one kept-alive connection; the second's time gives the generation rate.
+        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=60)
+        sockets, rate = [], None
+        for tokens in (4, 400):
+            start = time.time()
+            conn.request("POST", "/v1/completions", body=json.dumps(
+                {"prompt": "the cat", "max_tokens": tokens, "ignore_eos": True, "seed": 1}),
+                headers={**AUTH, "Content-Type": "application/json"})
+            resp = conn.getresponse()
+            assert resp.status == 200 and json.loads(resp.read())["usage"]["completion_tokens"] == tokens
+            rate = tokens / (time.time() - start)
+            sockets.append(conn.sock)
+        assert sockets[0] is not None and sockets[1] is sockets[0], "the connection was not kept alive"
+        conn.close()
+        tokens = 4000
+        whole_run = tokens / rate  # at least: later tokens attend to more
+        before = parse_prometheus(s.request("GET", "/metrics")[1].decode())
+        sock = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+        data = json.dumps({"prompt": "the cat", "max_tokens": tokens, "ignore_eos": True, "seed": 2}).encode()
+        sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + API_KEY.encode() +
+                     b"\r\nContent-Type: application/json\r\nContent-Length: " + str(len(data)).encode() +
+                     b"\r\n\r\n" + data)
+        deadline = time.time() + 10
+        while True:  # running, with pages held
+            m = parse_prometheus(s.request("GET", "/metrics")[1].decode())
+            if metric(m, "onecat_num_requests_running") == 1 and metric(m, "onecat_kv_cache_usage_perc") > 0:
+                break
+            assert time.time() < deadline, m
+            time.sleep(0.02)
+        sock.close()
+        left = time.time()
+        assert_no_pages_held(s)
+        freed = time.time() - left
+        assert freed < min(2.0, whole_run / 2), f"pages freed {freed:.2f} s after the client left; the whole " \
+                                                f"request takes {whole_run:.1f} s or more"
+        deadline = time.time() + 5
+        while not any("the client went away" in line for line in s.log) and time.time() < deadline:
+            time.sleep(0.02)
+        assert sum("the client went away" in line for line in s.log) == 1, "".join(s.log)
+        after = parse_prometheus(s.request("GET", "/metrics")[1].decode())
+
+        def delta(name, **labels):
+            return metric(after, name, **labels) - metric(before, name, **labels)
+
+        assert delta("onecat_requests_total", endpoint="/v1/completions", status="499") == 1
+        assert delta("onecat_generation_tokens_total") == 0 and delta("onecat_e2e_request_latency_seconds_count") == 0
+        r = completion(s, "the cat", max_tokens=4, temperature=0, ignore_eos=True)
+        assert r["usage"]["completion_tokens"] == 4 and r["choices"][0]["finish_reason"] == "length"
+    finally:
+        s.stop()
+    assert s.proc.returncode == 0, "".join(s.log)
 
 
 def test_sigterm_drains_in_flight_requests(model):
