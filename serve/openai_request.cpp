@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "serve/reasoning.h"
+#include "serve/tool_calls.h"
 
 namespace onecat::serve {
 namespace {
@@ -292,20 +293,50 @@ nlohmann::ordered_json checked_tools(const json& tools) {
   return nlohmann::ordered_json::parse(tools.dump());
 }
 
-// Whether the request's tools go to the template (and its output is parsed for calls):
-// tool_choice "auto" (the default with tools) yes, "none" no; forcing a call needs constrained
-// decoding, which does not exist yet.
-bool tools_on(const json& body) {
+// tool_choice with the request's tools: "auto" (the default) and "none" (the tools left out of
+// the prompt, as vLLM does), or forcing a call: "required" (any of the tools) or
+// {"type": "function", "function": {"name"}} (that one). A forced call is the reply's start put
+// at the end of the prompt (forced_tool_call), not constrained decoding, which does not exist
+// yet: the model writes the rest.
+struct ToolChoice {
+  bool on = false;                      // the tools go to the template and the reply is parsed for calls
+  bool forced = false;                  // required or named
+  std::optional<std::string> function;  // named
+};
+
+ToolChoice tool_choice(const json& body) {
   const json* tools = field(body, "tools");
   const json* choice = field(body, "tool_choice");
-  if (choice && !(choice->is_string() && (*choice == "none" || *choice == "auto"))) {
-    throw bad("tool_choice",
-              "tool_choice must be \"auto\" or \"none\" (a required or named tool is not "
-              "supported yet).");
+  const bool any = tools && !(tools->is_array() && tools->empty());
+  const char* const shapes =
+      "tool_choice must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"function\": "
+      "{\"name\": NAME}}.";
+  ToolChoice t;
+  if (choice && choice->is_object()) {
+    const json* type = field(*choice, "type");
+    const json* function = field(*choice, "function");
+    const json* name = function && function->is_object() ? field(*function, "name") : nullptr;
+    if (!type || *type != "function" || !name || !name->is_string()) throw bad("tool_choice", shapes);
+    t.function = name->get<std::string>();
+  } else if (choice && !(choice->is_string() && (*choice == "auto" || *choice == "none" || *choice == "required"))) {
+    throw bad("tool_choice", shapes);
   }
-  if (!tools || (tools->is_array() && tools->empty())) return false;
-  checked_tools(*tools);
-  return !(choice && *choice == "none");
+  if (any) checked_tools(*tools);
+  t.forced = t.function || (choice && *choice == "required");
+  if (t.forced && !any) {
+    const std::string what = t.function ? "names the function " + quoted_input(*t.function) : "is \"required\"";
+    throw bad("tool_choice", "tool_choice " + what + " but the request has no tools.");
+  }
+  if (t.function) {
+    const bool known = std::any_of(tools->begin(), tools->end(),
+                                   [&](const json& tool) { return tool["function"]["name"] == *t.function; });
+    if (!known) {
+      throw bad("tool_choice",
+                "tool_choice names the function " + quoted_input(*t.function) + ", which is not among tools.");
+    }
+  }
+  t.on = any && !(choice && *choice == "none");
+  return t;
 }
 
 nlohmann::ordered_json checked_messages(const json& body) {
@@ -338,6 +369,50 @@ nlohmann::ordered_json checked_messages(const json& body) {
     out.push_back(std::move(msg));
   }
   return out;
+}
+
+// A chat request's prompt: the template's rendering, then the reply's start that tool_choice
+// forces (empty unless required or named).
+struct ChatPrompt {
+  std::string rendered, forced;
+  ToolChoice tools;
+};
+
+ChatPrompt chat_prompt(const json& body, const ServedModel& model) {
+  ChatPrompt p;
+  p.tools = tool_choice(body);
+  const std::optional<chat::ChatTemplate>& chat_template = p.tools.on ? model.tool_template : model.chat_template;
+  if (!chat_template) {
+    throw bad("messages",
+              "the model has no chat template (tokenizer_config.json's chat_template or "
+              "chat_template.jinja); use /v1/completions.");
+  }
+  chat::ChatRequest request;
+  request.messages = checked_messages(body);
+  request.add_generation_prompt = get_bool(body, "add_generation_prompt", true);
+  if (p.tools.on) request.tools = checked_tools(body["tools"]);
+  if (const json* kw = field(body, "chat_template_kwargs")) {
+    if (!kw->is_object()) throw bad("chat_template_kwargs", "chat_template_kwargs must be an object.");
+    request.kwargs = nlohmann::ordered_json::parse(kw->dump());
+  }
+  try {
+    p.rendered = chat_template->apply(request, model.special_tokens);
+  } catch (const InputError& e) {
+    throw bad("messages", std::string("the chat template failed: ") + e.what());
+  }
+  if (p.tools.forced) {
+    if (!request.add_generation_prompt) {
+      throw bad("tool_choice",
+                "tool_choice \"required\" or a named function needs add_generation_prompt: the "
+                "reply's start is forced after it.");
+    }
+    // A template that opens the reasoning (DeepSeek-R1's, Qwen3-2507-thinking's) has it closed
+    // first, empty, as Qwen3's own template writes a reply without thinking: a forced call
+    // cannot wait for it.
+    if (opens_reasoning(p.rendered)) p.forced = "</think>\n\n";
+    p.forced += forced_tool_call(p.tools.function);
+  }
+  return p;
 }
 
 }  // namespace
@@ -414,38 +489,23 @@ Generation parse_completion(const json& body, const ServedModel& model, uint64_t
 }
 
 std::string render_chat(const json& body, const ServedModel& model) {
-  const bool with_tools = tools_on(body);
-  const std::optional<chat::ChatTemplate>& chat_template = with_tools ? model.tool_template : model.chat_template;
-  if (!chat_template) {
-    throw bad("messages",
-              "the model has no chat template (tokenizer_config.json's chat_template or "
-              "chat_template.jinja); use /v1/completions.");
-  }
-  chat::ChatRequest request;
-  request.messages = checked_messages(body);
-  request.add_generation_prompt = get_bool(body, "add_generation_prompt", true);
-  if (with_tools) request.tools = checked_tools(body["tools"]);
-  if (const json* kw = field(body, "chat_template_kwargs")) {
-    if (!kw->is_object()) throw bad("chat_template_kwargs", "chat_template_kwargs must be an object.");
-    request.kwargs = nlohmann::ordered_json::parse(kw->dump());
-  }
-  try {
-    return chat_template->apply(request, model.special_tokens);
-  } catch (const InputError& e) {
-    throw bad("messages", std::string("the chat template failed: ") + e.what());
-  }
+  ChatPrompt p = chat_prompt(body, model);
+  return p.rendered + p.forced;
 }
 
 Generation parse_chat(const json& body, const ServedModel& model, uint64_t default_seed) {
   Generation g;
   parse_common(body, model, default_seed, g);
-  g.tool_calls = tools_on(body);
   g.logprobs = get_bool(body, "logprobs", false);
   g.top_logprobs = int(get_int(body, "top_logprobs", 0, 0, cpu::kMaxLogprobs));
   if (g.top_logprobs > 0 && !g.logprobs) throw bad("top_logprobs", "top_logprobs needs logprobs: true.");
-  const std::string prompt = render_chat(body, model);
-  g.reasoning_opened = model.reasoning && opens_reasoning(prompt);
-  g.prompts.push_back(encode(model, prompt, false, "messages"));
+  const ChatPrompt p = chat_prompt(body, model);
+  g.tool_calls = p.tools.on;
+  g.forced_reply = p.forced;
+  // A named function's call is over when its block closes: the reply ends there.
+  if (p.tools.function) g.stop.emplace_back(kToolCallClose);
+  g.reasoning_opened = model.reasoning && opens_reasoning(p.rendered);
+  g.prompts.push_back(encode(model, p.rendered + p.forced, false, "messages"));
   set_max_tokens(body, model, g, model.max_model_len, "max_completion_tokens");
   return g;
 }

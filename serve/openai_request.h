@@ -59,6 +59,10 @@ struct Generation {
   bool prompt_logprobs = false;  // completions with echo and logprobs: the prompt's too
   int num_draft_tokens = -1;     // extension: draft tokens per step, 0 up to the server's (−1: the server's)
   bool reasoning_opened = false;  // chat: the rendered prompt ends inside <think> (opens_reasoning)
+  // Chat with tool_choice "required" or a named function: the reply's start, forced at the end of
+  // the prompt (forced_tool_call); the reply parsed (reasoning, tool calls) is it and then the
+  // generated text.
+  std::string forced_reply;
 };
 
 // Bodies are JSON objects (ApiError 400 otherwise).
@@ -66,7 +70,8 @@ Generation parse_completion(const nlohmann::json& body, const ServedModel& model
 Generation parse_chat(const nlohmann::json& body, const ServedModel& model, uint64_t default_seed);
 // /tokenize's body ({"prompt"} or {"messages"}) → ids.
 std::vector<int32_t> parse_tokenize(const nlohmann::json& body, const ServedModel& model);
-// The chat template's rendering of a messages array (add_generation_prompt, kwargs).
+// The chat template's rendering of a messages array (add_generation_prompt, kwargs), then the
+// reply's start that tool_choice "required" or a named function forces.
 std::string render_chat(const nlohmann::json& body, const ServedModel& model);
 // The "model" field, when given, must name the served model (400 otherwise).
 void check_model(const nlohmann::json& body, const ServedModel& model);

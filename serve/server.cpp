@@ -133,9 +133,11 @@ struct TokenLogprob {
 
 // One choice of a request as it is generated.
 struct Choice {
-  // reasoning_opened: the prompt ends inside <think> (Generation::reasoning_opened).
-  Choice(const tokenizer::Tokenizer& tok, const std::vector<std::string>& stop, bool reasoning_opened)
-      : text(tok, stop), reasoning(reasoning_opened) {}
+  // reasoning_opened: the prompt ends inside <think> (Generation::reasoning_opened); forced: the
+  // reply's start the prompt ends with (Generation::forced_reply).
+  Choice(const tokenizer::Tokenizer& tok, const std::vector<std::string>& stop, bool reasoning_opened,
+         std::string forced)
+      : text(tok, stop), reasoning(reasoning_opened), unparsed(std::move(forced)) {}
   engine::TextStream text;
   int64_t tokens = 0;
   std::string finish_reason;
@@ -146,6 +148,7 @@ struct Choice {
   bool echo_sent = false;              // streaming echo with logprobs: the prompt's event is out
   ReasoningSplitter reasoning;         // streaming chat with --reasoning-parser
   ToolCallStream tools;                // streaming chat with tools
+  std::string unparsed;                // streaming chat: the forced start, until the first chunk parses it
   int tool_calls_sent = 0;             // streaming: the next call's index in this choice
 };
 
@@ -187,7 +190,7 @@ struct Job {
         if (!gen.ignore_eos) r.stop_ids = model.stop_ids;
         r.num_draft_tokens = gen.num_draft_tokens;
         requests.push_back(std::move(r));
-        choices.emplace_back(model.tokenizer, gen.stop, gen.reasoning_opened);
+        choices.emplace_back(model.tokenizer, gen.stop, gen.reasoning_opened, gen.forced_reply);
       }
     }
     channel = loop.submit(std::move(requests));
@@ -352,10 +355,12 @@ struct Job {
       int64_t text_offset = 0;
       json lp = gen.logprobs ? logprobs_json(c, 0, c.logprobs.size(), &text_offset) : json(nullptr);
       if (chat) {
-        json message{{"role", "assistant"}, {"content", texts[i]}};
-        std::string answer = texts[i];
+        // A forced start is the reply's as far as parsing goes; left as content when no call parses.
+        const std::string reply = gen.forced_reply + texts[i];
+        json message{{"role", "assistant"}, {"content", reply}};
+        std::string answer = reply;
         if (model.reasoning) {
-          ReasoningSplitter::Delta d = ReasoningSplitter::split(texts[i], gen.reasoning_opened);
+          ReasoningSplitter::Delta d = ReasoningSplitter::split(reply, gen.reasoning_opened);
           message["reasoning_content"] = d.reasoning.empty() ? json(nullptr) : json(d.reasoning);
           answer = std::move(d.content);
           message["content"] = answer;
@@ -407,9 +412,10 @@ struct Job {
     if (chat) {
       json delta = json::object();
       if (with_role) delta["role"] = "assistant";
-      std::string content = piece;
+      // The forced start goes through the parsers first, with the role's chunk.
+      std::string content = std::exchange(c.unparsed, {}) + piece;
       if (model.reasoning) {
-        ReasoningSplitter::Delta d = c.reasoning.step(piece);
+        ReasoningSplitter::Delta d = c.reasoning.step(content);
         if (c.done) {
           const ReasoningSplitter::Delta rest = c.reasoning.finish();
           d.reasoning += rest.reasoning;

@@ -6,7 +6,7 @@
 namespace onecat::serve {
 namespace {
 
-constexpr std::string_view kOpen = "<tool_call>", kClose = "</tool_call>";
+constexpr std::string_view kOpen = "<tool_call>", kClose = kToolCallClose;
 
 bool blank(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::string_view::npos; }
 
@@ -50,6 +50,12 @@ ParsedToolCalls parse_tool_calls(const std::string& text) {
     // later block fails to parse.
   }
   return out;
+}
+
+std::string forced_tool_call(const std::optional<std::string>& function) {
+  std::string text = std::string(kOpen) + "\n";
+  if (function) text += "{\"name\": " + nlohmann::json(*function).dump() + ", \"arguments\": ";
+  return text;
 }
 
 void ToolCallStream::take_block(std::string_view block, bool closed, Delta& d) {

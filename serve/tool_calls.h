@@ -24,6 +24,14 @@ struct ParsedToolCalls {
 
 ParsedToolCalls parse_tool_calls(const std::string& text);
 
+// The start of a reply that must be a tool call (tool_choice "required", or a named function's):
+// a block opened as Qwen's templates ask for it, "<tool_call>\n", and for a named function
+// `{"name": "NAME", "arguments": ` after it (NAME as a JSON string). The model writes the rest;
+// the reply parsed is this text followed by the generated one.
+std::string forced_tool_call(const std::optional<std::string>& function);
+// The tag that closes a block (a named function's call is over once it comes).
+inline constexpr std::string_view kToolCallClose = "</tool_call>";
+
 // The same on text pieces as they stream. Text before the first block streams as content (a
 // tail that could still begin "<tool_call>" held back, and leading whitespace held until other
 // text follows, as parse_tool_calls drops a blank prefix); each block is held until its closing

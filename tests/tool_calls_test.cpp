@@ -1,7 +1,10 @@
-// serve::parse_tool_calls: Hermes/Qwen <tool_call> blocks in generated text → OpenAI tool_calls.
+// serve::parse_tool_calls: Hermes/Qwen <tool_call> blocks in generated text → OpenAI tool_calls,
+// also after the start of a forced call (tool_choice required or named).
 #include "serve/tool_calls.h"
 
 #include <gtest/gtest.h>
+
+#include "serve/reasoning.h"
 
 using onecat::serve::parse_tool_calls;
 
@@ -129,4 +132,107 @@ TEST(ToolCallStream, AMalformedBlockIsSentAsContent) {
   const Streamed unclosed = stream_in_pieces("<tool_call>{\"name\": ", {3});
   EXPECT_TRUE(unclosed.calls.empty());
   EXPECT_EQ(unclosed.content, "<tool_call>{\"name\": ");
+}
+
+// tool_choice "required" or a named function: the reply's start is forced at the end of the
+// prompt, and the reply parsed is that start followed by the generated text.
+TEST(ForcedToolCall, OpensABlockAndWritesANamedFunctionsName) {
+  using onecat::serve::forced_tool_call;
+  EXPECT_EQ(forced_tool_call(std::nullopt), "<tool_call>\n");
+  EXPECT_EQ(forced_tool_call("get_weather"), "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": ");
+  EXPECT_EQ(forced_tool_call("say \"hi\"\\"), "<tool_call>\n{\"name\": \"say \\\"hi\\\"\\\\\", \"arguments\": ");
+}
+
+namespace {
+
+// As the server streams a forced reply: the forced start through the stream first (with the
+// role's chunk), then the generated text in pieces cut at `cuts`.
+Streamed stream_after(const std::string& forced, const std::string& generated, const std::vector<size_t>& cuts) {
+  onecat::serve::ToolCallStream s;
+  Streamed out;
+  auto take = [&](onecat::serve::ToolCallStream::Delta d) {
+    out.content += d.content;
+    for (auto& c : d.calls) out.calls.push_back(c);
+  };
+  take(s.step(forced));
+  size_t from = 0;
+  for (size_t cut : cuts) {
+    take(s.step(generated.substr(from, cut - from)));
+    from = cut;
+  }
+  take(s.step(generated.substr(from)));
+  take(s.finish());
+  return out;
+}
+
+}  // namespace
+
+// Generated text that completes the forced call gives the call (its name from the forced start,
+// its arguments generated); text that does not (max_tokens came first, invalid JSON) leaves the
+// whole reply, forced start included, as content and no call. Streamed at every cut, the same.
+TEST(ForcedToolCall, TheForcedStartAndTheGeneratedTextParseAsOneReply) {
+  using onecat::serve::forced_tool_call;
+  const std::string named = forced_tool_call("get_weather"), required = forced_tool_call(std::nullopt);
+  struct Case {
+    std::string forced, generated;
+    std::vector<std::pair<std::string, std::string>> calls;  // (name, arguments); none: all content
+  };
+  const std::vector<Case> cases = {
+      {named, "{\"city\": \"Paris\"}}", {{"get_weather", R"({"city":"Paris"})"}}},
+      {named, "{\"city\": \"Paris\"}}\n</tool_call>", {{"get_weather", R"({"city":"Paris"})"}}},
+      {named, "{}}\n", {{"get_weather", "{}"}}},
+      {named, "{\"city\": \"Pa", {}},
+      {named, "Paris}", {}},
+      {named, "", {}},
+      {required, "{\"name\": \"now\", \"arguments\": {}}", {{"now", "{}"}}},
+      {required,
+       "{\"name\": \"now\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+       "{\"city\": \"Oslo\"}}\n</tool_call>",
+       {{"now", "{}"}, {"get_weather", R"({"city":"Oslo"})"}}},
+      {required, "I would rather not.", {}},
+      {required, "{\"arguments\": {}}</tool_call>", {}},
+  };
+  for (const Case& c : cases) {
+    const std::string reply = c.forced + c.generated;
+    const auto whole = parse_tool_calls(reply);
+    ASSERT_EQ(whole.calls.size(), c.calls.size()) << reply;
+    for (size_t i = 0; i < c.calls.size(); ++i) {
+      EXPECT_EQ(whole.calls[i].name, c.calls[i].first) << reply;
+      EXPECT_EQ(whole.calls[i].arguments, c.calls[i].second) << reply;
+    }
+    if (c.calls.empty()) {
+      EXPECT_EQ(whole.content, reply);
+    } else {
+      EXPECT_FALSE(whole.content.has_value()) << reply;
+    }
+    auto check = [&](const std::vector<size_t>& cuts) {
+      const Streamed s = stream_after(c.forced, c.generated, cuts);
+      EXPECT_EQ(s.content, whole.content.value_or("")) << reply;
+      ASSERT_EQ(s.calls.size(), whole.calls.size()) << reply;
+      for (size_t i = 0; i < s.calls.size(); ++i) {
+        EXPECT_EQ(s.calls[i].name, whole.calls[i].name);
+        EXPECT_EQ(s.calls[i].arguments, whole.calls[i].arguments);
+      }
+    };
+    const size_t n = c.generated.size();
+    std::vector<size_t> every;
+    for (size_t i = 1; i < n; ++i) every.push_back(i);
+    check(every);
+    for (size_t i = 0; i <= n; ++i) {
+      for (size_t j = i; j <= n; ++j) check({i, j});
+    }
+  }
+}
+
+// After a template that opened <think>, the forced start closes it first: the reasoning is
+// empty and the call parses from the content.
+TEST(ForcedToolCall, AfterAnOpenedThinkTheReasoningIsEmpty) {
+  const std::string reply = "</think>\n\n" + onecat::serve::forced_tool_call("f") + "{\"x\": 1}}";
+  const auto split = onecat::serve::ReasoningSplitter::split(reply, true);
+  EXPECT_EQ(split.reasoning, "");
+  const auto parsed = parse_tool_calls(split.content);
+  EXPECT_FALSE(parsed.content.has_value());
+  ASSERT_EQ(parsed.calls.size(), 1u);
+  EXPECT_EQ(parsed.calls[0].name, "f");
+  EXPECT_EQ(parsed.calls[0].arguments, R"({"x":1})");
 }

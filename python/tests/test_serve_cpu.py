@@ -4,9 +4,9 @@ Starts the built `onecat` binary ($ONECAT_BIN, else $ONECAT_BUILD_DIR/onecat, el
 on a free port with a tiny checkpoint (tools/make_tiny_checkpoint.py --tokenizer --chat-template)
 and drives it with the standard library: greedy output equals `onecat generate`, chat and
 completions streamed and not, n > 1 with seeds, stop strings, logprobs, echo with the prompt's
-logprobs (checked against the onecat package's own forward), logit_bias, /tokenize, a generated
-suite of malformed requests, a client that leaves mid-stream or before a whole response, SIGTERM
-draining, and the 30-s load test with 64 streaming clients.
+logprobs (checked against the onecat package's own forward), logit_bias, tools and a forced
+tool_choice, /tokenize, a generated suite of malformed requests, a client that leaves mid-stream
+or before a whole response, SIGTERM draining, and the 30-s load test with 64 streaming clients.
 """
 
 from __future__ import annotations
@@ -410,11 +410,74 @@ def test_tools_reach_the_template(server):
     assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks) == (message["content"] or "")
     assert [c for c in chunks if "tool_calls" in c["choices"][0]["delta"]] == [] and "tool_calls" not in message
     assert chunks[-1]["choices"][0]["finish_reason"] == r["choices"][0]["finish_reason"]
-    for body, param in (({"tools": TOOLS, "tool_choice": "required"}, "tool_choice"),
+    for body, param in (({"tools": TOOLS, "tool_choice": "any"}, "tool_choice"),
+                        ({"tools": TOOLS, "tool_choice": named_tool("get_time")}, "tool_choice"),
+                        ({"tool_choice": "required"}, "tool_choice"),
                         ({"tools": [{"type": "function", "function": {}}]}, "tools"),
                         ({"tools": [{"type": "code"}]}, "tools")):
         status, j = server.post("/v1/chat/completions", {"messages": history, **body})
         assert status == 400 and j["error"]["param"] == param, j
+
+
+def named_tool(name):
+    return {"type": "function", "function": {"name": name}}
+
+
+def token_id(server, text):
+    ids = server.ok("/tokenize", {"prompt": text, "add_special_tokens": False})["tokens"]
+    assert len(ids) == 1, ids
+    return ids[0]
+
+
+def test_tool_choice_forces_a_call(server):
+    """tool_choice "required" or a named function: the prompt ends with the call's start (the tiny
+    tokenizer has no newline, so "<tool_call>\n" reaches the model as "<tool_call>"), and the reply
+    is parsed as that start followed by the generated text. The tiny model's own continuation is
+    random, so logit_bias decides it: greedy with +100 on "1", +90 on "}" and +80 on "~" and a
+    repetition penalty of 4 (which divides a token's biased logit once it has appeared) writes
+    "1", "}", then "~", a stop string: arguments 1, a whole call. +100 on "x" alone writes "xxx":
+    no call parses, so the reply, forced start included, is the content and finish_reason stays
+    length. Whole and streamed alike."""
+    messages = [{"role": "user", "content": "weather?"}]
+    forced = '<tool_call>\n{"name": "get_weather", "arguments": '
+    ids = server.ok("/tokenize", {"messages": messages, "tools": TOOLS, "tool_choice": named_tool("get_weather")})
+    assert server.ok("/detokenize", {"tokens": ids["tokens"]})["prompt"] == (
+        "<|tools|>get_weather;<|user|>weather?<|assistant|>" + forced.replace("\n", ""))
+    required = server.ok("/tokenize", {"messages": messages, "tools": TOOLS, "tool_choice": "required"})
+    assert server.ok("/detokenize", {"tokens": required["tokens"]})["prompt"] == (
+        "<|tools|>get_weather;<|user|>weather?<|assistant|><tool_call>")
+
+    call = {"messages": messages, "tools": TOOLS, "tool_choice": named_tool("get_weather"), "temperature": 0,
+            "max_tokens": 8, "repetition_penalty": 4, "stop": ["~"],
+            "logit_bias": {str(token_id(server, "1")): 100, str(token_id(server, "}")): 90,
+                           str(token_id(server, "~")): 80}}
+    # The same prompt as ids through /v1/completions: what the model writes after the forced start.
+    plain = {k: v for k, v in call.items() if k not in ("messages", "tools", "tool_choice")}
+    assert server.ok("/v1/completions", {"prompt": ids["tokens"], **plain})["choices"][0]["text"] == "1}"
+    r = chat(server, messages, **{k: v for k, v in call.items() if k != "messages"})
+    assert r["usage"]["prompt_tokens"] == ids["count"] and r["usage"]["completion_tokens"] == 3
+    choice = r["choices"][0]
+    assert choice["finish_reason"] == "tool_calls" and choice["message"]["content"] is None
+    [tool_call] = choice["message"]["tool_calls"]
+    assert tool_call["type"] == "function" and tool_call["id"].startswith(r["id"])
+    assert tool_call["function"] == {"name": "get_weather", "arguments": "1"}
+    chunks = [json.loads(e) for e in server.stream("/v1/chat/completions", {**call, "stream": True})[:-1]]
+    deltas = [c["choices"][0]["delta"] for c in chunks]
+    assert "".join(d.get("content") or "" for d in deltas) == ""
+    [streamed] = [t for d in deltas for t in d.get("tool_calls", [])]
+    assert streamed["index"] == 0 and streamed["function"] == tool_call["function"]
+    assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
+
+    x = {"temperature": 0, "max_tokens": 3, "ignore_eos": True, "logit_bias": {str(token_id(server, "x")): 100}}
+    for tool_choice, start in ((named_tool("get_weather"), forced), ("required", "<tool_call>\n")):
+        body = {"messages": messages, "tools": TOOLS, "tool_choice": tool_choice, **x}
+        choice = server.ok("/v1/chat/completions", body)["choices"][0]
+        assert choice["message"]["content"] == start + "xxx" and "tool_calls" not in choice["message"]
+        assert choice["finish_reason"] == "length"
+        chunks = [json.loads(e) for e in server.stream("/v1/chat/completions", {**body, "stream": True})[:-1]]
+        assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks) == start + "xxx"
+        assert not any("tool_calls" in c["choices"][0]["delta"] for c in chunks)
+        assert chunks[-1]["choices"][0]["finish_reason"] == "length"
 
 
 def test_reasoning_parser(server, model):

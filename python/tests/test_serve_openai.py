@@ -1,6 +1,6 @@
 """`onecat serve` driven by the official `openai` Python client (pinned in scripts/requirements.txt),
-unmodified, as users' code drives it: models, chat (with tools too) and completions, streamed and not, n with
-seeds, stop strings, logprobs, and the client's own error classes for 4xx answers."""
+unmodified, as users' code drives it: models, chat (with tools too, and a named tool_choice) and completions,
+streamed and not, n with seeds, stop strings, logprobs, and the client's own error classes for 4xx answers."""
 
 from __future__ import annotations
 
@@ -124,3 +124,24 @@ def test_streamed_completion_and_tools(client):
     assert "".join(c.choices[0].delta.content or "" for c in streamed) == (reply.choices[0].message.content or "")
     assert not any(c.choices[0].delta.tool_calls for c in streamed) and not reply.choices[0].message.tool_calls
     assert streamed[-1].choices[0].finish_reason == reply.choices[0].finish_reason
+
+
+def test_named_tool_choice(client, server):  # noqa: F811
+    """A named tool_choice, as LangChain's with_structured_output sends it, read through the client's
+    own classes, whole and streamed. logit_bias makes the tiny model write "1}" after the forced
+    start (test_serve_cpu.py's test_tool_choice_forces_a_call says how)."""
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+    ids = {c: server.ok("/tokenize", {"prompt": c, "add_special_tokens": False})["tokens"][0] for c in "1}~"}
+    kw = dict(model=MODEL_NAME, messages=[{"role": "user", "content": "weather?"}], tools=tools,
+              tool_choice={"type": "function", "function": {"name": "get_weather"}}, temperature=0, max_tokens=8,
+              stop=["~"], logit_bias={str(ids["1"]): 100, str(ids["}"]): 90, str(ids["~"]): 80},
+              extra_body={"repetition_penalty": 4})
+    r = client.chat.completions.create(**kw)
+    choice = r.choices[0]
+    assert choice.finish_reason == "tool_calls" and choice.message.content is None
+    [call] = choice.message.tool_calls
+    assert call.function.name == "get_weather" and call.function.arguments == "1"
+    chunks = list(client.chat.completions.create(**kw, stream=True))
+    [streamed] = [t for c in chunks for t in (c.choices[0].delta.tool_calls or [])]
+    assert streamed.function.name == "get_weather" and streamed.function.arguments == "1"
+    assert chunks[-1].choices[0].finish_reason == "tool_calls"

@@ -1,0 +1,183 @@
+// serve::parse_chat's tool_choice: "auto" and "none" as before; "required" and a named function
+// force the start of the reply at the end of the prompt; every other shape is a 400 naming
+// tool_choice. On a byte-level tokenizer (every byte a token) and the tiny checkpoint's template.
+#include "serve/openai_request.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "serve/tool_calls.h"
+
+using nlohmann::json;
+using onecat::serve::ApiError;
+using onecat::serve::Generation;
+using onecat::serve::ServedModel;
+
+namespace {
+
+// GPT-2's byte → character map of its byte-level pre-tokenizer.
+std::string byte_char(int b) {
+  const auto printable = [](int c) {
+    return (c >= '!' && c <= '~') || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE && c <= 0xFF);
+  };
+  int code = b;
+  if (!printable(b)) {
+    code = 256;
+    for (int c = 0; c < b; ++c) code += printable(c) ? 0 : 1;
+  }
+  std::string out;
+  if (code < 0x80) {
+    out += char(code);
+  } else {
+    out += char(0xC0 | (code >> 6));
+    out += char(0x80 | (code & 0x3F));
+  }
+  return out;
+}
+
+// tools/make_tiny_checkpoint.py's CHAT_TEMPLATE: tools listed by name, earlier calls in
+// Hermes's form, and open_think (the generation prompt ends with <think>).
+constexpr const char* kTemplate =
+    "{% if tools %}<|tools|>{% for t in tools %}{{ t.function.name }};{% endfor %}{% endif %}"
+    "{% for m in messages %}<|{{ m.role }}|>{% if m.content %}{{ m.content }}{% endif %}"
+    "{% for c in m.tool_calls or [] %}<tool_call>{\"name\": \"{{ c.function.name }}\", "
+    "\"arguments\": {{ c.function.arguments | tojson }}}</tool_call>{% endfor %}{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% if open_think %}<think>{% endif %}{% endif %}";
+
+ServedModel served(bool reasoning = false) {
+  json vocab = json::object();
+  for (int b = 0; b < 256; ++b) vocab[byte_char(b)] = b;
+  const json tokenizer{{"added_tokens", json::array()},
+                       {"normalizer", nullptr},
+                       {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
+                       {"post_processor", nullptr},
+                       {"decoder", {{"type", "ByteLevel"}}},
+                       {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", json::array()}}}};
+  ServedModel m{.name = "tiny",
+                .max_model_len = 4096,
+                .vocab = 256,
+                .tokenizer = onecat::tokenizer::Tokenizer::from_hf_json(tokenizer.dump())};
+  m.chat_template.emplace(kTemplate);
+  m.tool_template.emplace(kTemplate);
+  m.reasoning = reasoning;
+  return m;
+}
+
+const json kTools = json::parse(R"([
+  {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}},
+  {"type": "function", "function": {"name": "say \"hi\""}}])");
+
+json body(json tool_choice, json extra = json::object()) {
+  json b{{"messages", {{{"role", "user"}, {"content", "weather?"}}}}, {"tools", kTools}, {"max_tokens", 8}};
+  if (!tool_choice.is_null()) b["tool_choice"] = std::move(tool_choice);
+  b.update(extra);
+  return b;
+}
+
+json named(const std::string& name) { return {{"type", "function"}, {"function", {{"name", name}}}}; }
+
+std::string prompt_text(const ServedModel& m, const Generation& g) { return m.tokenizer.decode(g.prompts.at(0)); }
+
+// A 400 on tool_choice whose message holds `words`.
+void expect_refused(const ServedModel& m, const json& b, const std::string& words) {
+  try {
+    onecat::serve::parse_chat(b, m, 1);
+    ADD_FAILURE() << "accepted: " << b.dump();
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status, 400) << b.dump();
+    EXPECT_EQ(e.param, "tool_choice") << b.dump();
+    EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+
+TEST(ToolChoice, AutoAndNoneForceNothing) {
+  const ServedModel m = served();
+  for (const json& choice : {json(), json("auto")}) {
+    const Generation g = onecat::serve::parse_chat(body(choice), m, 1);
+    EXPECT_TRUE(g.tool_calls);
+    EXPECT_EQ(g.forced_reply, "");
+    EXPECT_EQ(prompt_text(m, g), "<|tools|>get_weather;say \"hi\";<|user|>weather?<|assistant|>");
+    EXPECT_TRUE(g.stop.empty());
+  }
+  const Generation none = onecat::serve::parse_chat(body("none"), m, 1);
+  EXPECT_FALSE(none.tool_calls);
+  EXPECT_EQ(none.forced_reply, "");
+  EXPECT_EQ(prompt_text(m, none), "<|user|>weather?<|assistant|>");
+}
+
+// A named function: the prompt ends with its call opened and its name written (as a JSON
+// string), and the reply ends when the block closes; /tokenize's rendering is the same prompt.
+TEST(ToolChoice, ANamedFunctionIsForcedAfterTheTemplate) {
+  const ServedModel m = served();
+  const std::string rendered = "<|tools|>get_weather;say \"hi\";<|user|>weather?<|assistant|>";
+  Generation g = onecat::serve::parse_chat(body(named("get_weather")), m, 1);
+  EXPECT_TRUE(g.tool_calls);
+  EXPECT_EQ(g.forced_reply, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": ");
+  EXPECT_EQ(prompt_text(m, g), rendered + g.forced_reply);
+  EXPECT_EQ(onecat::serve::render_chat(body(named("get_weather")), m), rendered + g.forced_reply);
+  EXPECT_EQ(g.stop, std::vector<std::string>{"</tool_call>"});
+  // The request's own stop strings stay.
+  g = onecat::serve::parse_chat(body(named("get_weather"), {{"stop", "END"}}), m, 1);
+  EXPECT_EQ(g.stop, (std::vector<std::string>{"END", "</tool_call>"}));
+  g = onecat::serve::parse_chat(body(named("say \"hi\"")), m, 1);
+  EXPECT_EQ(g.forced_reply, "<tool_call>\n{\"name\": \"say \\\"hi\\\"\", \"arguments\": ");
+}
+
+// "required": a call opened, any function's; the model may make several.
+TEST(ToolChoice, RequiredOpensACall) {
+  const ServedModel m = served();
+  const Generation g = onecat::serve::parse_chat(body("required"), m, 1);
+  EXPECT_TRUE(g.tool_calls);
+  EXPECT_EQ(g.forced_reply, "<tool_call>\n");
+  EXPECT_EQ(prompt_text(m, g), "<|tools|>get_weather;say \"hi\";<|user|>weather?<|assistant|><tool_call>\n");
+  EXPECT_TRUE(g.stop.empty());
+}
+
+// A template that opens <think> has it closed, empty, before the forced call; with a reasoning
+// parser the reply still starts inside it (the forced start closes it).
+TEST(ToolChoice, AnOpenedThinkIsClosedBeforeTheForcedCall) {
+  const ServedModel m = served(true);
+  const json kwargs{{"chat_template_kwargs", {{"open_think", true}}}};
+  const Generation g = onecat::serve::parse_chat(body("required", kwargs), m, 1);
+  EXPECT_EQ(g.forced_reply, "</think>\n\n<tool_call>\n");
+  EXPECT_TRUE(g.reasoning_opened);
+  EXPECT_EQ(prompt_text(m, g),
+            "<|tools|>get_weather;say \"hi\";<|user|>weather?<|assistant|><think></think>\n\n"
+            "<tool_call>\n");
+  const Generation open = onecat::serve::parse_chat(body("auto", kwargs), m, 1);
+  EXPECT_EQ(open.forced_reply, "");
+  EXPECT_TRUE(open.reasoning_opened);
+}
+
+TEST(ToolChoice, OtherShapesAndUnknownNamesAreRefused) {
+  const ServedModel m = served();
+  const std::string shapes = "tool_choice must be \"auto\", \"none\", \"required\" or {\"type\": \"function\"";
+  for (const json& choice :
+       {json("any"), json(""), json(5), json(true), json::array(), json::object(), json{{"type", "function"}},
+        json{{"type", "function"}, {"function", json::object()}}, json{{"type", "function"}, {"function", "f"}},
+        json{{"type", "function"}, {"function", {{"name", 5}}}},
+        json{{"type", "code"}, {"function", {{"name", "get_weather"}}}}, json{{"function", {{"name", "get_weather"}}}},
+        json{{"type", "function"}, {"name", "get_weather"}}}) {
+    expect_refused(m, body(choice), shapes);
+  }
+  expect_refused(m, body(named("get_time")), "names the function 'get_time', which is not among tools.");
+  expect_refused(m, body(named("Get_Weather")), "not among tools");
+  json no_tools = body("required");
+  no_tools.erase("tools");
+  expect_refused(m, no_tools, "tool_choice is \"required\" but the request has no tools.");
+  no_tools["tools"] = json::array();
+  expect_refused(m, no_tools, "has no tools");
+  no_tools["tool_choice"] = named("get_weather");
+  expect_refused(m, no_tools, "names the function 'get_weather' but the request has no tools.");
+  expect_refused(m, body(named("get_weather"), {{"add_generation_prompt", false}}), "needs add_generation_prompt");
+  // auto and none need no tools, as before.
+  json plain = body("none");
+  plain.erase("tools");
+  EXPECT_FALSE(onecat::serve::parse_chat(plain, m, 1).tool_calls);
+  plain["tool_choice"] = "auto";
+  EXPECT_FALSE(onecat::serve::parse_chat(plain, m, 1).tool_calls);
+}
