@@ -1,7 +1,6 @@
 #include "serve/server.h"
 
 #include <httplib.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -23,6 +22,7 @@
 #include "base/error.h"
 #include "engine/text_stream.h"
 #include "models/model/generation_config.h"
+#include "serve/connection.h"
 #include "serve/engine_loop.h"
 #include "serve/metrics.h"
 #include "serve/openai_request.h"
@@ -62,53 +62,6 @@ constexpr std::chrono::milliseconds kClientCheck{50};
 // The status /metrics counts for a request whose client left before its response (nginx's
 // "client closed request"; nobody reads it).
 constexpr int kClientClosedRequest = 499;
-
-// The connection this handler thread serves (-1 outside one): HttpServer notes it.
-thread_local int t_connection = -1;
-
-// Whether the peer closed a connection (its FIN: POLLRDHUP) or it failed. A keep-alive client's
-// next request shows as POLLIN, not asked for: it is no reason to stop.
-bool peer_left(int fd) {
-  pollfd p{fd, POLLRDHUP, 0};
-  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
-}
-
-// cpp-httplib 0.11 gives a handler no socket, but a non-streamed request needs its connection's
-// to notice a client that left while the engine works (a stream notices at its next write).
-// Server::process_and_close_socket is virtual and runs every handler of one connection on its
-// own thread, so an override notes the socket in t_connection around it. The base's body is
-// private, so this is that body as 0.11.4 writes it (detail::process_server_socket): requests on
-// one kept-alive socket, each through process_request on the library's own SocketStream (lent by
-// detail::process_client_socket), then shutdown and close.
-class HttpServer : public httplib::Server {
-  bool process_and_close_socket(socket_t sock) override {
-    t_connection = sock;
-    bool ok = false;
-    for (size_t count = keep_alive_max_count_; svr_sock_ != INVALID_SOCKET && count > 0 && next_request(sock);
-         --count) {
-      bool closed = false;
-      ok = httplib::detail::process_client_socket(
-          sock, read_timeout_sec_, read_timeout_usec_, write_timeout_sec_, write_timeout_usec_,
-          [&](httplib::Stream& strm) { return process_request(strm, count == 1, closed, nullptr); });
-      if (!ok || closed) break;
-    }
-    ::shutdown(sock, SHUT_RDWR);
-    httplib::detail::close_socket(sock);
-    t_connection = -1;
-    return ok;
-  }
-
-  // detail::keep_alive: whether anything (a request, or the end) arrives within the keep-alive
-  // timeout.
-  bool next_request(socket_t sock) const {
-    pollfd p{sock, POLLIN, 0};
-    int n;
-    do {
-      n = ::poll(&p, 1, int(keep_alive_timeout_sec_ * 1000));
-    } while (n < 0 && errno == EINTR);
-    return n > 0;
-  }
-};
 
 // Deeper than any request the API defines; bounds the work a hostile body can cause.
 constexpr int kMaxJsonDepth = 64;
@@ -557,9 +510,17 @@ class Server {
       auto job =
           std::make_shared<Job>(model_, loop_, metrics_, std::move(g), chat, next_id(chat ? "chatcmpl" : "cmpl"));
       if (!job->gen.stream) {
-        const int connection = t_connection;
+        const int connection = connection_socket(req.remote_addr, req.remote_port, req.local_addr, req.local_port);
         std::function<bool()> client_left;
-        if (connection >= 0) client_left = [connection] { return peer_left(connection); };
+        if (connection >= 0) {
+          client_left = [connection] { return peer_left(connection); };
+        } else {
+          std::fprintf(stderr,
+                       "onecat serve: %s: its connection's socket (%s:%d to %s:%d) was not found; it runs to its end "
+                       "even if its client leaves\n",
+                       job->id.c_str(), req.remote_addr.c_str(), req.remote_port, req.local_addr.c_str(),
+                       req.local_port);
+        }
         std::optional<json> whole = job->whole_response(client_left);
         if (!whole) {
           std::fprintf(stderr, "onecat serve: %s: the client went away; its request is cancelled\n", job->id.c_str());
@@ -687,7 +648,7 @@ class Server {
   ServedModel& model_;
   EngineLoop& loop_;
   Metrics& metrics_;
-  HttpServer http_;
+  httplib::Server http_;
   uint64_t seed_base_ = 0;
   std::atomic<uint64_t> counter_{0};
   int64_t created_ = std::time(nullptr);

@@ -911,10 +911,11 @@ def test_client_leaving_mid_stream(server):
 
 
 def test_client_leaving_a_whole_request(model):
-    """A non-streamed request whose client closes its connection is cancelled (the handler looks
-    at the socket every 50 ms while it waits): its pages are let go long before it could have
-    ended, it counts as status 499 and not as a finished request, and the server serves on,
-    kept-alive connections too (HttpServer's own keep-alive loop)."""
+    """A non-streamed request whose client closes its connection is cancelled (the handler finds
+    its socket by the connection's two ends and looks at it every 50 ms while it waits): its pages
+    are let go long before it could have ended, it counts as status 499 and not as a finished
+    request, and the server serves on, kept-alive connections too; every request's socket was
+    found."""
     s = Server(model, 4096)
     try:
         # Two requests on one kept-alive connection; the second's time gives the generation rate.
@@ -956,6 +957,7 @@ def test_client_leaving_a_whole_request(model):
         while not any("the client went away" in line for line in s.log) and time.time() < deadline:
             time.sleep(0.02)
         assert sum("the client went away" in line for line in s.log) == 1, "".join(s.log)
+        assert not any("was not found" in line for line in s.log), "".join(s.log)
         after = parse_prometheus(s.request("GET", "/metrics")[1].decode())
 
         def delta(name, **labels):
