@@ -160,7 +160,7 @@ serve_bench() {  # onecat serve, then llama-server, on a model-bench checkpoint 
   local args=(--vocab 151936 --rates "${SERVE_RATES:-4,16,inf}" --num-prompts "${SERVE_PROMPTS:-64}" --input-len 1024
     --output-len 256 --workload "${SERVE_WORKLOAD:-fixed}" --temperature "${SERVE_TEMPERATURE:-0}" --top-p "${SERVE_TOP_P:-1}")
   ONECAT_CACHE_DIR=$work/cache $bin serve --model "$ckpt" --device cuda --port 8011 \
-    --served-model-name "onecat-$fmt" --max-num-seqs 64 $([ "${SERVE_DEVICE_SAMPLING:-1}" = 0 ] && echo --no-device-sampling) \
+    --served-model-name "onecat-$fmt" --max-num-seqs 64 --max-num-batched-tokens 2048 $([ "${SERVE_DEVICE_SAMPLING:-1}" = 0 ] && echo --no-device-sampling) \
     >"$out/serve.log" 2>&1 &
   serve_load "onecat-$fmt" 8011 $!
   [ -x build-llama/cmake/bin/llama-server ] && [ -f "$gguf" ] || { step "serve-bench: no llama-server or $gguf"; return; }

@@ -688,6 +688,9 @@ void serve(const ServeOptions& options) {
   if (!o.reasoning_parser.empty() && o.reasoning_parser != "qwen3" && o.reasoning_parser != "deepseek_r1") {
     throw InputError("--reasoning-parser must be qwen3 or deepseek_r1, not " + quoted_input(o.reasoning_parser) + ".");
   }
+  const bool cuda = o.device == model::Device::kCuda;
+  if (o.max_num_seqs == 0) o.max_num_seqs = cuda ? 128 : 8;
+  if (o.max_num_batched_tokens == 0) o.max_num_batched_tokens = cuda ? 2048 : 512;
   if (o.max_num_seqs < 1 || o.max_num_batched_tokens < 1) {
     throw InputError("--max-num-seqs and --max-num-batched-tokens must be at least 1.");
   }

@@ -18,8 +18,10 @@ struct ServeOptions {
   std::string api_key;            // non-empty: every endpoint but /health needs "Authorization: Bearer KEY"
   std::string reasoning_parser;   // "qwen3" or "deepseek_r1": chat replies' <think>…</think> → reasoning_content
   model::Device device = model::Device::kCpu;
-  int max_num_seqs = 8;
-  int64_t max_num_batched_tokens = 512;
+  // Per engine step; 0: the device's default, cuda 128 sequences and 2048 tokens (vLLM's step
+  // budget for serving), cpu 8 and 512.
+  int max_num_seqs = 0;
+  int64_t max_num_batched_tokens = 0;
   int64_t max_model_len = 0;    // 0: config.json's max_position_embeddings (4096 when it has none)
   int64_t kv_cache_tokens = 0;  // 0: cpu max_num_seqs × max_model_len; cuda as gpu_memory_utilization leaves room for
   double gpu_memory_utilization = 0.9;  // cuda: the share of the GPU's memory onecat may hold

@@ -20,8 +20,9 @@ void add_serve(CLI::App& app) {
   cmd->add_option("--served-model-name", o->served_model_name, "The model's name in the API (default: --model)");
   cmd->add_option("--api-key", o->api_key, "Require 'Authorization: Bearer KEY' on every endpoint but /health");
   cmd->add_option("--device", *device, "cpu (default) or cuda");
-  cmd->add_option("--max-num-seqs", o->max_num_seqs, "Sequences per engine step (default 8)");
-  cmd->add_option("--max-num-batched-tokens", o->max_num_batched_tokens, "Tokens per engine step (default 512)");
+  cmd->add_option("--max-num-seqs", o->max_num_seqs, "Sequences per engine step (default: cuda 128, cpu 8)");
+  cmd->add_option("--max-num-batched-tokens", o->max_num_batched_tokens,
+                  "Tokens per engine step (default: cuda 2048, cpu 512)");
   cmd->add_option("--max-model-len", o->max_model_len,
                   "Prompt + output tokens of a request, at most (default: config.json's max_position_embeddings)");
   cmd->add_option("--kv-cache-tokens", o->kv_cache_tokens,
