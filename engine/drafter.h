@@ -27,9 +27,11 @@ struct DraftRequest {
   int k = 0;                                      // at most this many drafts (≥ 1)
   const cpu::SamplingParams* sampling = nullptr;  // the request's: a drafter that samples draws with
                                                   // its seed (engine/speculative.h, RandomStream::kDraft)
-  // The target's final hidden states of the request's rows in the last step, [rows][hidden], for
-  // drafters that read them (MTP heads, EAGLE, block drafters). Empty: the model does not yet
-  // hand them out, and no drafter here asks (Drafter::wants_hidden_states).
+  // For drafters that read them (Drafter::wants_hidden_states; MTP heads, EAGLE, block drafters;
+  // else empty): the target's final hidden states (the final norm's output, the lm_head's input)
+  // of the rows whose logits gave the request's tokens in its last step, [rows][hidden] — one row,
+  // or a verify step's accepted drafts and the token after them. Row i is the position whose
+  // logits chose tokens[size − rows + i].
   std::span<const float> hidden;
 };
 

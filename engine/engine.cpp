@@ -25,6 +25,9 @@ struct Engine::Seq {
   std::vector<TokenLogprobs> prompt_logprobs;  // Request::prompt_logprobs: prompt tokens 1 … so far
   bool prompt_logprobs_sent = false;           // with the first output
   std::vector<std::vector<float>> q;           // the drafts' distributions (empty: certain drafts)
+  // Drafter::wants_hidden_states: the target's final hidden states of the rows whose logits gave
+  // its tokens in its last step, [rows][hidden] (DraftRequest::hidden).
+  std::vector<float> hidden;
 
   int64_t pending() const { return int64_t(tokens.size()) - computed; }
 };
@@ -143,7 +146,7 @@ void Engine::draft(std::vector<Chunk>& chunks, int64_t& budget) {
     const int64_t k = std::min<int64_t>({wanted, room, left});
     if (k <= 0) continue;
     left -= k;
-    asks.push_back({s.id, s.tokens, int64_t(r.prompt.size()), int(k), &r.sampling, {}});
+    asks.push_back({s.id, s.tokens, int64_t(r.prompt.size()), int(k), &r.sampling, s.hidden});
     seqs.push_back(&s);
   }
   if (asks.empty()) return;
@@ -461,6 +464,18 @@ std::vector<StepOutput> Engine::step() {
   };
   stats_.computed_tokens += int64_t(ids.size());
   collect_prompt_logprobs(chunks, row_of, prompt_row_of, logits);
+  // The rows' hidden states for a drafter that reads them; each sequence keeps those of its new tokens below.
+  const int64_t width = model_.config().hidden;
+  std::vector<float> hidden;
+  if (drafter_ && drafter_->wants_hidden_states()) {
+    hidden.resize(logit_rows.size() * size_t(width));
+    model_.read_hidden(hidden);
+  }
+  auto keep_hidden = [&](Seq& s, int32_t first_row, int64_t rows) {
+    if (hidden.empty()) return;
+    const auto from = hidden.begin() + std::ptrdiff_t(int64_t(first_row) * width);
+    s.hidden.assign(from, from + std::ptrdiff_t(rows * width));
+  };
 
   // The rows to sample: chunks that reach their prompt's end. Sampled where the logits are
   // (above), or on the host on every core (cpu::sample_rows: the rows in parallel, or one
@@ -498,11 +513,13 @@ std::vector<StepOutput> Engine::step() {
           if (i == m || tokens.back().token != drafts[i]) break;
         }
         const int64_t accepted = int64_t(tokens.size()) - 1;
+        keep_hidden(s, row_of[k], accepted + 1);
         verify(s, std::move(tokens), accepted, out);
       } else {
         std::vector<const float*> rows;
         for (size_t i = 0; i <= m; ++i) rows.push_back(logits.data() + size_t(row_of[k] + int32_t(i)) * size_t(vocab));
         Verified v = verify_drafts({rows, vocab, drafts, s.q, &s.request.sampling, s.request.prompt, s.output});
+        keep_hidden(s, row_of[k], v.accepted + 1);
         verify(s, std::move(v.tokens), v.accepted, out);
       }
       continue;
@@ -510,6 +527,7 @@ std::vector<StepOutput> Engine::step() {
     s.computed += chunks[k].tokens;
     cache_pages(s);
     if (s.pending() > 0) continue;  // a prefill chunk short of the prompt's end
+    keep_hidden(s, row_of[k], 1);
     const Request& r = s.request;
     StepOutput o{s.id, -1, false, ""};
     if (r.prompt_logprobs >= 0 && !s.prompt_logprobs_sent) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/half.h"
 #include "engine/block_manager.h"
 #include "engine/drafter.h"
 #include "model_test_util.h"
@@ -375,6 +376,67 @@ TEST(Engine, SelfDraftingAcceptsEveryToken) {
   together(e, jobs);
   EXPECT_GT(e.stats().draft_tokens, 0);
   EXPECT_EQ(e.stats().accepted_tokens, e.stats().draft_tokens) << "acceptance rate 1";
+}
+
+// A drafter on the target's hidden states (Drafter::wants_hidden_states) gets, with each request,
+// the final hidden states of the rows that chose its newest tokens (one, or a verify step's
+// accepted drafts and the token after them): each row · embed_tokensᵀ (the checkpoint ties its
+// lm_head) is the CPU forward's logits at that row's position. Drafts are n-gram lookups, so
+// some steps verify and keep several rows.
+class HiddenStatesRecorder final : public engine::Drafter {
+ public:
+  struct Seen {
+    std::vector<int32_t> tokens;
+    std::vector<float> hidden;
+  };
+  std::vector<Seen> seen;
+  std::vector<engine::Draft> propose(std::span<const engine::DraftRequest> requests) override {
+    std::vector<engine::Draft> out;
+    for (const engine::DraftRequest& r : requests) {
+      seen.push_back({{r.tokens.begin(), r.tokens.end()}, {r.hidden.begin(), r.hidden.end()}});
+      out.push_back({engine::ngram_draft(r.tokens, r.k, 1, 3), {}});
+    }
+    return out;
+  }
+  bool wants_hidden_states() const override { return true; }
+};
+
+TEST(Engine, DraftersGetTheTargetsHiddenStates) {
+  const LoadedModel loaded = load(Checkpoints::of("qwen3", "f16"));
+  ASSERT_FALSE(loaded.lm_head.has_value()) << "the check below needs a tied lm_head";
+  const int64_t vocab = loaded.config.vocab, width = loaded.config.hidden;
+  std::vector<Job> jobs = mixed_jobs(vocab, 900);
+  jobs.resize(4);
+  auto recorder = std::make_shared<HiddenStatesRecorder>();
+  Model m(loaded, engine_model());
+  Engine e(m, {.max_num_batched_tokens = 48, .max_num_seqs = 4, .num_speculative_tokens = 3, .drafter = recorder});
+  together(e, jobs);
+  ASSERT_FALSE(recorder->seen.empty());
+  Model ref(loaded, options(256));
+  int several = 0;
+  for (const HiddenStatesRecorder::Seen& s : recorder->seen) {
+    ASSERT_FALSE(s.hidden.empty());
+    ASSERT_EQ(s.hidden.size() % size_t(width), 0u);
+    const int64_t rows = int64_t(s.hidden.size()) / width, n = int64_t(s.tokens.size());
+    ASSERT_LT(rows, n);
+    several += rows > 1;
+    Sequence seq;
+    const std::vector<float> all = ref.extend(seq, s.tokens, true);
+    ref.release(seq);
+    for (int64_t i = 0; i < rows; ++i) {
+      const int64_t position = n - rows + i - 1;  // its logits chose tokens[position + 1]
+      const float* want = all.data() + position * vocab;
+      const auto [lo, hi] = std::minmax_element(want, want + vocab);
+      for (int64_t v = 0; v < vocab; ++v) {
+        float got = 0;
+        for (int64_t j = 0; j < width; ++j) {
+          got += s.hidden[size_t(i * width + j)] * cpu::half_to_float(loaded.embed_tokens[size_t(v * width + j)]);
+        }
+        ASSERT_NEAR(got, want[v], 1e-4f * (*hi - *lo)) << "position " << position << " token " << v;
+      }
+    }
+  }
+  EXPECT_GT(several, 0) << "no verify step kept more than one row";
 }
 
 // --draft-p-min: a draft model stops drafting a request's step at a draft it is less sure of than

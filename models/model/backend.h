@@ -136,6 +136,10 @@ class Backend {
   // Greedy decoding without copying the logits out: the lowest id among each logit row's
   // maxima (NaN never wins; cpu::argmax's rule), [logit rows].
   virtual void read_argmax(std::span<int32_t> out) = 0;
+  // After one of the reads above: the step's final hidden states, the lm_head's input rows
+  // (the final norm's output) of its logit rows, [logit rows][hidden] in fp32 — what drafters
+  // on the target's hidden states (MTP heads, EAGLE) read (engine/drafter.h).
+  virtual void read_hidden(std::span<float> out) = 0;
   // Readies read_sampled (the GPU: its kernels for every sequence bucket and their buffers),
   // so that no step compiles; called once by an engine that samples where the logits are.
   virtual void prepare_sampling() {}

@@ -406,6 +406,13 @@ void CpuBackend::logits(Act in) {
   matmul(b.x.data(), rows, weights_->lm_head, b.logits.data());
 }
 
+void CpuBackend::read_hidden(std::span<float> out) {
+  const Buffers& b = *buffers_;
+  const size_t count = size_t(b.logit_count * config_.hidden);
+  if (out.size() != count) throw Error("CPU backend: read_hidden needs room for exactly rows × hidden floats");
+  std::copy(b.x.begin(), b.x.begin() + std::ptrdiff_t(count), out.begin());  // logits()'s fp32 rows
+}
+
 void CpuBackend::read_logits(std::span<float> out) {
   const Buffers& b = *buffers_;
   const size_t count = size_t(b.logit_count * config_.vocab);

@@ -27,6 +27,7 @@ class CpuBackend final : public Backend {
   void rope_kv_write(int layer, Act qkv, Act q, Act k, Act v) override;
   void attention_decode(int layer, Act q, Act out) override;
   void attention_verify(int layer, Act q, Act out) override;
+  void read_hidden(std::span<float> out) override;
   void attention_prefill(int layer, Act q, Act out) override;
   void moe(int layer, Act out, Act in) override;
   void logits(Act in) override;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/half.h"
 #include "cache/record.h"
 #include "codegen/attention/emit.h"
 #include "codegen/attention/op.h"
@@ -848,6 +849,17 @@ void GpuBackend::read_argmax(std::span<int32_t> out) {
   }
   g.finish_step();
   if (!out.empty()) g.argmax_ids.download(out.data(), out.size_bytes());
+}
+
+void GpuBackend::read_hidden(std::span<float> out) {
+  Impl& g = *impl_;
+  const size_t count = size_t(g.read_rows * g.config.hidden);
+  if (out.size() != count) throw Error("GPU backend: read_hidden needs room for exactly rows × hidden floats");
+  const Driver& d = Driver::require_gpu();
+  d.check(d.cuStreamSynchronize(g.stream), "cuStreamSynchronize", "reading the hidden states");
+  std::vector<uint16_t> rows(count);
+  g.logit_inputs.download(rows.data(), count * 2);  // the lm_head's gathered fp16 inputs
+  for (size_t i = 0; i < count; ++i) out[i] = cpu::half_to_float(rows[i]);
 }
 
 void GpuBackend::prepare_verify(int max_block) {

@@ -41,6 +41,7 @@ class GpuBackend final : public Backend {
   void logits(Act in) override;
   void read_logits(std::span<float> out) override;
   void read_argmax(std::span<int32_t> out) override;
+  void read_hidden(std::span<float> out) override;
   void prepare_sampling() override;
   void read_sampled(std::span<const SampleRequest> rows, std::span<cpu::SampledToken> out) override;
 

@@ -232,6 +232,8 @@ void Model::forward_argmax(const ForwardBatch& batch, std::span<int32_t> ids) {
 
 void Model::prepare_sampling() { backend_->prepare_sampling(); }
 
+void Model::read_hidden(std::span<float> out) { backend_->read_hidden(out); }
+
 void Model::forward_sample(const ForwardBatch& batch, std::span<const SampleRequest> rows,
                            std::span<cpu::SampledToken> out) {
   run_step(batch);

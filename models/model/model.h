@@ -116,6 +116,9 @@ class Model {
   WarmStats warm_up(int64_t max_tokens);
   // The last step's GPU time (cuda: GpuBackend::last_step_seconds; cpu: 0).
   double last_step_gpu_seconds() const;
+  // After forward, forward_argmax or forward_sample: the step's final hidden states, the
+  // lm_head's input rows of its logit rows, [rows][hidden] (Backend::read_hidden).
+  void read_hidden(std::span<float> out);
   // Readies forward_sample (Backend::prepare_sampling): once, before the first such step.
   void prepare_sampling();
   // The same step, each logit row sampled where the logits are (Backend::read_sampled):
