@@ -18,6 +18,7 @@
 #include "base/half.h"
 #include "engine/block_manager.h"
 #include "engine/drafter.h"
+#include "engine/greedy_ab.h"
 #include "model_test_util.h"
 #include "models/model/generate.h"
 #include "runtime/cpu/sampling.h"
@@ -1089,9 +1090,16 @@ TEST(EngineCli, AuditPassesItsGates) {
   EXPECT_EQ(j["acceptance"]["acceptance_rate"].get<double>(), 1.0);  // its own draft
   EXPECT_LT(j["acceptance"]["target_steps"]["speculative"].get<int64_t>(),
             j["acceptance"]["target_steps"]["target"].get<int64_t>());
-  r = test::run_command(audit, scratch.path());  // n-gram drafts, the table
+  // --against default: the CPU backend has no configs, so its default run is the target's.
+  r = test::run_command(audit + "--against default --json", scratch.path());
   ASSERT_EQ(r.status, 0) << r.err;
-  for (const char* want : {"greedy identity", "perplexity", "natural stops", "PASS"}) {
+  j = test::parse_json(r);
+  EXPECT_EQ(j["against"]["default"]["identical"], j["prompts"]);
+  EXPECT_EQ(j["against"]["default"]["divergences"], 0);
+  EXPECT_EQ(j["against"]["default"]["pass"], true);
+  r = test::run_command(audit + "--against default", scratch.path());  // n-gram drafts, the table
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* want : {"greedy identity", "perplexity", "natural stops", "tuned vs default", "PASS"}) {
     EXPECT_TRUE(test::contains(r.out, want)) << r.out;
   }
   EXPECT_FALSE(test::contains(r.out, "FAIL")) << r.out;
@@ -1105,6 +1113,58 @@ TEST(EngineCli, AuditPassesItsGates) {
                         scratch.path());
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_TRUE(test::contains(r.err, "needs the checkpoint's tokenizer.json")) << r.err;
+  r = test::run_command(audit + "--against cpu", scratch.path());
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "--against cpu compares the GPU with the CPU backend: it needs --device cuda"))
+      << r.err;
+  r = test::run_command(audit + "--against default,gpu", scratch.path());
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_TRUE(test::contains(r.err, "--against takes default and cpu (comma-separated), not \"gpu\"")) << r.err;
+}
+
+// engine::compare_greedy (audit's gate 4): identical outputs; a target token the variant ranks
+// last at that place is a divergence (its gap the whole spread), a near tie only under a tie
+// bound of the whole spread; an output that ends early never is.
+TEST(Engine, GreedyAbJudgesEachFirstDivergence) {
+  const LoadedModel loaded = load(Checkpoints::of("llama", "f16"));
+  const int64_t vocab = loaded.config.vocab;
+  Model m(loaded, options(256));
+  std::vector<std::vector<int32_t>> prompts, greedy;
+  for (uint32_t i = 0; i < 3; ++i) {
+    prompts.push_back(random_prompt(9 + 4 * i, vocab, 80 + i));
+    Sequence s;
+    std::vector<int32_t> out{m.extend_greedy(s, prompts.back())};
+    while (out.size() < 6) out.push_back(m.extend_greedy(s, std::span(&out.back(), 1)));
+    m.release(s);
+    greedy.push_back(out);
+  }
+  engine::GreedyAb ab = engine::compare_greedy(m, prompts, greedy, greedy, 2e-3);
+  EXPECT_EQ(ab.identical, 3);
+  EXPECT_TRUE(ab.pass());
+  EXPECT_FALSE(ab.first.has_value());
+
+  std::vector<std::vector<int32_t>> target = greedy;
+  std::vector<int32_t> prefix = prompts[1];
+  prefix.insert(prefix.end(), greedy[1].begin(), greedy[1].begin() + 2);
+  Sequence s;
+  const std::vector<float> l = m.extend(s, prefix);
+  m.release(s);
+  target[1][2] = int32_t(std::min_element(l.begin(), l.end()) - l.begin());
+  target[2].pop_back();
+  ab = engine::compare_greedy(m, prompts, target, greedy, 2e-3);
+  EXPECT_EQ(ab.identical, 1);
+  EXPECT_EQ(ab.divergences, 2);
+  EXPECT_FALSE(ab.pass());
+  ASSERT_TRUE(ab.first.has_value());
+  EXPECT_EQ(ab.first->prompt, 1u);
+  EXPECT_EQ(ab.first->position, 2u);
+  EXPECT_EQ(ab.first->target, target[1][2]);
+  EXPECT_EQ(ab.first->variant, greedy[1][2]);
+  EXPECT_NEAR(ab.first->gap, 1.0, 1e-6);
+  ab = engine::compare_greedy(m, prompts, target, greedy, 1.0);
+  EXPECT_EQ(ab.near_ties, 1);
+  EXPECT_EQ(ab.divergences, 1);  // prompt 2's target ended early
+  EXPECT_EQ(m.pages().free_pages(), m.pages().pages());
 }
 
 // --dataset and --wave: the requests of a JSONL file one after another; a repeated prompt's

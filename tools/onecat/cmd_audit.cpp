@@ -3,12 +3,17 @@
 //      for token, the first divergence reported;
 //   2. perplexity of a text file (--text) one token a step (as a plain decode runs) and in
 //      chunks of k + 1 tokens with every row's logits (as a verify step runs): within 1e-4;
-//   3. natural stops (an EOS id before max_tokens) and mean output length, equal both ways.
+//   3. natural stops (an EOS id before max_tokens) and mean output length, equal both ways;
+//   4. (--against default,cpu) greedy A/B of the target against itself with default configs
+//      (no tuning record read) and against the CPU backend: identical, or each prompt's first
+//      divergence at a near tie (the variant's logits of the two tokens within kTie of their
+//      row's spread: fp16 rounding in another order, not a wrong kernel).
 // A pass/fail table, or --json; exit status 1 when a gate fails.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -24,19 +29,21 @@
 
 #include "base/error.h"
 #include "engine/engine.h"
+#include "engine/greedy_ab.h"
 #include "models/config.h"
 #include "models/model/generate.h"
 #include "models/model/generation_config.h"
 #include "models/model/model.h"
 #include "models/tokenizer/tokenizer.h"
 #include "runtime/cpu/sampling.h"
+#include "runtime/engine/session.h"
 #include "tools/onecat/commands.h"
 
 namespace onecat::cli {
 namespace {
 
 struct Options {
-  std::string model, device = "cpu", text, prompts;
+  std::string model, device = "cpu", text, prompts, against;
   int max_num_seqs = 8;
   engine::EngineOptions spec = {.num_speculative_tokens = 4};  // the speculative-decoding flags' fields
   int64_t max_tokens = 64, max_num_batched_tokens = 256, text_tokens = 1024;
@@ -160,6 +167,29 @@ double mean_nll(model::Model& m, const std::vector<int32_t>& tokens, int64_t chu
   return nll / double(tokens.size() - 1);
 }
 
+// A divergence between two backends' greedy outputs counts as a near tie when the variant's
+// logits of the two tokens differ by at most this share of the row's spread (max − min): the
+// bound the GPU tests hold the GPU's greedy tokens to against the CPU forward.
+constexpr double kTie = 2e-3;
+
+// Gate 4 for one variant (engine::compare_greedy), as JSON.
+nlohmann::json ab_gate(model::Model& variant, const Run& target, const Run& other,
+                       const std::vector<std::vector<int32_t>>& prompts) {
+  const engine::GreedyAb ab = engine::compare_greedy(variant, prompts, target.outputs, other.outputs, kTie);
+  nlohmann::json first = nullptr;
+  if (ab.first) {
+    const auto token = [](const std::optional<int32_t>& t) { return t ? nlohmann::json(*t) : nlohmann::json("end"); };
+    first = {{"prompt", ab.first->prompt},        {"position", ab.first->position},
+             {"target", token(ab.first->target)}, {"variant", token(ab.first->variant)},
+             {"gap_of_spread", ab.first->gap},    {"near_tie", ab.first->near_tie}};
+  }
+  return {{"identical", ab.identical},
+          {"near_tie_divergences", ab.near_ties},
+          {"divergences", ab.divergences},
+          {"first_divergence", first},
+          {"pass", ab.pass()}};
+}
+
 std::string shown(const std::optional<tokenizer::Tokenizer>& tok, int32_t id) {
   std::string s = std::to_string(id);
   if (tok) s += " " + nlohmann::json(tok->decode(std::vector<int32_t>{id})).dump();
@@ -170,6 +200,19 @@ void run(const Options& o) {
   if (o.spec.num_speculative_tokens < 1) throw InputError("--num-draft-tokens must be at least 1.");
   if (o.max_tokens < 1) throw InputError("--max-tokens must be at least 1.");
   if (o.text_tokens < 2) throw InputError("--text-tokens must be at least 2.");
+  std::vector<std::string> variants;
+  for (size_t at = 0; !o.against.empty() && at <= o.against.size();) {
+    const size_t comma = std::min(o.against.find(',', at), o.against.size());
+    const std::string v = o.against.substr(at, comma - at);
+    if (v != "default" && v != "cpu") {
+      throw InputError("--against takes default and cpu (comma-separated), not \"" + v + "\".");
+    }
+    if (v == "cpu" && model::parse_device(o.device) != model::Device::kCuda) {
+      throw InputError("--against cpu compares the GPU with the CPU backend: it needs --device cuda.");
+    }
+    variants.push_back(v);
+    at = comma + 1;
+  }
   const std::optional<tokenizer::Tokenizer> tok = tokenizer_of(o.model);
   const int64_t vocab = models::load_model(o.model).vocab;
   const std::vector<std::vector<int32_t>> prompts = prompt_set(o, tok, vocab);
@@ -198,7 +241,7 @@ void run(const Options& o) {
   for (const auto& p : prompts) all += int64_t(p.size()) + o.max_tokens + o.spec.num_speculative_tokens + 16;
   mo.kv_cache_tokens = std::max(pool, all);
   mo.progress = false;
-  const std::unique_ptr<model::Model> m = model::Model::load(o.model, mo);
+  std::unique_ptr<model::Model> m = model::Model::load(o.model, mo);
 
   // 1 and 3: greedy, target alone and with speculation.
   const Run target = greedy_run(*m, prompts, eos, o, 0);
@@ -248,9 +291,31 @@ void run(const Options& o) {
                   {"pass", perplexity_ok}};
   }
 
+  // 4: the target against itself on default configs and on the CPU backend, one model at a time
+  // (an 8B target and its variant need not fit together).
+  nlohmann::json against = nlohmann::json::object();
+  bool against_ok = true;
+  if (!variants.empty()) m.reset();
+  for (const std::string& v : variants) {
+    model::ModelOptions vo = mo;
+    if (v == "cpu") vo.device = model::Device::kCpu;
+    if (v == "default") {
+      // An empty kernel cache: no tuning record is found, every op takes its default config.
+      static const std::string empty = std::filesystem::temp_directory_path().string() + "/onecat-audit-defaults-" +
+                                       std::to_string(std::random_device{}());
+      std::filesystem::create_directories(empty);
+      setenv("ONECAT_CACHE_DIR", empty.c_str(), 1);
+      Session::get().reset();
+    }
+    std::unique_ptr<model::Model> variant = model::Model::load(o.model, vo);
+    const Run other = greedy_run(*variant, prompts, eos, o, 0);
+    against[v] = ab_gate(*variant, target, other, prompts);
+    against_ok = against_ok && against[v]["pass"].get<bool>();
+  }
+
   const bool identity_ok = identical == int64_t(prompts.size());
   const bool stops_ok = stops_target == stops_spec;
-  const bool pass = identity_ok && perplexity_ok && stops_ok;
+  const bool pass = identity_ok && perplexity_ok && stops_ok && against_ok;
   nlohmann::json j{{"model", o.model},
                    {"device", o.device},
                    {"speculative", o.spec.speculative},
@@ -262,6 +327,7 @@ void run(const Options& o) {
                    {"identity", {{"identical", identical}, {"first_divergence", divergence}, {"pass", identity_ok}}},
                    {"perplexity", perplexity},
                    {"stops", {{"target", stops_target}, {"speculative", stops_spec}, {"pass", stops_ok}}},
+                   {"against", against},
                    {"acceptance",
                     {{"draft_tokens", st.draft_tokens},
                      {"accepted_tokens", st.accepted_tokens},
@@ -295,6 +361,18 @@ void run(const Options& o) {
          format("target %.0f%% stopped, %.1f tokens on average; speculative %.0f%%, %.1f",
                 100 * stops_target["natural_stop_rate"].get<double>(), stops_target["mean_output_length"].get<double>(),
                 100 * stops_spec["natural_stop_rate"].get<double>(), stops_spec["mean_output_length"].get<double>())});
+    for (const auto& [v, g] : against.items()) {
+      std::string detail = g["identical"].dump() + " of " + std::to_string(prompts.size()) + " identical, " +
+                           g["near_tie_divergences"].dump() + " parting at a near tie, " + g["divergences"].dump() +
+                           " otherwise";
+      if (!g["first_divergence"].is_null()) {
+        const nlohmann::json& d = g["first_divergence"];
+        detail += format("; first: prompt %s, token %s: target %s, %s %s (%.2g of the spread)",
+                         d["prompt"].dump().c_str(), d["position"].dump().c_str(), d["target"].dump().c_str(),
+                         v.c_str(), d["variant"].dump().c_str(), d["gap_of_spread"].get<double>());
+      }
+      table.row({v == "cpu" ? "GPU vs CPU" : "tuned vs default", g["pass"].get<bool>() ? "PASS" : "FAIL", detail});
+    }
     table.row({"acceptance", "-",
                format("%lld of %lld drafts accepted, %.2f tokens per verifying step, %lld target steps vs %lld",
                       static_cast<long long>(st.accepted_tokens), static_cast<long long>(st.draft_tokens),
@@ -320,6 +398,9 @@ void add_audit(CLI::App& app) {
   cmd->add_option("--max-tokens", o->max_tokens, "New tokens per prompt at most (default 64)");
   cmd->add_option("--text", o->text, "A text file whose perplexity is compared (needs tokenizer.json)");
   cmd->add_option("--text-tokens", o->text_tokens, "The text's first N tokens (default 1024)");
+  cmd->add_option("--against", o->against,
+                  "Greedy A/B of the target against default configs and/or the CPU backend: default, cpu or "
+                  "default,cpu (cpu needs --device cuda)");
   cmd->add_option("--max-num-seqs", o->max_num_seqs, "Sequences per step (default 8)");
   cmd->add_option("--max-num-batched-tokens", o->max_num_batched_tokens, "Tokens per step (default 256)");
   cmd->add_flag("--json", o->json, "Print one JSON object");
