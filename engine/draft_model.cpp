@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <string>
 
 #include "base/error.h"
 #include "engine/speculative.h"
+#include "models/config.h"
+#include "models/plan.h"
 
 namespace onecat::engine {
 namespace {
@@ -169,6 +172,28 @@ std::vector<Draft> ModelDrafter::propose(std::span<const DraftRequest> requests)
     }
   }
   return out;
+}
+
+void leave_room_for_draft(model::ModelOptions& target, const EngineOptions& engine) {
+  const std::string& name = engine.speculative;
+  if (engine.num_speculative_tokens <= 0 || !name.starts_with("draft:") || name.size() <= 6 ||
+      target.device != model::Device::kCuda || target.kv_cache_tokens != 0) {
+    return;
+  }
+  const std::string dir = name.substr(6);
+  if (!std::filesystem::is_directory(dir)) return;  // make_drafter refuses it in one sentence
+  const models::ModelConfig c = models::load_model(dir);
+  target.draft_page_bytes = 2 * size_t(c.layers) * size_t(c.kv_heads) * size_t(c.head_dim) * size_t(target.page_size) *
+                            size_t(models::kv_cache_element_bytes(target.kv_cache_dtype));
+  size_t weights = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".safetensors") weights += entry.file_size();
+  }
+  // A step's fp32 logits and its gathered rows, the activations (fp16, a dozen rows of hidden
+  // or intermediate width per token), and room for the workspaces and CUDA graphs.
+  const size_t tokens = size_t(target.max_batch_tokens);
+  const size_t buffers = tokens * (4 * size_t(c.vocab) + 2 * (12 * size_t(c.hidden) + 2 * size_t(c.intermediate)));
+  target.draft_bytes = weights + buffers + (size_t(256) << 20);
 }
 
 }  // namespace onecat::engine

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "engine/drafter.h"
+#include "engine/engine.h"
 #include "models/model/model.h"
 
 namespace onecat::engine {
@@ -41,5 +42,13 @@ class ModelDrafter final : public Drafter {
   float p_min_ = 0.0f;
   int64_t computed_tokens_ = 0;
 };
+
+// EngineOptions::speculative "draft:DIR" on a GPU whose target pool is sized from memory
+// (kv_cache_tokens 0): sets target.draft_page_bytes and draft_bytes from DIR's config.json and
+// files, so the target's pool leaves the draft model (whose pool holds as many tokens) its
+// memory: its KV per page in the target's cache dtype, its checkpoint's tensor bytes and an
+// estimate of its buffers (the logits and activations of a max_batch_tokens step, and 256 MiB).
+// Anything else: target unchanged. InputError when DIR has no readable config.json.
+void leave_room_for_draft(model::ModelOptions& target, const EngineOptions& engine);
 
 }  // namespace onecat::engine

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "engine/draft_model.h"
 #include "engine/text_stream.h"
 #include "models/model/generation_config.h"
 #include "serve/connection.h"
@@ -732,6 +733,7 @@ void serve(const ServeOptions& options) {
   mo.max_model_len = o.max_model_len;
   mo.kv_cache_dtype = kv_dtype;
   mo.progress = true;  // a bar on a terminal (models/checkpoint/load_progress.h)
+  engine::leave_room_for_draft(mo, o.speculation);  // a draft model's pool is as large as this one's
   const auto start = std::chrono::steady_clock::now();
   const std::unique_ptr<model::Model> m = model::Model::load(o.model_dir, mo);
   ServedModel served = served_model(o, *m);

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -17,6 +18,7 @@
 #include "base/error.h"
 #include "base/half.h"
 #include "engine/block_manager.h"
+#include "engine/draft_model.h"
 #include "engine/drafter.h"
 #include "engine/greedy_ab.h"
 #include "model_test_util.h"
@@ -438,6 +440,35 @@ TEST(Engine, DraftersGetTheTargetsHiddenStates) {
     }
   }
   EXPECT_GT(several, 0) << "no verify step kept more than one row";
+}
+
+// A draft model on a GPU whose target pool is sized from memory: the target leaves it its KV per
+// page (the draft's layers × K and V of its KV heads, in the target's cache dtype) and its
+// tensors and buffers; with a given pool, n-gram drafts, or on the CPU nothing changes.
+TEST(Engine, ATargetLeavesRoomForItsDraftModel) {
+  const std::string dir = Checkpoints::of("llama", "f16");
+  const models::ModelConfig c = models::load_model(dir);
+  model::ModelOptions o;
+  o.device = model::Device::kCuda;
+  o.kv_cache_tokens = 0;
+  o.kv_cache_dtype = models::KvCacheDtype::kE4m3;
+  const EngineOptions spec{.num_speculative_tokens = 3, .speculative = "draft:" + dir};
+  engine::leave_room_for_draft(o, spec);
+  EXPECT_EQ(o.draft_page_bytes, size_t(2 * c.layers * c.kv_heads * c.head_dim * o.page_size * 1));
+  const size_t tensors = std::filesystem::file_size(std::filesystem::path(dir) / "model.safetensors");
+  EXPECT_GT(o.draft_bytes, tensors + (size_t(256) << 20));
+  EXPECT_LT(o.draft_bytes, tensors + (size_t(512) << 20));  // a tiny model's buffers are small
+  model::ModelOptions given = o, cpu = o, ngram = o;
+  given.draft_page_bytes = given.draft_bytes = 0, given.kv_cache_tokens = 4096;
+  cpu.draft_page_bytes = cpu.draft_bytes = 0, cpu.device = model::Device::kCpu;
+  ngram.draft_page_bytes = ngram.draft_bytes = 0;
+  engine::leave_room_for_draft(given, spec);
+  engine::leave_room_for_draft(cpu, spec);
+  engine::leave_room_for_draft(ngram, {.num_speculative_tokens = 3, .speculative = "ngram"});
+  for (const model::ModelOptions* unchanged : {&given, &cpu, &ngram}) {
+    EXPECT_EQ(unchanged->draft_page_bytes, 0u);
+    EXPECT_EQ(unchanged->draft_bytes, 0u);
+  }
 }
 
 // --draft-p-min: a draft model stops drafting a request's step at a draft it is less sure of than

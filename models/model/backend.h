@@ -79,6 +79,10 @@ struct BackendLimits {
   // scales: E4M3 holds ±448, E5M2 ±57344, far beyond K and V after the norms).
   models::KvCacheDtype kv_dtype = models::KvCacheDtype::kF16;
   bool progress = false;  // GPU: a bar on stderr while the kernels are prepared (ModelOptions::progress)
+  // GPU, kv_pages 0: what another model whose pool holds as many tokens (a draft model) will
+  // need beside this one — its KV bytes per page and its weights and buffers — held back when
+  // the pool is sized from memory (ModelOptions::draft_page_bytes, draft_bytes).
+  size_t companion_page_bytes = 0, companion_bytes = 0;
 
   // A sequence's block-table row: max_sequence_pages, at most kv_pages.
   int64_t row_pages() const { return max_sequence_pages > 0 ? std::min(max_sequence_pages, kv_pages) : kv_pages; }

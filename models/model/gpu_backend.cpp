@@ -520,7 +520,8 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
     // Room for CUDA graphs (one per decode batch size), the step's batch arrays and the driver.
     constexpr size_t kReserve = size_t(512) << 20;
     g.limits.kv_pages = kv_pages_for_memory(total_memory, free_at_start, free_now, limits.memory_utilization,
-                                            2 * page_bytes * size_t(c.layers), kReserve);
+                                            2 * page_bytes * size_t(c.layers) + limits.companion_page_bytes,
+                                            kReserve + limits.companion_bytes);
   }
   // One page more than the pool: the scratch page a padded decode step's extra sequences write
   // (scratch_page()), never handed out.

@@ -45,6 +45,9 @@ struct ModelOptions {
   bool progress = true;            // a progress bar while loading
   bool cuda_graphs = true;         // cuda: replay decode steps as CUDA graphs
   bool profile = false;            // cuda: time every kernel (steps then run op by op); see gpu()
+  // cuda, kv_cache_tokens 0: a draft model to load after this one with a pool of as many tokens
+  // (engine::leave_room_for_draft): its KV bytes per page and its weights and buffers, left free.
+  size_t draft_page_bytes = 0, draft_bytes = 0;
 };
 
 // A sequence's tokens in the KV cache: its pages and how many tokens they hold.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "engine/draft_model.h"
 #include "models/model/generation_config.h"
 #include "python/bindings/families.h"
 #include "python/bindings/sampling_args.h"
@@ -99,13 +100,6 @@ void bind_engine(py::module_& m) {
         o.max_model_len = max_model_len;
         o.cuda_graphs = cuda_graphs;
         o.progress = progress;
-        auto p = std::make_unique<PyLLM>();
-        {
-          py::gil_scoped_release release;
-          p->model = model::Model::load(path, o);
-          p->eos = model::eos_token_ids(path);
-        }
-        p->path = path;
         engine::EngineOptions eo;
         eo.prefix_caching = prefix_caching;
         eo.num_speculative_tokens = num_draft_tokens != 0 ? num_draft_tokens : num_speculative_tokens;
@@ -113,6 +107,14 @@ void bind_engine(py::module_& m) {
         eo.ngram_min = prompt_lookup_min, eo.ngram_max = prompt_lookup_max;
         eo.draft_p_min = draft_p_min;
         eo.device_sampling = device_sampling;
+        engine::leave_room_for_draft(o, eo);  // a draft model's pool is as large as the target's
+        auto p = std::make_unique<PyLLM>();
+        {
+          py::gil_scoped_release release;
+          p->model = model::Model::load(path, o);
+          p->eos = model::eos_token_ids(path);
+        }
+        p->path = path;
         {
           py::gil_scoped_release release;  // a draft model loads here
           p->engine = std::make_unique<engine::Engine>(*p->model, eo);
