@@ -179,11 +179,7 @@ TEST(GpuVerify, VerifyBlocksFollowTheCpuForward) {
       EXPECT_EQ(stats.sizes, graphs ? 8 : 0) << what;  // decode 1, 2, 4, 8; verify blocks of 4 at 1, 2, 4, 8
       const VerifyFlow f = verify_flow(gpu, prompts);
       for (size_t i = 0; i < prompts.size(); ++i) {
-        std::vector<float> ref;
-        for (size_t p : f.positions[i]) {
-          ref.insert(ref.end(), want[i].begin() + std::ptrdiff_t(p * size_t(vocab)),
-                     want[i].begin() + std::ptrdiff_t((p + 1) * size_t(vocab)));
-        }
+        const std::vector<float> ref = rows_at(want[i], f.positions[i], vocab);
         const bool fp8 = kv != models::KvCacheDtype::kF16;
         expect_close(f.logits[i], ref, vocab, what + ", sequence " + std::to_string(i),
                      fp8 ? kFp8KvRelativeError : kMaxRelativeError, fp8 ? kFp8KvKl : kMaxKl);

@@ -305,12 +305,7 @@ TEST(ModelForward, VerifyBlocksGiveThePrefillsLogits) {
   m.prepare_verify(4);
   const VerifyFlow f = verify_flow(m, prompts);
   for (size_t i = 0; i < prompts.size(); ++i) {
-    std::vector<float> ref;
-    for (size_t p : f.positions[i]) {
-      ref.insert(ref.end(), want[i].begin() + std::ptrdiff_t(p * size_t(vocab)),
-                 want[i].begin() + std::ptrdiff_t((p + 1) * size_t(vocab)));
-    }
-    expect_bits_equal(f.logits[i], ref, vocab, "sequence " + std::to_string(i));
+    expect_bits_equal(f.logits[i], rows_at(want[i], f.positions[i], vocab), vocab, "sequence " + std::to_string(i));
   }
   EXPECT_EQ(m.pages().free_pages(), m.pages().pages());
   std::vector<Sequence> one(1);

@@ -148,6 +148,16 @@ inline std::vector<float> logits_by_steps(Model& m, const std::vector<int32_t>& 
   return out;
 }
 
+// The rows of `all` ([positions][vocab]) at `positions`, in that order.
+inline std::vector<float> rows_at(const std::vector<float>& all, const std::vector<size_t>& positions, int64_t vocab) {
+  std::vector<float> out;
+  for (size_t p : positions) {
+    out.insert(out.end(), all.begin() + std::ptrdiff_t(p * size_t(vocab)),
+               all.begin() + std::ptrdiff_t((p + 1) * size_t(vocab)));
+  }
+  return out;
+}
+
 // Speculative-decoding steps over the prompts (at least 5, each at least 40 tokens; the model
 // takes 8 sequences and 64-token steps): each prefilled to 20 tokens, then a mixed step given
 // in shuffled order — a decode, verify blocks of 2, 3 and 5 tokens and a 7-token prefill chunk —

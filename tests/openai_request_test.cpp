@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "serve/tool_calls.h"
+#include "test_util.h"
 
 using nlohmann::json;
 using onecat::serve::ApiError;
@@ -17,25 +18,7 @@ using onecat::serve::ServedModel;
 
 namespace {
 
-// GPT-2's byte → character map of its byte-level pre-tokenizer.
-std::string byte_char(int b) {
-  const auto printable = [](int c) {
-    return (c >= '!' && c <= '~') || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE && c <= 0xFF);
-  };
-  int code = b;
-  if (!printable(b)) {
-    code = 256;
-    for (int c = 0; c < b; ++c) code += printable(c) ? 0 : 1;
-  }
-  std::string out;
-  if (code < 0x80) {
-    out += char(code);
-  } else {
-    out += char(0xC0 | (code >> 6));
-    out += char(0x80 | (code & 0x3F));
-  }
-  return out;
-}
+using onecat::test::byte_char;
 
 // tools/make_tiny_checkpoint.py's CHAT_TEMPLATE: tools listed by name, earlier calls in
 // Hermes's form, and open_think (the generation prompt ends with <think>).

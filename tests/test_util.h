@@ -70,6 +70,26 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
+// GPT-2's byte → character map of its byte-level pre-tokenizer, as UTF-8.
+inline std::string byte_char(int b) {
+  const auto printable = [](int c) {
+    return (c >= '!' && c <= '~') || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE && c <= 0xFF);
+  };
+  int code = b;
+  if (!printable(b)) {
+    code = 256;
+    for (int c = 0; c < b; ++c) code += printable(c) ? 0 : 1;
+  }
+  std::string out;
+  if (code < 0x80) {
+    out += char(code);
+  } else {
+    out += char(0xC0 | (code >> 6));
+    out += char(0x80 | (code & 0x3F));
+  }
+  return out;
+}
+
 inline bool contains(std::string_view haystack, std::string_view needle) {
   return haystack.find(needle) != std::string_view::npos;
 }

@@ -8,32 +8,14 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "test_util.h"
 
 using onecat::engine::TextStream;
 using onecat::tokenizer::Tokenizer;
 
 namespace {
 
-// GPT-2's byte → character map of its byte-level pre-tokenizer.
-std::string byte_char(int b) {
-  const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-  int code = b;
-  if (!printable) {
-    int n = 0;
-    for (int c = 0; c < b; ++c) {
-      if (!((c >= '!' && c <= '~') || (c >= 0xA1 && c <= 0xAC) || (c >= 0xAE && c <= 0xFF))) ++n;
-    }
-    code = 256 + n;
-  }
-  std::string out;
-  if (code < 0x80) {
-    out += char(code);
-  } else {
-    out += char(0xC0 | (code >> 6));
-    out += char(0x80 | (code & 0x3F));
-  }
-  return out;
-}
+using onecat::test::byte_char;
 
 const std::vector<std::string> kExtra = {"ab", "cS", "TO", "Pd", "ST", "OP"};
 
