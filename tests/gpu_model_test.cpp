@@ -365,8 +365,8 @@ TEST(GpuEngine, ConcurrentRequestsFollowTheCpuForward) {
 }
 
 // Speculative decoding on the GPU (verify blocks through the verify kernels and, when the step
-// holds them alone, CUDA graphs): n-gram drafts on prompts that repeat themselves and a draft
-// model (the checkpoint itself). Every greedy token is the CPU forward's choice (within 2e-3 of
+// holds them alone, CUDA graphs): n-gram drafts (k = 1, 4, 8) on prompts that repeat themselves
+// and a draft model (the checkpoint itself, k = 3). Every greedy token is the CPU forward's choice (within 2e-3 of
 // the logits' spread, the GPU's rounding), drafts are accepted, and self-drafting accepts nearly
 // all: the draft's decode kernel and the target's verify kernel round differently, so a near tie
 // may part them.
@@ -375,13 +375,15 @@ TEST(GpuEngine, SpeculativeGreedyFollowsTheCpuForward) {
   const LoadedModel loaded = load(dir);
   const int64_t vocab = loaded.config.vocab;
   Model cpu(loaded, options(256, 4096));
-  for (const std::string& speculative : {std::string("ngram"), "draft:" + dir}) {
+  const std::vector<std::pair<std::string, int>> runs{{"ngram", 1}, {"ngram", 4}, {"ngram", 8}, {"draft:" + dir, 3}};
+  for (const auto& [speculative, k] : runs) {
+    SCOPED_TRACE(speculative + ", k " + std::to_string(k));
     ModelOptions o = on_gpu(options(64, 4096), true);
     o.max_sequences = 8;
     Model gpu(loaded, o);
     engine::Engine e(
         gpu,
-        {.max_num_batched_tokens = 64, .max_num_seqs = 6, .num_speculative_tokens = 3, .speculative = speculative});
+        {.max_num_batched_tokens = 64, .max_num_seqs = 6, .num_speculative_tokens = k, .speculative = speculative});
     std::map<int64_t, std::vector<int32_t>> prompts, got;
     for (int i = 0; i < 8; ++i) {
       engine::Request r;
