@@ -81,53 +81,56 @@ void bind_engine(py::module_& m) {
   auto cls = py::class_<PyLLM>(m, "LLM",
                                "Many requests through one checkpoint at once: continuous batching, chunked prefill, "
                                "paged KV cache with prefix caching (docs/engine.md)");
-  cls.def(
-      py::init([](const std::string& path, const std::string& device, int max_num_seqs, int64_t max_num_batched_tokens,
-                  int64_t kv_cache_tokens, double gpu_memory_utilization, bool prefix_caching, bool cuda_graphs,
-                  bool progress, int num_speculative_tokens, int num_draft_tokens, const std::string& speculative,
-                  int prompt_lookup_min, int prompt_lookup_max, float draft_p_min, bool device_sampling,
-                  const std::string& kv_cache_dtype, int64_t max_model_len) {
-        if (num_draft_tokens != 0 && num_speculative_tokens != 0 && num_draft_tokens != num_speculative_tokens) {
-          throw InputError("num_speculative_tokens is num_draft_tokens' other name: give one of them.");
-        }
-        model::ModelOptions o;
-        o.device = model::parse_device(device);
-        o.max_batch_tokens = max_num_batched_tokens;
-        o.max_sequences = max_num_seqs;
-        o.kv_cache_tokens = kv_cache_tokens;
-        o.gpu_memory_utilization = gpu_memory_utilization;
-        o.kv_cache_dtype = models::parse_kv_cache_dtype(kv_cache_dtype);
-        o.max_model_len = max_model_len;
-        o.cuda_graphs = cuda_graphs;
-        o.progress = progress;
-        engine::EngineOptions eo;
-        eo.prefix_caching = prefix_caching;
-        eo.num_speculative_tokens = num_draft_tokens != 0 ? num_draft_tokens : num_speculative_tokens;
-        eo.speculative = speculative;
-        eo.ngram_min = prompt_lookup_min, eo.ngram_max = prompt_lookup_max;
-        eo.draft_p_min = draft_p_min;
-        eo.device_sampling = device_sampling;
-        engine::leave_room_for_draft(o, eo);  // a draft model's pool is as large as the target's
-        auto p = std::make_unique<PyLLM>();
-        {
-          py::gil_scoped_release release;
-          p->model = model::Model::load(path, o);
-          p->eos = model::eos_token_ids(path);
-        }
-        p->path = path;
-        {
-          py::gil_scoped_release release;  // a draft model loads here
-          p->engine = std::make_unique<engine::Engine>(*p->model, eo);
-        }
-        return p;
-      }),
-      py::arg("path"), py::arg("device") = "cpu", py::kw_only(), py::arg("max_num_seqs") = 8,
-      py::arg("max_num_batched_tokens") = 256, py::arg("kv_cache_tokens") = 8192,
-      py::arg("gpu_memory_utilization") = 0.9, py::arg("prefix_caching") = true, py::arg("cuda_graphs") = true,
-      py::arg("progress") = false, py::arg("num_speculative_tokens") = 0, py::arg("num_draft_tokens") = 0,
-      py::arg("speculative") = "ngram", py::arg("prompt_lookup_min") = 1, py::arg("prompt_lookup_max") = 4,
-      py::arg("draft_p_min") = 0.0f, py::arg("device_sampling") = true, py::arg("kv_cache_dtype") = "auto",
-      py::arg("max_model_len") = 0);
+  cls.def(py::init([](const std::string& path, const std::string& device, std::optional<int> max_num_seqs,
+                      std::optional<int64_t> max_num_batched_tokens, std::optional<int64_t> kv_cache_tokens,
+                      double gpu_memory_utilization, bool prefix_caching, bool cuda_graphs, bool progress,
+                      int num_speculative_tokens, int num_draft_tokens, const std::string& speculative,
+                      int prompt_lookup_min, int prompt_lookup_max, float draft_p_min, bool device_sampling,
+                      const std::string& kv_cache_dtype, int64_t max_model_len) {
+            if (num_draft_tokens != 0 && num_speculative_tokens != 0 && num_draft_tokens != num_speculative_tokens) {
+              throw InputError("num_speculative_tokens is num_draft_tokens' other name: give one of them.");
+            }
+            model::ModelOptions o;
+            o.device = model::parse_device(device);
+            // None: the device's default — cuda 128 sequences, 2048-token steps and a pool that fills
+            // gpu_memory_utilization (vLLM's way), cpu 8, 256 and 8192 tokens.
+            const bool cuda = o.device == model::Device::kCuda;
+            o.max_batch_tokens = max_num_batched_tokens.value_or(cuda ? 2048 : 256);
+            o.max_sequences = max_num_seqs.value_or(cuda ? 128 : 8);
+            o.kv_cache_tokens = kv_cache_tokens.value_or(cuda ? 0 : 8192);
+            o.gpu_memory_utilization = gpu_memory_utilization;
+            o.kv_cache_dtype = models::parse_kv_cache_dtype(kv_cache_dtype);
+            o.max_model_len = max_model_len;
+            o.cuda_graphs = cuda_graphs;
+            o.progress = progress;
+            engine::EngineOptions eo;
+            eo.prefix_caching = prefix_caching;
+            eo.num_speculative_tokens = num_draft_tokens != 0 ? num_draft_tokens : num_speculative_tokens;
+            eo.speculative = speculative;
+            eo.ngram_min = prompt_lookup_min, eo.ngram_max = prompt_lookup_max;
+            eo.draft_p_min = draft_p_min;
+            eo.device_sampling = device_sampling;
+            engine::leave_room_for_draft(o, eo);  // a draft model's pool is as large as the target's
+            auto p = std::make_unique<PyLLM>();
+            {
+              py::gil_scoped_release release;
+              p->model = model::Model::load(path, o);
+              p->eos = model::eos_token_ids(path);
+            }
+            p->path = path;
+            {
+              py::gil_scoped_release release;  // a draft model loads here
+              p->engine = std::make_unique<engine::Engine>(*p->model, eo);
+            }
+            return p;
+          }),
+          py::arg("path"), py::arg("device") = "cpu", py::kw_only(), py::arg("max_num_seqs") = py::none(),
+          py::arg("max_num_batched_tokens") = py::none(), py::arg("kv_cache_tokens") = py::none(),
+          py::arg("gpu_memory_utilization") = 0.9, py::arg("prefix_caching") = true, py::arg("cuda_graphs") = true,
+          py::arg("progress") = false, py::arg("num_speculative_tokens") = 0, py::arg("num_draft_tokens") = 0,
+          py::arg("speculative") = "ngram", py::arg("prompt_lookup_min") = 1, py::arg("prompt_lookup_max") = 4,
+          py::arg("draft_p_min") = 0.0f, py::arg("device_sampling") = true, py::arg("kv_cache_dtype") = "auto",
+          py::arg("max_model_len") = 0);
   cls.def_property_readonly("eos_token_ids", [](const PyLLM& p) { return p.eos; });
   cls.def_property_readonly(
       "model_path", [](const PyLLM& p) { return p.path; }, "The checkpoint directory");

@@ -64,6 +64,9 @@ def test_step_and_cancel(checkpoint):
     outs = llm.step()
     assert [(o.id, o.token, o.finished, o.finish_reason) for o in outs] == [(a, -1, True, "cancelled")]
     assert llm.idle
+    assert llm.stats["pages"] == 512 // 16
+    # Left out (None), the limits are the device's: on the CPU a pool of 8192 tokens.
+    assert onecat.LLM(str(checkpoint)).stats["pages"] == 8192 // 16
 
 
 def test_value_errors(checkpoint):
