@@ -350,6 +350,20 @@ struct GpuBackend::Impl {
   }
 
   CUdeviceptr act(Act a) const { return acts[size_t(a)].ptr(); }
+
+  // Launches an attention op over a.batch sequences from the step's sequence `first` on (a.q,
+  // a.out, a.max_q set by the caller): the layer's cache, those sequences' block-table rows,
+  // seq_lens and cu_q entries, the split workspace of its config at m.
+  void launch_attention(AttentionOp& op, const Layer& l, int first, attention::Args a, int64_t m, const char* label) {
+    a.k_cache = l.k_cache.ptr(), a.v_cache = l.v_cache.ptr(), a.k_scale = l.k_scale(), a.v_scale = l.v_scale();
+    a.block_table = block_table.ptr() + CUdeviceptr(size_t(first) * size_t(limits.row_pages()) * 4);
+    a.max_pages = int(limits.row_pages()), a.seq_lens = seq_lens.ptr() + CUdeviceptr(first * 4);
+    a.cu_q = cu_q.ptr() + CUdeviceptr(first * 4), a.sm_scale = float(1.0 / std::sqrt(double(config.head_dim)));
+    a.partial = workspace.partial(attention::workspace_floats(op.spec(), op.config(m), a.batch));
+    a.counters = workspace.counters(attention::workspace_counters(op.spec(), op.config(m), a.batch));
+    Timed timed(*this, label);
+    op.launch(a, m, stream);
+  }
 };
 
 GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const BackendLimits& limits)
@@ -726,40 +740,21 @@ void GpuBackend::rope_kv_write(int layer, Act qkv, Act q, Act, Act) {
 
 void GpuBackend::attention_decode(int layer, Act q, Act out) {
   Impl& g = *impl_;
-  Impl::Layer& l = g.layers[size_t(layer)];
   attention::Args a;
-  a.out = g.act(out), a.q = g.act(q), a.k_cache = l.k_cache.ptr(), a.v_cache = l.v_cache.ptr();
-  a.k_scale = l.k_scale(), a.v_scale = l.v_scale();
-  a.block_table = g.block_table.ptr(), a.max_pages = int(g.limits.row_pages()), a.seq_lens = g.seq_lens.ptr();
-  a.cu_q = g.cu_q.ptr(), a.sm_scale = float(1.0 / std::sqrt(double(g.config.head_dim)));
-  a.batch = g.decode_sequences, a.max_q = 1;
-  const int64_t m = g.decode_sequences;
-  a.partial = g.workspace.partial(attention::workspace_floats(g.decode->spec(), g.decode->config(m), m));
-  a.counters = g.workspace.counters(attention::workspace_counters(g.decode->spec(), g.decode->config(m), m));
-  Impl::Timed timed(g, "attention decode");
-  g.decode->launch(a, m, g.stream);
+  a.out = g.act(out), a.q = g.act(q), a.batch = g.decode_sequences, a.max_q = 1;
+  g.launch_attention(*g.decode, g.layers[size_t(layer)], 0, a, g.decode_sequences, "attention decode");
 }
 
 void GpuBackend::attention_verify(int layer, Act q, Act out) {
   Impl& g = *impl_;
-  Impl::Layer& l = g.layers[size_t(layer)];
-  const int64_t row_bytes = g.config.heads * g.config.head_dim * 2;
+  const Impl::Layer& l = g.layers[size_t(layer)];
+  const CUdeviceptr row_bytes = CUdeviceptr(g.config.heads * g.config.head_dim * 2);
   for (const Impl::VerifyRun& run : g.verify_runs) {
-    AttentionOp& op = *g.verify.at(run.q);
     // The kernel finds block b's rows at b·q from q and out: both start at the run's first row.
     const CUdeviceptr row = CUdeviceptr(run.first_row);
     attention::Args a;
-    a.out = g.act(out) + row * row_bytes, a.q = g.act(q) + row * row_bytes;
-    a.k_cache = l.k_cache.ptr(), a.v_cache = l.v_cache.ptr(), a.k_scale = l.k_scale(), a.v_scale = l.v_scale();
-    a.block_table = g.block_table.ptr() + CUdeviceptr(size_t(run.first) * size_t(g.limits.row_pages()) * 4);
-    a.max_pages = int(g.limits.row_pages()), a.seq_lens = g.seq_lens.ptr() + CUdeviceptr(run.first * 4);
-    a.cu_q = g.cu_q.ptr() + CUdeviceptr(run.first * 4), a.sm_scale = float(1.0 / std::sqrt(double(g.config.head_dim)));
-    a.batch = run.count, a.max_q = run.q;
-    const int64_t m = run.count;
-    a.partial = g.workspace.partial(attention::workspace_floats(op.spec(), op.config(m), m));
-    a.counters = g.workspace.counters(attention::workspace_counters(op.spec(), op.config(m), m));
-    Impl::Timed timed(g, "attention verify");
-    op.launch(a, m, g.stream);
+    a.out = g.act(out) + row * row_bytes, a.q = g.act(q) + row * row_bytes, a.batch = run.count, a.max_q = run.q;
+    g.launch_attention(*g.verify.at(run.q), l, run.first, a, run.count, "attention verify");
   }
   if (g.verify_rest.end > g.verify_rest.first) prefill_range(layer, q, out, true);
 }
@@ -768,22 +763,11 @@ void GpuBackend::attention_prefill(int layer, Act q, Act out) { prefill_range(la
 
 void GpuBackend::prefill_range(int layer, Act q, Act out, bool verify_rest) {
   Impl& g = *impl_;
-  Impl::Layer& l = g.layers[size_t(layer)];
   const Impl::PrefillRange& r = verify_rest ? g.verify_rest : g.prefill_part;
-  const int first = r.first;
   attention::Args a;
   // q and out at the batch's start: cu_q holds each chunk's absolute first row.
-  a.out = g.act(out), a.q = g.act(q), a.k_cache = l.k_cache.ptr(), a.v_cache = l.v_cache.ptr();
-  a.k_scale = l.k_scale(), a.v_scale = l.v_scale();
-  a.block_table = g.block_table.ptr() + CUdeviceptr(size_t(first) * size_t(g.limits.row_pages()) * 4);
-  a.max_pages = int(g.limits.row_pages()), a.seq_lens = g.seq_lens.ptr() + CUdeviceptr(first * 4);
-  a.cu_q = g.cu_q.ptr() + CUdeviceptr(first * 4), a.sm_scale = float(1.0 / std::sqrt(double(g.config.head_dim)));
-  a.batch = r.end - r.first, a.max_q = r.max_q;
-  const int64_t m = r.tokens;
-  a.partial = g.workspace.partial(attention::workspace_floats(g.prefill->spec(), g.prefill->config(m), a.batch));
-  a.counters = g.workspace.counters(attention::workspace_counters(g.prefill->spec(), g.prefill->config(m), a.batch));
-  Impl::Timed timed(g, "attention prefill");
-  g.prefill->launch(a, m, g.stream);
+  a.out = g.act(out), a.q = g.act(q), a.batch = r.end - r.first, a.max_q = r.max_q;
+  g.launch_attention(*g.prefill, g.layers[size_t(layer)], r.first, a, r.tokens, "attention prefill");
 }
 
 void GpuBackend::moe(int layer, Act out, Act in) {
