@@ -174,13 +174,18 @@ std::vector<Draft> ModelDrafter::propose(std::span<const DraftRequest> requests)
   return out;
 }
 
+std::optional<std::string> draft_directory(const std::string& speculative) {
+  if (!speculative.starts_with("draft:") || speculative.size() <= 6) return std::nullopt;
+  return speculative.substr(6);
+}
+
 void leave_room_for_draft(model::ModelOptions& target, const EngineOptions& engine) {
-  const std::string& name = engine.speculative;
-  if (engine.num_speculative_tokens <= 0 || !name.starts_with("draft:") || name.size() <= 6 ||
-      target.device != model::Device::kCuda || target.kv_cache_tokens != 0) {
+  const std::optional<std::string> draft = draft_directory(engine.speculative);
+  if (engine.num_speculative_tokens <= 0 || !draft || target.device != model::Device::kCuda ||
+      target.kv_cache_tokens != 0) {
     return;
   }
-  const std::string dir = name.substr(6);
+  const std::string& dir = *draft;
   if (!std::filesystem::is_directory(dir)) return;  // make_drafter refuses it in one sentence
   const models::ModelConfig c = models::load_model(dir);
   target.draft_page_bytes = 2 * size_t(c.layers) * size_t(c.kv_heads) * size_t(c.head_dim) * size_t(target.page_size) *

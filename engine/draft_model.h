@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "engine/drafter.h"
 #include "engine/engine.h"
@@ -42,6 +44,9 @@ class ModelDrafter final : public Drafter {
   float p_min_ = 0.0f;
   int64_t computed_tokens_ = 0;
 };
+
+// DIR of EngineOptions::speculative "draft:DIR", else nullopt.
+std::optional<std::string> draft_directory(const std::string& speculative);
 
 // EngineOptions::speculative "draft:DIR" on a GPU whose target pool is sized from memory
 // (kv_cache_tokens 0): sets target.draft_page_bytes and draft_bytes from DIR's config.json and

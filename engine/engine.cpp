@@ -1,7 +1,6 @@
 #include "engine/engine.h"
 
 #include <algorithm>
-#include <limits>
 #include <span>
 
 #include "base/error.h"
@@ -77,13 +76,12 @@ Engine::Engine(model::Model& model, const EngineOptions& options)
 std::shared_ptr<Drafter> Engine::make_drafter() const {
   const std::string& name = options_.speculative;
   if (name == "ngram") return std::make_shared<NgramDrafter>(options_.ngram_min, options_.ngram_max);
-  if (name.starts_with("draft:") && name.size() > 6) {
+  if (const std::optional<std::string> dir = draft_directory(name)) {
     // The target's limits and a pool as large as the target's: every request it runs fits.
     model::ModelOptions o = model_.options();
     o.kv_cache_tokens = model_.pages().pages() * model_.pages().page_size();
     o.progress = false;
-    return std::make_shared<ModelDrafter>(model::Model::load(name.substr(6), o), model_.config().vocab,
-                                          options_.draft_p_min);
+    return std::make_shared<ModelDrafter>(model::Model::load(*dir, o), model_.config().vocab, options_.draft_p_min);
   }
   throw InputError("speculative must be ngram or draft:DIR (a draft checkpoint), got \"" + name + "\".");
 }
@@ -386,9 +384,7 @@ std::vector<StepOutput> Engine::step() {
   // The batch: one-token chunks (decodes) first, then chunks with drafts (verify blocks),
   // shortest first, then prefill chunks; each chunk's last row for logits (a chunk with drafts:
   // every row, each verifying the next draft).
-  auto order = [](const Chunk& c) -> int64_t {
-    return c.tokens == 1 ? 0 : c.seq->drafted > 0 ? c.tokens : std::numeric_limits<int64_t>::max();
-  };
+  auto order = [](const Chunk& c) { return model::batch_order(c.tokens, c.seq->drafted > 0); };
   std::stable_sort(chunks.begin(), chunks.end(), [&](const Chunk& a, const Chunk& b) { return order(a) < order(b); });
   const int page = blocks_.page_size();
   std::vector<int32_t> ids, positions, slots, cu_q{0}, seq_lens, table, logit_rows, row_of;

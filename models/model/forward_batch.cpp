@@ -96,6 +96,32 @@ int uniform_block(const ForwardBatch& b) {
   return b.tokens() == int64_t(q) * sequences ? q : 0;  // shortest first: equal ends mean all equal
 }
 
+namespace {
+
+// Appends padding sequences until p holds `sequences`: each q tokens (id 0, positions 0..q−1) on
+// the scratch page, its every row a logit row, a block-table row of max_pages scratch entries;
+// then points p.batch at p's arrays, every sequence a decode (q 1) or a verify block.
+void pad_to(PaddedBatch& p, int sequences, int q, int max_pages, int32_t scratch_page, int page_size) {
+  for (int s = int(p.seq_lens.size()); s < sequences; ++s) {
+    for (int i = 0; i < q; ++i) {
+      p.logit_rows.push_back(int32_t(p.ids.size()));
+      p.ids.push_back(0);
+      p.positions.push_back(i);
+      p.slots.push_back(scratch_page * page_size + i);
+    }
+    p.cu_q.push_back(int32_t(p.ids.size()));
+    p.seq_lens.push_back(q);
+    p.block_table.insert(p.block_table.end(), size_t(max_pages), scratch_page);
+  }
+  p.batch.token_ids = p.ids, p.batch.positions = p.positions, p.batch.slot_mapping = p.slots;
+  p.batch.cu_q = p.cu_q, p.batch.seq_lens = p.seq_lens, p.batch.block_table = p.block_table;
+  p.batch.logit_rows = p.logit_rows, p.batch.max_pages = max_pages;
+  p.batch.decode_sequences = q == 1 ? sequences : 0;
+  p.batch.verify_sequences = q == 1 ? 0 : sequences;
+}
+
+}  // namespace
+
 PaddedBatch pad_uniform_batch(const ForwardBatch& b, int sequences, int32_t scratch_page, int page_size) {
   const int have = b.sequences(), q = uniform_block(b);
   if (q == 0 || sequences < have || q > page_size) {
@@ -107,39 +133,17 @@ PaddedBatch pad_uniform_batch(const ForwardBatch& b, int sequences, int32_t scra
   auto own = [](std::span<const int32_t> from, std::vector<int32_t>& to) { to.assign(from.begin(), from.end()); };
   own(b.token_ids, p.ids), own(b.positions, p.positions), own(b.slot_mapping, p.slots), own(b.cu_q, p.cu_q);
   own(b.seq_lens, p.seq_lens), own(b.block_table, p.block_table), own(b.logit_rows, p.logit_rows);
-  for (int s = have; s < sequences; ++s) {
-    for (int i = 0; i < q; ++i) {
-      p.logit_rows.push_back(int32_t(p.ids.size()));
-      p.ids.push_back(0);
-      p.positions.push_back(i);
-      p.slots.push_back(scratch_page * page_size + i);
-    }
-    p.cu_q.push_back(int32_t(p.ids.size()));
-    p.seq_lens.push_back(q);
-    p.block_table.insert(p.block_table.end(), size_t(b.max_pages), scratch_page);
-  }
   p.batch = b;
-  p.batch.token_ids = p.ids, p.batch.positions = p.positions, p.batch.slot_mapping = p.slots;
-  p.batch.cu_q = p.cu_q, p.batch.seq_lens = p.seq_lens, p.batch.block_table = p.block_table;
-  p.batch.logit_rows = p.logit_rows;
-  p.batch.decode_sequences = q == 1 ? sequences : 0;
-  p.batch.verify_sequences = q == 1 ? 0 : sequences;
+  pad_to(p, sequences, q, b.max_pages, scratch_page, page_size);
   return p;
 }
 
 PaddedBatch padding_batch(int sequences, int q, int32_t scratch_page, int page_size) {
-  // One padding sequence as the seed: pad_uniform_batch needs a batch to read the block length from.
-  const size_t n = static_cast<size_t>(q);
-  std::vector<int32_t> ids(n, 0), positions(n), slots(n), rows(n);
-  for (int i = 0; i < q; ++i) {
-    positions[size_t(i)] = i, slots[size_t(i)] = scratch_page * page_size + i, rows[size_t(i)] = i;
-  }
-  const std::vector<int32_t> cu_q{0, q}, seq_lens{q}, table{scratch_page};
-  ForwardBatch one;
-  one.token_ids = ids, one.positions = positions, one.slot_mapping = slots, one.cu_q = cu_q, one.seq_lens = seq_lens;
-  one.block_table = table, one.max_pages = 1, one.logit_rows = rows;
-  (q == 1 ? one.decode_sequences : one.verify_sequences) = 1;
-  return pad_uniform_batch(one, sequences, scratch_page, page_size);
+  if (q < 1 || q > page_size) fail("padding blocks must fit one page");
+  PaddedBatch p;
+  p.cu_q = {0};
+  pad_to(p, sequences, q, 1, scratch_page, page_size);
+  return p;
 }
 
 void BackendLimits::check(const char* backend) const {

@@ -4,6 +4,7 @@
 // seq_lens counting the new tokens, a block table row per sequence.
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -35,6 +36,13 @@ struct ForwardBatch {
   int64_t tokens() const { return int64_t(token_ids.size()); }
   int sequences() const { return int(seq_lens.size()); }
 };
+
+// Where a chunk of `tokens` new tokens goes in a step's batch (sort chunks by it, stably):
+// decodes (one token) first, then verify blocks (`verify`: a pending token and drafts) shortest
+// first, then prefill chunks — the order ForwardBatch's sequences must have.
+inline int64_t batch_order(int64_t tokens, bool verify) {
+  return tokens == 1 ? 0 : verify ? tokens : std::numeric_limits<int64_t>::max();
+}
 
 // Throws Error (naming the field) unless the batch is consistent: sizes agree, cu_q rises from
 // 0 to tokens, decodes have one token, positions are each sequence's last q_len places, slots

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <limits>
 
 #include "base/error.h"
 #include "models/checkpoint/load_progress.h"
@@ -319,10 +318,7 @@ std::vector<std::vector<float>> Model::run(std::span<const Chunk> chunks, bool a
   // each attention op runs over one contiguous run).
   std::vector<size_t> order(chunks.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  auto rank = [&](size_t i) {
-    const size_t n = chunks[i].tokens.size();
-    return n == 1 ? 0 : chunks[i].verify ? n : std::numeric_limits<size_t>::max();
-  };
+  auto rank = [&](size_t i) { return batch_order(int64_t(chunks[i].tokens.size()), chunks[i].verify); };
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return rank(a) < rank(b); });
 
   const int page = pages_.page_size();
