@@ -91,7 +91,9 @@ bool Engine::append(Seq& s, StepOutput o, std::vector<StepOutput>& out) {
   s.tokens.push_back(o.token);
   s.output.push_back(o.token);
   ++stats_.generated_tokens;
-  if (std::find(r.stop_ids.begin(), r.stop_ids.end(), o.token) != r.stop_ids.end()) {
+  if (r.constraint) r.constraint->accept(o.token);
+  if (std::find(r.stop_ids.begin(), r.stop_ids.end(), o.token) != r.stop_ids.end() ||
+      (r.constraint && r.constraint->finished())) {
     o.finished = true, o.finish_reason = "stop";
   } else if (int64_t(s.output.size()) >= r.max_tokens) {
     o.finished = true, o.finish_reason = "length";
@@ -141,7 +143,7 @@ void Engine::draft(std::vector<Chunk>& chunks, int64_t& budget) {
     const Request& r = s.request;
     const int64_t room = r.max_tokens - int64_t(s.output.size()) - 1;
     const int64_t wanted = r.num_draft_tokens < 0 ? options_.num_speculative_tokens : r.num_draft_tokens;
-    const int64_t k = std::min<int64_t>({wanted, room, left});
+    const int64_t k = r.constraint ? 0 : std::min<int64_t>({wanted, room, left});
     if (k <= 0) continue;
     left -= k;
     asks.push_back({s.id, s.tokens, int64_t(r.prompt.size()), int(k), &r.sampling, s.hidden});
@@ -201,6 +203,17 @@ int64_t Engine::add(Request request) {
     if (id >= vocab) {
       throw InputError("logit_bias names token id " + std::to_string(id) + ", outside the vocabulary (0 to " +
                        std::to_string(vocab - 1) + ").");
+    }
+  }
+  if (request.constraint) {
+    if (request.constraint->automaton().vocabulary().size() != vocab) {
+      throw InputError("the request's grammar is over a vocabulary of " +
+                       std::to_string(request.constraint->automaton().vocabulary().size()) +
+                       " tokens, the model's has " + std::to_string(vocab) + ".");
+    }
+    const TokenMask& start = request.constraint->allowed();
+    if (std::all_of(start.begin(), start.end(), [](uint32_t w) { return w == 0; })) {
+      throw InputError("no token of this model's vocabulary can start the text the request's grammar asks for.");
     }
   }
   // The last new token is never fed back, so the cache must hold prompt + max_tokens − 1.
@@ -391,16 +404,17 @@ std::vector<StepOutput> Engine::step() {
   int max_pages = 0, decodes = 0, verifies = 0;
   bool greedy = true;
   // Sampled where the logits are (EngineOptions::device_sampling) when no chunk needs them
-  // here: no prompt logprobs, no drafts to verify, no logit_bias (which only the host applies).
+  // here: no prompt logprobs, no drafts to verify, no logit_bias or grammar (which only the host applies).
   bool device_sampling = options_.device_sampling;
   for (const Chunk& c : chunks) {
     max_pages = std::max(max_pages, int(c.seq->pages.size()));
     decodes += c.tokens == 1;
     verifies += c.tokens > 1 && c.seq->drafted > 0;
     const auto [from, to] = prompt_rows(*c.seq, c.seq->computed, c.seq->computed + c.tokens);
-    greedy = greedy && cpu::plain_greedy(c.seq->request.sampling) && from == to && c.seq->q.empty();
+    const bool constrained = c.seq->request.constraint != nullptr;
+    greedy = greedy && cpu::plain_greedy(c.seq->request.sampling) && from == to && c.seq->q.empty() && !constrained;
     device_sampling = device_sampling && from == to && c.seq->drafted == 0 && c.seq->q.empty() &&
-                      c.seq->request.sampling.logit_bias.empty();
+                      c.seq->request.sampling.logit_bias.empty() && !constrained;
   }
   for (const Chunk& c : chunks) {
     const Seq& s = *c.seq;
@@ -489,7 +503,10 @@ std::vector<StepOutput> Engine::step() {
     const Seq& s = *chunks[k].seq;
     rows.push_back(k);
     to_sample.push_back({logits.data() + size_t(row_of[k]) * size_t(vocab), &s.request.sampling, s.request.prompt,
-                         s.output, uint64_t(s.output.size()), s.request.sampling.logprobs > 0});
+                         s.output, uint64_t(s.output.size()), s.request.sampling.logprobs > 0,
+                         s.request.constraint && s.request.constraint->constrains()
+                             ? s.request.constraint->allowed().data()
+                             : nullptr});
   }
   if (!to_sample.empty()) {
     std::vector<cpu::SampledToken> got = cpu::sample_rows(to_sample, vocab);

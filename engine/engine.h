@@ -16,6 +16,7 @@
 
 #include "engine/block_manager.h"
 #include "engine/drafter.h"
+#include "engine/grammar.h"
 #include "models/model/model.h"
 #include "runtime/cpu/sampling.h"
 
@@ -62,6 +63,11 @@ struct Request {
   // Draft tokens per step for this request: −1 the engine's num_speculative_tokens, else 0 (none)
   // up to it.
   int num_draft_tokens = -1;
+  // Structured output (engine/grammar.h): every token is one the grammar allows, sampled on the
+  // host under its mask; the request ends ("stop") once nothing can follow its text, or at a
+  // stop id once the text is whole. Its own state (one per request), over the model's
+  // vocabulary. A constrained request gets no drafts.
+  std::shared_ptr<GrammarConstraint> constraint;
 };
 
 // One place's logprobs: its token's under the raw logits, and the n most likely (id, logprob),

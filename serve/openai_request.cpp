@@ -5,6 +5,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "engine/json_schema.h"
 #include "serve/reasoning.h"
 #include "serve/tool_calls.h"
 
@@ -138,8 +139,98 @@ std::vector<std::pair<int32_t, float>> parse_logit_bias(const json& body, const 
   return out;
 }
 
+// A field of the body with its keys in the order sent (`ordered`), or in body's order.
+nlohmann::ordered_json ordered_field(const json& body, const nlohmann::ordered_json* ordered,
+                                     std::initializer_list<const char*> path) {
+  if (ordered) {
+    const nlohmann::ordered_json* at = ordered;
+    for (const char* key : path) at = &(*at)[key];
+    return *at;
+  }
+  const json* at = &body;
+  for (const char* key : path) at = &(*at)[key];
+  return nlohmann::ordered_json::parse(at->dump());
+}
+
+// The automaton of a schema's instances (then `suffix`); a schema it cannot take is a 400 on
+// `param`, its message starting with `where`.
+std::shared_ptr<engine::GrammarAutomaton> schema_automaton(const ServedModel& model,
+                                                           const nlohmann::ordered_json& schema,
+                                                           const std::string& param, const std::string& where,
+                                                           std::string_view suffix = {}) {
+  try {
+    return model.grammars->get("schema " + std::string(suffix) + " " + schema.dump(),
+                               [&] { return engine::json_schema_grammar(schema, suffix); });
+  } catch (const InputError& e) {
+    throw bad(param, where + ": " + e.what());
+  }
+}
+
+// Structured outputs: response_format (OpenAI's json_object and json_schema) or vLLM's
+// guided_json / guided_choice, one of them.
+void parse_structured(const json& body, const nlohmann::ordered_json* ordered, const ServedModel& model,
+                      Generation& g) {
+  int given = 0;
+  const json* rf = field(body, "response_format");
+  if (rf) {
+    if (!rf->is_object() || !rf->contains("type") || !(*rf)["type"].is_string()) {
+      throw bad("response_format", "response_format must be an object with a string type.");
+    }
+    const std::string type = (*rf)["type"];
+    if (type == "text") {
+      rf = nullptr;
+    } else if (type != "json_object" && type != "json_schema") {
+      throw bad("response_format",
+                "response_format's type must be text, json_object or json_schema, not " + quoted_input(type) + ".");
+    }
+  }
+  const json* guided_json = field(body, "guided_json");
+  const json* guided_choice = field(body, "guided_choice");
+  given = (rf != nullptr) + (guided_json != nullptr) + (guided_choice != nullptr);
+  if (given == 0) return;
+  const char* param = rf ? "response_format" : guided_json ? "guided_json" : "guided_choice";
+  if (given > 1) throw bad(param, "give one of response_format, guided_json and guided_choice.");
+  if (!model.grammars) throw bad(param, "this server has no structured outputs.");
+  if (rf && (*rf)["type"] == "json_object") {
+    g.grammar = model.grammars->get("json_object", [] { return engine::json_object_grammar(); });
+  } else if (rf) {
+    const json* js = field(*rf, "json_schema");
+    if (!js || !js->is_object()) throw bad(param, "response_format json_schema needs a json_schema object.");
+    if (const json* strict = field(*js, "strict"); strict && !strict->is_boolean()) {
+      throw bad(param, "response_format.json_schema.strict must be a boolean.");
+    }
+    if (!field(*js, "schema")) {
+      g.grammar = model.grammars->get("json_object", [] { return engine::json_object_grammar(); });
+    } else {
+      g.grammar = schema_automaton(model, ordered_field(body, ordered, {"response_format", "json_schema", "schema"}),
+                                   param, "response_format.json_schema.schema");
+    }
+  } else if (guided_json) {
+    nlohmann::ordered_json schema = ordered_field(body, ordered, {"guided_json"});
+    if (schema.is_string()) {
+      schema = nlohmann::ordered_json::parse(schema.get<std::string>(), nullptr, false);
+      if (schema.is_discarded()) throw bad(param, "guided_json must be a JSON schema (an object or its JSON text).");
+    }
+    g.grammar = schema_automaton(model, schema, param, param);
+  } else {
+    if (!guided_choice->is_array() || guided_choice->empty()) {
+      throw bad(param, "guided_choice must be a non-empty array of strings.");
+    }
+    std::vector<std::string> choices;
+    std::string key = "choice";
+    for (const json& c : *guided_choice) {
+      if (!c.is_string() || c.get<std::string>().empty())
+        throw bad(param, "guided_choice must hold non-empty strings.");
+      choices.push_back(c.get<std::string>());
+      key += " " + c.dump();
+    }
+    g.grammar = model.grammars->get(key, [&] { return engine::choice_grammar(choices); });
+  }
+}
+
 // The settings both endpoints share. max_tokens is checked once the prompts are known.
-void parse_common(const json& body, const ServedModel& model, uint64_t default_seed, Generation& g) {
+void parse_common(const json& body, const ServedModel& model, uint64_t default_seed, Generation& g,
+                  const nlohmann::ordered_json* ordered) {
   if (!body.is_object()) throw bad("", "the request body must be a JSON object.");
   check_model(body, model);
   g.n = int(get_int(body, "n", 1, 1, model.max_choices));
@@ -179,12 +270,7 @@ void parse_common(const json& body, const ServedModel& model, uint64_t default_s
     }
   }
   g.num_draft_tokens = int(get_int(body, "num_draft_tokens", -1, 0, model.num_draft_tokens));
-  if (const json* rf = field(body, "response_format")) {
-    if (!rf->is_object() || !rf->contains("type") || !(*rf)["type"].is_string()) {
-      throw bad("response_format", "response_format must be an object with a string type.");
-    }
-    if ((*rf)["type"] != "text") throw bad("response_format", "response_format other than text is not supported yet.");
-  }
+  parse_structured(body, ordered, model, g);
 }
 
 // max_tokens (and chat's max_completion_tokens) against the longest prompt and max_model_len.
@@ -442,9 +528,11 @@ void check_model(const json& body, const ServedModel& model) {
   }
 }
 
-Generation parse_completion(const json& body, const ServedModel& model, uint64_t default_seed) {
+Generation parse_completion(const json& body, const ServedModel& model, uint64_t default_seed,
+                            const nlohmann::ordered_json* ordered) {
   Generation g;
-  parse_common(body, model, default_seed, g);
+  parse_common(body, model, default_seed, g, ordered);
+  g.gated = false;  // a completion's text is not a chat reply
   const json* prompt = field(body, "prompt");
   if (!prompt) throw bad("prompt", "prompt is required.");
   if (prompt->is_string()) {
@@ -493,9 +581,10 @@ std::string render_chat(const json& body, const ServedModel& model) {
   return p.rendered + p.forced;
 }
 
-Generation parse_chat(const json& body, const ServedModel& model, uint64_t default_seed) {
+Generation parse_chat(const json& body, const ServedModel& model, uint64_t default_seed,
+                      const nlohmann::ordered_json* ordered) {
   Generation g;
-  parse_common(body, model, default_seed, g);
+  parse_common(body, model, default_seed, g, ordered);
   g.logprobs = get_bool(body, "logprobs", false);
   g.top_logprobs = int(get_int(body, "top_logprobs", 0, 0, cpu::kMaxLogprobs));
   if (g.top_logprobs > 0 && !g.logprobs) throw bad("top_logprobs", "top_logprobs needs logprobs: true.");
@@ -505,6 +594,40 @@ Generation parse_chat(const json& body, const ServedModel& model, uint64_t defau
   // A named function's call is over when its block closes: the reply ends there.
   if (p.tools.function) g.stop.emplace_back(kToolCallClose);
   g.reasoning_opened = model.reasoning && opens_reasoning(p.rendered);
+  if (p.tools.on && g.grammar) {
+    throw bad("response_format",
+              "response_format (or guided_json / guided_choice) with tools is not supported: the "
+              "grammar would forbid the tool calls.");
+  }
+  if (p.tools.forced && model.grammars) {
+    // The forced call's rest follows the tool's parameters: a named function's arguments and the
+    // "}" closing its call, or for "required" one call to any of the tools.
+    const nlohmann::ordered_json tools = ordered_field(body, ordered, {"tools"});
+    auto parameters = [](const nlohmann::ordered_json& t) {
+      const nlohmann::ordered_json& f = t["function"];
+      return f.contains("parameters") && f["parameters"].is_object() ? f["parameters"]
+                                                                     : nlohmann::ordered_json::object();
+    };
+    if (p.tools.function) {
+      for (const auto& t : tools) {
+        if (t["function"]["name"] == *p.tools.function) {
+          g.grammar = schema_automaton(model, parameters(t), "tools",
+                                       "the parameters of " + quoted_input(*p.tools.function), "}");
+          break;
+        }
+      }
+    } else {
+      nlohmann::ordered_json any = {{"anyOf", nlohmann::ordered_json::array()}};
+      for (const auto& t : tools) {
+        any["anyOf"].push_back(
+            {{"type", "object"},
+             {"properties", {{"name", {{"const", t["function"]["name"]}}}, {"arguments", parameters(t)}}},
+             {"required", {"name", "arguments"}}});
+      }
+      g.grammar = schema_automaton(model, any, "tools", "the tools' parameters");
+    }
+    g.gated = false;  // the reply starts inside the call
+  }
   g.prompts.push_back(encode(model, p.rendered + p.forced, false, "messages"));
   set_max_tokens(body, model, g, model.max_model_len, "max_completion_tokens");
   return g;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/grammar.h"
 #include "models/chat/chat_template.h"
 #include "models/tokenizer/tokenizer.h"
 #include "runtime/cpu/sampling.h"
@@ -41,6 +42,9 @@ struct ServedModel {
   int max_choices = 64;                             // prompts × n in one request, at most
   bool reasoning = false;                           // chat replies' <think>…</think> → reasoning_content
   int num_draft_tokens = 0;                         // the server's --num-draft-tokens (0: no speculation)
+  std::shared_ptr<engine::GrammarCache> grammars;   // structured outputs (null: refused)
+  // With reasoning: <think> and </think> as single tokens, so a grammar applies after the reasoning.
+  std::optional<engine::ReasoningGate> reasoning_gate;
 };
 
 // A checked generation request.
@@ -63,11 +67,19 @@ struct Generation {
   // the prompt (forced_tool_call); the reply parsed (reasoning, tool calls) is it and then the
   // generated text.
   std::string forced_reply;
+  // Structured output (response_format json_object / json_schema, guided_json, guided_choice, or
+  // a forced tool call's arguments): the grammar every choice's reply follows, after its
+  // reasoning when `gated` (engine/grammar.h).
+  std::shared_ptr<engine::GrammarAutomaton> grammar;
+  bool gated = true;
 };
 
-// Bodies are JSON objects (ApiError 400 otherwise).
-Generation parse_completion(const nlohmann::json& body, const ServedModel& model, uint64_t default_seed);
-Generation parse_chat(const nlohmann::json& body, const ServedModel& model, uint64_t default_seed);
+// Bodies are JSON objects (ApiError 400 otherwise). `ordered`: the same body with its objects'
+// keys in the order sent (a schema's properties are written in it); nullptr: body's order.
+Generation parse_completion(const nlohmann::json& body, const ServedModel& model, uint64_t default_seed,
+                            const nlohmann::ordered_json* ordered = nullptr);
+Generation parse_chat(const nlohmann::json& body, const ServedModel& model, uint64_t default_seed,
+                      const nlohmann::ordered_json* ordered = nullptr);
 // /tokenize's body ({"prompt"} or {"messages"}) → ids.
 std::vector<int32_t> parse_tokenize(const nlohmann::json& body, const ServedModel& model);
 // The chat template's rendering of a messages array (add_generation_prompt, kwargs), then the

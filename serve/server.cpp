@@ -143,6 +143,14 @@ struct Job {
         r.prompt_logprobs = gen.prompt_logprobs ? gen.top_logprobs : gen.max_tokens == 0 ? 0 : -1;
         if (!gen.ignore_eos) r.stop_ids = model.stop_ids;
         r.num_draft_tokens = gen.num_draft_tokens;
+        if (gen.grammar) {
+          std::optional<engine::ReasoningGate> gate;
+          if (gen.gated && model.reasoning_gate) {
+            gate = model.reasoning_gate;
+            gate->opened = gen.reasoning_opened;
+          }
+          r.constraint = std::make_shared<engine::GrammarConstraint>(gen.grammar, r.stop_ids, gate);
+        }
         requests.push_back(std::move(r));
         choices.emplace_back(model.tokenizer, gen.stop, gen.reasoning_opened, gen.forced_reply);
       }
@@ -507,7 +515,14 @@ class Server {
   void generate(const httplib::Request& req, httplib::Response& res, bool chat) {
     guarded(res, [&] {
       const json body = parse_body(req);
-      Generation g = chat ? parse_chat(body, model_, next_seed()) : parse_completion(body, model_, next_seed());
+      // Schemas keep the key order they were sent in (properties are written in it).
+      std::optional<nlohmann::ordered_json> ordered;
+      if (body.is_object() &&
+          (body.contains("response_format") || body.contains("guided_json") || body.contains("tools"))) {
+        ordered = nlohmann::ordered_json::parse(req.body);
+      }
+      const nlohmann::ordered_json* o = ordered ? &*ordered : nullptr;
+      Generation g = chat ? parse_chat(body, model_, next_seed(), o) : parse_completion(body, model_, next_seed(), o);
       auto job =
           std::make_shared<Job>(model_, loop_, metrics_, std::move(g), chat, next_id(chat ? "chatcmpl" : "cmpl"));
       if (!job->gen.stream) {
@@ -667,6 +682,13 @@ ServedModel served_model(const ServeOptions& o, const model::Model& m) {
   s.reasoning = !o.reasoning_parser.empty();
   s.num_draft_tokens = o.speculation.num_speculative_tokens;
   s.stop_ids = model::eos_token_ids(o.model_dir);
+  std::vector<std::string> bytes = s.tokenizer.token_bytes();
+  if (int64_t(bytes.size()) > s.vocab) bytes.resize(size_t(s.vocab));  // ids the model cannot sample
+  s.grammars = std::make_shared<engine::GrammarCache>(std::make_shared<const engine::TokenVocabulary>(bytes, s.vocab));
+  if (s.reasoning) {
+    const std::optional<int32_t> open = s.tokenizer.token_to_id("<think>"), close = s.tokenizer.token_to_id("</think>");
+    if (open && close && *open < s.vocab && *close < s.vocab) s.reasoning_gate = engine::ReasoningGate{*open, *close};
+  }
   for (int32_t id : s.tokenizer.eos_token_ids()) {
     if (std::find(s.stop_ids.begin(), s.stop_ids.end(), id) == s.stop_ids.end()) s.stop_ids.push_back(id);
   }

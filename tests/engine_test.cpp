@@ -20,9 +20,13 @@
 #include "engine/block_manager.h"
 #include "engine/draft_model.h"
 #include "engine/drafter.h"
+#include "engine/grammar.h"
 #include "engine/greedy_ab.h"
+#include "engine/json_schema.h"
 #include "model_test_util.h"
 #include "models/model/generate.h"
+#include "models/model/generation_config.h"
+#include "models/tokenizer/tokenizer.h"
 #include "runtime/cpu/sampling.h"
 #include "test_util.h"
 
@@ -859,6 +863,102 @@ TEST(Engine, LogitBiasForcesAndBansTokens) {
   r.sampling.logit_bias = {{3, 1.f}, {3, 2.f}};
   test::expect_throw<InputError>([&] { e.add(r); }, {"logit_bias", "twice"});
   test::expect_throw<InputError>([&] { cpu::row_params(r.sampling, 0, 1); }, {"logit_bias"});
+}
+
+// Constrained requests beside a free one: every finished reply is valid under the schema, a
+// greedy one takes at each step the best token the grammar allows (checked on the model's own
+// logits), and the free request's tokens are those it gets alone.
+TEST(Engine, GrammarConstrainedRequestsFollowTheirSchema) {
+  const std::string dir = Checkpoints::get("--arch llama --format f16 --tokenizer");
+  const LoadedModel loaded = load(dir);
+  const int64_t vocab = loaded.config.vocab;
+  const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_hf_directory(dir);
+  auto words = std::make_shared<const engine::TokenVocabulary>(tok.token_bytes(), vocab);
+  const nlohmann::ordered_json schema = nlohmann::ordered_json::parse(R"({"type": "object", "properties": {
+      "name": {"type": "string", "maxLength": 6}, "n": {"type": "integer"}, "ok": {"type": "boolean"},
+      "tag": {"enum": ["a", "b"]}}, "required": ["name", "n", "ok", "tag"]})");
+  auto automaton = std::make_shared<engine::GrammarAutomaton>(engine::json_schema_grammar(schema), words);
+  const std::vector<int32_t> stops = model::eos_token_ids(dir);
+  ASSERT_FALSE(stops.empty());
+  const std::vector<int32_t> prompt = tok.encode("Reply in JSON:", false);
+  const Job free_job{random_prompt(19, vocab, 3), 12};
+  const std::vector<int32_t> free_alone = alone(loaded, {free_job})[0];
+
+  Model m(loaded, engine_model());
+  Engine e(m, {.max_num_batched_tokens = 64, .max_num_seqs = 8});
+  std::map<int64_t, std::string> kind;
+  for (int i = 0; i < 6; ++i) {
+    Request r;
+    r.prompt = prompt, r.max_tokens = 200, r.stop_ids = stops;
+    r.sampling = i == 0 ? model::GenerateOptions::greedy() : cpu::SamplingParams{};
+    r.sampling.seed = uint64_t(i);
+    if (i == 2) r.sampling.top_p = 0.8f, r.sampling.top_k = 20;
+    if (i == 3) r.sampling.logprobs = 2;
+    r.constraint = std::make_shared<engine::GrammarConstraint>(automaton, stops);
+    kind[e.add(r)] = i == 0 ? "greedy" : "sampled";
+  }
+  {
+    Request r;
+    r.prompt = free_job.prompt, r.max_tokens = free_job.max_tokens, r.sampling = free_job.sampling;
+    kind[e.add(r)] = "free";
+  }
+  std::map<int64_t, std::vector<int32_t>> out;
+  std::map<int64_t, std::string> reason;
+  while (!e.idle()) {
+    for (const engine::StepOutput& o : e.step()) {
+      out[o.id].push_back(o.token);
+      if (o.finished) reason[o.id] = o.finish_reason;
+    }
+  }
+  int whole = 0, greedy_checked = 0;
+  for (const auto& [id, tokens] : out) {
+    if (kind[id] == "free") {
+      EXPECT_EQ(tokens, free_alone);
+      continue;
+    }
+    std::vector<int32_t> text_ids = tokens;
+    if (!text_ids.empty() && std::count(stops.begin(), stops.end(), text_ids.back())) text_ids.pop_back();
+    const std::string text = tok.decode(text_ids);
+    const int32_t at = automaton->step(automaton->start(), text);
+    ASSERT_NE(at, engine::GrammarAutomaton::kDead) << text;
+    if (kind[id] == "greedy") {
+      // Each token the argmax of the logits over what the grammar allowed there.
+      Model ref(loaded, engine_model());
+      Sequence seq;
+      std::vector<float> logits = ref.extend(seq, prompt);
+      engine::GrammarConstraint c(automaton, stops);
+      for (int32_t t : tokens) {
+        const engine::TokenMask& allowed = c.allowed();
+        int32_t best = -1;
+        for (int32_t v = 0; v < vocab; ++v) {
+          if (engine::mask_has(allowed, v) && (best < 0 || logits[size_t(v)] > logits[size_t(best)])) best = v;
+        }
+        ASSERT_EQ(t, best);
+        c.accept(t);
+        logits = ref.extend(seq, std::span(&t, 1));
+      }
+      ++greedy_checked;
+    }
+    if (reason[id] != "stop") continue;
+    ++whole;
+    const nlohmann::json j = nlohmann::json::parse(text);
+    EXPECT_TRUE(j["name"].is_string() && j["name"].get<std::string>().size() <= 6) << text;
+    EXPECT_TRUE(j["n"].is_number_integer()) << text;
+    EXPECT_TRUE(j["ok"].is_boolean()) << text;
+    EXPECT_TRUE(j["tag"] == "a" || j["tag"] == "b") << text;
+    EXPECT_EQ(j.size(), 4u) << text;
+  }
+  EXPECT_EQ(greedy_checked, 1);
+  EXPECT_GE(whole, 5) << "the constrained replies end within 200 tokens";
+  EXPECT_EQ(e.blocks().total_references(), 0);
+  // A grammar over another vocabulary is refused.
+  Request r;
+  r.prompt = prompt;
+  r.constraint = std::make_shared<engine::GrammarConstraint>(
+      std::make_shared<engine::GrammarAutomaton>(
+          engine::json_object_grammar(), std::make_shared<const engine::TokenVocabulary>(tok.token_bytes(), vocab + 1)),
+      stops);
+  test::expect_throw<InputError>([&] { e.add(r); }, {"grammar", "vocabulary"});
 }
 
 TEST(Engine, CancelLetsThePagesGoAndStopIdsEndRequests) {

@@ -164,3 +164,126 @@ TEST(ToolChoice, OtherShapesAndUnknownNamesAreRefused) {
   plain["tool_choice"] = "auto";
   EXPECT_FALSE(onecat::serve::parse_chat(plain, m, 1).tool_calls);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Structured outputs: the grammar each request form makes, and the requests refused.
+namespace {
+
+ServedModel served_with_grammars() {
+  ServedModel m = served();
+  std::vector<std::string> bytes = m.tokenizer.token_bytes();
+  m.grammars = std::make_shared<onecat::engine::GrammarCache>(
+      std::make_shared<const onecat::engine::TokenVocabulary>(bytes, m.vocab));
+  return m;
+}
+
+bool grammar_matches(const Generation& g, const std::string& text) {
+  onecat::engine::GrammarAutomaton& a = *g.grammar;
+  const int32_t s = a.step(a.start(), text);
+  return s != onecat::engine::GrammarAutomaton::kDead && a.accepting(s);
+}
+
+// Parsed as the server does: the body, and the same text with its key order.
+Generation chat_of(const ServedModel& m, const std::string& text) {
+  const nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(text);
+  return onecat::serve::parse_chat(json::parse(text), m, 1, &ordered);
+}
+
+TEST(StructuredOutputs, EachRequestFormMakesItsGrammar) {
+  const ServedModel m = served_with_grammars();
+  const std::string messages = R"("messages": [{"role": "user", "content": "hi"}])";
+  EXPECT_FALSE(chat_of(m, "{" + messages + R"(, "response_format": {"type": "text"}})").grammar);
+  Generation g = chat_of(m, "{" + messages + R"(, "response_format": {"type": "json_object"}})");
+  ASSERT_TRUE(g.grammar);
+  EXPECT_TRUE(grammar_matches(g, R"({"a": [1, "x"]})"));
+  EXPECT_FALSE(grammar_matches(g, "[1]"));
+  EXPECT_TRUE(g.gated);
+  // The properties in the order sent (z before a), not sorted.
+  g = chat_of(m, "{" + messages + R"(, "response_format": {"type": "json_schema", "json_schema": {"name": "x",
+      "strict": true, "schema": {"type": "object", "properties": {"z": {"type": "integer"}, "a": {"type": "boolean"}},
+      "required": ["z", "a"]}}}})");
+  ASSERT_TRUE(g.grammar);
+  EXPECT_TRUE(grammar_matches(g, R"({"z": 1, "a": true})"));
+  EXPECT_FALSE(grammar_matches(g, R"({"a": true, "z": 1})"));
+  // The same schema again: the same automaton (its masks reused).
+  Generation again =
+      chat_of(m, "{" + messages + R"(, "response_format": {"type": "json_schema", "json_schema": {"name": "x",
+      "strict": true, "schema": {"type": "object", "properties": {"z": {"type": "integer"}, "a": {"type": "boolean"}},
+      "required": ["z", "a"]}}}})");
+  EXPECT_EQ(again.grammar, g.grammar);
+  g = chat_of(m, "{" + messages + R"(, "guided_json": "{\"type\": \"array\", \"items\": {\"type\": \"null\"}}"})");
+  EXPECT_TRUE(grammar_matches(g, "[null, null]"));
+  g = chat_of(m, "{" + messages + R"(, "guided_choice": ["yes", "no"]})");
+  EXPECT_TRUE(grammar_matches(g, "no"));
+  EXPECT_FALSE(grammar_matches(g, "maybe"));
+  const nlohmann::ordered_json completion =
+      nlohmann::ordered_json::parse(R"({"prompt": "x", "response_format": {"type": "json_object"}})");
+  g = onecat::serve::parse_completion(json::parse(completion.dump()), m, 1, &completion);
+  EXPECT_TRUE(g.grammar);
+  EXPECT_FALSE(g.gated);  // a completion is not a chat reply: no reasoning first
+}
+
+TEST(StructuredOutputs, ForcedToolCallsFollowTheParameters) {
+  const ServedModel m = served_with_grammars();
+  json tools = json::parse(R"([
+    {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+      "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+    {"type": "function", "function": {"name": "noop"}}])");
+  json b{{"messages", {{{"role", "user"}, {"content", "weather?"}}}}, {"tools", tools}};
+  b["tool_choice"] = named("get_weather");
+  Generation g = chat_of(m, b.dump());
+  ASSERT_TRUE(g.grammar);
+  EXPECT_FALSE(g.gated);
+  EXPECT_TRUE(grammar_matches(g, R"({"city": "Paris"}})"));
+  EXPECT_FALSE(grammar_matches(g, R"({"town": "Paris"}})"));
+  EXPECT_FALSE(grammar_matches(g, R"({"city": "Paris"})"));  // the call's own "}" follows
+  b["tool_choice"] = "required";
+  g = chat_of(m, b.dump());
+  ASSERT_TRUE(g.grammar);
+  EXPECT_TRUE(grammar_matches(g, R"({"name": "get_weather", "arguments": {"city": "x"}})"));
+  EXPECT_TRUE(grammar_matches(g, R"({"name": "noop", "arguments": {}})"));
+  EXPECT_FALSE(grammar_matches(g, R"({"name": "other", "arguments": {}})"));
+  b["tool_choice"] = "auto";
+  EXPECT_FALSE(chat_of(m, b.dump()).grammar);
+}
+
+TEST(StructuredOutputs, BadRequestsAreRefused) {
+  const ServedModel m = served_with_grammars();
+  const std::string messages = R"({"messages": [{"role": "user", "content": "hi"}], )";
+  struct Case {
+    std::string body, says;
+  };
+  const std::vector<Case> cases{
+      {R"("response_format": {"type": "xml"}})", "must be text, json_object or json_schema, not 'xml'"},
+      {R"("response_format": {"type": "json_schema"}})", "needs a json_schema object"},
+      {R"("response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "string", "pattern": "a"}}}})",
+       "response_format.json_schema.schema: the JSON schema root uses \"pattern\", which onecat cannot enforce yet."},
+      {R"("response_format": {"type": "json_object"}, "guided_choice": ["a"]})",
+       "one of response_format, guided_json and guided_choice"},
+      {R"("guided_choice": []})", "non-empty array of strings"},
+      {R"("guided_choice": ["a", ""]})", "non-empty strings"},
+      {R"("guided_json": "{not json"})", "guided_json must be a JSON schema"},
+      {R"("guided_json": {"type": "object", "properties": {"d": {"format": "date"}}}})",
+       "at #/properties/d uses \"format\""},
+      {R"("response_format": {"type": "json_object"}, "tools": [{"type": "function", "function": {"name": "f"}}]})",
+       "with tools is not supported"},
+  };
+  for (const Case& c : cases) {
+    try {
+      chat_of(m, messages + c.body);
+      ADD_FAILURE() << "accepted " << c.body;
+    } catch (const onecat::serve::ApiError& e) {
+      EXPECT_EQ(e.status, 400);
+      EXPECT_NE(std::string(e.what()).find(c.says), std::string::npos) << e.what();
+    }
+  }
+  // A server without structured outputs says so.
+  try {
+    onecat::serve::parse_chat(json::parse(messages + R"("response_format": {"type": "json_object"}})"), served(), 1);
+    ADD_FAILURE() << "accepted";
+  } catch (const onecat::serve::ApiError& e) {
+    EXPECT_NE(std::string(e.what()).find("no structured outputs"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace

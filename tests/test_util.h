@@ -22,6 +22,18 @@
 
 namespace onecat::test {
 
+// The folder of third-party test data scripts/fetch-testdata prints (ONECAT_TESTDATA): real
+// tokenizer vocabularies and published chat templates. A failure, not a skip, when unset.
+inline std::filesystem::path testdata() {
+  const char* dir = std::getenv("ONECAT_TESTDATA");
+  if (!dir || !std::filesystem::is_directory(dir)) {
+    ADD_FAILURE() << "ONECAT_TESTDATA is not set to the test vocabularies; run scripts/fetch-testdata and set "
+                     "ONECAT_TESTDATA to the folder it prints (scripts/test does both).";
+    return {};
+  }
+  return dir;
+}
+
 // A fresh directory from mkdtemp, removed with its contents when the object dies.
 class TempDir {
  public:

@@ -18,22 +18,13 @@
 #include "models/tokenizer/decode_stream.h"
 #include "models/tokenizer/regex.h"
 #include "models/tokenizer/unicode.h"
+#include "test_util.h"
 
 namespace fs = std::filesystem;
 using onecat::tokenizer::DecodeStream;
 using onecat::tokenizer::Tokenizer;
 
 namespace {
-
-fs::path testdata() {
-  const char* dir = std::getenv("ONECAT_TESTDATA");
-  if (!dir || !fs::is_directory(dir)) {
-    ADD_FAILURE() << "ONECAT_TESTDATA is not set to the test vocabularies; run scripts/fetch-testdata and set "
-                     "ONECAT_TESTDATA to the folder it prints (scripts/test does both).";
-    return {};
-  }
-  return dir;
-}
 
 std::string read(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -76,7 +67,7 @@ const std::set<std::string> kExcluded = {
 
 std::vector<fs::path> vocabularies_with_expectations() {
   std::vector<fs::path> v;
-  fs::path dir = testdata();
+  fs::path dir = onecat::test::testdata();
   if (dir.empty()) return v;
   for (const auto& e : fs::directory_iterator(dir))
     if (e.path().extension() == ".gguf" && fs::exists(e.path().string() + ".out")) v.push_back(e.path());
@@ -147,7 +138,7 @@ void expect_stream_equals_decode(const Tokenizer& tok, const std::vector<int32_t
 TEST(Tokenizer, StreamingDecodeEqualsDecode) {
   std::mt19937 rng(7);
   for (const auto& [name, tok] : supported_vocabularies()) {
-    fs::path path = testdata() / name;
+    fs::path path = onecat::test::testdata() / name;
     for (const auto& c : read_cases(path)) expect_stream_equals_decode(tok, c.ids, false, name + " expected ids");
     std::uniform_int_distribution<int32_t> any(0, int32_t(tok.vocab_size()) - 1);
     for (int round = 0; round < 20; ++round) {
@@ -177,14 +168,14 @@ TEST(Tokenizer, StreamingDecodeEqualsDecode) {
 
 TEST(Tokenizer, DecodeInvertsEncodeForByteLevelVocabularies) {
   for (const char* name : {"ggml-vocab-llama-bpe.gguf", "ggml-vocab-gpt-2.gguf", "ggml-vocab-qwen35.gguf"}) {
-    Tokenizer tok = Tokenizer::from_gguf(testdata() / name);
-    for (const auto& c : read_cases(testdata() / name))
+    Tokenizer tok = Tokenizer::from_gguf(onecat::test::testdata() / name);
+    for (const auto& c : read_cases(onecat::test::testdata() / name))
       EXPECT_EQ(tok.decode(tok.encode(c.text, false)), c.text) << name;
   }
 }
 
 TEST(Tokenizer, SpecialTokensAndTemplate) {
-  Tokenizer llama3 = Tokenizer::from_gguf(testdata() / "ggml-vocab-llama-bpe.gguf");
+  Tokenizer llama3 = Tokenizer::from_gguf(onecat::test::testdata() / "ggml-vocab-llama-bpe.gguf");
   auto ids = llama3.encode("<|start_header_id|>user<|end_header_id|>Hi<|eot_id|>", true);
   ASSERT_GE(ids.size(), 5u);
   EXPECT_EQ(ids.front(), 128000);  // BOS from the template
@@ -196,7 +187,7 @@ TEST(Tokenizer, SpecialTokensAndTemplate) {
   EXPECT_EQ(llama3.bos_token_id(), 128000);
   EXPECT_EQ(llama3.token_to_id("<|eot_id|>"), 128009);
 
-  Tokenizer llama2 = Tokenizer::from_gguf(testdata() / "ggml-vocab-llama-spm.gguf");
+  Tokenizer llama2 = Tokenizer::from_gguf(onecat::test::testdata() / "ggml-vocab-llama-spm.gguf");
   EXPECT_EQ(llama2.encode("Hello", true), (std::vector<int32_t>{1, 15043}));
   EXPECT_EQ(llama2.encode("Hello", false), (std::vector<int32_t>{15043}));
   EXPECT_EQ(llama2.encode("", true), (std::vector<int32_t>{1}));
@@ -289,7 +280,7 @@ TEST(Tokenizer, ErrorsSayWhatIsWrong) {
   std::ofstream(dir / "other.gguf") << "not a gguf";
   expect_error<InputError>([&] { Tokenizer::load(dir / "other.gguf"); }, "not a GGUF file");
   fs::remove_all(dir);
-  expect_error<Error>([] { Tokenizer::from_gguf(testdata() / "ggml-vocab-bert-bge.gguf"); }, "'bert'");
+  expect_error<Error>([] { Tokenizer::from_gguf(onecat::test::testdata() / "ggml-vocab-bert-bge.gguf"); }, "'bert'");
 
   Tokenizer tok = Tokenizer::from_hf_json(tiny_tokenizer_json());
   expect_error<InputError>([&] { tok.encode("a\xFF"); }, "not valid UTF-8");
@@ -318,7 +309,7 @@ TEST(Tokenizer, CheckpointDirectoryConfigs) {
 TEST(Tokenizer, DamagedFilesGiveErrors) {
   fs::path dir = fs::temp_directory_path() / ("onecat_tok_damaged_" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  std::string gguf = read(testdata() / "ggml-vocab-phi-3.gguf");
+  std::string gguf = read(onecat::test::testdata() / "ggml-vocab-phi-3.gguf");
   ASSERT_GT(gguf.size(), 1000u);
   std::mt19937 rng(11);
   for (int i = 0; i < 24; ++i) {

@@ -16,7 +16,7 @@ constexpr const char* kReplacementChar = "\xEF\xBF\xBD";
 // own bytes. All of it becomes one string, invalid UTF-8 replaced.
 class ByteLevel : public DecoderStep {
  public:
-  void apply(std::vector<std::string>& tokens) const override {
+  void apply(std::vector<std::string>& tokens, bool lossy) const override {
     std::string bytes;
     for (const auto& t : tokens) {
       size_t mark = bytes.size();
@@ -34,7 +34,7 @@ class ByteLevel : public DecoderStep {
         bytes += t;
       }
     }
-    tokens.assign(1, utf8_lossy(bytes));
+    tokens.assign(1, lossy ? utf8_lossy(bytes) : bytes);
   }
 };
 
@@ -42,13 +42,13 @@ class ByteLevel : public DecoderStep {
 // UTF-8 and one U+FFFD per byte when it is not.
 class ByteFallback : public DecoderStep {
  public:
-  void apply(std::vector<std::string>& tokens) const override {
+  void apply(std::vector<std::string>& tokens, bool lossy) const override {
     std::vector<std::string> out;
     std::string run;
     size_t run_length = 0;
     auto flush = [&] {
       if (run_length == 0) return;
-      if (is_valid_utf8(run)) {
+      if (!lossy || is_valid_utf8(run)) {
         out.push_back(run);
       } else {
         for (size_t i = 0; i < run_length; ++i) out.emplace_back(kReplacementChar);
@@ -88,7 +88,7 @@ class ByteFallback : public DecoderStep {
 
 class Fuse : public DecoderStep {
  public:
-  void apply(std::vector<std::string>& tokens) const override {
+  void apply(std::vector<std::string>& tokens, bool /*lossy*/) const override {
     std::string all;
     for (const auto& t : tokens) all += t;
     tokens.assign(1, std::move(all));
@@ -99,7 +99,7 @@ class Fuse : public DecoderStep {
 class Strip : public DecoderStep {
  public:
   Strip(std::string content, size_t start, size_t stop) : content_(std::move(content)), start_(start), stop_(stop) {}
-  void apply(std::vector<std::string>& tokens) const override {
+  void apply(std::vector<std::string>& tokens, bool /*lossy*/) const override {
     for (auto& t : tokens) {
       size_t begin = 0, end = t.size();
       for (size_t i = 0; i < start_ && t.compare(begin, content_.size(), content_) == 0 && begin < end; ++i)
@@ -120,7 +120,7 @@ class Strip : public DecoderStep {
 class Replace : public DecoderStep {
  public:
   Replace(Pattern pattern, std::string content) : pattern_(std::move(pattern)), content_(std::move(content)) {}
-  void apply(std::vector<std::string>& tokens) const override {
+  void apply(std::vector<std::string>& tokens, bool /*lossy*/) const override {
     for (auto& t : tokens) t = pattern_.replace_all(t, content_);
   }
 
@@ -135,7 +135,7 @@ class Metaspace : public DecoderStep {
  public:
   Metaspace(std::string replacement, bool drop_in_first)
       : replacement_(std::move(replacement)), drop_in_first_(drop_in_first) {}
-  void apply(std::vector<std::string>& tokens) const override {
+  void apply(std::vector<std::string>& tokens, bool /*lossy*/) const override {
     for (size_t i = 0; i < tokens.size(); ++i)
       tokens[i] = Pattern::literal(replacement_).replace_all(tokens[i], i == 0 && drop_in_first_ ? "" : " ");
   }
@@ -182,13 +182,13 @@ void Decoder::add(const nlohmann::json& j) {
   }
 }
 
-std::string Decoder::decode(std::vector<std::string> tokens) const {
+std::string Decoder::decode(std::vector<std::string> tokens, bool lossy) const {
   std::string text;
   if (!present_) {
     for (size_t i = 0; i < tokens.size(); ++i) text += (i ? " " : "") + tokens[i];
     return text;
   }
-  for (const auto& step : steps_) step->apply(tokens);
+  for (const auto& step : steps_) step->apply(tokens, lossy);
   for (const auto& t : tokens) text += t;
   return text;
 }

@@ -11,7 +11,8 @@ namespace onecat::tokenizer {
 class DecoderStep {
  public:
   virtual ~DecoderStep() = default;
-  virtual void apply(std::vector<std::string>& tokens) const = 0;
+  // lossy: invalid UTF-8 becomes U+FFFD (the text); otherwise bytes stay as they are.
+  virtual void apply(std::vector<std::string>& tokens, bool lossy) const = 0;
 };
 
 class Decoder {
@@ -20,7 +21,8 @@ class Decoder {
   // From tokenizer.json's "decoder"; null joins the tokens with spaces, as tokenizers does.
   static Decoder from_json(const nlohmann::json& j);
 
-  std::string decode(std::vector<std::string> tokens) const;
+  // lossy = false keeps the bytes of an incomplete or invalid UTF-8 sequence as they are.
+  std::string decode(std::vector<std::string> tokens, bool lossy = true) const;
   // Whether <0xXX> tokens are read as bytes; a run of them decodes as a whole (one
   // U+FFFD per byte when the run is not valid UTF-8), so its text is not final until the
   // run ends.

@@ -121,6 +121,40 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_to
   return t.decoder.decode(std::move(tokens));
 }
 
+std::vector<std::string> Tokenizer::token_bytes() const {
+  const Impl& t = *impl_;
+  std::vector<std::string> out(vocab_size());
+  // Decoders are not token-local (Metaspace drops the first token's leading space, Strip cuts the
+  // text's first characters), so each token is decoded after an anchor token and the anchor's
+  // own decoding is cut off.
+  std::optional<std::string> anchor;
+  std::string anchor_text;
+  // Plain letters, then SentencePiece's and byte-level BPE's " a".
+  const std::string candidates[] = {
+      "a", "x", "e", "0", std::string("\xE2\x96\x81") + "a", std::string("\xC4\xA0") + "a"};
+  for (const std::string& candidate : candidates) {
+    const std::optional<int32_t> id = t.model.vocab().find(candidate);
+    if (!id || t.added_by_id.count(*id)) continue;
+    anchor = candidate;
+    anchor_text = t.decoder.decode({*anchor}, false);
+    if (!anchor_text.empty()) break;
+    anchor.reset();
+  }
+  if (!anchor) throw Error("the tokenizer has no plain one-letter token to decode other tokens after.");
+  for (size_t id = 0; id < out.size(); ++id) {
+    if (t.added_by_id.count(int32_t(id))) continue;
+    const std::string* token = t.model.vocab().token(int32_t(id));
+    if (!token) continue;
+    std::string text = t.decoder.decode({*anchor, *token}, false);
+    if (text.compare(0, anchor_text.size(), anchor_text) != 0) {
+      throw Error("the tokenizer's decoder changes the text before token " + std::to_string(id) +
+                  "; its bytes cannot be told apart.");
+    }
+    out[id] = text.substr(anchor_text.size());
+  }
+  return out;
+}
+
 size_t Tokenizer::vocab_size() const {
   size_t n = impl_->model.vocab().id_limit();
   for (const auto& [id, token] : impl_->added_by_id) n = std::max(n, size_t(id) + 1);

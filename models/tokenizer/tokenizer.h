@@ -34,6 +34,13 @@ class Tokenizer {
   // InputError for an id outside the vocabulary.
   std::string decode(std::span<const int32_t> ids, bool skip_special_tokens = false) const;
 
+  // Every id's bytes as they continue a text (ids 0 … vocab_size() − 1): a byte-level token's
+  // raw bytes (part of a UTF-8 character stays a part), a byte-fallback token's byte, a
+  // SentencePiece token's text with its leading space. Empty for added tokens (special or not:
+  // they are never text to a grammar) and for ids the vocabulary lacks. Constrained decoding
+  // (engine/grammar.h) walks these.
+  std::vector<std::string> token_bytes() const;
+
   size_t vocab_size() const;  // one past the largest id
   std::optional<int32_t> token_to_id(std::string_view token) const;
   std::optional<std::string> id_to_token(int32_t id) const;

@@ -5,6 +5,7 @@
 
 #include <pybind11/stl.h>
 
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -12,7 +13,10 @@
 
 #include "base/error.h"
 #include "engine/draft_model.h"
+#include "engine/grammar.h"
+#include "engine/json_schema.h"
 #include "models/model/generation_config.h"
+#include "models/tokenizer/tokenizer.h"
 #include "python/bindings/families.h"
 #include "python/bindings/sampling_args.h"
 
@@ -24,7 +28,37 @@ struct PyLLM {
   std::unique_ptr<engine::Engine> engine;
   std::vector<int32_t> eos;
   std::string path;  // the checkpoint directory (its tokenizer for text prompts, onecat/_engine.py)
+  std::shared_ptr<engine::GrammarCache> grammars;  // structured outputs, made at the first request that asks
 };
+
+// Structured outputs (docs/serve.md): a request's grammar from one of a JSON schema's text, a
+// list of choices or any JSON object; nullptr when none is asked.
+std::shared_ptr<engine::GrammarAutomaton> grammar_of(PyLLM& p, const std::optional<std::string>& json_schema,
+                                                     const std::optional<std::vector<std::string>>& choice,
+                                                     bool json_object) {
+  if (int(json_schema.has_value()) + int(choice.has_value()) + int(json_object) > 1) {
+    throw InputError("give one of json_schema, choice and json_object.");
+  }
+  if (!json_schema && !choice && !json_object) return nullptr;
+  if (!p.grammars) {
+    if (!std::filesystem::exists(std::filesystem::path(p.path) / "tokenizer.json")) {
+      throw InputError("structured outputs need the checkpoint's tokenizer.json, which " + p.path + " lacks.");
+    }
+    const int64_t vocab = p.model->config().vocab;
+    std::vector<std::string> bytes = tokenizer::Tokenizer::from_hf_directory(p.path).token_bytes();
+    if (int64_t(bytes.size()) > vocab) bytes.resize(size_t(vocab));
+    p.grammars = std::make_shared<engine::GrammarCache>(std::make_shared<const engine::TokenVocabulary>(bytes, vocab));
+  }
+  if (json_object) return p.grammars->get("json_object", [] { return engine::json_object_grammar(); });
+  if (choice) {
+    std::string key = "choice";
+    for (const std::string& c : *choice) key += " " + nlohmann::json(c).dump();
+    return p.grammars->get(key, [&] { return engine::choice_grammar(*choice); });
+  }
+  const nlohmann::ordered_json schema = nlohmann::ordered_json::parse(*json_schema, nullptr, false);
+  if (schema.is_discarded()) throw InputError("json_schema must be a JSON schema's text.");
+  return p.grammars->get("schema  " + schema.dump(), [&] { return engine::json_schema_grammar(schema); });
+}
 
 struct Settings {
   int64_t max_tokens;
@@ -49,7 +83,9 @@ template <class... Leading>
 auto request_kwargs(Leading... leading) {
   return std::tuple_cat(sampling_kwargs(1.0f, leading...),
                         std::make_tuple(py::arg("logprobs") = 0, py::arg("prompt_logprobs") = py::none(),
-                                        py::arg("logit_bias") = py::none(), py::arg("num_draft_tokens") = py::none()));
+                                        py::arg("logit_bias") = py::none(), py::arg("num_draft_tokens") = py::none(),
+                                        py::arg("json_schema") = py::none(), py::arg("choice") = py::none(),
+                                        py::arg("json_object") = false));
 }
 
 }  // namespace
@@ -159,7 +195,9 @@ void bind_engine(py::module_& m) {
             [](PyLLM& p, std::vector<int32_t> prompt_ids, int64_t max_tokens, float temperature, int top_k, float top_p,
                float min_p, float repetition_penalty, float presence_penalty, float frequency_penalty, uint64_t seed,
                std::optional<std::vector<int32_t>> stop_ids, int logprobs, std::optional<int> prompt_logprobs,
-               std::optional<std::map<int32_t, float>> logit_bias, std::optional<int> num_draft_tokens) {
+               std::optional<std::map<int32_t, float>> logit_bias, std::optional<int> num_draft_tokens,
+               std::optional<std::string> json_schema, std::optional<std::vector<std::string>> choice,
+               bool json_object) {
               Settings s{max_tokens,
                          sampling_params(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty,
                                          frequency_penalty, seed, logprobs),
@@ -168,11 +206,16 @@ void bind_engine(py::module_& m) {
               engine::Request r = request(p, std::move(prompt_ids), s);
               if (prompt_logprobs) r.prompt_logprobs = *prompt_logprobs;
               if (num_draft_tokens) r.num_draft_tokens = *num_draft_tokens;
+              if (auto grammar = grammar_of(p, json_schema, choice, json_object)) {
+                r.constraint = std::make_shared<engine::GrammarConstraint>(grammar, r.stop_ids);
+              }
               return p.engine->add(std::move(r));
             },
             a...,
             "Queues a request; its id. Its tokens come from step(), ending at a stop id (default: the checkpoint's "
-            "EOS ids; [] for none) or after max_tokens");
+            "EOS ids; [] for none) or after max_tokens. Structured output (one of): json_schema (a JSON schema's "
+            "text), choice (a list of strings) or json_object=True; the request then ends when its text is whole "
+            "(docs/serve.md, Structured outputs)");
       },
       request_kwargs(py::arg("prompt_ids"), py::arg("max_tokens") = 64));
   cls.def(

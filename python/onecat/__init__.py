@@ -29,7 +29,7 @@ except ImportError as e:  # pragma: no cover - a broken install
 
 from . import cache
 from ._C import LLM, DecodeStream, Model, StepOutput, Tokenizer
-from ._engine import CompletionOutput, RequestOutput, SamplingParams
+from ._engine import CompletionOutput, RequestOutput, SamplingParams, StructuredOutputsParams
 from ._engine import generate as _generate
 from ._engine import stream as _stream
 from .chat import apply_chat_template
@@ -59,6 +59,7 @@ __all__ = [
     "Model",
     "RequestOutput",
     "SamplingParams",
+    "StructuredOutputsParams",
     "StepOutput",
     "Tokenizer",
     "apply_chat_template",

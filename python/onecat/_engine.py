@@ -4,6 +4,7 @@ LLM.add_request and LLM.step), and vLLM's offline surface: LLM.generate(prompts,
 from __future__ import annotations
 
 import itertools
+import json as _json
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +47,28 @@ def _cancel_all(llm: LLM, requests) -> None:
 # ---- vLLM's offline surface: LLM.generate(prompts, SamplingParams) → RequestOutputs ----------
 
 @dataclass
+class StructuredOutputsParams:
+    """vLLM's structured outputs, one of: json (a JSON schema, as a dict or its text), choice (a list
+    of strings) or json_object=True (any JSON object). Each sample's text follows it
+    (grammar-constrained decoding; the schema keywords onecat takes are in docs/serve.md)."""
+    json: dict | str | None = None
+    choice: list[str] | None = None
+    json_object: bool | None = None
+
+    def __post_init__(self):
+        given = (self.json is not None) + (self.choice is not None) + bool(self.json_object)
+        if given != 1:
+            raise ValueError("StructuredOutputsParams takes one of json, choice and json_object.")
+
+    def _kwargs(self) -> dict:
+        if self.json is not None:
+            return {"json_schema": self.json if isinstance(self.json, str) else _json.dumps(self.json)}
+        if self.choice is not None:
+            return {"choice": list(self.choice)}
+        return {"json_object": True}
+
+
+@dataclass
 class SamplingParams:
     """The sampling settings of one generate() call, named as vLLM names them (the fields onecat's
     engine runs). top_k 0 or -1: off. seed None: a random one per request (each of n samples draws
@@ -68,6 +91,7 @@ class SamplingParams:
     logprobs: int | None = None
     skip_special_tokens: bool = True
     include_stop_str_in_output: bool = False
+    structured_outputs: StructuredOutputsParams | None = None
 
     def __post_init__(self):
         if not isinstance(self.n, int) or self.n < 1:
@@ -197,7 +221,8 @@ def generate(self: LLM, prompts, sampling_params=None, *args, **kwargs):
                                            top_p=p.top_p, min_p=p.min_p, repetition_penalty=p.repetition_penalty,
                                            presence_penalty=p.presence_penalty,
                                            frequency_penalty=p.frequency_penalty, seed=base + j, stop_ids=stop_ids,
-                                           logprobs=p.logprobs or 0)
+                                           logprobs=p.logprobs or 0,
+                                           **(p.structured_outputs._kwargs() if p.structured_outputs else {}))
                 samples[request] = (r, _Sample(tok, p, j))
         while not self.idle:
             for out in self.step():

@@ -2,6 +2,8 @@
 each alone, step() and cancel(), the prefix cache's statistics, and the ValueErrors."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -305,4 +307,37 @@ def test_generate_with_sampling_params_gives_text(text_checkpoint):
         onecat.SamplingParams(n=0)
     with pytest.raises(ValueError, match="SamplingParams for 2 prompts"):
         llm.generate(texts, [greedy] * 3)
+    assert llm.idle
+
+
+def test_structured_outputs(text_checkpoint):
+    """SamplingParams(structured_outputs=StructuredOutputsParams(...)), vLLM's: every sample ends
+    ("stop") once its text is whole, and that text is what it was asked for — an instance of the
+    schema (properties in its order), one of the choices, a JSON object — the tiny random model's
+    own choices under the grammar (tests/grammar_test.cpp checks the grammar itself)."""
+    llm = onecat.LLM(str(text_checkpoint), kv_cache_tokens=2048)
+    schema = {"type": "object", "properties": {"b": {"type": "boolean"}, "a": {"enum": ["x", "y"]}},
+              "required": ["b", "a"]}
+    for given in (schema, json.dumps(schema)):
+        params = onecat.SamplingParams(n=4, temperature=1.0, seed=3, max_tokens=80,
+                                       structured_outputs=onecat.StructuredOutputsParams(json=given))
+        for sample in llm.generate("json:", params)[0].outputs:
+            assert sample.finish_reason == "stop", sample.text
+            value = json.loads(sample.text)
+            assert list(value) == ["b", "a"] and isinstance(value["b"], bool) and value["a"] in ("x", "y")
+    choices = ["red", "green", "blue"]
+    params = onecat.SamplingParams(n=5, temperature=1.0, seed=1, max_tokens=20,
+                                   structured_outputs=onecat.StructuredOutputsParams(choice=choices))
+    assert {s.text for s in llm.generate("colour:", params)[0].outputs} <= set(choices)
+    params = onecat.SamplingParams(n=3, temperature=1.0, seed=2, max_tokens=120,
+                                   structured_outputs=onecat.StructuredOutputsParams(json_object=True))
+    for sample in llm.generate("obj:", params)[0].outputs:
+        if sample.finish_reason == "stop":
+            assert isinstance(json.loads(sample.text), dict)
+    with pytest.raises(ValueError, match="one of json, choice and json_object"):
+        onecat.StructuredOutputsParams()
+    bad = onecat.SamplingParams(structured_outputs=onecat.StructuredOutputsParams(json={"type": "string",
+                                                                                        "pattern": "a+"}))
+    with pytest.raises(ValueError, match='"pattern"'):
+        llm.generate("x", bad)
     assert llm.idle

@@ -316,12 +316,54 @@ def test_logit_bias(server, model):
         assert status == 400 and j["error"]["param"] == "logit_bias", (bias, j)
 
 
-def test_response_format_other_than_text_is_refused(server):
+def test_structured_outputs(server):
+    """response_format json_schema / json_object and guided_choice: every reply that ends is JSON the
+    schema allows, its properties in the schema's order (the tiny random model's own choices under
+    the grammar), on both endpoints, whole and streamed alike; what onecat cannot enforce is a 400
+    naming it. The grammar itself is tests/grammar_test.cpp's."""
     assert chat(server, MESSAGES, max_tokens=2, response_format={"type": "text"})["choices"]
-    for rf in ({"type": "json_object"}, {"type": "json_schema", "json_schema": {"name": "x", "schema": {}}}):
-        status, j = server.post("/v1/chat/completions", {"messages": MESSAGES, "response_format": rf})
-        assert status == 400 and j["error"]["param"] == "response_format", j
-        assert "not supported yet" in j["error"]["message"]
+    schema = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 5}, "n": {"type": "integer"},
+                                               "ok": {"type": "boolean"}, "tag": {"enum": ["a", "b", None]}},
+              "required": ["name", "n", "ok"]}
+    rf = {"type": "json_schema", "json_schema": {"name": "person", "schema": schema, "strict": True}}
+    r = chat(server, MESSAGES, max_tokens=120, temperature=1.0, n=6, seed=7, response_format=rf)
+    ended = 0
+    for choice in r["choices"]:
+        text = choice["message"]["content"]
+        if choice["finish_reason"] != "stop":
+            continue
+        ended += 1
+        obj = json.loads(text)
+        assert list(obj)[:3] == ["name", "n", "ok"] and set(obj) <= {"name", "n", "ok", "tag"}, text
+        assert isinstance(obj["name"], str) and len(obj["name"]) <= 5, text
+        assert isinstance(obj["n"], int) and isinstance(obj["ok"], bool) and obj.get("tag", "a") in ("a", "b", None)
+    assert ended >= 4, r["choices"]
+    body = {"messages": MESSAGES, "max_tokens": 120, "temperature": 1.0, "seed": 3, "response_format": rf}
+    whole = server.ok("/v1/chat/completions", body)["choices"][0]["message"]["content"]
+    events = server.stream("/v1/chat/completions", {**body, "stream": True})
+    assert "".join(json.loads(e)["choices"][0]["delta"].get("content", "") for e in events[:-1]) == whole
+
+    r = chat(server, MESSAGES, max_tokens=120, temperature=1.0, n=4, seed=1, response_format={"type": "json_object"})
+    assert any(c["finish_reason"] == "stop" for c in r["choices"])
+    for c in r["choices"]:
+        if c["finish_reason"] == "stop":
+            assert isinstance(json.loads(c["message"]["content"]), dict)
+    text = completion(server, "x", max_tokens=120, temperature=1.0, seed=2, n=4,
+                      guided_json={"type": "array", "items": {"type": "boolean"}, "maxItems": 3})
+    for c in text["choices"]:
+        if c["finish_reason"] == "stop":
+            value = json.loads(c["text"])
+            assert len(value) <= 3 and all(isinstance(v, bool) for v in value)
+    r = chat(server, MESSAGES, max_tokens=20, temperature=1.0, n=4, seed=5, guided_choice=["yes", "no", "maybe"])
+    assert {c["message"]["content"] for c in r["choices"]} <= {"yes", "no", "maybe"}
+    assert all(c["finish_reason"] == "stop" for c in r["choices"])
+
+    for bad, says in (({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "string", "pattern": "a"}}},
+                       '"pattern"'),
+                      ({"type": "xml"}, "text, json_object or json_schema"),
+                      ({"type": "json_schema"}, "json_schema object")):
+        status, j = server.post("/v1/chat/completions", {"messages": MESSAGES, "response_format": bad})
+        assert status == 400 and j["error"]["param"] == "response_format" and says in j["error"]["message"], j
 
 
 def test_completion_stream_equals_whole(server):
@@ -431,13 +473,12 @@ def token_id(server, text):
 
 def test_tool_choice_forces_a_call(server):
     """tool_choice "required" or a named function: the prompt ends with the call's start (the tiny
-    tokenizer has no newline, so "<tool_call>\n" reaches the model as "<tool_call>"), and the reply
-    is parsed as that start followed by the generated text. The tiny model's own continuation is
-    random, so logit_bias decides it: greedy with +100 on "1", +90 on "}" and +80 on "~" and a
-    repetition penalty of 4 (which divides a token's biased logit once it has appeared) writes
-    "1", "}", then "~", a stop string: arguments 1, a whole call. +100 on "x" alone writes "xxx":
-    no call parses, so the reply, forced start included, is the content and finish_reason stays
-    length. Whole and streamed alike."""
+    tokenizer has no newline, so "<tool_call>\n" reaches the model as "<tool_call>"), the rest of
+    the call follows the tool's parameters (constrained decoding), and the reply is parsed as that
+    start followed by the generated text. Greedy with +100 on "}" closes every object as soon as the
+    grammar lets it: the named call's arguments are {} and its reply "{}}" (the call's own "}").
+    Cut short by max_tokens, no call parses: the reply, forced start included, is the content and
+    finish_reason stays length. Whole and streamed alike."""
     messages = [{"role": "user", "content": "weather?"}]
     forced = '<tool_call>\n{"name": "get_weather", "arguments": '
     ids = server.ok("/tokenize", {"messages": messages, "tools": TOOLS, "tool_choice": named_tool("get_weather")})
@@ -447,35 +488,42 @@ def test_tool_choice_forces_a_call(server):
     assert server.ok("/detokenize", {"tokens": required["tokens"]})["prompt"] == (
         "<|tools|>get_weather;<|user|>weather?<|assistant|><tool_call>")
 
+    close = {str(token_id(server, "}")): 100}
     call = {"messages": messages, "tools": TOOLS, "tool_choice": named_tool("get_weather"), "temperature": 0,
-            "max_tokens": 8, "repetition_penalty": 4, "stop": ["~"],
-            "logit_bias": {str(token_id(server, "1")): 100, str(token_id(server, "}")): 90,
-                           str(token_id(server, "~")): 80}}
-    # The same prompt as ids through /v1/completions: what the model writes after the forced start.
-    plain = {k: v for k, v in call.items() if k not in ("messages", "tools", "tool_choice")}
-    assert server.ok("/v1/completions", {"prompt": ids["tokens"], **plain})["choices"][0]["text"] == "1}"
+            "max_tokens": 8, "logit_bias": close}
     r = chat(server, messages, **{k: v for k, v in call.items() if k != "messages"})
     assert r["usage"]["prompt_tokens"] == ids["count"] and r["usage"]["completion_tokens"] == 3
     choice = r["choices"][0]
     assert choice["finish_reason"] == "tool_calls" and choice["message"]["content"] is None
     [tool_call] = choice["message"]["tool_calls"]
     assert tool_call["type"] == "function" and tool_call["id"].startswith(r["id"])
-    assert tool_call["function"] == {"name": "get_weather", "arguments": "1"}
+    assert tool_call["function"] == {"name": "get_weather", "arguments": "{}"}
     chunks = [json.loads(e) for e in server.stream("/v1/chat/completions", {**call, "stream": True})[:-1]]
     deltas = [c["choices"][0]["delta"] for c in chunks]
     assert "".join(d.get("content") or "" for d in deltas) == ""
     [streamed] = [t for d in deltas for t in d.get("tool_calls", [])]
     assert streamed["index"] == 0 and streamed["function"] == tool_call["function"]
     assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"
+    # "required": one call to one of the tools, whatever the model writes.
+    for seed in range(3):
+        r = chat(server, messages, tools=TOOLS, tool_choice="required", temperature=1.0, seed=seed, max_tokens=120)
+        choice = r["choices"][0]
+        if choice["finish_reason"] == "length":
+            continue
+        [tool_call] = choice["message"]["tool_calls"]
+        assert tool_call["function"]["name"] == "get_weather"
+        arguments = json.loads(tool_call["function"]["arguments"])
+        assert set(arguments) <= {"city"} and isinstance(arguments.get("city", ""), str)
 
-    x = {"temperature": 0, "max_tokens": 3, "ignore_eos": True, "logit_bias": {str(token_id(server, "x")): 100}}
     for tool_choice, start in ((named_tool("get_weather"), forced), ("required", "<tool_call>\n")):
-        body = {"messages": messages, "tools": TOOLS, "tool_choice": tool_choice, **x}
+        body = {"messages": messages, "tools": TOOLS, "tool_choice": tool_choice, "temperature": 0, "max_tokens": 2,
+                "logit_bias": close}
         choice = server.ok("/v1/chat/completions", body)["choices"][0]
-        assert choice["message"]["content"] == start + "xxx" and "tool_calls" not in choice["message"]
+        content = choice["message"]["content"]
+        assert content.startswith(start) and len(content) > len(start) and "tool_calls" not in choice["message"]
         assert choice["finish_reason"] == "length"
         chunks = [json.loads(e) for e in server.stream("/v1/chat/completions", {**body, "stream": True})[:-1]]
-        assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks) == start + "xxx"
+        assert "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks) == content
         assert not any("tool_calls" in c["choices"][0]["delta"] for c in chunks)
         assert chunks[-1]["choices"][0]["finish_reason"] == "length"
 

@@ -4,6 +4,8 @@ streamed and not, n with seeds, stop strings, logprobs, and the client's own err
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 # scripts/requirements.txt pins it, so CI always has it; the device image (which runs only the
@@ -128,20 +130,35 @@ def test_streamed_completion_and_tools(client):
 
 def test_named_tool_choice(client, server):  # noqa: F811
     """A named tool_choice, as LangChain's with_structured_output sends it, read through the client's
-    own classes, whole and streamed. logit_bias makes the tiny model write "1}" after the forced
-    start (test_serve_cpu.py's test_tool_choice_forces_a_call says how)."""
+    own classes, whole and streamed. The call follows the tool's parameters (constrained decoding);
+    logit_bias on "}" makes the tiny model close the arguments at once: {} (test_serve_cpu.py's
+    test_tool_choice_forces_a_call says how). A json_schema response_format parses into the schema."""
     tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
-    ids = {c: server.ok("/tokenize", {"prompt": c, "add_special_tokens": False})["tokens"][0] for c in "1}~"}
+    close = server.ok("/tokenize", {"prompt": "}", "add_special_tokens": False})["tokens"][0]
     kw = dict(model=MODEL_NAME, messages=[{"role": "user", "content": "weather?"}], tools=tools,
               tool_choice={"type": "function", "function": {"name": "get_weather"}}, temperature=0, max_tokens=8,
-              stop=["~"], logit_bias={str(ids["1"]): 100, str(ids["}"]): 90, str(ids["~"]): 80},
-              extra_body={"repetition_penalty": 4})
+              logit_bias={str(close): 100})
     r = client.chat.completions.create(**kw)
     choice = r.choices[0]
     assert choice.finish_reason == "tool_calls" and choice.message.content is None
     [call] = choice.message.tool_calls
-    assert call.function.name == "get_weather" and call.function.arguments == "1"
+    assert call.function.name == "get_weather" and call.function.arguments == "{}"
     chunks = list(client.chat.completions.create(**kw, stream=True))
     [streamed] = [t for c in chunks for t in (c.choices[0].delta.tool_calls or [])]
-    assert streamed.function.name == "get_weather" and streamed.function.arguments == "1"
+    assert streamed.function.name == "get_weather" and streamed.function.arguments == "{}"
     assert chunks[-1].choices[0].finish_reason == "tool_calls"
+
+    schema = {"type": "object", "properties": {"answer": {"enum": ["yes", "no"]}, "sure": {"type": "boolean"}},
+              "required": ["answer", "sure"], "additionalProperties": False}
+    r = client.chat.completions.create(model=MODEL_NAME, messages=MESSAGES, max_tokens=60, temperature=0.7, seed=4,
+                                       response_format={"type": "json_schema",
+                                                        "json_schema": {"name": "verdict", "schema": schema,
+                                                                        "strict": True}})
+    assert r.choices[0].finish_reason == "stop"
+    verdict = json.loads(r.choices[0].message.content)
+    assert verdict["answer"] in ("yes", "no") and isinstance(verdict["sure"], bool)
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model=MODEL_NAME, messages=MESSAGES, max_tokens=4,
+                                       response_format={"type": "json_schema",
+                                                        "json_schema": {"name": "x", "schema": {"minimum": 1}}})
+    assert '"minimum"' in str(e.value)

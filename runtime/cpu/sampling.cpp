@@ -273,7 +273,7 @@ std::vector<Ranked> keep(const float* l, float l_max, int64_t vocab, const Sampl
 
 SampleDecision decide(const float* logits, int64_t vocab, const SamplingParams& p, std::span<const int> prompt_tokens,
                       std::span<const int> output_tokens, uint64_t step, bool token_logprob, bool split = false,
-                      int given = -1) {
+                      int given = -1, const uint32_t* allowed = nullptr) {
   validate(p);
   if (vocab < 1 || vocab > std::numeric_limits<int>::max()) {
     throw InputError("sampling needs a vocabulary of 1 to 2^31−1 tokens, got " + std::to_string(vocab) + ".");
@@ -325,9 +325,20 @@ SampleDecision decide(const float* logits, int64_t vocab, const SamplingParams& 
   }
 
   const bool penalised = p.repetition_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f ||
-                         !p.logit_bias.empty();
+                         !p.logit_bias.empty() || allowed;
   std::vector<float> penalised_values;
   if (penalised) penalised_values = penalized_logits(logits, vocab, p, prompt_tokens, output_tokens);
+  if (allowed) {
+    bool any = false;
+    for (int64_t i = 0; i < vocab; ++i) {
+      if ((allowed[i >> 5] >> (i & 31)) & 1u) {
+        any = true;
+      } else {
+        penalised_values[size_t(i)] = kNegInf;
+      }
+    }
+    if (!any) throw Error("sampling: the row's mask allows no token");
+  }
   const float* l = penalised ? penalised_values.data() : raw.data();
   float l_max = raw_max_f;
   if (penalised) {
@@ -339,6 +350,11 @@ SampleDecision decide(const float* logits, int64_t vocab, const SamplingParams& 
     d.sampled.logprob = token_logprob || p.logprobs > 0 ? logprob(token) : 0.0f;
     return d;
   };
+  if (l_max == kNegInf && allowed) {  // every allowed logit −inf (or NaN): the first allowed
+    int64_t first = 0;
+    while (!((allowed[first >> 5] >> (first & 31)) & 1u)) ++first;
+    return finish(int(first));
+  }
   if (p.temperature < kGreedyTemperature || l_max == kNegInf) return finish(argmax(l, vocab));
 
   std::vector<Ranked> kept = keep(l, l_max, vocab, p, split, &d.margin);
@@ -423,8 +439,9 @@ std::vector<SampledToken> sample_rows(std::span<const SampleRow> rows, int64_t v
   std::vector<SampledToken> out(rows.size());
   auto one = [&](size_t r, bool split) {
     const SampleRow& x = rows[r];
-    out[r] =
-        decide(x.logits, vocab, *x.params, x.prompt_tokens, x.output_tokens, x.step, x.token_logprob, split).sampled;
+    out[r] = decide(x.logits, vocab, *x.params, x.prompt_tokens, x.output_tokens, x.step, x.token_logprob, split, -1,
+                    x.allowed)
+                 .sampled;
   };
   if (rows.size() == 1) {
     one(0, true);

@@ -86,6 +86,10 @@ struct SampleRow {
   std::span<const int> prompt_tokens, output_tokens;
   uint64_t step = 0;
   bool token_logprob = true;
+  // Constrained decoding: a bit per token (bit id % 32 of word id / 32); tokens without their bit
+  // get −inf after the penalties, so they are never drawn (the logprobs stay the raw ones, as
+  // with logit_bias). At least one token must be allowed. nullptr: every token.
+  const uint32_t* allowed = nullptr;
 };
 std::vector<SampledToken> sample_rows(std::span<const SampleRow> rows, int64_t vocab);
 

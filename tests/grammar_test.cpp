@@ -1,0 +1,669 @@
+// Constrained decoding (engine/grammar, engine/json_schema): the JSON grammar accepts what a JSON
+// parser accepts; every text a random walk through a schema's token masks completes is valid
+// under an independent validator written here; the masks equal a token-by-token check on a
+// synthetic and a real (Qwen2) vocabulary; token bytes rebuild the text; bad schemas are refused.
+#include "engine/grammar.h"
+
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "engine/json_schema.h"
+#include "models/tokenizer/tokenizer.h"
+#include "test_util.h"
+
+namespace fs = std::filesystem;
+using namespace onecat::engine;
+using nlohmann::ordered_json;
+
+namespace {
+
+// Every single byte but a few, and random strings over a JSON-ish alphabet (some sharing
+// prefixes, some repeated with other ids).
+std::vector<std::string> synthetic_vocabulary(uint32_t seed) {
+  std::vector<std::string> v;
+  for (int b = 1; b < 256; ++b) v.push_back(std::string(1, char(b)));
+  const std::string alphabet = "{}[]\":,-.0123456789eE+ \n\tabcnrstuxyz\\/_AZ";
+  std::mt19937 rng(seed);
+  for (int i = 0; i < 1500; ++i) {
+    const int length = 2 + int(rng() % 6);
+    std::string t;
+    for (int k = 0; k < length; ++k) t += alphabet[rng() % alphabet.size()];
+    v.push_back(t);
+  }
+  for (const char* t : {"true", "false", "null", "\"name\"", "\": \"", "\",", "{\"", "\"}", "},", "\n  ", "  "}) {
+    v.push_back(t);
+  }
+  v.push_back("");      // a token without bytes (an added token) is never allowed
+  v.push_back(v[300]);  // the same bytes under two ids
+  return v;
+}
+
+std::shared_ptr<GrammarAutomaton> automaton(const Grammar& g, const std::vector<std::string>& vocab,
+                                            int64_t extra = 3) {
+  return std::make_shared<GrammarAutomaton>(
+      g, std::make_shared<const TokenVocabulary>(vocab, int64_t(vocab.size()) + extra));
+}
+
+bool matches(GrammarAutomaton& a, std::string_view text) {
+  const int32_t s = a.step(a.start(), text);
+  return s != GrammarAutomaton::kDead && a.accepting(s);
+}
+
+// A random JSON value over a small alphabet, nesting at most `depth`.
+ordered_json random_value(std::mt19937& rng, int depth) {
+  const int kind = int(rng() % (depth > 0 ? 8 : 6));
+  auto word = [&] {
+    std::string s;
+    static const std::vector<std::string> chars{
+        "a", "b", " ", "z", "\"", "\\", "/", "\t", "\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80", "\x01"};
+    for (int i = int(rng() % 6); i > 0; --i) s += chars[rng() % chars.size()];
+    return s;
+  };
+  switch (kind) {
+    case 0:
+      return nullptr;
+    case 1:
+      return bool(rng() % 2);
+    case 2:
+      return int64_t(rng() % 2000) - 1000;
+    case 3:
+      return double(int64_t(rng() % 20000) - 10000) / 64.0;
+    case 4:
+      return word();
+    case 5:
+      return 1.5e-300 * double(rng() % 7);
+    case 6: {
+      ordered_json o = ordered_json::object();
+      for (int i = int(rng() % 4); i > 0; --i) o[word()] = random_value(rng, depth - 1);
+      return o;
+    }
+    default: {
+      ordered_json a = ordered_json::array();
+      for (int i = int(rng() % 4); i > 0; --i) a.push_back(random_value(rng, depth - 1));
+      return a;
+    }
+  }
+}
+
+// RFC 8259's syntax with json_schema.h's bounds on a number's digits, checked by recursive
+// descent (nlohmann's parser also refuses numbers a double cannot hold, which JSON allows).
+class JsonSyntax {
+ public:
+  static bool check(const std::string& text) {
+    JsonSyntax s(text);
+    const bool ok = s.value(0);
+    s.ws();
+    return ok && s.i_ == text.size() && utf8(text);
+  }
+
+ private:
+  explicit JsonSyntax(const std::string& t) : t_(t) {}
+  static bool utf8(const std::string& t) {
+    try {
+      (void)ordered_json(t).dump();  // dump() refuses invalid UTF-8
+      return true;
+    } catch (const nlohmann::json::type_error&) {
+      return false;
+    }
+  }
+  char at() const { return i_ < t_.size() ? t_[i_] : '\0'; }
+  void ws() {
+    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t' || t_[i_] == '\n' || t_[i_] == '\r')) ++i_;
+  }
+  bool word(const char* w) {
+    const size_t n = std::strlen(w);
+    if (t_.compare(i_, n, w) != 0) return false;
+    i_ += n;
+    return true;
+  }
+  // 1 … most digits (json_schema.h's bounds on a number's parts).
+  bool digits(int most) {
+    const size_t from = i_;
+    while (std::isdigit(static_cast<unsigned char>(at()))) ++i_;
+    return i_ > from && i_ - from <= size_t(most);
+  }
+  bool number() {
+    if (at() == '-') ++i_;
+    if (at() == '0') {
+      ++i_;
+    } else if (!digits(kMaxIntegerDigits)) {
+      return false;
+    }
+    if (at() == '.' && (++i_, !digits(kMaxFractionDigits))) return false;
+    if (at() == 'e' || at() == 'E') {
+      ++i_;
+      if (at() == '+' || at() == '-') ++i_;
+      if (!digits(kMaxExponentDigits)) return false;
+    }
+    return true;
+  }
+  bool string() {
+    ++i_;
+    while (i_ < t_.size()) {
+      const unsigned char c = static_cast<unsigned char>(t_[i_++]);
+      if (c == '"') return true;
+      if (c < 0x20) return false;
+      if (c != '\\') continue;
+      const char e = at();
+      ++i_;
+      if (e == 'u') {
+        for (int k = 0; k < 4; ++k, ++i_) {
+          if (!std::isxdigit(static_cast<unsigned char>(at()))) return false;
+        }
+      } else if (!std::strchr("\"\\/bfnrt", e) || e == '\0') {
+        return false;
+      }
+    }
+    return false;
+  }
+  bool value(int depth) {
+    ws();
+    if (depth > 64) return false;
+    const char c = at();
+    if (c == '"') return string();
+    if (c == 't') return word("true");
+    if (c == 'f') return word("false");
+    if (c == 'n') return word("null");
+    if (c == '-' || std::isdigit(static_cast<unsigned char>(c))) return number();
+    if (c != '{' && c != '[') return false;
+    const char close = c == '{' ? '}' : ']';
+    ++i_;
+    ws();
+    if (at() == close) return ++i_, true;
+    while (true) {
+      if (c == '{') {
+        ws();
+        if (at() != '"' || !string()) return false;
+        ws();
+        if (at() != ':') return false;
+        ++i_;
+      }
+      if (!value(depth + 1)) return false;
+      ws();
+      if (at() == close) return ++i_, true;
+      if (at() != ',') return false;
+      ++i_;
+    }
+  }
+  const std::string& t_;
+  size_t i_ = 0;
+};
+
+bool is_object_text(const std::string& text) { return JsonSyntax::check(text) && !text.empty() && text[0] == '{'; }
+
+TEST(JsonGrammar, AcceptsWhatAJsonParserAccepts) {
+  auto a = automaton(json_object_grammar(), synthetic_vocabulary(1));
+  std::mt19937 rng(7);
+  int accepted = 0, refused = 0;
+  const std::string mutations = "{}[]\":,-.019eE+tfnrua\\";
+  for (int i = 0; i < 600; ++i) {
+    ordered_json o = ordered_json::object();
+    for (int k = int(rng() % 4); k > 0; --k) o["k" + std::to_string(k)] = random_value(rng, 3);
+    const std::string compact = o.dump(), pretty = o.dump(2), spaced = o.dump(-1, ' ', false);
+    ASSERT_TRUE(matches(*a, compact)) << compact;
+    ASSERT_TRUE(matches(*a, pretty)) << pretty;
+    // Every prefix of a valid text can still be completed.
+    for (size_t cut = 0; cut < compact.size(); ++cut) {
+      ASSERT_NE(a->step(a->start(), compact.substr(0, cut)), GrammarAutomaton::kDead) << compact.substr(0, cut);
+      ASSERT_FALSE(a->accepting(a->step(a->start(), compact.substr(0, cut)))) << compact.substr(0, cut);
+    }
+    EXPECT_TRUE(a->finished(a->step(a->start(), compact)));  // nothing follows a whole object
+    (void)spaced;
+    // Mutants (no whitespace bytes): the grammar agrees with the parser.
+    for (int m = 0; m < 8; ++m) {
+      std::string t = compact;
+      const int edits = 1 + int(rng() % 2);
+      for (int e = 0; e < edits && !t.empty(); ++e) {
+        const size_t at = rng() % t.size();
+        const char c = mutations[rng() % mutations.size()];
+        switch (rng() % 3) {
+          case 0:
+            t[at] = c;
+            break;
+          case 1:
+            t.insert(at, 1, c);
+            break;
+          default:
+            t.erase(at, 1);
+        }
+      }
+      if (t.find_first_of(" \t\n\r") != std::string::npos) continue;
+      const bool valid = is_object_text(t);
+      EXPECT_EQ(matches(*a, t), valid) << t;
+      (valid ? accepted : refused) += 1;
+    }
+  }
+  EXPECT_GT(accepted, 100);
+  EXPECT_GT(refused, 1000);
+}
+
+TEST(JsonGrammar, WhitespaceIsBounded) {
+  auto a = automaton(json_object_grammar(), synthetic_vocabulary(1));
+  EXPECT_TRUE(matches(*a, "{ \"a\" : 1 }"));
+  EXPECT_TRUE(matches(*a, "{\n" + std::string(kMaxIndent, ' ') + "\"a\": [1,\n\t2]\n}"));
+  EXPECT_FALSE(matches(*a, "{\n" + std::string(kMaxIndent + 1, ' ') + "\"a\": 1}"));
+  EXPECT_FALSE(matches(*a, "{  \"a\": 1}"));  // two spaces: a space or a newline and indent
+  EXPECT_FALSE(matches(*a, " {}"));           // nothing around the value
+  EXPECT_FALSE(matches(*a, "{} "));
+  EXPECT_FALSE(matches(*a, "[1]"));  // json_object: an object
+}
+
+// ---------------------------------------------------------------------------------------------
+// An independent validator for the schema keywords json_schema_grammar takes (docs/serve.md),
+// with its rules: properties listed → no others unless additionalProperties says so.
+size_t code_points(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+bool valid(const ordered_json& v, const ordered_json& s, const ordered_json& root);
+
+bool valid_type(const ordered_json& v, const std::string& type, const ordered_json& s, const ordered_json& root) {
+  if (type == "null") return v.is_null();
+  if (type == "boolean") return v.is_boolean();
+  // An integer past 64 bits parses as a double.
+  if (type == "integer") return v.is_number_integer() || (v.is_number_float() && std::abs(v.get<double>()) > 9e18);
+  if (type == "number") return v.is_number();
+  if (type == "string") {
+    if (!v.is_string()) return false;
+    const size_t n = code_points(v.get<std::string>());
+    return n >= s.value("minLength", size_t(0)) && (!s.contains("maxLength") || n <= s["maxLength"].get<size_t>());
+  }
+  if (type == "object") {
+    if (!v.is_object()) return false;
+    const ordered_json props = s.value("properties", ordered_json::object());
+    for (const auto& r : s.value("required", ordered_json::array())) {
+      if (!v.contains(r.get<std::string>())) return false;
+    }
+    for (const auto& [k, x] : v.items()) {
+      if (props.contains(k)) {
+        if (!valid(x, props[k], root)) return false;
+      } else if (s.contains("additionalProperties")) {
+        if (!valid(x, s["additionalProperties"], root)) return false;
+      } else if (s.contains("properties")) {
+        return false;
+      }
+    }
+    return true;
+  }
+  if (type == "array") {
+    if (!v.is_array()) return false;
+    const ordered_json prefix = s.value("prefixItems", ordered_json::array());
+    if (v.size() < s.value("minItems", size_t(0))) return false;
+    if (s.contains("maxItems") && v.size() > s["maxItems"].get<size_t>()) return false;
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i < prefix.size()) {
+        if (!valid(v[i], prefix[i], root)) return false;
+      } else if (s.contains("items")) {
+        if (!valid(v[i], s["items"], root)) return false;
+      } else if (!prefix.empty()) {
+        return false;
+      }
+    }
+    return true;
+  }
+  return false;
+}
+
+bool valid(const ordered_json& v, const ordered_json& s, const ordered_json& root) {
+  if (s.is_boolean()) return s.get<bool>();
+  if (s.contains("$ref")) {
+    const std::string ref = s["$ref"];
+    if (ref == "#") return valid(v, root, root);
+    return valid(v, root.at(ordered_json::json_pointer(ref.substr(1))), root);
+  }
+  if (s.value("nullable", false) && v.is_null()) return true;
+  for (const char* key : {"anyOf", "oneOf"}) {
+    if (!s.contains(key)) continue;
+    for (const auto& x : s[key]) {
+      if (valid(v, x, root)) return true;
+    }
+    return false;
+  }
+  if (s.contains("allOf")) return valid(v, s["allOf"][0], root);
+  if (s.contains("const")) return v == s["const"];
+  if (s.contains("enum")) {
+    for (const auto& x : s["enum"]) {
+      if (v == x) return true;
+    }
+    return false;
+  }
+  if (!s.contains("type")) {
+    if (s.contains("properties") || s.contains("required") || s.contains("additionalProperties")) {
+      return valid_type(v, "object", s, root);
+    }
+    return true;
+  }
+  if (s["type"].is_string()) return valid_type(v, s["type"], s, root);
+  for (const auto& t : s["type"]) {
+    if (valid_type(v, t, s, root)) return true;
+  }
+  return false;
+}
+
+std::vector<ordered_json> schemas() {
+  return {
+      ordered_json::parse(R"({"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"},
+          "tags": {"type": "array", "items": {"type": "string", "maxLength": 3}, "maxItems": 2}},
+          "required": ["name", "age"]})"),
+      ordered_json::parse(R"({"type": "object", "properties": {"kind": {"enum": ["a", "b", 3, null]},
+          "ok": {"type": "boolean"}, "score": {"type": ["number", "null"]}}, "required": ["kind", "ok", "score"]})"),
+      ordered_json::parse(R"({"$defs": {"node": {"type": "object", "properties": {"v": {"type": "integer"},
+          "next": {"anyOf": [{"$ref": "#/$defs/node"}, {"type": "null"}]}}, "required": ["v", "next"]}},
+          "$ref": "#/$defs/node"})"),
+      ordered_json::parse(R"({"type": "array", "prefixItems": [{"const": "x"}, {"type": "integer"}],
+          "minItems": 1})"),
+      ordered_json::parse(R"({"type": "object", "properties": {"id": {"type": "string", "minLength": 2,
+          "maxLength": 4}}, "additionalProperties": {"type": "integer"}, "required": ["id"]})"),
+      ordered_json::parse(R"({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"},
+          "c": {"type": "integer"}}, "required": ["b"]})"),
+      ordered_json::parse(R"({"anyOf": [{"type": "object", "properties": {"x": {"type": "number"}},
+          "required": ["x"]}, {"type": "array", "items": {"type": "boolean"}, "minItems": 2, "maxItems": 3}]})"),
+  };
+}
+
+TEST(JsonSchemaGrammar, AcceptsValidAndRefusesInvalidInstances) {
+  const std::vector<ordered_json> s = schemas();
+  const std::vector<std::string> vocab = synthetic_vocabulary(2);
+  struct Case {
+    size_t schema;
+    std::string text;
+  };
+  const std::vector<Case> good{
+      {0, R"({"name":"ann","age":3})"},
+      {0, R"({"name": "", "age": -12, "tags": ["ab", "c"]})"},
+      {0, "{\n  \"name\": \"x\",\n  \"age\": 0\n}"},
+      {1, R"({"kind":3,"ok":false,"score":null})"},
+      {1, R"({"kind":"b","ok":true,"score":-1.5e3})"},
+      {2, R"({"v":1,"next":{"v":2,"next":null}})"},
+      {3, R"(["x"])"},
+      {3, R"(["x",42])"},
+      {4, R"({"id":"ab","z":1,"y":2})"},
+      {4, R"({"id":"\u00e9\n\u0041"})"},
+      {5, R"({"b":1})"},
+      {5, R"({"a":1,"b":2,"c":3})"},
+      {5, R"({"b":2,"c":3})"},
+      {6, R"({"x":1.25})"},
+      {6, R"([true,false,true])"},
+  };
+  const std::vector<Case> bad{
+      {0, R"({"age":3,"name":"ann"})"},  // the schema's order
+      {0, R"({"name":"ann"})"},          // age required
+      {0, R"({"name":"ann","age":3.5})"},
+      {0, R"({"name":"ann","age":3,"x":1})"},  // no other properties
+      {0, R"({"name":"a","age":1,"tags":["abcd"]})"},
+      {0, R"({"name":"a","age":1,"tags":["a","b","c"]})"},
+      {1, R"({"kind":"c","ok":false,"score":null})"},
+      {1, R"({"kind":"a","ok":0,"score":null})"},
+      {2, R"({"v":1,"next":{"v":2}})"},
+      {3, R"([])"},
+      {3, R"(["x",1,2])"},
+      {3, R"(["y"])"},
+      {4, R"({"id":"a"})"},
+      {4, R"({"id":"abcde"})"},
+      {4, R"({"id":"ab","z":"s"})"},
+      {5, R"({})"},
+      {5, R"({"a":1,"c":3})"},
+      {5, R"({"b":1,"a":2})"},
+      {6, R"([true])"},
+      {6, R"({"y":1})"},
+  };
+  std::vector<std::shared_ptr<GrammarAutomaton>> a;
+  for (const auto& x : s) a.push_back(automaton(json_schema_grammar(x), vocab));
+  for (const Case& c : good) {
+    EXPECT_TRUE(valid(ordered_json::parse(c.text), s[c.schema], s[c.schema])) << "validator: " << c.text;
+    EXPECT_TRUE(matches(*a[c.schema], c.text)) << c.schema << ": " << c.text;
+  }
+  for (const Case& c : bad) {
+    EXPECT_FALSE(matches(*a[c.schema], c.text)) << c.schema << ": " << c.text;
+  }
+}
+
+// Random walks through the masks: every text that completes parses and is valid.
+TEST(JsonSchemaGrammar, EveryCompletedWalkIsValid) {
+  const std::vector<std::string> vocab = synthetic_vocabulary(3);
+  const int32_t end = int32_t(vocab.size());  // an end id past the tokenizer's
+  std::mt19937 rng(11);
+  std::vector<ordered_json> all = schemas();
+  all.push_back(ordered_json::parse(R"({"type": "object"})"));
+  for (size_t k = 0; k < all.size(); ++k) {
+    auto a = automaton(json_schema_grammar(all[k]), vocab);
+    int completed = 0;
+    for (int walk = 0; walk < 60; ++walk) {
+      GrammarConstraint c(a, {end});
+      std::string text;
+      for (int step = 0; step < 400 && !c.finished(); ++step) {
+        const TokenMask& m = c.allowed();
+        std::vector<int32_t> ids;
+        for (int32_t id = 0; id <= end; ++id) {
+          if (mask_has(m, id)) ids.push_back(id);
+        }
+        ASSERT_FALSE(ids.empty()) << "schema " << k << " after " << text;
+        // Prefer structural tokens half the time, so walks end.
+        int32_t pick = ids[rng() % ids.size()];
+        if (rng() % 2) {
+          std::vector<int32_t> short_ids;
+          for (int32_t id : ids) {
+            if (id == end || vocab[size_t(id)].size() == 1) short_ids.push_back(id);
+          }
+          if (!short_ids.empty()) pick = short_ids[rng() % short_ids.size()];
+        }
+        ASSERT_TRUE(c.allows(pick));
+        c.accept(pick);
+        if (pick != end) text += vocab[size_t(pick)];
+      }
+      if (!c.finished()) continue;
+      ++completed;
+      ASSERT_TRUE(JsonSyntax::check(text)) << "schema " << k << ": " << text;
+      ordered_json parsed;
+      try {
+        parsed = ordered_json::parse(text);
+      } catch (const nlohmann::json::out_of_range&) {
+        continue;  // a number past a double: valid JSON, but not held by this validator
+      }
+      EXPECT_TRUE(valid(parsed, all[k], all[k])) << "schema " << k << ": " << text;
+    }
+    EXPECT_GE(completed, 15) << "schema " << k;
+  }
+}
+
+// The trie walk's mask against stepping every token's bytes from the state.
+void expect_masks_match(GrammarAutomaton& a, const std::vector<std::string>& texts) {
+  const TokenVocabulary& v = a.vocabulary();
+  for (const std::string& text : texts) {
+    const int32_t state = a.step(a.start(), text);
+    ASSERT_NE(state, GrammarAutomaton::kDead) << text;
+    const std::shared_ptr<const TokenMask> m = a.mask(state);
+    int64_t allowed = 0;
+    for (int32_t id = 0; id < v.size(); ++id) {
+      const std::string& b = v.bytes(id);
+      const bool want = !b.empty() && a.step(state, b) != GrammarAutomaton::kDead;
+      ASSERT_EQ(mask_has(*m, id), want) << "after " << text << ": token " << id;
+      allowed += want;
+    }
+    EXPECT_GT(allowed, 0) << text;
+  }
+}
+
+const std::vector<std::string>& prefixes() {
+  static const std::vector<std::string> p{"",
+                                          "{",
+                                          "{\"name\": \"a",
+                                          "{\"name\": \"a\\",
+                                          "{\"name\":\"ab\",",
+                                          "{\"name\":\"ab\",\"age\":1",
+                                          "{\"name\":\"ab\",\"age\":-"};
+  return p;
+}
+
+TEST(GrammarMask, EqualsATokenByTokenCheck) {
+  const std::vector<std::string> vocab = synthetic_vocabulary(4);
+  auto a = automaton(json_schema_grammar(schemas()[0]), vocab);
+  expect_masks_match(*a, prefixes());
+  auto any = automaton(json_object_grammar(), vocab);
+  expect_masks_match(*any, {"", "{\"a\":[1,{\"b\":", "{\"a\":\"x", "{\"a\":[1.5e"});
+}
+
+TEST(GrammarMask, EqualsATokenByTokenCheckOnQwen2) {
+  const onecat::tokenizer::Tokenizer tok =
+      onecat::tokenizer::Tokenizer::from_gguf(onecat::test::testdata() / "ggml-vocab-qwen2.gguf");
+  const std::vector<std::string> bytes = tok.token_bytes();
+  auto vocab = std::make_shared<const TokenVocabulary>(bytes, int64_t(bytes.size()) + 128);
+  auto a = std::make_shared<GrammarAutomaton>(json_schema_grammar(schemas()[0]), vocab);
+  using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  const int32_t in_string = a->step(a->start(), "{\"name\": \"a");
+  a->mask(in_string);
+  const double cold = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+  const auto t1 = clock::now();
+  const int32_t in_key = a->step(a->start(), "{\"name\":\"ab\",");
+  a->mask(in_key);
+  const double second = std::chrono::duration<double, std::milli>(clock::now() - t1).count();
+  RecordProperty("mask_ms_inside_string_cold", std::to_string(cold));
+  RecordProperty("mask_ms_after_comma", std::to_string(second));
+  std::printf("qwen2 vocabulary (%zu tokens): a mask inside a string %.1f ms (first walk), after a comma %.1f ms\n",
+              bytes.size(), cold, second);
+  expect_masks_match(*a, prefixes());
+  // Added tokens are never text.
+  const std::shared_ptr<const TokenMask> m = a->mask(in_string);
+  for (int32_t id : tok.eos_token_ids()) EXPECT_FALSE(mask_has(*m, id));
+}
+
+TEST(TokenBytes, RebuildTheText) {
+  const std::vector<std::string> texts{"Hello world",
+                                       "  two  spaces\nand\ttabs",
+                                       "caf\xC3\xA9 \xE2\x82\xAC 5",
+                                       "\xE4\xBD\xA0\xE5\xA5\xBD\xEF\xBC\x8C\xE4\xB8\x96\xE7\x95\x8C",
+                                       "emoji \xF0\x9F\x98\x80\xF0\x9F\x8E\x89 end",
+                                       "{\"key\": [1, 2.5, null]}"};
+  for (const char* name : {"ggml-vocab-qwen2.gguf", "ggml-vocab-llama-bpe.gguf", "ggml-vocab-llama-spm.gguf"}) {
+    const onecat::tokenizer::Tokenizer tok = onecat::tokenizer::Tokenizer::from_gguf(onecat::test::testdata() / name);
+    const std::vector<std::string> bytes = tok.token_bytes();
+    ASSERT_EQ(bytes.size(), tok.vocab_size());
+    for (const std::string& text : texts) {
+      const std::vector<int32_t> ids = tok.encode(text, false);
+      std::string joined;
+      for (int32_t id : ids) joined += bytes[size_t(id)];
+      const std::string decoded = tok.decode(ids);
+      // SentencePiece decoders drop the first token's leading space; in the middle of a text it stays.
+      if (joined != decoded) {
+        EXPECT_EQ(joined, " " + decoded) << name << ": " << text;
+      }
+      EXPECT_EQ(decoded, text) << name;
+    }
+    for (int32_t id : tok.eos_token_ids()) {
+      if (tok.is_special(id)) {
+        EXPECT_TRUE(bytes[size_t(id)].empty()) << name << " " << id;
+      }
+    }
+  }
+}
+
+TEST(JsonSchemaGrammar, RefusesWhatItCannotEnforce) {
+  struct Case {
+    const char* schema;
+    const char* says;
+  };
+  const std::vector<Case> cases{
+      {R"({"type": "string", "pattern": "^a+$"})", "\"pattern\""},
+      {R"({"type": "object", "properties": {"when": {"type": "string", "format": "date-time"}}})",
+       "at #/properties/when uses \"format\""},
+      {R"({"type": "integer", "minimum": 0})", "\"minimum\""},
+      {R"({"$ref": "#/$defs/missing"})", "which the schema does not have"},
+      {R"({"$ref": "http://example.com/s.json"})", "only references inside the schema"},
+      {R"(false)", "no value matches"},
+      {R"({"type": "object", "properties": {"a": {}}, "required": ["b"]})", "requires 'b'"},
+      {R"({"type": "strin"})", "which JSON schema does not define"},
+      {R"({"type": "array", "maxItems": 100000})", "at most 4096"},
+      {R"({"allOf": [{"type": "string"}, {"maxLength": 3}]})", "allOf"},
+      {R"({"type": "array", "prefixItems": [{}, {}], "items": false, "minItems": 3})", "below minItems"},
+      {R"(3)", "an object or a boolean"},
+  };
+  for (const Case& c : cases) {
+    try {
+      json_schema_grammar(ordered_json::parse(c.schema));
+      ADD_FAILURE() << "accepted " << c.schema;
+    } catch (const onecat::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(c.says), std::string::npos) << c.schema << ": " << e.what();
+    }
+  }
+}
+
+TEST(GrammarConstraint, EndsAndAllowsEndIdsOnlyWhenWhole) {
+  const std::vector<std::string> vocab{"y", "ye", "yes", "n", "no", "x", "s", "o", "e", ""};
+  const int32_t end = 10;
+  auto a = automaton(choice_grammar({"yes", "no", "nope"}), vocab, 2);
+  GrammarConstraint c(a, {end});
+  const TokenMask& start = c.allowed();
+  std::set<int32_t> allowed;
+  for (int32_t id = 0; id < 12; ++id) {
+    if (mask_has(start, id)) allowed.insert(id);
+  }
+  EXPECT_EQ(allowed, (std::set<int32_t>{0, 1, 2, 3, 4}));
+  EXPECT_THROW(c.accept(5), onecat::Error);
+  c.accept(3);  // "n"
+  EXPECT_FALSE(c.allows(end));
+  c.accept(7);  // "no": a whole choice, and "nope" goes on
+  EXPECT_TRUE(c.allows(end));
+  EXPECT_FALSE(c.finished());
+  EXPECT_TRUE(mask_has(c.allowed(), end));
+  GrammarConstraint d = *c.fresh();
+  d.accept(2);  // "yes": nothing follows
+  EXPECT_TRUE(d.finished());
+  c.accept(end);
+  EXPECT_TRUE(c.finished());
+  EXPECT_THROW(choice_grammar({}), onecat::InputError);
+}
+
+// A reasoning block first (unconstrained), blanks, then the grammar; or the grammar at once.
+TEST(GrammarConstraint, ReasoningGateLetsTheReasoningThrough) {
+  const std::vector<std::string> vocab{"{", "}", "x", "\n\n", " ", "\"a\":1", "", ""};
+  const int32_t open = 6, close = 7, end = 8;
+  auto a = automaton(json_object_grammar(), vocab, 1);
+  auto allowed_ids = [](GrammarConstraint& c) {
+    std::set<int32_t> ids;
+    for (int32_t id = 0; id < 9; ++id) {
+      if (mask_has(c.allowed(), id)) ids.insert(id);
+    }
+    return ids;
+  };
+  GrammarConstraint c(a, {end}, ReasoningGate{open, close, false});
+  EXPECT_TRUE(c.constrains());
+  EXPECT_EQ(allowed_ids(c), (std::set<int32_t>{0, open}));
+  c.accept(open);
+  EXPECT_FALSE(c.constrains());
+  c.accept(2), c.accept(3), c.accept(1);  // "x\n\n}" inside the reasoning
+  c.accept(close);
+  EXPECT_TRUE(c.constrains());
+  EXPECT_EQ(allowed_ids(c), (std::set<int32_t>{0, 3, 4}));  // "{" or blanks
+  c.accept(3);
+  EXPECT_THROW(c.accept(2), onecat::Error);
+  c.accept(0), c.accept(5), c.accept(1);
+  EXPECT_TRUE(c.finished());
+  // Without reasoning: the grammar at once, and no blanks before it.
+  GrammarConstraint d(a, {end}, ReasoningGate{open, close, false});
+  d.accept(0);
+  EXPECT_FALSE(d.allows(open));
+  EXPECT_FALSE(d.allows(close));
+  // The prompt opened the reasoning: anything (the end too) until close.
+  GrammarConstraint e(a, {end}, ReasoningGate{open, close, true});
+  EXPECT_FALSE(e.constrains());
+  EXPECT_TRUE(e.allows(2));
+  e.accept(end);
+  EXPECT_TRUE(e.finished());
+}
+
+}  // namespace
