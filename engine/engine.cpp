@@ -402,20 +402,31 @@ std::vector<StepOutput> Engine::step() {
   const int page = blocks_.page_size();
   std::vector<int32_t> ids, positions, slots, cu_q{0}, seq_lens, table, logit_rows, row_of;
   int max_pages = 0, decodes = 0, verifies = 0;
-  bool greedy = true;
-  // Sampled where the logits are (EngineOptions::device_sampling) when no chunk needs them
-  // here: no prompt logprobs, no drafts to verify, no logit_bias or grammar (which only the host applies).
-  bool device_sampling = options_.device_sampling;
+  // Requests only the host sampler serves: a grammar's mask and logit_bias are not in the
+  // backend's kernels.
+  auto host_sampled = [](const Seq& s) { return s.request.constraint || !s.request.sampling.logit_bias.empty(); };
+  // Greedy (the backend's argmax) or sampled where the logits are (EngineOptions::device_sampling)
+  // when no chunk needs its logits here: no prompt logprobs, no drafts to verify (greedy takes
+  // greedy drafts). A grammar or a logit_bias, which only the host sampler applies, keeps its
+  // chunk's one row on the host while the backend picks the others' (`mixed`); with several
+  // rows (drafts, prompt logprobs) every row comes to the host.
+  bool greedy = true, device_sampling = options_.device_sampling, any_host = false, mixable = true, any_backend = false;
   for (const Chunk& c : chunks) {
     max_pages = std::max(max_pages, int(c.seq->pages.size()));
     decodes += c.tokens == 1;
     verifies += c.tokens > 1 && c.seq->drafted > 0;
     const auto [from, to] = prompt_rows(*c.seq, c.seq->computed, c.seq->computed + c.tokens);
-    const bool constrained = c.seq->request.constraint != nullptr;
-    greedy = greedy && cpu::plain_greedy(c.seq->request.sampling) && from == to && c.seq->q.empty() && !constrained;
-    device_sampling = device_sampling && from == to && c.seq->drafted == 0 && c.seq->q.empty() &&
-                      c.seq->request.sampling.logit_bias.empty() && !constrained;
+    const bool one_row = from == to && c.seq->drafted == 0 && c.seq->q.empty();
+    if (host_sampled(*c.seq)) {
+      any_host = true;
+      mixable = mixable && one_row;
+      continue;
+    }
+    any_backend = true;
+    greedy = greedy && cpu::plain_greedy(c.seq->request.sampling) && from == to && c.seq->q.empty();
+    device_sampling = device_sampling && one_row;
   }
+  if (any_host && !(mixable && any_backend)) greedy = false, device_sampling = false;
   for (const Chunk& c : chunks) {
     const Seq& s = *c.seq;
     for (int64_t t = s.computed; t < s.computed + c.tokens; ++t) {
@@ -450,19 +461,34 @@ std::vector<StepOutput> Engine::step() {
   std::vector<float> logits;
   std::vector<cpu::SampledToken> device_sampled;  // device_sampling: one per chunk (its one logit row)
   device_sampling = device_sampling && !greedy && logit_rows.size() == chunks.size();
-  stats_.sampled_steps += greedy ? 0 : 1;
+  const bool mixed = any_host && (greedy || device_sampling);
+  // mixed: the host-sampled chunks' rows, also copied out (host_row_of[k]: chunk k's among them).
+  std::vector<int32_t> host_rows, host_row_of(chunks.size(), -1);
+  for (size_t k = 0; k < chunks.size() && mixed; ++k) {
+    if (!host_sampled(*chunks[k].seq)) continue;
+    host_row_of[k] = int32_t(host_rows.size());
+    host_rows.push_back(row_of[k]);
+  }
+  std::vector<float> host_logits(host_rows.size() * size_t(vocab));
+  stats_.sampled_steps += greedy && !any_host ? 0 : 1;
   if (greedy) {
     argmax.resize(logit_rows.size());
-    model_.forward_argmax(batch, argmax);
+    model_.forward_argmax(batch, argmax, host_rows, host_logits);
   } else if (device_sampling) {
+    // A host-sampled chunk's row is sampled greedily there too, and that token dropped.
+    static const cpu::SamplingParams placeholder{.temperature = 0};
     std::vector<model::SampleRequest> requests;
     for (const Chunk& c : chunks) {
       const Seq& s = *c.seq;
+      if (host_sampled(s)) {
+        requests.push_back({&placeholder, {}, {}, 0, false});
+        continue;
+      }
       requests.push_back(
           {&s.request.sampling, s.request.prompt, s.output, uint64_t(s.output.size()), s.request.sampling.logprobs > 0});
     }
     device_sampled.resize(chunks.size());
-    model_.forward_sample(batch, requests, device_sampled);
+    model_.forward_sample(batch, requests, device_sampled, host_rows, host_logits);
     ++stats_.device_sampled_steps;
   } else {
     logits.resize(logit_rows.size() * size_t(vocab));
@@ -493,17 +519,21 @@ std::vector<StepOutput> Engine::step() {
   std::vector<size_t> rows;
   std::vector<cpu::SampleRow> to_sample;
   std::vector<cpu::SampledToken> sampled(chunks.size());
-  for (size_t k = 0; k < chunks.size() && !greedy; ++k) {
+  for (size_t k = 0; k < chunks.size(); ++k) {
     if (chunks[k].seq->pending() != chunks[k].tokens || chunks[k].seq->drafted > 0) continue;
     if (chunks[k].seq->request.max_tokens == 0) continue;  // prompt logprobs alone
-    if (device_sampling) {
+    const bool here = host_row_of[k] >= 0;
+    if (greedy && !here) continue;
+    if (device_sampling && !here) {
       sampled[k] = std::move(device_sampled[k]);
       continue;
     }
     const Seq& s = *chunks[k].seq;
+    const float* row = here ? host_logits.data() + size_t(host_row_of[k]) * size_t(vocab)
+                            : logits.data() + size_t(row_of[k]) * size_t(vocab);
     rows.push_back(k);
-    to_sample.push_back({logits.data() + size_t(row_of[k]) * size_t(vocab), &s.request.sampling, s.request.prompt,
-                         s.output, uint64_t(s.output.size()), s.request.sampling.logprobs > 0,
+    to_sample.push_back({row, &s.request.sampling, s.request.prompt, s.output, uint64_t(s.output.size()),
+                         s.request.sampling.logprobs > 0,
                          s.request.constraint && s.request.constraint->constrains()
                              ? s.request.constraint->allowed().data()
                              : nullptr});
@@ -552,7 +582,7 @@ std::vector<StepOutput> Engine::step() {
       out.push_back(std::move(o));
       continue;
     }
-    if (greedy) {
+    if (greedy && host_row_of[k] < 0) {
       o.token = argmax[size_t(row_of[k])];
     } else {
       o.token = sampled[k].token;

@@ -605,8 +605,9 @@ TEST(Engine, SampledRequestsAreReproducibleAndMatchGenerate) {
 
 // EngineOptions::device_sampling: on the CPU backend the sampler where the logits are is
 // cpu::sample_rows too, so every output (token, logprob, top logprobs) equals the host path's,
-// for sampled rows with penalties and logprobs beside greedy ones, a logit_bias request (which
-// keeps its steps on the host) and preemption-free chunked prefills.
+// for sampled rows with penalties and logprobs beside greedy ones, a logit_bias request (its row
+// sampled on the host in the same steps, the others' on the backend) and preemption-free chunked
+// prefills.
 TEST(Engine, DeviceSamplingGivesTheHostSamplersOutputs) {
   const LoadedModel loaded = load(Checkpoints::of("qwen2", "awq4"));
   std::vector<Job> jobs = mixed_jobs(loaded.config.vocab, 500);
@@ -637,7 +638,7 @@ TEST(Engine, DeviceSamplingGivesTheHostSamplersOutputs) {
     }
     if (device_sampling) {
       device_steps = e.stats().device_sampled_steps;
-      EXPECT_LT(device_steps, e.stats().sampled_steps);  // the logit_bias request's steps stay on the host
+      EXPECT_LE(device_steps, e.stats().sampled_steps);
     } else {
       EXPECT_EQ(e.stats().device_sampled_steps, 0);
     }
@@ -881,8 +882,12 @@ TEST(Engine, GrammarConstrainedRequestsFollowTheirSchema) {
   const std::vector<int32_t> stops = model::eos_token_ids(dir);
   ASSERT_FALSE(stops.empty());
   const std::vector<int32_t> prompt = tok.encode("Reply in JSON:", false);
-  const Job free_job{random_prompt(19, vocab, 3), 12};
-  const std::vector<int32_t> free_alone = alone(loaded, {free_job})[0];
+  // Free requests beside them, greedy and sampled: the backend picks their rows (argmax, its
+  // sampler) in the same steps as the host samples the constrained ones (Engine::step's mixed steps).
+  cpu::SamplingParams seeded;
+  seeded.seed = 11, seeded.top_k = 30;
+  const std::vector<Job> free_jobs{{random_prompt(19, vocab, 3), 12}, {random_prompt(9, vocab, 4), 16, seeded}};
+  const std::vector<std::vector<int32_t>> free_alone = alone(loaded, free_jobs);
 
   Model m(loaded, engine_model());
   Engine e(m, {.max_num_batched_tokens = 64, .max_num_seqs = 8});
@@ -897,10 +902,12 @@ TEST(Engine, GrammarConstrainedRequestsFollowTheirSchema) {
     r.constraint = std::make_shared<engine::GrammarConstraint>(automaton, stops);
     kind[e.add(r)] = i == 0 ? "greedy" : "sampled";
   }
-  {
+  std::map<int64_t, size_t> free_index;
+  for (size_t i = 0; i < free_jobs.size(); ++i) {
     Request r;
-    r.prompt = free_job.prompt, r.max_tokens = free_job.max_tokens, r.sampling = free_job.sampling;
-    kind[e.add(r)] = "free";
+    r.prompt = free_jobs[i].prompt, r.max_tokens = free_jobs[i].max_tokens, r.sampling = free_jobs[i].sampling;
+    const int64_t id = e.add(r);
+    kind[id] = "free", free_index[id] = i;
   }
   std::map<int64_t, std::vector<int32_t>> out;
   std::map<int64_t, std::string> reason;
@@ -913,7 +920,7 @@ TEST(Engine, GrammarConstrainedRequestsFollowTheirSchema) {
   int whole = 0, greedy_checked = 0;
   for (const auto& [id, tokens] : out) {
     if (kind[id] == "free") {
-      EXPECT_EQ(tokens, free_alone);
+      EXPECT_EQ(tokens, free_alone[free_index[id]]);
       continue;
     }
     std::vector<int32_t> text_ids = tokens;
@@ -950,6 +957,7 @@ TEST(Engine, GrammarConstrainedRequestsFollowTheirSchema) {
   }
   EXPECT_EQ(greedy_checked, 1);
   EXPECT_GE(whole, 5) << "the constrained replies end within 200 tokens";
+  EXPECT_GT(e.stats().device_sampled_steps, 0) << "mixed steps: the sampled free request's row on the backend";
   EXPECT_EQ(e.blocks().total_references(), 0);
   // A grammar over another vocabulary is refused.
   Request r;

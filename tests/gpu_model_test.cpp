@@ -13,10 +13,14 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/grammar.h"
+#include "engine/json_schema.h"
 #include "model_test_util.h"
 #include "models/model/generate.h"
+#include "models/model/generation_config.h"
 #include "models/model/gpu_backend.h"
 #include "models/plan.h"
+#include "models/tokenizer/tokenizer.h"
 #include "runtime/cpu/sampling.h"
 #include "runtime/cuda/cublas.h"
 #include "runtime/cuda/driver.h"
@@ -510,6 +514,56 @@ TEST(GpuEngine, DeviceSamplingFollowsTheHostSampler) {
 
 // The profile times every launch of the steps it saw: the ops a decode step runs, once per layer
 // (rmsnorm twice), their times positive, and the logits those steps gave the same as without it.
+// Rows only the host sampler serves (a grammar's mask, a logit_bias) in the same steps as rows
+// the GPU picks (the argmax kernel, the sampling kernel): Backend::read_logit_rows copies out the
+// host rows alone. Against the same requests with every row copied out (device_sampling off):
+// the same steps, so the same logits, and every output the same — the argmax kernel's is exact,
+// and a sampled free request's kernel draw is compared only when it agrees with the host's.
+TEST(GpuEngine, HostRowsBesideGpuRowsComeFromTheirOwnLogits) {
+  const std::string dir = Checkpoints::get("--arch llama --format f16 --tokenizer");
+  const LoadedModel loaded = load(dir);
+  const int64_t vocab = loaded.config.vocab;
+  const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_hf_directory(dir);
+  auto automaton = std::make_shared<engine::GrammarAutomaton>(
+      engine::json_object_grammar(), std::make_shared<const engine::TokenVocabulary>(tok.token_bytes(), vocab));
+  const std::vector<int32_t> stops = model::eos_token_ids(dir);
+  ModelOptions o = on_gpu(options(64, 4096), true);
+  o.max_sequences = 8;
+  Model gpu(loaded, o);
+  cpu::SamplingParams greedy{.temperature = 0}, sampled{.temperature = 0.8f, .seed = 5};
+  auto run = [&](bool device_sampling, bool with_sampled_free) {
+    engine::Engine e(gpu, {.max_num_batched_tokens = 64, .max_num_seqs = 8, .device_sampling = device_sampling});
+    std::vector<std::vector<int32_t>> out(6);
+    std::map<int64_t, size_t> which;
+    for (size_t i = 0; i < out.size(); ++i) {
+      engine::Request r;
+      r.prompt = random_prompt(int64_t(4 + 5 * i), vocab, 70 + uint32_t(i)), r.max_tokens = 40, r.stop_ids = stops;
+      r.sampling = i == 1 ? sampled : greedy;
+      if (i < 2) r.constraint = std::make_shared<engine::GrammarConstraint>(automaton, stops);
+      if (i == 2) r.sampling.logit_bias = {{int32_t(i + 30), -100.f}, {int32_t(i + 31), 4.f}};
+      if (i == 5 && with_sampled_free) r.sampling = sampled;
+      which[e.add(r)] = i;
+    }
+    while (!e.idle()) {
+      for (const engine::StepOutput& s : e.step()) out[which.at(s.id)].push_back(s.token);
+    }
+    if (device_sampling) {
+      EXPECT_GT(with_sampled_free ? e.stats().device_sampled_steps : e.stats().steps, 0);
+    }
+    return out;
+  };
+  EXPECT_EQ(run(true, false), run(false, false));
+  const std::vector<std::vector<int32_t>> device = run(true, true), host = run(false, true);
+  if (device[5] == host[5]) {
+    EXPECT_EQ(device, host);
+  }
+  for (size_t i = 0; i < 2; ++i) {
+    std::vector<int32_t> text = device[i];
+    if (!text.empty() && std::count(stops.begin(), stops.end(), text.back())) text.pop_back();
+    EXPECT_NE(automaton->step(automaton->start(), tok.decode(text)), engine::GrammarAutomaton::kDead);
+  }
+}
+
 TEST(GpuProfile, TimesEveryLaunchOfTheSteps) {
   const LoadedModel loaded = load(Checkpoints::of("qwen3", "f16"));
   const int64_t vocab = loaded.config.vocab, layers = loaded.config.layers;

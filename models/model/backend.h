@@ -137,6 +137,10 @@ class Backend {
   virtual void logits(Act in) = 0;
   // That buffer, [logit rows][vocab], copied out (the GPU backend's sampler reads it in place).
   virtual void read_logits(std::span<float> out) = 0;
+  // Some of that buffer's rows (indices among the step's logit rows), [rows][vocab], copied out
+  // without changing it: the rows the host samples in a step whose other rows the backend
+  // samples (read_argmax, read_sampled), which read the buffer as it is.
+  virtual void read_logit_rows(std::span<const int32_t> rows, std::span<float> out) = 0;
   // Greedy decoding without copying the logits out: the lowest id among each logit row's
   // maxima (NaN never wins; cpu::argmax's rule), [logit rows].
   virtual void read_argmax(std::span<int32_t> out) = 0;

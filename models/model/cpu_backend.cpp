@@ -420,6 +420,17 @@ void CpuBackend::read_logits(std::span<float> out) {
   std::copy(b.logits.begin(), b.logits.begin() + std::ptrdiff_t(count), out.begin());
 }
 
+void CpuBackend::read_logit_rows(std::span<const int32_t> rows, std::span<float> out) {
+  const Buffers& b = *buffers_;
+  const size_t vocab = size_t(config_.vocab);
+  if (out.size() != rows.size() * vocab) throw Error("CPU backend: read_logit_rows needs room for rows × vocab floats");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] < 0 || rows[i] >= b.logit_count) throw Error("CPU backend: read_logit_rows names a row the step lacks");
+    const auto from = b.logits.begin() + std::ptrdiff_t(size_t(rows[i]) * vocab);
+    std::copy(from, from + std::ptrdiff_t(vocab), out.begin() + std::ptrdiff_t(i * vocab));
+  }
+}
+
 void CpuBackend::read_argmax(std::span<int32_t> out) {
   const Buffers& b = *buffers_;
   if (int64_t(out.size()) != b.logit_count)

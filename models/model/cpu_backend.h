@@ -32,6 +32,7 @@ class CpuBackend final : public Backend {
   void moe(int layer, Act out, Act in) override;
   void logits(Act in) override;
   void read_logits(std::span<float> out) override;
+  void read_logit_rows(std::span<const int32_t> rows, std::span<float> out) override;
   void read_argmax(std::span<int32_t> out) override;
   void read_sampled(std::span<const SampleRequest> rows, std::span<cpu::SampledToken> out) override;
 

@@ -824,6 +824,21 @@ void GpuBackend::read_logits(std::span<float> out) {
   g.logits.download(out.data(), count * 4);
 }
 
+void GpuBackend::read_logit_rows(std::span<const int32_t> rows, std::span<float> out) {
+  Impl& g = *impl_;
+  const size_t vocab = size_t(g.config.vocab);
+  if (out.size() != rows.size() * vocab) throw Error("GPU backend: read_logit_rows needs room for rows × vocab floats");
+  if (rows.empty()) return;
+  const Driver& d = Driver::require_gpu();
+  d.check(d.cuStreamSynchronize(g.stream), "cuStreamSynchronize", "reading logit rows");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] < 0 || rows[i] >= g.read_rows) throw Error("GPU backend: read_logit_rows names a row the step lacks");
+    d.check(
+        d.cuMemcpyDtoH(out.data() + i * vocab, g.logits.ptr() + CUdeviceptr(size_t(rows[i]) * vocab * 4), vocab * 4),
+        "cuMemcpyDtoH", "reading logit rows");
+  }
+}
+
 void GpuBackend::read_argmax(std::span<int32_t> out) {
   Impl& g = *impl_;
   if (int64_t(out.size()) != g.read_rows) throw Error("GPU backend: read_argmax needs room for exactly one id per row");

@@ -40,6 +40,7 @@ class GpuBackend final : public Backend {
   void moe(int layer, Act out, Act in) override;
   void logits(Act in) override;
   void read_logits(std::span<float> out) override;
+  void read_logit_rows(std::span<const int32_t> rows, std::span<float> out) override;
   void read_argmax(std::span<int32_t> out) override;
   void read_hidden(std::span<float> out) override;
   void prepare_sampling() override;

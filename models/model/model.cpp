@@ -226,8 +226,10 @@ void Model::forward(const ForwardBatch& batch, std::span<float> logits) {
   backend_->read_logits(logits);
 }
 
-void Model::forward_argmax(const ForwardBatch& batch, std::span<int32_t> ids) {
+void Model::forward_argmax(const ForwardBatch& batch, std::span<int32_t> ids, std::span<const int32_t> host_rows,
+                           std::span<float> host_logits) {
   run_step(batch);
+  backend_->read_logit_rows(host_rows, host_logits);
   backend_->read_argmax(ids);
 }
 
@@ -236,8 +238,10 @@ void Model::prepare_sampling() { backend_->prepare_sampling(); }
 void Model::read_hidden(std::span<float> out) { backend_->read_hidden(out); }
 
 void Model::forward_sample(const ForwardBatch& batch, std::span<const SampleRequest> rows,
-                           std::span<cpu::SampledToken> out) {
+                           std::span<cpu::SampledToken> out, std::span<const int32_t> host_rows,
+                           std::span<float> host_logits) {
   run_step(batch);
+  backend_->read_logit_rows(host_rows, host_logits);
   backend_->read_sampled(rows, out);
 }
 

@@ -90,7 +90,10 @@ class Model {
   void forward(const ForwardBatch& batch, std::span<float> logits);
   // The same step, returning each logit row's argmax (greedy decoding) instead of its logits:
   // on the GPU only the ids leave the device.
-  void forward_argmax(const ForwardBatch& batch, std::span<int32_t> ids);
+  // host_rows: logit rows the caller samples itself (a grammar's, a logit_bias's), copied into
+  // host_logits [host rows][vocab] as well (Backend::read_logit_rows).
+  void forward_argmax(const ForwardBatch& batch, std::span<int32_t> ids, std::span<const int32_t> host_rows = {},
+                      std::span<float> host_logits = {});
   // Captures the decode steps' CUDA graphs (cuda, cuda_graphs on, not profiling; else nothing):
   // every size of decode_graph_sizes(max_sequences) up to the one that holds `sequences`, each
   // run once on padding alone (the scratch page), resolving its kernels. A decode step of a size
@@ -125,8 +128,10 @@ class Model {
   // Readies forward_sample (Backend::prepare_sampling): once, before the first such step.
   void prepare_sampling();
   // The same step, each logit row sampled where the logits are (Backend::read_sampled):
-  // rows[i] for logit row i.
-  void forward_sample(const ForwardBatch& batch, std::span<const SampleRequest> rows, std::span<cpu::SampledToken> out);
+  // rows[i] for logit row i (a host row's result is the backend's, which the caller replaces;
+  // its params must be ones the backend takes, no logit_bias); host rows as forward_argmax's.
+  void forward_sample(const ForwardBatch& batch, std::span<const SampleRequest> rows, std::span<cpu::SampledToken> out,
+                      std::span<const int32_t> host_rows = {}, std::span<float> host_logits = {});
 
   // Appends `tokens` to `sequence` (pages allocated as needed; prefilled in chunks of
   // max_batch_tokens) and returns the logits, [vocab] per row, of its last new token, or of
