@@ -1,9 +1,12 @@
 #include "engine/json_schema.h"
 
+#include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "base/error.h"
+#include "engine/regex_grammar.h"
 
 namespace onecat::engine {
 
@@ -99,7 +102,16 @@ class JsonGrammar {
     g_.add(exponent, {Grammar::set(e), Grammar::ref(exponent_digits)});
     g_.add(exponent, {Grammar::set(e), Grammar::set(sign), Grammar::ref(exponent_digits)});
     g_.add(number_, {Grammar::ref(integer()), Grammar::ref(fraction), Grammar::ref(exponent)});
+    fraction_ = fraction, exponent_ = exponent;
     return number_;
+  }
+
+  // A number without a minus sign (minimum 0).
+  int unsigned_number() {
+    number();
+    const int r = g_.add_rule("unsigned number");
+    g_.add(r, {Grammar::ref(natural()), Grammar::ref(fraction_), Grammar::ref(exponent_)});
+    return r;
   }
 
   int literal_rule(const std::string& name, const std::string& text) {
@@ -204,7 +216,7 @@ class JsonGrammar {
   Grammar g_;
   int ws_ = -1, string_ = -1, escape_ = -1, character_ = -1, multibyte_ = -1, natural_ = -1, integer_ = -1,
       number_ = -1;
-  int value_ = -1, object_ = -1, array_ = -1;
+  int value_ = -1, object_ = -1, array_ = -1, fraction_ = -1, exponent_ = -1;
   std::map<std::string, int> literals_;
 };
 
@@ -243,11 +255,29 @@ class SchemaCompiler {
       return j_.value();
     }
     if (!s.is_object()) refuse(path, "must be an object or a boolean.");
-    static const std::set<std::string> known{"type",    "properties",  "required",  "additionalProperties",
-                                             "items",   "prefixItems", "minItems",  "maxItems",
-                                             "enum",    "const",       "anyOf",     "oneOf",
-                                             "allOf",   "$ref",        "minLength", "maxLength",
-                                             "nullable"};
+    static const std::set<std::string> known{"type",
+                                             "properties",
+                                             "required",
+                                             "additionalProperties",
+                                             "items",
+                                             "prefixItems",
+                                             "minItems",
+                                             "maxItems",
+                                             "enum",
+                                             "const",
+                                             "anyOf",
+                                             "oneOf",
+                                             "allOf",
+                                             "$ref",
+                                             "minLength",
+                                             "maxLength",
+                                             "nullable",
+                                             "pattern",
+                                             "format",
+                                             "minimum",
+                                             "maximum",
+                                             "exclusiveMinimum",
+                                             "exclusiveMaximum"};
     for (const auto& [key, value] : s.items()) {
       if (known.count(key) || annotations().count(key)) continue;
       if (key == "uniqueItems" && value == false) continue;
@@ -300,8 +330,10 @@ class SchemaCompiler {
       types.push_back("object");
     } else if (s.contains("items") || s.contains("prefixItems")) {
       types.push_back("array");
-    } else if (s.contains("minLength") || s.contains("maxLength")) {
+    } else if (s.contains("minLength") || s.contains("maxLength") || s.contains("pattern") || s.contains("format")) {
       types.push_back("string");
+    } else if (bounded(s)) {
+      types.push_back("number");
     } else {
       return j_.value();
     }
@@ -381,10 +413,25 @@ class SchemaCompiler {
     if (type == "string") {
       const int64_t min = count(s, "minLength", path, 0), max = count(s, "maxLength", path, -1);
       if (max >= 0 && max < min) refuse(path, "has maxLength below minLength.");
+      if (s.contains("pattern") || s.contains("format")) {
+        if (s.contains("minLength") || s.contains("maxLength")) {
+          refuse(path, "combines minLength or maxLength with pattern or format, which onecat cannot enforce yet.");
+        }
+        if (s.contains("pattern") && s.contains("format")) refuse(path, "has both pattern and format.");
+        return patterned(s, path);
+      }
       return min == 0 && max < 0 ? j_.string() : j_.string(min, max);
     }
-    if (type == "integer") return j_.integer();
-    if (type == "number") return j_.number();
+    if (type == "integer") return bounded_integer(s, path);
+    if (type == "number") {
+      if (!bounded(s)) return j_.number();
+      // Only a lower bound of 0 (included) is written exactly: a number without its minus sign.
+      if (s.contains("minimum") && s["minimum"] == 0 && !s.contains("maximum") && !s.contains("exclusiveMinimum") &&
+          !s.contains("exclusiveMaximum")) {
+        return j_.unsigned_number();
+      }
+      refuse(path, "bounds a number other than by minimum 0, which onecat cannot enforce yet (integers it can).");
+    }
     if (type == "boolean") {
       const int r = j_.grammar().add_rule("boolean");
       j_.grammar().add(r, Grammar::literal("true"));
@@ -395,6 +442,89 @@ class SchemaCompiler {
     if (type == "object") return object(s, path);
     if (type == "array") return array(s, path);
     refuse(path, "has type " + quoted_input(type) + ", which JSON schema does not define.");
+  }
+
+  static bool bounded(const ordered_json& s) {
+    return s.contains("minimum") || s.contains("maximum") || s.contains("exclusiveMinimum") ||
+           s.contains("exclusiveMaximum");
+  }
+
+  // An integer within minimum / maximum / exclusiveMinimum / exclusiveMaximum (draft 4's boolean
+  // exclusive forms too), as a regex of its decimal forms.
+  int bounded_integer(const ordered_json& s, const std::string& path) {
+    if (!bounded(s)) return j_.integer();
+    constexpr double kMost = 999'999'999'999'999'999.0;
+    double lo = -kMost, hi = kMost;
+    auto bound = [&](const char* key) -> std::optional<double> {
+      if (!s.contains(key) || s[key].is_boolean()) return std::nullopt;
+      if (!s[key].is_number()) refuse(path, std::string("has a ") + key + " that is not a number.");
+      return s[key].get<double>();
+    };
+    const bool draft4_low = s.contains("exclusiveMinimum") && s["exclusiveMinimum"] == true;
+    const bool draft4_high = s.contains("exclusiveMaximum") && s["exclusiveMaximum"] == true;
+    if (auto v = bound("minimum")) lo = std::max(lo, draft4_low ? std::floor(*v) + 1 : std::ceil(*v));
+    if (auto v = bound("maximum")) hi = std::min(hi, draft4_high ? std::ceil(*v) - 1 : std::floor(*v));
+    if (auto v = bound("exclusiveMinimum")) lo = std::max(lo, std::floor(*v) + 1);
+    if (auto v = bound("exclusiveMaximum")) hi = std::min(hi, std::ceil(*v) - 1);
+    lo = std::max(lo, -kMost), hi = std::min(hi, kMost);
+    if (lo > hi) refuse(path, "allows no integer: its bounds exclude every one.");
+    const std::string regex = integer_range_regex(int64_t(lo), int64_t(hi));
+    return add_regex(j_.grammar(), regex, RegexText::kRaw);
+  }
+
+  // A string matching `pattern` (a search, as JSON schema means it) or one of the formats.
+  int patterned(const ordered_json& s, const std::string& path) {
+    std::string regex;
+    bool search = false;
+    if (s.contains("pattern")) {
+      if (!s["pattern"].is_string()) refuse(path, "has a pattern that is not a string.");
+      regex = s["pattern"].get<std::string>();
+      search = true;
+    } else {
+      if (!s["format"].is_string()) refuse(path, "has a format that is not a string.");
+      const std::string format = s["format"];
+      regex = format_regex(format);
+      if (regex.empty()) {
+        refuse(path, "has format " + quoted_input(format) +
+                         ", which onecat cannot enforce yet (it can date, time, date-time, duration, uuid, email, "
+                         "hostname, ipv4, uri).");
+      }
+    }
+    Grammar& g = j_.grammar();
+    int body;
+    try {
+      body = add_regex(g, regex, RegexText::kJsonString, search);
+    } catch (const InputError& e) {
+      refuse(path, std::string("has a pattern onecat cannot take: ") + e.what());
+    }
+    const int r = g.add_rule(path + " string");
+    g.add(r, {Grammar::byte('"'), Grammar::ref(body), Grammar::byte('"')});
+    return r;
+  }
+
+  // JSON schema's formats as regexes (RFC 3339 dates and times, RFC 4122 UUIDs; e-mail,
+  // hostnames and URIs in their common shapes); empty for a format without one here.
+  static std::string format_regex(const std::string& format) {
+    const std::string date = R"(\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01]))";
+    const std::string time =
+        R"((?:[01]\d|2[0-3]):[0-5]\d:(?:[0-5]\d|60)(?:\.\d{1,9})?(?:[Zz]|[+-](?:[01]\d|2[0-3]):[0-5]\d))";
+    // A DNS label (its 63-byte limit left out: counting it would multiply the automaton's states).
+    const std::string label = R"([A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)";
+    const std::string octet = R"((?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d))";
+    if (format == "date") return date;
+    if (format == "time") return time;
+    if (format == "date-time") return date + "[Tt ]" + time;
+    if (format == "duration") {
+      return R"(P(?:\d{1,9}W|(?:\d{1,9}Y)?(?:\d{1,9}M)?(?:\d{1,9}D)?(?:T(?:\d{1,9}H)?(?:\d{1,9}M)?(?:\d{1,9}(?:\.\d{1,9})?S)?)?))";
+    }
+    if (format == "uuid") return R"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})";
+    if (format == "email")
+      return R"([A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@)" + label + R"((?:\.)" + label +
+             ")+";
+    if (format == "hostname") return label + R"((?:\.)" + label + ")*";
+    if (format == "ipv4") return octet + R"((?:\.)" + octet + "){3}";
+    if (format == "uri") return R"([A-Za-z][A-Za-z0-9+.-]*:[^\s"<>\\^`{|}]+)";
+    return "";
   }
 
   int object(const ordered_json& s, const std::string& path) {

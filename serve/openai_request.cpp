@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "engine/json_schema.h"
+#include "engine/regex_grammar.h"
 #include "serve/reasoning.h"
 #include "serve/tool_calls.h"
 
@@ -167,7 +168,7 @@ std::shared_ptr<engine::GrammarAutomaton> schema_automaton(const ServedModel& mo
 }
 
 // Structured outputs: response_format (OpenAI's json_object and json_schema) or vLLM's
-// guided_json / guided_choice, one of them.
+// guided_json / guided_regex / guided_choice, one of them.
 void parse_structured(const json& body, const nlohmann::ordered_json* ordered, const ServedModel& model,
                       Generation& g) {
   int given = 0;
@@ -185,11 +186,15 @@ void parse_structured(const json& body, const nlohmann::ordered_json* ordered, c
     }
   }
   const json* guided_json = field(body, "guided_json");
+  const json* guided_regex = field(body, "guided_regex");
   const json* guided_choice = field(body, "guided_choice");
-  given = (rf != nullptr) + (guided_json != nullptr) + (guided_choice != nullptr);
+  given = (rf != nullptr) + (guided_json != nullptr) + (guided_regex != nullptr) + (guided_choice != nullptr);
   if (given == 0) return;
-  const char* param = rf ? "response_format" : guided_json ? "guided_json" : "guided_choice";
-  if (given > 1) throw bad(param, "give one of response_format, guided_json and guided_choice.");
+  const char* param = rf             ? "response_format"
+                      : guided_json  ? "guided_json"
+                      : guided_regex ? "guided_regex"
+                                     : "guided_choice";
+  if (given > 1) throw bad(param, "give one of response_format, guided_json, guided_regex and guided_choice.");
   if (!model.grammars) throw bad(param, "this server has no structured outputs.");
   if (rf && (*rf)["type"] == "json_object") {
     g.grammar = model.grammars->get("json_object", [] { return engine::json_object_grammar(); });
@@ -204,6 +209,14 @@ void parse_structured(const json& body, const nlohmann::ordered_json* ordered, c
     } else {
       g.grammar = schema_automaton(model, ordered_field(body, ordered, {"response_format", "json_schema", "schema"}),
                                    param, "response_format.json_schema.schema");
+    }
+  } else if (guided_regex) {
+    if (!guided_regex->is_string()) throw bad(param, "guided_regex must be a string (a regular expression).");
+    const std::string pattern = guided_regex->get<std::string>();
+    try {
+      g.grammar = model.grammars->get("regex " + pattern, [&] { return engine::regex_grammar(pattern); });
+    } catch (const InputError& e) {
+      throw bad(param, std::string("guided_regex: ") + e.what());
     }
   } else if (guided_json) {
     nlohmann::ordered_json schema = ordered_field(body, ordered, {"guided_json"});

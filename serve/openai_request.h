@@ -67,7 +67,7 @@ struct Generation {
   // the prompt (forced_tool_call); the reply parsed (reasoning, tool calls) is it and then the
   // generated text.
   std::string forced_reply;
-  // Structured output (response_format json_object / json_schema, guided_json, guided_choice, or
+  // Structured output (response_format json_object / json_schema, guided_json, guided_regex, guided_choice, or
   // a forced tool call's arguments): the grammar every choice's reply follows, after its
   // reasoning when `gated` (engine/grammar.h).
   std::shared_ptr<engine::GrammarAutomaton> grammar;

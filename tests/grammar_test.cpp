@@ -14,12 +14,14 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <regex>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "base/error.h"
 #include "engine/json_schema.h"
+#include "engine/regex_grammar.h"
 #include "models/tokenizer/tokenizer.h"
 #include "test_util.h"
 
@@ -578,10 +580,12 @@ TEST(JsonSchemaGrammar, RefusesWhatItCannotEnforce) {
     const char* says;
   };
   const std::vector<Case> cases{
-      {R"({"type": "string", "pattern": "^a+$"})", "\"pattern\""},
-      {R"({"type": "object", "properties": {"when": {"type": "string", "format": "date-time"}}})",
-       "at #/properties/when uses \"format\""},
-      {R"({"type": "integer", "minimum": 0})", "\"minimum\""},
+      {R"({"type": "string", "multipleOf": 2})", "\"multipleOf\""},
+      {R"({"type": "object", "properties": {"when": {"type": "string", "format": "ipv6"}}})",
+       "at #/properties/when has format 'ipv6'"},
+      {R"({"type": "number", "maximum": 3})", "bounds a number"},
+      {R"({"type": "integer", "minimum": 5, "maximum": 4})", "allows no integer"},
+      {R"({"type": "string", "pattern": "a", "maxLength": 3})", "combines minLength or maxLength"},
       {R"({"$ref": "#/$defs/missing"})", "which the schema does not have"},
       {R"({"$ref": "http://example.com/s.json"})", "only references inside the schema"},
       {R"(false)", "no value matches"},
@@ -664,6 +668,220 @@ TEST(GrammarConstraint, ReasoningGateLetsTheReasoningThrough) {
   EXPECT_TRUE(e.allows(2));
   e.accept(end);
   EXPECT_TRUE(e.finished());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Regular expressions: against std::regex (ECMAScript) on ASCII, both ways: random texts, and
+// texts the grammar's own walks complete.
+bool regex_matches(GrammarAutomaton& a, const std::string& text) { return matches(a, text); }
+
+TEST(RegexGrammar, AgreesWithStdRegex) {
+  const std::vector<std::string> patterns{"a(b|c)*d",
+                                          "[a-f0-9]{2,4}-x?",
+                                          "(?:ab)+|c{3}",
+                                          R"(\d+\.\d{1,2})",
+                                          "[^abc]x",
+                                          R"(^hello\s+world$)",
+                                          "a.c",
+                                          R"((\w+@)?\w+)",
+                                          "x{0,3}y{2,}",
+                                          R"([\-\]a]+b)",
+                                          "(a|ab)(c|bcd)(d*)",
+                                          "[a-c]*?c+?",
+                                          R"(\x41\u0042[\t ]?)",
+                                          "(?<name>ab|ba){2}",
+                                          R"([\d\s]{1,3}\D)",
+                                          "a{3}|b{1,}|c?",
+                                          "((a)|b)+",
+                                          R"(\W\w\S)",
+                                          "(?:)a",
+                                          "[.]\\.+"};
+  // std::regex has no named groups: the same pattern without the name.
+  auto oracle_of = [](std::string p) { return p == "(?<name>ab|ba){2}" ? std::string("(ab|ba){2}") : p; };
+  const std::string alphabet = "abcdxy-.019 \tAB@_hello world\\]";
+  std::mt19937 rng(5);
+  for (const std::string& p : patterns) {
+    const std::regex oracle(oracle_of(p), std::regex::ECMAScript);
+    auto a = automaton(regex_grammar(p), synthetic_vocabulary(9));
+    int positive = 0;
+    for (int i = 0; i < 3000; ++i) {
+      std::string t;
+      for (int k = int(rng() % 9); k > 0; --k) t += alphabet[rng() % alphabet.size()];
+      const bool want = std::regex_match(t, oracle);
+      ASSERT_EQ(regex_matches(*a, t), want) << p << " on '" << t << "'";
+      positive += want;
+    }
+    // Walks: random bytes among those the grammar allows, stopped at random once it accepts.
+    int walks = 0;
+    for (int w = 0; w < 300; ++w) {
+      std::string t;
+      int32_t s = a->start();
+      for (int step = 0; step < 40; ++step) {
+        if (a->accepting(s) && rng() % 3 == 0) break;
+        std::vector<int> next;
+        for (int b = 0; b < 128; ++b) {
+          if (a->step(s, uint8_t(b)) != GrammarAutomaton::kDead) next.push_back(b);
+        }
+        if (next.empty()) break;
+        const int b = next[rng() % next.size()];
+        t += char(b);
+        s = a->step(s, uint8_t(b));
+      }
+      if (!a->accepting(s)) continue;
+      ++walks;
+      ASSERT_TRUE(std::regex_match(t, oracle)) << p << " walked to '" << t << "'";
+    }
+    EXPECT_GT(walks, 50) << p;
+    (void)positive;
+  }
+}
+
+TEST(RegexGrammar, CharactersAreCodePoints) {
+  auto a = automaton(regex_grammar("[\xCE\xB1-\xCF\x89]+\xC3\xA9"), synthetic_vocabulary(9));  // [α-ω]+é
+  EXPECT_TRUE(matches(*a, "\xCE\xB1\xCE\xB2\xCE\xB3\xC3\xA9"));
+  EXPECT_FALSE(matches(*a,
+                       "\xCE\xB1"
+                       "a\xC3\xA9"));
+  auto dot = automaton(regex_grammar("a.b"), synthetic_vocabulary(9));
+  EXPECT_TRUE(matches(*dot,
+                      "a\xE2\x82\xAC"
+                      "b"));  // € is one character
+  EXPECT_TRUE(matches(*dot,
+                      "a\xF0\x9F\x98\x80"
+                      "b"));
+  EXPECT_FALSE(matches(*dot,
+                       "a\xE2\x82\xAC\xE2\x82\xAC"
+                       "b"));
+  EXPECT_FALSE(matches(*dot, "a\nb"));
+  EXPECT_FALSE(matches(*dot,
+                       "a\xE2\x82"
+                       "b"));  // part of a character
+  EXPECT_FALSE(matches(*dot,
+                       "a\xED\xA0\x80"
+                       "b"));  // a surrogate
+  auto negated = automaton(regex_grammar("[^a]"), synthetic_vocabulary(9));
+  EXPECT_TRUE(matches(*negated, "\xE4\xBD\xA0"));
+  EXPECT_TRUE(matches(*negated, "\xF4\x8F\xBF\xBF"));  // U+10FFFF
+  EXPECT_FALSE(matches(*negated, "\xF4\x90\x80\x80"));
+  EXPECT_FALSE(matches(*negated, "a"));
+}
+
+TEST(RegexGrammar, IntegerRangesAreExact) {
+  std::mt19937 rng(3);
+  std::vector<std::pair<int64_t, int64_t>> ranges{{0, 0},
+                                                  {-5, 99},
+                                                  {7, 7},
+                                                  {-100, -3},
+                                                  {13, 1307},
+                                                  {0, 99999},
+                                                  {-1, 1},
+                                                  {1, 9},
+                                                  {10, 10000},
+                                                  {-999, 0},
+                                                  {42, 999'999'999'999'999'999}};
+  for (int i = 0; i < 20; ++i) {
+    const int64_t lo = int64_t(rng() % 20000) - 10000, hi = lo + int64_t(rng() % 5000);
+    ranges.push_back({lo, hi});
+  }
+  for (auto [lo, hi] : ranges) {
+    const std::string r = integer_range_regex(lo, hi);
+    // std::regex runs out of states on the 18-digit ranges: the arithmetic alone judges those.
+    const bool small = hi < 1'000'000;
+    const std::regex oracle(small ? r : std::string("x"), std::regex::ECMAScript);
+    auto a = automaton(regex_grammar(r), synthetic_vocabulary(9));
+    std::vector<int64_t> probes{lo - 1, lo, lo + 1, hi - 1, hi, hi + 1, 0, -1, 1, 9, 10, 99, 100, 101, 999, 1000};
+    for (int k = 0; k < 40; ++k) probes.push_back(lo + int64_t(rng() % uint64_t(hi - lo + 1)));
+    for (int64_t x : probes) {
+      const bool want = x >= lo && x <= hi;
+      EXPECT_EQ(matches(*a, std::to_string(x)), want) << "[" << lo << ", " << hi << "] " << x;
+      if (small) {
+        EXPECT_EQ(std::regex_match(std::to_string(x), oracle), want) << r;
+      }
+    }
+    EXPECT_FALSE(matches(*a, "-0"));
+    EXPECT_FALSE(matches(*a, "0" + std::to_string(std::max<int64_t>(lo, 1))));
+  }
+}
+
+TEST(JsonSchemaGrammar, PatternsFormatsAndIntegerBounds) {
+  const std::vector<std::string> vocab = synthetic_vocabulary(6);
+  auto schema = [&](const char* text) { return automaton(json_schema_grammar(ordered_json::parse(text)), vocab); };
+  // pattern: a search over the string's characters, written as JSON writes them.
+  auto p = schema(R"({"type": "string", "pattern": "^[a\"\\\\]+$"})");
+  EXPECT_TRUE(matches(*p, R"("a\"\\a")"));
+  EXPECT_FALSE(matches(*p, R"("ab")"));
+  EXPECT_FALSE(matches(*p, R"("")"));
+  auto search = schema(R"({"type": "string", "pattern": "ab"})");
+  EXPECT_TRUE(matches(*search, R"("xxabyy")"));
+  EXPECT_TRUE(matches(*search, R"("ab")"));
+  EXPECT_FALSE(matches(*search, R"("xaxby")"));
+  auto lines = schema(R"({"type": "string", "pattern": "^a\nb\t$"})");
+  EXPECT_TRUE(matches(*lines, R"("a\nb\t")"));
+  EXPECT_FALSE(matches(*lines, "\"a\nb\t\""));  // raw control characters are not JSON
+  struct Case {
+    const char* format;
+    std::vector<std::string> good, bad;
+  };
+  const std::vector<Case> formats{
+      {"date", {"2024-02-29", "1999-12-31"}, {"2024-13-01", "2024-1-01", "24-01-01", "2024-01-32"}},
+      {"date-time", {"2024-02-29T23:59:60Z", "2024-02-29T08:00:00.123+05:30"}, {"2024-02-29", "2024-02-29T24:00:00Z"}},
+      {"time", {"00:00:00Z", "12:30:59.5-01:00"}, {"12:30", "12:60:00Z"}},
+      {"uuid",
+       {"123e4567-e89b-12d3-a456-426614174000"},
+       {"123e4567e89b12d3a456426614174000", "g23e4567-e89b-12d3-a456-426614174000"}},
+      {"email", {"a.b+c@example.co.uk", "x@y.z"}, {"@example.com", "a@", "a b@c.d", "a@b"}},
+      {"ipv4", {"192.168.0.1", "255.255.255.255", "0.0.0.0"}, {"256.1.1.1", "1.2.3", "01.2.3.4"}},
+      {"hostname", {"example.com", "a-b.c"}, {"-a.com", "a..b"}},
+      {"uri", {"https://example.com/a?b=c", "urn:isbn:123"}, {"//example.com", "a b:c"}},
+      {"duration", {"P3Y6M4DT12H30M5S", "PT0.5S", "P2W"}, {"3Y", "P1.5Y"}},
+  };
+  for (const Case& c : formats) {
+    auto a = schema((std::string(R"({"type": "string", "format": ")") + c.format + "\"}").c_str());
+    for (const std::string& g : c.good) EXPECT_TRUE(matches(*a, "\"" + g + "\"")) << c.format << " " << g;
+    for (const std::string& b : c.bad) EXPECT_FALSE(matches(*a, "\"" + b + "\"")) << c.format << " " << b;
+  }
+  auto ints = schema(R"({"type": "integer", "minimum": -5, "exclusiveMaximum": 100})");
+  for (int64_t x : {-5, 0, 7, 99}) EXPECT_TRUE(matches(*ints, std::to_string(x))) << x;
+  for (int64_t x : {-6, 100, 1000}) EXPECT_FALSE(matches(*ints, std::to_string(x))) << x;
+  auto draft4 = schema(R"({"type": "integer", "minimum": 1, "exclusiveMinimum": true, "maximum": 3.5})");
+  EXPECT_FALSE(matches(*draft4, "1"));
+  EXPECT_TRUE(matches(*draft4, "2"));
+  EXPECT_TRUE(matches(*draft4, "3"));
+  EXPECT_FALSE(matches(*draft4, "4"));
+  auto positive = schema(R"({"type": "number", "minimum": 0})");
+  EXPECT_TRUE(matches(*positive, "0.5e3"));
+  EXPECT_TRUE(matches(*positive, "0"));
+  EXPECT_FALSE(matches(*positive, "-0.5"));
+  // A type list: the string keywords bind the string, the bounds the integer.
+  auto both = schema(R"({"type": ["string", "integer"], "pattern": "^x$", "maximum": 3})");
+  EXPECT_TRUE(matches(*both, R"("x")"));
+  EXPECT_TRUE(matches(*both, "3"));
+  EXPECT_FALSE(matches(*both, "4"));
+  EXPECT_FALSE(matches(*both, R"("y")"));
+}
+
+TEST(RegexGrammar, RefusesWhatIsNotRegular) {
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {R"((a)\1)", "backreference"},  {"a(?=b)", "lookaround"},     {"(?<!a)b", "lookaround"},
+      {R"(\bword)", "word boundary"}, {"(ab", "unclosed '('"},      {"ab)", "unmatched ')'"},
+      {"a{5,2}", "m below n"},        {"*a", "nothing to repeat"},  {"(a*)*", "can be empty"},
+      {"a{1001}", "more than 1000"},  {"a^b", "^ after its start"}, {"a$b", "$ before its end"},
+      {"[a", "unclosed '['"},         {"[z-a]", "out of order"},    {"\\", "lone backslash"},
+  };
+  for (const auto& [pattern, says] : cases) {
+    try {
+      regex_grammar(pattern);
+      ADD_FAILURE() << "accepted " << pattern;
+    } catch (const onecat::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << pattern << ": " << e.what();
+    }
+  }
+  try {
+    json_schema_grammar(ordered_json::parse(R"({"type": "string", "pattern": "(a)\\1"})"));
+    ADD_FAILURE() << "accepted a backreference in a schema";
+  } catch (const onecat::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("backreference"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

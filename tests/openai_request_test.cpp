@@ -213,6 +213,9 @@ TEST(StructuredOutputs, EachRequestFormMakesItsGrammar) {
   EXPECT_EQ(again.grammar, g.grammar);
   g = chat_of(m, "{" + messages + R"(, "guided_json": "{\"type\": \"array\", \"items\": {\"type\": \"null\"}}"})");
   EXPECT_TRUE(grammar_matches(g, "[null, null]"));
+  g = chat_of(m, "{" + messages + R"(, "guided_regex": "[0-9]{3}-[a-z]+"})");
+  EXPECT_TRUE(grammar_matches(g, "123-abc"));
+  EXPECT_FALSE(grammar_matches(g, "12-abc"));
   g = chat_of(m, "{" + messages + R"(, "guided_choice": ["yes", "no"]})");
   EXPECT_TRUE(grammar_matches(g, "no"));
   EXPECT_FALSE(grammar_matches(g, "maybe"));
@@ -256,15 +259,17 @@ TEST(StructuredOutputs, BadRequestsAreRefused) {
   const std::vector<Case> cases{
       {R"("response_format": {"type": "xml"}})", "must be text, json_object or json_schema, not 'xml'"},
       {R"("response_format": {"type": "json_schema"}})", "needs a json_schema object"},
-      {R"("response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "string", "pattern": "a"}}}})",
-       "response_format.json_schema.schema: the JSON schema root uses \"pattern\", which onecat cannot enforce yet."},
+      {R"("response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "string", "not": {}}}}})",
+       "response_format.json_schema.schema: the JSON schema root uses \"not\", which onecat cannot enforce yet."},
       {R"("response_format": {"type": "json_object"}, "guided_choice": ["a"]})",
-       "one of response_format, guided_json and guided_choice"},
+       "one of response_format, guided_json, guided_regex and guided_choice"},
       {R"("guided_choice": []})", "non-empty array of strings"},
       {R"("guided_choice": ["a", ""]})", "non-empty strings"},
       {R"("guided_json": "{not json"})", "guided_json must be a JSON schema"},
-      {R"("guided_json": {"type": "object", "properties": {"d": {"format": "date"}}}})",
-       "at #/properties/d uses \"format\""},
+      {R"("guided_json": {"type": "object", "properties": {"d": {"format": "ipv6"}}}})",
+       "at #/properties/d has format 'ipv6'"},
+      {R"("guided_regex": "(a)\\1"})", "backreference"},
+      {R"("guided_regex": 5})", "guided_regex must be a string"},
       {R"("response_format": {"type": "json_object"}, "tools": [{"type": "function", "function": {"name": "f"}}]})",
        "with tools is not supported"},
   };

@@ -15,6 +15,7 @@
 #include "engine/draft_model.h"
 #include "engine/grammar.h"
 #include "engine/json_schema.h"
+#include "engine/regex_grammar.h"
 #include "models/model/generation_config.h"
 #include "models/tokenizer/tokenizer.h"
 #include "python/bindings/families.h"
@@ -34,12 +35,13 @@ struct PyLLM {
 // Structured outputs (docs/serve.md): a request's grammar from one of a JSON schema's text, a
 // list of choices or any JSON object; nullptr when none is asked.
 std::shared_ptr<engine::GrammarAutomaton> grammar_of(PyLLM& p, const std::optional<std::string>& json_schema,
+                                                     const std::optional<std::string>& regex,
                                                      const std::optional<std::vector<std::string>>& choice,
                                                      bool json_object) {
-  if (int(json_schema.has_value()) + int(choice.has_value()) + int(json_object) > 1) {
-    throw InputError("give one of json_schema, choice and json_object.");
+  if (int(json_schema.has_value()) + int(regex.has_value()) + int(choice.has_value()) + int(json_object) > 1) {
+    throw InputError("give one of json_schema, regex, choice and json_object.");
   }
-  if (!json_schema && !choice && !json_object) return nullptr;
+  if (!json_schema && !regex && !choice && !json_object) return nullptr;
   if (!p.grammars) {
     if (!std::filesystem::exists(std::filesystem::path(p.path) / "tokenizer.json")) {
       throw InputError("structured outputs need the checkpoint's tokenizer.json, which " + p.path + " lacks.");
@@ -50,6 +52,7 @@ std::shared_ptr<engine::GrammarAutomaton> grammar_of(PyLLM& p, const std::option
     p.grammars = std::make_shared<engine::GrammarCache>(std::make_shared<const engine::TokenVocabulary>(bytes, vocab));
   }
   if (json_object) return p.grammars->get("json_object", [] { return engine::json_object_grammar(); });
+  if (regex) return p.grammars->get("regex " + *regex, [&] { return engine::regex_grammar(*regex); });
   if (choice) {
     std::string key = "choice";
     for (const std::string& c : *choice) key += " " + nlohmann::json(c).dump();
@@ -84,8 +87,8 @@ auto request_kwargs(Leading... leading) {
   return std::tuple_cat(sampling_kwargs(1.0f, leading...),
                         std::make_tuple(py::arg("logprobs") = 0, py::arg("prompt_logprobs") = py::none(),
                                         py::arg("logit_bias") = py::none(), py::arg("num_draft_tokens") = py::none(),
-                                        py::arg("json_schema") = py::none(), py::arg("choice") = py::none(),
-                                        py::arg("json_object") = false));
+                                        py::arg("json_schema") = py::none(), py::arg("regex") = py::none(),
+                                        py::arg("choice") = py::none(), py::arg("json_object") = false));
 }
 
 }  // namespace
@@ -196,8 +199,8 @@ void bind_engine(py::module_& m) {
                float min_p, float repetition_penalty, float presence_penalty, float frequency_penalty, uint64_t seed,
                std::optional<std::vector<int32_t>> stop_ids, int logprobs, std::optional<int> prompt_logprobs,
                std::optional<std::map<int32_t, float>> logit_bias, std::optional<int> num_draft_tokens,
-               std::optional<std::string> json_schema, std::optional<std::vector<std::string>> choice,
-               bool json_object) {
+               std::optional<std::string> json_schema, std::optional<std::string> regex,
+               std::optional<std::vector<std::string>> choice, bool json_object) {
               Settings s{max_tokens,
                          sampling_params(temperature, top_k, top_p, min_p, repetition_penalty, presence_penalty,
                                          frequency_penalty, seed, logprobs),
@@ -206,7 +209,7 @@ void bind_engine(py::module_& m) {
               engine::Request r = request(p, std::move(prompt_ids), s);
               if (prompt_logprobs) r.prompt_logprobs = *prompt_logprobs;
               if (num_draft_tokens) r.num_draft_tokens = *num_draft_tokens;
-              if (auto grammar = grammar_of(p, json_schema, choice, json_object)) {
+              if (auto grammar = grammar_of(p, json_schema, regex, choice, json_object)) {
                 r.constraint = std::make_shared<engine::GrammarConstraint>(grammar, r.stop_ids);
               }
               return p.engine->add(std::move(r));
@@ -214,7 +217,8 @@ void bind_engine(py::module_& m) {
             a...,
             "Queues a request; its id. Its tokens come from step(), ending at a stop id (default: the checkpoint's "
             "EOS ids; [] for none) or after max_tokens. Structured output (one of): json_schema (a JSON schema's "
-            "text), choice (a list of strings) or json_object=True; the request then ends when its text is whole "
+            "text), regex (a regular expression's whole matches), choice (a list of strings) or json_object=True; the "
+            "request then ends when its text is whole "
             "(docs/serve.md, Structured outputs)");
       },
       request_kwargs(py::arg("prompt_ids"), py::arg("max_tokens") = 64));

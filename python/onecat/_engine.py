@@ -48,21 +48,25 @@ def _cancel_all(llm: LLM, requests) -> None:
 
 @dataclass
 class StructuredOutputsParams:
-    """vLLM's structured outputs, one of: json (a JSON schema, as a dict or its text), choice (a list
-    of strings) or json_object=True (any JSON object). Each sample's text follows it
-    (grammar-constrained decoding; the schema keywords onecat takes are in docs/serve.md)."""
+    """vLLM's structured outputs, one of: json (a JSON schema, as a dict or its text), regex (a
+    regular expression, matched whole), choice (a list of strings) or json_object=True (any JSON
+    object). Each sample's text follows it (grammar-constrained decoding; the schema keywords and
+    regex syntax onecat takes are in docs/serve.md)."""
     json: dict | str | None = None
+    regex: str | None = None
     choice: list[str] | None = None
     json_object: bool | None = None
 
     def __post_init__(self):
-        given = (self.json is not None) + (self.choice is not None) + bool(self.json_object)
+        given = (self.json is not None) + (self.regex is not None) + (self.choice is not None) + bool(self.json_object)
         if given != 1:
-            raise ValueError("StructuredOutputsParams takes one of json, choice and json_object.")
+            raise ValueError("StructuredOutputsParams takes one of json, regex, choice and json_object.")
 
     def _kwargs(self) -> dict:
         if self.json is not None:
             return {"json_schema": self.json if isinstance(self.json, str) else _json.dumps(self.json)}
+        if self.regex is not None:
+            return {"regex": self.regex}
         if self.choice is not None:
             return {"choice": list(self.choice)}
         return {"json_object": True}

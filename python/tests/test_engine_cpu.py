@@ -3,6 +3,7 @@ each alone, step() and cancel(), the prefix cache's statistics, and the ValueErr
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -334,10 +335,14 @@ def test_structured_outputs(text_checkpoint):
     for sample in llm.generate("obj:", params)[0].outputs:
         if sample.finish_reason == "stop":
             assert isinstance(json.loads(sample.text), dict)
-    with pytest.raises(ValueError, match="one of json, choice and json_object"):
+    params = onecat.SamplingParams(n=4, temperature=1.0, seed=4, max_tokens=20,
+                                   structured_outputs=onecat.StructuredOutputsParams(regex=r"[a-c]{2}-\d{1,3}"))
+    for sample in llm.generate("id:", params)[0].outputs:
+        assert re.fullmatch(r"[a-c]{2}-\d{1,3}", sample.text), sample.text
+    with pytest.raises(ValueError, match="one of json, regex, choice and json_object"):
         onecat.StructuredOutputsParams()
     bad = onecat.SamplingParams(structured_outputs=onecat.StructuredOutputsParams(json={"type": "string",
-                                                                                        "pattern": "a+"}))
-    with pytest.raises(ValueError, match='"pattern"'):
+                                                                                        "pattern": "(a)\\1"}))
+    with pytest.raises(ValueError, match="backreference"):
         llm.generate("x", bad)
     assert llm.idle

@@ -358,8 +358,25 @@ def test_structured_outputs(server):
     assert {c["message"]["content"] for c in r["choices"]} <= {"yes", "no", "maybe"}
     assert all(c["finish_reason"] == "stop" for c in r["choices"])
 
-    for bad, says in (({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "string", "pattern": "a"}}},
-                       '"pattern"'),
+    # Keywords beyond the grammar's reach: pattern, format and integer bounds it takes (a date, a
+    # bounded integer, an id), the rest are 400s.
+    schema = {"type": "object", "properties": {"day": {"type": "string", "format": "date"},
+                                               "n": {"type": "integer", "minimum": -3, "maximum": 12},
+                                               "id": {"type": "string", "pattern": "^[A-Z]{2}-\\d{3}$"}},
+              "required": ["day", "n", "id"]}
+    rf = {"type": "json_schema", "json_schema": {"name": "record", "schema": schema}}
+    r = chat(server, MESSAGES, max_tokens=120, temperature=1.0, n=4, seed=9, response_format=rf)
+    assert any(c["finish_reason"] == "stop" for c in r["choices"])
+    for c in r["choices"]:
+        if c["finish_reason"] == "stop":
+            obj = json.loads(c["message"]["content"])
+            assert re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])", obj["day"]), obj
+            assert -3 <= obj["n"] <= 12 and re.fullmatch(r"[A-Z]{2}-\d{3}", obj["id"]), obj
+    r = completion(server, "x", max_tokens=30, temperature=1.0, n=4, seed=6, guided_regex=r"(yes|no) \d{2}!")
+    assert all(re.fullmatch(r"(yes|no) \d{2}!", c["text"]) and c["finish_reason"] == "stop" for c in r["choices"])
+
+    for bad, says in (({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "string", "not": {}}}},
+                       '"not"'),
                       ({"type": "xml"}, "text, json_object or json_schema"),
                       ({"type": "json_schema"}, "json_schema object")):
         status, j = server.post("/v1/chat/completions", {"messages": MESSAGES, "response_format": bad})

@@ -160,5 +160,5 @@ def test_named_tool_choice(client, server):  # noqa: F811
     with pytest.raises(openai.BadRequestError) as e:
         client.chat.completions.create(model=MODEL_NAME, messages=MESSAGES, max_tokens=4,
                                        response_format={"type": "json_schema",
-                                                        "json_schema": {"name": "x", "schema": {"minimum": 1}}})
-    assert '"minimum"' in str(e.value)
+                                                        "json_schema": {"name": "x", "schema": {"not": {}}}})
+    assert '"not"' in str(e.value)
