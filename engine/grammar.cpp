@@ -14,10 +14,11 @@ constexpr int32_t kUnknown = -2;
 // this deep) end the text there: the state is dead, nothing throws in the middle of a step.
 constexpr int kMaxDepth = 2000;
 struct TooDeep {};
-// Transition tables (1 KB each) and masks (vocabulary / 8 bytes each) are dropped when there
-// are more than these; they are recomputed when needed again.
-constexpr size_t kMaxTables = 1 << 16;
-constexpr size_t kMaxMasks = 512;
+// Transition tables (1 KB each) and masks (vocabulary / 8 bytes each: 19 KB for 152K tokens)
+// are dropped when there are more than these (about 21 MB an automaton at most); they are
+// recomputed when needed again.
+constexpr size_t kMaxTables = 1 << 14;
+constexpr size_t kMaxMasks = 256;
 
 }  // namespace
 
@@ -389,6 +390,12 @@ std::shared_ptr<GrammarAutomaton> GrammarCache::get(const std::string& key, cons
     std::lock_guard lock(mutex_);
     for (auto it = recent_.begin(); it != recent_.end(); ++it) {
       if (it->first != key) continue;
+      // An automaton that has grown past max_states_ is retired: requests already on it keep it,
+      // new ones start a fresh one (a server's shared json_object grammar must not grow forever).
+      if (it->second->states() > max_states_) {
+        recent_.erase(it);
+        break;
+      }
       recent_.splice(recent_.begin(), recent_, it);
       return recent_.front().second;
     }

@@ -213,17 +213,20 @@ class GrammarConstraint {
 
 // The automata of the grammars requests asked for, by a key naming the grammar (e.g. its
 // schema's text), so that one sent again reuses the masks already computed; the latest kMax are
-// kept. Safe to share between threads.
+// kept (each holds at most about 21 MB of tables and masks). Safe to share between threads.
 class GrammarCache {
  public:
-  static constexpr size_t kMax = 64;
-  explicit GrammarCache(std::shared_ptr<const TokenVocabulary> vocabulary) : vocabulary_(std::move(vocabulary)) {}
+  static constexpr size_t kMax = 16;
+  static constexpr size_t kMaxStates = 200'000;
+  explicit GrammarCache(std::shared_ptr<const TokenVocabulary> vocabulary, size_t max_states = kMaxStates)
+      : vocabulary_(std::move(vocabulary)), max_states_(max_states) {}
   // The automaton of `key`, made from make() the first time (its exceptions pass through).
   std::shared_ptr<GrammarAutomaton> get(const std::string& key, const std::function<Grammar()>& make);
   const std::shared_ptr<const TokenVocabulary>& vocabulary() const { return vocabulary_; }
 
  private:
   std::shared_ptr<const TokenVocabulary> vocabulary_;
+  size_t max_states_;
   std::mutex mutex_;
   std::list<std::pair<std::string, std::shared_ptr<GrammarAutomaton>>> recent_;  // latest first
 };

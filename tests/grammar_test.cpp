@@ -884,4 +884,43 @@ TEST(RegexGrammar, RefusesWhatIsNotRegular) {
   }
 }
 
+// The server's cache: a key made once and shared, the latest kMax kept, an automaton grown past
+// its state limit retired for new requests while those on it keep it.
+TEST(GrammarCacheTest, SharesEvictsAndRetires) {
+  const std::vector<std::string> vocab = synthetic_vocabulary(12);
+  auto words = std::make_shared<const TokenVocabulary>(vocab, int64_t(vocab.size()));
+  GrammarCache cache(words, 40);
+  int made = 0;
+  auto make = [&] {
+    ++made;
+    return json_object_grammar();
+  };
+  const auto a = cache.get("json_object", make);
+  EXPECT_EQ(cache.get("json_object", make), a);
+  EXPECT_EQ(made, 1);
+  for (size_t i = 0; i < GrammarCache::kMax; ++i)
+    cache.get("choice " + std::to_string(i), [] { return choice_grammar({"x"}); });
+  EXPECT_NE(cache.get("json_object", make), a) << "evicted after kMax others";
+  EXPECT_EQ(made, 2);
+  const auto b = cache.get("json_object", make);
+  GrammarConstraint c(b, {});
+  for (const char* piece : {"{\"a\": [[{\"b\": [", "1, 2, {\"c\": \"x\"}, [true, null]"}) {
+    for (char ch : std::string(piece)) {
+      c.allowed();
+      for (int32_t id = 0; id < int32_t(vocab.size()); ++id) {
+        if (vocab[size_t(id)] == std::string(1, ch)) {
+          c.accept(id);
+          break;
+        }
+      }
+    }
+  }
+  ASSERT_GT(b->states(), 40u);
+  const auto fresh = cache.get("json_object", make);
+  EXPECT_NE(fresh, b);
+  EXPECT_EQ(made, 3);
+  EXPECT_FALSE(c.finished());  // the constraint on the retired automaton goes on
+  c.accept(int32_t(std::find(vocab.begin(), vocab.end(), "]") - vocab.begin()));
+}
+
 }  // namespace
