@@ -91,15 +91,21 @@ int main(int argc, char** argv) {
           const auto start = Clock::now();
           const onecat::engine::TokenMask& m = c.allowed();
           (walk == 0 ? first : later).push_back(ms_since(start));
-          // A model's pick: among the allowed, single-byte tokens half the time (so walks end).
-          std::vector<int32_t> allowed, short_ones;
+          // A model's pick among the allowed: any (half the time), a single byte or an end, or a
+          // token that closes something (a quote, bracket or comma: so walks end).
+          std::vector<int32_t> allowed, short_ones, closing;
           for (int32_t id = 0; id < vocab; ++id) {
             if (!onecat::engine::mask_has(m, id)) continue;
             allowed.push_back(id);
-            if (bytes[size_t(id)].size() == 1 || std::count(ends.begin(), ends.end(), id)) short_ones.push_back(id);
+            const std::string& b = bytes[size_t(id)];
+            if (b.size() == 1 || std::count(ends.begin(), ends.end(), id)) short_ones.push_back(id);
+            if (b.find_first_of("\"]},") != std::string::npos) closing.push_back(id);
           }
           if (allowed.empty()) break;
-          const std::vector<int32_t>& from = !short_ones.empty() && rng() % 2 ? short_ones : allowed;
+          const unsigned pick = rng() % 4;
+          const std::vector<int32_t>& from = pick == 2 && !short_ones.empty() ? short_ones
+                                             : pick == 3 && !closing.empty()  ? closing
+                                                                              : allowed;
           c.accept(from[rng() % from.size()]);
         }
         finished += c.finished();
