@@ -670,7 +670,9 @@ class Server {
   int64_t created_ = std::time(nullptr);
 };
 
-ServedModel served_model(const ServeOptions& o, const model::Model& m) {
+// template_source: --chat-template's text (chat_template_argument), checked before the model loads.
+ServedModel served_model(const ServeOptions& o, const model::Model& m,
+                         const std::optional<std::string>& template_source) {
   if (!std::filesystem::exists(std::filesystem::path(o.model_dir) / "tokenizer.json")) {
     throw InputError("serve needs the checkpoint's tokenizer.json, which " + o.model_dir + " lacks.");
   }
@@ -692,13 +694,19 @@ ServedModel served_model(const ServeOptions& o, const model::Model& m) {
   for (int32_t id : s.tokenizer.eos_token_ids()) {
     if (std::find(s.stop_ids.begin(), s.stop_ids.end(), id) == s.stop_ids.end()) s.stop_ids.push_back(id);
   }
+  if (template_source) {
+    s.chat_template.emplace(*template_source);
+    s.tool_template.emplace(*template_source);
+    s.special_tokens = chat::checkpoint_special_tokens(o.model_dir);
+    return s;
+  }
   try {
     chat::CheckpointChatTemplate t = chat::load_chat_template(o.model_dir, false);
     s.chat_template.emplace(t.source);
     s.special_tokens = t.special_tokens;
     s.tool_template.emplace(chat::load_chat_template(o.model_dir, true).source);
   } catch (const InputError& e) {
-    std::fprintf(stderr, "onecat serve: /v1/chat/completions is off: %s\n", e.what());
+    std::fprintf(stderr, "onecat serve: /v1/chat/completions is off (give --chat-template FILE): %s\n", e.what());
   }
   return s;
 }
@@ -708,6 +716,12 @@ ServedModel served_model(const ServeOptions& o, const model::Model& m) {
 void serve(const ServeOptions& options) {
   ServeOptions o = options;
   if (o.port < 0 || o.port > 65535) throw InputError("--port must be in [0, 65535].");
+  if (o.tool_call_parser != "hermes") {
+    throw InputError(
+        "--tool-call-parser must be hermes (Hermes/Qwen <tool_call> JSON, the one format onecat parses), "
+        "not " +
+        quoted_input(o.tool_call_parser) + ".");
+  }
   if (!o.reasoning_parser.empty() && o.reasoning_parser != "qwen3" && o.reasoning_parser != "deepseek_r1") {
     throw InputError("--reasoning-parser must be qwen3 or deepseek_r1, not " + quoted_input(o.reasoning_parser) + ".");
   }
@@ -716,6 +730,15 @@ void serve(const ServeOptions& options) {
   if (o.max_num_batched_tokens == 0) o.max_num_batched_tokens = cuda ? 2048 : 512;
   if (o.max_num_seqs < 1 || o.max_num_batched_tokens < 1) {
     throw InputError("--max-num-seqs and --max-num-batched-tokens must be at least 1.");
+  }
+  std::optional<std::string> template_source;
+  if (!o.chat_template.empty()) {
+    template_source = chat::chat_template_argument(o.chat_template);
+    try {
+      chat::ChatTemplate check(*template_source);
+    } catch (const InputError& e) {
+      throw InputError(std::string("--chat-template: ") + e.what());
+    }
   }
   if (o.max_model_len < 0 || o.kv_cache_tokens < 0 || o.num_pages < 0)
     throw InputError("--max-model-len, --kv-cache-tokens and --num-pages must be positive.");
@@ -758,7 +781,7 @@ void serve(const ServeOptions& options) {
   engine::leave_room_for_draft(mo, o.speculation);  // a draft model's pool is as large as this one's
   const auto start = std::chrono::steady_clock::now();
   const std::unique_ptr<model::Model> m = model::Model::load(o.model_dir, mo);
-  ServedModel served = served_model(o, *m);
+  ServedModel served = served_model(o, *m, template_source);
   const int64_t pool_tokens = m->pages().pages() * m->pages().page_size();
   if (pool_tokens < o.max_model_len) {  // vLLM refuses this too: a long request could never run
     throw InputError("the KV cache holds " + std::to_string(pool_tokens) + " tokens, fewer than --max-model-len " +

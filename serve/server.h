@@ -17,6 +17,10 @@ struct ServeOptions {
   std::string served_model_name;  // default: the model directory as given
   std::string api_key;            // non-empty: every endpoint but /health needs "Authorization: Bearer KEY"
   std::string reasoning_parser;   // "qwen3" or "deepseek_r1": chat replies' <think>…</think> → reasoning_content
+  // A chat template (a file, or the template itself) used instead of the checkpoint's, for chat
+  // with and without tools (vLLM's --chat-template); empty: the checkpoint's.
+  std::string chat_template;
+  std::string tool_call_parser = "hermes";  // the only tool-call format (vLLM's --tool-call-parser)
   model::Device device = model::Device::kCpu;
   // Per engine step; 0: the device's default, cuda 128 sequences and 2048 tokens (vLLM's step
   // budget for serving), cpu 8 and 512.

@@ -70,6 +70,24 @@ void take_special_tokens(const nlohmann::ordered_json& config, nlohmann::ordered
 
 }  // namespace
 
+nlohmann::ordered_json checkpoint_special_tokens(const std::filesystem::path& dir) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  const std::filesystem::path config_path = dir / "tokenizer_config.json";
+  if (!std::filesystem::exists(config_path)) return out;
+  const nlohmann::ordered_json config = read_json(config_path);
+  if (!config.is_object()) throw InputError(config_path.string() + " must hold a JSON object.");
+  take_special_tokens(config, out);
+  return out;
+}
+
+std::string chat_template_argument(const std::string& value) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(value, ec)) return read_text(value);
+  if (value.find("{{") != std::string::npos || value.find("{%") != std::string::npos) return value;
+  throw InputError("--chat-template " + quoted_input(value) +
+                   " is neither a file nor a template (a Jinja template holds {{ or {%).");
+}
+
 CheckpointChatTemplate load_chat_template(const std::filesystem::path& dir, bool with_tools) {
   if (!std::filesystem::is_directory(dir)) throw InputError(dir.string() + " is not a checkpoint directory.");
   CheckpointChatTemplate result;

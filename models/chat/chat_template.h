@@ -63,4 +63,12 @@ struct CheckpointChatTemplate {
 
 CheckpointChatTemplate load_chat_template(const std::filesystem::path& checkpoint_dir, bool with_tools);
 
+// The special tokens (bos_token, eos_token, ...) of a checkpoint's tokenizer_config.json, for a
+// template given from elsewhere (serve's --chat-template); empty without that file.
+nlohmann::ordered_json checkpoint_special_tokens(const std::filesystem::path& checkpoint_dir);
+
+// vLLM's --chat-template: a file's text, or the template itself when `value` is no file but
+// reads as one (it holds "{{" or "{%"). InputError otherwise.
+std::string chat_template_argument(const std::string& value);
+
 }  // namespace onecat::chat

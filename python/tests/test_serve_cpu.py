@@ -578,6 +578,36 @@ def test_reasoning_parser(server, model):
     assert s.proc.returncode == 0
 
 
+def test_chat_template_option_and_vllm_flags(model, tmp_path):
+    """--chat-template (a file, or the template itself) replaces the checkpoint's for chat with and
+    without tools; vLLM's --enable-auto-tool-choice, --tool-call-parser hermes, --trust-remote-code
+    and --dtype half are taken as they are; other values and a bad template exit 2 with one sentence
+    before the model loads."""
+    template = tmp_path / "t.jinja"
+    template.write_text("{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}"
+                        "{% if add_generation_prompt %}[reply]{% endif %}")
+    for given in (str(template), template.read_text()):
+        s = Server(model, MAX_MODEL_LEN, "--chat-template", given, "--enable-auto-tool-choice", "--tool-call-parser",
+                   "hermes", "--trust-remote-code", "--dtype", "half", "--tensor-parallel-size", "1")
+        try:
+            ids = s.ok("/tokenize", {"messages": MESSAGES})["tokens"]
+            assert s.ok("/detokenize", {"tokens": ids})["prompt"] == "[system]be brief[user]the cat sat on[reply]"
+            ids = s.ok("/tokenize", {"messages": MESSAGES, "tools": TOOLS})["tokens"]
+            assert s.ok("/detokenize", {"tokens": ids})["prompt"] == "[system]be brief[user]the cat sat on[reply]"
+            assert chat(s, MESSAGES, max_tokens=4, temperature=0)["choices"][0]["message"]["content"] is not None
+        finally:
+            s.stop()
+        assert s.proc.returncode == 0
+    for args, says in ((["--chat-template", str(tmp_path / "missing.jinja")], "neither a file nor a template"),
+                       (["--chat-template", "{% for %}"], "--chat-template: chat template line 1"),
+                       (["--tool-call-parser", "mistral"], "--tool-call-parser must be hermes"),
+                       (["--dtype", "bfloat16"], "--dtype must be auto, half or float16"),
+                       (["--tensor-parallel-size", "2"], "--tensor-parallel-size must be 1")):
+        r = subprocess.run([str(onecat_bin()), "serve", "--model", str(model), *args], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 2 and says in r.stderr, (args, r.stderr)
+
+
 def test_speculative_serving(server, model):
     """--speculative draft:DIR --num-draft-tokens K (the checkpoint as its own draft) and n-gram
     drafts: greedy replies are the plain server's; with n-gram drafts a seeded sampled reply is

@@ -37,7 +37,29 @@ void add_serve(CLI::App& app) {
   add_device_sampling_option(cmd, o->device_sampling);
   cmd->add_option("--reasoning-parser", o->reasoning_parser,
                   "qwen3 or deepseek_r1: a chat reply's leading <think>…</think> becomes reasoning_content");
-  cmd->callback([o, device] {
+  cmd->add_option(
+      "--chat-template", o->chat_template,
+      "A chat template (a file, or the template itself) instead of the checkpoint's, with and without tools");
+  // vLLM's flags, so its command lines run unchanged: what they ask for is what onecat does.
+  cmd->add_option("--tool-call-parser", o->tool_call_parser,
+                  "hermes (the default and only one: Hermes/Qwen <tool_call> JSON blocks)");
+  auto accepted = std::make_shared<bool>(false);
+  cmd->add_flag("--enable-auto-tool-choice", *accepted,
+                "Accepted for vLLM's command lines: tool_choice auto is always on");
+  cmd->add_flag("--trust-remote-code", *accepted,
+                "Accepted for vLLM's command lines: onecat runs no code from a checkpoint");
+  auto dtype = std::make_shared<std::string>("auto");
+  cmd->add_option("--dtype", *dtype, "auto, half or float16 (the only compute type: bf16 checkpoints load as fp16)");
+  auto tp = std::make_shared<int>(1);
+  cmd->add_option("--tensor-parallel-size", *tp, "1 (one GPU per server)");
+  cmd->callback([o, device, dtype, tp, accepted] {
+    if (*dtype != "auto" && *dtype != "half" && *dtype != "float16") {
+      throw InputError(
+          "--dtype must be auto, half or float16: onecat computes in fp16 (Volta has no bf16; bf16 "
+          "checkpoints are converted at load), not " +
+          quoted_input(*dtype) + ".");
+    }
+    if (*tp != 1) throw InputError("--tensor-parallel-size must be 1: a server runs on one GPU.");
     o->device = model::parse_device(*device);
     serve::serve(*o);
   });
