@@ -167,73 +167,94 @@ std::shared_ptr<engine::GrammarAutomaton> schema_automaton(const ServedModel& mo
   }
 }
 
-// Structured outputs: response_format (OpenAI's json_object and json_schema) or vLLM's
-// guided_json / guided_regex / guided_choice, one of them.
+// Structured outputs: response_format (OpenAI's json_object and json_schema), or vLLM's
+// guided_json / guided_regex / guided_choice or structured_outputs {json | regex | choice |
+// json_object}: one of them.
 void parse_structured(const json& body, const nlohmann::ordered_json* ordered, const ServedModel& model,
                       Generation& g) {
-  int given = 0;
-  const json* rf = field(body, "response_format");
-  if (rf) {
+  struct Ask {
+    std::string kind;  // json_object, json_schema (response_format's), json, regex, choice
+    const json* value;
+    std::vector<const char*> path;  // of value in the body
+    std::string param;
+  };
+  std::vector<Ask> asks;
+  if (const json* rf = field(body, "response_format")) {
     if (!rf->is_object() || !rf->contains("type") || !(*rf)["type"].is_string()) {
       throw bad("response_format", "response_format must be an object with a string type.");
     }
     const std::string type = (*rf)["type"];
-    if (type == "text") {
-      rf = nullptr;
-    } else if (type != "json_object" && type != "json_schema") {
+    if (type != "text" && type != "json_object" && type != "json_schema") {
       throw bad("response_format",
                 "response_format's type must be text, json_object or json_schema, not " + quoted_input(type) + ".");
     }
+    if (type != "text") asks.push_back({type, rf, {"response_format"}, "response_format"});
   }
-  const json* guided_json = field(body, "guided_json");
-  const json* guided_regex = field(body, "guided_regex");
-  const json* guided_choice = field(body, "guided_choice");
-  given = (rf != nullptr) + (guided_json != nullptr) + (guided_regex != nullptr) + (guided_choice != nullptr);
-  if (given == 0) return;
-  const char* param = rf             ? "response_format"
-                      : guided_json  ? "guided_json"
-                      : guided_regex ? "guided_regex"
-                                     : "guided_choice";
-  if (given > 1) throw bad(param, "give one of response_format, guided_json, guided_regex and guided_choice.");
+  for (const char* key : {"guided_json", "guided_regex", "guided_choice"}) {
+    if (const json* v = field(body, key)) asks.push_back({std::string(key).substr(7), v, {key}, key});
+  }
+  if (const json* so = field(body, "structured_outputs")) {
+    if (!so->is_object()) throw bad("structured_outputs", "structured_outputs must be an object.");
+    for (const char* key : {"json", "regex", "choice"}) {
+      if (const json* v = field(*so, key)) {
+        asks.push_back({key, v, {"structured_outputs", key}, std::string("structured_outputs.") + key});
+      }
+    }
+    for (const auto& [key, value] : so->items()) {
+      if (key == "json" || key == "regex" || key == "choice") continue;
+      if (key == "json_object" && value.is_boolean()) {
+        if (value.get<bool>()) asks.push_back({"json_object", &value, {}, "structured_outputs.json_object"});
+        continue;
+      }
+      if (key == "disable_fallback" && value.is_boolean()) continue;  // onecat never falls back
+      throw bad("structured_outputs", "structured_outputs." + key +
+                                          " is not supported (json, regex, choice and "
+                                          "json_object are).");
+    }
+  }
+  if (asks.empty()) return;
+  const Ask& a = asks.front();
+  const std::string& param = a.param;
+  if (asks.size() > 1) {
+    throw bad(param, "give one of response_format, guided_json, guided_regex, guided_choice and structured_outputs.");
+  }
   if (!model.grammars) throw bad(param, "this server has no structured outputs.");
-  if (rf && (*rf)["type"] == "json_object") {
-    g.grammar = model.grammars->get("json_object", [] { return engine::json_object_grammar(); });
-  } else if (rf) {
-    const json* js = field(*rf, "json_schema");
+  auto any_object = [&] { return model.grammars->get("json_object", [] { return engine::json_object_grammar(); }); };
+  if (a.kind == "json_object") {
+    g.grammar = any_object();
+  } else if (a.kind == "json_schema") {
+    const json* js = field(*a.value, "json_schema");
     if (!js || !js->is_object()) throw bad(param, "response_format json_schema needs a json_schema object.");
     if (const json* strict = field(*js, "strict"); strict && !strict->is_boolean()) {
       throw bad(param, "response_format.json_schema.strict must be a boolean.");
     }
-    if (!field(*js, "schema")) {
-      g.grammar = model.grammars->get("json_object", [] { return engine::json_object_grammar(); });
-    } else {
-      g.grammar = schema_automaton(model, ordered_field(body, ordered, {"response_format", "json_schema", "schema"}),
-                                   param, "response_format.json_schema.schema");
-    }
-  } else if (guided_regex) {
-    if (!guided_regex->is_string()) throw bad(param, "guided_regex must be a string (a regular expression).");
-    const std::string pattern = guided_regex->get<std::string>();
+    g.grammar =
+        !field(*js, "schema")
+            ? any_object()
+            : schema_automaton(model, ordered_field(body, ordered, {"response_format", "json_schema", "schema"}), param,
+                               "response_format.json_schema.schema");
+  } else if (a.kind == "regex") {
+    if (!a.value->is_string()) throw bad(param, param + " must be a string (a regular expression).");
+    const std::string pattern = a.value->get<std::string>();
     try {
       g.grammar = model.grammars->get("regex " + pattern, [&] { return engine::regex_grammar(pattern); });
     } catch (const InputError& e) {
-      throw bad(param, std::string("guided_regex: ") + e.what());
+      throw bad(param, param + ": " + e.what());
     }
-  } else if (guided_json) {
-    nlohmann::ordered_json schema = ordered_field(body, ordered, {"guided_json"});
+  } else if (a.kind == "json") {
+    nlohmann::ordered_json schema = a.path.size() == 1 ? ordered_field(body, ordered, {a.path[0]})
+                                                       : ordered_field(body, ordered, {a.path[0], a.path[1]});
     if (schema.is_string()) {
       schema = nlohmann::ordered_json::parse(schema.get<std::string>(), nullptr, false);
-      if (schema.is_discarded()) throw bad(param, "guided_json must be a JSON schema (an object or its JSON text).");
+      if (schema.is_discarded()) throw bad(param, param + " must be a JSON schema (an object or its JSON text).");
     }
     g.grammar = schema_automaton(model, schema, param, param);
   } else {
-    if (!guided_choice->is_array() || guided_choice->empty()) {
-      throw bad(param, "guided_choice must be a non-empty array of strings.");
-    }
+    if (!a.value->is_array() || a.value->empty()) throw bad(param, param + " must be a non-empty array of strings.");
     std::vector<std::string> choices;
     std::string key = "choice";
-    for (const json& c : *guided_choice) {
-      if (!c.is_string() || c.get<std::string>().empty())
-        throw bad(param, "guided_choice must hold non-empty strings.");
+    for (const json& c : *a.value) {
+      if (!c.is_string() || c.get<std::string>().empty()) throw bad(param, param + " must hold non-empty strings.");
       choices.push_back(c.get<std::string>());
       key += " " + c.dump();
     }

@@ -216,6 +216,19 @@ TEST(StructuredOutputs, EachRequestFormMakesItsGrammar) {
   g = chat_of(m, "{" + messages + R"(, "guided_regex": "[0-9]{3}-[a-z]+"})");
   EXPECT_TRUE(grammar_matches(g, "123-abc"));
   EXPECT_FALSE(grammar_matches(g, "12-abc"));
+  // vLLM's newer form.
+  g = chat_of(m,
+              "{" + messages +
+                  R"(, "structured_outputs": {"json": {"type": "array", "maxItems": 1}, "disable_fallback": true}})");
+  EXPECT_TRUE(grammar_matches(g, "[1]"));
+  EXPECT_FALSE(grammar_matches(g, "[1, 2]"));
+  g = chat_of(m, "{" + messages + R"(, "structured_outputs": {"json_object": true}})");
+  EXPECT_TRUE(grammar_matches(g, "{}"));
+  g = chat_of(m, "{" + messages + R"(, "structured_outputs": {"choice": ["a", "b"]}})");
+  EXPECT_TRUE(grammar_matches(g, "b"));
+  g = chat_of(m, "{" + messages + R"(, "structured_outputs": {"regex": "x+"}})");
+  EXPECT_TRUE(grammar_matches(g, "xxx"));
+  EXPECT_FALSE(chat_of(m, "{" + messages + R"(, "structured_outputs": {"json_object": false}})").grammar);
   g = chat_of(m, "{" + messages + R"(, "guided_choice": ["yes", "no"]})");
   EXPECT_TRUE(grammar_matches(g, "no"));
   EXPECT_FALSE(grammar_matches(g, "maybe"));
@@ -262,13 +275,17 @@ TEST(StructuredOutputs, BadRequestsAreRefused) {
       {R"("response_format": {"type": "json_schema", "json_schema": {"schema": {"type": "string", "not": {}}}}})",
        "response_format.json_schema.schema: the JSON schema root uses \"not\", which onecat cannot enforce yet."},
       {R"("response_format": {"type": "json_object"}, "guided_choice": ["a"]})",
-       "one of response_format, guided_json, guided_regex and guided_choice"},
+       "one of response_format, guided_json, guided_regex, guided_choice and structured_outputs"},
+      {R"("guided_json": {"type": "object"}, "structured_outputs": {"regex": "a"}})", "give one of"},
+      {R"("structured_outputs": {"grammar": "root ::= x"}})", "structured_outputs.grammar is not supported"},
+      {R"("structured_outputs": 3})", "structured_outputs must be an object"},
+      {R"x("structured_outputs": {"regex": "(?=a)"}})x", "structured_outputs.regex: the regular expression"},
       {R"("guided_choice": []})", "non-empty array of strings"},
       {R"("guided_choice": ["a", ""]})", "non-empty strings"},
       {R"("guided_json": "{not json"})", "guided_json must be a JSON schema"},
       {R"("guided_json": {"type": "object", "properties": {"d": {"format": "ipv6"}}}})",
        "at #/properties/d has format 'ipv6'"},
-      {R"("guided_regex": "(a)\\1"})", "backreference"},
+      {R"("guided_regex": "(a)\\1"})", "guided_regex: the regular expression '(a)\\1' has a backreference"},
       {R"("guided_regex": 5})", "guided_regex must be a string"},
       {R"("response_format": {"type": "json_object"}, "tools": [{"type": "function", "function": {"name": "f"}}]})",
        "with tools is not supported"},
