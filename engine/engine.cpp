@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <limits>
 #include <span>
 
 #include "base/error.h"
@@ -143,7 +144,9 @@ void Engine::draft(std::vector<Chunk>& chunks, int64_t& budget) {
     const Request& r = s.request;
     const int64_t room = r.max_tokens - int64_t(s.output.size()) - 1;
     const int64_t wanted = r.num_draft_tokens < 0 ? options_.num_speculative_tokens : r.num_draft_tokens;
-    const int64_t k = r.constraint ? 0 : std::min<int64_t>({wanted, room, left});
+    // A grammar's verify rows are masked copies, so their logprobs would not be the raw ones:
+    // such a request asking for logprobs gets no drafts.
+    const int64_t k = r.constraint && r.sampling.logprobs > 0 ? 0 : std::min<int64_t>({wanted, room, left});
     if (k <= 0) continue;
     left -= k;
     asks.push_back({s.id, s.tokens, int64_t(r.prompt.size()), int(k), &r.sampling, s.hidden});
@@ -162,7 +165,21 @@ void Engine::draft(std::vector<Chunk>& chunks, int64_t& budget) {
     for (int32_t t : d.tokens) {
       if (t < 0 || t >= vocab) throw Error("engine: the drafter proposed a token outside the vocabulary");
     }
-    const int64_t m = std::min<int64_t>(int64_t(d.tokens.size()), budget);
+    int64_t m = std::min<int64_t>(int64_t(d.tokens.size()), budget);
+    if (s.request.constraint) {
+      // Only drafts the grammar allows, and none that would end it (an end id, a finishing token):
+      // the verdict's own token ends it.
+      GrammarConstraint c = *s.request.constraint;
+      int64_t allowed = 0;
+      while (allowed < m && c.allows(d.tokens[size_t(allowed)]) &&
+             std::find(s.request.stop_ids.begin(), s.request.stop_ids.end(), d.tokens[size_t(allowed)]) ==
+                 s.request.stop_ids.end()) {
+        c.accept(d.tokens[size_t(allowed)]);
+        if (c.finished()) break;
+        ++allowed;
+      }
+      m = allowed;
+    }
     // Drafts take pages only where every running request can still grow by one.
     if (m <= 0 || blocks_.available() < int64_t(running_.size())) continue;
     if (!grow(s, s.computed + 1 + m)) continue;  // no pages for them: one token
@@ -548,11 +565,30 @@ std::vector<StepOutput> Engine::step() {
     if (s.drafted > 0) {
       const size_t m = size_t(s.drafted);
       const std::span<const int32_t> drafts(s.tokens.data() + s.tokens.size() - m, m);
+      // A grammar's verify rows are its masked distributions: row i under the mask after drafts
+      // 1 … i (which it allows: draft() cut the rest), so a verdict is the constrained target's.
+      std::vector<std::vector<float>> masked;
+      if (s.request.constraint) {
+        GrammarConstraint c = *s.request.constraint;
+        for (size_t i = 0; i <= m; ++i) {
+          const float* row = logits.data() + size_t(row_of[k] + int32_t(i)) * size_t(vocab);
+          const TokenMask& allowed = c.constrains() ? c.allowed() : TokenMask{};
+          masked.emplace_back(row, row + vocab);
+          for (int64_t t = 0; t < vocab && !allowed.empty(); ++t) {
+            if (!mask_has(allowed, t)) masked.back()[size_t(t)] = -std::numeric_limits<float>::infinity();
+          }
+          if (i < m) c.accept(drafts[i]);
+        }
+      }
+      auto row_at = [&](size_t i) {
+        return masked.empty() ? logits.data() + size_t(row_of[k] + int32_t(i)) * size_t(vocab) : masked[i].data();
+      };
       if (cpu::plain_greedy(s.request.sampling) && s.q.empty()) {
         // The longest prefix the target's argmax agrees with, then its next token.
         std::vector<cpu::SampledToken> tokens;
         for (size_t i = 0; i <= m; ++i) {
-          tokens.push_back({greedy_token(row_of[k] + int32_t(i)), 0, {}});
+          tokens.push_back(
+              {masked.empty() ? greedy_token(row_of[k] + int32_t(i)) : cpu::argmax(row_at(i), vocab), 0, {}});
           if (i == m || tokens.back().token != drafts[i]) break;
         }
         const int64_t accepted = int64_t(tokens.size()) - 1;
@@ -560,7 +596,7 @@ std::vector<StepOutput> Engine::step() {
         verify(s, std::move(tokens), accepted, out);
       } else {
         std::vector<const float*> rows;
-        for (size_t i = 0; i <= m; ++i) rows.push_back(logits.data() + size_t(row_of[k] + int32_t(i)) * size_t(vocab));
+        for (size_t i = 0; i <= m; ++i) rows.push_back(row_at(i));
         Verified v = verify_drafts({rows, vocab, drafts, s.q, &s.request.sampling, s.request.prompt, s.output});
         keep_hidden(s, row_of[k], v.accepted + 1);
         verify(s, std::move(v.tokens), v.accepted, out);

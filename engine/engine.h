@@ -66,7 +66,8 @@ struct Request {
   // Structured output (engine/grammar.h): every token is one the grammar allows, sampled on the
   // host under its mask; the request ends ("stop") once nothing can follow its text, or at a
   // stop id once the text is whole. Its own state (one per request), over the model's
-  // vocabulary. A constrained request gets no drafts.
+  // vocabulary. Its drafts are cut at the first the grammar refuses (or that would end it) and
+  // verified under the masks; with logprobs it gets none.
   std::shared_ptr<GrammarConstraint> constraint;
 };
 

@@ -969,6 +969,64 @@ TEST(Engine, GrammarConstrainedRequestsFollowTheirSchema) {
   test::expect_throw<InputError>([&] { e.add(r); }, {"grammar", "vocabulary"});
 }
 
+// Speculation on constrained requests: drafts the grammar refuses are cut, the rest verified
+// under the masks, so a greedy constrained output is the one without speculation (n-gram and
+// self-drafting, k = 1, 3, 5), self-drafts are accepted, and sampled ones end valid.
+TEST(Engine, GrammarConstrainedRequestsSpeculateAndKeepTheirOutputs) {
+  const std::string dir = Checkpoints::get("--arch llama --format f16 --tokenizer");
+  const LoadedModel loaded = load(dir);
+  const int64_t vocab = loaded.config.vocab;
+  const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_hf_directory(dir);
+  auto words = std::make_shared<const engine::TokenVocabulary>(tok.token_bytes(), vocab);
+  auto automaton = std::make_shared<engine::GrammarAutomaton>(
+      engine::json_schema_grammar(nlohmann::ordered_json::parse(R"({"type": "array", "items": {"type": "object",
+          "properties": {"k": {"enum": ["aa", "bb"]}, "v": {"type": "integer", "minimum": 0, "maximum": 99}},
+          "required": ["k", "v"]}, "minItems": 2, "maxItems": 6})")),
+      words);
+  const std::vector<int32_t> stops = model::eos_token_ids(dir);
+  const std::vector<std::vector<int32_t>> prompts{tok.encode("[{\"k\": \"aa\", \"v\": 1}, {\"k\":", false),
+                                                  tok.encode("list:", false), random_prompt(13, vocab, 21)};
+  auto run = [&](const EngineOptions& options, bool sampled) {
+    Model m(loaded, engine_model());
+    Engine e(m, options);
+    std::map<int64_t, size_t> which;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      Request r;
+      r.prompt = prompts[i], r.max_tokens = 120, r.stop_ids = stops;
+      r.sampling = sampled ? cpu::SamplingParams{.temperature = 0.9f, .seed = 7 + i} : model::GenerateOptions::greedy();
+      r.constraint = std::make_shared<engine::GrammarConstraint>(automaton, stops);
+      which[e.add(r)] = i;
+    }
+    std::vector<std::vector<int32_t>> out(prompts.size());
+    while (!e.idle()) {
+      for (const engine::StepOutput& o : e.step()) out[which.at(o.id)].push_back(o.token);
+    }
+    return std::make_pair(out, e.stats());
+  };
+  const EngineOptions plain{.max_num_batched_tokens = 48, .max_num_seqs = 6};
+  const auto [want, plain_stats] = run(plain, false);
+  for (int k : {1, 3, 5}) {
+    for (const std::string& drafter : {std::string("ngram"), "draft:" + dir}) {
+      EngineOptions o = plain;
+      o.num_speculative_tokens = k, o.speculative = drafter;
+      const auto [got, stats] = run(o, false);
+      EXPECT_EQ(got, want) << drafter << " k=" << k;
+      if (drafter != "ngram") {
+        EXPECT_GT(stats.accepted_tokens, 0) << "k=" << k;
+      }
+    }
+  }
+  EngineOptions o = plain;
+  o.num_speculative_tokens = 3, o.speculative = "draft:" + dir;
+  const auto [sampled, stats] = run(o, true);
+  EXPECT_GT(stats.draft_tokens, 0);
+  for (const std::vector<int32_t>& tokens : sampled) {
+    std::vector<int32_t> text = tokens;
+    if (!text.empty() && std::count(stops.begin(), stops.end(), text.back())) text.pop_back();
+    EXPECT_NE(automaton->step(automaton->start(), tok.decode(text)), engine::GrammarAutomaton::kDead);
+  }
+}
+
 TEST(Engine, CancelLetsThePagesGoAndStopIdsEndRequests) {
   const LoadedModel loaded = load(Checkpoints::of("llama", "awq4"));
   const int64_t vocab = loaded.config.vocab;
