@@ -53,6 +53,7 @@
 #                    serve --no-device-sampling, the host sampler), then the
 #                    same against llama-server on the GGUF of SERVE_LLAMA_TYPE (f16, or Q4_K_M for a quantised
 #                    format; llama-build builds it) -> serve_bench.jsonl
+#                    SERVE_STRUCTURED=F sends that share of onecat's requests with guided_regex (mixed steps)
 #   serve-bench@FORMAT@WORKLOAD@RATES  the same with SERVE_FORMAT, SERVE_WORKLOAD and SERVE_RATES given
 #                    (e.g. serve-bench@awq4@mix@8,inf), so one lane can run several
 #   spec-bench       on model-bench's f16 8B checkpoint: onecat step-cost (a verify step of k = 2, 4, 8 drafts
@@ -162,7 +163,10 @@ serve_bench() {  # onecat serve, then llama-server, on a model-bench checkpoint 
   ONECAT_CACHE_DIR=$work/cache $bin serve --model "$ckpt" --device cuda --port 8011 \
     --served-model-name "onecat-$fmt" --max-num-seqs 64 --max-num-batched-tokens 2048 $([ "${SERVE_DEVICE_SAMPLING:-1}" = 0 ] && echo --no-device-sampling) \
     >"$out/serve.log" 2>&1 &
+  # SERVE_STRUCTURED=F: that share of onecat's requests under a grammar (llama-server's run without).
+  args+=(--structured-share "${SERVE_STRUCTURED:-0}")
   serve_load "onecat-$fmt" 8011 $!
+  args=("${args[@]:0:${#args[@]}-2}")
   [ -x build-llama/cmake/bin/llama-server ] && [ -f "$gguf" ] || { step "serve-bench: no llama-server or $gguf"; return; }
   build-llama/cmake/bin/llama-server -m "$gguf" -ngl 99 --port 8012 -np 64 -c $((64 * 1280)) -cb \
     >"$out/llama_server.log" 2>&1 &

@@ -66,11 +66,12 @@ def workload(kind: str, n: int, input_len: int, output_len: int, vocab: int, see
 
 class Client:
     def __init__(self, url: str, model: str, api_key: str | None, timeout: float, temperature: float = 0,
-                 top_p: float = 1):
+                 top_p: float = 1, structured_share: float = 0, structured_regex: str = "[a-z ]+"):
         u = urlparse(url)
         self.host, self.port = u.hostname, u.port or 80
         self.model, self.timeout = model, timeout
         self.temperature, self.top_p = temperature, top_p
+        self.structured_share, self.structured_regex = structured_share, structured_regex
         self.headers = {"Content-Type": "application/json"}
         if api_key:
             self.headers["Authorization"] = f"Bearer {api_key}"
@@ -82,6 +83,10 @@ class Client:
                 "ignore_eos": True}
         if self.temperature > 0:
             body.update({"top_p": self.top_p, "seed": request["seed"]})
+        # A share of the requests under a grammar (vLLM's guided_regex; onecat samples their rows on
+        # the host beside the others' on the GPU): the seed decides which, the same at every rate.
+        if self.structured_share > 0 and (request["seed"] % 1000) < self.structured_share * 1000:
+            body["guided_regex"] = self.structured_regex
         out = {"prompt_tokens": len(request["prompt"]), "times": [], "output_tokens": None, "error": None}
         start = time.perf_counter()
         try:
@@ -172,6 +177,9 @@ def main() -> int:
     ap.add_argument("--temperature", type=float, default=0, help="0: greedy; above: sampled, a seed per request")
     ap.add_argument("--top-p", type=float, default=1, help="with --temperature")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--structured-share", type=float, default=0,
+                    help="the share of requests sent with guided_regex (onecat and vLLM only)")
+    ap.add_argument("--structured-regex", default="[a-z ]+", help="their regex (default: one that never ends)")
     ap.add_argument("--api-key")
     ap.add_argument("--timeout", type=float, default=600, help="seconds a request may take")
     ap.add_argument("--out", help="write the JSON here too")
@@ -188,10 +196,14 @@ def main() -> int:
         print("serve_bench: --num-prompts, --input-len, --output-len and every rate must be positive, "
               "--vocab above 100", file=sys.stderr)
         return 2
-    client = Client(a.url, a.model, a.api_key, a.timeout, a.temperature, a.top_p)
+    if not 0 <= a.structured_share <= 1:
+        print("serve_bench: --structured-share must be in [0, 1]", file=sys.stderr)
+        return 2
+    client = Client(a.url, a.model, a.api_key, a.timeout, a.temperature, a.top_p, a.structured_share,
+                    a.structured_regex)
     result = {"url": a.url, "model": a.model, "workload": a.workload, "input_len": a.input_len,
               "output_len": a.output_len, "num_prompts": a.num_prompts, "temperature": a.temperature,
-              "top_p": a.top_p, "seed": a.seed, "runs": []}
+              "top_p": a.top_p, "seed": a.seed, "structured_share": a.structured_share, "runs": []}
     for i, rate in enumerate(rates):
         # Prompts of their own per rate: a server that caches prefixes (onecat, vLLM) would find an
         # earlier rate's prompts in its cache and skip their prefill.

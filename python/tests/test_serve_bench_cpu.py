@@ -35,6 +35,15 @@ def test_serve_bench_runs_every_request(server):  # noqa: F811
     result = json.loads(sampled.stdout)
     assert result["temperature"] == 0.8 and result["top_p"] == 0.9
     assert result["runs"][0]["completed"] == 4 and result["runs"][0]["output_tokens"] == 4 * 7
+    # Every request under a grammar that never ends: each still runs to its length.
+    structured = serve_bench(*url, "--rates", "inf", "--num-prompts", "4", "--input-len", "20", "--output-len", "7",
+                             "--structured-share", "1")
+    assert structured.returncode == 0, structured.stderr
+    result = json.loads(structured.stdout)
+    assert result["structured_share"] == 1
+    assert result["runs"][0]["completed"] == 4 and result["runs"][0]["output_tokens"] == 4 * 7
+    bad = serve_bench("--model", "x", "--vocab", "128", "--structured-share", "2")
+    assert bad.returncode == 2 and "--structured-share" in bad.stderr
     bad = serve_bench("--model", "x", "--vocab", "128", "--rates", "fast")
     assert bad.returncode == 2 and "--rates" in bad.stderr
     bad = serve_bench("--model", "x", "--vocab", "128", "--top-p", "0")
