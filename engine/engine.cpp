@@ -1,7 +1,6 @@
 #include "engine/engine.h"
 
 #include <algorithm>
-#include <limits>
 #include <span>
 
 #include "base/error.h"
@@ -572,11 +571,8 @@ std::vector<StepOutput> Engine::step() {
         GrammarConstraint c = *s.request.constraint;
         for (size_t i = 0; i <= m; ++i) {
           const float* row = logits.data() + size_t(row_of[k] + int32_t(i)) * size_t(vocab);
-          const TokenMask& allowed = c.constrains() ? c.allowed() : TokenMask{};
           masked.emplace_back(row, row + vocab);
-          for (int64_t t = 0; t < vocab && !allowed.empty(); ++t) {
-            if (!mask_has(allowed, t)) masked.back()[size_t(t)] = -std::numeric_limits<float>::infinity();
-          }
+          if (c.constrains()) cpu::mask_logits(masked.back(), c.allowed().data());
           if (i < m) c.accept(drafts[i]);
         }
       }

@@ -4,6 +4,9 @@
 #include <numeric>
 
 #include "base/error.h"
+#include "engine/json_schema.h"
+#include "engine/regex_grammar.h"
+#include "models/tokenizer/tokenizer.h"
 
 namespace onecat::engine {
 
@@ -101,6 +104,12 @@ TokenVocabulary::TokenVocabulary(const std::vector<std::string>& token_bytes, in
     previous = &b;
   }
   for (int32_t p : path) trie_[size_t(p)].end = int32_t(trie_.size());
+}
+
+std::shared_ptr<const TokenVocabulary> TokenVocabulary::of(const tokenizer::Tokenizer& tokenizer, int64_t size) {
+  std::vector<std::string> bytes = tokenizer.token_bytes();
+  if (int64_t(bytes.size()) > size) bytes.resize(size_t(size));
+  return std::make_shared<const TokenVocabulary>(bytes, size);
 }
 
 const std::string& TokenVocabulary::bytes(int32_t id) const {
@@ -345,36 +354,48 @@ const TokenMask& GrammarConstraint::allowed() {
   return allowed_;
 }
 
-bool GrammarConstraint::allows(int32_t token) {
+bool GrammarConstraint::take(int32_t token, Phase& phase, int32_t& state, bool& ends) const {
+  ends = false;
   if (ended_ || token < 0 || token >= automaton_->vocabulary().size()) return false;
-  if (phase_ == Phase::kReasoning) return true;
-  if (phase_ == Phase::kStart && token == gate_->open) return true;
+  if (phase_ == Phase::kReasoning || (phase_ == Phase::kStart && token == gate_->open)) {
+    if (is_end(token)) {
+      ends = true;
+    } else if (phase_ == Phase::kStart) {
+      phase = Phase::kReasoning;
+    } else if (token == gate_->close) {
+      phase = Phase::kAfter;
+    }
+    return true;
+  }
   if (phase_ == Phase::kAfter && blank(token)) return true;
-  if (is_end(token)) return automaton_->accepting(state_);
+  if (is_end(token)) {
+    ends = true;
+    return automaton_->accepting(state_);
+  }
   const std::string& bytes = automaton_->vocabulary().bytes(token);
-  return !bytes.empty() && automaton_->step(state_, bytes) != GrammarAutomaton::kDead;
+  if (bytes.empty()) return false;
+  const int32_t next = automaton_->step(state_, bytes);
+  if (next == GrammarAutomaton::kDead) return false;
+  phase = Phase::kGrammar, state = next;
+  return true;
+}
+
+bool GrammarConstraint::allows(int32_t token) {
+  Phase phase = phase_;
+  int32_t state = state_;
+  bool ends = false;
+  return take(token, phase, state, ends);
 }
 
 void GrammarConstraint::accept(int32_t token) {
-  if (!allows(token)) {
+  Phase phase = phase_;
+  int32_t state = state_;
+  bool ends = false;
+  if (!take(token, phase, state, ends)) {
     throw Error("grammar: token " + std::to_string(token) + " does not continue the text inside the grammar");
   }
+  phase_ = phase, state_ = state, ended_ = ends;
   allowed_valid_ = false;
-  if (is_end(token)) {
-    ended_ = true;
-    return;
-  }
-  if (phase_ == Phase::kReasoning) {
-    if (token == gate_->close) phase_ = Phase::kAfter;
-    return;
-  }
-  if (phase_ == Phase::kStart && token == gate_->open) {
-    phase_ = Phase::kReasoning;
-    return;
-  }
-  if (phase_ == Phase::kAfter && blank(token)) return;
-  phase_ = Phase::kGrammar;
-  state_ = automaton_->step(state_, automaton_->vocabulary().bytes(token));
 }
 
 bool GrammarConstraint::finished() const {
@@ -405,6 +426,26 @@ std::shared_ptr<GrammarAutomaton> GrammarCache::get(const std::string& key, cons
   recent_.emplace_front(key, automaton);
   if (recent_.size() > kMax) recent_.pop_back();
   return automaton;
+}
+
+std::shared_ptr<GrammarAutomaton> GrammarCache::json_object() {
+  return get("json_object", [] { return json_object_grammar(); });
+}
+
+std::shared_ptr<GrammarAutomaton> GrammarCache::json_schema(const nlohmann::ordered_json& schema,
+                                                            std::string_view suffix) {
+  return get("schema " + std::string(suffix) + " " + schema.dump(),
+             [&] { return json_schema_grammar(schema, suffix); });
+}
+
+std::shared_ptr<GrammarAutomaton> GrammarCache::regex(const std::string& pattern) {
+  return get("regex " + pattern, [&] { return regex_grammar(pattern); });
+}
+
+std::shared_ptr<GrammarAutomaton> GrammarCache::choice(const std::vector<std::string>& choices) {
+  std::string key = "choice";
+  for (const std::string& c : choices) key += " " + nlohmann::json(c).dump();
+  return get(key, [&] { return choice_grammar(choices); });
 }
 
 }  // namespace onecat::engine

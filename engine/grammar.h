@@ -16,11 +16,16 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
+
+namespace onecat::tokenizer {
+class Tokenizer;
+}
 
 namespace onecat::engine {
 
@@ -74,6 +79,9 @@ class TokenVocabulary {
  public:
   // `size`: the model's vocabulary (the masks' width), ≥ token_bytes.size().
   TokenVocabulary(const std::vector<std::string>& token_bytes, int64_t size);
+  // A model's: its tokenizer's tokens (Tokenizer::token_bytes) over its vocabulary of `size`
+  // ids, tokenizer ids past it (which the model cannot sample) left out.
+  static std::shared_ptr<const TokenVocabulary> of(const tokenizer::Tokenizer& tokenizer, int64_t size);
 
   int64_t size() const { return size_; }
   const std::string& bytes(int32_t id) const;
@@ -200,6 +208,9 @@ class GrammarConstraint {
   enum class Phase { kStart, kReasoning, kAfter, kGrammar };
   bool is_end(int32_t token) const;
   bool blank(int32_t token) const;
+  // What taking `token` does (one automaton step): false when it is not allowed; else the phase
+  // and state after it, and whether it ends the request (an end id).
+  bool take(int32_t token, Phase& phase, int32_t& state, bool& ends) const;
 
   std::shared_ptr<GrammarAutomaton> automaton_;
   std::vector<int32_t> end_ids_;
@@ -222,6 +233,12 @@ class GrammarCache {
       : vocabulary_(std::move(vocabulary)), max_states_(max_states) {}
   // The automaton of `key`, made from make() the first time (its exceptions pass through).
   std::shared_ptr<GrammarAutomaton> get(const std::string& key, const std::function<Grammar()>& make);
+  // The structured outputs' grammars (engine/json_schema.h, engine/regex_grammar.h), each keyed by
+  // what makes it; their InputErrors pass through.
+  std::shared_ptr<GrammarAutomaton> json_object();
+  std::shared_ptr<GrammarAutomaton> json_schema(const nlohmann::ordered_json& schema, std::string_view suffix = {});
+  std::shared_ptr<GrammarAutomaton> regex(const std::string& pattern);
+  std::shared_ptr<GrammarAutomaton> choice(const std::vector<std::string>& choices);
   const std::shared_ptr<const TokenVocabulary>& vocabulary() const { return vocabulary_; }
 
  private:

@@ -131,23 +131,22 @@ class JsonGrammar {
     array_ = g_.add_rule("array");
     for (int r : {object_, array_, string(), number()}) g_.add(value_, {Grammar::ref(r)});
     for (const char* word : {"true", "false", "null"}) g_.add(value_, Grammar::literal(word));
-    // object ::= "{" ws ( "}" | member ws more "}" );  more ::= "" | "," ws member ws more
     const int member = g_.add_rule("member");
     g_.add(member, cat({one(Grammar::ref(string())), ws(), Grammar::literal(":"), ws(), one(Grammar::ref(value_))}));
-    const int more = g_.add_rule("members");
-    g_.add(more, {});
-    g_.add(more, cat({Grammar::literal(","), ws(), one(Grammar::ref(member)), ws(), one(Grammar::ref(more))}));
-    g_.add(object_, cat({Grammar::literal("{"), ws(), Grammar::literal("}")}));
-    g_.add(object_, cat({Grammar::literal("{"), ws(), one(Grammar::ref(member)), ws(), one(Grammar::ref(more)),
-                         Grammar::literal("}")}));
-    const int items = g_.add_rule("items");
-    g_.add(items, {});
-    g_.add(items, cat({Grammar::literal(","), ws(), one(Grammar::ref(value_)), ws(), one(Grammar::ref(items))}));
-    g_.add(array_, cat({Grammar::literal("["), ws(), Grammar::literal("]")}));
-    g_.add(array_, cat({Grammar::literal("["), ws(), one(Grammar::ref(value_)), ws(), one(Grammar::ref(items)),
-                        Grammar::literal("]")}));
+    bracketed(object_, "{", member, "}");
+    bracketed(array_, "[", value_, "]");
     return value_;
   }
+  // rule ::= open ws close | open ws element ws more close;  more ::= "" | "," ws element ws more
+  void bracketed(int rule, const char* open, int element, const char* close) {
+    const int more = g_.add_rule(std::string(open) + " more");
+    g_.add(more, {});
+    g_.add(more, cat({Grammar::literal(","), ws(), one(Grammar::ref(element)), ws(), one(Grammar::ref(more))}));
+    g_.add(rule, cat({Grammar::literal(open), ws(), Grammar::literal(close)}));
+    g_.add(rule, cat({Grammar::literal(open), ws(), one(Grammar::ref(element)), ws(), one(Grammar::ref(more)),
+                      Grammar::literal(close)}));
+  }
+
   int object() { return value(), object_; }
   int array() { return value(), array_; }
 

@@ -5,8 +5,6 @@
 #include <string>
 
 #include "base/error.h"
-#include "engine/json_schema.h"
-#include "engine/regex_grammar.h"
 #include "serve/reasoning.h"
 #include "serve/tool_calls.h"
 
@@ -142,7 +140,7 @@ std::vector<std::pair<int32_t, float>> parse_logit_bias(const json& body, const 
 
 // A field of the body with its keys in the order sent (`ordered`), or in body's order.
 nlohmann::ordered_json ordered_field(const json& body, const nlohmann::ordered_json* ordered,
-                                     std::initializer_list<const char*> path) {
+                                     const std::vector<const char*>& path) {
   if (ordered) {
     const nlohmann::ordered_json* at = ordered;
     for (const char* key : path) at = &(*at)[key];
@@ -160,8 +158,7 @@ std::shared_ptr<engine::GrammarAutomaton> schema_automaton(const ServedModel& mo
                                                            const std::string& param, const std::string& where,
                                                            std::string_view suffix = {}) {
   try {
-    return model.grammars->get("schema " + std::string(suffix) + " " + schema.dump(),
-                               [&] { return engine::json_schema_grammar(schema, suffix); });
+    return model.grammars->json_schema(schema, suffix);
   } catch (const InputError& e) {
     throw bad(param, where + ": " + e.what());
   }
@@ -219,9 +216,8 @@ void parse_structured(const json& body, const nlohmann::ordered_json* ordered, c
     throw bad(param, "give one of response_format, guided_json, guided_regex, guided_choice and structured_outputs.");
   }
   if (!model.grammars) throw bad(param, "this server has no structured outputs.");
-  auto any_object = [&] { return model.grammars->get("json_object", [] { return engine::json_object_grammar(); }); };
   if (a.kind == "json_object") {
-    g.grammar = any_object();
+    g.grammar = model.grammars->json_object();
   } else if (a.kind == "json_schema") {
     const json* js = field(*a.value, "json_schema");
     if (!js || !js->is_object()) throw bad(param, "response_format json_schema needs a json_schema object.");
@@ -230,20 +226,19 @@ void parse_structured(const json& body, const nlohmann::ordered_json* ordered, c
     }
     g.grammar =
         !field(*js, "schema")
-            ? any_object()
+            ? model.grammars->json_object()
             : schema_automaton(model, ordered_field(body, ordered, {"response_format", "json_schema", "schema"}), param,
                                "response_format.json_schema.schema");
   } else if (a.kind == "regex") {
     if (!a.value->is_string()) throw bad(param, param + " must be a string (a regular expression).");
     const std::string pattern = a.value->get<std::string>();
     try {
-      g.grammar = model.grammars->get("regex " + pattern, [&] { return engine::regex_grammar(pattern); });
+      g.grammar = model.grammars->regex(pattern);
     } catch (const InputError& e) {
       throw bad(param, param + ": " + e.what());
     }
   } else if (a.kind == "json") {
-    nlohmann::ordered_json schema = a.path.size() == 1 ? ordered_field(body, ordered, {a.path[0]})
-                                                       : ordered_field(body, ordered, {a.path[0], a.path[1]});
+    nlohmann::ordered_json schema = ordered_field(body, ordered, a.path);
     if (schema.is_string()) {
       schema = nlohmann::ordered_json::parse(schema.get<std::string>(), nullptr, false);
       if (schema.is_discarded()) throw bad(param, param + " must be a JSON schema (an object or its JSON text).");
@@ -252,13 +247,11 @@ void parse_structured(const json& body, const nlohmann::ordered_json* ordered, c
   } else {
     if (!a.value->is_array() || a.value->empty()) throw bad(param, param + " must be a non-empty array of strings.");
     std::vector<std::string> choices;
-    std::string key = "choice";
     for (const json& c : *a.value) {
       if (!c.is_string() || c.get<std::string>().empty()) throw bad(param, param + " must hold non-empty strings.");
       choices.push_back(c.get<std::string>());
-      key += " " + c.dump();
     }
-    g.grammar = model.grammars->get(key, [&] { return engine::choice_grammar(choices); });
+    g.grammar = model.grammars->choice(choices);
   }
 }
 

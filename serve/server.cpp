@@ -684,9 +684,7 @@ ServedModel served_model(const ServeOptions& o, const model::Model& m,
   s.reasoning = !o.reasoning_parser.empty();
   s.num_draft_tokens = o.speculation.num_speculative_tokens;
   s.stop_ids = model::eos_token_ids(o.model_dir);
-  std::vector<std::string> bytes = s.tokenizer.token_bytes();
-  if (int64_t(bytes.size()) > s.vocab) bytes.resize(size_t(s.vocab));  // ids the model cannot sample
-  s.grammars = std::make_shared<engine::GrammarCache>(std::make_shared<const engine::TokenVocabulary>(bytes, s.vocab));
+  s.grammars = std::make_shared<engine::GrammarCache>(engine::TokenVocabulary::of(s.tokenizer, s.vocab));
   if (s.reasoning) {
     const std::optional<int32_t> open = s.tokenizer.token_to_id("<think>"), close = s.tokenizer.token_to_id("</think>");
     if (open && close && *open < s.vocab && *close < s.vocab) s.reasoning_gate = engine::ReasoningGate{*open, *close};

@@ -14,8 +14,6 @@
 #include "base/error.h"
 #include "engine/draft_model.h"
 #include "engine/grammar.h"
-#include "engine/json_schema.h"
-#include "engine/regex_grammar.h"
 #include "models/model/generation_config.h"
 #include "models/tokenizer/tokenizer.h"
 #include "python/bindings/families.h"
@@ -46,21 +44,15 @@ std::shared_ptr<engine::GrammarAutomaton> grammar_of(PyLLM& p, const std::option
     if (!std::filesystem::exists(std::filesystem::path(p.path) / "tokenizer.json")) {
       throw InputError("structured outputs need the checkpoint's tokenizer.json, which " + p.path + " lacks.");
     }
-    const int64_t vocab = p.model->config().vocab;
-    std::vector<std::string> bytes = tokenizer::Tokenizer::from_hf_directory(p.path).token_bytes();
-    if (int64_t(bytes.size()) > vocab) bytes.resize(size_t(vocab));
-    p.grammars = std::make_shared<engine::GrammarCache>(std::make_shared<const engine::TokenVocabulary>(bytes, vocab));
+    p.grammars = std::make_shared<engine::GrammarCache>(
+        engine::TokenVocabulary::of(tokenizer::Tokenizer::from_hf_directory(p.path), p.model->config().vocab));
   }
-  if (json_object) return p.grammars->get("json_object", [] { return engine::json_object_grammar(); });
-  if (regex) return p.grammars->get("regex " + *regex, [&] { return engine::regex_grammar(*regex); });
-  if (choice) {
-    std::string key = "choice";
-    for (const std::string& c : *choice) key += " " + nlohmann::json(c).dump();
-    return p.grammars->get(key, [&] { return engine::choice_grammar(*choice); });
-  }
+  if (json_object) return p.grammars->json_object();
+  if (regex) return p.grammars->regex(*regex);
+  if (choice) return p.grammars->choice(*choice);
   const nlohmann::ordered_json schema = nlohmann::ordered_json::parse(*json_schema, nullptr, false);
   if (schema.is_discarded()) throw InputError("json_schema must be a JSON schema's text.");
-  return p.grammars->get("schema  " + schema.dump(), [&] { return engine::json_schema_grammar(schema); });
+  return p.grammars->json_schema(schema);
 }
 
 struct Settings {

@@ -192,6 +192,18 @@ std::vector<float> penalized_logits(const float* logits, int64_t vocab, const Sa
   return l;
 }
 
+bool mask_logits(std::span<float> logits, const uint32_t* allowed) {
+  bool any = false;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if ((allowed[i >> 5] >> (i & 31)) & 1u) {
+      any = true;
+    } else {
+      logits[i] = -std::numeric_limits<float>::infinity();
+    }
+  }
+  return any;
+}
+
 int argmax(const float* logits, int64_t vocab) {
   int best = 0;
   float best_value = -std::numeric_limits<float>::infinity();
@@ -328,17 +340,7 @@ SampleDecision decide(const float* logits, int64_t vocab, const SamplingParams& 
                          !p.logit_bias.empty() || allowed;
   std::vector<float> penalised_values;
   if (penalised) penalised_values = penalized_logits(logits, vocab, p, prompt_tokens, output_tokens);
-  if (allowed) {
-    bool any = false;
-    for (int64_t i = 0; i < vocab; ++i) {
-      if ((allowed[i >> 5] >> (i & 31)) & 1u) {
-        any = true;
-      } else {
-        penalised_values[size_t(i)] = kNegInf;
-      }
-    }
-    if (!any) throw Error("sampling: the row's mask allows no token");
-  }
+  if (allowed && !mask_logits(penalised_values, allowed)) throw Error("sampling: the row's mask allows no token");
   const float* l = penalised ? penalised_values.data() : raw.data();
   float l_max = raw_max_f;
   if (penalised) {

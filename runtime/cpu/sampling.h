@@ -104,6 +104,10 @@ std::vector<std::pair<int, double>> sampling_distribution(const float* logits, i
                                                           std::span<const int> prompt_tokens,
                                                           std::span<const int> output_tokens);
 
+// Sets each token's logit to −inf unless its bit is in `allowed` (SampleRow::allowed's layout);
+// whether any token is allowed.
+bool mask_logits(std::span<float> logits, const uint32_t* allowed);
+
 // Lowest index among equal maxima; NaN never wins unless every value is NaN or −inf (then 0).
 int argmax(const float* logits, int64_t vocab);
 
