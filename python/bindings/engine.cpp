@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <tuple>
 #include <vector>
