@@ -54,8 +54,10 @@
 #                    same against llama-server on the GGUF of SERVE_LLAMA_TYPE (f16, or Q4_K_M for a quantised
 #                    format; llama-build builds it) -> serve_bench.jsonl
 #                    SERVE_STRUCTURED=F sends that share of onecat's requests with guided_regex (mixed steps)
-#   serve-bench@FORMAT@WORKLOAD@RATES  the same with SERVE_FORMAT, SERVE_WORKLOAD and SERVE_RATES given
-#                    (e.g. serve-bench@awq4@mix@8,inf), so one lane can run several
+#   serve-bench@FORMAT@WORKLOAD@RATES[@SHARE]  the same with SERVE_FORMAT, SERVE_WORKLOAD, SERVE_RATES (and
+#                    SERVE_STRUCTURED) given (e.g. serve-bench@awq4@mix@8,inf), so one lane can run several
+#   tune-ckpt@FORMAT@BUCKETS  onecat tune --buckets BUCKETS on model-bench's 8B FORMAT checkpoint, into its cache
+#                    (e.g. tune-ckpt@f16@8 before spec-bench: a verify block's bucket) -> tunes.jsonl
 #   spec-bench       on model-bench's f16 8B checkpoint: onecat step-cost (a verify step of k = 2, 4, 8 drafts
 #                    against a decode step at batch 1, 8, 32, context 1024) -> spec_bench.jsonl, then onecat
 #                    throughput on a repetitive workload (SPEC_SEQS, default "1 8", requests of a 64-token
@@ -211,7 +213,11 @@ lane() {  # lane GPU STEPS...
         ONECAT_RUNS=$runs LLAMA=$llama LLAMA_BUILD_LOG=$([ -n "${llama_pid:-}" ] && echo "$out/llama_build.log") \
           VOCAB_GGUF=$root/.vocab/ggml-vocab-qwen2.gguf OUT=$out timeout "$(left)" bash bench/model_bench.sh "$bin" ;;
       serve-bench) serve_bench ;;
-      serve-bench@*) IFS=@ read -r _ f w r <<<"$s"; SERVE_FORMAT=$f SERVE_WORKLOAD=$w SERVE_RATES=$r serve_bench ;;
+      serve-bench@*) IFS=@ read -r _ f w r g <<<"$s"
+        SERVE_FORMAT=$f SERVE_WORKLOAD=$w SERVE_RATES=$r SERVE_STRUCTURED=${g:-${SERVE_STRUCTURED:-0}} serve_bench ;;
+      tune-ckpt@*) IFS=@ read -r _ f b <<<"$s"  # more buckets of model-bench's FORMAT checkpoint, into its cache
+        ONECAT_CACHE_DIR=build-device/model-qwen3-8b/cache timeout "$(left)" $bin tune \
+          --model "build-device/model-qwen3-8b/$f/checkpoint" --buckets "$b" --json >>"$out/tunes.jsonl" ;;
       spec-bench) # speculative decoding's mechanism on model-bench's f16 8B checkpoint -> spec_bench.jsonl
         ONECAT_CACHE_DIR=build-device/model-qwen3-8b/cache timeout "$(left)" $bin step-cost \
           --model build-device/model-qwen3-8b/f16/checkpoint --device cuda --batches 1,8,32 --drafts 2,4,8 \
