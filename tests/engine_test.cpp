@@ -1270,8 +1270,8 @@ TEST(EngineCli, AuditPassesItsGates) {
   test::write_file(scratch / "text.txt",
                    "It was the best of times, it was the worst of times, it was the age of wisdom, it was the age "
                    "of foolishness, it was the epoch of belief, it was the epoch of incredulity.");
-  const std::string audit =
-      std::string(ONECAT_BIN) + " audit --model " + dir + " --max-tokens 12 --text " + (scratch / "text.txt") + " ";
+  const std::string audit = std::string(ONECAT_BIN) + " audit --model " + dir +
+                            " --device cpu --max-tokens 12 --text " + (scratch / "text.txt") + " ";
   test::CommandResult r =
       test::run_command(audit + "--speculative draft:" + dir + " --num-draft-tokens 3 --json", scratch.path());
   ASSERT_EQ(r.status, 0) << r.err;
@@ -1312,7 +1312,8 @@ TEST(EngineCli, AuditPassesItsGates) {
   EXPECT_TRUE(test::contains(r.err, "needs the checkpoint's tokenizer.json")) << r.err;
   r = test::run_command(audit + "--against cpu", scratch.path());
   EXPECT_EQ(r.status, 2) << r.err;
-  EXPECT_TRUE(test::contains(r.err, "--against cpu compares the GPU with the CPU backend: it needs --device cuda"))
+  EXPECT_TRUE(
+      test::contains(r.err, "--against cpu compares the GPU with the CPU backend: it needs a GPU (--device cuda)"))
       << r.err;
   r = test::run_command(audit + "--against default,gpu", scratch.path());
   EXPECT_EQ(r.status, 2) << r.err;

@@ -660,7 +660,16 @@ TEST(ModelGenerate, Refusals) {
   if (!Driver::find() || Driver::find()->device_count() == 0) {
     test::expect_throw<InputError>([&] { Model bad(loaded, cuda); }, {"device cuda", "use device cpu"});
   }
-  test::expect_throw<InputError>([] { model::parse_device("tpu"); }, {"tpu", "cpu, cuda"});
+  test::expect_throw<InputError>([] { model::parse_device("tpu"); }, {"tpu", "auto, cpu, cuda"});
+  // auto: the GPU where one is usable, else the CPU with a sentence saying why (never silent).
+  const bool gpu = Driver::find() && Driver::find()->device_count() > 0;
+  EXPECT_EQ(model::parse_device("auto"), gpu ? model::Device::kCuda : model::Device::kCpu);
+  EXPECT_EQ(model::auto_device_note("auto").empty(), gpu);
+  if (!gpu) {
+    EXPECT_TRUE(test::contains(model::auto_device_note("auto"), "running on the CPU backend"))
+        << model::auto_device_note("auto");
+  }
+  EXPECT_EQ(model::auto_device_note("cpu"), "");
   ModelOptions bad_pages = options(16);
   bad_pages.page_size = 0;
   test::expect_throw<InputError>([&] { Model bad(loaded, bad_pages); }, {"page_size"});

@@ -60,10 +60,20 @@ int64_t default_max_model_len(const models::ModelConfig& config) {
   return config.max_position_embeddings > 0 ? config.max_position_embeddings : 4096;
 }
 
+namespace {
+bool gpu_found() { return Driver::find() && Driver::find()->device_count() > 0; }
+}  // namespace
+
 Device parse_device(const std::string& name) {
   if (name == "cpu") return Device::kCpu;
   if (name == "cuda") return Device::kCuda;
-  throw InputError("device " + quoted_input(name) + " is not one of cpu, cuda.");
+  if (name == "auto") return gpu_found() ? Device::kCuda : Device::kCpu;
+  throw InputError("device " + quoted_input(name) + " is not one of auto, cpu, cuda.");
+}
+
+std::string auto_device_note(const std::string& name) {
+  if (name != "auto" || gpu_found()) return "";
+  return "running on the CPU backend (--device auto, and " + Driver::unavailable_reason() + ")";
 }
 
 std::unique_ptr<Model> Model::load(const std::string& directory, const ModelOptions& options) {

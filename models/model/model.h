@@ -20,8 +20,13 @@ class GpuBackend;
 
 enum class Device { kCpu, kCuda };
 
-// "cpu" or "cuda"; InputError naming the choices otherwise.
+// "cpu", "cuda", or "auto" (cuda where a CUDA GPU is found, else cpu: see auto_device_note);
+// InputError naming the choices otherwise.
 Device parse_device(const std::string& name);
+
+// For "auto" that found no GPU, the sentence a front end prints so the CPU is never a surprise
+// ("running on the CPU backend (--device auto, and <why there is no GPU>)"); empty otherwise.
+std::string auto_device_note(const std::string& name);
 
 // The longest sequence a checkpoint's config allows: max_position_embeddings, 4096 when
 // config.json does not say (serve's and ModelOptions' default max_model_len).

@@ -123,7 +123,7 @@ void bind_engine(py::module_& m) {
               throw InputError("num_speculative_tokens is num_draft_tokens' other name: give one of them.");
             }
             model::ModelOptions o;
-            o.device = model::parse_device(device);
+            o.device = python_device(device);
             // None: the device's default — cuda 128 sequences, 2048-token steps and a pool that fills
             // gpu_memory_utilization (vLLM's way), cpu 8, 256 and 8192 tokens.
             const bool cuda = o.device == model::Device::kCuda;
@@ -156,7 +156,7 @@ void bind_engine(py::module_& m) {
             }
             return p;
           }),
-          py::arg("path"), py::arg("device") = "cpu", py::kw_only(), py::arg("max_num_seqs") = py::none(),
+          py::arg("path"), py::arg("device") = "auto", py::kw_only(), py::arg("max_num_seqs") = py::none(),
           py::arg("max_num_batched_tokens") = py::none(), py::arg("kv_cache_tokens") = py::none(),
           py::arg("gpu_memory_utilization") = 0.9, py::arg("prefix_caching") = true, py::arg("cuda_graphs") = true,
           py::arg("progress") = false, py::arg("num_speculative_tokens") = 0, py::arg("num_draft_tokens") = 0,

@@ -4,6 +4,10 @@
 #pragma once
 #include <pybind11/pybind11.h>
 
+#include <string>
+
+#include "models/model/model.h"
+
 namespace onecat::python {
 
 namespace py = pybind11;
@@ -20,5 +24,9 @@ void bind_tokenizer(py::module_& m);      // not a kernel family: Tokenizer, Dec
 void bind_chat_template(py::module_& m);  // not a kernel family: ChatTemplate, load_chat_template
 void bind_model(py::module_& m);   // not a kernel family: Model
 void bind_engine(py::module_& m);  // not a kernel family: LLM, StepOutput
+
+// Model's and LLM's device argument: "auto" (the default), "cuda" or "cpu"; auto without a GPU
+// runs on the CPU and says so with a RuntimeWarning.
+model::Device python_device(const std::string& name);
 
 }  // namespace onecat::python

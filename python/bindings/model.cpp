@@ -44,6 +44,14 @@ py::dict config_dict(const models::ModelConfig& c) {
 
 }  // namespace
 
+model::Device python_device(const std::string& name) {
+  const model::Device d = model::parse_device(name);
+  if (const std::string note = model::auto_device_note(name); !note.empty()) {
+    if (PyErr_WarnEx(PyExc_RuntimeWarning, ("onecat: " + note).c_str(), 2) != 0) throw py::error_already_set();
+  }
+  return d;
+}
+
 void bind_model(py::module_& m) {
   auto cls =
       py::class_<PyModel>(m, "Model",
@@ -51,7 +59,7 @@ void bind_model(py::module_& m) {
           .def(py::init([](const std::string& path, const std::string& device, int64_t max_batch_tokens,
                            int64_t kv_cache_tokens, bool progress) {
                  model::ModelOptions o;
-                 o.device = model::parse_device(device);
+                 o.device = python_device(device);
                  o.max_batch_tokens = max_batch_tokens;
                  o.kv_cache_tokens = kv_cache_tokens;
                  o.max_sequences = 1;
@@ -64,7 +72,7 @@ void bind_model(py::module_& m) {
                  }
                  return p;
                }),
-               py::arg("path"), py::arg("device") = "cpu", py::kw_only(), py::arg("max_batch_tokens") = 256,
+               py::arg("path"), py::arg("device") = "auto", py::kw_only(), py::arg("max_batch_tokens") = 256,
                py::arg("kv_cache_tokens") = 4096, py::arg("progress") = false)
           .def_property_readonly("config", [](const PyModel& p) { return config_dict(p.model->config()); })
           .def_property_readonly("vocab_size", [](const PyModel& p) { return p.model->config().vocab; })

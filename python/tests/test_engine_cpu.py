@@ -22,9 +22,9 @@ def prompts():
 
 
 def test_generate_equals_each_prompt_alone(checkpoint):
-    alone = onecat.Model(str(checkpoint), kv_cache_tokens=512)
+    alone = onecat.Model(str(checkpoint), device="cpu", kv_cache_tokens=512)
     want = [alone.generate(p, 12, stop_ids=[]) for p in prompts()]
-    llm = onecat.LLM(str(checkpoint), max_num_seqs=4, max_num_batched_tokens=48, kv_cache_tokens=2048)
+    llm = onecat.LLM(str(checkpoint), device="cpu", max_num_seqs=4, max_num_batched_tokens=48, kv_cache_tokens=2048)
     assert llm.generate(prompts(), 12, temperature=0, stop_ids=[]) == want
     assert llm.idle
     stats = llm.stats
@@ -42,8 +42,8 @@ def test_device_sampling_gives_the_host_samplers_tokens(checkpoint):
     # On the CPU backend sampling where the logits are is cpu::sample too: the same tokens,
     # and the stats say which steps took that path.
     kwargs = dict(max_num_seqs=4, max_num_batched_tokens=48, kv_cache_tokens=2048)
-    host = onecat.LLM(str(checkpoint), device_sampling=False, **kwargs)
-    device = onecat.LLM(str(checkpoint), **kwargs)  # device_sampling is the default
+    host = onecat.LLM(str(checkpoint), device="cpu", device_sampling=False, **kwargs)
+    device = onecat.LLM(str(checkpoint), device="cpu", **kwargs)  # device_sampling is the default
     settings = dict(temperature=0.8, top_p=0.9, repetition_penalty=1.1, seed=7, stop_ids=[])
     assert device.generate(prompts(), 8, **settings) == host.generate(prompts(), 8, **settings)
     assert host.stats["device_sampled_steps"] == 0
@@ -51,7 +51,7 @@ def test_device_sampling_gives_the_host_samplers_tokens(checkpoint):
 
 
 def test_step_and_cancel(checkpoint):
-    llm = onecat.LLM(str(checkpoint), max_num_seqs=2, max_num_batched_tokens=32, kv_cache_tokens=512)
+    llm = onecat.LLM(str(checkpoint), device="cpu", max_num_seqs=2, max_num_batched_tokens=32, kv_cache_tokens=512)
     a = llm.add_request(list(range(1, 41)), 30, temperature=0, stop_ids=[])
     b = llm.add_request(list(range(5, 15)), 3, temperature=0, stop_ids=[])
     seen = {a: [], b: []}
@@ -69,15 +69,15 @@ def test_step_and_cancel(checkpoint):
     assert llm.idle
     assert llm.stats["pages"] == 512 // 16
     # Left out (None), the limits are the device's: on the CPU a pool of 8192 tokens.
-    assert onecat.LLM(str(checkpoint)).stats["pages"] == 8192 // 16
+    assert onecat.LLM(str(checkpoint), device="cpu").stats["pages"] == 8192 // 16
 
 
 def test_value_errors(checkpoint):
     with pytest.raises(ValueError, match="tpu"):
         onecat.LLM(str(checkpoint), device="tpu")
     with pytest.raises(ValueError, match="device cuda"):  # a pool sized from memory is a GPU's
-        onecat.LLM(str(checkpoint), kv_cache_tokens=0)
-    llm = onecat.LLM(str(checkpoint), kv_cache_tokens=64)
+        onecat.LLM(str(checkpoint), device="cpu", kv_cache_tokens=0)
+    llm = onecat.LLM(str(checkpoint), device="cpu", kv_cache_tokens=64)
     with pytest.raises(ValueError, match="no tokens"):
         llm.add_request([], 4)
     with pytest.raises(ValueError, match="vocabulary"):
@@ -90,7 +90,7 @@ def test_value_errors(checkpoint):
 
 
 def test_step_outputs_carry_logprobs(checkpoint):
-    llm = onecat.LLM(str(checkpoint), kv_cache_tokens=512)
+    llm = onecat.LLM(str(checkpoint), device="cpu", kv_cache_tokens=512)
     prompt = list(range(3, 30))
     a = llm.add_request(prompt, 4, temperature=0, stop_ids=[], logprobs=3)
     b = llm.add_request(prompt, 4, temperature=0, stop_ids=[])
@@ -99,7 +99,7 @@ def test_step_outputs_carry_logprobs(checkpoint):
         for out in llm.step():
             got[out.id].append(out)
     assert [o.token for o in got[a]] == [o.token for o in got[b]]
-    alone = onecat.Model(str(checkpoint), kv_cache_tokens=512)
+    alone = onecat.Model(str(checkpoint), device="cpu", kv_cache_tokens=512)
     history = list(prompt)
     for out in got[a]:
         # The raw logits' log-softmax, from the model alone (float64 here, float32 in the sampler).
@@ -117,7 +117,7 @@ def test_step_outputs_carry_logprobs(checkpoint):
 
 
 def test_stream_yields_each_token_as_made(checkpoint):
-    llm = onecat.LLM(str(checkpoint), max_num_seqs=3, max_num_batched_tokens=40, kv_cache_tokens=1024)
+    llm = onecat.LLM(str(checkpoint), device="cpu", max_num_seqs=3, max_num_batched_tokens=40, kv_cache_tokens=1024)
     ps = prompts()[:5]
     want = llm.generate(ps, 7, temperature=0.8, seed=11, stop_ids=[])
     seen = [[] for _ in ps]
@@ -136,7 +136,7 @@ def test_stream_yields_each_token_as_made(checkpoint):
     it.close()
     assert llm.idle
     assert llm.stats["available_pages"] == llm.stats["pages"]
-    alone = onecat.Model(str(checkpoint), kv_cache_tokens=512)
+    alone = onecat.Model(str(checkpoint), device="cpu", kv_cache_tokens=512)
     assert llm.generate([ps[3]], 3, temperature=0, stop_ids=[]) == [alone.generate(ps[3], 3, stop_ids=[])]
     with pytest.raises(ValueError, match="vocabulary"):
         list(llm.stream([[1, 2], [1, 999]], 4))
@@ -146,20 +146,20 @@ def test_stream_yields_each_token_as_made(checkpoint):
 def test_speculative_greedy_equals_plain(checkpoint):
     motif = [11, 40, 7, 93, 2]
     ps = [motif * 4, [5, 6] * 9, list(range(20, 60))]
-    plain = onecat.LLM(str(checkpoint), kv_cache_tokens=1024).generate(ps, 16, temperature=0, stop_ids=[])
-    llm = onecat.LLM(str(checkpoint), kv_cache_tokens=1024, num_speculative_tokens=4)
+    plain = onecat.LLM(str(checkpoint), device="cpu", kv_cache_tokens=1024).generate(ps, 16, temperature=0, stop_ids=[])
+    llm = onecat.LLM(str(checkpoint), device="cpu", kv_cache_tokens=1024, num_speculative_tokens=4)
     assert llm.generate(ps, 16, temperature=0, stop_ids=[]) == plain
     stats = llm.stats
     assert 0 < stats["accepted_tokens"] <= stats["draft_tokens"]
     with pytest.raises(ValueError, match="num_speculative_tokens"):
-        onecat.LLM(str(checkpoint), num_speculative_tokens=99)
+        onecat.LLM(str(checkpoint), device="cpu", num_speculative_tokens=99)
     # The n-gram drafter's match lengths: only 3-grams here, the same output, fewer drafts.
-    three = onecat.LLM(str(checkpoint), kv_cache_tokens=1024, num_speculative_tokens=4, prompt_lookup_min=3,
+    three = onecat.LLM(str(checkpoint), device="cpu", kv_cache_tokens=1024, num_speculative_tokens=4, prompt_lookup_min=3,
                        prompt_lookup_max=3)
     assert three.generate(ps, 16, temperature=0, stop_ids=[]) == plain
     assert 0 < three.stats["draft_tokens"] <= stats["draft_tokens"]
     with pytest.raises(ValueError, match="prompt-lookup-min"):
-        onecat.LLM(str(checkpoint), num_speculative_tokens=4, prompt_lookup_min=3, prompt_lookup_max=2)
+        onecat.LLM(str(checkpoint), device="cpu", num_speculative_tokens=4, prompt_lookup_min=3, prompt_lookup_max=2)
 
 
 def test_speculative_sampled_and_draft_model(checkpoint):
@@ -167,30 +167,30 @@ def test_speculative_sampled_and_draft_model(checkpoint):
     ps = [motif * 4, [5, 6] * 9, list(range(20, 60))]
     # Sampled requests get n-gram drafts too, verified with the plain sampler's own draws: the
     # same tokens, seed for seed.
-    plain = onecat.LLM(str(checkpoint), kv_cache_tokens=1024).generate(ps, 16, temperature=0.5, seed=3, stop_ids=[])
-    llm = onecat.LLM(str(checkpoint), kv_cache_tokens=1024, num_draft_tokens=4)
+    plain = onecat.LLM(str(checkpoint), device="cpu", kv_cache_tokens=1024).generate(ps, 16, temperature=0.5, seed=3, stop_ids=[])
+    llm = onecat.LLM(str(checkpoint), device="cpu", kv_cache_tokens=1024, num_draft_tokens=4)
     assert llm.generate(ps, 16, temperature=0.5, seed=3, stop_ids=[]) == plain
     assert llm.stats["draft_rounds"] > 0
     assert len(llm.stats["drafted_at"]) == 4
     # The checkpoint as its own draft model: every draft accepted, the greedy output unchanged.
-    greedy = onecat.LLM(str(checkpoint), kv_cache_tokens=1024).generate(ps, 16, temperature=0, stop_ids=[])
-    selfdraft = onecat.LLM(str(checkpoint), kv_cache_tokens=1024, num_draft_tokens=3,
+    greedy = onecat.LLM(str(checkpoint), device="cpu", kv_cache_tokens=1024).generate(ps, 16, temperature=0, stop_ids=[])
+    selfdraft = onecat.LLM(str(checkpoint), device="cpu", kv_cache_tokens=1024, num_draft_tokens=3,
                            speculative=f"draft:{checkpoint}")
     assert selfdraft.generate(ps, 16, temperature=0, stop_ids=[]) == greedy
     stats = selfdraft.stats
     assert stats["draft_tokens"] > 0 and stats["accepted_tokens"] == stats["draft_tokens"]
     # draft_p_min 1: no draft of a random model is that sure, so none is proposed.
-    sure = onecat.LLM(str(checkpoint), kv_cache_tokens=1024, num_draft_tokens=3, speculative=f"draft:{checkpoint}",
+    sure = onecat.LLM(str(checkpoint), device="cpu", kv_cache_tokens=1024, num_draft_tokens=3, speculative=f"draft:{checkpoint}",
                       draft_p_min=1.0)
     assert sure.generate(ps, 16, temperature=0, stop_ids=[]) == greedy and sure.stats["draft_tokens"] == 0
     with pytest.raises(ValueError, match="speculative must be ngram or draft:DIR"):
-        onecat.LLM(str(checkpoint), num_draft_tokens=2, speculative="eagle")
+        onecat.LLM(str(checkpoint), device="cpu", num_draft_tokens=2, speculative="eagle")
     with pytest.raises(ValueError, match="other name"):
-        onecat.LLM(str(checkpoint), num_draft_tokens=2, num_speculative_tokens=3)
+        onecat.LLM(str(checkpoint), device="cpu", num_draft_tokens=2, num_speculative_tokens=3)
 
 
 def test_prompt_logprobs_logit_bias_and_draft_tokens_per_request(checkpoint):
-    llm = onecat.LLM(str(checkpoint), max_num_batched_tokens=16, kv_cache_tokens=512, num_speculative_tokens=3)
+    llm = onecat.LLM(str(checkpoint), device="cpu", max_num_batched_tokens=16, kv_cache_tokens=512, num_speculative_tokens=3)
     prompt = [(5 * j + 2) % 128 for j in range(40)]
     a = llm.add_request(prompt, 1, temperature=0, stop_ids=[], prompt_logprobs=2)
     outs = []
@@ -199,7 +199,7 @@ def test_prompt_logprobs_logit_bias_and_draft_tokens_per_request(checkpoint):
     first = next(o for o in outs if o.id == a)
     # Prompt tokens 1 … P−1, each under the model's own logits of the tokens before it.
     assert len(first.prompt_logprobs) == len(prompt) - 1
-    rows = onecat.Model(str(checkpoint), kv_cache_tokens=512).logits(prompt).astype(np.float64)
+    rows = onecat.Model(str(checkpoint), device="cpu", kv_cache_tokens=512).logits(prompt).astype(np.float64)
     for i, (logprob, top) in enumerate(first.prompt_logprobs):
         row = rows[i]
         logp = row - row.max() - np.log(np.exp(row - row.max()).sum())
@@ -231,24 +231,24 @@ def test_fp8_kv_cache(checkpoint):
     kwargs = dict(max_num_seqs=4, max_num_batched_tokens=48, kv_cache_tokens=2048)
     for dtype in ("fp8", "fp8_e5m2"):
         settings = dict(temperature=0.0, stop_ids=[])
-        first = onecat.LLM(str(checkpoint), kv_cache_dtype=dtype, **kwargs).generate(prompts(), 6, **settings)
-        again = onecat.LLM(str(checkpoint), kv_cache_dtype=dtype, **kwargs).generate(prompts(), 6, **settings)
+        first = onecat.LLM(str(checkpoint), device="cpu", kv_cache_dtype=dtype, **kwargs).generate(prompts(), 6, **settings)
+        again = onecat.LLM(str(checkpoint), device="cpu", kv_cache_dtype=dtype, **kwargs).generate(prompts(), 6, **settings)
         assert first == again
         assert all(len(ids) == 6 for ids in first)
     with pytest.raises(ValueError, match="fp8_e4m3"):
-        onecat.LLM(str(checkpoint), kv_cache_dtype="int4", **kwargs)
+        onecat.LLM(str(checkpoint), device="cpu", kv_cache_dtype="int4", **kwargs)
 
 
 def test_max_model_len(checkpoint):
     # max_model_len: the checkpoint's positions by default; a request past it is one ValueError,
     # one at it runs; more than the positions is refused when the LLM is made.
     kwargs = dict(max_num_seqs=4, max_num_batched_tokens=48, kv_cache_tokens=2048)
-    llm = onecat.LLM(str(checkpoint), **kwargs)
+    llm = onecat.LLM(str(checkpoint), device="cpu", **kwargs)
     positions = llm.max_model_len
     assert positions > 0
     with pytest.raises(ValueError, match="max_position_embeddings"):
-        onecat.LLM(str(checkpoint), max_model_len=positions + 1, **kwargs)
-    short = onecat.LLM(str(checkpoint), max_model_len=20, **kwargs)
+        onecat.LLM(str(checkpoint), device="cpu", max_model_len=positions + 1, **kwargs)
+    short = onecat.LLM(str(checkpoint), device="cpu", max_model_len=20, **kwargs)
     assert short.max_model_len == 20
     prompt = prompts()[2][:15]
     with pytest.raises(ValueError, match="max_model_len 20"):
@@ -265,7 +265,7 @@ def test_generate_with_sampling_params_gives_text(text_checkpoint):
     """vLLM's surface: generate(prompts, SamplingParams) → RequestOutputs whose samples are the
     id-level generate()'s tokens, their text decoded, cut at stop strings; n samples draw with
     seed + j; logprobs per token."""
-    llm = onecat.LLM(str(text_checkpoint), kv_cache_tokens=1024)
+    llm = onecat.LLM(str(text_checkpoint), device="cpu", kv_cache_tokens=1024)
     tok = onecat.Tokenizer(str(text_checkpoint))
     texts = ["the cat sat on", "a b c"]
     ids = [tok.encode(t) for t in texts]
@@ -292,7 +292,7 @@ def test_generate_with_sampling_params_gives_text(text_checkpoint):
         assert cut.finish_reason == "stop" and cut.stop_reason == stop
         assert cut.token_ids == want[0][:len(cut.token_ids)] and len(cut.token_ids) < 12
         # With speculative decoding a step may give several tokens: the same cut.
-        spec = onecat.LLM(str(text_checkpoint), kv_cache_tokens=1024, num_draft_tokens=4)
+        spec = onecat.LLM(str(text_checkpoint), device="cpu", kv_cache_tokens=1024, num_draft_tokens=4)
         again = spec.generate(texts[0], onecat.SamplingParams(temperature=0, max_tokens=12, ignore_eos=True, stop=stop,
                                                               include_stop_str_in_output=include))[0].outputs[0]
         assert (again.text, again.token_ids) == (cut.text, cut.token_ids) and spec.idle
@@ -316,7 +316,7 @@ def test_structured_outputs(text_checkpoint):
     ("stop") once its text is whole, and that text is what it was asked for — an instance of the
     schema (properties in its order), one of the choices, a JSON object — the tiny random model's
     own choices under the grammar (tests/grammar_test.cpp checks the grammar itself)."""
-    llm = onecat.LLM(str(text_checkpoint), kv_cache_tokens=2048)
+    llm = onecat.LLM(str(text_checkpoint), device="cpu", kv_cache_tokens=2048)
     schema = {"type": "object", "properties": {"b": {"type": "boolean"}, "a": {"enum": ["x", "y"]}},
               "required": ["b", "a"]}
     for given in (schema, json.dumps(schema)):

@@ -15,7 +15,7 @@ def checkpoint(tmp_path_factory):
 
 
 def test_logits_and_greedy_generation(checkpoint):
-    m = onecat.Model(str(checkpoint), kv_cache_tokens=256)
+    m = onecat.Model(str(checkpoint), device="cpu", kv_cache_tokens=256)
     assert m.config["architecture"] == "Qwen2ForCausalLM"
     assert m.vocab_size == 128
     assert m.eos_token_ids == [95]
@@ -45,8 +45,8 @@ def test_value_errors(checkpoint, tmp_path):
     with pytest.raises(ValueError, match="tpu"):
         onecat.Model(str(checkpoint), device="tpu")
     with pytest.raises(ValueError, match="config.json"):
-        onecat.Model(str(tmp_path))
-    m = onecat.Model(str(checkpoint), kv_cache_tokens=32)
+        onecat.Model(str(tmp_path), device="cpu")
+    m = onecat.Model(str(checkpoint), device="cpu", kv_cache_tokens=32)
     with pytest.raises(ValueError, match="vocabulary"):
         m.logits([1, 500])
     with pytest.raises(ValueError, match="top_p"):

@@ -45,7 +45,7 @@ class Server:
 
     def __init__(self, model: Path, max_model_len: int = MAX_MODEL_LEN, *extra: str):
         self.proc = subprocess.Popen(
-            [str(onecat_bin()), "serve", "--model", str(model), "--port", "0", "--served-model-name", MODEL_NAME,
+            [str(onecat_bin()), "serve", "--model", str(model), "--device", "cpu", "--port", "0", "--served-model-name", MODEL_NAME,
              "--api-key", API_KEY, "--max-model-len", str(max_model_len), *extra],
             stderr=subprocess.PIPE, text=True)
         self.log: list[str] = []
@@ -149,11 +149,21 @@ def test_health_version_models(server):
     assert models["data"][0]["max_model_len"] == MAX_MODEL_LEN
 
 
+def test_device_auto_says_when_it_runs_on_the_cpu(model):
+    # --device is auto by default: the GPU where there is one, else the CPU, said on stderr.
+    cli = subprocess.run([str(onecat_bin()), "generate", "--model", str(model), "--prompt", "the cat", "--max-tokens",
+                          "2", "--json"], check=True, capture_output=True, text=True)
+    info = json.loads(subprocess.run([str(onecat_bin()), "info", "--json"], check=True, capture_output=True,
+                                     text=True).stdout)
+    assert ("running on the CPU backend" in cli.stderr) == (not info["gpus"]), cli.stderr
+    assert json.loads(cli.stdout)["text"]
+
+
 def test_greedy_completion_equals_generate(server, model):
     prompt = "the quick brown fox"
     r = completion(server, prompt, max_tokens=24, temperature=0, logprobs=0)
-    cli = subprocess.run([str(onecat_bin()), "generate", "--model", str(model), "--prompt", prompt, "--max-tokens",
-                          "24", "--json"], check=True, capture_output=True, text=True)
+    cli = subprocess.run([str(onecat_bin()), "generate", "--model", str(model), "--device", "cpu", "--prompt", prompt,
+                          "--max-tokens", "24", "--json"], check=True, capture_output=True, text=True)
     expected = json.loads(cli.stdout)
     choice = r["choices"][0]
     # generate prints special tokens (the tiny model does sample <bos>); the API skips them, as
@@ -230,7 +240,7 @@ def test_echo_logprobs_are_the_prompts(server, model):
     ids = server.ok("/tokenize", {"prompt": ECHO_PROMPT})["tokens"]
     P = len(ids)
     assert P > 40
-    reference = log_softmax(onecat.Model(str(model)).logits(ids))
+    reference = log_softmax(onecat.Model(str(model), device="cpu").logits(ids))
     want = [float(reference[t, ids[t + 1]]) for t in range(P - 1)]
     for max_tokens in (0, 1, 1):  # the second max_tokens 1 finds the prompt's pages cached
         r = completion(server, ECHO_PROMPT, max_tokens=max_tokens, temperature=0, echo=True, logprobs=2)
@@ -295,7 +305,7 @@ def test_logit_bias(server, model):
     r = completion(server, "the cat", max_tokens=5, temperature=0, logit_bias={str(forced[0]): 100}, logprobs=1,
                    ignore_eos=True)
     assert r["choices"][0]["logprobs"]["tokens"] == ["q"] * 5 and r["choices"][0]["text"] == "qqqqq"
-    cli = subprocess.run([str(onecat_bin()), "generate", "--model", str(model), "--prompt", "the cat", "--max-tokens",
+    cli = subprocess.run([str(onecat_bin()), "generate", "--model", str(model), "--device", "cpu", "--prompt", "the cat", "--max-tokens",
                           "1", "--json"], check=True, capture_output=True, text=True)
     greedy = json.loads(cli.stdout)["ids"][0]
     plain = completion(server, "the cat", max_tokens=1, temperature=0, logprobs=1)["choices"][0]["logprobs"]

@@ -43,7 +43,7 @@ namespace onecat::cli {
 namespace {
 
 struct Options {
-  std::string model, device = "cpu", text, prompts, against;
+  std::string model, device = "auto", text, prompts, against;
   int max_num_seqs = 8;
   engine::EngineOptions spec = {.num_speculative_tokens = 4};  // the speculative-decoding flags' fields
   int64_t max_tokens = 64, max_num_batched_tokens = 256, text_tokens = 1024;
@@ -208,7 +208,7 @@ void run(const Options& o) {
       throw InputError("--against takes default and cpu (comma-separated), not \"" + v + "\".");
     }
     if (v == "cpu" && model::parse_device(o.device) != model::Device::kCuda) {
-      throw InputError("--against cpu compares the GPU with the CPU backend: it needs --device cuda.");
+      throw InputError("--against cpu compares the GPU with the CPU backend: it needs a GPU (--device cuda).");
     }
     variants.push_back(v);
     at = comma + 1;
@@ -233,7 +233,7 @@ void run(const Options& o) {
   }
 
   model::ModelOptions mo;
-  mo.device = model::parse_device(o.device);
+  mo.device = resolve_device(o.device, "audit");
   mo.max_batch_tokens = o.max_num_batched_tokens;
   mo.max_sequences = o.max_num_seqs;
   int64_t pool = int64_t(text.size()) + 16;
@@ -391,7 +391,7 @@ void add_audit(CLI::App& app) {
       "audit", "Speculative decoding's quality gates: greedy identity, perplexity, natural stops (pass/fail)");
   auto o = std::make_shared<Options>();
   cmd->add_option("--model", o->model, "Hugging Face checkpoint directory")->required();
-  cmd->add_option("--device", o->device, "cpu (default) or cuda");
+  add_device_option(cmd, o->device);
   add_speculative_options(cmd, o->spec, "4");
   cmd->add_option("--prompts", o->prompts,
                   "JSONL prompts, {\"prompt\": \"text\"} or {\"prompt_ids\": [...]} a line (default: a built-in set)");

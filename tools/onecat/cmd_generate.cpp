@@ -22,7 +22,7 @@ namespace onecat::cli {
 namespace {
 
 struct Options {
-  std::string model, prompt_ids, prompt, device = "cpu", kv_cache_dtype = "auto";
+  std::string model, prompt_ids, prompt, device = "auto", kv_cache_dtype = "auto";
   int64_t max_tokens = 64, prefill_chunk = 256;
   cpu::SamplingParams sampling = model::GenerateOptions::greedy();
   bool ignore_eos = false, json = false, no_cuda_graphs = false, profile = false;
@@ -38,7 +38,7 @@ void run(const Options& o, bool ids_given, bool text_given) {
   if (ids_given == text_given) throw InputError("generate needs exactly one of --prompt-ids and --prompt.");
   cpu::validate(o.sampling);
   if (o.max_tokens < 1) throw InputError("--max-tokens must be at least 1.");
-  const model::Device device = model::parse_device(o.device);
+  const model::Device device = resolve_device(o.device, "generate");
   check_profile_device(o.profile, device);
   std::optional<tokenizer::Tokenizer> tok;
   if (std::filesystem::exists(std::filesystem::path(o.model) / "tokenizer.json")) {
@@ -133,7 +133,7 @@ void add_generate(CLI::App& app) {
   auto* ids = cmd->add_option("--prompt-ids", o->prompt_ids, "The prompt as comma-separated token ids");
   auto* text = cmd->add_option("--prompt", o->prompt, "The prompt as text (needs the checkpoint's tokenizer.json)");
   cmd->add_option("--max-tokens", o->max_tokens, "New tokens at most (default 64)");
-  cmd->add_option("--device", o->device, "cpu (default) or cuda");
+  add_device_option(cmd, o->device);
   cmd->add_option("--prefill-chunk", o->prefill_chunk, "Prompt tokens per forward step (default 256)");
   add_kv_cache_dtype_option(cmd, o->kv_cache_dtype);
   cmd->add_option("--temperature", o->sampling.temperature, "0 (default): greedy");

@@ -13,13 +13,13 @@ namespace onecat::cli {
 void add_serve(CLI::App& app) {
   auto* cmd = app.add_subcommand("serve", "OpenAI-compatible HTTP server (completions, chat) on a checkpoint");
   auto o = std::make_shared<serve::ServeOptions>();
-  auto device = std::make_shared<std::string>("cpu");
+  auto device = std::make_shared<std::string>("auto");
   cmd->add_option("--model", o->model_dir, "Hugging Face checkpoint directory (with tokenizer.json)")->required();
   cmd->add_option("--host", o->host, "Address to listen on (default 127.0.0.1: this machine only)");
   cmd->add_option("--port", o->port, "Port (default 8000; 0: any free port, printed)");
   cmd->add_option("--served-model-name", o->served_model_name, "The model's name in the API (default: --model)");
   cmd->add_option("--api-key", o->api_key, "Require 'Authorization: Bearer KEY' on every endpoint but /health");
-  cmd->add_option("--device", *device, "cpu (default) or cuda");
+  add_device_option(cmd, *device);
   cmd->add_option("--max-num-seqs", o->max_num_seqs, "Sequences per engine step (default: cuda 128, cpu 8)");
   cmd->add_option("--max-num-batched-tokens", o->max_num_batched_tokens,
                   "Tokens per engine step (default: cuda 2048, cpu 512)");
@@ -60,7 +60,7 @@ void add_serve(CLI::App& app) {
           quoted_input(*dtype) + ".");
     }
     if (*tp != 1) throw InputError("--tensor-parallel-size must be 1: a server runs on one GPU.");
-    o->device = model::parse_device(*device);
+    o->device = resolve_device(*device, "serve");
     serve::serve(*o);
   });
 }

@@ -27,7 +27,7 @@ namespace onecat::cli {
 namespace {
 
 struct Options {
-  std::string model, device = "cpu", batches = "1,8,32", drafts = "2,4,8", kv_cache_dtype = "auto";
+  std::string model, device = "auto", batches = "1,8,32", drafts = "2,4,8", kv_cache_dtype = "auto";
   int64_t context = 1024, steps = 20;
   uint64_t seed = 0;
   bool json = false, cuda_graphs = true;
@@ -54,7 +54,7 @@ void run(const Options& o) {
   const int64_t max_block = *std::max_element(drafts.begin(), drafts.end()) + 1;
 
   model::ModelOptions mo;
-  mo.device = model::parse_device(o.device);
+  mo.device = resolve_device(o.device, "step-cost");
   mo.max_sequences = int(max_batch);
   mo.max_batch_tokens = std::max<int64_t>(max_batch * max_block, 256);
   mo.kv_cache_tokens = max_batch * (o.context + max_block + 16);
@@ -136,7 +136,7 @@ void add_step_cost(CLI::App& app) {
       app.add_subcommand("step-cost", "Speculative decoding's mechanism: a verify step's time against a decode step's");
   auto o = std::make_shared<Options>();
   cmd->add_option("--model", o->model, "Hugging Face checkpoint directory")->required();
-  cmd->add_option("--device", o->device, "cpu (default) or cuda");
+  add_device_option(cmd, o->device);
   cmd->add_option("--batches", o->batches, "Sequences per step, comma-separated (default 1,8,32)");
   cmd->add_option("--drafts", o->drafts, "Draft tokens k per sequence, comma-separated (default 2,4,8)");
   cmd->add_option("--context", o->context, "Tokens each sequence holds before the timed steps (default 1024)");

@@ -1,4 +1,5 @@
 // onecat tokenize / detokenize: a checkpoint's (or GGUF's) tokenizer on the command line.
+#include <cstdio>
 #include <iostream>
 #include <iterator>
 #include <memory>
@@ -139,6 +140,18 @@ void add_device_sampling_option(CLI::App* cmd, bool& device_sampling) {
   cmd->add_flag("--device-sampling,!--no-device-sampling", device_sampling,
                 "Sample on the device that holds the logits (cuda: the sampling kernel; the default) or, "
                 "with --no-device-sampling, copy the logits to the host sampler");
+}
+
+void add_device_option(CLI::App* cmd, std::string& device) {
+  cmd->add_option("--device", device, "auto (the default: cuda where there is a CUDA GPU, else cpu), cuda or cpu");
+}
+
+model::Device resolve_device(const std::string& device, const char* command) {
+  const model::Device d = model::parse_device(device);
+  if (const std::string note = model::auto_device_note(device); !note.empty()) {
+    std::fprintf(stderr, "onecat %s: %s\n", command, note.c_str());
+  }
+  return d;
 }
 
 void add_kv_cache_dtype_option(CLI::App* cmd, std::string& kv_cache_dtype) {

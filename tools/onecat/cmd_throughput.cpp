@@ -29,7 +29,7 @@ namespace onecat::cli {
 namespace {
 
 struct Options {
-  std::string model, device = "cpu", dataset, kv_cache_dtype = "auto";
+  std::string model, device = "auto", dataset, kv_cache_dtype = "auto";
   int64_t num_prompts = 8, input_len = 128, output_len = 32, max_num_batched_tokens = 512, wave = 0;
   int max_num_seqs = 8;
   engine::EngineOptions spec;  // the speculative-decoding flags' fields
@@ -129,7 +129,7 @@ void run(const Options& o) {
     throw InputError("--max-num-seqs and --max-num-batched-tokens must be at least 1.");
   }
   if (o.wave < 0) throw InputError("--wave must be 0 (every request at once) or a wave size of at least 1.");
-  const model::Device device = model::parse_device(o.device);
+  const model::Device device = resolve_device(o.device, "throughput");
   check_profile_device(o.profile, device);
   const int64_t vocab = models::load_model(o.model).vocab;
 
@@ -332,7 +332,7 @@ void add_throughput(CLI::App& app) {
                                  "Engine benchmark: N requests (random or --dataset) through continuous batching");
   auto o = std::make_shared<Options>();
   cmd->add_option("--model", o->model, "Hugging Face checkpoint directory")->required();
-  cmd->add_option("--device", o->device, "cpu (default) or cuda");
+  add_device_option(cmd, o->device);
   cmd->add_option("--num-prompts", o->num_prompts, "Requests (default 8)");
   cmd->add_option("--input-len", o->input_len, "Prompt tokens per request (default 128)");
   cmd->add_option("--output-len", o->output_len, "New tokens per request (default 32)");

@@ -34,6 +34,12 @@ void add_speculative_options(CLI::App* cmd, engine::EngineOptions& options, cons
 // serve and throughput take it.
 void add_device_sampling_option(CLI::App* cmd, bool& device_sampling);
 
+// --device auto|cpu|cuda (default auto: the GPU where there is one), as generate, throughput,
+// serve, audit and step-cost take it; resolve_device parses it and, where auto found no GPU,
+// says on stderr that the CPU backend runs.
+void add_device_option(CLI::App* cmd, std::string& device);
+model::Device resolve_device(const std::string& device, const char* command);
+
 // --kv-cache-dtype auto|fp8|fp8_e4m3|fp8_e5m2 (ModelOptions::kv_cache_dtype, parsed by
 // models::parse_kv_cache_dtype where the model is made), as serve, throughput and generate take it.
 void add_kv_cache_dtype_option(CLI::App* cmd, std::string& kv_cache_dtype);
