@@ -273,12 +273,14 @@ void parse_common(const json& body, const ServedModel& model, uint64_t default_s
   g.stop = parse_stop(body);
   g.ignore_eos = get_bool(body, "ignore_eos", false);
   cpu::SamplingParams& s = g.sampling;
-  s.temperature = get_number(body, "temperature", 1.0f, 0, 2);
-  s.top_p = get_number(body, "top_p", 1.0f, 0, 1);
+  // A field left out takes the checkpoint's recommendation (generation_config.json), else the API's.
+  const model::SamplingDefaults& d = model.sampling_defaults;
+  s.temperature = get_number(body, "temperature", d.temperature.value_or(1.0f), 0, 2);
+  s.top_p = get_number(body, "top_p", d.top_p.value_or(1.0f), 0, 1);
   if (s.top_p <= 0) throw bad("top_p", "top_p must be in (0, 1].");
-  s.top_k = int(get_int(body, "top_k", 0, -1, std::numeric_limits<int32_t>::max()));
-  s.min_p = get_number(body, "min_p", 0.0f, 0, 1);
-  s.repetition_penalty = get_number(body, "repetition_penalty", 1.0f, 0, 1e6);
+  s.top_k = int(get_int(body, "top_k", d.top_k.value_or(0), -1, std::numeric_limits<int32_t>::max()));
+  s.min_p = get_number(body, "min_p", d.min_p.value_or(0.0f), 0, 1);
+  s.repetition_penalty = get_number(body, "repetition_penalty", d.repetition_penalty.value_or(1.0f), 0, 1e6);
   if (s.repetition_penalty <= 0) throw bad("repetition_penalty", "repetition_penalty must be greater than 0.");
   s.presence_penalty = get_number(body, "presence_penalty", 0.0f, -2, 2);
   s.frequency_penalty = get_number(body, "frequency_penalty", 0.0f, -2, 2);
@@ -656,7 +658,10 @@ Generation parse_chat(const json& body, const ServedModel& model, uint64_t defau
     g.gated = false;  // the reply starts inside the call
   }
   g.prompts.push_back(encode(model, p.rendered + p.forced, false, "messages"));
-  set_max_tokens(body, model, g, model.max_model_len, "max_completion_tokens");
+  // Chat's max_tokens defaults to the room left, or the checkpoint's max_new_tokens (vLLM's
+  // way; completions keep the API's 16).
+  set_max_tokens(body, model, g, model.sampling_defaults.max_tokens.value_or(model.max_model_len),
+                 "max_completion_tokens");
   return g;
 }
 

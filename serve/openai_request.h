@@ -12,6 +12,7 @@
 
 #include "engine/grammar.h"
 #include "models/chat/chat_template.h"
+#include "models/model/generation_config.h"
 #include "models/tokenizer/tokenizer.h"
 #include "runtime/cpu/sampling.h"
 
@@ -42,6 +43,7 @@ struct ServedModel {
   int max_choices = 64;                             // prompts × n in one request, at most
   bool reasoning = false;                           // chat replies' <think>…</think> → reasoning_content
   int num_draft_tokens = 0;                         // the server's --num-draft-tokens (0: no speculation)
+  model::SamplingDefaults sampling_defaults;        // what a request leaves out (generation_config.json's)
   std::shared_ptr<engine::GrammarCache> grammars;   // structured outputs (null: refused)
   // With reasoning: <think> and </think> as single tokens, so a grammar applies after the reasoning.
   std::optional<engine::ReasoningGate> reasoning_gate;

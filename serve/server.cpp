@@ -672,7 +672,7 @@ class Server {
 
 // template_source: --chat-template's text (chat_template_argument), checked before the model loads.
 ServedModel served_model(const ServeOptions& o, const model::Model& m,
-                         const std::optional<std::string>& template_source) {
+                         const std::optional<std::string>& template_source, const model::SamplingDefaults& defaults) {
   if (!std::filesystem::exists(std::filesystem::path(o.model_dir) / "tokenizer.json")) {
     throw InputError("serve needs the checkpoint's tokenizer.json, which " + o.model_dir + " lacks.");
   }
@@ -684,6 +684,7 @@ ServedModel served_model(const ServeOptions& o, const model::Model& m,
   s.reasoning = !o.reasoning_parser.empty();
   s.num_draft_tokens = o.speculation.num_speculative_tokens;
   s.stop_ids = model::eos_token_ids(o.model_dir);
+  s.sampling_defaults = defaults;
   s.grammars = std::make_shared<engine::GrammarCache>(engine::TokenVocabulary::of(s.tokenizer, s.vocab));
   if (s.reasoning) {
     const std::optional<int32_t> open = s.tokenizer.token_to_id("<think>"), close = s.tokenizer.token_to_id("</think>");
@@ -747,6 +748,9 @@ void serve(const ServeOptions& options) {
   if (o.num_pages > 0) o.kv_cache_tokens = o.num_pages * model::ModelOptions{}.page_size;
   const models::KvCacheDtype kv_dtype = models::parse_kv_cache_dtype(o.kv_cache_dtype);
   const models::ModelConfig config = models::load_model(o.model_dir);
+  // Checked before the weights load, like every other option.
+  model::SamplingDefaults defaults = model::sampling_defaults(o.model_dir, o.generation_config);
+  if (!o.override_generation_config.empty()) model::override_sampling_defaults(defaults, o.override_generation_config);
   const int64_t positions = model::default_max_model_len(config);
   if (o.max_model_len == 0) o.max_model_len = positions;
   if (o.max_model_len > positions) {
@@ -779,7 +783,7 @@ void serve(const ServeOptions& options) {
   engine::leave_room_for_draft(mo, o.speculation);  // a draft model's pool is as large as this one's
   const auto start = std::chrono::steady_clock::now();
   const std::unique_ptr<model::Model> m = model::Model::load(o.model_dir, mo);
-  ServedModel served = served_model(o, *m, template_source);
+  ServedModel served = served_model(o, *m, template_source, defaults);
   const int64_t pool_tokens = m->pages().pages() * m->pages().page_size();
   if (pool_tokens < o.max_model_len) {  // vLLM refuses this too: a long request could never run
     throw InputError("the KV cache holds " + std::to_string(pool_tokens) + " tokens, fewer than --max-model-len " +
@@ -800,6 +804,12 @@ void serve(const ServeOptions& options) {
   std::fprintf(stderr, "onecat serve: KV cache %lld tokens (%lld pages of %d, %s)\n",
                static_cast<long long>(pool_tokens), static_cast<long long>(m->pages().pages()),
                m->pages().page_size(), models::kv_cache_dtype_name(kv_dtype));
+  if (!defaults.empty()) {  // vLLM says this too: a request's missing fields are not the API's defaults
+    std::fprintf(stderr,
+                 "onecat serve: requests' default sampling is the checkpoint's (%s); --generation-config vllm "
+                 "uses the API's own\n",
+                 defaults.describe().c_str());
+  }
 
   Metrics metrics;
   engine::EngineOptions eo = o.speculation;

@@ -21,6 +21,11 @@ struct ServeOptions {
   // with and without tools (vLLM's --chat-template); empty: the checkpoint's.
   std::string chat_template;
   std::string tool_call_parser = "hermes";  // the only tool-call format (vLLM's --tool-call-parser)
+  // Requests' sampling defaults (vLLM's --generation-config): "auto" the checkpoint's
+  // generation_config.json, "vllm" the API's own, or a directory with one; then
+  // override_generation_config's JSON object over them (model::SamplingDefaults).
+  std::string generation_config = "auto";
+  std::string override_generation_config;
   model::Device device = model::Device::kCpu;
   // Per engine step; 0: the device's default, cuda 128 sequences and 2048 tokens (vLLM's step
   // budget for serving), cpu 8 and 512.

@@ -309,3 +309,79 @@ TEST(StructuredOutputs, BadRequestsAreRefused) {
 }
 
 }  // namespace
+
+// Requests take the checkpoint's recommended sampling (generation_config.json, vLLM's
+// --generation-config auto) for the fields they leave out, and their own where given.
+TEST(SamplingDefaults, FillWhatARequestLeavesOut) {
+  onecat::test::TempDir dir;
+  auto write = [&](const std::string& text) { onecat::test::write_file(dir / "generation_config.json", text); };
+  write(R"({"do_sample": true, "temperature": 0.6, "top_k": 20, "top_p": 0.95, "eos_token_id": [1, 2]})");
+  ServedModel m = served();
+  m.sampling_defaults = onecat::model::sampling_defaults(dir.path());
+  EXPECT_EQ(m.sampling_defaults.describe(), "temperature 0.6, top_k 20, top_p 0.95");
+  json chat = body(nullptr);
+  chat.erase("tools");
+  Generation g = onecat::serve::parse_chat(chat, m, 1);
+  EXPECT_FLOAT_EQ(g.sampling.temperature, 0.6f);
+  EXPECT_EQ(g.sampling.top_k, 20);
+  EXPECT_FLOAT_EQ(g.sampling.top_p, 0.95f);
+  EXPECT_FLOAT_EQ(g.sampling.min_p, 0.0f);
+  EXPECT_FLOAT_EQ(g.sampling.repetition_penalty, 1.0f);
+  chat.update(json{{"temperature", 0}, {"top_k", -1}, {"top_p", 1}});
+  g = onecat::serve::parse_chat(chat, m, 1);
+  EXPECT_FLOAT_EQ(g.sampling.temperature, 0.0f);
+  EXPECT_EQ(g.sampling.top_k, -1);
+  EXPECT_FLOAT_EQ(g.sampling.top_p, 1.0f);
+  g = onecat::serve::parse_completion(json{{"prompt", "hi"}}, m, 1);
+  EXPECT_FLOAT_EQ(g.sampling.temperature, 0.6f);
+  EXPECT_EQ(g.max_tokens, 16);  // completions keep the API's default length
+
+  // transformers' own defaults are no recommendation (vLLM reads the diff); max_new_tokens is
+  // chat's default max_tokens; "vllm" and no file leave everything to the API.
+  write(R"({"temperature": 1.0, "top_k": 50, "top_p": 1.0, "repetition_penalty": 1.1, "max_new_tokens": 99})");
+  m.sampling_defaults = onecat::model::sampling_defaults(dir.path());
+  EXPECT_EQ(m.sampling_defaults.describe(), "repetition_penalty 1.1, max_tokens 99");
+  chat.erase("max_tokens");
+  EXPECT_EQ(onecat::serve::parse_chat(chat, m, 1).max_tokens, 99);
+  EXPECT_TRUE(onecat::model::sampling_defaults(dir.path(), "vllm").empty());
+  onecat::test::TempDir empty;
+  EXPECT_TRUE(onecat::model::sampling_defaults(empty.path()).empty());
+  EXPECT_FALSE(onecat::model::sampling_defaults(empty.path(), dir.path()).empty());
+
+  // --override-generation-config goes over them, values as given.
+  onecat::model::SamplingDefaults d = onecat::model::sampling_defaults(dir.path());
+  onecat::model::override_sampling_defaults(d, R"({"temperature": 1.0, "max_new_tokens": 7, "min_p": 0.05})");
+  EXPECT_EQ(d.describe(), "temperature 1, min_p 0.05, repetition_penalty 1.1, max_tokens 7");
+}
+
+TEST(SamplingDefaults, BadFilesAndOverridesAreNamed) {
+  onecat::test::TempDir dir;
+  const std::string file = dir / "generation_config.json";
+  for (const auto& [text, words] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"{nope", {file, "not a JSON object"}},
+           {"[1]", {file, "not a JSON object"}},
+           {R"({"temperature": "hot"})", {file, "\"temperature\"", "a number"}},
+           {R"({"temperature": -1})", {file, "\"temperature\"", "≥ 0"}},
+           {R"({"top_p": 0})", {file, "\"top_p\"", "(0, 1]"}},
+           {R"({"top_k": 2.5})", {file, "\"top_k\"", "integer"}},
+           {R"({"max_new_tokens": 0})", {file, "\"max_new_tokens\"", "≥ 1"}},
+           {R"({"repetition_penalty": 0})", {file, "\"repetition_penalty\"", "> 0"}}}) {
+    onecat::test::write_file(file, text);
+    try {
+      onecat::model::sampling_defaults(dir.path());
+      ADD_FAILURE() << "accepted " << text;
+    } catch (const onecat::InputError& e) {
+      for (const std::string& w : words) EXPECT_TRUE(onecat::test::contains(e.what(), w)) << e.what();
+    }
+  }
+  onecat::test::expect_throw<onecat::InputError>([&] { onecat::model::sampling_defaults(dir.path(), dir / "nowhere"); },
+                                                 {"--generation-config", "nowhere", "auto, vllm or a directory"});
+  onecat::model::SamplingDefaults d;
+  onecat::test::expect_throw<onecat::InputError>([&] { onecat::model::override_sampling_defaults(d, "0.5"); },
+                                                 {"--override-generation-config", "JSON object"});
+  onecat::test::expect_throw<onecat::InputError>(
+      [&] { onecat::model::override_sampling_defaults(d, R"({"temprature": 0.5})"); }, {"temprature", "not one of"});
+  onecat::test::expect_throw<onecat::InputError>(
+      [&] { onecat::model::override_sampling_defaults(d, R"({"top_p": 2})"); },
+      {"--override-generation-config", "top_p"});
+}

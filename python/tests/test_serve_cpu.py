@@ -688,6 +688,28 @@ def test_num_pages(model):
         assert bad.returncode == 2 and words in bad.stderr, (flags, bad.stderr)
 
 
+def test_generation_config_defaults(server, model, tmp_path):
+    """Fields a request leaves out take the checkpoint's generation_config.json (vLLM's
+    --generation-config auto), --override-generation-config goes over it, bad ones exit 2."""
+    greedy = completion(server, "once upon", max_tokens=12, temperature=0)["choices"][0]["text"]
+    (tmp_path / "generation_config.json").write_text(json.dumps({"temperature": 0.0, "eos_token_id": 95}))
+    for flags in (["--generation-config", str(tmp_path)], ["--override-generation-config", '{"temperature": 0}']):
+        s = Server(model, MAX_MODEL_LEN, *flags)
+        try:
+            assert any("default sampling is the checkpoint's (temperature 0)" in line for line in s.log), s.log
+            # No temperature given: the default 0 is greedy, whatever the seed.
+            for seed in (1, 2):
+                assert completion(s, "once upon", max_tokens=12, seed=seed)["choices"][0]["text"] == greedy
+        finally:
+            s.stop()
+    for flags, words in ((["--generation-config", str(tmp_path / "none")], "auto, vllm or a directory"),
+                         (["--override-generation-config", "{"], "must be a JSON object"),
+                         (["--override-generation-config", '{"top_p": 0}'], "top_p")):
+        bad = subprocess.run([str(onecat_bin()), "serve", "--model", str(model), *flags],
+                             capture_output=True, text=True, timeout=60)
+        assert bad.returncode == 2 and words in bad.stderr, (flags, bad.stderr)
+
+
 def test_n_and_seeds_reproducible(server):
     body = dict(max_tokens=16, temperature=1.0, n=2)
     a = completion(server, "once upon", seed=7, **body)

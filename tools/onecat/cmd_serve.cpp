@@ -19,6 +19,13 @@ void add_serve(CLI::App& app) {
   cmd->add_option("--port", o->port, "Port (default 8000; 0: any free port, printed)");
   cmd->add_option("--served-model-name", o->served_model_name, "The model's name in the API (default: --model)");
   cmd->add_option("--api-key", o->api_key, "Require 'Authorization: Bearer KEY' on every endpoint but /health");
+  cmd->add_option("--generation-config", o->generation_config,
+                  "Requests' default temperature, top_k, top_p, min_p, repetition_penalty and max_tokens: auto (the "
+                  "checkpoint's generation_config.json, the default), vllm (the API's own) or a directory with a "
+                  "generation_config.json");
+  cmd->add_option("--override-generation-config", o->override_generation_config,
+                  "A JSON object of those defaults over --generation-config's, e.g. '{\"temperature\": 0.5}' "
+                  "(max_new_tokens for max_tokens)");
   add_device_option(cmd, *device);
   cmd->add_option("--max-num-seqs", o->max_num_seqs, "Sequences per engine step (default: cuda 128, cpu 8)");
   cmd->add_option("--max-num-batched-tokens", o->max_num_batched_tokens,
