@@ -5,6 +5,8 @@
 
 #include <pybind11/stl.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -29,6 +31,7 @@ struct PyLLM {
   std::vector<int32_t> eos;
   std::string path;  // the checkpoint directory (its tokenizer for text prompts, onecat/_engine.py)
   std::shared_ptr<engine::GrammarCache> grammars;  // structured outputs, made at the first request that asks
+  model::SamplingDefaults defaults;                // generation_config's (get_default_sampling_params)
 };
 
 // Structured outputs (docs/serve.md): a request's grammar from one of a JSON schema's text, a
@@ -118,7 +121,9 @@ void bind_engine(py::module_& m) {
                       double gpu_memory_utilization, bool prefix_caching, bool cuda_graphs, bool progress,
                       int num_speculative_tokens, int num_draft_tokens, const std::string& speculative,
                       int prompt_lookup_min, int prompt_lookup_max, float draft_p_min, bool device_sampling,
-                      const std::string& kv_cache_dtype, int64_t max_model_len) {
+                      const std::string& kv_cache_dtype, int64_t max_model_len, const std::string& generation_config) {
+            // Checked before the weights load.
+            model::SamplingDefaults defaults = model::sampling_defaults(path, generation_config);
             if (num_draft_tokens != 0 && num_speculative_tokens != 0 && num_draft_tokens != num_speculative_tokens) {
               throw InputError("num_speculative_tokens is num_draft_tokens' other name: give one of them.");
             }
@@ -150,6 +155,7 @@ void bind_engine(py::module_& m) {
               p->eos = model::eos_token_ids(path);
             }
             p->path = path;
+            p->defaults = defaults;
             {
               py::gil_scoped_release release;  // a draft model loads here
               p->engine = std::make_unique<engine::Engine>(*p->model, eo);
@@ -162,8 +168,29 @@ void bind_engine(py::module_& m) {
           py::arg("progress") = false, py::arg("num_speculative_tokens") = 0, py::arg("num_draft_tokens") = 0,
           py::arg("speculative") = "ngram", py::arg("prompt_lookup_min") = 1, py::arg("prompt_lookup_max") = 4,
           py::arg("draft_p_min") = 0.0f, py::arg("device_sampling") = true, py::arg("kv_cache_dtype") = "auto",
-          py::arg("max_model_len") = 0);
+          py::arg("max_model_len") = 0, py::arg("generation_config") = "auto");
   cls.def_property_readonly("eos_token_ids", [](const PyLLM& p) { return p.eos; });
+  cls.def_property_readonly(
+      "generation_defaults",
+      [](const PyLLM& p) {
+        const model::SamplingDefaults& d = p.defaults;
+        // The file's decimal (0.6, not float 0.6's 0.60000002).
+        auto decimal = [](float v) {
+          char buf[32];
+          std::snprintf(buf, sizeof buf, "%.7g", double(v));
+          return std::strtod(buf, nullptr);
+        };
+        py::dict out;
+        if (d.temperature) out["temperature"] = decimal(*d.temperature);
+        if (d.top_k) out["top_k"] = *d.top_k;
+        if (d.top_p) out["top_p"] = decimal(*d.top_p);
+        if (d.min_p) out["min_p"] = decimal(*d.min_p);
+        if (d.repetition_penalty) out["repetition_penalty"] = decimal(*d.repetition_penalty);
+        if (d.max_tokens) out["max_tokens"] = *d.max_tokens;
+        return out;
+      },
+      "The sampling the checkpoint recommends (generation_config.json, per generation_config=): the "
+      "SamplingParams fields get_default_sampling_params() sets");
   cls.def_property_readonly(
       "model_path", [](const PyLLM& p) { return p.path; }, "The checkpoint directory");
   cls.def_property_readonly("vocab_size", [](const PyLLM& p) { return p.model->config().vocab; });

@@ -183,10 +183,18 @@ _generate_ids = LLM.generate
 _request_counter = itertools.count()
 
 
+def get_default_sampling_params(self: LLM) -> SamplingParams:
+    """vLLM's: a SamplingParams with the sampling the checkpoint recommends (generation_config.json's
+    temperature, top_k, top_p, min_p, repetition_penalty and max_new_tokens as max_tokens; see
+    LLM(generation_config=)), SamplingParams' own defaults elsewhere. What generate() uses without
+    sampling_params."""
+    return SamplingParams(**self.generation_defaults)
+
+
 def generate(self: LLM, prompts, sampling_params=None, *args, **kwargs):
     """vLLM's LLM.generate: prompts as a string, a list of strings, or token ids (a list of ints
     or a list of such lists), sampling_params a SamplingParams (or one per prompt; default
-    SamplingParams()) → a RequestOutput per prompt, with text. Called as before (prompt id
+    get_default_sampling_params()) → a RequestOutput per prompt, with text. Called as before (prompt id
     lists, then max_tokens and keywords) it returns each prompt's new token ids."""
     texts = isinstance(prompts, str) or (isinstance(prompts, Sequence) and len(prompts) > 0
                                          and all(isinstance(p, str) for p in prompts))
@@ -208,7 +216,7 @@ def generate(self: LLM, prompts, sampling_params=None, *args, **kwargs):
     else:
         prompt_texts = list(prompts)
         prompt_ids = [tok.encode(p) for p in prompt_texts]
-    params = sampling_params or SamplingParams()
+    params = sampling_params or self.get_default_sampling_params()
     per_prompt = list(params) if isinstance(params, Sequence) else [params] * len(prompt_ids)
     if len(per_prompt) != len(prompt_ids):
         raise ValueError(f"{len(per_prompt)} SamplingParams for {len(prompt_ids)} prompts.")

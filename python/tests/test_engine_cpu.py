@@ -261,6 +261,30 @@ def text_checkpoint(tmp_path_factory):
     return tiny_checkpoint(tmp_path_factory, "llama-f16-tokenizer", "--arch", "llama", "--format", "f16", "--tokenizer")
 
 
+def test_default_sampling_params_are_the_checkpoints(text_checkpoint, tmp_path):
+    """generate(prompts) without SamplingParams samples as generation_config.json recommends
+    (vLLM's get_default_sampling_params); generation_config="vllm" keeps SamplingParams' own."""
+    llm = onecat.LLM(str(text_checkpoint), device="cpu", kv_cache_tokens=1024)
+    assert llm.generation_defaults == {}  # the tiny checkpoint's file names only its special ids
+    assert llm.get_default_sampling_params() == onecat.SamplingParams()
+    (tmp_path / "generation_config.json").write_text(json.dumps(
+        {"temperature": 0.0, "top_k": 20, "top_p": 0.95, "top_k_unused": 1, "max_new_tokens": 9}))
+    tuned = onecat.LLM(str(text_checkpoint), device="cpu", kv_cache_tokens=1024, generation_config=str(tmp_path))
+    assert tuned.generation_defaults == {"temperature": 0.0, "top_k": 20, "top_p": 0.95, "max_tokens": 9}
+    params = tuned.get_default_sampling_params()
+    assert (params.temperature, params.top_k, params.top_p, params.max_tokens) == (0.0, 20, 0.95, 9)
+    # temperature 0 from the file: greedy, the seed does not matter; 9 tokens unless EOS comes first.
+    first = tuned.generate("the cat sat on")[0].outputs[0]
+    assert 1 <= len(first.token_ids) <= 9
+    assert tuned.generate("the cat sat on")[0].outputs[0].token_ids == first.token_ids
+    want = llm.generate([onecat.Tokenizer(str(text_checkpoint)).encode("the cat sat on")], 9, temperature=0)[0]
+    assert first.token_ids == want[:len(first.token_ids)]
+    assert onecat.LLM(str(text_checkpoint), device="cpu", kv_cache_tokens=64,
+                      generation_config="vllm").generation_defaults == {}
+    with pytest.raises(ValueError, match="auto, vllm or a directory"):
+        onecat.LLM(str(text_checkpoint), device="cpu", generation_config=str(tmp_path / "none"))
+
+
 def test_generate_with_sampling_params_gives_text(text_checkpoint):
     """vLLM's surface: generate(prompts, SamplingParams) → RequestOutputs whose samples are the
     id-level generate()'s tokens, their text decoded, cut at stop strings; n samples draw with
