@@ -20,6 +20,7 @@
 #include "base/half.h"
 #include "models/checkpoint/linear.h"
 #include "models/checkpoint/loaded_model.h"
+#include "models/checkpoint/locate.h"
 #include "models/checkpoint/safetensors.h"
 #include "models/checkpoint/tensor_values.h"
 #include "runtime/cpu/gemm.h"
@@ -721,3 +722,35 @@ TEST(StackRows, RefusesPartsThatCannotShareOneWeight) {
 
 }  // namespace
 }  // namespace onecat
+
+// A hub id ("org/name") is found in the Hugging Face cache as huggingface-cli leaves it:
+// models--org--name/snapshots/<commit>, refs/main naming the commit; directories and other
+// names pass through to the loader unchanged.
+TEST(LocateCheckpoint, HubIdsComeFromTheHuggingFaceCache) {
+  using onecat::models::locate_checkpoint;
+  onecat::test::TempDir cache;
+  const std::string repo = cache / "models--org--tiny-1.5B";
+  std::filesystem::create_directories(repo + "/snapshots/aaa");
+  std::filesystem::create_directories(repo + "/snapshots/bbb");
+  std::filesystem::create_directories(repo + "/refs");
+  onecat::test::write_file(repo + "/refs/main", "bbb\n");
+  onecat::test::ScopedEnv hub("HF_HUB_CACHE", cache.path());
+  EXPECT_EQ(locate_checkpoint("org/tiny-1.5B"), repo + "/snapshots/bbb");
+  EXPECT_EQ(locate_checkpoint(cache.path()), cache.path());        // a directory as given
+  EXPECT_EQ(locate_checkpoint("qwen3-8b:awq4"), "qwen3-8b:awq4");  // not a hub id: the loader's to judge
+  EXPECT_EQ(locate_checkpoint("/no/such/dir"), "/no/such/dir");
+  // Two snapshots and no refs/main: ambiguous; one snapshot: that one.
+  std::filesystem::remove(repo + "/refs/main");
+  onecat::test::expect_throw<onecat::InputError>([&] { locate_checkpoint("org/tiny-1.5B"); },
+                                                 {"org/tiny-1.5B", "ambiguous"});
+  std::filesystem::remove_all(repo + "/snapshots/aaa");
+  EXPECT_EQ(locate_checkpoint("org/tiny-1.5B"), repo + "/snapshots/bbb");
+  onecat::test::expect_throw<onecat::InputError>([&] { locate_checkpoint("org/other"); },
+                                                 {"org/other", cache.path(), "huggingface-cli download org/other"});
+  // Without HF_HUB_CACHE: HF_HOME/hub.
+  onecat::test::ScopedEnv no_hub("HF_HUB_CACHE", std::nullopt);
+  onecat::test::TempDir home;
+  std::filesystem::create_directories(home / "hub/models--org--x/snapshots/c1");
+  onecat::test::ScopedEnv hf_home("HF_HOME", home.path());
+  EXPECT_EQ(locate_checkpoint("org/x"), home / "hub/models--org--x/snapshots/c1");
+}

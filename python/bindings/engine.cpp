@@ -17,6 +17,7 @@
 #include "base/error.h"
 #include "engine/draft_model.h"
 #include "engine/grammar.h"
+#include "models/checkpoint/locate.h"
 #include "models/model/generation_config.h"
 #include "models/tokenizer/tokenizer.h"
 #include "python/bindings/families.h"
@@ -116,12 +117,13 @@ void bind_engine(py::module_& m) {
   auto cls = py::class_<PyLLM>(m, "LLM",
                                "Many requests through one checkpoint at once: continuous batching, chunked prefill, "
                                "paged KV cache with prefix caching (docs/engine.md)");
-  cls.def(py::init([](const std::string& path, const std::string& device, std::optional<int> max_num_seqs,
+  cls.def(py::init([](const std::string& path_or_id, const std::string& device, std::optional<int> max_num_seqs,
                       std::optional<int64_t> max_num_batched_tokens, std::optional<int64_t> kv_cache_tokens,
                       double gpu_memory_utilization, bool prefix_caching, bool cuda_graphs, bool progress,
                       int num_speculative_tokens, int num_draft_tokens, const std::string& speculative,
                       int prompt_lookup_min, int prompt_lookup_max, float draft_p_min, bool device_sampling,
                       const std::string& kv_cache_dtype, int64_t max_model_len, const std::string& generation_config) {
+            const std::string path = models::locate_checkpoint(path_or_id);  // a hub id: its cached snapshot
             // Checked before the weights load.
             model::SamplingDefaults defaults = model::sampling_defaults(path, generation_config);
             if (num_draft_tokens != 0 && num_speculative_tokens != 0 && num_draft_tokens != num_speculative_tokens) {

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "base/error.h"
+#include "models/checkpoint/locate.h"
 #include "models/model/generate.h"
 #include "models/model/generation_config.h"
 #include "python/bindings/families.h"
@@ -56,8 +57,9 @@ void bind_model(py::module_& m) {
   auto cls =
       py::class_<PyModel>(m, "Model",
                           "A Hugging Face checkpoint loaded for generation on the CPU or a GPU (docs/models.md)")
-          .def(py::init([](const std::string& path, const std::string& device, int64_t max_batch_tokens,
+          .def(py::init([](const std::string& path_or_id, const std::string& device, int64_t max_batch_tokens,
                            int64_t kv_cache_tokens, bool progress) {
+                 const std::string path = models::locate_checkpoint(path_or_id);  // a hub id: its cached snapshot
                  model::ModelOptions o;
                  o.device = python_device(device);
                  o.max_batch_tokens = max_batch_tokens;

@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include "models/checkpoint/locate.h"
 #include "models/tokenizer/decode_stream.h"
 #include "python/bindings/families.h"
 
@@ -13,8 +14,8 @@ void bind_tokenizer(py::module_& m) {
   using tokenizer::DecodeStream;
   using tokenizer::Tokenizer;
   py::class_<Tokenizer>(m, "Tokenizer", "A checkpoint's tokenizer: ids identical to Hugging Face tokenizers")
-      .def(py::init(&Tokenizer::load), py::arg("model"),
-           "Load a checkpoint directory (tokenizer.json) or a .gguf file's tokenizer")
+      .def(py::init([](const std::string& model) { return Tokenizer::load(models::locate_checkpoint(model)); }),
+           py::arg("model"), "Load a checkpoint directory (tokenizer.json) or a .gguf file's tokenizer")
       .def(
           "encode",
           [](const Tokenizer& t, const std::string& text, bool add_special_tokens) {

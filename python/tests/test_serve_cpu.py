@@ -159,6 +159,25 @@ def test_device_auto_says_when_it_runs_on_the_cpu(model):
     assert json.loads(cli.stdout)["text"]
 
 
+def test_hub_ids_come_from_the_hugging_face_cache(model, tmp_path):
+    """--model ORG/NAME (vLLM's way) loads the snapshot huggingface-cli left in the cache."""
+    snapshot = tmp_path / "models--org--tiny" / "snapshots" / "c0ffee"
+    snapshot.parent.mkdir(parents=True)
+    snapshot.symlink_to(model, target_is_directory=True)
+    (tmp_path / "models--org--tiny" / "refs").mkdir()
+    (tmp_path / "models--org--tiny" / "refs" / "main").write_text("c0ffee")
+    env = {**os.environ, "HF_HUB_CACHE": str(tmp_path)}
+    args = ["generate", "--device", "cpu", "--prompt", "the cat", "--max-tokens", "6", "--json"]
+    by_id = subprocess.run([str(onecat_bin()), *args, "--model", "org/tiny"], env=env, check=True,
+                           capture_output=True, text=True)
+    by_dir = subprocess.run([str(onecat_bin()), *args, "--model", str(model)], check=True, capture_output=True,
+                            text=True)
+    assert json.loads(by_id.stdout)["ids"] == json.loads(by_dir.stdout)["ids"]
+    missing = subprocess.run([str(onecat_bin()), *args, "--model", "org/absent"], env=env, capture_output=True,
+                             text=True)
+    assert missing.returncode == 2 and "huggingface-cli download org/absent" in missing.stderr, missing.stderr
+
+
 def test_greedy_completion_equals_generate(server, model):
     prompt = "the quick brown fox"
     r = completion(server, prompt, max_tokens=24, temperature=0, logprobs=0)

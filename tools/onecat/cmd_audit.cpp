@@ -30,6 +30,7 @@
 #include "base/error.h"
 #include "engine/engine.h"
 #include "engine/greedy_ab.h"
+#include "models/checkpoint/locate.h"
 #include "models/config.h"
 #include "models/model/generate.h"
 #include "models/model/generation_config.h"
@@ -404,7 +405,10 @@ void add_audit(CLI::App& app) {
   cmd->add_option("--max-num-seqs", o->max_num_seqs, "Sequences per step (default 8)");
   cmd->add_option("--max-num-batched-tokens", o->max_num_batched_tokens, "Tokens per step (default 256)");
   cmd->add_flag("--json", o->json, "Print one JSON object");
-  cmd->callback([o] { run(*o); });
+  cmd->callback([o] {
+    o->model = models::locate_checkpoint(o->model);  // a hub id: its cached snapshot
+    run(*o);
+  });
 }
 
 }  // namespace onecat::cli

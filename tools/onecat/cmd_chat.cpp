@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "models/chat/chat_template.h"
+#include "models/checkpoint/locate.h"
 #include "tools/onecat/commands.h"
 
 namespace onecat::cli {
@@ -103,6 +104,7 @@ void add_chat_template(CLI::App& app) {
   cmd->callback([o] {
     if (o->model.empty() && o->template_file.empty())
       throw InputError("chat-template needs --model DIR or --template FILE.");
+    if (!o->model.empty()) o->model = models::locate_checkpoint(o->model);
     run_chat_template(*o);
   });
 }

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "base/error.h"
+#include "models/checkpoint/locate.h"
 #include "models/config.h"
 #include "models/model/generate.h"
 #include "models/model/generation_config.h"
@@ -149,7 +150,10 @@ void add_generate(CLI::App& app) {
   cmd->add_flag("--profile", o->profile,
                 "cuda: time every kernel and print the time per decode step by op (steps run op by op)");
   cmd->add_flag("--json", o->json, "Print one JSON object: prompt_ids, ids, text, finish_reason, timings");
-  cmd->callback([o, ids, text] { run(*o, ids->count() > 0, text->count() > 0); });
+  cmd->callback([o, ids, text] {
+    o->model = models::locate_checkpoint(o->model);  // a hub id: its cached snapshot
+    run(*o, ids->count() > 0, text->count() > 0);
+  });
 }
 
 }  // namespace onecat::cli

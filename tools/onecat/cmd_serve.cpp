@@ -2,6 +2,7 @@
 #include <memory>
 
 #include "base/error.h"
+#include "models/checkpoint/locate.h"
 #include "tools/onecat/commands.h"
 #ifdef ONECAT_HAVE_SERVE
 #include "serve/server.h"
@@ -68,6 +69,9 @@ void add_serve(CLI::App& app) {
     }
     if (*tp != 1) throw InputError("--tensor-parallel-size must be 1: a server runs on one GPU.");
     o->device = resolve_device(*device, "serve");
+    // A hub id serves under that name (vLLM's way), from its cached snapshot.
+    if (o->served_model_name.empty()) o->served_model_name = o->model_dir;
+    o->model_dir = models::locate_checkpoint(o->model_dir);
     serve::serve(*o);
   });
 }

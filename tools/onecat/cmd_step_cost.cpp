@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "models/checkpoint/locate.h"
 #include "models/config.h"
 #include "models/model/model.h"
 #include "tools/onecat/commands.h"
@@ -145,7 +146,10 @@ void add_step_cost(CLI::App& app) {
   add_kv_cache_dtype_option(cmd, o->kv_cache_dtype);
   cmd->add_flag("!--no-cuda-graphs", o->cuda_graphs, "cuda: run the steps op by op");
   cmd->add_flag("--json", o->json, "Print one JSON object");
-  cmd->callback([o] { run(*o); });
+  cmd->callback([o] {
+    o->model = models::locate_checkpoint(o->model);  // a hub id: its cached snapshot
+    run(*o);
+  });
 }
 
 }  // namespace onecat::cli

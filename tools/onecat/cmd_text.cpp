@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "models/checkpoint/locate.h"
 #include "models/tokenizer/decode_stream.h"
 #include "models/tokenizer/tokenizer.h"
 #include "tools/onecat/commands.h"
@@ -52,7 +53,7 @@ void add_tokenize(CLI::App& app) {
   cmd->add_flag("--json", o->json, "Print {\"ids\": [...]}");
   cmd->add_flag("--jsonl", o->jsonl, "Batch: each stdin line is a JSON string; prints one JSON array of ids per line");
   cmd->callback([o, text] {
-    Tokenizer tok = Tokenizer::load(o->model);
+    Tokenizer tok = Tokenizer::load(models::locate_checkpoint(o->model));
     if (!o->jsonl) {
       print_ids(tok.encode(text->count() ? o->text : read_stdin(), !o->no_special), o->json);
       return;
@@ -80,7 +81,7 @@ void add_detokenize(CLI::App& app) {
   cmd->add_flag("--jsonl", o->jsonl, "Batch: each stdin line is a JSON array of ids; prints one JSON string per line");
   cmd->add_flag("--stream", o->stream, "Decode one id at a time, as during generation, printing each new piece");
   cmd->callback([o, ids] {
-    Tokenizer tok = Tokenizer::load(o->model);
+    Tokenizer tok = Tokenizer::load(models::locate_checkpoint(o->model));
     if (o->jsonl) {
       std::string line;
       for (size_t n = 1; std::getline(std::cin, line); ++n) {

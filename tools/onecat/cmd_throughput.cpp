@@ -18,6 +18,7 @@
 
 #include "base/error.h"
 #include "engine/engine.h"
+#include "models/checkpoint/locate.h"
 #include "models/config.h"
 #include "models/model/generate.h"
 #include "models/model/model.h"
@@ -353,7 +354,10 @@ void add_throughput(CLI::App& app) {
                 "cuda: time every kernel (steps run op by op, no CUDA graphs) and report the decode steps' "
                 "time by op");
   cmd->add_flag("--json", o->json, "Print one JSON object");
-  cmd->callback([o] { run(*o); });
+  cmd->callback([o] {
+    o->model = models::locate_checkpoint(o->model);  // a hub id: its cached snapshot
+    run(*o);
+  });
 }
 
 }  // namespace onecat::cli

@@ -1,16 +1,16 @@
-#include <nlohmann/json.hpp>
-
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
-#include <algorithm>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <thread>
 
 #include "base/error.h"
 #include "codegen/family.h"
+#include "models/checkpoint/locate.h"
 #include "models/config.h"
 #include "models/plan.h"
 #include "runtime/cuda/driver.h"
@@ -217,7 +217,7 @@ void add_tune(CLI::App& app) {
   cmd->add_flag("--json", a->json, "Print JSON");
   cmd->callback([a] {
     if (!a->arch.empty() && !a->compile_only) throw InputError("--arch goes with --compile-only (tuning runs on this GPU)");
-    const models::ModelConfig model = models::load_model(a->model);
+    const models::ModelConfig model = models::load_model(models::locate_checkpoint(a->model));
     const std::vector<models::PlannedOp> plan = models::plan_model(model, a->tp, models::parse_kv_cache_dtype(a->kv_cache_dtype));
     std::set<std::string> families;
     for (const auto& f : split(a->families)) {
