@@ -525,7 +525,7 @@ ChatPrompt chat_prompt(const json& body, const ServedModel& model) {
     // first, empty, as Qwen3's own template writes a reply without thinking: a forced call
     // cannot wait for it.
     if (opens_reasoning(p.rendered)) p.forced = "</think>\n\n";
-    p.forced += forced_tool_call(p.tools.function);
+    p.forced += forced_tool_call(p.tools.function, model.tool_format);
   }
   return p;
 }
@@ -621,7 +621,7 @@ Generation parse_chat(const json& body, const ServedModel& model, uint64_t defau
   g.tool_calls = p.tools.on;
   g.forced_reply = p.forced;
   // A named function's call is over when its block closes: the reply ends there.
-  if (p.tools.function) g.stop.emplace_back(kToolCallClose);
+  if (p.tools.function && model.tool_format == ToolCallFormat::kHermes) g.stop.emplace_back(kToolCallClose);
   g.reasoning_opened = model.reasoning && opens_reasoning(p.rendered);
   if (p.tools.on && g.grammar) {
     throw bad("response_format",
@@ -647,11 +647,11 @@ Generation parse_chat(const json& body, const ServedModel& model, uint64_t defau
       }
     } else {
       nlohmann::ordered_json any = {{"anyOf", nlohmann::ordered_json::array()}};
+      const char* key = arguments_key(model.tool_format);
       for (const auto& t : tools) {
-        any["anyOf"].push_back(
-            {{"type", "object"},
-             {"properties", {{"name", {{"const", t["function"]["name"]}}}, {"arguments", parameters(t)}}},
-             {"required", {"name", "arguments"}}});
+        any["anyOf"].push_back({{"type", "object"},
+                                {"properties", {{"name", {{"const", t["function"]["name"]}}}, {key, parameters(t)}}},
+                                {"required", {"name", key}}});
       }
       g.grammar = schema_automaton(model, any, "tools", "the tools' parameters");
     }

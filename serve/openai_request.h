@@ -15,6 +15,7 @@
 #include "models/model/generation_config.h"
 #include "models/tokenizer/tokenizer.h"
 #include "runtime/cpu/sampling.h"
+#include "serve/tool_calls.h"
 
 namespace onecat::serve {
 
@@ -44,6 +45,7 @@ struct ServedModel {
   bool reasoning = false;                           // chat replies' <think>…</think> → reasoning_content
   int num_draft_tokens = 0;                         // the server's --num-draft-tokens (0: no speculation)
   model::SamplingDefaults sampling_defaults;        // what a request leaves out (generation_config.json's)
+  ToolCallFormat tool_format = ToolCallFormat::kHermes;  // --tool-call-parser
   std::shared_ptr<engine::GrammarCache> grammars;   // structured outputs (null: refused)
   // With reasoning: <think> and </think> as single tokens, so a grammar applies after the reasoning.
   std::optional<engine::ReasoningGate> reasoning_gate;

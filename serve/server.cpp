@@ -90,8 +90,8 @@ struct Choice {
   // reasoning_opened: the prompt ends inside <think> (Generation::reasoning_opened); forced: the
   // reply's start the prompt ends with (Generation::forced_reply).
   Choice(const tokenizer::Tokenizer& tok, const std::vector<std::string>& stop, bool reasoning_opened,
-         std::string forced)
-      : text(tok, stop), reasoning(reasoning_opened), unparsed(std::move(forced)) {}
+         std::string forced, ToolCallFormat tool_format)
+      : text(tok, stop), reasoning(reasoning_opened), tools(tool_format), unparsed(std::move(forced)) {}
   engine::TextStream text;
   int64_t tokens = 0;
   std::string finish_reason;
@@ -152,7 +152,7 @@ struct Job {
           r.constraint = std::make_shared<engine::GrammarConstraint>(gen.grammar, r.stop_ids, gate);
         }
         requests.push_back(std::move(r));
-        choices.emplace_back(model.tokenizer, gen.stop, gen.reasoning_opened, gen.forced_reply);
+        choices.emplace_back(model.tokenizer, gen.stop, gen.reasoning_opened, gen.forced_reply, model.tool_format);
       }
     }
     channel = loop.submit(std::move(requests));
@@ -329,7 +329,7 @@ struct Job {
         }
         std::string reason = c.finish_reason;
         if (gen.tool_calls) {
-          const ParsedToolCalls parsed = parse_tool_calls(answer);
+          const ParsedToolCalls parsed = parse_tool_calls(answer, model.tool_format);
           if (!parsed.calls.empty()) {
             message["content"] = parsed.content ? json(*parsed.content) : json(nullptr);
             json calls = json::array();
@@ -685,6 +685,7 @@ ServedModel served_model(const ServeOptions& o, const model::Model& m,
   s.num_draft_tokens = o.speculation.num_speculative_tokens;
   s.stop_ids = model::eos_token_ids(o.model_dir);
   s.sampling_defaults = defaults;
+  s.tool_format = parse_tool_call_format(o.tool_call_parser);
   s.grammars = std::make_shared<engine::GrammarCache>(engine::TokenVocabulary::of(s.tokenizer, s.vocab));
   if (s.reasoning) {
     const std::optional<int32_t> open = s.tokenizer.token_to_id("<think>"), close = s.tokenizer.token_to_id("</think>");
@@ -715,12 +716,7 @@ ServedModel served_model(const ServeOptions& o, const model::Model& m,
 void serve(const ServeOptions& options) {
   ServeOptions o = options;
   if (o.port < 0 || o.port > 65535) throw InputError("--port must be in [0, 65535].");
-  if (o.tool_call_parser != "hermes") {
-    throw InputError(
-        "--tool-call-parser must be hermes (Hermes/Qwen <tool_call> JSON, the one format onecat parses), "
-        "not " +
-        quoted_input(o.tool_call_parser) + ".");
-  }
+  parse_tool_call_format(o.tool_call_parser);  // checked before the load
   if (!o.reasoning_parser.empty() && o.reasoning_parser != "qwen3" && o.reasoning_parser != "deepseek_r1") {
     throw InputError("--reasoning-parser must be qwen3 or deepseek_r1, not " + quoted_input(o.reasoning_parser) + ".");
   }

@@ -3,12 +3,47 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
+
 namespace onecat::serve {
 namespace {
 
 constexpr std::string_view kOpen = "<tool_call>", kClose = kToolCallClose;
+// Llama 3.1's tag before a call (a special token, so usually skipped from the text already).
+constexpr std::string_view kPythonTag = "<|python_tag|>";
 
 bool blank(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::string_view::npos; }
+
+std::string_view after_blanks(std::string_view s) {
+  const size_t at = s.find_first_not_of(" \t\r\n");
+  return at == std::string_view::npos ? std::string_view() : s.substr(at);
+}
+
+// The end of the JSON object that opens `text` (past its closing brace), npos if it never
+// closes: brackets counted outside strings.
+size_t object_end(std::string_view text) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if ((c == '}' || c == ']') && --depth == 0) {
+      return i + 1;
+    }
+  }
+  return std::string_view::npos;
+}
 
 // The length of the longest tail of `text` that is a proper prefix of `tag`.
 size_t partial_tag(std::string_view text, std::string_view tag) {
@@ -18,21 +53,61 @@ size_t partial_tag(std::string_view text, std::string_view tag) {
   return 0;
 }
 
-// One block's text as a call: a JSON object with a string "name" (arguments "{}" when absent).
-std::optional<ToolCall> parse_block(std::string_view block) {
+// One block's text as a call: a JSON object with a string "name" (arguments "{}" when absent);
+// llama3_json also takes its arguments from "parameters".
+std::optional<ToolCall> parse_block(std::string_view block, ToolCallFormat format = ToolCallFormat::kHermes) {
   const nlohmann::json j = nlohmann::json::parse(block, nullptr, false);
   if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) return std::nullopt;
   ToolCall call{j["name"].get<std::string>(), "{}"};
-  if (j.contains("arguments") && !j["arguments"].is_null()) {
-    call.arguments = j["arguments"].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const char* key = format == ToolCallFormat::kLlama3Json && !j.contains("arguments") ? "parameters" : "arguments";
+  if (j.contains(key) && !j[key].is_null()) {
+    call.arguments = j[key].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
   return call;
 }
 
+// llama3_json: the whole text as calls ("{…}; {…}", an optional <|python_tag|> first), or
+// nullopt when it is not calls throughout.
+std::optional<std::vector<ToolCall>> json_calls(std::string_view text) {
+  text = after_blanks(text);
+  if (text.substr(0, kPythonTag.size()) == kPythonTag) text = after_blanks(text.substr(kPythonTag.size()));
+  std::vector<ToolCall> calls;
+  while (!text.empty() && text[0] == '{') {
+    const size_t end = object_end(text);
+    if (end == std::string_view::npos) return std::nullopt;
+    std::optional<ToolCall> call = parse_block(text.substr(0, end), ToolCallFormat::kLlama3Json);
+    if (!call) return std::nullopt;
+    calls.push_back(std::move(*call));
+    text = after_blanks(text.substr(end));
+    if (text.empty()) return calls;
+    if (text[0] != ';') return std::nullopt;
+    text = after_blanks(text.substr(1));
+    if (text.empty()) return calls;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
-ParsedToolCalls parse_tool_calls(const std::string& text) {
+ToolCallFormat parse_tool_call_format(const std::string& name) {
+  if (name == "hermes") return ToolCallFormat::kHermes;
+  if (name == "llama3_json") return ToolCallFormat::kLlama3Json;
+  throw InputError(
+      "--tool-call-parser must be hermes (Hermes/Qwen <tool_call> JSON blocks) or llama3_json (Llama 3.1–3.3's "
+      "JSON calls), not " +
+      quoted_input(name) + ".");
+}
+
+const char* arguments_key(ToolCallFormat format) {
+  return format == ToolCallFormat::kLlama3Json ? "parameters" : "arguments";
+}
+
+ParsedToolCalls parse_tool_calls(const std::string& text, ToolCallFormat format) {
   ParsedToolCalls plain{text, {}};
+  if (format == ToolCallFormat::kLlama3Json) {
+    std::optional<std::vector<ToolCall>> calls = json_calls(text);
+    return calls ? ParsedToolCalls{std::nullopt, std::move(*calls)} : plain;
+  }
   size_t at = text.find(kOpen);
   if (at == std::string::npos) return plain;
   ParsedToolCalls out;
@@ -52,7 +127,10 @@ ParsedToolCalls parse_tool_calls(const std::string& text) {
   return out;
 }
 
-std::string forced_tool_call(const std::optional<std::string>& function) {
+std::string forced_tool_call(const std::optional<std::string>& function, ToolCallFormat format) {
+  if (format == ToolCallFormat::kLlama3Json) {
+    return function ? "{\"name\": " + nlohmann::json(*function).dump() + ", \"parameters\": " : "";
+  }
   std::string text = std::string(kOpen) + "\n";
   if (function) text += "{\"name\": " + nlohmann::json(*function).dump() + ", \"arguments\": ";
   return text;
@@ -67,7 +145,27 @@ void ToolCallStream::take_block(std::string_view block, bool closed, Delta& d) {
   d.content += std::string(kOpen) + std::string(block) + (closed ? std::string(kClose) : std::string());
 }
 
+ToolCallStream::Delta ToolCallStream::step_json(const std::string& piece) {
+  Delta d;
+  held_ += piece;
+  if (phase_ == Phase::kBlock) return d;  // calls, maybe: parsed whole at the end
+  if (!sent_text_) {
+    const std::string_view rest = after_blanks(held_);
+    if (rest.empty()) return d;
+    if (rest[0] == '{' || rest.substr(0, kPythonTag.size()) == kPythonTag) {
+      phase_ = Phase::kBlock;
+      return d;
+    }
+    if (kPythonTag.substr(0, rest.size()) == rest) return d;  // the tag, perhaps
+    sent_text_ = true;
+  }
+  d.content = std::move(held_);
+  held_.clear();
+  return d;
+}
+
 ToolCallStream::Delta ToolCallStream::step(const std::string& piece) {
+  if (format_ == ToolCallFormat::kLlama3Json) return step_json(piece);
   Delta d;
   held_ += piece;
   for (;;) {
@@ -108,6 +206,18 @@ ToolCallStream::Delta ToolCallStream::step(const std::string& piece) {
 
 ToolCallStream::Delta ToolCallStream::finish() {
   Delta d;
+  if (format_ == ToolCallFormat::kLlama3Json) {
+    std::optional<std::vector<ToolCall>> calls;
+    if (phase_ == Phase::kBlock) calls = json_calls(held_);
+    if (calls) {
+      calls_ += int(calls->size());
+      d.calls = std::move(*calls);
+    } else {
+      d.content = std::move(held_);
+    }
+    held_.clear();
+    return d;
+  }
   if (phase_ == Phase::kContent) {
     d.content = held_;  // no block came: all of it is content, whitespace too
   } else if (phase_ == Phase::kBlock) {

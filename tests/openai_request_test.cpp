@@ -385,3 +385,31 @@ TEST(SamplingDefaults, BadFilesAndOverridesAreNamed) {
       [&] { onecat::model::override_sampling_defaults(d, R"({"top_p": 2})"); },
       {"--override-generation-config", "top_p"});
 }
+
+// --tool-call-parser llama3_json: a forced call is the reply itself, {"name": …, "parameters": …}
+// (a named function's start forced, "required" all of it under the grammar); no closing tag.
+TEST(ToolChoice, Llama3JsonForcesItsOwnCallShape) {
+  ServedModel m = served_with_grammars();
+  m.tool_format = onecat::serve::ToolCallFormat::kLlama3Json;
+  json tools = json::parse(R"([
+    {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
+      "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+    {"type": "function", "function": {"name": "noop"}}])");
+  json b{{"messages", {{{"role", "user"}, {"content", "weather?"}}}}, {"tools", tools}};
+  b["tool_choice"] = named("get_weather");
+  Generation g = chat_of(m, b.dump());
+  EXPECT_EQ(g.forced_reply, "{\"name\": \"get_weather\", \"parameters\": ");
+  EXPECT_TRUE(g.stop.empty());
+  ASSERT_TRUE(g.grammar);
+  EXPECT_TRUE(grammar_matches(g, R"({"city": "Paris"}})"));
+  EXPECT_FALSE(grammar_matches(g, R"({"town": "Paris"}})"));
+  b["tool_choice"] = "required";
+  g = chat_of(m, b.dump());
+  EXPECT_EQ(g.forced_reply, "");
+  ASSERT_TRUE(g.grammar);
+  EXPECT_TRUE(grammar_matches(g, R"({"name": "get_weather", "parameters": {"city": "x"}})"));
+  EXPECT_FALSE(grammar_matches(g, R"({"name": "get_weather", "arguments": {"city": "x"}})"));
+  const auto parsed = onecat::serve::parse_tool_calls(R"({"name": "noop", "parameters": {}})", m.tool_format);
+  ASSERT_EQ(parsed.calls.size(), 1u);
+  EXPECT_EQ(parsed.calls[0].name, "noop");
+}

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include "base/error.h"
 #include "serve/reasoning.h"
+#include "test_util.h"
 
 using onecat::serve::parse_tool_calls;
 
@@ -54,8 +56,9 @@ struct Streamed {
 };
 
 // `text` through a ToolCallStream in pieces cut at `cuts` (ascending offsets).
-Streamed stream_in_pieces(const std::string& text, const std::vector<size_t>& cuts) {
-  onecat::serve::ToolCallStream s;
+Streamed stream_in_pieces(const std::string& text, const std::vector<size_t>& cuts,
+                          onecat::serve::ToolCallFormat format = onecat::serve::ToolCallFormat::kHermes) {
+  onecat::serve::ToolCallStream s(format);
   Streamed out;
   size_t from = 0;
   auto take = [&](onecat::serve::ToolCallStream::Delta d) {
@@ -235,4 +238,68 @@ TEST(ForcedToolCall, AfterAnOpenedThinkTheReasoningIsEmpty) {
   ASSERT_EQ(parsed.calls.size(), 1u);
   EXPECT_EQ(parsed.calls[0].name, "f");
   EXPECT_EQ(parsed.calls[0].arguments, R"({"x":1})");
+}
+
+// llama3_json: the reply is the calls, {"name", "parameters" (or "arguments")} objects joined by
+// ";" after an optional <|python_tag|>; anything else, or calls that do not parse throughout,
+// is content. Streamed in any pieces it gives what the whole text gives.
+TEST(ToolCalls, Llama3JsonRepliesAreCallsThroughoutOrContent) {
+  using onecat::serve::ToolCallFormat;
+  const ToolCallFormat llama = ToolCallFormat::kLlama3Json;
+  struct Case {
+    std::string text;
+    std::vector<std::pair<std::string, std::string>> calls;  // empty: all of it is content
+  };
+  const std::vector<Case> cases = {
+      {"{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}", {{"get_weather", "{\"city\":\"Paris\"}"}}},
+      {"  \n<|python_tag|>{\"name\": \"f\", \"arguments\": {\"s\": \"a } ; { b\\\" c\"}}",
+       {{"f", "{\"s\":\"a } ; { b\\\" c\"}"}}},
+      {"{\"name\": \"f\", \"parameters\": {\"x\": [1, {\"y\": 2}]}}; {\"name\": \"g\"};",
+       {{"f", "{\"x\":[1,{\"y\":2}]}"}, {"g", "{}"}}},
+      {"The weather in Paris is mild.", {}},
+      {"Sure: {\"name\": \"f\", \"parameters\": {}}", {}},
+      {"{\"name\": \"f\", \"parameters\": {}} and then words", {}},
+      {"{\"name\": \"f\", \"parameters\": {\"x\": 1}", {}},  // never closes
+      {"{\"function\": \"f\"}", {}},
+      {"{\"name\": \"f\"}; {\"oops\": 1}", {}},
+      {"<|python_", {}},
+      {" \n ", {}},
+  };
+  for (const Case& c : cases) {
+    const auto whole = parse_tool_calls(c.text, llama);
+    ASSERT_EQ(whole.calls.size(), c.calls.size()) << c.text;
+    for (size_t i = 0; i < c.calls.size(); ++i) {
+      EXPECT_EQ(whole.calls[i].name, c.calls[i].first) << c.text;
+      EXPECT_EQ(whole.calls[i].arguments, c.calls[i].second) << c.text;
+    }
+    EXPECT_EQ(whole.content, c.calls.empty() ? std::optional<std::string>(c.text) : std::nullopt) << c.text;
+    auto check = [&](const std::vector<size_t>& cuts) {
+      const Streamed s = stream_in_pieces(c.text, cuts, llama);
+      EXPECT_EQ(s.content, whole.content.value_or("")) << c.text;
+      ASSERT_EQ(s.calls.size(), whole.calls.size()) << c.text;
+      for (size_t i = 0; i < s.calls.size(); ++i) EXPECT_EQ(s.calls[i].arguments, whole.calls[i].arguments);
+    };
+    std::vector<size_t> every;
+    for (size_t i = 1; i < c.text.size(); ++i) every.push_back(i);
+    check(every);
+    for (size_t i = 0; i <= c.text.size(); ++i) check({i});
+  }
+  // Content streams at once; text that may be calls waits for the end.
+  onecat::serve::ToolCallStream s(llama);
+  EXPECT_EQ(s.step(" The").content, " The");
+  EXPECT_EQ(s.step(" answer").content, " answer");
+  onecat::serve::ToolCallStream calls(llama);
+  EXPECT_EQ(calls.step("\n{\"name\": \"f\"").content, "");
+  EXPECT_EQ(calls.step("}").content, "");
+  const auto end = calls.finish();
+  ASSERT_EQ(end.calls.size(), 1u);
+  EXPECT_EQ(end.calls[0].name, "f");
+  EXPECT_TRUE(calls.any_call());
+
+  // A forced call's start, and the format's name.
+  EXPECT_EQ(onecat::serve::forced_tool_call("say \"hi\"", llama), "{\"name\": \"say \\\"hi\\\"\", \"parameters\": ");
+  EXPECT_EQ(onecat::serve::forced_tool_call(std::nullopt, llama), "");
+  EXPECT_EQ(onecat::serve::parse_tool_call_format("llama3_json"), llama);
+  onecat::test::expect_throw<onecat::InputError>([] { onecat::serve::parse_tool_call_format("mistral"); },
+                                                 {"--tool-call-parser", "hermes", "llama3_json", "mistral"});
 }
