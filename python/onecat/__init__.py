@@ -31,6 +31,7 @@ from . import cache
 from ._C import LLM, DecodeStream, Model, StepOutput, Tokenizer
 from ._engine import CompletionOutput, RequestOutput, SamplingParams, StructuredOutputsParams
 from ._engine import generate as _generate
+from ._engine import chat as _chat
 from ._engine import get_default_sampling_params as _get_default_sampling_params
 from ._engine import stream as _stream
 from .chat import apply_chat_template
@@ -50,6 +51,7 @@ from .families import export_families as _export_families
 LLM.stream = _stream
 LLM.generate = _generate
 LLM.get_default_sampling_params = _get_default_sampling_params
+LLM.chat = _chat
 
 __version__ = "0.1.0"
 

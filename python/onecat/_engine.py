@@ -254,6 +254,32 @@ def generate(self: LLM, prompts, sampling_params=None, *args, **kwargs):
     return results
 
 
+def chat(self: LLM, messages, sampling_params=None, *, chat_template: str | None = None,
+         add_generation_prompt: bool = True, tools: list | None = None,
+         chat_template_kwargs: dict | None = None) -> list[RequestOutput]:
+    """vLLM's LLM.chat: one conversation (a list of {"role", "content", ...} dicts) or a list of
+    them, rendered by the checkpoint's chat template (or `chat_template`, its source) with
+    `tools` and `chat_template_kwargs` (e.g. {"enable_thinking": False}) as onecat.apply_chat_template
+    renders them, then generate()d with sampling_params (default get_default_sampling_params()).
+    Each RequestOutput's prompt is the rendered text. Tool calls are not parsed here (the server
+    does that): the outputs are the replies' text."""
+    from .chat import apply_chat_template
+
+    if not isinstance(messages, Sequence) or isinstance(messages, str) or len(messages) == 0:
+        raise ValueError("chat(): messages must be a conversation (a list of message dicts) or a list of them.")
+    conversations = [messages] if isinstance(messages[0], dict) else list(messages)
+    source = dict(template=chat_template) if chat_template is not None else dict(model=self.model_path)
+    prompts = [apply_chat_template(list(c), tools=tools, add_generation_prompt=add_generation_prompt,
+                                   **source, **(chat_template_kwargs or {})) for c in conversations]
+    tok = _tokenizer(self)
+    # The template writes the special tokens (BOS) itself, as vLLM's chat tokenizes it.
+    ids = [tok.encode(p, False) for p in prompts]
+    outputs = self.generate(ids, sampling_params or self.get_default_sampling_params())
+    for out, text in zip(outputs, prompts):
+        out.prompt = text
+    return outputs
+
+
 def _ids_of_many(prompts) -> list[list[int]] | None:
     """prompts as token ids — one list of ints or a list of such lists — else None."""
     if isinstance(prompts, Sequence) and prompts and all(isinstance(t, int) for t in prompts):

@@ -370,3 +370,27 @@ def test_structured_outputs(text_checkpoint):
     with pytest.raises(ValueError, match="backreference"):
         llm.generate("x", bad)
     assert llm.idle
+
+
+def test_chat_renders_the_template_then_generates(tmp_path_factory):
+    """vLLM's LLM.chat: the checkpoint's template (or one given) renders each conversation, the
+    reply is generate()'s on those prompt ids."""
+    ckpt = tiny_checkpoint(tmp_path_factory, "llama-f16-chat", "--arch", "llama", "--format", "f16", "--tokenizer",
+                           "--chat-template")
+    llm = onecat.LLM(str(ckpt), device="cpu", kv_cache_tokens=1024)
+    tok = onecat.Tokenizer(str(ckpt))
+    messages = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "the cat sat on"}]
+    greedy = onecat.SamplingParams(temperature=0, max_tokens=8, ignore_eos=True)
+    out = llm.chat(messages, greedy)
+    assert len(out) == 1
+    rendered = onecat.apply_chat_template(messages, model=str(ckpt), add_generation_prompt=True)
+    assert out[0].prompt == rendered
+    assert out[0].prompt_token_ids == tok.encode(rendered, False)
+    want = llm.generate([tok.encode(rendered, False)], 8, temperature=0, stop_ids=[])[0]
+    assert out[0].outputs[0].token_ids == want
+    # Several conversations, a template of one's own, its variables.
+    both = llm.chat([messages, messages[1:]], greedy, chat_template="{% for m in messages %}{{ m.content }}|"
+                    "{% endfor %}{% if loud %}!{% endif %}", chat_template_kwargs={"loud": True})
+    assert [o.prompt for o in both] == ["be brief|the cat sat on|!", "the cat sat on|!"]
+    with pytest.raises(ValueError, match="conversation"):
+        llm.chat([], greedy)
