@@ -239,13 +239,18 @@ TEST(StructuredOutputs, EachRequestFormMakesItsGrammar) {
   EXPECT_FALSE(g.gated);  // a completion is not a chat reply: no reasoning first
 }
 
-TEST(StructuredOutputs, ForcedToolCallsFollowTheParameters) {
-  const ServedModel m = served_with_grammars();
-  json tools = json::parse(R"([
+// A chat with two tools, one with typed parameters (city: string, required) and one without.
+json typed_tools_chat() {
+  const json tools = json::parse(R"([
     {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
       "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
     {"type": "function", "function": {"name": "noop"}}])");
-  json b{{"messages", {{{"role", "user"}, {"content", "weather?"}}}}, {"tools", tools}};
+  return {{"messages", {{{"role", "user"}, {"content", "weather?"}}}}, {"tools", tools}};
+}
+
+TEST(StructuredOutputs, ForcedToolCallsFollowTheParameters) {
+  const ServedModel m = served_with_grammars();
+  json b = typed_tools_chat();
   b["tool_choice"] = named("get_weather");
   Generation g = chat_of(m, b.dump());
   ASSERT_TRUE(g.grammar);
@@ -391,11 +396,7 @@ TEST(SamplingDefaults, BadFilesAndOverridesAreNamed) {
 TEST(ToolChoice, Llama3JsonForcesItsOwnCallShape) {
   ServedModel m = served_with_grammars();
   m.tool_format = onecat::serve::ToolCallFormat::kLlama3Json;
-  json tools = json::parse(R"([
-    {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object",
-      "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
-    {"type": "function", "function": {"name": "noop"}}])");
-  json b{{"messages", {{{"role", "user"}, {"content", "weather?"}}}}, {"tools", tools}};
+  json b = typed_tools_chat();
   b["tool_choice"] = named("get_weather");
   Generation g = chat_of(m, b.dump());
   EXPECT_EQ(g.forced_reply, "{\"name\": \"get_weather\", \"parameters\": ");
