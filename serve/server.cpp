@@ -484,7 +484,7 @@ class Server {
   Server(const ServeOptions& o, ServedModel& m, EngineLoop& l, Metrics& metrics)
       : options_(o), model_(m), loop_(l), metrics_(metrics) {
     std::random_device rd;
-    seed_base_ = (uint64_t(rd()) << 32) ^ rd();
+    seed_base_ = o.seed ? *o.seed * 0xD1B54A32D192ED03ull + 1 : (uint64_t(rd()) << 32) ^ rd();
     routes();
   }
 
@@ -776,6 +776,7 @@ void serve(const ServeOptions& options) {
   mo.max_model_len = o.max_model_len;
   mo.kv_cache_dtype = kv_dtype;
   mo.progress = true;  // a bar on a terminal (models/checkpoint/load_progress.h)
+  mo.cuda_graphs = o.cuda_graphs;
   engine::leave_room_for_draft(mo, o.speculation);  // a draft model's pool is as large as this one's
   const auto start = std::chrono::steady_clock::now();
   const std::unique_ptr<model::Model> m = model::Model::load(o.model_dir, mo);
@@ -810,6 +811,7 @@ void serve(const ServeOptions& options) {
   Metrics metrics;
   engine::EngineOptions eo = o.speculation;
   eo.device_sampling = o.device_sampling;
+  eo.prefix_caching = o.prefix_caching;
   const auto engine_start = std::chrono::steady_clock::now();
   EngineLoop loop(*m, eo, o.device == model::Device::kCuda, metrics);
   const auto ready = std::chrono::steady_clock::now();

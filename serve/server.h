@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "engine/engine.h"
@@ -40,6 +41,11 @@ struct ServeOptions {
   // speculative, ngram_min/max, draft_p_min); the engine's other options are set from the above.
   engine::EngineOptions speculation;
   bool device_sampling = true;          // EngineOptions::device_sampling
+  bool prefix_caching = true;           // EngineOptions::prefix_caching (vLLM's --[no-]enable-prefix-caching)
+  bool cuda_graphs = true;              // ModelOptions::cuda_graphs (off: vLLM's --enforce-eager)
+  // Requests without a seed draw from seeds made from this one in arrival order (vLLM's --seed);
+  // none: from the system's entropy.
+  std::optional<uint64_t> seed;
   size_t max_body_bytes = size_t(8) << 20;
   int threads = 64;  // connections served at once
 };

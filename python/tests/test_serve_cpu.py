@@ -1230,3 +1230,26 @@ def test_64_concurrent_streaming_clients(model):
     print(f"{sum(rounds)} streams by {clients} clients in {seconds} s; VmRSS {settled} KiB after {warmup} s of "
           f"warm-up, peak {peak} KiB after it: growth {growth} KiB")
     assert growth < RSS_GROWTH_KIB, f"resident memory grew by {growth} KiB after warm-up"
+
+
+def test_vllm_engine_flags(model):
+    """vLLM's --seed (requests without a seed replay across restarts), --no-enable-prefix-caching
+    (no prompt token found in the cache), --enforce-eager and the log flags it takes as they are;
+    --block-size other than 16 exits 2."""
+    prompt = "the cat sat on the mat " * 4
+    texts = []
+    for flags in (["--seed", "5"], ["--seed", "5", "--no-enable-prefix-caching", "--enforce-eager",
+                                    "--disable-log-requests", "--disable-log-stats", "--block-size", "16"]):
+        s = Server(model, MAX_MODEL_LEN, *flags)
+        try:
+            texts.append([completion(s, prompt, max_tokens=12, temperature=1.0)["choices"][0]["text"]
+                          for _ in range(2)])
+            hits = metric(parse_prometheus(s.request("GET", "/metrics")[1].decode()), "onecat_prefix_cache_hit_rate")
+            assert (hits > 0) == ("--no-enable-prefix-caching" not in flags), (flags, hits)
+        finally:
+            s.stop()
+    assert texts[0] == texts[1], texts  # the same seeds in the same order
+    assert texts[0][0] != texts[0][1]  # yet one request's seed is not the next's
+    bad = subprocess.run([str(onecat_bin()), "serve", "--model", str(model), "--block-size", "32"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--block-size must be 16" in bad.stderr, bad.stderr

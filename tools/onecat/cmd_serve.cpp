@@ -57,11 +57,25 @@ void add_serve(CLI::App& app) {
                 "Accepted for vLLM's command lines: tool_choice auto is always on");
   cmd->add_flag("--trust-remote-code", *accepted,
                 "Accepted for vLLM's command lines: onecat runs no code from a checkpoint");
+  cmd->add_flag("--disable-log-requests,--disable-log-stats", *accepted,
+                "Accepted for vLLM's command lines: onecat logs neither requests nor periodic stats (see /metrics)");
+  cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", o->prefix_caching,
+                "Reuse the KV pages of a prompt prefix seen before (the default; --no-enable-prefix-caching: off)");
+  cmd->add_flag("!--enforce-eager", o->cuda_graphs, "cuda: run decode steps op by op, without CUDA graphs");
+  auto seed = std::make_shared<int64_t>(-1);
+  cmd->add_option("--seed", *seed,
+                  "Requests without a seed draw from seeds made from this one in arrival order, so a restarted "
+                  "server replays them (default: a random base)");
+  auto block = std::make_shared<int>(16);
+  cmd->add_option("--block-size", *block, "16 (the KV cache's page: 16 tokens)");
   auto dtype = std::make_shared<std::string>("auto");
   cmd->add_option("--dtype", *dtype, "auto, half or float16 (the only compute type: bf16 checkpoints load as fp16)");
   auto tp = std::make_shared<int>(1);
   cmd->add_option("--tensor-parallel-size", *tp, "1 (one GPU per server)");
-  cmd->callback([o, device, dtype, tp, accepted] {
+  cmd->callback([o, device, dtype, tp, accepted, seed, block] {
+    if (*block != 16) throw InputError("--block-size must be 16: onecat's KV cache pages hold 16 tokens.");
+    if (*seed < -1) throw InputError("--seed must be a non-negative integer.");
+    if (*seed >= 0) o->seed = uint64_t(*seed);
     if (*dtype != "auto" && *dtype != "half" && *dtype != "float16") {
       throw InputError(
           "--dtype must be auto, half or float16: onecat computes in fp16 (Volta has no bf16; bf16 "
