@@ -640,8 +640,9 @@ Generation parse_chat(const json& body, const ServedModel& model, uint64_t defau
     if (p.tools.function) {
       for (const auto& t : tools) {
         if (t["function"]["name"] == *p.tools.function) {
-          g.grammar = schema_automaton(model, parameters(t), "tools",
-                                       "the parameters of " + quoted_input(*p.tools.function), "}");
+          g.grammar =
+              schema_automaton(model, parameters(t), "tools", "the parameters of " + quoted_input(*p.tools.function),
+                               forced_call_suffix(model.tool_format, true));
           break;
         }
       }
@@ -653,7 +654,8 @@ Generation parse_chat(const json& body, const ServedModel& model, uint64_t defau
                                 {"properties", {{"name", {{"const", t["function"]["name"]}}}, {key, parameters(t)}}},
                                 {"required", {"name", key}}});
       }
-      g.grammar = schema_automaton(model, any, "tools", "the tools' parameters");
+      g.grammar =
+          schema_automaton(model, any, "tools", "the tools' parameters", forced_call_suffix(model.tool_format, false));
     }
     g.gated = false;  // the reply starts inside the call
   }

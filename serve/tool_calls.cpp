@@ -9,8 +9,8 @@ namespace onecat::serve {
 namespace {
 
 constexpr std::string_view kOpen = "<tool_call>", kClose = kToolCallClose;
-// Llama 3.1's tag before a call (a special token, so usually skipped from the text already).
-constexpr std::string_view kPythonTag = "<|python_tag|>";
+// Llama 3.1's and Mistral's tags before calls (special tokens, so usually skipped from the text).
+constexpr std::string_view kPythonTag = "<|python_tag|>", kMistralTag = "[TOOL_CALLS]";
 
 bool blank(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::string_view::npos; }
 
@@ -66,9 +66,28 @@ std::optional<ToolCall> parse_block(std::string_view block, ToolCallFormat forma
   return call;
 }
 
+// mistral: the whole text as calls ("[{…}, {…}]", an optional [TOOL_CALLS] first), or nullopt.
+std::optional<std::vector<ToolCall>> array_calls(std::string_view text) {
+  text = after_blanks(text);
+  if (text.substr(0, kMistralTag.size()) == kMistralTag) text = after_blanks(text.substr(kMistralTag.size()));
+  if (text.empty() || text[0] != '[') return std::nullopt;
+  const size_t end = object_end(text);
+  if (end == std::string_view::npos || !blank(text.substr(end))) return std::nullopt;
+  const nlohmann::json array = nlohmann::json::parse(text.substr(0, end), nullptr, false);
+  if (!array.is_array() || array.empty()) return std::nullopt;
+  std::vector<ToolCall> calls;
+  for (const nlohmann::json& item : array) {
+    std::optional<ToolCall> call = parse_block(item.dump());
+    if (!call) return std::nullopt;
+    calls.push_back(std::move(*call));
+  }
+  return calls;
+}
+
 // llama3_json: the whole text as calls ("{…}; {…}", an optional <|python_tag|> first), or
-// nullopt when it is not calls throughout.
-std::optional<std::vector<ToolCall>> json_calls(std::string_view text) {
+// nullopt when it is not calls throughout; mistral: array_calls.
+std::optional<std::vector<ToolCall>> json_calls(std::string_view text, ToolCallFormat format) {
+  if (format == ToolCallFormat::kMistral) return array_calls(text);
   text = after_blanks(text);
   if (text.substr(0, kPythonTag.size()) == kPythonTag) text = after_blanks(text.substr(kPythonTag.size()));
   std::vector<ToolCall> calls;
@@ -92,10 +111,16 @@ std::optional<std::vector<ToolCall>> json_calls(std::string_view text) {
 ToolCallFormat parse_tool_call_format(const std::string& name) {
   if (name == "hermes") return ToolCallFormat::kHermes;
   if (name == "llama3_json") return ToolCallFormat::kLlama3Json;
+  if (name == "mistral") return ToolCallFormat::kMistral;
   throw InputError(
-      "--tool-call-parser must be hermes (Hermes/Qwen <tool_call> JSON blocks) or llama3_json (Llama 3.1–3.3's "
-      "JSON calls), not " +
+      "--tool-call-parser must be hermes (Hermes/Qwen <tool_call> JSON blocks), llama3_json (Llama 3.1–3.3's "
+      "JSON calls) or mistral ([TOOL_CALLS] and a JSON array), not " +
       quoted_input(name) + ".");
+}
+
+std::string_view forced_call_suffix(ToolCallFormat format, bool named) {
+  if (format == ToolCallFormat::kMistral) return named ? "}]" : "]";
+  return named ? "}" : "";
 }
 
 const char* arguments_key(ToolCallFormat format) {
@@ -104,8 +129,8 @@ const char* arguments_key(ToolCallFormat format) {
 
 ParsedToolCalls parse_tool_calls(const std::string& text, ToolCallFormat format) {
   ParsedToolCalls plain{text, {}};
-  if (format == ToolCallFormat::kLlama3Json) {
-    std::optional<std::vector<ToolCall>> calls = json_calls(text);
+  if (format != ToolCallFormat::kHermes) {
+    std::optional<std::vector<ToolCall>> calls = json_calls(text, format);
     return calls ? ParsedToolCalls{std::nullopt, std::move(*calls)} : plain;
   }
   size_t at = text.find(kOpen);
@@ -128,9 +153,10 @@ ParsedToolCalls parse_tool_calls(const std::string& text, ToolCallFormat format)
 }
 
 std::string forced_tool_call(const std::optional<std::string>& function, ToolCallFormat format) {
-  if (format == ToolCallFormat::kLlama3Json) {
-    return function ? "{\"name\": " + nlohmann::json(*function).dump() + ", \"parameters\": " : "";
-  }
+  const std::string named =
+      function ? "{\"name\": " + nlohmann::json(*function).dump() + ", \"" + arguments_key(format) + "\": " : "";
+  if (format == ToolCallFormat::kLlama3Json) return named;
+  if (format == ToolCallFormat::kMistral) return std::string(kMistralTag) + "[" + named;
   std::string text = std::string(kOpen) + "\n";
   if (function) text += "{\"name\": " + nlohmann::json(*function).dump() + ", \"arguments\": ";
   return text;
@@ -152,11 +178,13 @@ ToolCallStream::Delta ToolCallStream::step_json(const std::string& piece) {
   if (!sent_text_) {
     const std::string_view rest = after_blanks(held_);
     if (rest.empty()) return d;
-    if (rest[0] == '{' || rest.substr(0, kPythonTag.size()) == kPythonTag) {
+    const bool mistral = format_ == ToolCallFormat::kMistral;
+    const std::string_view tag = mistral ? kMistralTag : kPythonTag;
+    if (rest[0] == (mistral ? '[' : '{') || rest.substr(0, tag.size()) == tag) {
       phase_ = Phase::kBlock;
       return d;
     }
-    if (kPythonTag.substr(0, rest.size()) == rest) return d;  // the tag, perhaps
+    if (tag.substr(0, rest.size()) == rest) return d;  // the tag, perhaps
     sent_text_ = true;
   }
   d.content = std::move(held_);
@@ -165,7 +193,7 @@ ToolCallStream::Delta ToolCallStream::step_json(const std::string& piece) {
 }
 
 ToolCallStream::Delta ToolCallStream::step(const std::string& piece) {
-  if (format_ == ToolCallFormat::kLlama3Json) return step_json(piece);
+  if (format_ != ToolCallFormat::kHermes) return step_json(piece);
   Delta d;
   held_ += piece;
   for (;;) {
@@ -206,9 +234,9 @@ ToolCallStream::Delta ToolCallStream::step(const std::string& piece) {
 
 ToolCallStream::Delta ToolCallStream::finish() {
   Delta d;
-  if (format_ == ToolCallFormat::kLlama3Json) {
+  if (format_ != ToolCallFormat::kHermes) {
     std::optional<std::vector<ToolCall>> calls;
-    if (phase_ == Phase::kBlock) calls = json_calls(held_);
+    if (phase_ == Phase::kBlock) calls = json_calls(held_, format_);
     if (calls) {
       calls_ += int(calls->size());
       d.calls = std::move(*calls);

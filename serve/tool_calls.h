@@ -9,6 +9,10 @@
 //   objects {"name": …, "parameters": {…}} ("arguments" also taken) separated by ";", after an
 //   optional <|python_tag|>. A reply that does not start with "{" (blanks aside) is content; one
 //   that does but is not such calls throughout is content too, as in vLLM.
+// - mistral, as Mistral-7B-Instruct-v0.3's and Mistral-Nemo's templates ask for it: the reply
+//   is [TOOL_CALLS] and a JSON array of {"name", "arguments"} objects ([TOOL_CALLS] is a special
+//   token, so usually skipped from the text: an array first is enough). Otherwise as
+//   llama3_json.
 #pragma once
 #include <optional>
 #include <string>
@@ -17,9 +21,9 @@
 
 namespace onecat::serve {
 
-enum class ToolCallFormat { kHermes, kLlama3Json };
+enum class ToolCallFormat { kHermes, kLlama3Json, kMistral };
 
-// "hermes" or "llama3_json"; InputError naming both otherwise.
+// "hermes", "llama3_json" or "mistral"; InputError naming them otherwise.
 ToolCallFormat parse_tool_call_format(const std::string& name);
 
 struct ToolCall {
@@ -37,10 +41,14 @@ ParsedToolCalls parse_tool_calls(const std::string& text, ToolCallFormat format 
 // The start of a reply that must be a tool call (tool_choice "required", or a named function's).
 // hermes: a block opened as Qwen's templates ask for it, "<tool_call>\n", and for a named
 // function `{"name": "NAME", "arguments": ` after it (NAME as a JSON string); llama3_json:
-// nothing, or `{"name": "NAME", "parameters": `. The model writes the rest; the reply parsed is
-// this text followed by the generated one.
+// nothing, or `{"name": "NAME", "parameters": `; mistral: `[TOOL_CALLS][`, and the same object's
+// start for a named function. The model writes the rest; the reply parsed is this text
+// followed by the generated one.
 std::string forced_tool_call(const std::optional<std::string>& function,
                              ToolCallFormat format = ToolCallFormat::kHermes);
+// What closes a forced call after its arguments (named) or after the one call object
+// ("required"): "}" and "" but for mistral's array, "}]" and "]".
+std::string_view forced_call_suffix(ToolCallFormat format, bool named);
 // The key of a call's arguments in the format ("arguments", llama3_json's "parameters").
 const char* arguments_key(ToolCallFormat format);
 // hermes's tag that closes a block (a named function's call is over once it comes).

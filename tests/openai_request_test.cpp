@@ -414,3 +414,21 @@ TEST(ToolChoice, Llama3JsonForcesItsOwnCallShape) {
   ASSERT_EQ(parsed.calls.size(), 1u);
   EXPECT_EQ(parsed.calls[0].name, "noop");
 }
+
+// --tool-call-parser mistral: the forced call is an array after [TOOL_CALLS]; the grammar closes it.
+TEST(ToolChoice, MistralForcesACallArray) {
+  ServedModel m = served_with_grammars();
+  m.tool_format = onecat::serve::ToolCallFormat::kMistral;
+  json b = typed_tools_chat();
+  b["tool_choice"] = named("get_weather");
+  Generation g = chat_of(m, b.dump());
+  EXPECT_EQ(g.forced_reply, "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": ");
+  ASSERT_TRUE(g.grammar);
+  EXPECT_TRUE(grammar_matches(g, R"({"city": "Paris"}}])"));
+  EXPECT_FALSE(grammar_matches(g, R"({"city": "Paris"}})"));
+  b["tool_choice"] = "required";
+  g = chat_of(m, b.dump());
+  EXPECT_EQ(g.forced_reply, "[TOOL_CALLS][");
+  EXPECT_TRUE(grammar_matches(g, R"({"name": "noop", "arguments": {}}])"));
+  EXPECT_FALSE(grammar_matches(g, R"({"name": "noop", "arguments": {}})"));
+}

@@ -300,6 +300,49 @@ TEST(ToolCalls, Llama3JsonRepliesAreCallsThroughoutOrContent) {
   EXPECT_EQ(onecat::serve::forced_tool_call("say \"hi\"", llama), "{\"name\": \"say \\\"hi\\\"\", \"parameters\": ");
   EXPECT_EQ(onecat::serve::forced_tool_call(std::nullopt, llama), "");
   EXPECT_EQ(onecat::serve::parse_tool_call_format("llama3_json"), llama);
-  onecat::test::expect_throw<onecat::InputError>([] { onecat::serve::parse_tool_call_format("mistral"); },
-                                                 {"--tool-call-parser", "hermes", "llama3_json", "mistral"});
+  onecat::test::expect_throw<onecat::InputError>(
+      [] { onecat::serve::parse_tool_call_format("pythonic"); },
+      {"--tool-call-parser", "hermes", "llama3_json", "mistral", "pythonic"});
+}
+
+// mistral: [TOOL_CALLS] (usually skipped from the text: a special token) and a JSON array of
+// {"name", "arguments"}; anything else is content. Streamed in any pieces as whole.
+TEST(ToolCalls, MistralRepliesAreACallArrayOrContent) {
+  const auto mistral = onecat::serve::ToolCallFormat::kMistral;
+  struct Case {
+    std::string text;
+    std::vector<std::pair<std::string, std::string>> calls;
+  };
+  const std::vector<Case> cases = {
+      {"[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]",
+       {{"get_weather", "{\"city\":\"Paris\"}"}}},
+      {" [{\"name\": \"f\", \"arguments\": {\"s\": \"] [\"}}, {\"name\": \"g\"}]\n",
+       {{"f", "{\"s\":\"] [\"}"}, {"g", "{}"}}},
+      {"Paris is sunny.", {}},
+      {"[1, 2, 3]", {}},
+      {"[]", {}},
+      {"[{\"name\": \"f\"}] and more", {}},
+      {"[{\"name\": \"f\"}", {}},
+      {"[TOOL_", {}},
+  };
+  for (const Case& c : cases) {
+    const auto whole = parse_tool_calls(c.text, mistral);
+    ASSERT_EQ(whole.calls.size(), c.calls.size()) << c.text;
+    for (size_t i = 0; i < c.calls.size(); ++i) {
+      EXPECT_EQ(whole.calls[i].name, c.calls[i].first) << c.text;
+      EXPECT_EQ(whole.calls[i].arguments, c.calls[i].second) << c.text;
+    }
+    EXPECT_EQ(whole.content, c.calls.empty() ? std::optional<std::string>(c.text) : std::nullopt) << c.text;
+    for (size_t cut = 0; cut <= c.text.size(); ++cut) {
+      const Streamed s = stream_in_pieces(c.text, {cut}, mistral);
+      EXPECT_EQ(s.content, whole.content.value_or("")) << c.text;
+      EXPECT_EQ(s.calls.size(), whole.calls.size()) << c.text;
+    }
+  }
+  EXPECT_EQ(onecat::serve::forced_tool_call("f", mistral), "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": ");
+  EXPECT_EQ(onecat::serve::forced_tool_call(std::nullopt, mistral), "[TOOL_CALLS][");
+  EXPECT_EQ(onecat::serve::forced_call_suffix(mistral, true), "}]");
+  EXPECT_EQ(onecat::serve::forced_call_suffix(mistral, false), "]");
+  // A forced named call and the generated rest parse as one reply.
+  EXPECT_EQ(parse_tool_calls(onecat::serve::forced_tool_call("f", mistral) + "{\"x\": 1}}]", mistral).calls.size(), 1u);
 }

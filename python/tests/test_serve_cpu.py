@@ -629,7 +629,7 @@ def test_chat_template_option_and_vllm_flags(model, tmp_path):
         assert s.proc.returncode == 0
     for args, says in ((["--chat-template", str(tmp_path / "missing.jinja")], "neither a file nor a template"),
                        (["--chat-template", "{% for %}"], "--chat-template: chat template line 1"),
-                       (["--tool-call-parser", "mistral"], "--tool-call-parser must be hermes"),
+                       (["--tool-call-parser", "pythonic"], "--tool-call-parser must be hermes"),
                        (["--dtype", "bfloat16"], "--dtype must be auto, half or float16"),
                        (["--tensor-parallel-size", "2"], "--tensor-parallel-size must be 1")):
         r = subprocess.run([str(onecat_bin()), "serve", "--model", str(model), *args], capture_output=True, text=True,

@@ -51,7 +51,8 @@ void add_serve(CLI::App& app) {
   // vLLM's flags, so its command lines run unchanged: what they ask for is what onecat does.
   cmd->add_option("--tool-call-parser", o->tool_call_parser,
                   "How replies write tool calls: hermes (the default: Hermes/Qwen <tool_call> JSON blocks) or "
-                  "llama3_json (Llama 3.1–3.3: the reply is {\"name\": …, \"parameters\": …} objects)");
+                  "llama3_json (Llama 3.1–3.3: the reply is {\"name\": …, \"parameters\": …} objects) or mistral "
+                  "([TOOL_CALLS] and a JSON array of calls)");
   auto accepted = std::make_shared<bool>(false);
   cmd->add_flag("--enable-auto-tool-choice", *accepted,
                 "Accepted for vLLM's command lines: tool_choice auto is always on");
