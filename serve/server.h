@@ -41,6 +41,9 @@ struct ServeOptions {
   // speculative, ngram_min/max, draft_p_min); the engine's other options are set from the above.
   engine::EngineOptions speculation;
   bool device_sampling = true;          // EngineOptions::device_sampling
+  // vLLM's --quantization: checked against the method the checkpoint declares (onecat reads it
+  // from there); empty: not given.
+  std::string quantization;
   bool prefix_caching = true;           // EngineOptions::prefix_caching (vLLM's --[no-]enable-prefix-caching)
   bool cuda_graphs = true;              // ModelOptions::cuda_graphs (off: vLLM's --enforce-eager)
   // Requests without a seed draw from seeds made from this one in arrival order (vLLM's --seed);

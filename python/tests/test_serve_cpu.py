@@ -631,7 +631,9 @@ def test_chat_template_option_and_vllm_flags(model, tmp_path):
                        (["--chat-template", "{% for %}"], "--chat-template: chat template line 1"),
                        (["--tool-call-parser", "pythonic"], "--tool-call-parser must be hermes"),
                        (["--dtype", "bfloat16"], "--dtype must be auto, half or float16"),
-                       (["--tensor-parallel-size", "2"], "--tensor-parallel-size must be 1")):
+                       (["--tensor-parallel-size", "2"], "--tensor-parallel-size must be 1"),
+                       (["--quantization", "awq"], "--quantization awq, but"),
+                       (["--quantization", "int3"], "--quantization must be one of")):
         r = subprocess.run([str(onecat_bin()), "serve", "--model", str(model), *args], capture_output=True, text=True,
                            timeout=60)
         assert r.returncode == 2 and says in r.stderr, (args, r.stderr)
@@ -1238,7 +1240,7 @@ def test_vllm_engine_flags(model):
     --block-size other than 16 exits 2."""
     prompt = "the cat sat on the mat " * 4
     texts = []
-    for flags in (["--seed", "5"], ["--seed", "5", "--no-enable-prefix-caching", "--enforce-eager",
+    for flags in (["--seed", "5", "--quantization", "none"], ["--seed", "5", "--no-enable-prefix-caching", "--enforce-eager",
                                     "--disable-log-requests", "--disable-log-stats", "--block-size", "16"]):
         s = Server(model, MAX_MODEL_LEN, *flags)
         try:

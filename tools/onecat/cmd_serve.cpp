@@ -67,6 +67,9 @@ void add_serve(CLI::App& app) {
   cmd->add_option("--seed", *seed,
                   "Requests without a seed draw from seeds made from this one in arrival order, so a restarted "
                   "server replays them (default: a random base)");
+  cmd->add_option("--quantization,-q", o->quantization,
+                  "vLLM's: the checkpoint's own method (awq, gptq, fp8, modelopt_fp4, mxfp4 or none), checked "
+                  "against what it declares (default: whatever it declares)");
   auto block = std::make_shared<int>(16);
   cmd->add_option("--block-size", *block, "16 (the KV cache's page: 16 tokens)");
   auto dtype = std::make_shared<std::string>("auto");
