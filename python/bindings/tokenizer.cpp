@@ -14,7 +14,9 @@ void bind_tokenizer(py::module_& m) {
   using tokenizer::DecodeStream;
   using tokenizer::Tokenizer;
   py::class_<Tokenizer>(m, "Tokenizer", "A checkpoint's tokenizer: ids identical to Hugging Face tokenizers")
-      .def(py::init([](const std::string& model) { return Tokenizer::load(models::locate_checkpoint(model)); }),
+      .def(py::init([](const std::filesystem::path& model) {
+             return Tokenizer::load(models::locate_checkpoint(model.string()));  // a hub id: its cached snapshot
+           }),
            py::arg("model"), "Load a checkpoint directory (tokenizer.json) or a .gguf file's tokenizer")
       .def(
           "encode",
