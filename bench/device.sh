@@ -62,6 +62,8 @@
 #                    against a decode step at batch 1, 8, 32, context 1024) -> spec_bench.jsonl, then onecat
 #                    throughput on a repetitive workload (SPEC_SEQS, default "1 8", requests of a 64-token
 #                    block repeated 16 times + 256 new tokens) without and with n-gram speculation (k = 4)
+#   audit            onecat audit --device cuda: a tiny checkpoint --against default,cpu, model-bench's f16 8B one
+#                    --against default (n-gram drafts, k = 4) -> audit.jsonl
 #   engine-bench     onecat throughput on model-bench's 8B checkpoints of ENGINE_FORMATS (default f16; others need
 #                    KEEP_CHECKPOINTS=1): ENGINE_SEQS (default "8 32 64": 64 is serve-bench's saturation) requests
 #                    of 1024 + 256 tokens at once -> engine_bench.jsonl (each line's "run": FORMAT-N)
@@ -234,6 +236,16 @@ for _ in range(int(sys.argv[1])):
               --max-num-batched-tokens 2048 --num-speculative-tokens "$k" >>"$out/spec_bench.jsonl"
           done
         done ;;
+      audit) # onecat audit on the GPU: a tiny checkpoint against the CPU backend and default configs, then
+        # model-bench's f16 8B checkpoint (when there) against default configs -> audit.jsonl
+        rm -rf build-device/tiny-audit && "$py" tools/make_tiny_checkpoint.py build-device/tiny-audit --arch qwen3 \
+          --format f16 --tokenizer >/dev/null &&
+          timeout "$(left)" $bin audit --model build-device/tiny-audit --device cuda --against default,cpu \
+            --num-draft-tokens 4 --json >>"$out/audit.jsonl"
+        [ -f build-device/model-qwen3-8b/f16/checkpoint/config.json ] &&
+          ONECAT_CACHE_DIR=build-device/model-qwen3-8b/cache timeout "$(left)" $bin audit \
+            --model build-device/model-qwen3-8b/f16/checkpoint --device cuda --against default --num-draft-tokens 4 \
+            --max-tokens 32 --json >>"$out/audit.jsonl" ;;
       engine-bench) for fmt in ${ENGINE_FORMATS:-f16}; do  # after model-bench: its 8B checkpoints and tuned cache
           for n in ${ENGINE_SEQS:-8 32 64}; do
             throughput "$fmt-$n" "$fmt" --num-prompts "$n" --input-len 1024 --output-len 256 --max-num-seqs "$n" \
