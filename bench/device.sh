@@ -81,7 +81,8 @@
 # BUILD_TARGETS: the CMake targets built (default every one the steps use; "onecat" alone saves
 #   about a minute of a cold call whose steps need only the CLI, e.g. moe-bench or bench@).
 # Files under $OUT (at most 8 come back): machine.txt build.log steps.log lane0.log lane1.log
-#   and those the steps write (tunes.jsonl bench.jsonl attention_bench.json ...).
+#   and those the steps write (tunes.jsonl bench.jsonl attention_bench.json ...); more than 8, and
+#   all but the exported caches (*.sqlite.gz) and golden.tar.gz go into results.tar.gz.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${OUT:-$root/device-out}
@@ -329,4 +330,11 @@ else
   lane 0 "${lane0[@]}" >"$out/lane0.log" 2>&1
   lane 0 "${lane1[@]}" >"$out/lane1.log" 2>&1
 fi
-cat "$out/steps.log"
+# The device returns at most 8 files from $OUT: past that, everything but the exported caches and
+# goldens goes into one results.tar.gz, so no step's output is left behind.
+(cd "$out" && files=(*) && if [ "${#files[@]}" -gt 8 ]; then
+  keep='\.sqlite\.gz$|^golden\.tar\.gz$'
+  mapfile -t pack < <(printf '%s\n' "${files[@]}" | grep -Ev "$keep")
+  tar czf results.tar.gz "${pack[@]}" && rm -f "${pack[@]}"
+fi)
+cat "$out/steps.log" 2>/dev/null || tar xzOf "$out/results.tar.gz" steps.log
