@@ -282,6 +282,27 @@ std::string_view quant_method_name(QuantConfig::Method method) {
   return "none";
 }
 
+// vLLM's --quantization names for what the checkpoint declares; a name that asks for another
+// method (or none the checkpoint has) is refused, since onecat never converts a checkpoint.
+void check_quantization(const std::string& given, const ModelConfig& config, const std::string& dir) {
+  if (given.empty()) return;
+  static const std::pair<const char*, QuantConfig::Method> kNames[] = {
+      {"awq", QuantConfig::kAwq},          {"awq_marlin", QuantConfig::kAwq}, {"gptq", QuantConfig::kGptq},
+      {"gptq_marlin", QuantConfig::kGptq}, {"fp8", QuantConfig::kFp8Block},   {"modelopt_fp4", QuantConfig::kNvfp4},
+      {"nvfp4", QuantConfig::kNvfp4},      {"mxfp4", QuantConfig::kMxfp4},    {"none", QuantConfig::kNone}};
+  const std::string_view declared = quant_method_name(config.quant.method);
+  for (const auto& [name, method] : kNames) {
+    if (given != name) continue;
+    if (method == config.quant.method) return;
+    throw InputError("quantization " + given + ", but " + dir + " declares " + std::string(declared) +
+                     " (onecat takes the method from the checkpoint and converts nothing).");
+  }
+  throw InputError(
+      "quantization must be one of awq, awq_marlin, gptq, gptq_marlin, fp8, modelopt_fp4, nvfp4, "
+      "mxfp4 or none (what the checkpoint declares: " +
+      std::string(declared) + "), not " + quoted_input(given) + ".");
+}
+
 ModelConfig parse_model_config(const std::string& json_text, const std::string& origin) {
   const json j = parse_json_object(json_text, origin);
   Fields f(j, origin, "");

@@ -30,6 +30,12 @@ struct QuantConfig {
 // "none", "awq", "gptq", "fp8", "nvfp4", "mxfp4".
 std::string_view quant_method_name(QuantConfig::Method method);
 
+struct ModelConfig;
+// vLLM's quantization names (awq, awq_marlin, gptq, gptq_marlin, fp8, modelopt_fp4, nvfp4, mxfp4,
+// none) checked against the method `config` (from `dir`) declares: InputError, naming both, when
+// `given` asks for another or is none of them; "" passes. onecat converts no checkpoint.
+void check_quantization(const std::string& given, const ModelConfig& config, const std::string& dir);
+
 struct ModelConfig {
   std::string name;
   // LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM

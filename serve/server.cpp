@@ -711,29 +711,6 @@ ServedModel served_model(const ServeOptions& o, const model::Model& m,
   return s;
 }
 
-// vLLM's --quantization names for what the checkpoint declares; a name that asks for another
-// method (or none the checkpoint has) is refused, since onecat never converts a checkpoint.
-void check_quantization(const std::string& given, const models::ModelConfig& config, const std::string& dir) {
-  if (given.empty()) return;
-  static const std::pair<const char*, models::QuantConfig::Method> kNames[] = {
-      {"awq", models::QuantConfig::kAwq},      {"awq_marlin", models::QuantConfig::kAwq},
-      {"gptq", models::QuantConfig::kGptq},    {"gptq_marlin", models::QuantConfig::kGptq},
-      {"fp8", models::QuantConfig::kFp8Block}, {"modelopt_fp4", models::QuantConfig::kNvfp4},
-      {"nvfp4", models::QuantConfig::kNvfp4},  {"mxfp4", models::QuantConfig::kMxfp4},
-      {"none", models::QuantConfig::kNone}};
-  const std::string_view declared = models::quant_method_name(config.quant.method);
-  for (const auto& [name, method] : kNames) {
-    if (given != name) continue;
-    if (method == config.quant.method) return;
-    throw InputError("--quantization " + given + ", but " + dir + " declares " + std::string(declared) +
-                     " (onecat takes the method from the checkpoint and converts nothing).");
-  }
-  throw InputError(
-      "--quantization must be one of awq, awq_marlin, gptq, gptq_marlin, fp8, modelopt_fp4, nvfp4, "
-      "mxfp4 or none (what the checkpoint declares: " +
-      std::string(declared) + "), not " + quoted_input(given) + ".");
-}
-
 }  // namespace
 
 void serve(const ServeOptions& options) {
@@ -767,7 +744,7 @@ void serve(const ServeOptions& options) {
   if (o.num_pages > 0) o.kv_cache_tokens = o.num_pages * model::ModelOptions{}.page_size;
   const models::KvCacheDtype kv_dtype = models::parse_kv_cache_dtype(o.kv_cache_dtype);
   const models::ModelConfig config = models::load_model(o.model_dir);
-  check_quantization(o.quantization, config, o.model_dir);
+  models::check_quantization(o.quantization, config, o.model_dir);
   // Checked before the weights load, like every other option.
   model::SamplingDefaults defaults = model::sampling_defaults(o.model_dir, o.generation_config);
   if (!o.override_generation_config.empty()) model::override_sampling_defaults(defaults, o.override_generation_config);

@@ -54,6 +54,14 @@ model::Device python_device(const std::string& name) {
 }
 
 void bind_model(py::module_& m) {
+  m.def(
+      "check_quantization",
+      [](const std::string& model, const std::string& name) {
+        const std::string dir = models::locate_checkpoint(model);
+        models::check_quantization(name, models::load_model(dir), dir);
+      },
+      py::arg("model"), py::arg("quantization"),
+      "ValueError unless `quantization` (vLLM's names) is the method the checkpoint declares");
   auto cls =
       py::class_<PyModel>(m, "Model",
                           "A Hugging Face checkpoint loaded for generation on the CPU or a GPU (docs/models.md)")

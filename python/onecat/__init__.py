@@ -28,12 +28,14 @@ except ImportError as e:  # pragma: no cover - a broken install
     ) from e
 
 from . import cache
-from ._C import LLM, DecodeStream, Model, StepOutput, Tokenizer
+from ._C import LLM as _EngineLLM
+from ._C import DecodeStream, Model, StepOutput, Tokenizer
 from ._engine import CompletionOutput, RequestOutput, SamplingParams, StructuredOutputsParams
 from ._engine import generate as _generate
 from ._engine import chat as _chat
 from ._engine import get_default_sampling_params as _get_default_sampling_params
 from ._engine import stream as _stream
+from ._engine import VllmLLM as _VllmLLM
 from .chat import apply_chat_template
 from ._core import (
     Kernel,
@@ -48,10 +50,11 @@ from ._core import (
 )
 from .families import export_families as _export_families
 
-LLM.stream = _stream
-LLM.generate = _generate
-LLM.get_default_sampling_params = _get_default_sampling_params
-LLM.chat = _chat
+_EngineLLM.stream = _stream
+_EngineLLM.generate = _generate
+_EngineLLM.get_default_sampling_params = _get_default_sampling_params
+_EngineLLM.chat = _chat
+LLM = _VllmLLM
 
 __version__ = "0.1.0"
 

@@ -224,7 +224,7 @@ def generate(self: LLM, prompts, sampling_params=None, *args, **kwargs):
     samples: dict[int, tuple[int, _Sample]] = {}
     try:
         for r, (ids_, p) in enumerate(zip(prompt_ids, per_prompt)):
-            base = p.seed if p.seed is not None else random.getrandbits(62)
+            base = p.seed if p.seed is not None else getattr(self, '_seeds', random).getrandbits(62)
             stop_ids = list(p.stop_token_ids or [])
             if not p.ignore_eos:
                 stop_ids += [i for i in self.eos_token_ids if i not in stop_ids]
@@ -289,3 +289,45 @@ def _ids_of_many(prompts) -> list[list[int]] | None:
             for p in prompts):
         return [list(p) for p in prompts]
     return None
+
+
+class VllmLLM(LLM):
+    """onecat.LLM: the engine (onecat._C.LLM) constructed as vLLM's LLM is.
+
+    ``LLM(model, device="auto", *, …)``: `model` a checkpoint directory or a Hugging Face hub id in
+    the local cache (`path=` is its older name). The engine's own keywords (max_num_seqs,
+    max_num_batched_tokens, kv_cache_tokens, gpu_memory_utilization, max_model_len,
+    kv_cache_dtype, num_speculative_tokens, speculative, generation_config, …) pass through. vLLM's
+    are taken where they ask for what onecat does: dtype "auto"/"half"/"float16" (fp16 is the
+    compute type), tensor_parallel_size 1, trust_remote_code (no checkpoint code runs), tokenizer
+    None or the model itself, quantization naming the method the checkpoint declares;
+    enforce_eager=True runs without CUDA graphs, enable_prefix_caching sets the prefix cache and
+    seed makes the seeds of SamplingParams(seed=None) reproducible. Anything else is an error.
+    """
+
+    def __init__(self, model=None, device: str = "auto", *, path=None, tokenizer=None, dtype: str = "auto",
+                 quantization: str | None = None, tensor_parallel_size: int = 1, trust_remote_code: bool = False,
+                 enforce_eager: bool = False, enable_prefix_caching: bool | None = None, seed: int | None = None,
+                 **kwargs):
+        if (model is None) == (path is None):
+            raise TypeError("LLM() takes the checkpoint as model (or its older name path), once.")
+        model = str(model if model is not None else path)
+        if dtype not in ("auto", "half", "float16"):
+            raise ValueError(f"dtype must be auto, half or float16: onecat computes in fp16 (Volta has no bf16; "
+                             f"bf16 checkpoints are converted at load), not {dtype!r}.")
+        if tensor_parallel_size != 1:
+            raise ValueError("tensor_parallel_size must be 1: an LLM runs on one GPU.")
+        if tokenizer is not None and str(tokenizer) != model:
+            raise ValueError("tokenizer must be the model's own: onecat reads the checkpoint's tokenizer.json.")
+        del trust_remote_code  # accepted: onecat runs no code from a checkpoint
+        if quantization is not None:
+            from . import _C
+
+            _C.check_quantization(model, str(quantization))
+        if enforce_eager:
+            kwargs.setdefault("cuda_graphs", False)
+        if enable_prefix_caching is not None:
+            kwargs.setdefault("prefix_caching", bool(enable_prefix_caching))
+        super().__init__(model, device, **kwargs)
+        if seed is not None:
+            self._seeds = random.Random(seed)

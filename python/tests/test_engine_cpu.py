@@ -394,3 +394,28 @@ def test_chat_renders_the_template_then_generates(tmp_path_factory):
     assert [o.prompt for o in both] == ["be brief|the cat sat on|!", "the cat sat on|!"]
     with pytest.raises(ValueError, match="conversation"):
         llm.chat([], greedy)
+
+
+def test_vllm_constructor_keywords(text_checkpoint):
+    """onecat.LLM takes vLLM's constructor: model=, dtype, tensor_parallel_size, trust_remote_code,
+    quantization (the checkpoint's own), enforce_eager, enable_prefix_caching and seed (seeds of
+    SamplingParams(seed=None) reproducible); what onecat cannot do is a clear error."""
+    kw = dict(device="cpu", kv_cache_tokens=1024)
+    params = onecat.SamplingParams(temperature=1.0, max_tokens=8, ignore_eos=True)
+    texts = []
+    for _ in range(2):
+        llm = onecat.LLM(model=str(text_checkpoint), dtype="half", tensor_parallel_size=1, trust_remote_code=True,
+                         quantization="none", enforce_eager=True, enable_prefix_caching=False, seed=3, **kw)
+        texts.append([o.outputs[0].token_ids for o in llm.generate(["the cat", "the cat"], params)])
+    assert texts[0] == texts[1]  # the same seeds in the same order
+    assert texts[0][0] != texts[0][1]  # one request's seed is not the next's
+    assert llm.stats["prefix_hit_tokens"] == 0  # the repeated prompt found no cache
+    assert onecat.LLM(path=str(text_checkpoint), **kw).model_path == str(text_checkpoint)
+    for bad, match in ((dict(dtype="bfloat16"), "dtype must be auto, half or float16"),
+                       (dict(tensor_parallel_size=2), "tensor_parallel_size must be 1"),
+                       (dict(quantization="awq"), "quantization awq, but"),
+                       (dict(tokenizer="/elsewhere"), "tokenizer must be the model's own")):
+        with pytest.raises(ValueError, match=match):
+            onecat.LLM(str(text_checkpoint), **kw, **bad)
+    with pytest.raises(TypeError):
+        onecat.LLM(str(text_checkpoint), swap_space=4, **kw)

@@ -632,8 +632,8 @@ def test_chat_template_option_and_vllm_flags(model, tmp_path):
                        (["--tool-call-parser", "pythonic"], "--tool-call-parser must be hermes"),
                        (["--dtype", "bfloat16"], "--dtype must be auto, half or float16"),
                        (["--tensor-parallel-size", "2"], "--tensor-parallel-size must be 1"),
-                       (["--quantization", "awq"], "--quantization awq, but"),
-                       (["--quantization", "int3"], "--quantization must be one of")):
+                       (["--quantization", "awq"], "quantization awq, but"),
+                       (["--quantization", "int3"], "quantization must be one of")):
         r = subprocess.run([str(onecat_bin()), "serve", "--model", str(model), *args], capture_output=True, text=True,
                            timeout=60)
         assert r.returncode == 2 and says in r.stderr, (args, r.stderr)
