@@ -855,8 +855,10 @@ def test_metrics(server):
     server.post("/v1/completions", {"prompt": 5})
     after = parse_prometheus(server.request("GET", "/metrics")[1].decode())
     assert metric(after, "onecat_num_requests_running") == metric(after, "onecat_num_requests_waiting") == 0
-    # Mid-stream, the engine's gauges show the request and its pages.
-    sock, _ = open_stream(server.port, {"prompt": "the cat", "max_tokens": 200, "stream": True, "ignore_eos": True})
+    # Mid-stream, the engine's gauges show the request and its pages (8 choices of 200 tokens, so a
+    # loaded machine still reads the gauges before the tiny model is done).
+    sock, _ = open_stream(server.port, {"prompt": "the cat", "max_tokens": 200, "n": 8, "stream": True,
+                                       "ignore_eos": True})
     during = parse_prometheus(server.request("GET", "/metrics")[1].decode())
     sock.close()
     assert metric(during, "onecat_num_requests_running") + metric(during, "onecat_num_requests_waiting") >= 1
