@@ -391,44 +391,41 @@ TEST(SamplingDefaults, BadFilesAndOverridesAreNamed) {
       {"--override-generation-config", "top_p"});
 }
 
-// --tool-call-parser llama3_json: a forced call is the reply itself, {"name": …, "parameters": …}
-// (a named function's start forced, "required" all of it under the grammar); no closing tag.
-TEST(ToolChoice, Llama3JsonForcesItsOwnCallShape) {
-  ServedModel m = served_with_grammars();
-  m.tool_format = onecat::serve::ToolCallFormat::kLlama3Json;
-  json b = typed_tools_chat();
-  b["tool_choice"] = named("get_weather");
-  Generation g = chat_of(m, b.dump());
-  EXPECT_EQ(g.forced_reply, "{\"name\": \"get_weather\", \"parameters\": ");
-  EXPECT_TRUE(g.stop.empty());
-  ASSERT_TRUE(g.grammar);
-  EXPECT_TRUE(grammar_matches(g, R"({"city": "Paris"}})"));
-  EXPECT_FALSE(grammar_matches(g, R"({"town": "Paris"}})"));
-  b["tool_choice"] = "required";
-  g = chat_of(m, b.dump());
-  EXPECT_EQ(g.forced_reply, "");
-  ASSERT_TRUE(g.grammar);
-  EXPECT_TRUE(grammar_matches(g, R"({"name": "get_weather", "parameters": {"city": "x"}})"));
-  EXPECT_FALSE(grammar_matches(g, R"({"name": "get_weather", "arguments": {"city": "x"}})"));
-  const auto parsed = onecat::serve::parse_tool_calls(R"({"name": "noop", "parameters": {}})", m.tool_format);
-  ASSERT_EQ(parsed.calls.size(), 1u);
-  EXPECT_EQ(parsed.calls[0].name, "noop");
-}
-
-// --tool-call-parser mistral: the forced call is an array after [TOOL_CALLS]; the grammar closes it.
-TEST(ToolChoice, MistralForcesACallArray) {
-  ServedModel m = served_with_grammars();
-  m.tool_format = onecat::serve::ToolCallFormat::kMistral;
-  json b = typed_tools_chat();
-  b["tool_choice"] = named("get_weather");
-  Generation g = chat_of(m, b.dump());
-  EXPECT_EQ(g.forced_reply, "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": ");
-  ASSERT_TRUE(g.grammar);
-  EXPECT_TRUE(grammar_matches(g, R"({"city": "Paris"}}])"));
-  EXPECT_FALSE(grammar_matches(g, R"({"city": "Paris"}})"));
-  b["tool_choice"] = "required";
-  g = chat_of(m, b.dump());
-  EXPECT_EQ(g.forced_reply, "[TOOL_CALLS][");
-  EXPECT_TRUE(grammar_matches(g, R"({"name": "noop", "arguments": {}}])"));
-  EXPECT_FALSE(grammar_matches(g, R"({"name": "noop", "arguments": {}})"));
+// --tool-call-parser llama3_json and mistral: a forced call is written in the format's own shape
+// (a named function's start forced, "required" all of it under the grammar), the grammar closing
+// it; no closing tag to stop at.
+TEST(ToolChoice, JsonFormatsForceTheirOwnCallShape) {
+  struct Format {
+    onecat::serve::ToolCallFormat format;
+    const char *named, *required;  // the forced starts
+    const char *args, *args_bad;   // a named call's rest, and one the grammar refuses
+    const char *call, *call_bad;   // a required call's rest, and one refused
+  };
+  using onecat::serve::ToolCallFormat;
+  for (const Format& f :
+       {Format{ToolCallFormat::kLlama3Json, "{\"name\": \"get_weather\", \"parameters\": ", "", R"({"city": "Paris"}})",
+               R"({"town": "Paris"}})", R"({"name": "get_weather", "parameters": {"city": "x"}})",
+               R"({"name": "get_weather", "arguments": {"city": "x"}})"},
+        Format{ToolCallFormat::kMistral, "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": ", "[TOOL_CALLS][",
+               R"({"city": "Paris"}}])", R"({"city": "Paris"}})", R"({"name": "noop", "arguments": {}}])",
+               R"({"name": "noop", "arguments": {}})"}}) {
+    ServedModel m = served_with_grammars();
+    m.tool_format = f.format;
+    json b = typed_tools_chat();
+    b["tool_choice"] = named("get_weather");
+    Generation g = chat_of(m, b.dump());
+    EXPECT_EQ(g.forced_reply, f.named);
+    EXPECT_TRUE(g.stop.empty());
+    ASSERT_TRUE(g.grammar);
+    EXPECT_TRUE(grammar_matches(g, f.args)) << f.args;
+    EXPECT_FALSE(grammar_matches(g, f.args_bad)) << f.args_bad;
+    // The forced start and a completed rest parse as the call.
+    EXPECT_EQ(onecat::serve::parse_tool_calls(g.forced_reply + f.args, f.format).calls.size(), 1u);
+    b["tool_choice"] = "required";
+    g = chat_of(m, b.dump());
+    EXPECT_EQ(g.forced_reply, f.required);
+    ASSERT_TRUE(g.grammar);
+    EXPECT_TRUE(grammar_matches(g, f.call)) << f.call;
+    EXPECT_FALSE(grammar_matches(g, f.call_bad)) << f.call_bad;
+  }
 }

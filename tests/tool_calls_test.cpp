@@ -240,33 +240,17 @@ TEST(ForcedToolCall, AfterAnOpenedThinkTheReasoningIsEmpty) {
   EXPECT_EQ(parsed.calls[0].arguments, R"({"x":1})");
 }
 
-// llama3_json: the reply is the calls, {"name", "parameters" (or "arguments")} objects joined by
-// ";" after an optional <|python_tag|>; anything else, or calls that do not parse throughout,
-// is content. Streamed in any pieces it gives what the whole text gives.
-TEST(ToolCalls, Llama3JsonRepliesAreCallsThroughoutOrContent) {
-  using onecat::serve::ToolCallFormat;
-  const ToolCallFormat llama = ToolCallFormat::kLlama3Json;
-  struct Case {
-    std::string text;
-    std::vector<std::pair<std::string, std::string>> calls;  // empty: all of it is content
-  };
-  const std::vector<Case> cases = {
-      {"{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}", {{"get_weather", "{\"city\":\"Paris\"}"}}},
-      {"  \n<|python_tag|>{\"name\": \"f\", \"arguments\": {\"s\": \"a } ; { b\\\" c\"}}",
-       {{"f", "{\"s\":\"a } ; { b\\\" c\"}"}}},
-      {"{\"name\": \"f\", \"parameters\": {\"x\": [1, {\"y\": 2}]}}; {\"name\": \"g\"};",
-       {{"f", "{\"x\":[1,{\"y\":2}]}"}, {"g", "{}"}}},
-      {"The weather in Paris is mild.", {}},
-      {"Sure: {\"name\": \"f\", \"parameters\": {}}", {}},
-      {"{\"name\": \"f\", \"parameters\": {}} and then words", {}},
-      {"{\"name\": \"f\", \"parameters\": {\"x\": 1}", {}},  // never closes
-      {"{\"function\": \"f\"}", {}},
-      {"{\"name\": \"f\"}; {\"oops\": 1}", {}},
-      {"<|python_", {}},
-      {" \n ", {}},
-  };
-  for (const Case& c : cases) {
-    const auto whole = parse_tool_calls(c.text, llama);
+namespace {
+
+struct CallCase {
+  std::string text;
+  std::vector<std::pair<std::string, std::string>> calls;  // (name, arguments); empty: all content
+};
+
+// Each case whole (its calls, or all of it as content) and streamed cut anywhere, in `format`.
+void expect_calls(onecat::serve::ToolCallFormat format, const std::vector<CallCase>& cases) {
+  for (const CallCase& c : cases) {
+    const auto whole = parse_tool_calls(c.text, format);
     ASSERT_EQ(whole.calls.size(), c.calls.size()) << c.text;
     for (size_t i = 0; i < c.calls.size(); ++i) {
       EXPECT_EQ(whole.calls[i].name, c.calls[i].first) << c.text;
@@ -274,7 +258,7 @@ TEST(ToolCalls, Llama3JsonRepliesAreCallsThroughoutOrContent) {
     }
     EXPECT_EQ(whole.content, c.calls.empty() ? std::optional<std::string>(c.text) : std::nullopt) << c.text;
     auto check = [&](const std::vector<size_t>& cuts) {
-      const Streamed s = stream_in_pieces(c.text, cuts, llama);
+      const Streamed s = stream_in_pieces(c.text, cuts, format);
       EXPECT_EQ(s.content, whole.content.value_or("")) << c.text;
       ASSERT_EQ(s.calls.size(), whole.calls.size()) << c.text;
       for (size_t i = 0; i < s.calls.size(); ++i) EXPECT_EQ(s.calls[i].arguments, whole.calls[i].arguments);
@@ -284,6 +268,32 @@ TEST(ToolCalls, Llama3JsonRepliesAreCallsThroughoutOrContent) {
     check(every);
     for (size_t i = 0; i <= c.text.size(); ++i) check({i});
   }
+}
+
+}  // namespace
+
+// llama3_json: the whole reply is the calls, {"name", "parameters" (or "arguments")} objects joined by
+// ";" after an optional <|python_tag|>; anything else, or calls that do not parse throughout,
+// is content. Streamed in any pieces it gives what the whole text gives.
+TEST(ToolCalls, Llama3JsonRepliesAreCallsThroughoutOrContent) {
+  using onecat::serve::ToolCallFormat;
+  const ToolCallFormat llama = ToolCallFormat::kLlama3Json;
+  expect_calls(llama, {
+                          {"{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}",
+                           {{"get_weather", "{\"city\":\"Paris\"}"}}},
+                          {"  \n<|python_tag|>{\"name\": \"f\", \"arguments\": {\"s\": \"a } ; { b\\\" c\"}}",
+                           {{"f", "{\"s\":\"a } ; { b\\\" c\"}"}}},
+                          {"{\"name\": \"f\", \"parameters\": {\"x\": [1, {\"y\": 2}]}}; {\"name\": \"g\"};",
+                           {{"f", "{\"x\":[1,{\"y\":2}]}"}, {"g", "{}"}}},
+                          {"The weather in Paris is mild.", {}},
+                          {"Sure: {\"name\": \"f\", \"parameters\": {}}", {}},
+                          {"{\"name\": \"f\", \"parameters\": {}} and then words", {}},
+                          {"{\"name\": \"f\", \"parameters\": {\"x\": 1}", {}},  // never closes
+                          {"{\"function\": \"f\"}", {}},
+                          {"{\"name\": \"f\"}; {\"oops\": 1}", {}},
+                          {"<|python_", {}},
+                          {" \n ", {}},
+                      });
   // Content streams at once; text that may be calls waits for the end.
   onecat::serve::ToolCallStream s(llama);
   EXPECT_EQ(s.step(" The").content, " The");
@@ -309,36 +319,18 @@ TEST(ToolCalls, Llama3JsonRepliesAreCallsThroughoutOrContent) {
 // {"name", "arguments"}; anything else is content. Streamed in any pieces as whole.
 TEST(ToolCalls, MistralRepliesAreACallArrayOrContent) {
   const auto mistral = onecat::serve::ToolCallFormat::kMistral;
-  struct Case {
-    std::string text;
-    std::vector<std::pair<std::string, std::string>> calls;
-  };
-  const std::vector<Case> cases = {
-      {"[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]",
-       {{"get_weather", "{\"city\":\"Paris\"}"}}},
-      {" [{\"name\": \"f\", \"arguments\": {\"s\": \"] [\"}}, {\"name\": \"g\"}]\n",
-       {{"f", "{\"s\":\"] [\"}"}, {"g", "{}"}}},
-      {"Paris is sunny.", {}},
-      {"[1, 2, 3]", {}},
-      {"[]", {}},
-      {"[{\"name\": \"f\"}] and more", {}},
-      {"[{\"name\": \"f\"}", {}},
-      {"[TOOL_", {}},
-  };
-  for (const Case& c : cases) {
-    const auto whole = parse_tool_calls(c.text, mistral);
-    ASSERT_EQ(whole.calls.size(), c.calls.size()) << c.text;
-    for (size_t i = 0; i < c.calls.size(); ++i) {
-      EXPECT_EQ(whole.calls[i].name, c.calls[i].first) << c.text;
-      EXPECT_EQ(whole.calls[i].arguments, c.calls[i].second) << c.text;
-    }
-    EXPECT_EQ(whole.content, c.calls.empty() ? std::optional<std::string>(c.text) : std::nullopt) << c.text;
-    for (size_t cut = 0; cut <= c.text.size(); ++cut) {
-      const Streamed s = stream_in_pieces(c.text, {cut}, mistral);
-      EXPECT_EQ(s.content, whole.content.value_or("")) << c.text;
-      EXPECT_EQ(s.calls.size(), whole.calls.size()) << c.text;
-    }
-  }
+  expect_calls(mistral, {
+                            {"[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}]",
+                             {{"get_weather", "{\"city\":\"Paris\"}"}}},
+                            {" [{\"name\": \"f\", \"arguments\": {\"s\": \"] [\"}}, {\"name\": \"g\"}]\n",
+                             {{"f", "{\"s\":\"] [\"}"}, {"g", "{}"}}},
+                            {"Paris is sunny.", {}},
+                            {"[1, 2, 3]", {}},
+                            {"[]", {}},
+                            {"[{\"name\": \"f\"}] and more", {}},
+                            {"[{\"name\": \"f\"}", {}},
+                            {"[TOOL_", {}},
+                        });
   EXPECT_EQ(onecat::serve::forced_tool_call("f", mistral), "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": ");
   EXPECT_EQ(onecat::serve::forced_tool_call(std::nullopt, mistral), "[TOOL_CALLS][");
   EXPECT_EQ(onecat::serve::forced_call_suffix(mistral, true), "}]");
