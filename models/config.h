@@ -30,12 +30,6 @@ struct QuantConfig {
 // "none", "awq", "gptq", "fp8", "nvfp4", "mxfp4".
 std::string_view quant_method_name(QuantConfig::Method method);
 
-struct ModelConfig;
-// vLLM's quantization names (awq, awq_marlin, gptq, gptq_marlin, fp8, modelopt_fp4, nvfp4, mxfp4,
-// none) checked against the method `config` (from `dir`) declares: InputError, naming both, when
-// `given` asks for another or is none of them; "" passes. onecat converts no checkpoint.
-void check_quantization(const std::string& given, const ModelConfig& config, const std::string& dir);
-
 struct ModelConfig {
   std::string name;
   // LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM
@@ -72,6 +66,11 @@ QuantConfig parse_hf_quant_config(const std::string& json_text, const std::strin
 // A directory (config.json and, if present, hf_quant_config.json), a path to a config.json
 // (with its sibling hf_quant_config.json, if present), or a built-in name.
 ModelConfig load_model(const std::string& model);
+
+// vLLM's quantization names (awq, awq_marlin, gptq, gptq_marlin, fp8, modelopt_fp4, nvfp4, mxfp4,
+// none) checked against the method `config` (from `dir`) declares: InputError, naming both, when
+// `given` asks for another or is none of them; "" passes. onecat converts no checkpoint.
+void check_quantization(const std::string& given, const ModelConfig& config, const std::string& dir);
 
 // Built-in configs (models/builtin.cpp): "qwen3-8b", "llama-3.1-8b", "qwen3-32b",
 // "qwen3-30b-a3b", each also with ":awq4", ":gptq4", ":fp8", ":nvfp4" or ":mxfp4".

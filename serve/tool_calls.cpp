@@ -12,15 +12,21 @@ constexpr std::string_view kOpen = "<tool_call>", kClose = kToolCallClose;
 // Llama 3.1's and Mistral's tags before calls (special tokens, so usually skipped from the text).
 constexpr std::string_view kPythonTag = "<|python_tag|>", kMistralTag = "[TOOL_CALLS]";
 
-bool blank(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::string_view::npos; }
-
 std::string_view after_blanks(std::string_view s) {
   const size_t at = s.find_first_not_of(" \t\r\n");
   return at == std::string_view::npos ? std::string_view() : s.substr(at);
 }
 
-// The end of the JSON object that opens `text` (past its closing brace), npos if it never
-// closes: brackets counted outside strings.
+bool blank(std::string_view s) { return after_blanks(s).empty(); }
+
+// `text` past its leading blanks, and past `tag` and the blanks after it where it opens with it.
+std::string_view after_tag(std::string_view text, std::string_view tag) {
+  text = after_blanks(text);
+  return text.substr(0, tag.size()) == tag ? after_blanks(text.substr(tag.size())) : text;
+}
+
+// The end of the JSON object or array that opens `text` (past its closing bracket), npos if it
+// never closes: brackets counted outside strings.
 size_t object_end(std::string_view text) {
   int depth = 0;
   bool in_string = false, escaped = false;
@@ -68,8 +74,7 @@ std::optional<ToolCall> parse_block(std::string_view block, ToolCallFormat forma
 
 // mistral: the whole text as calls ("[{…}, {…}]", an optional [TOOL_CALLS] first), or nullopt.
 std::optional<std::vector<ToolCall>> array_calls(std::string_view text) {
-  text = after_blanks(text);
-  if (text.substr(0, kMistralTag.size()) == kMistralTag) text = after_blanks(text.substr(kMistralTag.size()));
+  text = after_tag(text, kMistralTag);
   if (text.empty() || text[0] != '[') return std::nullopt;
   const size_t end = object_end(text);
   if (end == std::string_view::npos || !blank(text.substr(end))) return std::nullopt;
@@ -88,8 +93,7 @@ std::optional<std::vector<ToolCall>> array_calls(std::string_view text) {
 // nullopt when it is not calls throughout; mistral: array_calls.
 std::optional<std::vector<ToolCall>> json_calls(std::string_view text, ToolCallFormat format) {
   if (format == ToolCallFormat::kMistral) return array_calls(text);
-  text = after_blanks(text);
-  if (text.substr(0, kPythonTag.size()) == kPythonTag) text = after_blanks(text.substr(kPythonTag.size()));
+  text = after_tag(text, kPythonTag);
   std::vector<ToolCall> calls;
   while (!text.empty() && text[0] == '{') {
     const size_t end = object_end(text);
@@ -157,9 +161,7 @@ std::string forced_tool_call(const std::optional<std::string>& function, ToolCal
       function ? "{\"name\": " + nlohmann::json(*function).dump() + ", \"" + arguments_key(format) + "\": " : "";
   if (format == ToolCallFormat::kLlama3Json) return named;
   if (format == ToolCallFormat::kMistral) return std::string(kMistralTag) + "[" + named;
-  std::string text = std::string(kOpen) + "\n";
-  if (function) text += "{\"name\": " + nlohmann::json(*function).dump() + ", \"arguments\": ";
-  return text;
+  return std::string(kOpen) + "\n" + named;
 }
 
 void ToolCallStream::take_block(std::string_view block, bool closed, Delta& d) {

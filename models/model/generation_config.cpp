@@ -14,17 +14,21 @@
 namespace onecat::model {
 namespace {
 
-std::optional<std::vector<int32_t>> ids_in(const std::filesystem::path& file) {
+// A JSON file's value (discarded when it does not parse; each caller names that its way), or
+// nullopt when the file cannot be opened.
+std::optional<nlohmann::json> json_file(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) return std::nullopt;
   std::ostringstream text;
   text << in.rdbuf();
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error&) {
-    throw InputError(file.string() + " is not valid JSON.");
-  }
+  return nlohmann::json::parse(text.str(), nullptr, false);
+}
+
+std::optional<std::vector<int32_t>> ids_in(const std::filesystem::path& file) {
+  const std::optional<nlohmann::json> read = json_file(file);
+  if (!read) return std::nullopt;
+  if (read->is_discarded()) throw InputError(file.string() + " is not valid JSON.");
+  const nlohmann::json& j = *read;
   if (!j.is_object() || !j.contains("eos_token_id") || j["eos_token_id"].is_null()) return std::nullopt;
   const nlohmann::json& v = j["eos_token_id"];
   std::vector<int32_t> ids;
@@ -117,14 +121,12 @@ SamplingDefaults sampling_defaults(const std::string& directory, const std::stri
     throw InputError("--generation-config takes auto, vllm or a directory with a generation_config.json; " +
                      quoted_input(source) + " is none of them.");
   }
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
+  const std::optional<nlohmann::json> read = json_file(file);
+  if (!read) {
     if (source == "auto") return d;
     throw InputError("--generation-config " + quoted_input(source) + " has no generation_config.json.");
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, false);
+  const nlohmann::json& j = *read;
   if (j.is_discarded() || !j.is_object()) throw InputError(file.string() + " is not a JSON object.");
   for (const char* key : kSamplingFields) {
     if (j.contains(key)) take_field(d, key, j[key], file.string(), true);

@@ -36,10 +36,12 @@ int64_t resolve_max_model_len(const ModelOptions& o, const models::ModelConfig& 
   return o.max_model_len > 0 ? o.max_model_len : positions;
 }
 
+bool gpu_found() { return Driver::find() && Driver::find()->device_count() > 0; }
+
 // The GPU before gigabytes are read: a machine without one is told so now, in one sentence.
 void check_device(Device device) {
   if (device != Device::kCuda) return;
-  if (!Driver::find() || Driver::find()->device_count() == 0) {
+  if (!gpu_found()) {
     throw InputError("device cuda: " + Driver::unavailable_reason() + "; use device cpu.");
   }
   Session::get().use_gpu(-1);
@@ -59,10 +61,6 @@ int64_t kv_pages(const ModelOptions& o) {
 int64_t default_max_model_len(const models::ModelConfig& config) {
   return config.max_position_embeddings > 0 ? config.max_position_embeddings : 4096;
 }
-
-namespace {
-bool gpu_found() { return Driver::find() && Driver::find()->device_count() > 0; }
-}  // namespace
 
 Device parse_device(const std::string& name) {
   if (name == "cpu") return Device::kCpu;
