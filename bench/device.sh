@@ -11,6 +11,8 @@
 # A lane is a space-separated list of steps, run in order:
 #   tests-tune       the tuner's GPU tests (gtest TuneGpu.*)
 #   pytest           the Python package's GPU tests (pytest -m gpu, output not captured)
+#   py-profile       py-overhead under py-spy --native (.device/py-spy, from bench/device_carry.sh): sampled
+#                    native and Python stacks -> py_profile.txt (collapsed, one stack a line with its count)
 #   pysmoke          bench/py_smoke.py: the package step by step, native frames of a crash
 #   tests-rest       the other GPU tests (gtest -TuneGpu.*; more than one call's 10 minutes on a cold
 #                    cache: run tests-gemm and tests-other in separate calls instead)
@@ -282,6 +284,8 @@ for p in (a, b, b): print(json.dumps({"prompt_ids": p, "max_tokens": 1}))' >/tmp
       pytest) PYTHONPATH="$root/build-device/python" PYTHONFAULTHANDLER=1 ONECAT_CRASH_BACKTRACE=1 \
                 timeout "$(left)" "$py" -m pytest -m gpu -v -s -rs -p no:cacheprovider python/tests ;;
       py-overhead) PYTHONPATH="$root/build-device/python" timeout "$(left)" "$py" bench/python_host_overhead.py "$out/py_overhead.json" ;;
+      py-profile) PYTHONPATH="$root/build-device/python" timeout "$(left)" .device/py-spy record --native --rate 2000 \
+                    --format raw -o "$out/py_profile.txt" -- "$py" bench/python_host_overhead.py ;;
       pysmoke) PYTHONPATH="$root/build-device/python" timeout "$(left)" "$py" bench/py_smoke.py ;;
       tune:*) IFS=: read -r _ m q r <<<"$s"; tune "$m:$q" "$r" "$gpu" ;;
       moe-bench) # one Qwen3-30B-A3B MoE layer's kernels, default and swept configs (MOE_FORMATS, MOE_MS)

@@ -34,4 +34,10 @@ Version: $(pkg-config --modversion cpp-httplib)
 Libs: -L\${prefix}/lib -lcpp-httplib -Wl,--disable-new-dtags -Wl,-rpath,\${prefix}/lib -Wl,-rpath-link,\${prefix}/lib
 Cflags: -I\${prefix}/include $cflags
 EOF
+# py-spy (pinned, from PyPI) for device.sh's py-profile step: where the Python package's host time goes.
+tmp=$(mktemp -d)
+"$root/.venv/bin/python" -m pip download -q --disable-pip-version-check --no-deps -d "$tmp" py-spy==0.4.3
+"$root/.venv/bin/python" -c "import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); open(sys.argv[2], 'wb').write(z.read([n for n in z.namelist() if n.endswith('/scripts/py-spy')][0]))" "$tmp"/py_spy-*.whl "$dest/py-spy"
+chmod +x "$dest/py-spy"
+rm -rf "$tmp"
 du -sh "$dest"

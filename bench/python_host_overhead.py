@@ -112,9 +112,24 @@ def main() -> int:
     sdpa = lambda: torch.nn.functional.scaled_dot_product_attention(qs, ks, vs, scale=1 / math.sqrt(dim))
     results.append(row("decode attention f16 KV, 8 x 4096 keys", decode, "torch SDPA", sdpa))
 
+    # Where an eager call's host time goes: reading one tensor argument (onecat._C.shape_of, the
+    # same reader every op uses), the C++ op called directly (arguments checked, kernel chosen,
+    # launched) and the Python wrapper around it (the difference to the full call).
+    stream = torch.cuda.current_stream().cuda_stream
+    direct = lambda: onecat._C.attention("decode", out, q, kc, vc, table, lens, None, None, None, ws.partial,
+                                         ws.counters, "", True, 0, 0, 1 / math.sqrt(dim), stream, "", "")
+    breakdown = {
+        "read_one_tensor_us": host_us_per_call(lambda: onecat._C.shape_of(q, "bench", "q")),
+        "decode_cpp_direct_us": host_us_per_call(direct),
+        "decode_full_us": host_us_per_call(decode),
+        "empty_python_call_us": host_us_per_call(lambda: None),
+    }
+    print("breakdown:", ", ".join(f"{k} {v:.2f}" for k, v in breakdown.items()))
+
     if len(sys.argv) > 1:
         with open(sys.argv[1], "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "results": results}, f, indent=2)
+            json.dump({"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "results": results,
+                       "breakdown": breakdown}, f, indent=2)
             f.write("\n")
     return 0
 

@@ -153,19 +153,59 @@ const TorchDType& torch_dtype(py::handle dtype) {
   return seen->back();
 }
 
+// The attribute names a torch tensor is read through, interned once: an op call looks them up
+// by pointer, with no string made per call.
+struct TorchNames {
+  PyObject* dtype = PyUnicode_InternFromString("dtype");
+  PyObject* shape = PyUnicode_InternFromString("shape");
+  PyObject* stride = PyUnicode_InternFromString("stride");
+  PyObject* data_ptr = PyUnicode_InternFromString("data_ptr");
+  PyObject* get_device = PyUnicode_InternFromString("get_device");
+  PyObject* is_cuda = PyUnicode_InternFromString("is_cuda");
+};
+
+const TorchNames& torch_names() {
+  static const TorchNames* names = new TorchNames();  // never destroyed: Python objects
+  return *names;
+}
+
+py::object checked(PyObject* result) {
+  if (!result) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(result);
+}
+
+// A tuple (torch.Size is one) of ints, read without pybind's casts.
+std::vector<int64_t> int_tuple_fast(PyObject* seq) {
+  if (!PyTuple_Check(seq)) return int_tuple(seq);
+  const Py_ssize_t n = PyTuple_GET_SIZE(seq);
+  std::vector<int64_t> out(static_cast<size_t>(n));
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    out[size_t(i)] = PyLong_AsLongLong(PyTuple_GET_ITEM(seq, i));
+    if (out[size_t(i)] == -1 && PyErr_Occurred()) throw py::error_already_set();
+  }
+  return out;
+}
+
+// An op call reads each tensor argument here, so it stays on CPython's own calls: interned
+// attribute names, vectorcall methods, tuple items read directly.
 ArrayView torch_view(py::handle t) {
+  const TorchNames& n = torch_names();
+  PyObject* o = t.ptr();
   ArrayView v;
-  const TorchDType& dt = torch_dtype(t.attr("dtype"));
+  const TorchDType& dt = torch_dtype(checked(PyObject_GetAttr(o, n.dtype)));
   v.dtype = dt.info.type;
   v.dtype_name = dt.name;
   v.itemsize = dt.info.size > 0 ? dt.info.size : t.attr("element_size")().cast<int>();
-  v.shape = int_tuple(t.attr("shape"));
-  v.strides = int_tuple(t.attr("stride")());
-  v.data = t.attr("data_ptr")().cast<uintptr_t>();
+  v.shape = int_tuple_fast(checked(PyObject_GetAttr(o, n.shape)).ptr());
+  v.strides = int_tuple_fast(checked(PyObject_CallMethodNoArgs(o, n.stride)).ptr());
+  const py::object data = checked(PyObject_CallMethodNoArgs(o, n.data_ptr));
+  v.data = uintptr_t(PyLong_AsUnsignedLongLong(data.ptr()));
+  if (PyErr_Occurred()) throw py::error_already_set();
   // get_device(): the CUDA ordinal, −1 for a CPU tensor (one call, no device object or text).
-  const int device = t.attr("get_device")().cast<int>();
-  v.on_cuda = device >= 0 && t.attr("is_cuda").cast<bool>();
-  if (v.on_cuda) v.device = device;
+  const long device = PyLong_AsLong(checked(PyObject_CallMethodNoArgs(o, n.get_device)).ptr());
+  if (device == -1 && PyErr_Occurred()) throw py::error_already_set();
+  if (device >= 0) v.on_cuda = PyObject_IsTrue(checked(PyObject_GetAttr(o, n.is_cuda)).ptr()) == 1;
+  if (v.on_cuda) v.device = int(device);
   return v;
 }
 
