@@ -98,14 +98,15 @@ DTypeInfo from_dlpack(DLDataType t) {
   }
 }
 
-std::vector<int64_t> int_tuple(py::handle seq) {
-  std::vector<int64_t> out;
+Dims int_tuple(py::handle seq) {
+  Dims out;
   for (py::handle h : seq) out.push_back(h.cast<int64_t>());
   return out;
 }
 
-std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> s(shape.size());
+Dims row_major_strides(const Dims& shape) {
+  Dims s;
+  s.resize(shape.size());
   int64_t step = 1;
   for (size_t i = shape.size(); i-- > 0;) {
     s[i] = step;
@@ -175,10 +176,11 @@ py::object checked(PyObject* result) {
 }
 
 // A tuple (torch.Size is one) of ints, read without pybind's casts.
-std::vector<int64_t> int_tuple_fast(PyObject* seq) {
+Dims int_tuple_fast(PyObject* seq) {
   if (!PyTuple_Check(seq)) return int_tuple(seq);
   const Py_ssize_t n = PyTuple_GET_SIZE(seq);
-  std::vector<int64_t> out(static_cast<size_t>(n));
+  Dims out;
+  out.resize(size_t(n));
   for (Py_ssize_t i = 0; i < n; ++i) {
     out[size_t(i)] = PyLong_AsLongLong(PyTuple_GET_ITEM(seq, i));
     if (out[size_t(i)] == -1 && PyErr_Occurred()) throw py::error_already_set();
@@ -263,7 +265,11 @@ ArrayView dlpack_view(py::handle obj, Arg arg) {
                                                   std::to_string(t.dtype.bits) + ")"
                                             : dtype_name(info.type);
   v.shape.assign(t.shape, t.shape + t.ndim);
-  v.strides = t.strides ? std::vector<int64_t>(t.strides, t.strides + t.ndim) : row_major_strides(v.shape);
+  if (t.strides) {
+    v.strides.assign(t.strides, t.strides + t.ndim);
+  } else {
+    v.strides = row_major_strides(v.shape);
+  }
   v.data = uintptr_t(t.data) + uintptr_t(t.byte_offset);
   v.on_cuda = t.device.device_type == kDLCUDA || t.device.device_type == kDLCUDAManaged;
   if (v.on_cuda) v.device = t.device.device_id;
@@ -287,7 +293,7 @@ ArrayView buffer_view(py::handle obj) {
   v.dtype = t.type;
   v.itemsize = int(info->itemsize);
   v.dtype_name = t.type == DType::kOther ? "format '" + info->format + "'" : dtype_name(t.type);
-  v.shape.assign(info->shape.begin(), info->shape.end());
+  v.shape.assign(info->shape.data(), info->shape.data() + info->shape.size());
   for (auto s : info->strides) {
     if (s % info->itemsize != 0) v.strides_in_bytes_unaligned = true;
     v.strides.push_back(s / info->itemsize);
@@ -318,7 +324,7 @@ const char* dtype_name(DType t) {
   return "unsupported";
 }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
+std::string shape_text(const Dims& shape) {
   std::string s = "(";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + (shape.size() == 1 ? ",)" : ")");
@@ -343,8 +349,9 @@ bool ArrayView::contiguous() const {
 
 std::string ArrayView::shape_text() const { return python::shape_text(shape); }
 
-ArrayView view_of(py::handle obj, Arg arg) {
-  if (obj.is_none()) throw py::type_error(arg.prefix() + " must be an array, got None");
+namespace {
+
+ArrayView read_view(py::handle obj, Arg arg) {
   if (PyObject* tensor_type = torch_tensor_type()) {
     const int is_tensor = PyObject_IsInstance(obj.ptr(), tensor_type);
     if (is_tensor < 0) throw py::error_already_set();
@@ -355,6 +362,18 @@ ArrayView view_of(py::handle obj, Arg arg) {
   if (py::hasattr(obj, "__dlpack__") && py::hasattr(obj, "__dlpack_device__")) return dlpack_view(obj, arg);
   throw py::type_error(arg.prefix() + " must be a tensor or array (torch, or an object with __cuda_array_interface__, "
                        "__dlpack__ or the buffer protocol), got " + std::string(py::str(py::type::handle_of(obj).attr("__name__"))));
+}
+
+}  // namespace
+
+ArrayView view_of(py::handle obj, Arg arg) {
+  if (obj.is_none()) throw py::type_error(arg.prefix() + " must be an array, got None");
+  try {
+    return read_view(obj, arg);
+  } catch (const std::length_error&) {
+    throw py::value_error(arg.prefix() + " has more than " + std::to_string(Dims::kMax) +
+                          " dimensions; onecat's ops take arrays of at most " + std::to_string(Dims::kMax));
+  }
 }
 
 void require_cuda(const ArrayView& v, Arg arg) {
@@ -390,7 +409,7 @@ void require_ndim(const ArrayView& v, size_t ndim, Arg arg) {
   }
 }
 
-void require_shape(const ArrayView& v, const std::vector<int64_t>& shape, Arg arg) {
+void require_shape(const ArrayView& v, const Dims& shape, Arg arg) {
   if (v.shape != shape) {
     throw py::value_error(arg.prefix() + " must have shape " + python::shape_text(shape) + ", got " + v.shape_text());
   }

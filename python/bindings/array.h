@@ -6,8 +6,12 @@
 #pragma once
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -17,10 +21,46 @@ namespace py = pybind11;
 
 enum class DType { kFloat16, kBFloat16, kFloat32, kFloat64, kInt8, kUInt8, kInt16, kInt32, kUInt32, kInt64, kBool, kFloat8, kOther };
 
+// An array's sizes or strides, stored inline: an op call reads each argument without
+// allocating. Arrays of more than kMax dimensions are refused when read (view_of).
+class Dims {
+ public:
+  static constexpr size_t kMax = 8;
+  Dims() = default;
+  Dims(std::initializer_list<int64_t> values) { assign(values.begin(), values.end()); }
+  Dims(const std::vector<int64_t>& values) { assign(values.data(), values.data() + values.size()); }
+  void assign(const int64_t* first, const int64_t* last) {
+    resize(size_t(last - first));
+    std::copy(first, last, d_.begin());
+  }
+  void resize(size_t n) {
+    if (n > kMax) throw std::length_error("more than 8 dimensions");
+    n_ = uint8_t(n);
+  }
+  void push_back(int64_t v) {
+    resize(size() + 1);
+    d_[size() - 1] = v;
+  }
+  size_t size() const { return n_; }
+  bool empty() const { return n_ == 0; }
+  int64_t operator[](size_t i) const { return d_[i]; }
+  int64_t& operator[](size_t i) { return d_[i]; }
+  int64_t back() const { return d_[n_ - 1]; }
+  int64_t& back() { return d_[n_ - 1]; }
+  const int64_t* begin() const { return d_.data(); }
+  const int64_t* end() const { return d_.data() + n_; }
+  std::vector<int64_t> vec() const { return {begin(), end()}; }
+  bool operator==(const Dims& o) const { return n_ == o.n_ && std::equal(begin(), end(), o.begin()); }
+
+ private:
+  std::array<int64_t, kMax> d_{};
+  uint8_t n_ = 0;
+};
+
 struct ArrayView {
   uintptr_t data = 0;
-  std::vector<int64_t> shape;
-  std::vector<int64_t> strides;  // in elements
+  Dims shape;
+  Dims strides;  // in elements
   DType dtype = DType::kOther;
   std::string dtype_name;  // "float16", "int32", … for messages
   int itemsize = 0;
@@ -52,7 +92,7 @@ void require_dtype(const ArrayView& v, DType want, Arg arg);
 void require_dtype_size(const ArrayView& v, std::initializer_list<DType> allowed, const char* what, Arg arg);
 void require_contiguous(const ArrayView& v, Arg arg);
 void require_ndim(const ArrayView& v, size_t ndim, Arg arg);
-void require_shape(const ArrayView& v, const std::vector<int64_t>& shape, Arg arg);
+void require_shape(const ArrayView& v, const Dims& shape, Arg arg);
 void require_same_device(const ArrayView& v, int device, Arg arg);
 void require_aligned(const ArrayView& v, int bytes, Arg arg);
 
@@ -66,6 +106,6 @@ ArrayView cuda_array(py::handle obj, DType dtype, size_t ndim, Arg arg, int devi
 int resolve_devices(std::initializer_list<std::pair<ArrayView*, Arg>> arrays);
 
 const char* dtype_name(DType t);
-std::string shape_text(const std::vector<int64_t>& shape);
+std::string shape_text(const Dims& shape);
 
 }  // namespace onecat::python

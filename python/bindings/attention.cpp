@@ -30,14 +30,22 @@ namespace {
 // Every attention kernel reads q, out and the caches in 16-byte chunks.
 constexpr int kAlignment = 16;
 
-std::string op_label(const std::string& op) {
-  return op == "kv_write" ? "onecat.kv_write" : "onecat.attention." + op;
+// The name messages give an op (made once: a call builds no text unless it raises).
+const std::string& op_label(const std::string& op) {
+  static const std::string kPrefill = "onecat.attention.prefill", kDecode = "onecat.attention.decode",
+                           kVerify = "onecat.attention.verify", kKvWrite = "onecat.kv_write",
+                           kOther = "onecat.attention";
+  return op == "decode"     ? kDecode
+         : op == "prefill"  ? kPrefill
+         : op == "verify"   ? kVerify
+         : op == "kv_write" ? kKvWrite
+                            : kOther;
 }
 
 // The canonical spec; ValueError (naming the op) when the family has no kernel for it.
 std::string spec_for(const std::string& op, int64_t heads, int64_t kv_heads, int64_t dim, int64_t page,
                      const std::string& kv, const std::string& kv_scale, bool causal, int64_t window, int64_t q) {
-  const std::string label = op_label(op);
+  const std::string& label = op_label(op);
   if (op != "prefill" && op != "decode" && op != "verify" && op != "kv_write") {
     throw py::value_error(label + ": op must be prefill, decode, verify or kv_write, got '" + op + "'");
   }
@@ -193,7 +201,7 @@ void attention_op(const std::string& op, py::handle out, py::handle q, py::handl
                   py::handle v_scale, py::handle partial, py::handle counters, const std::string& kv, bool causal,
                   int64_t window, int64_t max_q, double sm_scale, uintptr_t stream, const std::string& kernel_spec,
                   const std::string& config) {
-  const std::string label = op_label(op);
+  const std::string& label = op_label(op);
   const char* L = label.c_str();
   if (op != "prefill" && op != "decode" && op != "verify") throw py::value_error(label + ": unknown attention op");
   ArrayView qv = typed(q, DType::kFloat16, 3, {L, "q"}, -1);
@@ -288,7 +296,7 @@ void attention_op(const std::string& op, py::handle out, py::handle q, py::handl
 void kv_write_op(py::handle k_cache, py::handle v_cache, py::handle k, py::handle v, py::handle slot_mapping,
                  py::handle k_scale, py::handle v_scale, const std::string& kv, uintptr_t stream,
                  const std::string& kernel_spec, const std::string& config) {
-  const std::string label = op_label("kv_write");
+  const std::string& label = op_label("kv_write");
   const char* L = label.c_str();
   Caches c = caches_of(k_cache, v_cache, kv, label, -1);
   ArrayView ks, vs;

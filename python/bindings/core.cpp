@@ -117,7 +117,7 @@ void bind_core(py::module_& m) {
   m.def(
       "shape_of",
       [](py::handle obj, const std::string& op, const std::string& arg) {
-        return view_of(obj, Arg{op.c_str(), arg.c_str()}).shape;
+        return view_of(obj, Arg{op.c_str(), arg.c_str()}).shape.vec();
       },
       py::arg("array"), py::arg("op"), py::arg("arg"), "The shape of any array onecat reads (TypeError otherwise)");
   m.def("gpu_unavailable_reason", &Driver::unavailable_reason, "Why no GPU can run kernels; empty when one can");

@@ -117,9 +117,9 @@ std::unique_ptr<PyPackedWeight> pack_fp8b128(py::handle weight, py::handle weigh
   const ArrayView w = host_matrix(weight, "weight", kBytes, "uint8 or float8_e4m3fn (E4M3 bytes)");
   const ArrayView s = host_array(weight_scale_inv, "weight_scale_inv", {DType::kFloat32}, "float32");
   const int64_t n = w.shape[0], k = w.shape[1];
-  const std::vector<int64_t> blocks{(n + 127) / 128, (k + 127) / 128};
+  const Dims blocks{(n + 127) / 128, (k + 127) / 128};
   // Per-channel scales come as [N] or [N, 1]; [⌈N/128⌉, ⌈K/128⌉] are blocks.
-  const bool per_channel = s.shape.size() == 1 || (s.shape != blocks && s.shape == std::vector<int64_t>{n, 1});
+  const bool per_channel = s.shape.size() == 1 || (s.shape != blocks && s.shape == Dims{n, 1});
   return wrap(quant::pack_fp8b128(n, k, host_span<uint8_t>(w), host_span<float>(s),
                                   per_channel ? quant::Fp8Scales::kPerChannel : quant::Fp8Scales::kBlock128),
               device);
@@ -191,7 +191,7 @@ void gemm_op(py::handle y, py::handle x, PyPackedWeight& w, py::handle bias, py:
   // The spec's numbers, read without text: out_cols depends on the epilogue alone.
   gemm::Spec spec;
   spec.n = w.host.n, spec.k = w.host.k, spec.epilogue = epi, spec.out_f32 = out_f32;
-  std::vector<int64_t> out_shape = xv.shape;
+  Dims out_shape = xv.shape;
   out_shape.back() = spec.out_cols();
 
   ArrayView yv = cuda_array(y, "out", w.device);

@@ -60,6 +60,16 @@ def dtype_name(dtype: Any, op: str, arg: str) -> str:
     return name
 
 
+_RAW_STREAM: list[Any] = []
+
+
+def _torch_raw_stream() -> Any:
+    """torch's ``_cuda_getCurrentRawStream`` (None where this torch has none), looked up once."""
+    if not _RAW_STREAM:
+        _RAW_STREAM.append(getattr(sys.modules["torch"]._C, "_cuda_getCurrentRawStream", None))
+    return _RAW_STREAM[0]
+
+
 def stream_handle(stream: Stream, like: Array, op: str) -> int:
     """The CUstream to queue on: the explicit one, else the current stream of the array's library.
 
@@ -71,11 +81,10 @@ def stream_handle(stream: Stream, like: Array, op: str) -> int:
         if _is_torch(like):
             if not like.is_cuda:
                 return 0  # no stream to find: the argument checks reject the array, naming it
-            torch = sys.modules["torch"]
-            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+            raw = _torch_raw_stream()
             if raw is not None:  # the handle itself, without making a Stream object (what inductor calls)
-                return int(raw(like.get_device()))
-            return int(torch.cuda.current_stream(like.device).cuda_stream)
+                return raw(like.get_device())
+            return int(sys.modules["torch"].cuda.current_stream(like.device).cuda_stream)
         if _is_cupy(like):
             cupy = sys.modules["cupy"]
             return int(cupy.cuda.get_current_stream().ptr)
@@ -111,7 +120,7 @@ def array_shape(x: Array, op: str, arg: str) -> tuple[int, ...]:
     """The shape of any array onecat accepts (to size outputs before the C++ checks)."""
     shape = getattr(x, "shape", None)
     if isinstance(shape, tuple) and not isinstance(x, (list, tuple)):
-        return tuple(shape)  # torch.Size and NumPy/CuPy shapes: tuples of ints already
+        return shape  # torch.Size and NumPy/CuPy shapes: tuples of ints already
     if shape is None or isinstance(x, (list, tuple)):
         from . import _C
 
@@ -133,6 +142,8 @@ def is_host(x: Any) -> bool:
 
 def check_int(value: Any, op: str, name: str, minimum: int = 0) -> int:
     """value as an int: TypeError unless it is one (bool is not), ValueError below minimum."""
+    if type(value) is int and value >= minimum:  # the common case, without the Integral ABC's check
+        return value
     if isinstance(value, bool) or not isinstance(value, Integral):
         raise TypeError(f"{op}: {name} must be an int, got {type(value).__name__}")
     if value < minimum:

@@ -118,6 +118,9 @@ def _workspace_args(workspace: Any, op: str) -> tuple[Any, Any]:
     return partial, counters
 
 
+_NAMES = {op: f"{_PKG}.{op}" for op in ("prefill", "decode", "verify")}
+
+
 def _run(
     op: str,
     q: Array,
@@ -139,7 +142,7 @@ def _run(
     stream: Stream,
     _kernel: Any,
 ) -> Array:
-    name = f"{_PKG}.{op}"
+    name = _NAMES[op]
     kv_arg = _kv_name(kv, name)
     window = check_int(window, name, "window")
     shape = array_shape(q, name, "q")
