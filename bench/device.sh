@@ -45,7 +45,7 @@
 #   golden           tools/golden_logits.py with transformers -> golden.tar.gz (the CPU tests' committed goldens;
 #                    GOLDEN_CASES: its --cases)
 #   model-check      bench/model_check.py: the GPU forward against transformers on real shapes -> model_check.jsonl
-#                    (MODEL_CASES: its --cases)
+#                    (MODEL_CASES: its --cases, MODEL_TOKENS: its --tokens)
 #   llama-build      bench/llama_peer.sh build (llama.cpp from the carried .llama/, in the background;
 #                    model-bench's llama.cpp part waits for it; LLAMA_TYPES its types)
 #   serve-bench      after model-bench: `onecat serve` on its checkpoint (SHAPE, LAYERS as there: default the 8B) of SERVE_FORMAT (default f16; others
@@ -205,7 +205,7 @@ lane() {  # lane GPU STEPS...
       golden) rm -rf build-device/golden && timeout "$(left)" "$py" tools/golden_logits.py --out build-device/golden \
                 ${GOLDEN_CASES:+--cases "$GOLDEN_CASES"} &&
               tar czf "$out/golden.tar.gz" -C build-device golden ;;
-      model-check) PYTHONPATH="$root/build-device/python" timeout "$(left)" "$py" bench/model_check.py ${MODEL_CASES:+--cases "$MODEL_CASES"} >>"$out/model_check.jsonl" ;;
+      model-check) PYTHONPATH="$root/build-device/python" timeout "$(left)" "$py" bench/model_check.py ${MODEL_CASES:+--cases "$MODEL_CASES"} ${MODEL_TOKENS:+--tokens "$MODEL_TOKENS"} >>"$out/model_check.jsonl" ;;
       llama-build) (OUT=$out bash bench/llama_peer.sh build >"$out/llama_build.log" 2>&1; echo "rc=$?" >>"$out/llama_build.log") &
                    llama_pid=$! ;;
       model-bench|model-bench-onecat)

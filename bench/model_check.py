@@ -17,7 +17,10 @@ onecat only) to show the metric would catch it. A case passes when rel ≤ --rel
 mean KL ≤ --kl-bound (the goldens' 2e-3 and 1e-3) and the lying model fails one of them. One
 JSON line per case on stdout.
 
-    bench/model_check.py [--cases qwen3-8b:f16,...] [--tokens 1024] [--layers 2]
+    bench/model_check.py [--cases qwen3-8b:f16,...] [--tokens 1024] [--layers 2] [--decode-tail 16]
+
+The prompt's first tokens - decode_tail go through chunked prefill (512 tokens a step), the last
+decode_tail through one decode step each, so both paths are compared.
 """
 import argparse
 import json
@@ -67,6 +70,8 @@ def main():
     ap.add_argument("--cases", default=DEFAULT_CASES)
     ap.add_argument("--tokens", type=int, default=1024)
     ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--decode-tail", type=int, default=16,
+                    help="the last N tokens go through one decode step each after the chunked prefill of the rest")
     # The goldens' bounds (tests/model_forward_test.cpp): on the H200 (2026-12-02, 2 layers of
     # Qwen3-8B's shape, 1024 tokens) fp16 onecat against fp32 transformers gave rel 4.4e-4 and
     # mean KL 6.3e-5, and rope_theta · 1.01 gave 1.0e-2 and 8.3e-3: both bounds sit between.
@@ -108,10 +113,12 @@ def main():
         torch.cuda.empty_cache()
         t1 = time.time()
         m = onecat.Model(d, device="cuda", max_batch_tokens=min(args.tokens, 512), kv_cache_tokens=args.tokens + 64)
-        got = m.logits(ids)
+        got = m.logits(ids, decode_tail=args.decode_tail)
         del m
         t2 = time.time()
-        result = {"case": case, "tokens": args.tokens, "layers": args.layers, **metrics(got, want),
+        tail = slice(args.tokens - args.decode_tail, args.tokens)
+        result = {"case": case, "tokens": args.tokens, "layers": args.layers, "decode_tail": args.decode_tail,
+                  **metrics(got, want), "decode_rows": metrics(got[tail], want[tail]),
                   "reference_s": round(t1 - t0, 1), "onecat_s": round(t2 - t1, 1)}
         # Power: the same checkpoint with rope_theta off by 1 % must fail the bound.
         bad = d + "-theta"
@@ -126,7 +133,7 @@ def main():
             cfg_bad["rope_theta"] = theta * 1.01
         json.dump(cfg_bad, open(os.path.join(bad, "config.json"), "w"))
         m = onecat.Model(bad, device="cuda", max_batch_tokens=min(args.tokens, 512), kv_cache_tokens=args.tokens + 64)
-        result["theta_1pct"] = metrics(m.logits(ids), want)
+        result["theta_1pct"] = metrics(m.logits(ids, decode_tail=args.decode_tail), want)
         del m
         shutil.rmtree(bad)
         ok = lambda m: m["rel"] <= args.rel_bound and m["kl_mean"] <= args.kl_bound  # noqa: E731

@@ -89,14 +89,26 @@ void bind_model(py::module_& m) {
           .def_property_readonly("eos_token_ids", [](const PyModel& p) { return p.eos; })
           .def(
               "logits",
-              [](PyModel& p, const std::vector<int32_t>& ids, bool last_only) {
+              [](PyModel& p, const std::vector<int32_t>& ids, bool last_only, int64_t decode_tail) {
                 const int64_t vocab = p.model->config().vocab;
+                if (decode_tail < 0 || decode_tail >= int64_t(ids.size())) {
+                  throw py::value_error("onecat.Model.logits: decode_tail must be in 0.." +
+                                        std::to_string(std::max<int64_t>(int64_t(ids.size()) - 1, 0)) + ", got " +
+                                        std::to_string(decode_tail));
+                }
                 std::vector<float> out;
                 {
                   py::gil_scoped_release release;
                   model::Sequence s;
                   try {
-                    out = p.model->extend(s, ids, !last_only);
+                    // The head in prefill chunks, then each tail token as a decode step of its own.
+                    const size_t head = ids.size() - size_t(decode_tail);
+                    out = p.model->extend(s, std::span<const int32_t>(ids.data(), head), !last_only);
+                    if (last_only && decode_tail > 0) out.clear();
+                    for (size_t i = head; i < ids.size(); ++i) {
+                      std::vector<float> row = p.model->extend(s, std::span<const int32_t>(&ids[i], 1), true);
+                      if (!last_only || i + 1 == ids.size()) out.insert(out.end(), row.begin(), row.end());
+                    }
                   } catch (...) {
                     p.model->release(s);
                     throw;
@@ -108,8 +120,9 @@ void bind_model(py::module_& m) {
                 std::copy(out.begin(), out.end(), a.mutable_data());
                 return a;
               },
-              py::arg("ids"), py::arg("last_only") = false,
-              "float32 logits [len(ids), vocab] of a fresh sequence `ids` (only the last row with last_only=True)");
+              py::arg("ids"), py::arg("last_only") = false, py::arg("decode_tail") = 0,
+              "float32 logits [len(ids), vocab] of a fresh sequence `ids` (only the last row with last_only=True); "
+              "the last decode_tail ids go through one decode step each, the rest through chunked prefill");
   std::apply(
       [&](auto... a) {
         cls.def(

@@ -26,6 +26,12 @@ def test_logits_and_greedy_generation(checkpoint):
     # The last row alone is the same row; a prefix's rows are the same rows (causal).
     np.testing.assert_array_equal(m.logits(prompt, last_only=True)[0], logits[-1])
     np.testing.assert_array_equal(m.logits(prompt[:4]), logits[:4])
+    # The last rows computed by decode steps, one token each, agree with the prefill's rows.
+    tail = m.logits(prompt, decode_tail=3)
+    assert tail.shape == logits.shape
+    np.testing.assert_array_equal(tail[:3], logits[:3])
+    np.testing.assert_allclose(tail[3:], logits[3:], rtol=0, atol=1e-4 * float(np.ptp(logits)))
+    np.testing.assert_array_equal(m.logits(prompt, last_only=True, decode_tail=3)[0], tail[-1])
 
     new = m.generate(prompt, 8, stop_ids=[])
     assert len(new) == 8
@@ -49,6 +55,8 @@ def test_value_errors(checkpoint, tmp_path):
     m = onecat.Model(str(checkpoint), device="cpu", kv_cache_tokens=32)
     with pytest.raises(ValueError, match="vocabulary"):
         m.logits([1, 500])
+    with pytest.raises(ValueError, match="decode_tail"):
+        m.logits([1, 2], decode_tail=2)
     with pytest.raises(ValueError, match="top_p"):
         m.generate([1, 2], 4, top_p=2.0)
     with pytest.raises(ValueError, match="KV cache"):
