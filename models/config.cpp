@@ -4,12 +4,11 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 
 #include "base/error.h"
+#include "base/file.h"
 
 namespace onecat::models {
 namespace {
@@ -241,21 +240,13 @@ cpu::RopeParams parse_rope(const Fields& top, const std::string& origin, int64_t
   return r;
 }
 
-std::string read_text_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot read " + path.string() + "; check that it exists and is readable.");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 ModelConfig load_config_file(const std::filesystem::path& config_path, const std::string& name) {
-  ModelConfig m = parse_model_config(read_text_file(config_path), config_path.string());
+  ModelConfig m = parse_model_config(read_file(config_path), config_path.string());
   m.name = name;
   const std::filesystem::path hf_quant = config_path.parent_path() / "hf_quant_config.json";
   std::error_code ec;
   if (std::filesystem::is_regular_file(hf_quant, ec)) {
-    QuantConfig q = parse_hf_quant_config(read_text_file(hf_quant), hf_quant.string());
+    QuantConfig q = parse_hf_quant_config(read_file(hf_quant), hf_quant.string());
     if (q.method != QuantConfig::kNone) {
       if (m.quant.method != QuantConfig::kNone && m.quant.method != q.method) {
         throw InputError(hf_quant.string() + ": field \"quantization.quant_algo\" says " +

@@ -1,8 +1,6 @@
 #include "models/chat/chat_template.h"
 
-#include <fstream>
-#include <sstream>
-
+#include "base/file.h"
 #include "models/chat/ast.h"
 #include "models/chat/interpreter.h"
 #include "models/chat/lexer.h"
@@ -39,17 +37,9 @@ std::string ChatTemplate::apply(const ChatRequest& request, const nlohmann::orde
 
 namespace {
 
-std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot read " + path.string() + ".");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 nlohmann::ordered_json read_json(const std::filesystem::path& path) {
   try {
-    return nlohmann::ordered_json::parse(read_text(path));
+    return nlohmann::ordered_json::parse(read_file(path));
   } catch (const nlohmann::json::exception& e) {
     throw InputError(path.string() + " is not valid JSON (" + e.what() + ").");
   }
@@ -82,7 +72,7 @@ nlohmann::ordered_json checkpoint_special_tokens(const std::filesystem::path& di
 
 std::string chat_template_argument(const std::string& value) {
   std::error_code ec;
-  if (std::filesystem::is_regular_file(value, ec)) return read_text(value);
+  if (std::filesystem::is_regular_file(value, ec)) return read_file(value);
   if (value.find("{{") != std::string::npos || value.find("{%") != std::string::npos) return value;
   throw InputError("--chat-template " + quoted_input(value) +
                    " is neither a file nor a template (a Jinja template holds {{ or {%).");
@@ -102,12 +92,12 @@ CheckpointChatTemplate load_chat_template(const std::filesystem::path& dir, bool
   // additional_chat_templates/NAME.jinja; "tool_use" serves requests with tools.
   std::filesystem::path tool_use = dir / "additional_chat_templates" / "tool_use.jinja";
   if (with_tools && std::filesystem::exists(tool_use)) {
-    result.source = read_text(tool_use);
+    result.source = read_file(tool_use);
     result.origin = "additional_chat_templates/tool_use.jinja";
     return result;
   }
   if (std::filesystem::exists(dir / "chat_template.jinja")) {
-    result.source = read_text(dir / "chat_template.jinja");
+    result.source = read_file(dir / "chat_template.jinja");
     result.origin = "chat_template.jinja";
     return result;
   }

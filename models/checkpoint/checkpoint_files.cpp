@@ -1,12 +1,11 @@
 #include "models/checkpoint/checkpoint_files.h"
 
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "base/error.h"
+#include "base/file.h"
 
 namespace onecat::models {
 namespace fs = std::filesystem;
@@ -17,12 +16,9 @@ CheckpointFiles::CheckpointFiles(const std::string& directory) : directory_(dire
   const fs::path index = dir / "model.safetensors.index.json";
   std::error_code ec;
   if (fs::is_regular_file(index, ec)) {
-    std::ifstream in(index, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
     nlohmann::json j;
     try {
-      j = nlohmann::json::parse(text.str());
+      j = nlohmann::json::parse(read_file(index));
     } catch (const nlohmann::json::parse_error& e) {
       throw InputError(index.string() + " is not valid JSON (" + e.what() + ").");
     }

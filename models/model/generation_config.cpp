@@ -4,12 +4,11 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 
 #include "base/error.h"
+#include "base/file.h"
 
 namespace onecat::model {
 namespace {
@@ -17,11 +16,9 @@ namespace {
 // A JSON file's value (discarded when it does not parse; each caller names that its way), or
 // nullopt when the file cannot be opened.
 std::optional<nlohmann::json> json_file(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return nlohmann::json::parse(text.str(), nullptr, false);
+  const std::optional<std::string> text = try_read_file(file);
+  if (!text) return std::nullopt;
+  return nlohmann::json::parse(*text, nullptr, false);
 }
 
 std::optional<std::vector<int32_t>> ids_in(const std::filesystem::path& file) {

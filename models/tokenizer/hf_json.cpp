@@ -2,25 +2,16 @@
 // generation_config.json for what transformers adds on top (BOS/EOS, the Llama classes'
 // add_bos_token/add_eos_token).
 #include <algorithm>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "base/error.h"
+#include "base/file.h"
 #include "models/tokenizer/definition.h"
 #include "models/tokenizer/tokenizer.h"
 
 namespace onecat::tokenizer {
 
 namespace {
-
-std::optional<std::string> read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 nlohmann::json parse_json(const std::string& text, const std::string& what) {
   try {
@@ -144,14 +135,14 @@ Tokenizer Tokenizer::from_hf_json(const std::string& tokenizer_json, const std::
 
 Tokenizer Tokenizer::from_hf_directory(const std::filesystem::path& dir) {
   auto path = dir / "tokenizer.json";
-  auto text = read_file(path);
+  auto text = try_read_file(path);
   if (!text)
     throw InputError(path.string() + " cannot be read; a checkpoint directory needs the Hugging Face tokenizer.json.");
   nlohmann::json j = parse_json(*text, path.string());
   nlohmann::json config;
-  if (auto c = read_file(dir / "tokenizer_config.json"))
+  if (auto c = try_read_file(dir / "tokenizer_config.json"))
     config = parse_json(*c, (dir / "tokenizer_config.json").string());
-  if (auto m = read_file(dir / "special_tokens_map.json")) {
+  if (auto m = try_read_file(dir / "special_tokens_map.json")) {
     if (!config.is_object()) config = nlohmann::json::object();
     nlohmann::json map = parse_json(*m, (dir / "special_tokens_map.json").string());
     for (const char* key : {"bos_token", "eos_token"})
@@ -159,7 +150,7 @@ Tokenizer Tokenizer::from_hf_directory(const std::filesystem::path& dir) {
   }
   TokenizerDefinition d = definition_from_json(j, config);
   // generation_config.json lists every id that ends generation (often more than one).
-  if (auto g = read_file(dir / "generation_config.json")) {
+  if (auto g = try_read_file(dir / "generation_config.json")) {
     nlohmann::json gen = parse_json(*g, (dir / "generation_config.json").string());
     auto eos = gen.value("eos_token_id", nlohmann::json());
     if (eos.is_number_integer()) eos = nlohmann::json::array({eos});
