@@ -15,8 +15,9 @@ namespace {
 
 using nlohmann::json;
 
-const std::vector<std::string> kArchitectures = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM",
-                                                 "Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "Qwen2MoeForCausalLM"};
+const std::vector<std::string> kArchitectures = {"LlamaForCausalLM",  "MistralForCausalLM",  "Qwen2ForCausalLM",
+                                                 "Qwen3ForCausalLM",  "Qwen3MoeForCausalLM", "Qwen2MoeForCausalLM",
+                                                 "MixtralForCausalLM"};
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -178,10 +179,10 @@ QuantConfig parse_quantization_config(const json& q, const std::string& origin) 
 // one; the type is "rope_type" or the older "type"; llama3 and yarn take a top-level
 // original_max_position_embeddings first (Phi-3 style), then the dict's, then
 // max_position_embeddings. Fields the type does not use are ignored, as transformers does.
-cpu::RopeParams parse_rope(const Fields& top, const std::string& origin, int64_t max_position) {
+cpu::RopeParams parse_rope(const Fields& top, const std::string& origin, int64_t max_position, double default_theta) {
   using Scaling = cpu::RopeParams::Scaling;
   cpu::RopeParams r;
-  r.theta = top.positive_or("rope_theta", r.theta);
+  r.theta = top.positive_or("rope_theta", default_theta);
   if (top.has("partial_rotary_factor") && top.number("partial_rotary_factor") != 1) {
     top.fail("partial_rotary_factor", "is not 1, and onecat rotates the whole head");
   }
@@ -350,8 +351,8 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
                                                   : f.boolean_or("attention_bias", false);
   // Qwen2/Qwen3 with use_sliding_window: layers from max_window_layers on (Hugging Face's
   // default 28) see only the last sliding_window keys. The plan takes one window for every layer.
-  if (a == "MistralForCausalLM") {
-    // Mistral windows every layer whenever sliding_window is set (null since v0.2).
+  if (a == "MistralForCausalLM" || a == "MixtralForCausalLM") {
+    // Mistral and Mixtral window every layer whenever sliding_window is set (null since v0.2).
     m.sliding_window = f.integer_or("sliding_window", 0, 1);
   } else if (a != "LlamaForCausalLM" && f.boolean_or("use_sliding_window", false)) {
     const int64_t first = f.integer_or("max_window_layers", 28, 0);
@@ -364,7 +365,9 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
     }
   }
   m.max_position_embeddings = f.integer_or("max_position_embeddings", 0);
-  m.rope = parse_rope(f, origin, m.max_position_embeddings);
+  // θ where the config gives none: transformers' default for the architecture (MixtralConfig's
+  // 1e6; the others' 10000).
+  m.rope = parse_rope(f, origin, m.max_position_embeddings, a == "MixtralForCausalLM" ? 1e6 : cpu::RopeParams().theta);
   if (a == "LlamaForCausalLM" && f.boolean_or("mlp_bias", false)) f.fail("mlp_bias", "is true, which onecat does not support");
   if (a == "Qwen3MoeForCausalLM" || a == "Qwen2MoeForCausalLM") {
     // transformers 5's save_pretrained writes num_local_experts (its attribute map's name) where
@@ -381,6 +384,16 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
       const json& dense = f.at("mlp_only_layers");
       if (!dense.is_array() || !dense.empty()) f.fail("mlp_only_layers", "must be empty (dense layers in a MoE model are not supported)");
     }
+  }
+
+  if (a == "MixtralForCausalLM") {
+    // Every layer sparse: num_local_experts MLPs of intermediate_size, the top num_experts_per_tok
+    // of a softmax router renormalised (MixtralSparseMoeBlock always divides by their sum).
+    m.experts = f.integer("num_local_experts");
+    m.experts_per_token = f.integer("num_experts_per_tok");
+    m.moe_intermediate = m.intermediate;
+    m.norm_topk_prob = true;
+    if (m.experts_per_token > m.experts) f.fail("num_experts_per_tok", "is larger than num_local_experts");
   }
 
   if (f.has("quantization_config")) m.quant = parse_quantization_config(f.object("quantization_config"), origin);

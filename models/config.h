@@ -32,8 +32,8 @@ std::string_view quant_method_name(QuantConfig::Method method);
 
 struct ModelConfig {
   std::string name;
-  // LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM
-  // or Qwen2MoeForCausalLM.
+  // LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM,
+  // Qwen2MoeForCausalLM or MixtralForCausalLM.
   std::string architecture;
   int64_t hidden = 0, intermediate = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, vocab = 0;
   double rms_norm_eps = 1e-6;
@@ -45,7 +45,7 @@ struct ModelConfig {
   // (transformers 5); default, linear, llama3 or yarn.
   cpu::RopeParams rope;
   int64_t max_position_embeddings = 0;  // 0 when config.json does not say
-  // Mixture of experts (Qwen3Moe, Qwen2Moe), 0 otherwise.
+  // Mixture of experts (Qwen3Moe, Qwen2Moe, Mixtral), 0 otherwise.
   int64_t experts = 0, experts_per_token = 0, moe_intermediate = 0;
   // Qwen2Moe: the shared expert's intermediate width (its output times sigmoid of a gate), 0: none.
   int64_t shared_intermediate = 0;

@@ -324,6 +324,41 @@ TEST_P(LoadTinyMoe, Qwen2MoeSharedExpertExact) {
   }
 }
 
+// Mixtral as Mistral publishes it: block_sparse_moe.gate (16-bit), each expert's w1 (gate) and w3
+// (up) fused like the dense MLP's, w2 (down); renormalised top-2; every weight exact.
+TEST_P(LoadTinyMoe, MixtralExpertsExact) {
+  const std::string& fmt = GetParam();
+  const std::string dir = Checkpoints::root() + "/mixtral-" + fmt;
+  const LoadedModel m = models::load_checkpoint(dir, {.progress = false});
+  const Reference ref(dir);
+  const auto& cfg = m.config;
+  EXPECT_EQ(cfg.architecture, "MixtralForCausalLM");
+  EXPECT_EQ(cfg.experts, 8);
+  EXPECT_EQ(cfg.experts_per_token, 2);
+  EXPECT_EQ(cfg.moe_intermediate, 128);
+  EXPECT_TRUE(cfg.norm_topk_prob);
+  EXPECT_EQ(cfg.rope.theta, 1e6);  // MixtralConfig's default: the tiny config.json gives none
+  for (size_t i = 0; i < m.layers.size(); ++i) {
+    const auto& l = m.layers[i];
+    const std::string p = "model.layers." + std::to_string(i) + ".block_sparse_moe.";
+    SCOPED_TRACE(p);
+    EXPECT_EQ(l.gate_up.n, 0);  // no dense MLP
+    EXPECT_EQ(l.router.format, WeightFormat::kF16);
+    expect_same(weight_of(l.router), ref.get(p + "gate.weight"), "router");
+    ASSERT_EQ(l.experts.size(), size_t(cfg.experts));
+    for (size_t e = 0; e < l.experts.size(); ++e) {
+      const std::string q = p + "experts." + std::to_string(e) + ".";
+      SCOPED_TRACE(q);
+      const auto& x = l.experts[e];
+      EXPECT_EQ(x.gate_up.format, expected_format(fmt));
+      const bool not_converted = fmt == "awq4" && i == 1 && e == 2;  // modules_to_not_convert
+      EXPECT_EQ(x.down.format, not_converted ? WeightFormat::kF16 : expected_format(fmt));
+      expect_same(weight_of(x.gate_up), ref.stacked({q + "w1.weight", q + "w3.weight"}), "w1|w3");
+      expect_same(weight_of(x.down), ref.get(q + "w2.weight"), "w2");
+    }
+  }
+}
+
 TEST(LoadTinyMoe, AMissingExpertIsNamed) {
   const std::string dir = Checkpoints::root() + "/qwen3moe-f16";
   test::TempDir copy;

@@ -189,6 +189,54 @@ TEST(PlanModel, Qwen2MoeRunsItsSharedExpertAndGatesItInCombine) {
   EXPECT_EQ(op(plan, "layers.moe_combine").count_per_rank, 24);
 }
 
+// Mixtral-8x7B-v0.1's config.json: Mistral's attention, 8 experts of intermediate_size 14336 in
+// every layer, 2 per token, always renormalised; rope_theta 1e6 (also MixtralConfig's default).
+json mixtral_json() {
+  return json{{"architectures", {"MixtralForCausalLM"}},
+              {"hidden_size", 4096},
+              {"intermediate_size", 14336},
+              {"num_hidden_layers", 32},
+              {"num_attention_heads", 32},
+              {"num_key_value_heads", 8},
+              {"vocab_size", 32000},
+              {"rms_norm_eps", 1e-5},
+              {"rope_theta", 1000000.0},
+              {"max_position_embeddings", 32768},
+              {"num_local_experts", 8},
+              {"num_experts_per_tok", 2},
+              {"sliding_window", nullptr},
+              {"router_aux_loss_coef", 0.02},
+              {"tie_word_embeddings", false},
+              {"torch_dtype", "bfloat16"}};
+}
+
+TEST(ModelConfig, ParsesMixtral) {
+  json j = mixtral_json();
+  const ModelConfig m = parse(j);
+  EXPECT_TRUE(m.is_moe());
+  EXPECT_FALSE(m.has_shared_expert());
+  EXPECT_EQ(m.experts, 8);
+  EXPECT_EQ(m.experts_per_token, 2);
+  EXPECT_EQ(m.moe_intermediate, 14336);
+  EXPECT_TRUE(m.norm_topk_prob);
+  EXPECT_FALSE(m.attention_bias);
+  EXPECT_FALSE(m.qk_norm);
+  EXPECT_EQ(m.sliding_window, 0);
+  EXPECT_EQ(m.rope.theta, 1e6);
+  j.erase("rope_theta");
+  EXPECT_EQ(parse(j).rope.theta, 1e6);  // transformers' MixtralConfig default
+  j["sliding_window"] = 4096;
+  EXPECT_EQ(parse(j).sliding_window, 4096);
+  j["num_experts_per_tok"] = 9;
+  parse_error(j, {"/ckpt/config.json", "\"num_experts_per_tok\"", "num_local_experts"});
+  j = mixtral_json();
+  j.erase("num_local_experts");
+  parse_error(j, {"/ckpt/config.json", "\"num_local_experts\"", "missing"});
+
+  const auto plan = plan_model(parse(mixtral_json()), 1);
+  EXPECT_EQ(spec_of(plan, "layers.moe_route"), "moe:op=route,experts=8,topk=2,norm=1");
+}
+
 TEST(ModelConfig, RejectsMalformedFields) {
   json j = qwen3_8b_json();
   j.erase("hidden_size");

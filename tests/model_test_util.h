@@ -92,6 +92,7 @@ inline std::vector<ModelCase> moe_model_cases(const std::string& extra = "") {
   for (const char* f : {"f16", "bf16", "awq4", "gptq4", "gptq4-act", "fp8", "fp8-channel", "fp8-b32", "nvfp4", "mxfp4"})
     out.push_back({"qwen3moe", f, extra});
   for (const char* f : {"f16", "awq4", "nvfp4"}) out.push_back({"qwen2moe", f, "--decisive-routing"});
+  for (const char* f : {"f16", "awq4", "fp8"}) out.push_back({"mixtral", f, "--decisive-routing"});
   return out;
 }
 

@@ -39,7 +39,7 @@ MAKE = os.path.join(HERE, "make_tiny_checkpoint.py")
 
 ARCHS = ["llama", "mistral", "qwen2", "qwen3"]
 # Architectures added later: all their formats after every earlier case (no earlier prompt moves).
-LATER_ARCHS = ["qwen3moe", "qwen2moe"]
+LATER_ARCHS = ["qwen3moe", "qwen2moe", "mixtral"]
 FORMATS = ["f16", "bf16", "awq4", "gptq4", "gptq4-act", "fp8", "fp8-channel", "nvfp4", "mxfp4"]
 # Formats added later, their cases appended after all others so that no earlier case's index (its
 # prompt's seed) moves. fp8-b32-f32 is left out: its weights are fp8-b32's, only the scales'
@@ -73,7 +73,8 @@ def cases():
             # random ones put a token's 2nd and 3rd experts (softmax weights, not renormalised)
             # within the CPU forward's fp16 rounding of each other, and the fp8 case sat at 0.98
             # of the bound on that flip alone.
-            extra = ["--decisive-routing"] if arch == "qwen2moe" else []
+            # Mixtral's top-2 likewise (its nvfp4 case flipped a 2nd expert: 1.6x the bound).
+            extra = ["--decisive-routing"] if arch in ("qwen2moe", "mixtral") else []
             out.append((f"{arch}-{fmt}", ["--arch", arch, "--format", fmt] + extra))
     return out
 
@@ -219,8 +220,32 @@ def quant_method(directory, cfg):
     return "none", 0
 
 
+def moe_experts(cfg):
+    """A MoE config's expert count (Qwen's num_experts, Mixtral's num_local_experts), 0 if dense."""
+    return cfg.get("num_experts") or cfg.get("num_local_experts") or 0
+
+
+def is_mixtral(cfg):
+    return cfg["architectures"][0] == "MixtralForCausalLM"
+
+
+# Mixtral's published MoE names → the Qwen-style ones this file (and transformers 5) uses.
+MIXTRAL_NAMES = {"block_sparse_moe.": "mlp.", ".w1.": ".gate_proj.", ".w3.": ".up_proj.", ".w2.": ".down_proj."}
+
+
+def checkpoint_name(cfg, name):
+    """A Qwen-style MoE tensor name as the checkpoint of this architecture stores it."""
+    if not is_mixtral(cfg):
+        return name
+    for theirs, ours in MIXTRAL_NAMES.items():
+        name = name.replace(ours, theirs)
+    return name
+
+
 def state_dict(directory, cfg):
-    """The fp64 weights transformers' module names expect (tied: lm_head = the embeddings)."""
+    """The fp64 weights transformers' module names expect (tied: lm_head = the embeddings).
+    MoE tensors get Qwen's names whatever the architecture stores (Mixtral: block_sparse_moe,
+    w1/w3/w2), as transformers 5 renames them on load."""
     t = checkpoint_tensors(directory)
     method, group = quant_method(directory, cfg)
     sd = {}
@@ -230,8 +255,8 @@ def state_dict(directory, cfg):
             sd[name] = v
     for i in range(cfg["num_hidden_layers"]):
         projs = ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj"]
-        if "num_experts" in cfg:  # the router, then every expert's three
-            projs += ["mlp.gate"] + [f"mlp.experts.{e}.{p}" for e in range(cfg["num_experts"])
+        if moe_experts(cfg):  # the router, then every expert's three
+            projs += ["mlp.gate"] + [f"mlp.experts.{e}.{p}" for e in range(moe_experts(cfg))
                                      for p in ("gate_proj", "up_proj", "down_proj")]
             if "shared_expert_intermediate_size" in cfg:  # Qwen2-MoE's shared expert and its gate
                 projs += [f"mlp.shared_expert.{p}" for p in ("gate_proj", "up_proj", "down_proj")]
@@ -240,7 +265,7 @@ def state_dict(directory, cfg):
             projs += ["mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"]
         for proj in projs:
             prefix = f"model.layers.{i}.{proj}"
-            sd[prefix + ".weight"] = dequantise(t, prefix, method, group)
+            sd[prefix + ".weight"] = dequantise(t, checkpoint_name(cfg, prefix + ".")[:-1], method, group)
     if cfg.get("tie_word_embeddings"):
         sd["lm_head.weight"] = sd["model.embed_tokens.weight"]
     elif "lm_head.weight" not in sd:
@@ -250,8 +275,12 @@ def state_dict(directory, cfg):
         # make_tiny_checkpoint.py's own exact dequantisation (its norms are fp16 already; bf16
         # checkpoints' reference holds the fp16 rounding onecat loads, so only linears compare).
         ref = read_safetensors(reference)
+        ours = {checkpoint_name(cfg, name): name for name in sd}
         for name, v in ref.items():
-            if name.endswith("proj.weight") and not np.array_equal(sd[name].astype(np.float32), v.astype(np.float32)):
+            if name not in ours or not (ours[name].endswith("proj.weight") or ours[name].endswith("mlp.gate.weight")):
+                continue
+            name = ours[name]
+            if not np.array_equal(sd[name].astype(np.float32), v.astype(np.float32)):
                 raise SystemExit(f"{directory}: {name} dequantises differently here and in make_tiny_checkpoint.py")
     return sd
 
@@ -270,7 +299,8 @@ def rope_params(cfg):
         p["original_max_position_embeddings"] = (cfg.get("original_max_position_embeddings")
                                                  or p.get("original_max_position_embeddings")
                                                  or cfg["max_position_embeddings"])
-    return kind, p, p.get("rope_theta", cfg.get("rope_theta", 10000.0))
+    default = 1e6 if cfg["architectures"][0] == "MixtralForCausalLM" else 10000.0  # transformers' config defaults
+    return kind, p, p.get("rope_theta", cfg.get("rope_theta", default))
 
 
 def inv_freq_and_scale(cfg, dim):
@@ -334,11 +364,12 @@ def numpy_moe(cfg, sd, p, h):
     probs = np.exp(logits - logits.max(-1, keepdims=True))
     probs /= probs.sum(-1, keepdims=True)
     top = cfg["num_experts_per_tok"]
+    renormalise = cfg.get("norm_topk_prob") or is_mixtral(cfg)  # Mixtral always renormalises
     out = np.zeros_like(h)
     for t in range(h.shape[0]):
         chosen = np.argsort(-probs[t], kind="stable")[:top]
         w = probs[t, chosen]
-        if cfg.get("norm_topk_prob"):
+        if renormalise:
             w = w / w.sum()
         for e, we in zip(chosen, w):
             q = p + f"mlp.experts.{e}."
@@ -357,7 +388,7 @@ def numpy_logits(cfg, sd, ids):
     dim = cfg.get("head_dim") or hidden // heads
     eps = cfg["rms_norm_eps"]
     qwen3 = cfg["architectures"][0] in ("Qwen3ForCausalLM", "Qwen3MoeForCausalLM")
-    window = cfg.get("sliding_window") if cfg["architectures"][0] == "MistralForCausalLM" else None
+    window = cfg.get("sliding_window") if cfg["architectures"][0] in ("MistralForCausalLM", "MixtralForCausalLM") else None
     t = len(ids)
     inv, scale = inv_freq_and_scale(cfg, dim)
     angles = (np.arange(t, dtype=np.float32)[:, None] * inv[None, :]).astype(np.float32)
@@ -402,7 +433,7 @@ def numpy_logits(cfg, sd, ids):
             o = o + sd[p + "self_attn.o_proj.bias"]
         x = x + o
         h = norm(x, sd[p + "post_attention_layernorm.weight"])
-        if "num_experts" in cfg:
+        if moe_experts(cfg):
             x = x + numpy_moe(cfg, sd, p, h)
             continue
         gate, up = h @ sd[p + "mlp.gate_proj.weight"].T, h @ sd[p + "mlp.up_proj.weight"].T
@@ -445,12 +476,12 @@ def fused_experts(model, cfg, sd):
     [intermediate], and renames the per-expert tensors of the files on load (and back on save):
     the same here for load_state_dict."""
     keys = set(model.state_dict())
-    if "num_experts" not in cfg or "model.layers.0.mlp.experts.gate_up_proj" not in keys:
+    if not moe_experts(cfg) or "model.layers.0.mlp.experts.gate_up_proj" not in keys:
         return sd
     sd = dict(sd)
     for i in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{i}.mlp.experts."
-        e = range(cfg["num_experts"])
+        e = range(moe_experts(cfg))
         gate = [sd.pop(f"{p}{x}.gate_proj.weight") for x in e]
         up = [sd.pop(f"{p}{x}.up_proj.weight") for x in e]
         sd[p + "gate_up_proj"] = np.stack([np.concatenate([g, u], 0) for g, u in zip(gate, up)])
@@ -511,11 +542,18 @@ def main():
     kept = []
     if a.update and os.path.exists(os.path.join(a.out, "manifest.json")):
         old = json.load(open(os.path.join(a.out, "manifest.json")))
-        for key in ("engine", "prompt_tokens", "versions"):
+        for key in ("engine", "prompt_tokens"):
             if old.get(key) != manifest.get(key):
                 raise SystemExit(f"--update: {a.out}/manifest.json has {key} {old.get(key)}, this run "
                                  f"{manifest.get(key)}; regenerate every case instead")
         kept = [c for c in old["cases"] if not (wanted is None or c["name"] in wanted)]
+        if old.get("versions") != manifest.get("versions"):
+            # Cases computed by other versions than the manifest's carry their own.
+            run_versions = manifest.get("versions")
+            manifest["versions"] = old.get("versions")
+            print(f"--update: this run's versions {run_versions} differ from the manifest's; its cases record them",
+                  file=sys.stderr)
+            manifest["case_versions"] = run_versions
     for index, (name, args) in enumerate(cases()):
         if wanted and name not in wanted:
             continue
@@ -528,6 +566,8 @@ def main():
             sd = state_dict(tmp, cfg)
             ids = prompt_for(index, cfg["vocab_size"])
             entry = {"name": name, "args": args, "prompt": ids}
+            if manifest.get("case_versions"):
+                entry["versions"] = manifest["case_versions"]
             reference = numpy_logits(cfg, sd, ids)
             if a.engine == "transformers":
                 model = transformers_model(tmp, cfg, sd)
@@ -554,7 +594,7 @@ def main():
     order = {name: i for i, (name, _) in enumerate(cases())}
     manifest["cases"] = sorted(kept + manifest["cases"], key=lambda c: order.get(c["name"], len(order)))
     # One case per line: the prompts are long.
-    head = {k: v for k, v in manifest.items() if k != "cases"}
+    head = {k: v for k, v in manifest.items() if k not in ("cases", "case_versions")}
     text = json.dumps(head)[:-1] + ', "cases": [\n' + ",\n".join(json.dumps(c) for c in manifest["cases"]) + "\n]}\n"
     with open(os.path.join(a.out, "manifest.json"), "w") as f:
         f.write(text)

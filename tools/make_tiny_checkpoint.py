@@ -70,12 +70,31 @@ ARCHS = {
                      shared_expert_intermediate_size=256, num_experts=8, num_experts_per_tok=2,
                      norm_topk_prob=False, decoder_sparse_step=1, mlp_only_layers=[], qkv_bias=True,
                      tie_word_embeddings=False),
+    # Mixtral: Mistral's attention, every layer 8 experts of intermediate_size 128, 2 per token,
+    # renormalised (always, no flag), no shared expert; tensors under block_sparse_moe, the
+    # experts' as w1 (gate), w3 (up) and w2 (down), as Mistral publishes them.
+    "mixtral": dict(architectures=["MixtralForCausalLM"], model_type="mixtral", hidden_size=256,
+                    num_attention_heads=4, num_key_value_heads=2, intermediate_size=128, num_local_experts=8,
+                    num_experts_per_tok=2, sliding_window=None, tie_word_embeddings=False),
 }
 FORMATS = ["f16", "bf16", "awq4", "gptq4", "gptq4-act", "fp8", "fp8-channel", "fp8-b32", "fp8-b32-f32", "nvfp4", "mxfp4"]
 VOCAB, LAYERS, GROUP = 128, 2, 64
 # An AWQ layer left in fp16 by modules_to_not_convert (AutoAWQ's substring match).
 AWQ_NOT_CONVERTED = "model.layers.1.mlp.down_proj"
 AWQ_NOT_CONVERTED_MOE = "model.layers.1.mlp.experts.2.down_proj"  # one expert's, in a MoE model
+AWQ_NOT_CONVERTED_MIXTRAL = "model.layers.1.block_sparse_moe.experts.2.w2"
+
+
+def moe_experts(cfg):
+    """A MoE config's expert count (Qwen's num_experts, Mixtral's num_local_experts), 0 if dense."""
+    return cfg.get("num_experts") or cfg.get("num_local_experts") or 0
+
+
+def moe_names(cfg):
+    """(the MoE block's prefix, the experts' gate, up and down names) as the architecture publishes them."""
+    if cfg["architectures"][0] == "MixtralForCausalLM":
+        return "block_sparse_moe.", ("w1", "w3", "w2")
+    return "mlp.", ("gate_proj", "up_proj", "down_proj")
 
 # ---------------------------------------------------------------------------------------------
 # safetensors, written by hand
@@ -402,7 +421,7 @@ def decisive_edits(cfg, rng):
     passes them unscaled and its router reads expert e's logit from dimension e (plus a tenth of
     its random weights): after the norm the pattern's gaps (about 1.6) dwarf what attention and
     the experts add (about 0.15), so no choice is within rounding."""
-    experts, hidden, vocab = cfg["num_experts"], cfg["hidden_size"], cfg["vocab_size"]
+    experts, hidden, vocab = moe_experts(cfg), cfg["hidden_size"], cfg["vocab_size"]
     pattern = np.stack([rng.permutation(np.linspace(-1.0, 1.0, experts)) for _ in range(vocab)]) * 40.0
 
     def embed(x):
@@ -418,7 +437,8 @@ def decisive_edits(cfg, rng):
         x[np.arange(experts), np.arange(experts) % hidden] += 1.0
         return x
 
-    return {"model.embed_tokens.weight": embed, "post_attention_layernorm.weight": norm, "mlp.gate.weight": router}
+    return {"model.embed_tokens.weight": embed, "post_attention_layernorm.weight": norm,
+            moe_names(cfg)[0] + "gate.weight": router}
 
 
 def make(out, arch, fmt, shards=1, seed=0, overflow=False, shape=None, reference_file=True, rope=None,
@@ -441,13 +461,14 @@ def make(out, arch, fmt, shards=1, seed=0, overflow=False, shape=None, reference
             cfg.pop(key, None)
         cfg.update(ROPES[rope])
     if sliding_window is not None:
-        if arch != "mistral":
-            sys.exit("--sliding-window: only Mistral windows every layer by sliding_window alone")
+        if arch not in ("mistral", "mixtral"):
+            sys.exit("--sliding-window: only Mistral and Mixtral window every layer by sliding_window alone")
         cfg["sliding_window"] = sliding_window
     cfg.update(shape or {})
     layers, vocab = cfg["num_hidden_layers"], cfg["vocab_size"]
-    moe = "num_experts" in cfg
-    not_converted = AWQ_NOT_CONVERTED_MOE if moe else AWQ_NOT_CONVERTED
+    moe = moe_experts(cfg) > 0
+    not_converted = (AWQ_NOT_CONVERTED_MIXTRAL if arch == "mixtral" else AWQ_NOT_CONVERTED_MOE) if moe \
+        else AWQ_NOT_CONVERTED
     if fmt in QUANTISERS:
         cfg["quantization_config"] = quantization_config(fmt, not_converted)
         if random:  # every linear quantised, groups of RANDOM_GROUP
@@ -509,14 +530,15 @@ def make(out, arch, fmt, shards=1, seed=0, overflow=False, shape=None, reference
         dense(p + "post_attention_layernorm.weight", (hidden,), 1.0)
         if moe:
             # The router stays in 16 bits in every published quantised MoE checkpoint; the
-            # experts' tensors as Qwen publishes them, one set per expert.
-            dense(p + "mlp.gate.weight", (cfg["num_experts"], hidden), 1 / np.sqrt(hidden))
-            expert_inter = cfg["moe_intermediate_size"]
-            for e in range(cfg["num_experts"]):
-                q = p + f"mlp.experts.{e}."
-                linear(q + "gate_proj", expert_inter, hidden, (i, e, "gate_up"))
-                linear(q + "up_proj", expert_inter, hidden, (i, e, "gate_up"))
-                linear(q + "down_proj", hidden, expert_inter, (i, e, "down"))
+            # experts' tensors as the architecture publishes them, one set per expert.
+            block, (gate_name, up_name, down_name) = moe_names(cfg)
+            dense(p + block + "gate.weight", (moe_experts(cfg), hidden), 1 / np.sqrt(hidden))
+            expert_inter = cfg.get("moe_intermediate_size", inter)
+            for e in range(moe_experts(cfg)):
+                q = p + f"{block}experts.{e}."
+                linear(q + gate_name, expert_inter, hidden, (i, e, "gate_up"))
+                linear(q + up_name, expert_inter, hidden, (i, e, "gate_up"))
+                linear(q + down_name, hidden, expert_inter, (i, e, "down"))
             if "shared_expert_intermediate_size" in cfg:  # Qwen2-MoE: the shared expert and its gate
                 shared_inter = cfg["shared_expert_intermediate_size"]
                 linear(p + "mlp.shared_expert.gate_proj", shared_inter, hidden, (i, "shared_gate_up"))

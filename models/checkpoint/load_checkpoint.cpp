@@ -13,8 +13,8 @@
 namespace onecat::models {
 namespace {
 
-const char* const kLoadable[] = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
-                                 "Qwen3MoeForCausalLM", "Qwen2MoeForCausalLM"};
+const char* const kLoadable[] = {"LlamaForCausalLM",    "MistralForCausalLM",  "Qwen2ForCausalLM",  "Qwen3ForCausalLM",
+                                 "Qwen3MoeForCausalLM", "Qwen2MoeForCausalLM", "MixtralForCausalLM"};
 
 // Every tensor a linear layer of any format may have (models/checkpoint/linear.cpp).
 const char* const kLinearTensors[] = {
@@ -127,15 +127,19 @@ LoadedLayer load_layer(Reader& r, const ModelConfig& c, int64_t i) {
   l.v_scale = r.kv_scale(p, "v");
   l.post_attention_norm = r.vector_f16(p + "post_attention_layernorm.weight", c.hidden, hidden);
   if (c.is_moe()) {
-    // As Qwen publishes them: mlp.gate (the router) and mlp.experts.<e>.{gate,up,down}_proj.
-    l.router = r.linear(p + "mlp.gate", c.experts, c.hidden, c.quant);
+    // As Qwen publishes them: mlp.gate (the router) and mlp.experts.<e>.{gate,up,down}_proj;
+    // Mixtral: block_sparse_moe.gate and block_sparse_moe.experts.<e>.w1 (gate), w3 (up), w2 (down).
+    const bool mixtral = c.architecture == "MixtralForCausalLM";
+    const std::string block = p + (mixtral ? "block_sparse_moe." : "mlp.");
+    const std::string gate = mixtral ? "w1" : "gate_proj", up = mixtral ? "w3" : "up_proj",
+                      down = mixtral ? "w2" : "down_proj";
+    l.router = r.linear(block + "gate", c.experts, c.hidden, c.quant);
     l.experts.resize(size_t(c.experts));
     for (int64_t e = 0; e < c.experts; ++e) {
-      const std::string q = p + "mlp.experts." + std::to_string(e) + ".";
-      l.experts[size_t(e)].gate_up =
-          r.stacked({q + "gate_proj", q + "up_proj"}, {c.moe_intermediate, c.moe_intermediate}, c.hidden, c.quant,
-                    q + "gate_proj|up_proj");
-      l.experts[size_t(e)].down = r.linear(q + "down_proj", c.hidden, c.moe_intermediate, c.quant);
+      const std::string q = block + "experts." + std::to_string(e) + ".";
+      l.experts[size_t(e)].gate_up = r.stacked({q + gate, q + up}, {c.moe_intermediate, c.moe_intermediate}, c.hidden,
+                                               c.quant, q + gate + "|" + up);
+      l.experts[size_t(e)].down = r.linear(q + down, c.hidden, c.moe_intermediate, c.quant);
     }
     if (c.has_shared_expert()) {
       // Qwen2-MoE: mlp.shared_expert.{gate,up,down}_proj, a dense MLP every token runs, and
@@ -165,7 +169,7 @@ LoadedModel load_checkpoint(const std::string& directory, const LoadOptions& opt
   if (!loadable) {
     throw InputError(directory + "/config.json: architecture " + c.architecture +
                      " cannot be loaded yet (onecat loads LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
-                     "Qwen3ForCausalLM, Qwen3MoeForCausalLM and Qwen2MoeForCausalLM checkpoints).");
+                     "Qwen3ForCausalLM, Qwen3MoeForCausalLM, Qwen2MoeForCausalLM and MixtralForCausalLM checkpoints).");
   }
   const CheckpointFiles files(directory);
   LoadProgress progress("loading " + c.name, files.total_bytes(), options.progress);
