@@ -1,6 +1,6 @@
 // Built-in model configs (shapes only, no weights), copied from the public config.json of
 // each checkpoint (Qwen/Qwen3-8B, meta-llama/Llama-3.1-8B, Qwen/Qwen3-32B,
-// Qwen/Qwen3-30B-A3B), with the quantised forms onecat's gemm family reads.
+// Qwen/Qwen3-30B-A3B, mistralai/Mixtral-8x7B-v0.1), with the quantised forms onecat's gemm family reads.
 #include <utility>
 
 #include "base/error.h"
@@ -50,6 +50,14 @@ std::vector<ModelConfig> base_models() {
   moe.moe_intermediate = 768;
   moe.norm_topk_prob = true;
   out.push_back(moe);
+  // Every layer 8 experts of intermediate_size 14336, 2 per token, always renormalised.
+  ModelConfig mixtral = dense("mixtral-8x7b", "MixtralForCausalLM", 4096, 14336, 32, 32, 8, 32000, 1e-5, false);
+  mixtral.max_position_embeddings = 32768;
+  mixtral.experts = 8;
+  mixtral.experts_per_token = 2;
+  mixtral.moe_intermediate = 14336;
+  mixtral.norm_topk_prob = true;
+  out.push_back(mixtral);
   return out;
 }
 

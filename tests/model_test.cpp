@@ -598,7 +598,17 @@ TEST(ModelBuiltin, QuantisedForms) {
   EXPECT_EQ(builtin_model("qwen3-8b:mxfp4").quant.method, QuantConfig::kMxfp4);
   EXPECT_EQ(builtin_model("llama-3.1-8b:fp8").name, "llama-3.1-8b:fp8");
   const auto names = builtin_model_names();
-  EXPECT_EQ(names.size(), 24u);
+  EXPECT_EQ(names.size(), 30u);
+  EXPECT_NE(std::find(names.begin(), names.end(), "mixtral-8x7b:awq4"), names.end());
+  const ModelConfig mixtral = builtin_model("mixtral-8x7b");
+  const ModelConfig published = parse(mixtral_json());
+  EXPECT_EQ(mixtral.experts, published.experts);
+  EXPECT_EQ(mixtral.experts_per_token, published.experts_per_token);
+  EXPECT_EQ(mixtral.moe_intermediate, published.moe_intermediate);
+  EXPECT_EQ(mixtral.norm_topk_prob, published.norm_topk_prob);
+  EXPECT_EQ(mixtral.vocab, published.vocab);
+  EXPECT_EQ(mixtral.rope.theta, published.rope.theta);
+  EXPECT_EQ(mixtral.rms_norm_eps, published.rms_norm_eps);
   for (const auto& n : names) EXPECT_EQ(builtin_model(n).name, n);
   EXPECT_NE(std::find(names.begin(), names.end(), "qwen3-30b-a3b:mxfp4"), names.end());
   expect_throw<InputError>([] { builtin_model("qwen3-9b"); }, {"qwen3-9b", "qwen3-8b", "llama-3.1-8b:gptq4", "qwen3-30b-a3b:nvfp4"});
