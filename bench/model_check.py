@@ -45,6 +45,9 @@ SHAPES = {
                                  num_key_value_heads=4, head_dim=128, vocab_size=152064)),
     "qwen3-8b": ("qwen3", dict(hidden_size=4096, intermediate_size=12288, num_attention_heads=32,
                                num_key_value_heads=8, head_dim=128, vocab_size=151936)),
+    # Mixtral-8x7B: 8 experts of 14336 per layer (2.8 GB of fp16 a layer), 2 per token.
+    "mixtral-8x7b": ("mixtral", dict(hidden_size=4096, intermediate_size=14336, num_attention_heads=32,
+                                     num_key_value_heads=8, head_dim=128, vocab_size=32000)),
 }
 DEFAULT_CASES = ("llama-3.1-8b:f16,qwen2.5-7b:bf16,qwen3-8b:f16,qwen3-8b:awq4,qwen3-8b:gptq4-act,"
                  "qwen3-8b:fp8,qwen3-8b:nvfp4,qwen3-8b:mxfp4")
@@ -92,7 +95,10 @@ def main():
         shape = dict(dims, num_hidden_layers=args.layers)
         d = os.path.join(work, f"{name}-{fmt}")
         t0 = time.time()
-        subprocess.run([sys.executable, gl.MAKE, d, "--arch", arch, "--format", fmt, "--shape", json.dumps(shape)],
+        # MoE: decisive routers (make_tiny_checkpoint.py --decisive-routing), so that fp16 and fp32
+        # never part at a near tie between a token's k-th and (k+1)-th experts.
+        moe = ["--decisive-routing"] if arch in ("qwen3moe", "qwen2moe", "mixtral") else []
+        subprocess.run([sys.executable, gl.MAKE, d, "--arch", arch, "--format", fmt, "--shape", json.dumps(shape)] + moe,
                        check=True, stdout=subprocess.DEVNULL)
         cfg = json.load(open(os.path.join(d, "config.json")))
         rng = np.random.default_rng(7)
