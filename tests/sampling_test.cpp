@@ -501,6 +501,56 @@ TEST(SamplingReference, SampleRowsIsSampleBitForBit) {
   }
 }
 
+// A greedy row with nothing else asked (no logprob), under a mask or not, takes a one-pass path: the same
+// token as the general path (which a logprob request takes), for sparse and dense masks, NaN and
+// ±inf logits, ties, a mask whose allowed logits are all −inf, and the vocabulary's last word.
+TEST(SamplingReference, GreedyUnderAMaskIsTheGeneralPathsToken) {
+  std::mt19937_64 rng(7);
+  const int64_t vocab = 1000;  // not a multiple of 32: the mask's last word is partly outside
+  std::normal_distribution<float> normal(0, 3);
+  const SamplingParams greedy{.temperature = 0};
+  int checked = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<float> logits(static_cast<size_t>(vocab));
+    for (float& v : logits) v = std::round(normal(rng) * 2) / 2;  // halves: many equal values
+    for (int k = 0; k < 20; ++k) {
+      const float specials[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                                -std::numeric_limits<float>::infinity(), -0.0f};
+      logits[size_t(rng() % uint64_t(vocab))] = specials[trial % 4 == 0 ? k % 4 : 2 + k % 2];
+    }
+    std::vector<uint32_t> mask(size_t((vocab + 31) / 32) + 1, 0);
+    const uint64_t density = 1 + uint64_t(trial % 5) * 25;  // percent allowed: 1 … 101
+    for (int64_t i = 0; i < vocab; ++i) {
+      if (rng() % 100 < density) mask[size_t(i >> 5)] |= 1u << (i & 31);
+    }
+    mask.back() = ~0u;     // bits past the vocabulary are ignored
+    if (trial % 7 == 0) {  // every allowed logit −inf (or NaN): the first allowed token
+      for (int64_t i = 0; i < vocab; ++i) {
+        if ((mask[size_t(i >> 5)] >> (i & 31)) & 1u) logits[size_t(i)] = trial % 2 ? -INFINITY : NAN;
+      }
+    }
+    if (std::all_of(mask.begin(), mask.end() - 1, [](uint32_t w) { return w == 0; })) continue;
+    const cpu::SampleRow fast{logits.data(), &greedy, {}, {}, 0, false, mask.data()};
+    const cpu::SampleRow general{logits.data(), &greedy, {}, {}, 0, true, mask.data()};
+    const int a = cpu::sample_rows(std::span(&fast, 1), vocab).at(0).token;
+    const int b = cpu::sample_rows(std::span(&general, 1), vocab).at(0).token;
+    EXPECT_EQ(a, b) << "trial " << trial;
+    EXPECT_TRUE((mask[size_t(a >> 5)] >> (a & 31)) & 1u) << "trial " << trial;
+    // No mask: the one-pass argmax, and the general path's.
+    const cpu::SampleRow fast_all{logits.data(), &greedy, {}, {}, 0, false, nullptr};
+    const cpu::SampleRow general_all{logits.data(), &greedy, {}, {}, 0, true, nullptr};
+    EXPECT_EQ(cpu::sample_rows(std::span(&fast_all, 1), vocab).at(0).token,
+              cpu::sample_rows(std::span(&general_all, 1), vocab).at(0).token)
+        << "trial " << trial;
+    ++checked;
+  }
+  EXPECT_GT(checked, 150);
+  std::vector<uint32_t> none(size_t((vocab + 31) / 32), 0);
+  std::vector<float> logits(static_cast<size_t>(vocab), 0.0f);
+  const cpu::SampleRow empty{logits.data(), &greedy, {}, {}, 0, false, none.data()};
+  EXPECT_THROW(cpu::sample_rows(std::span(&empty, 1), vocab), Error);
+}
+
 TEST(SamplingReference, FrequenciesFollowTheDistributionOfTheDefinition) {
   // Eight tokens, temperature 0.8, top_k 6, top_p 0.95, a repeated output token: the expected
   // probabilities come from the oracle's definition, the draws from many seeds.

@@ -1,6 +1,7 @@
 #include "runtime/cpu/sampling.h"
 
 #include <algorithm>
+#include <bit>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
@@ -297,6 +298,39 @@ SampleDecision decide(const float* logits, int64_t vocab, const SamplingParams& 
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   SampleDecision d;
   d.margin = kInf;
+
+  // Greedy with nothing asked but the token, under a mask or not (a constrained request's usual
+  // row): the (masked) argmax in one pass, the same token as the general path below (sanitised
+  // values, the lowest id among equal maxima; under a mask the first allowed token when every
+  // allowed one is −inf) without its copies of the row.
+  if (given < 0 && !token_logprob && p.logprobs == 0 && p.temperature < kGreedyTemperature &&
+      p.repetition_penalty == 1.0f && p.presence_penalty == 0.0f && p.frequency_penalty == 0.0f &&
+      p.logit_bias.empty()) {
+    if (!allowed) {
+      int64_t best = 0;
+      float best_value = kNegInf;
+      for (int64_t i = 0; i < vocab; ++i) {
+        const float v = sanitize_logit(logits[i]);
+        if (v > best_value) best_value = v, best = i;
+      }
+      d.sampled.token = int(best);
+      return d;
+    }
+    int64_t best = -1, first = -1;
+    float best_value = kNegInf;
+    for (int64_t w = 0; w < (vocab + 31) / 32; ++w) {
+      for (uint32_t bits = allowed[w]; bits != 0; bits &= bits - 1) {
+        const int64_t i = w * 32 + std::countr_zero(bits);
+        if (i >= vocab) break;
+        if (first < 0) first = i;
+        const float v = sanitize_logit(logits[i]);
+        if (v > best_value) best_value = v, best = i;
+      }
+    }
+    if (first < 0) throw Error("sampling: the row's mask allows no token");
+    d.sampled.token = int(best >= 0 ? best : first);
+    return d;
+  }
 
   // Logprobs of the raw distribution (the log-sum-exp only when a logprob is asked for).
   std::vector<float> raw(static_cast<size_t>(vocab));
