@@ -369,31 +369,32 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   // 1e6; the others' 10000).
   m.rope = parse_rope(f, origin, m.max_position_embeddings, a == "MixtralForCausalLM" ? 1e6 : cpu::RopeParams().theta);
   if (a == "LlamaForCausalLM" && f.boolean_or("mlp_bias", false)) f.fail("mlp_bias", "is true, which onecat does not support");
-  if (a == "Qwen3MoeForCausalLM" || a == "Qwen2MoeForCausalLM") {
-    // transformers 5's save_pretrained writes num_local_experts (its attribute map's name) where
-    // the published config.json has num_experts.
-    m.experts = f.has("num_experts") || !f.has("num_local_experts") ? f.integer("num_experts") : f.integer("num_local_experts");
+  const bool qwen_moe = a == "Qwen3MoeForCausalLM" || a == "Qwen2MoeForCausalLM", mixtral = a == "MixtralForCausalLM";
+  if (qwen_moe || mixtral) {
+    // Mixtral names the expert count num_local_experts; so does transformers 5's save_pretrained
+    // (its attribute map's name) where Qwen's published config.json has num_experts.
+    const std::string count =
+        mixtral || (!f.has("num_experts") && f.has("num_local_experts")) ? "num_local_experts" : "num_experts";
+    m.experts = f.integer(count);
     m.experts_per_token = f.integer("num_experts_per_tok");
+    if (m.experts_per_token > m.experts) f.fail("num_experts_per_tok", "is larger than " + count);
+  }
+  if (mixtral) {
+    // Every layer sparse: MLPs of intermediate_size, the top num_experts_per_tok of a softmax
+    // router renormalised (MixtralSparseMoeBlock always divides by their sum).
+    m.moe_intermediate = m.intermediate;
+    m.norm_topk_prob = true;
+  }
+  if (qwen_moe) {
     m.moe_intermediate = f.integer("moe_intermediate_size");
     m.norm_topk_prob = f.boolean_or("norm_topk_prob", false);
     // Qwen2-MoE: every MoE layer also runs a shared expert, gated by sigmoid(x · shared_expert_gate).
     if (a == "Qwen2MoeForCausalLM") m.shared_intermediate = f.integer("shared_expert_intermediate_size");
-    if (m.experts_per_token > m.experts) f.fail("num_experts_per_tok", "is larger than num_experts");
     if (f.integer_or("decoder_sparse_step", 1) != 1) f.fail("decoder_sparse_step", "must be 1 (every layer a MoE layer)");
     if (f.has("mlp_only_layers")) {
       const json& dense = f.at("mlp_only_layers");
       if (!dense.is_array() || !dense.empty()) f.fail("mlp_only_layers", "must be empty (dense layers in a MoE model are not supported)");
     }
-  }
-
-  if (a == "MixtralForCausalLM") {
-    // Every layer sparse: num_local_experts MLPs of intermediate_size, the top num_experts_per_tok
-    // of a softmax router renormalised (MixtralSparseMoeBlock always divides by their sum).
-    m.experts = f.integer("num_local_experts");
-    m.experts_per_token = f.integer("num_experts_per_tok");
-    m.moe_intermediate = m.intermediate;
-    m.norm_topk_prob = true;
-    if (m.experts_per_token > m.experts) f.fail("num_experts_per_tok", "is larger than num_local_experts");
   }
 
   if (f.has("quantization_config")) m.quant = parse_quantization_config(f.object("quantization_config"), origin);

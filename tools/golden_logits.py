@@ -34,6 +34,8 @@ import tempfile
 
 import numpy as np
 
+from make_tiny_checkpoint import moe_experts  # the checkpoints' own expert count (this file's folder)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 MAKE = os.path.join(HERE, "make_tiny_checkpoint.py")
 
@@ -220,11 +222,6 @@ def quant_method(directory, cfg):
     return "none", 0
 
 
-def moe_experts(cfg):
-    """A MoE config's expert count (Qwen's num_experts, Mixtral's num_local_experts), 0 if dense."""
-    return cfg.get("num_experts") or cfg.get("num_local_experts") or 0
-
-
 def is_mixtral(cfg):
     return cfg["architectures"][0] == "MixtralForCausalLM"
 
@@ -299,7 +296,7 @@ def rope_params(cfg):
         p["original_max_position_embeddings"] = (cfg.get("original_max_position_embeddings")
                                                  or p.get("original_max_position_embeddings")
                                                  or cfg["max_position_embeddings"])
-    default = 1e6 if cfg["architectures"][0] == "MixtralForCausalLM" else 10000.0  # transformers' config defaults
+    default = 1e6 if is_mixtral(cfg) else 10000.0  # transformers' config defaults
     return kind, p, p.get("rope_theta", cfg.get("rope_theta", default))
 
 
@@ -388,7 +385,7 @@ def numpy_logits(cfg, sd, ids):
     dim = cfg.get("head_dim") or hidden // heads
     eps = cfg["rms_norm_eps"]
     qwen3 = cfg["architectures"][0] in ("Qwen3ForCausalLM", "Qwen3MoeForCausalLM")
-    window = cfg.get("sliding_window") if cfg["architectures"][0] in ("MistralForCausalLM", "MixtralForCausalLM") else None
+    window = cfg.get("sliding_window") if cfg["architectures"][0] == "MistralForCausalLM" or is_mixtral(cfg) else None
     t = len(ids)
     inv, scale = inv_freq_and_scale(cfg, dim)
     angles = (np.arange(t, dtype=np.float32)[:, None] * inv[None, :]).astype(np.float32)
@@ -539,7 +536,7 @@ def main():
 
         manifest["versions"] = {"torch": torch.__version__, "transformers": transformers.__version__}
         torch.manual_seed(0)
-    kept = []
+    kept, case_versions = [], None
     if a.update and os.path.exists(os.path.join(a.out, "manifest.json")):
         old = json.load(open(os.path.join(a.out, "manifest.json")))
         for key in ("engine", "prompt_tokens"):
@@ -549,11 +546,9 @@ def main():
         kept = [c for c in old["cases"] if not (wanted is None or c["name"] in wanted)]
         if old.get("versions") != manifest.get("versions"):
             # Cases computed by other versions than the manifest's carry their own.
-            run_versions = manifest.get("versions")
-            manifest["versions"] = old.get("versions")
-            print(f"--update: this run's versions {run_versions} differ from the manifest's; its cases record them",
+            case_versions, manifest["versions"] = manifest.get("versions"), old.get("versions")
+            print(f"--update: this run's versions {case_versions} differ from the manifest's; its cases record them",
                   file=sys.stderr)
-            manifest["case_versions"] = run_versions
     for index, (name, args) in enumerate(cases()):
         if wanted and name not in wanted:
             continue
@@ -566,8 +561,8 @@ def main():
             sd = state_dict(tmp, cfg)
             ids = prompt_for(index, cfg["vocab_size"])
             entry = {"name": name, "args": args, "prompt": ids}
-            if manifest.get("case_versions"):
-                entry["versions"] = manifest["case_versions"]
+            if case_versions:
+                entry["versions"] = case_versions
             reference = numpy_logits(cfg, sd, ids)
             if a.engine == "transformers":
                 model = transformers_model(tmp, cfg, sd)
@@ -594,7 +589,7 @@ def main():
     order = {name: i for i, (name, _) in enumerate(cases())}
     manifest["cases"] = sorted(kept + manifest["cases"], key=lambda c: order.get(c["name"], len(order)))
     # One case per line: the prompts are long.
-    head = {k: v for k, v in manifest.items() if k not in ("cases", "case_versions")}
+    head = {k: v for k, v in manifest.items() if k != "cases"}
     text = json.dumps(head)[:-1] + ', "cases": [\n' + ",\n".join(json.dumps(c) for c in manifest["cases"]) + "\n]}\n"
     with open(os.path.join(a.out, "manifest.json"), "w") as f:
         f.write(text)

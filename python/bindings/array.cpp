@@ -98,9 +98,19 @@ DTypeInfo from_dlpack(DLDataType t) {
   }
 }
 
+// A sequence of ints (shape, strides); a tuple (torch.Size is one) read without pybind's casts.
 Dims int_tuple(py::handle seq) {
   Dims out;
-  for (py::handle h : seq) out.push_back(h.cast<int64_t>());
+  if (!PyTuple_Check(seq.ptr())) {
+    for (py::handle h : seq) out.push_back(h.cast<int64_t>());
+    return out;
+  }
+  const Py_ssize_t n = PyTuple_GET_SIZE(seq.ptr());
+  out.resize(size_t(n));
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    out[size_t(i)] = PyLong_AsLongLong(PyTuple_GET_ITEM(seq.ptr(), i));
+    if (out[size_t(i)] == -1 && PyErr_Occurred()) throw py::error_already_set();
+  }
   return out;
 }
 
@@ -175,19 +185,6 @@ py::object checked(PyObject* result) {
   return py::reinterpret_steal<py::object>(result);
 }
 
-// A tuple (torch.Size is one) of ints, read without pybind's casts.
-Dims int_tuple_fast(PyObject* seq) {
-  if (!PyTuple_Check(seq)) return int_tuple(seq);
-  const Py_ssize_t n = PyTuple_GET_SIZE(seq);
-  Dims out;
-  out.resize(size_t(n));
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    out[size_t(i)] = PyLong_AsLongLong(PyTuple_GET_ITEM(seq, i));
-    if (out[size_t(i)] == -1 && PyErr_Occurred()) throw py::error_already_set();
-  }
-  return out;
-}
-
 // An op call reads each tensor argument here, so it stays on CPython's own calls: interned
 // attribute names, vectorcall methods, tuple items read directly.
 ArrayView torch_view(py::handle t) {
@@ -198,8 +195,8 @@ ArrayView torch_view(py::handle t) {
   v.dtype = dt.info.type;
   v.dtype_name = dt.name;
   v.itemsize = dt.info.size > 0 ? dt.info.size : t.attr("element_size")().cast<int>();
-  v.shape = int_tuple_fast(checked(PyObject_GetAttr(o, n.shape)).ptr());
-  v.strides = int_tuple_fast(checked(PyObject_CallMethodNoArgs(o, n.stride)).ptr());
+  v.shape = int_tuple(checked(PyObject_GetAttr(o, n.shape)));
+  v.strides = int_tuple(checked(PyObject_CallMethodNoArgs(o, n.stride)));
   const py::object data = checked(PyObject_CallMethodNoArgs(o, n.data_ptr));
   v.data = uintptr_t(PyLong_AsUnsignedLongLong(data.ptr()));
   if (PyErr_Occurred()) throw py::error_already_set();
