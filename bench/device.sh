@@ -35,6 +35,8 @@
 #                    weights (bench/moe_torch_peer.py, transformers' per-expert loop) at the same MS
 #   attn-points@FILE build-device/attention_bench one SPEC BATCH CTX Q [CONFIG] per line of FILE
 #   gemm-points@FILE[@graph]  onecat bench SPEC --m M --config CONFIG [--graph] per line (SPEC M CONFIG) of FILE
+#   kernel-table@FILE  issue 27's table: bench/kernel_table.sh FILE (onecat bench --shapes FILE --sweep --graph, torch
+#                    SDPA beside attention; KERNEL_SWEEP=0: defaults only) -> kernels.jsonl, kernel_table.{json,md}
 #   attn-bench[@MODE] build-device/attention_bench (MODE quick, sweep or best) -> attention_bench.json
 #   sdpa[@MODE]      torch SDPA on the same attention shapes (bench/attention_sdpa.py) -> attention_sdpa.json
 #   probe            bench/mma_probe.cu: mma.sync ceilings by warps per SM and warp tile -> probe.jsonl
@@ -309,6 +311,7 @@ for p in (a, b, b): print(json.dumps({"prompt_ids": p, "max_tokens": 1}))' >/tmp
         while read -r spec m config; do  # FILE: lines SPEC M CONFIG
           [ -z "$spec" ] || [ "${spec:0:1}" = "#" ] || timeout "$(left)" "$bin" bench "$spec" --m "$m" --config "$config" ${mode:+--$mode}
         done <"$file" ;;
+      kernel-table@*) SWEEP=${KERNEL_SWEEP:-1} PYTHON=$py timeout "$(left)" bash bench/kernel_table.sh "${s#kernel-table@}" "$out" "$bin" ;;
       attn-bench*) timeout "$(left)" build-device/attention_bench "$out/attention_bench.json" "${s#attn-bench@}" ;;
       sdpa*) timeout "$(left)" "$py" bench/attention_sdpa.py "$out/attention_sdpa.json" "${s#sdpa@}" ;;
       probe) nvcc -O3 -std=c++17 -arch=sm_90 -o build-device/mma_probe bench/mma_probe.cu &&

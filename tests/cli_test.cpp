@@ -371,6 +371,15 @@ TEST_F(Cli, CheckWithoutAGpuSaysSo) {
     EXPECT_TRUE(contains(bench.err, "GPU")) << bench.err;
     EXPECT_TRUE(bench.out.empty()) << bench.out;
   }
+  {
+    std::ofstream(tmp_ / "points.txt")
+        << "gemm:n=256,k=256,fmt=f16 1,17\nattention:op=decode,heads=8,kv_heads=2,dim=128,page=16,kv=f16 1 ctx=2048\n";
+  }
+  auto shapes = onecat("bench --shapes '" + tmp_ / "points.txt" + "' --sweep");
+  EXPECT_EQ(shapes.status, 1);
+  expect_one_error_line(shapes);
+  EXPECT_TRUE(contains(shapes.err, "GPU")) << shapes.err;
+  EXPECT_TRUE(shapes.out.empty()) << shapes.out;
 }
 
 // Bad input to bench and tune is reported before any driver call, naming what is known.
@@ -382,6 +391,21 @@ TEST_F(Cli, BenchAndTuneRefuseUnknownFamilies) {
   auto config = onecat(std::string("bench '") + kSpec + "' --config bogus=1");
   EXPECT_EQ(config.status, 2);
   expect_one_error_line(config);
+  // --shapes: the file is read and every line checked before any driver call.
+  auto missing = onecat("bench --shapes '" + tmp_ / "absent.txt" + "'");
+  EXPECT_EQ(missing.status, 2);
+  expect_one_error_line(missing);
+  EXPECT_TRUE(contains(missing.err, "absent.txt")) << missing.err;
+  { std::ofstream(tmp_ / "points.txt") << "gemm:n=256,k=256,fmt=f16 1,17\ngemm:n=256,k=256,fmt=f16 1 ctx=4096\n"; }
+  auto misplaced = onecat("bench --shapes '" + tmp_ / "points.txt" + "' --sweep");
+  EXPECT_EQ(misplaced.status, 2);
+  expect_one_error_line(misplaced);
+  EXPECT_TRUE(contains(misplaced.err, "points.txt line 2")) << misplaced.err;
+  auto both = onecat(std::string("bench '") + kSpec + "' --shapes '" + tmp_ / "points.txt" + "'");
+  EXPECT_EQ(both.status, 2) << both.err;
+  auto neither = onecat("bench --m 1");
+  EXPECT_EQ(neither.status, 2) << neither.err;
+  expect_one_error_line(neither);
   auto tune = onecat("tune --model qwen3-8b:awq4 --families gemm,nope --compile-only --arch sm_70");
   EXPECT_EQ(tune.status, 2);
   expect_one_error_line(tune);

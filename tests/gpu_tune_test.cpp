@@ -205,6 +205,34 @@ TEST(BenchGpu, EveryFamilyAgainstItsCeilings) {
   }
 }
 
+// `onecat bench --shapes`'s context points: attention decode over m sequences of exactly the
+// context given, checked in the run; the traffic follows the keys.
+TEST(BenchGpu, AttentionAtAGivenContext) {
+  Session& session = Session::get();
+  session.use_gpu(0);
+  const std::string spec = "attention:op=decode,heads=28,kv_heads=4,dim=128,page=16,kv=f16";
+  BenchOptions at;
+  at.context = 1000;  // not a whole number of pages
+  const BenchResult short_ctx = bench_spec(session, spec, {1, 3}, at);
+  at.context = 8192;
+  const BenchResult long_ctx = bench_spec(session, spec, {1, 3}, at);
+  EXPECT_EQ(long_ctx.context, 8192);
+  ASSERT_EQ(short_ctx.points.size(), 2u);
+  ASSERT_EQ(long_ctx.points.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_GE(short_ctx.points[i].error_vs_reference, 0);
+    EXPECT_GE(long_ctx.points[i].error_vs_reference, 0);
+    // K and V of every sequence dominate: 8192 / 1000 of the bytes, less the q/out/table share.
+    const double ratio = long_ctx.points[i].bytes / short_ctx.points[i].bytes;
+    EXPECT_GT(ratio, 7.9);
+    EXPECT_LT(ratio, 8.2);
+  }
+  BenchOptions prefill;
+  prefill.context = 1024;
+  EXPECT_THROW(bench_spec(session, "attention:op=prefill,heads=8,kv_heads=2,dim=128,page=16,kv=f16", {64}, prefill),
+               InputError);
+}
+
 // Timing measures the GPU, not the launching thread: a 5-µs kernel launched by a thread that
 // takes 30 µs per launch still times at about 5 µs once each batch waits behind the spin
 // kernel, and at the thread's rate without it.

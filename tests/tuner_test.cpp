@@ -1,12 +1,13 @@
 // The tuner's CPU side: buckets, candidate lists, the deterministic choice, and dispatch.
-#include <gtest/gtest.h>
+#include "tuner/tuner.h"
 
-#include <nlohmann/json.hpp>
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <set>
 
@@ -18,10 +19,10 @@
 #include "runtime/engine/dispatch.h"
 #include "runtime/engine/gemm_launch.h"
 #include "tests/test_util.h"
+#include "tuner/bench.h"
 #include "tuner/gemm_rig.h"
 #include "tuner/output_compare.h"
 #include "tuner/random_weight.h"
-#include "tuner/tuner.h"
 
 namespace onecat {
 namespace {
@@ -322,6 +323,57 @@ TEST(RandomWeight, SiluMulOutputsStayInsideFp16) {
     for (float v : y) most = std::max(most, std::isfinite(v) ? std::abs(v) : std::numeric_limits<float>::infinity());
     EXPECT_LT(most, 65504.f / 4) << fmt;
   }
+}
+
+// `onecat bench --shapes`: every line is checked before anything runs, and a bad one is named
+// by file and line.
+TEST(BenchShapes, ParsesPointsAndNamesTheBadLine) {
+  const std::vector<BenchShape> shapes = parse_bench_shapes(
+      "# issue 27's points\n"
+      "gemm:n=4096,k=4096,fmt=awq4 17,33,128   # a comment after a point\n"
+      "\n"
+      "attention:op=decode,heads=28,kv_heads=4,dim=128,page=16,kv=f16 1,8 ctx=8192\n"
+      "  attention:op=verify,heads=32,kv_heads=8,dim=128,page=64,kv=e4m3,q=4 2 ctx=1024\n",
+      "points.txt");
+  ASSERT_EQ(shapes.size(), 3u);
+  EXPECT_EQ(shapes[0].spec, family_of(shapes[0].spec).canonical_spec("gemm:n=4096,k=4096,fmt=awq4"));
+  EXPECT_EQ(shapes[0].ms, (std::vector<int64_t>{17, 33, 128}));
+  EXPECT_EQ(shapes[0].context, 0);
+  EXPECT_EQ(shapes[0].line, 2);
+  EXPECT_EQ(shapes[1].ms, (std::vector<int64_t>{1, 8}));
+  EXPECT_EQ(shapes[1].context, 8192);
+  EXPECT_EQ(shapes[1].line, 4);
+  EXPECT_EQ(shapes[2].context, 1024);
+  EXPECT_EQ(shapes[2].line, 5);
+
+  const std::string decode = "attention:op=decode,heads=8,kv_heads=2,dim=128,page=16,kv=f16";
+  for (const auto& [text, says] : std::vector<std::pair<std::string, std::string>>{
+           {"gemm:n=64,k=64,fmt=f16 1\nnope:n=1 1\n", "line 2"},
+           {"gemm:n=64,k=64,fmt=f16 1\nnope:n=1 1\n", "known: "},
+           {"gemm:n=64,k=64,fmt=f16\n", "expected `SPEC M[,M…] [ctx=N]`"},
+           {"gemm:n=64,k=64,fmt=f16 1 ctx=64 extra\n", "4 fields"},
+           {"gemm:n=64,k=64,fmt=f16 0\n", "is not a token count"},
+           {"gemm:n=64,k=64,fmt=f16 1,x\n", "'x'"},
+           {"gemm:n=64,k=64,fmt=f16 1 ctx=64\n", "attention decode and verify only"},
+           {"attention:op=prefill,heads=8,kv_heads=2,dim=128,page=16,kv=f16 64 ctx=64\n", "decode and verify only"},
+           {decode + " 1 keys=64\n", "must be ctx=N"},
+           {decode + " 1 ctx=1,2\n", "one key count"},
+           {decode + " 1 ctx=-4\n", "is not a token count"},
+           {"# nothing but comments\n\n", "lists no shape"},
+       }) {
+    SCOPED_TRACE(text);
+    try {
+      parse_bench_shapes(text, "points.txt");
+      ADD_FAILURE() << "accepted";
+    } catch (const InputError& e) {
+      EXPECT_TRUE(test::contains(e.what(), says)) << e.what();
+      EXPECT_TRUE(test::contains(e.what(), "points.txt")) << e.what();
+    }
+  }
+  EXPECT_EQ(parse_token_counts("1,2,16", "--m"), (std::vector<int64_t>{1, 2, 16}));
+  EXPECT_THROW(parse_token_counts("", "--m"), InputError);
+  EXPECT_THROW(parse_token_counts("1,,2", "--m"), InputError);
+  EXPECT_THROW(parse_token_counts("2097152", "--m"), InputError);
 }
 
 }  // namespace

@@ -3,8 +3,10 @@
 #include <cmath>
 #include <functional>
 #include <random>
+#include <sstream>
 
 #include "base/error.h"
+#include "codegen/attention/spec.h"
 #include "codegen/family.h"
 #include "codegen/gemm/spec.h"
 #include "runtime/cuda/cublas.h"
@@ -30,11 +32,68 @@ double measure_fp16_peak_tflops() {
 
 }  // namespace
 
+std::vector<int64_t> parse_token_counts(const std::string& text, const std::string& what) {
+  std::vector<int64_t> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    try {
+      size_t used = 0;
+      const long long v = std::stoll(item, &used);
+      if (used != item.size() || v < 1 || v > (1 << 20)) throw std::invalid_argument(item);
+      out.push_back(v);
+    } catch (const std::exception&) {
+      throw InputError(what + ": " + quoted_input(item) + " is not a token count (write e.g. 1,2,4,16)");
+    }
+  }
+  if (out.empty()) throw InputError(what + " needs at least one token count");
+  return out;
+}
+
+std::vector<BenchShape> parse_bench_shapes(const std::string& text, const std::string& where) {
+  std::vector<BenchShape> out;
+  std::istringstream in(text);
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (const size_t hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream fields(line);
+    std::vector<std::string> f;
+    for (std::string w; fields >> w;) f.push_back(w);
+    if (f.empty()) continue;
+    const std::string at = where + " line " + std::to_string(number);
+    if (f.size() < 2 || f.size() > 3) {
+      throw InputError(at + ": expected `SPEC M[,M…] [ctx=N]`, found " + std::to_string(f.size()) + " fields");
+    }
+    BenchShape shape;
+    shape.line = number;
+    try {
+      shape.spec = family_of(f[0]).canonical_spec(f[0]);
+      shape.ms = parse_token_counts(f[1], "the token counts");
+      if (f.size() == 3) {
+        if (f[2].rfind("ctx=", 0) != 0) throw InputError("the third field must be ctx=N, not " + quoted_input(f[2]));
+        shape.context = parse_token_counts(f[2].substr(4), "ctx").at(0);
+        if (f[2].find(',') != std::string::npos) throw InputError("ctx takes one key count, not a list");
+        const bool attention = family_of(shape.spec).name() == "attention";
+        const attention::Op op = attention ? attention::Spec::parse(shape.spec).op : attention::Op::kPrefill;
+        if (op != attention::Op::kDecode && op != attention::Op::kVerify) {
+          throw InputError("ctx applies to attention decode and verify only");
+        }
+      }
+    } catch (const InputError& e) {
+      throw InputError(at + ": " + e.what());
+    }
+    out.push_back(std::move(shape));
+  }
+  if (out.empty()) throw InputError(where + " lists no shape (lines `SPEC M[,M…] [ctx=N]`)");
+  return out;
+}
+
 BenchResult bench_spec(Session& session, const std::string& spec_text, const std::vector<int64_t>& ms,
                        const BenchOptions& options) {
   const Family& family = family_of(spec_text);  // bad input is reported before any driver call
   BenchResult out;
   out.spec = family.canonical_spec(spec_text);
+  out.context = options.context;
   if (!options.config.empty()) family.canonical_config(out.spec, options.config);
   session.use_gpu(0);
   const Arch arch = session.arch();
@@ -53,7 +112,7 @@ BenchResult bench_spec(Session& session, const std::string& spec_text, const std
   const uint64_t seed = std::random_device{}() | 1;
   bool peak_measured = false;
   for (int64_t m : ms) {
-    const std::unique_ptr<Workload> workload = make_workload(family, out.spec, m, seed);
+    const std::unique_ptr<Workload> workload = make_workload(family, out.spec, m, seed, options.context);
     BenchPoint pt;
     pt.m = m;
     pt.default_config = default_config_here(family, out.spec, m, arch.sm);

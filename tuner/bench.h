@@ -40,6 +40,7 @@ struct BenchPoint {
 struct BenchResult {
   std::string spec;
   std::string family;
+  int64_t context = 0;  // keys per sequence when given (attention decode and verify), else 0
   std::string device;
   double copy_gbps = 0;
   double peak_tflops = 0;  // cuBLAS fp16 on a large square product; 0 when no point computes or no cuBLAS
@@ -52,7 +53,26 @@ struct BenchOptions {
   bool sweep = false;  // time every tuning candidate for m (tuning_candidates), keep the fastest
   int jobs = 8;        // parallel compiles for a sweep
   bool graph = false;  // time with measure_graph (ours and the peer), else measure
+  int64_t context = 0;  // > 0: attention decode/verify over m sequences of this many keys each
 };
+
+// One line of an `onecat bench --shapes` file: `SPEC M[,M…] [ctx=N]` (blank lines and `#`
+// comments skipped); ctx, the keys per sequence, only for attention decode and verify.
+struct BenchShape {
+  std::string spec;  // canonical
+  std::vector<int64_t> ms;
+  int64_t context = 0;
+  int line = 0;  // 1-based, in the file
+};
+
+// Token counts written `1,2,16`: each in [1, 2^20]; InputError naming `what` (e.g. "--m")
+// otherwise.
+std::vector<int64_t> parse_token_counts(const std::string& text, const std::string& what);
+
+// Every line of a shapes file (`where` names it in errors), checked before anything runs: an
+// unknown or malformed spec, a bad count or a misplaced ctx is an InputError naming the file
+// and line; a file without a point is one too.
+std::vector<BenchShape> parse_bench_shapes(const std::string& text, const std::string& where);
 
 // On the session's GPU (GPU 0). Throws Error when a config it times fails its check.
 BenchResult bench_spec(Session& session, const std::string& spec, const std::vector<int64_t>& ms,

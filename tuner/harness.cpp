@@ -10,6 +10,8 @@ namespace onecat {
 std::unique_ptr<Workload> rmsnorm_workload(const std::string& spec, int64_t m, uint64_t seed);
 std::unique_ptr<Workload> gemm_workload(const std::string& spec, int64_t m, uint64_t seed);
 std::unique_ptr<Workload> attention_workload(const std::string& spec, int64_t m, uint64_t seed);
+std::unique_ptr<Workload> attention_workload_at_context(const std::string& spec, int64_t m, uint64_t seed,
+                                                        int64_t context);
 std::unique_ptr<Workload> embedding_workload(const std::string& spec, int64_t m, uint64_t seed);
 std::unique_ptr<Workload> rope_workload(const std::string& spec, int64_t m, uint64_t seed);
 std::unique_ptr<Workload> sampling_workload(const std::string& spec, int64_t m, uint64_t seed);
@@ -21,7 +23,7 @@ const FamilyHarness& harness_of(const Family& family) {
     const std::map<std::string_view, FamilyHarness> by_name = {
         {"rmsnorm", {rmsnorm_workload, check_rmsnorm}},
         {"gemm", {gemm_workload, check_gemm}},
-        {"attention", {attention_workload, check_attention}},
+        {"attention", {attention_workload, check_attention, attention_workload_at_context}},
         {"embedding", {embedding_workload, check_embedding}},
         {"rope", {rope_workload, check_rope}},
         {"sampling", {sampling_workload, check_sampling}},

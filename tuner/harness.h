@@ -19,6 +19,10 @@ struct FamilyHarness {
   std::unique_ptr<Workload> (*make_workload)(const std::string& spec, int64_t m, uint64_t seed);
   CheckResult (*check)(const std::string& spec, const std::string& config, const LoadedKernel& kernel, int64_t rows,
                        uint64_t seed);
+  // A workload of m sequences of `context` keys each (attention decode and verify, for `onecat
+  // bench`'s context points); null for families whose work has no context.
+  std::unique_ptr<Workload> (*make_workload_at_context)(const std::string& spec, int64_t m, uint64_t seed,
+                                                        int64_t context) = nullptr;
 };
 
 // Throws Error for a family the registry lacks.

@@ -242,13 +242,20 @@ class RopeWorkload final : public Workload {
 };
 
 // Attention at bucket m (docs/attention.md): decode and verify — m sequences of
-// kAttentionContext keys each; prefill — m new tokens as one sequence with no prefix; kv_write —
-// m tokens into a cache of m + 7 slots. Inputs are made as the check makes them
+// kAttentionContext keys each (or of `context` keys, when given); prefill — m new tokens as one sequence with no
+// prefix; kv_write — m tokens into a cache of m + 7 slots. Inputs are made as the check makes them
 // (tuner/attention_batch); the copies rotated through differ in address, not in content.
 class AttentionWorkload final : public Workload {
  public:
-  AttentionWorkload(const std::string& spec_text, int64_t m, uint64_t seed)
+  AttentionWorkload(const std::string& spec_text, int64_t m, uint64_t seed, int64_t context = 0)
       : spec_(attention::Spec::parse(spec_text)), m_(std::max<int64_t>(m, 1)), seed_(seed) {
+    if (context > 0 && (spec_.op == attention::Op::kPrefill || spec_.op == attention::Op::kKvWrite)) {
+      throw InputError("a context (ctx=) applies to attention decode and verify, not to " + spec_.to_string());
+    }
+    if (context > 0 && context < spec_.q) {
+      throw InputError("ctx=" + std::to_string(context) + " is shorter than the " + std::to_string(spec_.q) +
+                       " query tokens of " + spec_.to_string());
+    }
     std::mt19937_64 rng(seed);
     const int l2 = l2_bytes();
     if (spec_.op == attention::Op::kKvWrite) {
@@ -261,6 +268,8 @@ class AttentionWorkload final : public Workload {
     AttentionCase ac;
     if (spec_.op == attention::Op::kPrefill) {
       ac = {{int(m_)}, {int(m_)}};
+    } else if (context > 0) {
+      ac = {std::vector<int>(size_t(m_), int(context)), std::vector<int>(size_t(m_), spec_.q)};
     } else {
       // A long context where it fits: at large batches the keys per sequence shrink so the
       // cache stays within kMaxCacheBytes (whole pages, at least the spec's query tokens).
@@ -447,6 +456,11 @@ std::unique_ptr<Workload> attention_workload(const std::string& spec, int64_t m,
   return std::make_unique<AttentionWorkload>(spec, m, seed);
 }
 
+std::unique_ptr<Workload> attention_workload_at_context(const std::string& spec, int64_t m, uint64_t seed,
+                                                        int64_t context) {
+  return std::make_unique<AttentionWorkload>(spec, m, seed, context);
+}
+
 std::unique_ptr<Workload> embedding_workload(const std::string& spec, int64_t m, uint64_t seed) {
   return std::make_unique<EmbeddingWorkload>(spec, m, seed);
 }
@@ -459,9 +473,15 @@ std::unique_ptr<Workload> sampling_workload(const std::string& spec, int64_t m, 
   return std::make_unique<SamplingWorkload>(spec, m, seed);
 }
 
-std::unique_ptr<Workload> make_workload(const Family& family, const std::string& spec, int64_t m, uint64_t seed) {
+std::unique_ptr<Workload> make_workload(const Family& family, const std::string& spec, int64_t m, uint64_t seed,
+                                        int64_t context) {
   if (seed == 0) seed = std::random_device{}() | 1;
-  return harness_of(family).make_workload(spec, m, seed);
+  const FamilyHarness& h = harness_of(family);
+  if (context <= 0) return h.make_workload(spec, m, seed);
+  if (!h.make_workload_at_context) {
+    throw InputError("a context (ctx=) applies to attention decode and verify, not to " + spec);
+  }
+  return h.make_workload_at_context(spec, m, seed, context);
 }
 
 }  // namespace onecat

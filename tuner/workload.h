@@ -43,8 +43,11 @@ class Workload {
 
 // For spec at token count m, on the current GPU. Throws Error for a family without one.
 // The gemm workload keeps the last spec's random weights (and their reference copies) for
-// the next call with the same spec: tuning walks one spec's buckets in a row.
-std::unique_ptr<Workload> make_workload(const Family& family, const std::string& spec, int64_t m, uint64_t seed = 0);
+// the next call with the same spec: tuning walks one spec's buckets in a row. context > 0:
+// m sequences of exactly that many keys each (attention decode and verify only; InputError
+// for any other spec), instead of the tuning workload's own.
+std::unique_ptr<Workload> make_workload(const Family& family, const std::string& spec, int64_t m, uint64_t seed = 0,
+                                        int64_t context = 0);
 // Frees the weights kept for the next call.
 void release_workloads();
 
