@@ -118,6 +118,8 @@ std::optional<std::string> Config::invalid_reason(const Spec& spec) const {
   if (op == Op::kPrefill && split != 1) return "prefill has split=1 (its token tiles fill the GPU)";
   if ((mk & (mk - 1)) != 0 || mk < 16) return "mk must be a power of two from 16 to 4096";
   if (mk != kDefaultMinKeys && split == 1) return "mk (the fewest keys per split) needs split > 1";
+  // The merge keeps a weight per split and row where the BM × D fp16 Q tile was (cta.cuh).
+  if (split > 1 && split * 2 > spec.dim) return "split must be at most D/2 (the split merge's weights fill the Q tile)";
   if (cta_threads() > kMaxThreads)
     return std::to_string(cta_threads()) + " threads per CTA (max " + std::to_string(kMaxThreads) + ")";
   if (atom == Atom::kM16n8k16) return m16n8k16_invalid_reason(spec);

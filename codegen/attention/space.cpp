@@ -26,11 +26,11 @@ int decode_bm(const Spec& s) {
   return bm;
 }
 
-// The fewest keys per split the candidates try: the default, and at 16 splits also 64, so a
-// batch-1 decode over ~1K keys can spread over 16 splits instead of 4 (whether that beats the
-// merge it adds is the tuner's measurement).
+// The fewest keys per split the candidates try: the default, and at 16 and 32 splits also 64,
+// so a batch-1 decode over ~1K keys can spread over 16 splits instead of 4 (whether that beats
+// the merge it adds is the tuner's measurement).
 std::vector<int> split_min_keys(int split) {
-  if (split == 16) return {Config::kDefaultMinKeys, 64};
+  if (split >= 16) return {Config::kDefaultMinKeys, 64};
   return {Config::kDefaultMinKeys};
 }
 
@@ -86,7 +86,8 @@ std::vector<Config> m16n8k16_candidates(const Spec& s, Arch arch) {
       prefill ? std::vector<int>{64, 128} : std::vector<int>{decode_bm(s), std::min(64, 2 * decode_bm(s))};
   const std::vector<int> bns = prefill ? std::vector<int>{32, 64} : std::vector<int>{16, 32};
   const std::vector<int> wns = prefill ? std::vector<int>{1} : std::vector<int>{1, 2, 4};
-  const std::vector<int> splits = prefill ? std::vector<int>{1} : std::vector<int>{1, 4, 8, 16};
+  // 32 splits: a batch-1 decode of few KV heads (Qwen2.5-7B's 4) fills 128 CTAs only so.
+  const std::vector<int> splits = prefill ? std::vector<int>{1} : std::vector<int>{1, 4, 8, 16, 32};
   // 32-row warps (FlashAttention-2's: every K/V fragment feeds two m-tiles) for prefill.
   const std::vector<int> wrs = prefill && s.dim <= 64 ? std::vector<int>{16, 32} : std::vector<int>{16};
   for (int wr : wrs) {
@@ -157,7 +158,7 @@ std::vector<Config> candidate_configs(const Spec& s, Arch arch) {
     }
     return out;
   }
-  const std::vector<int> splits = s.op == Op::kPrefill ? std::vector<int>{1} : std::vector<int>{1, 2, 4, 8, 16};
+  const std::vector<int> splits = s.op == Op::kPrefill ? std::vector<int>{1} : std::vector<int>{1, 2, 4, 8, 16, 32};
   const std::vector<int> wns = s.op == Op::kPrefill ? std::vector<int>{1, 2} : std::vector<int>{1, 2, 4, 8};
   for (int bm : {16, 32, 64, 128}) {
     for (int bn : {16, 32, 64}) {
