@@ -1,6 +1,7 @@
 // Built-in model configs (shapes only, no weights), copied from the public config.json of
 // each checkpoint (Qwen/Qwen3-8B, meta-llama/Llama-3.1-8B, Qwen/Qwen3-32B,
-// Qwen/Qwen3-30B-A3B, mistralai/Mixtral-8x7B-v0.1), with the quantised forms onecat's gemm family reads.
+// Qwen/Qwen3-30B-A3B, mistralai/Mixtral-8x7B-v0.1, microsoft/phi-4), with the quantised forms onecat's gemm family
+// reads.
 #include <utility>
 
 #include "base/error.h"
@@ -58,6 +59,11 @@ std::vector<ModelConfig> base_models() {
   mixtral.moe_intermediate = 14336;
   mixtral.norm_topk_prob = true;
   out.push_back(mixtral);
+  // Phi-3's architecture at 14B: q|k|v and gate|up published fused, 40 heads over 10 KV heads.
+  ModelConfig phi4 = dense("phi-4", "Phi3ForCausalLM", 5120, 17920, 40, 40, 10, 100352, 1e-5, false);
+  phi4.rope.theta = 250000;
+  phi4.max_position_embeddings = 16384;
+  out.push_back(phi4);
   return out;
 }
 

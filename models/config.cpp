@@ -15,9 +15,9 @@ namespace {
 
 using nlohmann::json;
 
-const std::vector<std::string> kArchitectures = {"LlamaForCausalLM",  "MistralForCausalLM",  "Qwen2ForCausalLM",
-                                                 "Qwen3ForCausalLM",  "Qwen3MoeForCausalLM", "Qwen2MoeForCausalLM",
-                                                 "MixtralForCausalLM"};
+const std::vector<std::string> kArchitectures = {"LlamaForCausalLM",   "MistralForCausalLM",  "Qwen2ForCausalLM",
+                                                 "Qwen3ForCausalLM",   "Qwen3MoeForCausalLM", "Qwen2MoeForCausalLM",
+                                                 "MixtralForCausalLM", "Phi3ForCausalLM"};
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -345,14 +345,18 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
 
   const std::string& a = m.architecture;
   m.qk_norm = a == "Qwen3ForCausalLM" || a == "Qwen3MoeForCausalLM";
-  // Qwen2 always has q/k/v biases (its config has no attention_bias field); the others say so.
-  m.attention_bias = a == "Qwen2ForCausalLM"       ? true
+  // Qwen2 always has q/k/v biases (its config has no attention_bias field); Phi-3 never has
+  // any (Phi-4's config says attention_bias false, and transformers' Phi3 reads no such field);
+  // the others say so.
+  m.attention_bias = a == "Qwen2ForCausalLM"      ? true
                      : a == "Qwen2MoeForCausalLM" ? f.boolean_or("qkv_bias", true)
+                     : a == "Phi3ForCausalLM"     ? false
                                                   : f.boolean_or("attention_bias", false);
   // Qwen2/Qwen3 with use_sliding_window: layers from max_window_layers on (Hugging Face's
   // default 28) see only the last sliding_window keys. The plan takes one window for every layer.
-  if (a == "MistralForCausalLM" || a == "MixtralForCausalLM") {
-    // Mistral and Mixtral window every layer whenever sliding_window is set (null since v0.2).
+  if (a == "MistralForCausalLM" || a == "MixtralForCausalLM" || a == "Phi3ForCausalLM") {
+    // Mistral, Mixtral and Phi-3 window every layer whenever sliding_window is set (null since
+    // Mistral v0.2 and in Phi-4; 2047 in Phi-3-mini-4k).
     m.sliding_window = f.integer_or("sliding_window", 0, 1);
   } else if (a != "LlamaForCausalLM" && f.boolean_or("use_sliding_window", false)) {
     const int64_t first = f.integer_or("max_window_layers", 28, 0);

@@ -33,7 +33,7 @@ std::string_view quant_method_name(QuantConfig::Method method);
 struct ModelConfig {
   std::string name;
   // LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM,
-  // Qwen2MoeForCausalLM or MixtralForCausalLM.
+  // Qwen2MoeForCausalLM, MixtralForCausalLM or Phi3ForCausalLM.
   std::string architecture;
   int64_t hidden = 0, intermediate = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, vocab = 0;
   double rms_norm_eps = 1e-6;

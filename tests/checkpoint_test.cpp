@@ -115,7 +115,7 @@ std::string case_name(const testing::TestParamInfo<Case>& info) {
 
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
-  for (const char* arch : {"llama", "mistral", "qwen2", "qwen3"}) {
+  for (const char* arch : {"llama", "mistral", "qwen2", "qwen3", "phi3"}) {
     for (const char* fmt : {"f16", "bf16", "awq4", "gptq4", "gptq4-act", "fp8", "fp8-channel", "fp8-b32", "fp8-b32-f32",
                             "nvfp4", "mxfp4"})
       cases.push_back({arch, fmt});
@@ -167,10 +167,13 @@ TEST_P(LoadTiny, ShapesFusionAndExactWeights) {
                                                                                 : l.qkv.group);
     EXPECT_EQ(l.qkv.n, q_rows + 2 * kv_rows);
     EXPECT_EQ(l.qkv.k, cfg.hidden);
-    expect_same(
-        weight_of(l.qkv),
-        ref.stacked({p + "self_attn.q_proj.weight", p + "self_attn.k_proj.weight", p + "self_attn.v_proj.weight"}),
-        "q|k|v");
+    // Phi-3 publishes q|k|v (and gate|up) as one tensor, quantised whole: the reference holds it so.
+    const bool fused = c.arch == "phi3";
+    expect_same(weight_of(l.qkv),
+                fused ? ref.get(p + "self_attn.qkv_proj.weight")
+                      : ref.stacked({p + "self_attn.q_proj.weight", p + "self_attn.k_proj.weight",
+                                     p + "self_attn.v_proj.weight"}),
+                "q|k|v");
     if (c.arch == "qwen2") {
       expect_same(halves(l.qkv_bias),
                   ref.stacked({p + "self_attn.q_proj.bias", p + "self_attn.k_proj.bias", p + "self_attn.v_proj.bias"}),
@@ -188,7 +191,10 @@ TEST_P(LoadTiny, ShapesFusionAndExactWeights) {
     EXPECT_EQ(l.o.k, q_rows);
     expect_same(weight_of(l.o), ref.get(p + "self_attn.o_proj.weight"), "o_proj");
     EXPECT_EQ(l.gate_up.n, 2 * cfg.intermediate);
-    expect_same(weight_of(l.gate_up), ref.stacked({p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"}), "gate|up");
+    expect_same(weight_of(l.gate_up),
+                fused ? ref.get(p + "mlp.gate_up_proj.weight")
+                      : ref.stacked({p + "mlp.gate_proj.weight", p + "mlp.up_proj.weight"}),
+                "gate|up");
     expect_same(weight_of(l.down), ref.get(p + "mlp.down_proj.weight"), "down_proj");
     // make_tiny_checkpoint.py leaves this one AWQ layer in fp16 through modules_to_not_convert.
     const bool not_converted = c.format == "awq4" && i == 1;
@@ -218,7 +224,14 @@ TEST_P(LoadTiny, GateUpFeedsSiluMulGemm) {
   // gptq act-order: the op reads x in original column order, as here.
   std::vector<float> y(size_t(tokens * inter));
   cpu::gemm(gate_up, x.data(), tokens, {.kind = cpu::GemmEpilogue::kSiluMul}, y.data());
-  const auto gate = ref.get("model.layers.0.mlp.gate_proj.weight"), up = ref.get("model.layers.0.mlp.up_proj.weight");
+  std::vector<float> gate, up;
+  if (c.arch == "phi3") {  // gate_up_proj: [gate; up], as transformers' Phi3MLP chunks it
+    const auto both = ref.get("model.layers.0.mlp.gate_up_proj.weight");
+    gate.assign(both.begin(), both.begin() + inter * hidden);
+    up.assign(both.begin() + inter * hidden, both.end());
+  } else {
+    gate = ref.get("model.layers.0.mlp.gate_proj.weight"), up = ref.get("model.layers.0.mlp.up_proj.weight");
+  }
   for (int64_t t = 0; t < tokens; ++t) {
     for (int64_t j = 0; j < inter; ++j) {
       double g = 0, u = 0;

@@ -435,9 +435,9 @@ TEST(ModelGolden, MatchesTransformers) {
     EXPECT_TRUE(d.passes()) << name << ": " << d;
     ++checked;
   }
-  EXPECT_GE(checked, 74u)
-      << "the manifest's cases: every architecture × format (Qwen3-MoE's, Qwen2-MoE's and Mixtral's too), "
-         "the RoPE scalings, a window";
+  EXPECT_GE(checked, 85u)
+      << "the manifest's cases: every architecture × format (Qwen3-MoE's, Qwen2-MoE's, Mixtral's and Phi-3's too), "
+         "the RoPE scalings, windows";
 }
 
 // ---------------------------------------------------------------------------------------------

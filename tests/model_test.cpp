@@ -237,6 +237,74 @@ TEST(ModelConfig, ParsesMixtral) {
   EXPECT_EQ(spec_of(plan, "layers.moe_route"), "moe:op=route,experts=8,topk=2,norm=1");
 }
 
+// microsoft/phi-4's config.json (Phi3ForCausalLM at 14B).
+json phi4_json() {
+  return json{{"architectures", {"Phi3ForCausalLM"}},
+              {"attention_bias", false},
+              {"attention_dropout", 0.0},
+              {"bos_token_id", 100257},
+              {"embd_pdrop", 0.0},
+              {"eos_token_id", 100265},
+              {"hidden_act", "silu"},
+              {"hidden_size", 5120},
+              {"initializer_range", 0.02},
+              {"intermediate_size", 17920},
+              {"max_position_embeddings", 16384},
+              {"model_type", "phi3"},
+              {"num_attention_heads", 40},
+              {"num_hidden_layers", 40},
+              {"num_key_value_heads", 10},
+              {"original_max_position_embeddings", 16384},
+              {"pad_token_id", 100349},
+              {"resid_pdrop", 0.0},
+              {"rms_norm_eps", 1e-05},
+              {"rope_scaling", nullptr},
+              {"rope_theta", 250000},
+              {"sliding_window", nullptr},
+              {"tie_word_embeddings", false},
+              {"torch_dtype", "bfloat16"},
+              {"vocab_size", 100352}};
+}
+
+TEST(ModelConfig, ParsesPhi3) {
+  json j = phi4_json();
+  const ModelConfig m = parse(j);
+  EXPECT_EQ(m.architecture, "Phi3ForCausalLM");
+  EXPECT_EQ(m.head_dim, 128);
+  EXPECT_EQ(m.kv_heads, 10);
+  EXPECT_FALSE(m.attention_bias);
+  EXPECT_FALSE(m.qk_norm);
+  EXPECT_FALSE(m.is_moe());
+  EXPECT_EQ(m.sliding_window, 0);
+  EXPECT_EQ(m.rope.theta, 250000);
+  EXPECT_EQ(m.rope.scaling, cpu::RopeParams::Scaling::kNone);
+  j["attention_bias"] = true;  // transformers' Phi3 has no biases whatever the field says
+  EXPECT_FALSE(parse(j).attention_bias);
+  // Phi-3-mini-4k windows every layer (2047), as transformers does whenever sliding_window is set.
+  j = phi4_json();
+  j["sliding_window"] = 2047;
+  EXPECT_EQ(parse(j).sliding_window, 2047);
+  // Phi-4-mini: rotary over 3/4 of the head, LongRoPE — neither is done: one sentence each.
+  j = phi4_json();
+  j["partial_rotary_factor"] = 0.75;
+  parse_error(j, {"/ckpt/config.json", "partial_rotary_factor"});
+  j = phi4_json();
+  j["rope_scaling"] = {{"type", "longrope"}, {"short_factor", json::array()}, {"long_factor", json::array()}};
+  parse_error(j, {"/ckpt/config.json", "longrope"});
+
+  const ModelConfig builtin = builtin_model("phi-4");
+  EXPECT_EQ(builtin.architecture, m.architecture);
+  EXPECT_EQ(builtin.hidden, m.hidden);
+  EXPECT_EQ(builtin.intermediate, m.intermediate);
+  EXPECT_EQ(builtin.layers, m.layers);
+  EXPECT_EQ(builtin.heads, m.heads);
+  EXPECT_EQ(builtin.kv_heads, m.kv_heads);
+  EXPECT_EQ(builtin.vocab, m.vocab);
+  EXPECT_EQ(builtin.rope.theta, m.rope.theta);
+  EXPECT_EQ(builtin.rms_norm_eps, m.rms_norm_eps);
+  EXPECT_EQ(builtin.max_position_embeddings, m.max_position_embeddings);
+}
+
 TEST(ModelConfig, RejectsMalformedFields) {
   json j = qwen3_8b_json();
   j.erase("hidden_size");
@@ -598,7 +666,7 @@ TEST(ModelBuiltin, QuantisedForms) {
   EXPECT_EQ(builtin_model("qwen3-8b:mxfp4").quant.method, QuantConfig::kMxfp4);
   EXPECT_EQ(builtin_model("llama-3.1-8b:fp8").name, "llama-3.1-8b:fp8");
   const auto names = builtin_model_names();
-  EXPECT_EQ(names.size(), 30u);
+  EXPECT_EQ(names.size(), 36u);
   EXPECT_NE(std::find(names.begin(), names.end(), "mixtral-8x7b:awq4"), names.end());
   const ModelConfig mixtral = builtin_model("mixtral-8x7b");
   const ModelConfig published = parse(mixtral_json());
@@ -893,6 +961,11 @@ TEST(PlanModel, EveryBuiltinPlansAtEveryTp) {
         // 768 / 4 = 192 expert columns per rank would split a 128-wide group or scale block.
         expect_throw<InputError>([&] { plan_model(builtin_model(name), tp); },
                                  {"moe_intermediate/tp=" + std::to_string(768 / tp), "group 128", "tp=" + std::to_string(tp)});
+        continue;
+      }
+      if (name.starts_with("phi-4") && tp >= 4) {  // 10 KV heads split over neither 4 nor 8 ranks
+        expect_throw<InputError>([&] { plan_model(builtin_model(name), tp); },
+                                 {"kv_heads=10", "tp=" + std::to_string(tp)});
         continue;
       }
       std::vector<PlannedOp> plan;

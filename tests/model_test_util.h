@@ -81,6 +81,9 @@ inline std::vector<ModelCase> all_model_cases() {
   out.push_back({"qwen2", "f16", "--rope yarn"});
   out.push_back({"qwen3", "bf16", "--rope yarn-v5"});
   out.push_back({"mistral", "f16", "--sliding-window 48"});
+  // Phi-3: q|k|v and gate|up fused in the checkpoint, each quantised as one linear.
+  for (const char* f : {"f16", "bf16", "awq4", "gptq4-act", "fp8", "nvfp4", "mxfp4"}) out.push_back({"phi3", f, ""});
+  out.push_back({"phi3", "f16", "--sliding-window 48"});
   return out;
 }
 

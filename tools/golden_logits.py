@@ -41,7 +41,7 @@ MAKE = os.path.join(HERE, "make_tiny_checkpoint.py")
 
 ARCHS = ["llama", "mistral", "qwen2", "qwen3"]
 # Architectures added later: all their formats after every earlier case (no earlier prompt moves).
-LATER_ARCHS = ["qwen3moe", "qwen2moe", "mixtral"]
+LATER_ARCHS = ["qwen3moe", "qwen2moe", "mixtral", "phi3"]
 FORMATS = ["f16", "bf16", "awq4", "gptq4", "gptq4-act", "fp8", "fp8-channel", "nvfp4", "mxfp4"]
 # Formats added later, their cases appended after all others so that no earlier case's index (its
 # prompt's seed) moves. fp8-b32-f32 is left out: its weights are fp8-b32's, only the scales'
@@ -78,6 +78,7 @@ def cases():
             # Mixtral's top-2 likewise (its nvfp4 case flipped a 2nd expert: 1.6x the bound).
             extra = ["--decisive-routing"] if arch in ("qwen2moe", "mixtral") else []
             out.append((f"{arch}-{fmt}", ["--arch", arch, "--format", fmt] + extra))
+    out.append(("phi3-f16-window-48", ["--arch", "phi3", "--format", "f16", "--sliding-window", "48"]))
     return out
 
 
@@ -226,6 +227,16 @@ def is_mixtral(cfg):
     return cfg["architectures"][0] == "MixtralForCausalLM"
 
 
+def is_phi3(cfg):
+    """Phi-3: q|k|v as one qkv_proj and gate|up as one gate_up_proj, in the checkpoint and in transformers."""
+    return cfg["architectures"][0] == "Phi3ForCausalLM"
+
+
+def windows_every_layer(cfg):
+    """Architectures whose sliding_window alone windows every layer (transformers' Mistral, Mixtral, Phi3)."""
+    return cfg["architectures"][0] in ("MistralForCausalLM", "MixtralForCausalLM", "Phi3ForCausalLM")
+
+
 # Mixtral's published MoE names → the Qwen-style ones this file (and transformers 5) uses.
 MIXTRAL_NAMES = {"block_sparse_moe.": "mlp.", ".w1.": ".gate_proj.", ".w3.": ".up_proj.", ".w2.": ".down_proj."}
 
@@ -252,7 +263,9 @@ def state_dict(directory, cfg):
             sd[name] = v
     for i in range(cfg["num_hidden_layers"]):
         projs = ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj"]
-        if moe_experts(cfg):  # the router, then every expert's three
+        if is_phi3(cfg):
+            projs = ["self_attn.qkv_proj", "self_attn.o_proj", "mlp.gate_up_proj", "mlp.down_proj"]
+        elif moe_experts(cfg):  # the router, then every expert's three
             projs += ["mlp.gate"] + [f"mlp.experts.{e}.{p}" for e in range(moe_experts(cfg))
                                      for p in ("gate_proj", "up_proj", "down_proj")]
             if "shared_expert_intermediate_size" in cfg:  # Qwen2-MoE's shared expert and its gate
@@ -385,7 +398,17 @@ def numpy_logits(cfg, sd, ids):
     dim = cfg.get("head_dim") or hidden // heads
     eps = cfg["rms_norm_eps"]
     qwen3 = cfg["architectures"][0] in ("Qwen3ForCausalLM", "Qwen3MoeForCausalLM")
-    window = cfg.get("sliding_window") if cfg["architectures"][0] == "MistralForCausalLM" or is_mixtral(cfg) else None
+    window = cfg.get("sliding_window") if windows_every_layer(cfg) else None
+    if is_phi3(cfg):  # the fused projections split into the parts this forward reads
+        sd = dict(sd)
+        q_rows, kv_rows, inter = heads * dim, kv * dim, cfg["intermediate_size"]
+        for i in range(cfg["num_hidden_layers"]):
+            p = f"model.layers.{i}."
+            qkv, gate_up = sd[p + "self_attn.qkv_proj.weight"], sd[p + "mlp.gate_up_proj.weight"]
+            sd[p + "self_attn.q_proj.weight"] = qkv[:q_rows]
+            sd[p + "self_attn.k_proj.weight"] = qkv[q_rows:q_rows + kv_rows]
+            sd[p + "self_attn.v_proj.weight"] = qkv[q_rows + kv_rows:]
+            sd[p + "mlp.gate_proj.weight"], sd[p + "mlp.up_proj.weight"] = gate_up[:inter], gate_up[inter:]
     t = len(ids)
     inv, scale = inv_freq_and_scale(cfg, dim)
     angles = (np.arange(t, dtype=np.float32)[:, None] * inv[None, :]).astype(np.float32)

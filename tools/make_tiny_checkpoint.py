@@ -2,7 +2,7 @@
 """Tiny Hugging Face checkpoints for tests/checkpoint_test.cpp: random weights, real tensor
 names and config.json, written in each published weight format (quantised here in numpy).
 
-    make_tiny_checkpoint.py OUT [--arch llama|mistral|qwen2|qwen3] [--format FMT] [--shards N]
+    make_tiny_checkpoint.py OUT [--arch llama|mistral|qwen2|qwen3|qwen3moe|qwen2moe|mixtral|phi3] [--format FMT] [--shards N]
                             [--rope default|linear|llama3|yarn|yarn-v5] [--sliding-window N] [--tokenizer [--chat-template]]
     make_tiny_checkpoint.py OUT --all        # every arch × format, and the bad checkpoints
 
@@ -76,7 +76,15 @@ ARCHS = {
     "mixtral": dict(architectures=["MixtralForCausalLM"], model_type="mixtral", hidden_size=256,
                     num_attention_heads=4, num_key_value_heads=2, intermediate_size=128, num_local_experts=8,
                     num_experts_per_tok=2, sliding_window=None, tie_word_embeddings=False),
+    # Phi-3 (Phi-4's architecture): q|k|v published as one qkv_proj and gate|up as one
+    # gate_up_proj, each quantised as one linear; no biases; Phi-4's θ.
+    "phi3": dict(architectures=["Phi3ForCausalLM"], model_type="phi3", hidden_size=256, num_attention_heads=4,
+                 num_key_value_heads=2, intermediate_size=256, rope_theta=250000.0, sliding_window=None,
+                 original_max_position_embeddings=4096, tie_word_embeddings=False, bos_token_id=1, eos_token_id=2,
+                 pad_token_id=None),  # inside the tiny vocabulary (Phi3Config's defaults are 32000)
 }
+# Architectures whose q|k|v and gate|up are single tensors in the checkpoint.
+FUSED_PROJECTIONS = ("phi3",)
 FORMATS = ["f16", "bf16", "awq4", "gptq4", "gptq4-act", "fp8", "fp8-channel", "fp8-b32", "fp8-b32-f32", "nvfp4", "mxfp4"]
 VOCAB, LAYERS, GROUP = 128, 2, 64
 # An AWQ layer left in fp16 by modules_to_not_convert (AutoAWQ's substring match).
@@ -461,8 +469,8 @@ def make(out, arch, fmt, shards=1, seed=0, overflow=False, shape=None, reference
             cfg.pop(key, None)
         cfg.update(ROPES[rope])
     if sliding_window is not None:
-        if arch not in ("mistral", "mixtral"):
-            sys.exit("--sliding-window: only Mistral and Mixtral window every layer by sliding_window alone")
+        if arch not in ("mistral", "mixtral", "phi3"):
+            sys.exit("--sliding-window: only Mistral, Mixtral and Phi-3 window every layer by sliding_window alone")
         cfg["sliding_window"] = sliding_window
     cfg.update(shape or {})
     layers, vocab = cfg["num_hidden_layers"], cfg["vocab_size"]
@@ -519,7 +527,11 @@ def make(out, arch, fmt, shards=1, seed=0, overflow=False, shape=None, reference
     for i in range(layers):
         p = f"model.layers.{i}."
         dense(p + "input_layernorm.weight", (hidden,), 1.0)
+        if arch in FUSED_PROJECTIONS:
+            linear(p + "self_attn.qkv_proj", q_rows + 2 * kv_rows, hidden, (i, "qkv"))
         for proj, rows in (("q_proj", q_rows), ("k_proj", kv_rows), ("v_proj", kv_rows)):
+            if arch in FUSED_PROJECTIONS:
+                break
             linear(p + "self_attn." + proj, rows, hidden, (i, "qkv"))
             if arch in ("qwen2", "qwen2moe"):
                 dense(p + f"self_attn.{proj}.bias", (rows,), 0.1)
@@ -546,8 +558,11 @@ def make(out, arch, fmt, shards=1, seed=0, overflow=False, shape=None, reference
                 linear(p + "mlp.shared_expert.down_proj", hidden, shared_inter, (i, "shared_down"))
                 dense(p + "mlp.shared_expert_gate.weight", (1, hidden), 1 / np.sqrt(hidden))
             continue
-        linear(p + "mlp.gate_proj", inter, hidden, (i, "gate_up"))
-        linear(p + "mlp.up_proj", inter, hidden, (i, "gate_up"))
+        if arch in FUSED_PROJECTIONS:
+            linear(p + "mlp.gate_up_proj", 2 * inter, hidden, (i, "gate_up"))
+        else:
+            linear(p + "mlp.gate_proj", inter, hidden, (i, "gate_up"))
+            linear(p + "mlp.up_proj", inter, hidden, (i, "gate_up"))
         linear(p + "mlp.down_proj", hidden, inter, (i, "down"))
     dense("model.norm.weight", (hidden,), 1.0)
     if not cfg["tie_word_embeddings"]:

@@ -13,8 +13,8 @@
 namespace onecat::models {
 namespace {
 
-const char* const kLoadable[] = {"LlamaForCausalLM",    "MistralForCausalLM",  "Qwen2ForCausalLM",  "Qwen3ForCausalLM",
-                                 "Qwen3MoeForCausalLM", "Qwen2MoeForCausalLM", "MixtralForCausalLM"};
+const char* const kLoadable[] = {"LlamaForCausalLM",    "MistralForCausalLM",  "Qwen2ForCausalLM",   "Qwen3ForCausalLM",
+                                 "Qwen3MoeForCausalLM", "Qwen2MoeForCausalLM", "MixtralForCausalLM", "Phi3ForCausalLM"};
 
 // Every tensor a linear layer of any format may have (models/checkpoint/linear.cpp).
 const char* const kLinearTensors[] = {
@@ -102,8 +102,11 @@ LoadedLayer load_layer(Reader& r, const ModelConfig& c, int64_t i) {
   const int64_t q_rows = c.heads * c.head_dim, kv_rows = c.kv_heads * c.head_dim;
   LoadedLayer l;
   l.input_norm = r.vector_f16(p + "input_layernorm.weight", c.hidden, hidden);
-  l.qkv = r.stacked({p + "self_attn.q_proj", p + "self_attn.k_proj", p + "self_attn.v_proj"},
-                    {q_rows, kv_rows, kv_rows}, c.hidden, c.quant, p + "self_attn q_proj|k_proj|v_proj");
+  // Phi-3 publishes q|k|v and gate|up already fused, in the rows the stacked weights have.
+  const bool phi3 = c.architecture == "Phi3ForCausalLM";
+  l.qkv = phi3 ? r.linear(p + "self_attn.qkv_proj", q_rows + 2 * kv_rows, c.hidden, c.quant)
+               : r.stacked({p + "self_attn.q_proj", p + "self_attn.k_proj", p + "self_attn.v_proj"},
+                           {q_rows, kv_rows, kv_rows}, c.hidden, c.quant, p + "self_attn q_proj|k_proj|v_proj");
   if (c.attention_bias) {
     const std::string heads = "num_attention_heads × head_dim " + std::to_string(q_rows);
     const std::string kv = "num_key_value_heads × head_dim " + std::to_string(kv_rows);
@@ -152,8 +155,9 @@ LoadedLayer load_layer(Reader& r, const ModelConfig& c, int64_t i) {
     }
     return l;
   }
-  l.gate_up = r.stacked({p + "mlp.gate_proj", p + "mlp.up_proj"}, {c.intermediate, c.intermediate}, c.hidden, c.quant,
-                        p + "mlp gate_proj|up_proj");
+  l.gate_up = phi3 ? r.linear(p + "mlp.gate_up_proj", 2 * c.intermediate, c.hidden, c.quant)
+                   : r.stacked({p + "mlp.gate_proj", p + "mlp.up_proj"}, {c.intermediate, c.intermediate}, c.hidden,
+                               c.quant, p + "mlp gate_proj|up_proj");
   l.down = r.linear(p + "mlp.down_proj", c.hidden, c.intermediate, c.quant);
   return l;
 }
@@ -169,7 +173,8 @@ LoadedModel load_checkpoint(const std::string& directory, const LoadOptions& opt
   if (!loadable) {
     throw InputError(directory + "/config.json: architecture " + c.architecture +
                      " cannot be loaded yet (onecat loads LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
-                     "Qwen3ForCausalLM, Qwen3MoeForCausalLM, Qwen2MoeForCausalLM and MixtralForCausalLM checkpoints).");
+                     "Qwen3ForCausalLM, Qwen3MoeForCausalLM, Qwen2MoeForCausalLM, MixtralForCausalLM and "
+                     "Phi3ForCausalLM checkpoints).");
   }
   const CheckpointFiles files(directory);
   LoadProgress progress("loading " + c.name, files.total_bytes(), options.progress);
