@@ -155,6 +155,9 @@ struct GpuBackend::Impl {
   };
   PinnedBuffer batch_host;
   DeviceBuffer batch_device;
+  // Host-sampled logit rows land here first (read_logit_rows): page-locked, so every row's copy
+  // is queued at once and one sync waits for them all; grown to the most rows read so far.
+  PinnedBuffer host_rows;
   Slice ids, positions, slots, cu_q, seq_lens, block_table, logit_rows;
   int64_t tokens = 0, logit_count = 0;
   // The step's attention launches after the decodes: runs of verify blocks of one length q
@@ -829,14 +832,21 @@ void GpuBackend::read_logit_rows(std::span<const int32_t> rows, std::span<float>
   const size_t vocab = size_t(g.config.vocab);
   if (out.size() != rows.size() * vocab) throw Error("GPU backend: read_logit_rows needs room for rows × vocab floats");
   if (rows.empty()) return;
-  const Driver& d = Driver::require_gpu();
-  d.check(d.cuStreamSynchronize(g.stream), "cuStreamSynchronize", "reading logit rows");
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (rows[i] < 0 || rows[i] >= g.read_rows) throw Error("GPU backend: read_logit_rows names a row the step lacks");
-    d.check(
-        d.cuMemcpyDtoH(out.data() + i * vocab, g.logits.ptr() + CUdeviceptr(size_t(rows[i]) * vocab * 4), vocab * 4),
-        "cuMemcpyDtoH", "reading logit rows");
+  for (const int32_t row : rows) {
+    if (row < 0 || row >= g.read_rows) throw Error("GPU backend: read_logit_rows names a row the step lacks");
   }
+  // Each row queued into page-locked memory behind the step's launches, then one sync: a
+  // synchronous copy per row into pageable memory paid a sync and a staged copy per row.
+  const Driver& d = Driver::require_gpu();
+  const size_t row_bytes = vocab * 4;
+  if (g.host_rows.bytes() < rows.size() * row_bytes) g.host_rows = PinnedBuffer(rows.size() * row_bytes);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    d.check(d.cuMemcpyDtoHAsync(g.host_rows.data() + i * row_bytes,
+                                g.logits.ptr() + CUdeviceptr(size_t(rows[i]) * row_bytes), row_bytes, g.stream),
+            "cuMemcpyDtoHAsync", "reading logit rows");
+  }
+  d.check(d.cuStreamSynchronize(g.stream), "cuStreamSynchronize", "reading logit rows");
+  std::memcpy(out.data(), g.host_rows.data(), rows.size() * row_bytes);
 }
 
 void GpuBackend::read_argmax(std::span<int32_t> out) {

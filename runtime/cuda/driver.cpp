@@ -72,6 +72,7 @@ Driver* Driver::find() {
       l.bind(d->cuMemFree, "cuMemFree_v2");
       l.bind(d->cuMemcpyHtoD, "cuMemcpyHtoD_v2");
       l.bind(d->cuMemcpyDtoH, "cuMemcpyDtoH_v2");
+      l.bind(d->cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
       l.bind(d->cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
       l.bind(d->cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
       l.bind(d->cuMemAllocHost, "cuMemAllocHost_v2");
