@@ -3,6 +3,7 @@
 # memory, occupancy, warp stall reasons (each reason's warps per issued instruction) and scheduler statistics, as text in $OUT/ncu.txt.
 # Clocks are left alone (--clock-control none, METHOD.md). Each target is one line:
 #   LABEL | KERNEL-NAME-REGEX | command (onecat bench SPEC --m M --config C, or attention_bench one ...)
+# (fields part at " | "; the regex may hold alternatives without spaces: gemv_kernel|mma16816_kernel)
 # NCU_TARGETS (a file of such lines, commands relative to the repository root) replaces the list below;
 # NCU_EXTRA adds options (e.g. '--section SourceCounters': the SASS lines where warps stall most).
 #   bash bench/ncu_profile.sh BIN_DIR
@@ -26,9 +27,12 @@ decode e4m3 b8 8K | attention_sm80_kernel | $bin/attention_bench /tmp/one.json o
 decode f16 b8 8K | attention_sm80_kernel | $bin/attention_bench /tmp/one.json one attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=f16 8 8192 1
 LIST
 fi
-while IFS='|' read -r label regex cmd; do
+# Fields part at " | " (space, bar, space), so a regex may hold alternatives: a|b.
+while IFS= read -r line; do
+  [ -n "${line// /}" ] || continue
+  label=${line%% | *} rest=${line#* | }
+  regex=${rest%% | *} cmd=${rest#* | }
   label=$(echo $label) regex=$(echo $regex)
-  [ -n "$label" ] || continue
   echo "=== $label: $cmd" >>"$out/ncu.txt"
   # Skip the first launches (module load, warm-up), profile one.
   timeout 120 "$ncu" --clock-control none -k "regex:$regex" --launch-skip 3 --launch-count 1 \
