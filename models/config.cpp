@@ -113,11 +113,85 @@ void require_bits(const Fields& f, int64_t want) {
   if (bits != want) f.fail("bits", "is " + std::to_string(bits) + ", but only " + std::to_string(want) + "-bit weights are supported");
 }
 
+// llm-compressor's compressed-tensors config: every config group's weights one scheme, in a
+// format whose tensors map onto one of onecat's weight formats. Activation schemes
+// (input_activations: W8A8 FP8, W4A4 NVFP4) are not applied: Volta computes with fp16
+// activations, which is the weights' exact product.
+QuantConfig parse_compressed_tensors(const Fields& f, const std::string& origin) {
+  if (f.has("quantization_status") && lower(f.string("quantization_status")) != "compressed") {
+    f.fail("quantization_status", "is \"" + f.string("quantization_status") +
+                                      "\", but only compressed checkpoints (their packed weights) are read");
+  }
+  const json& groups = f.object("config_groups");
+  if (groups.empty()) f.fail("config_groups", "is empty");
+  std::string format = f.has("format") ? lower(f.string("format")) : "";
+  const json* weights = nullptr;
+  std::string first;
+  for (const auto& [name, group] : groups.items()) {
+    const Fields g(group, origin, "quantization_config.config_groups." + name + ".");
+    if (!group.is_object()) f.fail("config_groups." + name, "must be an object");
+    if (g.has("format")) {
+      const std::string gf = lower(g.string("format"));
+      if (!format.empty() && gf != format && !(format == "mixed-precision")) {
+        g.fail("format",
+               "is \"" + gf + "\" where another group's is \"" + format + "\"; mixed schemes are not supported");
+      }
+      format = gf;
+    }
+    const json& w = g.object("weights");
+    if (weights && w != *weights) {
+      g.fail("weights", "differ from group " + first + "'s; onecat reads one weight scheme per checkpoint");
+    }
+    if (!weights) weights = &w, first = name;
+  }
+  if (format.empty()) f.fail("format", "is missing");
+  const Fields w(*weights, origin, "quantization_config.config_groups." + first + ".weights.");
+  const int64_t bits = w.integer("num_bits");
+  const std::string type = lower(w.string("type"));
+  const std::string strategy = w.has("strategy") ? lower(w.string("strategy")) : "";
+  const bool symmetric = w.boolean_or("symmetric", true);
+  QuantConfig c;
+  if (format == "pack-quantized" && type == "int" && bits == 4) {
+    if (strategy != "group") {
+      w.fail("strategy", "is \"" + strategy + "\", but onecat's int4 kernels take groups of 32, 64 or 128");
+    }
+    const std::string actorder = w.has("actorder") ? lower(w.string("actorder")) : "";
+    c = {QuantConfig::kGptq, 4, int4_group(w), actorder == "group", symmetric, 0, 0};
+  } else if (format == "float-quantized" && type == "float" && bits == 8) {
+    if (!symmetric) w.fail("symmetric", "is false, but FP8 weights have no zero point in onecat");
+    if (strategy == "channel" || strategy == "tensor") {
+      c = {QuantConfig::kFp8Block, 8, 0, false, true, 0, 0};  // a tensor's one scale, given to every row
+    } else if (strategy == "block") {
+      const json& b = w.at("block_structure");
+      if (!b.is_array() || b.size() != 2 || b[0] != 128 || b[1] != 128) {
+        w.fail("block_structure", "is " + b.dump() + ", but only [128, 128] blocks are supported for FP8");
+      }
+      c = {QuantConfig::kFp8Block, 8, 128, false, true, 128, 128};
+    } else {
+      w.fail("strategy", "is \"" + strategy + "\", but FP8 weights need channel, tensor or block scales");
+    }
+  } else if (format == "nvfp4-pack-quantized" && type == "float" && bits == 4) {
+    if (w.integer_or("group_size", 16) != 16) w.fail("group_size", "must be 16 for NVFP4");
+    c = {QuantConfig::kNvfp4, 4, 16, false, true, 0, 0};
+  } else if (format == "mxfp4-pack-quantized" && type == "float" && bits == 4) {
+    if (w.integer_or("group_size", 32) != 32) w.fail("group_size", "must be 32 for MXFP4");
+    c = {QuantConfig::kMxfp4, 4, 32, false, true, 0, 0};
+  } else {
+    f.fail("format", "is \"" + format + "\" with " + std::to_string(bits) + "-bit " + type +
+                         " weights, which onecat does not read (it reads pack-quantized 4-bit int, float-quantized "
+                         "8-bit float, nvfp4-pack-quantized and mxfp4-pack-quantized)");
+  }
+  c.compressed_tensors = true;
+  return c;
+}
+
 QuantConfig parse_quantization_config(const json& q, const std::string& origin) {
   Fields f(q, origin, "quantization_config.");
   const std::string method = lower(f.string("quant_method"));
   QuantConfig c;
-  if (method == "awq") {
+  if (method == "compressed-tensors") {
+    c = parse_compressed_tensors(f, origin);
+  } else if (method == "awq") {
     require_bits(f, 4);
     c = {QuantConfig::kAwq, 4, int4_group(f), false, !f.boolean_or("zero_point", true), 0, 0};
     if (f.has("version") && lower(f.string("version")) != "gemm") {
@@ -168,7 +242,9 @@ QuantConfig parse_quantization_config(const json& q, const std::string& origin) 
   } else if (method == "mxfp4") {
     c = {QuantConfig::kMxfp4, 4, 32, false, true, 0, 0};
   } else {
-    f.fail("quant_method", "is \"" + method + "\", which onecat does not support (supported: awq, gptq, fp8, fbgemm_fp8, modelopt, mxfp4)");
+    f.fail("quant_method", "is \"" + method +
+                               "\", which onecat does not support (supported: awq, gptq, fp8, fbgemm_fp8, modelopt, "
+                               "mxfp4, compressed-tensors)");
   }
   return c;
 }
@@ -283,6 +359,11 @@ void check_quantization(const std::string& given, const ModelConfig& config, con
       {"gptq_marlin", QuantConfig::kGptq}, {"fp8", QuantConfig::kFp8Block},   {"modelopt_fp4", QuantConfig::kNvfp4},
       {"nvfp4", QuantConfig::kNvfp4},      {"mxfp4", QuantConfig::kMxfp4},    {"none", QuantConfig::kNone}};
   const std::string_view declared = quant_method_name(config.quant.method);
+  if (given == "compressed-tensors") {  // vLLM's name for llm-compressor's checkpoints, whatever their scheme
+    if (config.quant.compressed_tensors) return;
+    throw InputError("quantization compressed-tensors, but " + dir + " declares " + std::string(declared) +
+                     " (onecat takes the method from the checkpoint and converts nothing).");
+  }
   for (const auto& [name, method] : kNames) {
     if (given != name) continue;
     if (method == config.quant.method) return;
@@ -291,7 +372,7 @@ void check_quantization(const std::string& given, const ModelConfig& config, con
   }
   throw InputError(
       "quantization must be one of awq, awq_marlin, gptq, gptq_marlin, fp8, modelopt_fp4, nvfp4, "
-      "mxfp4 or none (what the checkpoint declares: " +
+      "mxfp4, compressed-tensors or none (what the checkpoint declares: " +
       std::string(declared) + "), not " + quoted_input(given) + ".");
 }
 

@@ -24,6 +24,11 @@ struct QuantConfig {
   // fp8 blocks: scale_fmt "ue8m0" (transformers' FineGrainedFP8Config): weight_scale_inv may hold
   // UE8M0 exponent bytes (F8_E8M0 or U8) as well as float powers of two.
   bool ue8m0_scales = false;
+  // The compressed-tensors library's tensors (llm-compressor, quant_method "compressed-tensors"):
+  // weight_packed / weight_scale / weight_zero_point / weight_g_idx / weight_global_scale in its
+  // layouts, mapped onto the method above (W4A16 → gptq, FP8 → fp8 per channel or block 128,
+  // NVFP4, MXFP4; docs/checkpoint.md).
+  bool compressed_tensors = false;
   friend bool operator==(const QuantConfig&, const QuantConfig&) = default;
 };
 

@@ -120,10 +120,20 @@ std::vector<Case> all_cases() {
                             "nvfp4", "mxfp4"})
       cases.push_back({arch, fmt});
   }
+  // llm-compressor's compressed-tensors checkpoints of the same quantisations.
+  for (const char* arch : {"llama", "qwen3"}) {
+    for (const char* fmt : {"ct-w4a16", "ct-w4a16-asym", "ct-w4a16-act", "ct-fp8", "ct-fp8-tensor", "ct-fp8-block",
+                            "ct-nvfp4", "ct-mxfp4"})
+      cases.push_back({arch, fmt});
+  }
   return cases;
 }
 
 WeightFormat expected_format(const std::string& fmt) {
+  if (fmt.starts_with("ct-w4a16")) return WeightFormat::kGptq4;
+  if (fmt.starts_with("ct-fp8")) return WeightFormat::kFp8B128;
+  if (fmt == "ct-nvfp4") return WeightFormat::kNvfp4;
+  if (fmt == "ct-mxfp4") return WeightFormat::kMxfp4;
   if (fmt == "awq4") return WeightFormat::kAwq4;
   if (fmt == "gptq4" || fmt == "gptq4-act") return WeightFormat::kGptq4;
   if (fmt == "fp8" || fmt == "fp8-channel") return WeightFormat::kFp8B128;
@@ -161,9 +171,9 @@ TEST_P(LoadTiny, ShapesFusionAndExactWeights) {
                 "post_attention_layernorm");
 
     EXPECT_EQ(l.qkv.format, expected_format(c.format));
-    EXPECT_EQ(l.qkv.group, c.format == "fp8-channel"                            ? 0
-                           : c.format == "fp8"                                  ? 128
-                           : c.format == "fp8-b32" || c.format == "fp8-b32-f32" ? 32
+    EXPECT_EQ(l.qkv.group, c.format == "fp8-channel" || c.format == "ct-fp8" || c.format == "ct-fp8-tensor" ? 0
+                           : c.format == "fp8" || c.format == "ct-fp8-block"                                ? 128
+                           : c.format == "fp8-b32" || c.format == "fp8-b32-f32"                             ? 32
                                                                                 : l.qkv.group);
     EXPECT_EQ(l.qkv.n, q_rows + 2 * kv_rows);
     EXPECT_EQ(l.qkv.k, cfg.hidden);

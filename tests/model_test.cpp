@@ -305,6 +305,79 @@ TEST(ModelConfig, ParsesPhi3) {
   EXPECT_EQ(builtin.max_position_embeddings, m.max_position_embeddings);
 }
 
+// llm-compressor's compressed-tensors configs as RedHatAI's checkpoints carry them (W4A16,
+// FP8_DYNAMIC, FP8 block, NVFP4), mapped onto onecat's formats; what has no format is one sentence.
+json ct_config(const json& weights, const std::string& format, const json& input_activations = nullptr) {
+  return json{{"quant_method", "compressed-tensors"},
+              {"format", format},
+              {"quantization_status", "compressed"},
+              {"config_groups",
+               {{"group_0",
+                 {{"targets", {"Linear"}},
+                  {"weights", weights},
+                  {"input_activations", input_activations},
+                  {"output_activations", nullptr}}}}},
+              {"ignore", {"lm_head"}},
+              {"kv_cache_scheme", nullptr}};
+}
+
+TEST(ModelConfig, ParsesCompressedTensors) {
+  const json w4a16 = {{"num_bits", 4},       {"type", "int"},        {"symmetric", true},
+                      {"strategy", "group"}, {"group_size", 128},    {"actorder", nullptr},
+                      {"dynamic", false},    {"observer", "minmax"}, {"block_structure", nullptr}};
+  QuantConfig c = parse_quant(ct_config(w4a16, "pack-quantized"));
+  EXPECT_EQ(c, (QuantConfig{QuantConfig::kGptq, 4, 128, false, true, 0, 0, false, true}));
+  json asym = w4a16;
+  asym["symmetric"] = false, asym["actorder"] = "group", asym["group_size"] = 64;
+  c = parse_quant(ct_config(asym, "pack-quantized"));
+  EXPECT_EQ(c, (QuantConfig{QuantConfig::kGptq, 4, 64, true, false, 0, 0, false, true}));
+
+  const json fp8 = {
+      {"num_bits", 8}, {"type", "float"}, {"symmetric", true}, {"strategy", "channel"}, {"dynamic", false}};
+  const json dynamic_tokens = {{"num_bits", 8}, {"type", "float"}, {"strategy", "token"}, {"dynamic", true}};
+  c = parse_quant(ct_config(fp8, "float-quantized", dynamic_tokens));
+  EXPECT_EQ(c, (QuantConfig{QuantConfig::kFp8Block, 8, 0, false, true, 0, 0, false, true}));
+  json block = fp8;
+  block["strategy"] = "block", block["block_structure"] = {128, 128};
+  c = parse_quant(ct_config(block, "float-quantized"));
+  EXPECT_EQ(c, (QuantConfig{QuantConfig::kFp8Block, 8, 128, false, true, 128, 128, false, true}));
+  const json nvfp4 = {
+      {"num_bits", 4}, {"type", "float"}, {"symmetric", true}, {"strategy", "tensor_group"}, {"group_size", 16}};
+  EXPECT_EQ(parse_quant(ct_config(nvfp4, "nvfp4-pack-quantized")).method, QuantConfig::kNvfp4);
+  EXPECT_TRUE(parse_quant(ct_config(nvfp4, "nvfp4-pack-quantized")).compressed_tensors);
+
+  auto refused = [](const json& q, std::initializer_list<std::string_view> says) {
+    json j = qwen3_8b_json();
+    j["quantization_config"] = q;
+    parse_error(j, says);
+  };
+  const json int8 = {{"num_bits", 8}, {"type", "int"}, {"symmetric", true}, {"strategy", "channel"}};
+  refused(ct_config(int8, "int-quantized"),
+          {"/ckpt/config.json", "\"quantization_config.format\"", "int-quantized", "8-bit int"});
+  json channel = w4a16;
+  channel["strategy"] = "channel";
+  refused(ct_config(channel, "pack-quantized"), {"config_groups.group_0.weights.strategy", "channel"});
+  json two = ct_config(w4a16, "pack-quantized");
+  two["config_groups"]["group_1"] = two["config_groups"]["group_0"];
+  two["config_groups"]["group_1"]["weights"]["group_size"] = 32;
+  refused(two, {"config_groups.group_1.weights", "one weight scheme"});
+  json frozen = ct_config(w4a16, "pack-quantized");
+  frozen["quantization_status"] = "frozen";
+  refused(frozen, {"quantization_status", "frozen"});
+  json bad_block = block;
+  bad_block["block_structure"] = {64, 64};
+  refused(ct_config(bad_block, "float-quantized"), {"block_structure", "[128, 128]"});
+
+  // vLLM's --quantization compressed-tensors names the library, not the scheme.
+  json j = qwen3_8b_json();
+  j["quantization_config"] = ct_config(w4a16, "pack-quantized");
+  const ModelConfig m = parse(j);
+  EXPECT_NO_THROW(check_quantization("compressed-tensors", m, "/ckpt"));
+  EXPECT_NO_THROW(check_quantization("gptq", m, "/ckpt"));
+  expect_throw<InputError>([] { check_quantization("compressed-tensors", parse(qwen3_8b_json()), "/ckpt"); },
+                           {"compressed-tensors", "/ckpt", "none"});
+}
+
 TEST(ModelConfig, RejectsMalformedFields) {
   json j = qwen3_8b_json();
   j.erase("hidden_size");

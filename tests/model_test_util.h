@@ -84,6 +84,9 @@ inline std::vector<ModelCase> all_model_cases() {
   // Phi-3: q|k|v and gate|up fused in the checkpoint, each quantised as one linear.
   for (const char* f : {"f16", "bf16", "awq4", "gptq4-act", "fp8", "nvfp4", "mxfp4"}) out.push_back({"phi3", f, ""});
   out.push_back({"phi3", "f16", "--sliding-window 48"});
+  // llm-compressor's compressed-tensors checkpoints: the same kernels, other tensors and zero points.
+  for (const char* f : {"ct-w4a16-asym", "ct-fp8-tensor", "ct-nvfp4"}) out.push_back({"llama", f, ""});
+  out.push_back({"qwen3", "ct-w4a16-act", ""});
   return out;
 }
 

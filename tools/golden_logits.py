@@ -34,7 +34,7 @@ import tempfile
 
 import numpy as np
 
-from make_tiny_checkpoint import moe_experts  # the checkpoints' own expert count (this file's folder)
+from make_tiny_checkpoint import CT_FORMATS, moe_experts  # (this file's folder)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MAKE = os.path.join(HERE, "make_tiny_checkpoint.py")
@@ -79,6 +79,9 @@ def cases():
             extra = ["--decisive-routing"] if arch in ("qwen2moe", "mixtral") else []
             out.append((f"{arch}-{fmt}", ["--arch", arch, "--format", fmt] + extra))
     out.append(("phi3-f16-window-48", ["--arch", "phi3", "--format", "f16", "--sliding-window", "48"]))
+    for arch in ("llama", "qwen3"):  # llm-compressor's compressed-tensors checkpoints
+        for fmt in CT_FORMATS:
+            out.append((f"{arch}-{fmt}", ["--arch", arch, "--format", fmt]))
     return out
 
 
@@ -176,6 +179,8 @@ def dequantise(t, prefix, method, group):
     if has("weight") and get("weight").dtype == np.float64 and not has("weight_scale_inv") and not has(
             "weight_scale"):
         return get("weight")  # f16 / bf16 / f32, also modules_to_not_convert
+    if method == "compressed-tensors":
+        return dequantise_ct(t, prefix, group)
     if method == "awq":
         q = nibbles(get("qweight"), AWQ_ORDER)  # [K][N]
         z = nibbles(get("qzeros"), AWQ_ORDER)  # [K/G][N]
@@ -212,8 +217,43 @@ def dequantise(t, prefix, method, group):
     raise SystemExit(f"{prefix}: cannot dequantise method {method}")
 
 
+def dequantise_ct(t, prefix, group):
+    """llm-compressor's compressed-tensors layouts (the compressed_tensors library's packers): W4A16
+    weight_packed [N][K/8] (element k at bits 4·(k % 8), stored q + 8), weight_scale [N][K/G],
+    weight_zero_point [N/8][K/G] (packed down the rows, zp + 8), weight_g_idx; FP8 weight with
+    weight_scale per channel, tensor or 128×128 block; NVFP4 weight_packed, weight_scale /
+    weight_global_scale; MXFP4 weight_packed and UE8M0 weight_scale."""
+    get = lambda s: t[f"{prefix}.{s}"]  # noqa: E731
+    has = lambda s: f"{prefix}.{s}" in t  # noqa: E731
+    if has("weight"):  # FP8
+        w = get("weight")
+        n, k = w.shape
+        s = get("weight_scale")
+        if s.size == 1:
+            return w * float(s.reshape(-1)[0])
+        if s.shape == (n, 1) or s.shape == (n,):
+            return w * s.reshape(n, 1)
+        return w * np.repeat(np.repeat(s, 128, 0), 128, 1)[:n, :k]
+    packed = get("weight_packed")
+    if packed.dtype == np.int32:  # W4A16
+        q = nibbles(packed, list(range(8))) - 8  # [N][K], signed
+        n, k = q.shape
+        g = get("weight_g_idx").astype(np.int64) if has("weight_g_idx") else np.arange(k) // group
+        zp = nibbles(get("weight_zero_point").T, list(range(8))).T[:n] - 8 if has("weight_zero_point") \
+            else np.zeros((n, k // group), np.int64)
+        return (q - zp[:, g]) * get("weight_scale")[:, g]
+    codes = low_nibble_first(packed)  # FP4 [N][K]
+    n, k = codes.shape
+    if has("weight_global_scale"):  # NVFP4
+        return E2M1[codes] * np.repeat(get("weight_scale"), 16, 1) / float(get("weight_global_scale").reshape(-1)[0])
+    e = np.repeat(get("weight_scale").astype(np.int64) - 127, 32, 1)  # MXFP4
+    return E2M1[codes] * np.exp2(e.astype(np.float64))
+
+
 def quant_method(directory, cfg):
     q = cfg.get("quantization_config")
+    if q and q["quant_method"] == "compressed-tensors":
+        return "compressed-tensors", next(iter(q["config_groups"].values()))["weights"].get("group_size") or 0
     if q:
         # fp8: the square block of weight_scale_inv ([128, 128] or [32, 32]).
         return q["quant_method"].lower(), q.get("group_size", q.get("weight_block_size", [0])[0])

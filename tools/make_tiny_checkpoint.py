@@ -86,6 +86,9 @@ ARCHS = {
 # Architectures whose q|k|v and gate|up are single tensors in the checkpoint.
 FUSED_PROJECTIONS = ("phi3",)
 FORMATS = ["f16", "bf16", "awq4", "gptq4", "gptq4-act", "fp8", "fp8-channel", "fp8-b32", "fp8-b32-f32", "nvfp4", "mxfp4"]
+# llm-compressor's compressed-tensors checkpoints (quant_method "compressed-tensors").
+CT_FORMATS = ["ct-w4a16", "ct-w4a16-asym", "ct-w4a16-act", "ct-fp8", "ct-fp8-tensor", "ct-fp8-block", "ct-nvfp4",
+              "ct-mxfp4"]
 VOCAB, LAYERS, GROUP = 128, 2, 64
 # An AWQ layer left in fp16 by modules_to_not_convert (AutoAWQ's substring match).
 AWQ_NOT_CONVERTED = "model.layers.1.mlp.down_proj"
@@ -335,6 +338,83 @@ def quant_mxfp4(w, rng, _shared):
             "scales": (e + 127).astype(np.uint8)}, deq
 
 
+# compressed-tensors (llm-compressor's checkpoints): the same quantisations under the library's
+# tensor names and layouts (compressed_tensors' pack_to_int32 and its NVFP4/MXFP4 packers).
+
+
+def ct_group_ids(k, rng, shared, act_order):
+    """Each input column's group: in order, or (act-order) one shared permutation's."""
+    if not act_order:
+        return (np.arange(k) // GROUP).astype(np.int32)
+    perm = shared.setdefault(("perm", k), rng.permutation(k))
+    g_idx = np.empty(k, np.int32)
+    g_idx[perm] = np.arange(k) // GROUP
+    return g_idx
+
+
+def quant_ct_int4(w, rng, shared, symmetric, act_order=False):
+    """W4A16 (pack-quantized): signed codes q in [-8, 7] stored q + 8, eight per i32 along K
+    (element k at bits 4·(k % 8) of word k / 8); scales [N][K/G]; asymmetric: signed zero points
+    zp (W = (q − zp)·s) stored zp + 8, packed down the rows into [N/8][K/G]; act-order: weight_g_idx."""
+    n, k = w.shape
+    g_idx = ct_group_ids(k, rng, shared, act_order)
+    groups = k // GROUP
+    scale = np.zeros((n, groups), np.float16)
+    zp = np.zeros((n, groups), np.int64)
+    for gi in range(groups):
+        cols = w[:, g_idx == gi]
+        if symmetric:
+            scale[:, gi] = np.maximum(np.abs(cols).max(axis=1) / 7, 1e-4)
+        else:
+            lo, hi = cols.min(axis=1), cols.max(axis=1)
+            scale[:, gi] = np.maximum((hi - lo) / 15, 1e-4)
+            zp[:, gi] = np.clip(np.round(-lo / scale[:, gi].astype(np.float64)) - 8, -8, 7)
+    s, z = scale.astype(np.float64)[:, g_idx], zp[:, g_idx]  # [N][K]
+    q = np.clip(np.round(w / s) + z, -8, 7).astype(np.int64)
+    deq = (q - z) * s
+    tensors = {"weight_packed": pack_words(q + 8, LINEAR_ORDER), "weight_scale": scale,
+               "weight_shape": np.array([n, k], np.int64)}
+    if not symmetric:
+        tensors["weight_zero_point"] = pack_words((zp + 8).T, LINEAR_ORDER).T.copy()  # [N/8][K/G]
+    if act_order:
+        tensors["weight_g_idx"] = g_idx
+    return tensors, deq
+
+
+def quant_ct_fp8(w, rng, shared, strategy):
+    """FP8 (float-quantized): weight E4M3, weight_scale [N][1] (channel), [1] (tensor) or
+    [⌈N/128⌉][⌈K/128⌉] (block), f32; W = code · scale."""
+    if strategy == "block":
+        tensors, deq = quant_fp8(w, rng, shared)
+        tensors["weight_scale"] = tensors.pop("weight_scale_inv")
+        return tensors, deq
+    if strategy == "tensor":
+        scale = np.float32(max(np.abs(w).max(), 1e-6) / 448)
+        codes = to_e4m3(w / float(scale))
+        return {"weight": Raw("F8_E4M3", w.shape, codes), "weight_scale": np.array([scale], np.float32)}, \
+            E4M3[codes] * float(scale)
+    return quant_fp8_channel(w, rng, shared)
+
+
+def quant_ct_nvfp4(w, rng, shared):
+    """NVFP4 (nvfp4-pack-quantized): ModelOpt's codes and block scales as weight_packed and
+    weight_scale, and weight_global_scale = 1 / ModelOpt's weight_scale_2 (a power of two here,
+    so both are exact); fused layers share it, as llm-compressor makes them."""
+    key = ("ct_scale_2", shared["fuse_key"])
+    shared.setdefault(("scale_2", shared["fuse_key"]),
+                      shared.setdefault(key, np.float32(2.0 ** np.floor(np.log2(np.abs(w).max() / (448 * 6))))))
+    tensors, deq = quant_nvfp4(w, rng, shared)
+    return {"weight_packed": tensors["weight"], "weight_scale": tensors["weight_scale"],
+            "weight_global_scale": np.array([1 / tensors["weight_scale_2"]], np.float32)}, deq
+
+
+def quant_ct_mxfp4(w, rng, shared):
+    """MXFP4 (mxfp4-pack-quantized): gpt-oss's codes [N][K/2] and UE8M0 scales [N][K/32]."""
+    n, k = w.shape
+    tensors, deq = quant_mxfp4(w, rng, shared)
+    return {"weight_packed": tensors["blocks"].reshape(n, k // 2), "weight_scale": tensors["scales"]}, deq
+
+
 QUANTISERS = {
     "awq4": quant_awq,
     "gptq4": lambda w, r, s: quant_gptq(w, r, s, False),
@@ -345,6 +425,14 @@ QUANTISERS = {
     "fp8-b32-f32": lambda w, r, s: quant_fp8_b32(w, r, s, "F32"),
     "nvfp4": quant_nvfp4,
     "mxfp4": quant_mxfp4,
+    "ct-w4a16": lambda w, r, s: quant_ct_int4(w, r, s, True),
+    "ct-w4a16-asym": lambda w, r, s: quant_ct_int4(w, r, s, False),
+    "ct-w4a16-act": lambda w, r, s: quant_ct_int4(w, r, s, True, act_order=True),
+    "ct-fp8": lambda w, r, s: quant_ct_fp8(w, r, s, "channel"),
+    "ct-fp8-tensor": lambda w, r, s: quant_ct_fp8(w, r, s, "tensor"),
+    "ct-fp8-block": lambda w, r, s: quant_ct_fp8(w, r, s, "block"),
+    "ct-nvfp4": quant_ct_nvfp4,
+    "ct-mxfp4": quant_ct_mxfp4,
 }
 
 
@@ -397,7 +485,33 @@ def random_codes(fmt, n, k, rng):
     sys.exit(f"--random-codes: no random codes for format {fmt} (awq4, gptq4, fp8, fp8-b32, nvfp4, mxfp4)")
 
 
+def ct_config(fmt):
+    """llm-compressor's quantization_config for a ct-* format: one config group over every Linear
+    but lm_head, the weight scheme as its presets write it (W4A16, FP8_DYNAMIC, NVFP4, MXFP4)."""
+    int4 = {"num_bits": 4, "type": "int", "strategy": "group", "group_size": GROUP, "dynamic": False,
+            "symmetric": fmt != "ct-w4a16-asym", "actorder": "group" if fmt == "ct-w4a16-act" else None,
+            "observer": "minmax", "block_structure": None}
+    fp8 = {"num_bits": 8, "type": "float", "symmetric": True, "dynamic": False, "group_size": None,
+           "strategy": {"ct-fp8": "channel", "ct-fp8-tensor": "tensor", "ct-fp8-block": "block"}.get(fmt),
+           "block_structure": [128, 128] if fmt == "ct-fp8-block" else None, "observer": "minmax"}
+    fp4 = {"num_bits": 4, "type": "float", "symmetric": True, "dynamic": False,
+           "strategy": "tensor_group" if fmt == "ct-nvfp4" else "group", "group_size": 16 if fmt == "ct-nvfp4" else 32,
+           "observer": "minmax"}
+    scheme, form = {"ct-w4a16": (int4, "pack-quantized"), "ct-w4a16-asym": (int4, "pack-quantized"),
+                    "ct-w4a16-act": (int4, "pack-quantized"), "ct-fp8": (fp8, "float-quantized"),
+                    "ct-fp8-tensor": (fp8, "float-quantized"), "ct-fp8-block": (fp8, "float-quantized"),
+                    "ct-nvfp4": (fp4, "nvfp4-pack-quantized"), "ct-mxfp4": (fp4, "mxfp4-pack-quantized")}[fmt]
+    acts = {"num_bits": 8, "type": "float", "strategy": "token", "dynamic": True, "symmetric": True} \
+        if form == "float-quantized" and fmt != "ct-fp8-block" else None
+    return {"quant_method": "compressed-tensors", "format": form, "quantization_status": "compressed",
+            "config_groups": {"group_0": {"targets": ["Linear"], "weights": scheme, "input_activations": acts,
+                                          "output_activations": None, "format": form}},
+            "ignore": ["lm_head"], "kv_cache_scheme": None, "sparsity_config": {}}
+
+
 def quantization_config(fmt, not_converted=AWQ_NOT_CONVERTED):
+    if fmt.startswith("ct-"):
+        return ct_config(fmt)
     return {
         "awq4": {"quant_method": "awq", "bits": 4, "group_size": GROUP, "zero_point": True, "version": "gemm",
                  "modules_to_not_convert": [not_converted]},
@@ -772,7 +886,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out")
     ap.add_argument("--arch", choices=list(ARCHS), default="llama")
-    ap.add_argument("--format", choices=FORMATS, default="f16")
+    ap.add_argument("--format", choices=FORMATS + CT_FORMATS, default="f16")
     ap.add_argument("--shards", type=int, default=1)
     ap.add_argument("--bad", choices=BAD_CASES)
     ap.add_argument("--seed", type=int, default=0)
@@ -797,6 +911,9 @@ def main():
             for fmt in FORMATS:
                 # Sharded f16 checkpoints exercise model.safetensors.index.json.
                 make(os.path.join(a.out, f"{arch}-{fmt}"), arch, fmt, shards=3 if fmt == "f16" else 1)
+        for arch in ("llama", "qwen3"):
+            for fmt in CT_FORMATS:
+                make(os.path.join(a.out, f"{arch}-{fmt}"), arch, fmt)
         for case in BAD_CASES:
             bad(os.path.join(a.out, f"bad-{case}"), case)
     elif a.bad:

@@ -2,8 +2,10 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "base/error.h"
+#include "base/half.h"
 #include "models/checkpoint/tensor_values.h"
 #include "models/quant/pack.h"
 
@@ -169,6 +171,143 @@ quant::PackedWeight load_mxfp4(const CheckpointFiles& files, const std::string& 
   return pack_named(blocks, prefix, [&] { return quant::pack_mxfp4(n, k, blocks.bytes, scales.bytes); });
 }
 
+// ---------------------------------------------------------------------------------------------
+// compressed-tensors (llm-compressor): the same formats under the library's names and layouts.
+
+// weight_shape, [N, K] as I64 or I32, where the checkpoint has one (pack-quantized writes it).
+void expect_weight_shape(const CheckpointFiles& files, const std::string& prefix, int64_t n, int64_t k) {
+  const Tensor* t = files.find(prefix + ".weight_shape");
+  if (!t) return;
+  expect_shape(*t, {2}, "the weight's [out, in] features");
+  expect_dtype(*t, {Dtype::kI64, Dtype::kI32});
+  int64_t v[2];
+  for (int i = 0; i < 2; ++i) {
+    if (t->dtype == Dtype::kI64) {
+      std::memcpy(&v[i], t->bytes.data() + 8 * i, 8);
+    } else {
+      int32_t x;
+      std::memcpy(&x, t->bytes.data() + 4 * i, 4);
+      v[i] = x;
+    }
+  }
+  if (v[0] != n || v[1] != k) {
+    throw InputError(*t->file + ": tensor " + t->name + " is [" + std::to_string(v[0]) + ", " + std::to_string(v[1]) +
+                     "], but the config gives this layer " + std::to_string(n) + " out × " + std::to_string(k) +
+                     " in features.");
+  }
+}
+
+// W4A16 (pack-quantized, 4-bit int, groups): weight_packed [N][K/8] i32 holds element k of row n
+// at bits 4·(k % 8) of word k / 8 as q + 8 (q the signed code in [−8, 7]); weight_scale [N][K/G];
+// asymmetric: weight_zero_point [⌈N/8⌉][K/G] i32, packed down the rows the same way (zp + 8);
+// act-order: weight_g_idx [K]. W = (q − zp)·scale = (u − (zp + 8))·scale with u the stored
+// nibble: a GPTQ weight with zero point zp + 8 (8 when symmetric), its qweight the transpose of
+// weight_packed, its scales the transpose of weight_scale.
+quant::PackedWeight load_ct_int4(const CheckpointFiles& files, const std::string& prefix, int64_t n, int64_t k,
+                                 const QuantConfig& quant) {
+  const int g = quant.group_size;
+  const std::string why = "compressed-tensors int4, group " + std::to_string(g) + ", with N = " + std::to_string(n) +
+                          ", K = " + std::to_string(k);
+  const Tensor& packed = files.require(prefix + ".weight_packed");
+  expect_dtype(packed, {Dtype::kI32});
+  expect_shape(packed, {n, k / 8}, why);
+  expect_weight_shape(files, prefix, n, k);
+  const Tensor& scale = files.require(prefix + ".weight_scale");
+  expect_dtype(scale, {Dtype::kF16, Dtype::kBF16, Dtype::kF32});
+  expect_shape(scale, {n, k / g}, why);
+  std::vector<int32_t> g_idx;
+  if (const Tensor* gi = files.find(prefix + ".weight_g_idx")) {
+    expect_shape(*gi, {k}, why);
+    g_idx = read_i32(*gi);
+  }
+  std::vector<int32_t> zp;
+  if (!quant.sym) {
+    const Tensor& z = files.require(prefix + ".weight_zero_point");
+    expect_dtype(z, {Dtype::kI32});
+    expect_shape(z, {ceil_div(n, 8), k / g}, why);
+    zp = read_i32(z);
+  }
+  const std::vector<int32_t> words = read_i32(packed);
+  const std::vector<uint16_t> s = read_f16(scale);
+  const int64_t groups = k / g;
+  std::vector<int32_t> qweight(words.size());
+  for (int64_t row = 0; row < n; ++row) {
+    for (int64_t j = 0; j < k / 8; ++j) qweight[size_t(j * n + row)] = words[size_t(row * (k / 8) + j)];
+  }
+  std::vector<uint16_t> scales(s.size());
+  for (int64_t row = 0; row < n; ++row) {
+    for (int64_t gi = 0; gi < groups; ++gi) scales[size_t(gi * n + row)] = s[size_t(row * groups + gi)];
+  }
+  quant::PackedWeight w =
+      pack_named(packed, prefix, [&] { return quant::pack_gptq4(n, k, g, qweight, {}, scales, g_idx); });
+  if (!zp.empty()) {  // pack_gptq4 took the symmetric z = 8; the stored zero points replace it
+    for (int64_t row = 0; row < n; ++row) {
+      for (int64_t gi = 0; gi < groups; ++gi) {
+        const uint32_t z = (uint32_t(zp[size_t((row / 8) * groups + gi)]) >> (4 * (row % 8))) & 0xF;
+        const uint16_t h = cpu::float_to_half(float(z));
+        std::memcpy(w.zeros.data() + size_t(row * groups + gi) * 2, &h, 2);
+      }
+    }
+  }
+  return w;
+}
+
+// FP8 (float-quantized): weight [N][K] E4M3 and weight_scale: [N][1] or [N] per channel, one
+// value for the tensor (given to every row), or [⌈N/128⌉][⌈K/128⌉] per block; W = code · scale.
+quant::PackedWeight load_ct_fp8(const CheckpointFiles& files, const std::string& prefix, int64_t n, int64_t k,
+                                const QuantConfig& quant) {
+  const std::string why = "N = " + std::to_string(n) + ", K = " + std::to_string(k);
+  const Tensor& weight = files.require(prefix + ".weight");
+  expect_dtype(weight, {Dtype::kF8E4M3});
+  expect_shape(weight, {n, k}, why);
+  const Tensor& scale = files.require(prefix + ".weight_scale");
+  if (quant.block_k == 128) {
+    expect_shape(scale, {ceil_div(n, 128), ceil_div(k, 128)}, "128×128 blocks over " + why);
+    const std::vector<float> scales = read_f32(scale);
+    return pack_named(weight, prefix,
+                      [&] { return quant::pack_fp8b128(n, k, weight.bytes, scales, quant::Fp8Scales::kBlock128); });
+  }
+  std::vector<float> scales;
+  if (scale.elements() == 1) {
+    scales.assign(size_t(n), read_f32(scale)[0]);
+  } else {
+    if (scale.shape != std::vector<int64_t>{n}) expect_shape(scale, {n, 1}, "one scale per output row over " + why);
+    scales = read_f32(scale);
+  }
+  return pack_named(weight, prefix,
+                    [&] { return quant::pack_fp8b128(n, k, weight.bytes, scales, quant::Fp8Scales::kPerChannel); });
+}
+
+// NVFP4 (nvfp4-pack-quantized): ModelOpt's codes and block scales under other names, and the
+// per-tensor scale inverted: W = code · weight_scale / weight_global_scale.
+quant::PackedWeight load_ct_nvfp4(const CheckpointFiles& files, const std::string& prefix, int64_t n, int64_t k) {
+  const std::string why = "NVFP4 with N = " + std::to_string(n) + ", K = " + std::to_string(k);
+  const Tensor& packed = files.require(prefix + ".weight_packed");
+  const Tensor& scale = files.require(prefix + ".weight_scale");
+  expect_dtype(packed, {Dtype::kU8});
+  expect_shape(packed, {n, k / 2}, why);
+  expect_dtype(scale, {Dtype::kF8E4M3});
+  expect_shape(scale, {n, k / 16}, why);
+  const Tensor& global = files.require(prefix + ".weight_global_scale");
+  const float g = scalar_f32(global);
+  if (!(g > 0))
+    throw InputError(*global.file + ": tensor " + global.name + " must be positive, not " + std::to_string(g) + ".");
+  return pack_named(packed, prefix, [&] { return quant::pack_nvfp4(n, k, packed.bytes, scale.bytes, 1.f / g); });
+}
+
+// MXFP4 (mxfp4-pack-quantized): weight_packed [N][K/2] (low nibble the even element) and
+// weight_scale [N][K/32] UE8M0 bytes, as gpt-oss's blocks and scales.
+quant::PackedWeight load_ct_mxfp4(const CheckpointFiles& files, const std::string& prefix, int64_t n, int64_t k) {
+  const std::string why = "MXFP4 with N = " + std::to_string(n) + ", K = " + std::to_string(k);
+  const Tensor& packed = files.require(prefix + ".weight_packed");
+  const Tensor& scale = files.require(prefix + ".weight_scale");
+  expect_dtype(packed, {Dtype::kU8});
+  expect_shape(packed, {n, k / 2}, why);
+  expect_dtype(scale, {Dtype::kU8, Dtype::kF8E8M0});
+  expect_shape(scale, {n, k / 32}, why);
+  return pack_named(packed, prefix, [&] { return quant::pack_mxfp4(n, k, packed.bytes, scale.bytes); });
+}
+
 // A float weight (F16, BF16, F32) read as fp16 whatever the quantisation (load_linear), else null.
 const Tensor* float_weight(const CheckpointFiles& files, const std::string& prefix, int64_t n, int64_t k,
                            const QuantConfig& quant) {
@@ -197,6 +336,21 @@ quant::PackedWeight pack_floats(const std::vector<const Tensor*>& parts, int64_t
 quant::PackedWeight load_linear(const CheckpointFiles& files, const std::string& prefix, int64_t n, int64_t k,
                                 const QuantConfig& quant) {
   if (const Tensor* w = float_weight(files, prefix, n, k, quant)) return pack_floats({w}, n, k, prefix);
+  if (quant.compressed_tensors) {
+    switch (quant.method) {
+      case QuantConfig::kGptq:
+        return load_ct_int4(files, prefix, n, k, quant);
+      case QuantConfig::kFp8Block:
+        return load_ct_fp8(files, prefix, n, k, quant);
+      case QuantConfig::kNvfp4:
+        return load_ct_nvfp4(files, prefix, n, k);
+      case QuantConfig::kMxfp4:
+        return load_ct_mxfp4(files, prefix, n, k);
+      default:
+        break;
+    }
+    throw InputError(files.directory() + ": layer " + prefix + " has an unknown compressed-tensors weight format.");
+  }
   switch (quant.method) {
     case QuantConfig::kAwq:
       return load_awq(files, prefix, n, k, quant.group_size);

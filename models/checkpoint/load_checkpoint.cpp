@@ -17,9 +17,11 @@ const char* const kLoadable[] = {"LlamaForCausalLM",    "MistralForCausalLM",  "
                                  "Qwen3MoeForCausalLM", "Qwen2MoeForCausalLM", "MixtralForCausalLM", "Phi3ForCausalLM"};
 
 // Every tensor a linear layer of any format may have (models/checkpoint/linear.cpp).
-const char* const kLinearTensors[] = {
-    ".weight",           ".qweight",      ".qzeros",         ".scales",      ".g_idx",
-    ".weight_scale_inv", ".weight_scale", ".weight_scale_2", ".input_scale", ".blocks"};
+const char* const kLinearTensors[] = {".weight", ".qweight", ".qzeros", ".scales", ".g_idx", ".weight_scale_inv",
+                                      ".weight_scale", ".weight_scale_2", ".input_scale", ".blocks",
+                                      // compressed-tensors
+                                      ".weight_packed", ".weight_shape", ".weight_zero_point", ".weight_g_idx",
+                                      ".weight_global_scale", ".input_global_scale"};
 
 // Reads tensors by name against the config's shapes and counts the bytes for the progress bar.
 class Reader {
