@@ -17,7 +17,7 @@ using nlohmann::json;
 
 const std::vector<std::string> kArchitectures = {"LlamaForCausalLM",   "MistralForCausalLM",  "Qwen2ForCausalLM",
                                                  "Qwen3ForCausalLM",   "Qwen3MoeForCausalLM", "Qwen2MoeForCausalLM",
-                                                 "MixtralForCausalLM", "Phi3ForCausalLM"};
+                                                 "MixtralForCausalLM", "Phi3ForCausalLM",     "GraniteForCausalLM"};
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -376,6 +376,10 @@ void check_quantization(const std::string& given, const ModelConfig& config, con
       std::string(declared) + "), not " + quoted_input(given) + ".");
 }
 
+float ModelConfig::attention_scale() const {
+  return float(attention_multiplier > 0 ? attention_multiplier : 1.0 / std::sqrt(double(head_dim)));
+}
+
 ModelConfig parse_model_config(const std::string& json_text, const std::string& origin) {
   const json j = parse_json_object(json_text, origin);
   Fields f(j, origin, "");
@@ -453,7 +457,15 @@ ModelConfig parse_model_config(const std::string& json_text, const std::string& 
   // θ where the config gives none: transformers' default for the architecture (MixtralConfig's
   // 1e6; the others' 10000).
   m.rope = parse_rope(f, origin, m.max_position_embeddings, a == "MixtralForCausalLM" ? 1e6 : cpu::RopeParams().theta);
-  if (a == "LlamaForCausalLM" && f.boolean_or("mlp_bias", false)) f.fail("mlp_bias", "is true, which onecat does not support");
+  if ((a == "LlamaForCausalLM" || a == "GraniteForCausalLM") && f.boolean_or("mlp_bias", false)) {
+    f.fail("mlp_bias", "is true, which onecat does not support");
+  }
+  if (a == "GraniteForCausalLM") {  // transformers' GraniteConfig defaults: 1 each
+    m.embedding_multiplier = f.positive_or("embedding_multiplier", 1);
+    m.residual_multiplier = f.positive_or("residual_multiplier", 1);
+    m.logits_scaling = f.positive_or("logits_scaling", 1);
+    m.attention_multiplier = f.positive_or("attention_multiplier", 1);
+  }
   const bool qwen_moe = a == "Qwen3MoeForCausalLM" || a == "Qwen2MoeForCausalLM", mixtral = a == "MixtralForCausalLM";
   if (qwen_moe || mixtral) {
     // Mixtral names the expert count num_local_experts; so does transformers 5's save_pretrained

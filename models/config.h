@@ -38,7 +38,7 @@ std::string_view quant_method_name(QuantConfig::Method method);
 struct ModelConfig {
   std::string name;
   // LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Qwen3MoeForCausalLM,
-  // Qwen2MoeForCausalLM, MixtralForCausalLM or Phi3ForCausalLM.
+  // Qwen2MoeForCausalLM, MixtralForCausalLM, Phi3ForCausalLM or GraniteForCausalLM.
   std::string architecture;
   int64_t hidden = 0, intermediate = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, vocab = 0;
   double rms_norm_eps = 1e-6;
@@ -57,9 +57,16 @@ struct ModelConfig {
   // norm_topk_prob: the chosen experts' softmax weights divided by their sum (Qwen3-30B-A3B);
   // else the weights as the softmax over all experts gave them (transformers' default).
   bool norm_topk_prob = false;
+  // Granite's multipliers (1 elsewhere): the embeddings times embedding_multiplier, each layer's
+  // attention and MLP outputs times residual_multiplier before they join the residual, the
+  // logits divided by logits_scaling — all folded into the weights at load (models/checkpoint)
+  // — and attention_multiplier the softmax scale in place of 1/√head_dim (0: that default).
+  double embedding_multiplier = 1, residual_multiplier = 1, logits_scaling = 1, attention_multiplier = 0;
   QuantConfig quant;
 
   bool is_moe() const { return experts > 0; }
+  // The softmax scale of attention: attention_multiplier where the config sets one, else 1/√head_dim.
+  float attention_scale() const;
   bool has_shared_expert() const { return shared_intermediate > 0; }
 };
 

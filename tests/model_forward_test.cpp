@@ -435,9 +435,19 @@ TEST(ModelGolden, MatchesTransformers) {
     EXPECT_TRUE(d.passes()) << name << ": " << d;
     ++checked;
   }
-  EXPECT_GE(checked, 101u)
+  EXPECT_GE(checked, 111u)
       << "the manifest's cases: every architecture × format (Qwen3-MoE's, Qwen2-MoE's, Mixtral's and Phi-3's too), "
          "the RoPE scalings, windows, compressed-tensors checkpoints";
+}
+
+// Granite's residual_multiplier cannot fold into power-of-two scales: such a checkpoint is one
+// sentence naming the layer and the format, not a wrong model.
+TEST(ModelLoadGranite, PowerOfTwoScalesRefuseTheMultiplier) {
+  for (const char* fmt : {"mxfp4", "fp8-b32"}) {
+    SCOPED_TRACE(fmt);
+    const std::string dir = Checkpoints::get(std::string("--arch granite --format ") + fmt);
+    test::expect_throw<InputError>([&] { load(dir); }, {dir, "o_proj (residual_multiplier)", "power-of-two"});
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -305,6 +305,57 @@ TEST(ModelConfig, ParsesPhi3) {
   EXPECT_EQ(builtin.max_position_embeddings, m.max_position_embeddings);
 }
 
+// ibm-granite/granite-3.1-8b-instruct's config.json, the fields onecat reads.
+json granite_json() {
+  return json{{"architectures", {"GraniteForCausalLM"}},
+              {"attention_bias", false},
+              {"attention_multiplier", 0.0078125},
+              {"embedding_multiplier", 12.0},
+              {"hidden_act", "silu"},
+              {"hidden_size", 4096},
+              {"intermediate_size", 12800},
+              {"logits_scaling", 16.0},
+              {"max_position_embeddings", 131072},
+              {"mlp_bias", false},
+              {"model_type", "granite"},
+              {"num_attention_heads", 32},
+              {"num_hidden_layers", 40},
+              {"num_key_value_heads", 8},
+              {"residual_multiplier", 0.22},
+              {"rms_norm_eps", 1e-05},
+              {"rope_scaling", nullptr},
+              {"rope_theta", 10000000.0},
+              {"tie_word_embeddings", true},
+              {"vocab_size", 49155}};
+}
+
+TEST(ModelConfig, ParsesGranite) {
+  json j = granite_json();
+  const ModelConfig m = parse(j);
+  EXPECT_EQ(m.architecture, "GraniteForCausalLM");
+  EXPECT_EQ(m.embedding_multiplier, 12.0);
+  EXPECT_EQ(m.residual_multiplier, 0.22);
+  EXPECT_EQ(m.logits_scaling, 16.0);
+  EXPECT_EQ(m.attention_scale(), 0.0078125f);
+  EXPECT_TRUE(m.tie_word_embeddings);
+  EXPECT_EQ(m.vocab, 49155);
+  // transformers' GraniteConfig defaults each multiplier to 1, the attention scale included.
+  for (const char* key : {"attention_multiplier", "embedding_multiplier", "logits_scaling", "residual_multiplier"}) {
+    j.erase(key);
+  }
+  const ModelConfig plain = parse(j);
+  EXPECT_EQ(plain.attention_scale(), 1.0f);
+  EXPECT_EQ(plain.embedding_multiplier, 1.0);
+  // The others keep 1/√head_dim.
+  EXPECT_EQ(parse(qwen3_8b_json()).attention_scale(), float(1 / std::sqrt(128.0)));
+  j = granite_json();
+  j["residual_multiplier"] = 0;
+  parse_error(j, {"/ckpt/config.json", "\"residual_multiplier\"", "positive"});
+  j = granite_json();
+  j["mlp_bias"] = true;
+  parse_error(j, {"\"mlp_bias\"", "not support"});
+}
+
 // llm-compressor's compressed-tensors configs as RedHatAI's checkpoints carry them (W4A16,
 // FP8_DYNAMIC, FP8 block, NVFP4), mapped onto onecat's formats; what has no format is one sentence.
 json ct_config(const json& weights, const std::string& format, const json& input_activations = nullptr) {

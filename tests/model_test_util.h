@@ -87,6 +87,8 @@ inline std::vector<ModelCase> all_model_cases() {
   // llm-compressor's compressed-tensors checkpoints: the same kernels, other tensors and zero points.
   for (const char* f : {"ct-w4a16-asym", "ct-fp8-tensor", "ct-nvfp4"}) out.push_back({"llama", f, ""});
   out.push_back({"qwen3", "ct-w4a16-act", ""});
+  // Granite: its four multipliers folded into the weights at load.
+  for (const char* f : {"f16", "awq4", "nvfp4"}) out.push_back({"granite", f, ""});
   return out;
 }
 

@@ -652,5 +652,51 @@ TEST(CpuGemm, RefusesMissingEpilogueOperands) {
   expect_throw<Error>([&] { cpu::dequantize(broken); }, {"f16", "qweight"});
 }
 
+// scale_rows (a model constant folded into a weight, Granite's residual_multiplier): every
+// format whose scales take any factor gives factor × the weight within one fp16 (or f32)
+// rounding; power-of-two scales (fp8b32, mxfp4) refuse it by name.
+TEST(QuantPack, ScaleRowsMultipliesEveryRow) {
+  const uint64_t seed = fresh_seed();
+  SEEDED(seed);
+  Rng rng(seed);
+  const int64_t n = 40, k = 128;
+  const float factor = 0.22f;
+  std::vector<PackedWeight> weights;
+  std::vector<uint16_t> w16(size_t(n * k));
+  for (auto& v : w16) v = rng.half(-2, 2);
+  weights.push_back(quant::pack_f16(n, k, w16));
+  std::vector<int32_t> qweight(size_t(k * n / 8)), qzeros(size_t(k / 64 * n / 8));
+  std::vector<uint16_t> scales(size_t(k / 64 * n));
+  for (auto& v : qweight) v = rng.i32();
+  for (auto& v : qzeros) v = rng.i32();
+  for (auto& v : scales) v = rng.half(1e-3, 0.05);
+  weights.push_back(quant::pack_awq4(n, k, 64, qweight, qzeros, scales));
+  std::vector<uint8_t> codes(size_t(n * k));
+  for (auto& c : codes) c = uint8_t(rng.u32() & 0xDF);  // never the NaN code 0x7f
+  std::vector<float> rows(static_cast<size_t>(n));
+  for (auto& r : rows) r = 0.01f + float(rng.u32() % 100) / 1000.f;
+  weights.push_back(quant::pack_fp8b128(n, k, codes, rows, quant::Fp8Scales::kPerChannel));
+  std::vector<uint8_t> fp4(size_t(n * k / 2)), block_scales(size_t(n * k / 16));
+  for (auto& b : fp4) b = uint8_t(rng.u32());
+  for (auto& b : block_scales) b = uint8_t(0x30 + rng.u32() % 16);
+  weights.push_back(quant::pack_nvfp4(n, k, fp4, block_scales, 0.125f));
+  for (PackedWeight& p : weights) {
+    SCOPED_TRACE(std::string(quant::format_name(p.format)));
+    const std::vector<float> before = cpu::dequantize(p);
+    quant::scale_rows(p, factor, "layer");
+    const std::vector<float> after = cpu::dequantize(p);
+    ASSERT_EQ(after.size(), before.size());
+    for (size_t i = 0; i < after.size(); ++i) {
+      ASSERT_NEAR(after[i], before[i] * factor, std::fabs(before[i] * factor) * 1e-3f + 1e-7f) << "element " << i;
+    }
+  }
+  std::vector<uint8_t> mx_scales(size_t(n * k / 32), 120);
+  PackedWeight mx = quant::pack_mxfp4(n, k, fp4, mx_scales);
+  expect_throw<InputError>([&] { quant::scale_rows(mx, factor, "model.layers.0.mlp.down_proj"); },
+                           {"model.layers.0.mlp.down_proj", "mxfp4", "power-of-two"});
+  PackedWeight f16 = quant::pack_f16(n, k, w16);
+  expect_throw<InputError>([&] { quant::scale_rows(f16, 1e6f, "o_proj"); }, {"o_proj", "fp16's range"});
+}
+
 }  // namespace
 }  // namespace onecat

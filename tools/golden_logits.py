@@ -82,6 +82,11 @@ def cases():
     for arch in ("llama", "qwen3"):  # llm-compressor's compressed-tensors checkpoints
         for fmt in CT_FORMATS:
             out.append((f"{arch}-{fmt}", ["--arch", arch, "--format", fmt]))
+    for fmt in ("ct-w4a16", "ct-fp8"):  # RedHatAI's Qwen3-30B-A3B forms: every expert in the library's tensors
+        out.append((f"qwen3moe-{fmt}", ["--arch", "qwen3moe", "--format", fmt]))
+    # Granite's multipliers, folded into the weights by onecat: the formats whose scales take a factor.
+    for fmt in ("f16", "bf16", "awq4", "gptq4-act", "fp8", "fp8-channel", "nvfp4", "ct-w4a16"):
+        out.append((f"granite-{fmt}", ["--arch", "granite", "--format", fmt]))
     return out
 
 
@@ -466,7 +471,12 @@ def numpy_logits(cfg, sd, ids):
     mask = np.tril(np.ones((t, t), bool))
     if window:
         mask &= ~np.tril(np.ones((t, t), bool), -window)
-    x = sd["model.embed_tokens.weight"][ids]
+    # Granite's multipliers (transformers' GraniteForCausalLM); 1 and 1/√dim elsewhere.
+    granite = cfg["architectures"][0] == "GraniteForCausalLM"
+    em, rm = (cfg.get("embedding_multiplier", 1.0), cfg.get("residual_multiplier", 1.0)) if granite else (1.0, 1.0)
+    ls = cfg.get("logits_scaling", 1.0) if granite else 1.0
+    score_scale = cfg.get("attention_multiplier", 1.0) if granite else 1 / math.sqrt(dim)
+    x = sd["model.embed_tokens.weight"][ids] * em
     for i in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{i}."
         h = norm(x, sd[p + "input_layernorm.weight"])
@@ -484,21 +494,21 @@ def numpy_logits(cfg, sd, ids):
         group = heads // kv
         out = np.zeros((t, heads, dim))
         for hd in range(heads):
-            s = q[:, hd] @ k[:, hd // group].T / math.sqrt(dim)
+            s = q[:, hd] @ k[:, hd // group].T * score_scale
             s = np.where(mask, s, -np.inf)
             s = np.exp(s - s.max(-1, keepdims=True))
             out[:, hd] = (s / s.sum(-1, keepdims=True)) @ v[:, hd // group]
         o = out.reshape(t, heads * dim) @ sd[p + "self_attn.o_proj.weight"].T
         if p + "self_attn.o_proj.bias" in sd:
             o = o + sd[p + "self_attn.o_proj.bias"]
-        x = x + o
+        x = x + o * rm
         h = norm(x, sd[p + "post_attention_layernorm.weight"])
         if moe_experts(cfg):
             x = x + numpy_moe(cfg, sd, p, h)
             continue
         gate, up = h @ sd[p + "mlp.gate_proj.weight"].T, h @ sd[p + "mlp.up_proj.weight"].T
-        x = x + (gate / (1 + np.exp(-gate)) * up) @ sd[p + "mlp.down_proj.weight"].T
-    return (norm(x, sd["model.norm.weight"]) @ sd["lm_head.weight"].T).astype(np.float32)
+        x = x + (gate / (1 + np.exp(-gate)) * up) @ sd[p + "mlp.down_proj.weight"].T * rm
+    return (norm(x, sd["model.norm.weight"]) @ sd["lm_head.weight"].T / ls).astype(np.float32)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -82,6 +82,12 @@ ARCHS = {
                  num_key_value_heads=2, intermediate_size=256, rope_theta=250000.0, sliding_window=None,
                  original_max_position_embeddings=4096, tie_word_embeddings=False, bos_token_id=1, eos_token_id=2,
                  pad_token_id=None),  # inside the tiny vocabulary (Phi3Config's defaults are 32000)
+    # Granite (IBM Granite 3.x): Llama's tensors, tied embeddings, and the four multipliers at
+    # granite-3.x-2b's values but attention_multiplier 1/head_dim as every Granite 3 has it.
+    "granite": dict(architectures=["GraniteForCausalLM"], model_type="granite", hidden_size=256, num_attention_heads=4,
+                    num_key_value_heads=2, intermediate_size=256, tie_word_embeddings=True, rope_theta=10000000.0,
+                    embedding_multiplier=12.0, residual_multiplier=0.22, attention_multiplier=0.015625,
+                    logits_scaling=8.0, attention_bias=False, mlp_bias=False),
 }
 # Architectures whose q|k|v and gate|up are single tensors in the checkpoint.
 FUSED_PROJECTIONS = ("phi3",)

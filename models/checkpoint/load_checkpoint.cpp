@@ -1,20 +1,24 @@
 #include <atomic>
+#include <cmath>
 #include <exception>
 #include <filesystem>
 
 #include "base/error.h"
+#include "base/half.h"
 #include "models/checkpoint/checkpoint_files.h"
 #include "models/checkpoint/linear.h"
 #include "models/checkpoint/load_progress.h"
 #include "models/checkpoint/loaded_model.h"
 #include "models/checkpoint/tensor_values.h"
+#include "models/quant/pack.h"
 #include "runtime/cpu/parallel.h"
 
 namespace onecat::models {
 namespace {
 
-const char* const kLoadable[] = {"LlamaForCausalLM",    "MistralForCausalLM",  "Qwen2ForCausalLM",   "Qwen3ForCausalLM",
-                                 "Qwen3MoeForCausalLM", "Qwen2MoeForCausalLM", "MixtralForCausalLM", "Phi3ForCausalLM"};
+const char* const kLoadable[] = {"LlamaForCausalLM",   "MistralForCausalLM",  "Qwen2ForCausalLM",
+                                 "Qwen3ForCausalLM",   "Qwen3MoeForCausalLM", "Qwen2MoeForCausalLM",
+                                 "MixtralForCausalLM", "Phi3ForCausalLM",     "GraniteForCausalLM"};
 
 // Every tensor a linear layer of any format may have (models/checkpoint/linear.cpp).
 const char* const kLinearTensors[] = {".weight", ".qweight", ".qzeros", ".scales", ".g_idx", ".weight_scale_inv",
@@ -98,6 +102,42 @@ class Reader {
 
 std::string dim(const char* field, int64_t v) { return std::string(field) + " " + std::to_string(v); }
 
+// fp16 values times `factor`; an InputError naming `what` when one leaves fp16's range.
+void scale_halves(std::vector<uint16_t>& values, double factor, const std::string& what) {
+  for (uint16_t& h : values) {
+    const float v = float(double(cpu::half_to_float(h)) * factor);
+    if (!(std::fabs(v) < 65520.f)) {
+      throw InputError(what + " times " + std::to_string(factor) + " leaves fp16's range.");
+    }
+    h = cpu::float_to_half(v);
+  }
+}
+
+// Granite's multipliers folded into the weights, so every backend runs it as Llama: each
+// layer's o_proj and down_proj (and biases) take residual_multiplier, the embeddings
+// embedding_multiplier, and the final norm 1/logits_scaling — and 1/embedding_multiplier too
+// when the lm_head is the (now scaled) embedding table. Rounded once to the weights' own
+// precision (fp16 values or scales; fp8 scales in f32).
+void fold_multipliers(LoadedModel& m, const std::string& directory) {
+  const ModelConfig& c = m.config;
+  const std::string at = directory + ": ";
+  if (c.residual_multiplier != 1) {
+    const float r = float(c.residual_multiplier);
+    for (size_t i = 0; i < m.layers.size(); ++i) {
+      LoadedLayer& l = m.layers[i];
+      const std::string p = "model.layers." + std::to_string(i) + ".";
+      quant::scale_rows(l.o, r, at + p + "self_attn.o_proj (residual_multiplier)");
+      quant::scale_rows(l.down, r, at + p + "mlp.down_proj (residual_multiplier)");
+      if (!l.o_bias.empty()) scale_halves(l.o_bias, r, at + p + "self_attn.o_proj.bias (residual_multiplier)");
+    }
+  }
+  if (c.embedding_multiplier != 1) {
+    scale_halves(m.embed_tokens, c.embedding_multiplier, at + "model.embed_tokens.weight (embedding_multiplier)");
+  }
+  const double logit_factor = 1.0 / (c.logits_scaling * (c.tie_word_embeddings ? c.embedding_multiplier : 1.0));
+  if (logit_factor != 1) scale_halves(m.final_norm, logit_factor, at + "model.norm.weight (logits_scaling)");
+}
+
 LoadedLayer load_layer(Reader& r, const ModelConfig& c, int64_t i) {
   const std::string p = "model.layers." + std::to_string(i) + ".";
   const std::string hidden = dim("hidden_size", c.hidden);
@@ -175,8 +215,8 @@ LoadedModel load_checkpoint(const std::string& directory, const LoadOptions& opt
   if (!loadable) {
     throw InputError(directory + "/config.json: architecture " + c.architecture +
                      " cannot be loaded yet (onecat loads LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
-                     "Qwen3ForCausalLM, Qwen3MoeForCausalLM, Qwen2MoeForCausalLM, MixtralForCausalLM and "
-                     "Phi3ForCausalLM checkpoints).");
+                     "Qwen3ForCausalLM, Qwen3MoeForCausalLM, Qwen2MoeForCausalLM, MixtralForCausalLM, "
+                     "Phi3ForCausalLM and GraniteForCausalLM checkpoints).");
   }
   const CheckpointFiles files(directory);
   LoadProgress progress("loading " + c.name, files.total_bytes(), options.progress);
@@ -206,6 +246,7 @@ LoadedModel load_checkpoint(const std::string& directory, const LoadOptions& opt
   for (const auto& e : errors) {
     if (e) std::rethrow_exception(e);
   }
+  if (c.architecture == "GraniteForCausalLM") fold_multipliers(m, directory);
   progress.done();
   m.checkpoint_bytes = r.bytes();
   m.load_seconds = progress.seconds();

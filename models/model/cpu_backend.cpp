@@ -371,7 +371,7 @@ void CpuBackend::attention(int layer, Act q, Act out, int first, int sequences) 
   shape.heads = int(c.heads);
   shape.causal = true;
   shape.window = int(c.sliding_window);
-  shape.sm_scale = float(1.0 / std::sqrt(double(c.head_dim)));
+  shape.sm_scale = c.attention_scale();
   const int64_t row = c.heads * c.head_dim, first_token = b.cu_q[size_t(first)];
   // The sequences' own cu_q, from 0, for the attention call over them alone.
   for (int s = 0; s <= sequences; ++s) b.part_cu_q[size_t(s)] = b.cu_q[size_t(first + s)] - int32_t(first_token);

@@ -361,7 +361,7 @@ struct GpuBackend::Impl {
     a.k_cache = l.k_cache.ptr(), a.v_cache = l.v_cache.ptr(), a.k_scale = l.k_scale(), a.v_scale = l.v_scale();
     a.block_table = block_table.ptr() + CUdeviceptr(size_t(first) * size_t(limits.row_pages()) * 4);
     a.max_pages = int(limits.row_pages()), a.seq_lens = seq_lens.ptr() + CUdeviceptr(first * 4);
-    a.cu_q = cu_q.ptr() + CUdeviceptr(first * 4), a.sm_scale = float(1.0 / std::sqrt(double(config.head_dim)));
+    a.cu_q = cu_q.ptr() + CUdeviceptr(first * 4), a.sm_scale = config.attention_scale();
     a.partial = workspace.partial(attention::workspace_floats(op.spec(), op.config(m), a.batch));
     a.counters = workspace.counters(attention::workspace_counters(op.spec(), op.config(m), a.batch));
     Timed timed(*this, label);

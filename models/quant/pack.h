@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "codegen/weight_format.h"
 
@@ -55,5 +56,11 @@ PackedWeight pack_nvfp4(int64_t n, int64_t k, std::span<const uint8_t> weight, s
 // The largest UE8M0 scale byte pack_mxfp4 takes: 2^13, so 6 · 2^13 = 49152 fits fp16.
 inline constexpr uint8_t kMxfp4MaxScaleByte = 140;
 PackedWeight pack_mxfp4(int64_t n, int64_t k, std::span<const uint8_t> blocks, std::span<const uint8_t> scales);
+
+// Every output row of w times `factor` (a model's constant folded into its weight, Granite's
+// residual_multiplier): f16 values and int4 group scales rounded to fp16, fp8b128 scales in
+// f32, nvfp4's per-tensor scale. fp8b32 and mxfp4 hold powers of two only: an InputError, as is
+// an fp16 value the product takes out of range. `what` names the weight in messages.
+void scale_rows(PackedWeight& w, float factor, const std::string& what);
 
 }  // namespace onecat::quant
