@@ -117,6 +117,8 @@ std::vector<uint8_t> block32_scale_bytes(const Tensor& scale) {
 
 // fp8 blocks (`weight_scale_inv` per 128×128 or 32×32 block) or, for fbgemm_fp8 (block_k 0),
 // one `weight_scale` per output row; the config decides, so the plan's gemm specs match the weights.
+// compressed-tensors (float-quantized) names every scale `weight_scale`: per block of 128, per
+// channel, or one for the tensor, given to every row. W = code · scale in each.
 quant::PackedWeight load_fp8(const CheckpointFiles& files, const std::string& prefix, int64_t n, int64_t k,
                              const QuantConfig& quant) {
   const std::string why = "N = " + std::to_string(n) + ", K = " + std::to_string(k);
@@ -124,7 +126,13 @@ quant::PackedWeight load_fp8(const CheckpointFiles& files, const std::string& pr
   expect_dtype(weight, {Dtype::kF8E4M3});
   expect_shape(weight, {n, k}, why);
   const bool per_channel = quant.block_k == 0;
-  const Tensor& scale = files.require(prefix + (per_channel ? ".weight_scale" : ".weight_scale_inv"));
+  const Tensor& scale =
+      files.require(prefix + (per_channel || quant.compressed_tensors ? ".weight_scale" : ".weight_scale_inv"));
+  if (per_channel && quant.compressed_tensors && scale.elements() == 1) {
+    const std::vector<float> rows(size_t(n), read_f32(scale)[0]);
+    return pack_named(weight, prefix,
+                      [&] { return quant::pack_fp8b128(n, k, weight.bytes, rows, quant::Fp8Scales::kPerChannel); });
+  }
   if (quant.block_k == 32) {
     expect_shape(scale, {ceil_div(n, 32), ceil_div(k, 32)}, "32×32 blocks over " + why);
     const std::vector<uint8_t> bytes = block32_scale_bytes(scale);
@@ -252,32 +260,6 @@ quant::PackedWeight load_ct_int4(const CheckpointFiles& files, const std::string
   return w;
 }
 
-// FP8 (float-quantized): weight [N][K] E4M3 and weight_scale: [N][1] or [N] per channel, one
-// value for the tensor (given to every row), or [⌈N/128⌉][⌈K/128⌉] per block; W = code · scale.
-quant::PackedWeight load_ct_fp8(const CheckpointFiles& files, const std::string& prefix, int64_t n, int64_t k,
-                                const QuantConfig& quant) {
-  const std::string why = "N = " + std::to_string(n) + ", K = " + std::to_string(k);
-  const Tensor& weight = files.require(prefix + ".weight");
-  expect_dtype(weight, {Dtype::kF8E4M3});
-  expect_shape(weight, {n, k}, why);
-  const Tensor& scale = files.require(prefix + ".weight_scale");
-  if (quant.block_k == 128) {
-    expect_shape(scale, {ceil_div(n, 128), ceil_div(k, 128)}, "128×128 blocks over " + why);
-    const std::vector<float> scales = read_f32(scale);
-    return pack_named(weight, prefix,
-                      [&] { return quant::pack_fp8b128(n, k, weight.bytes, scales, quant::Fp8Scales::kBlock128); });
-  }
-  std::vector<float> scales;
-  if (scale.elements() == 1) {
-    scales.assign(size_t(n), read_f32(scale)[0]);
-  } else {
-    if (scale.shape != std::vector<int64_t>{n}) expect_shape(scale, {n, 1}, "one scale per output row over " + why);
-    scales = read_f32(scale);
-  }
-  return pack_named(weight, prefix,
-                    [&] { return quant::pack_fp8b128(n, k, weight.bytes, scales, quant::Fp8Scales::kPerChannel); });
-}
-
 // NVFP4 (nvfp4-pack-quantized): ModelOpt's codes and block scales under other names, and the
 // per-tensor scale inverted: W = code · weight_scale / weight_global_scale.
 quant::PackedWeight load_ct_nvfp4(const CheckpointFiles& files, const std::string& prefix, int64_t n, int64_t k) {
@@ -341,7 +323,7 @@ quant::PackedWeight load_linear(const CheckpointFiles& files, const std::string&
       case QuantConfig::kGptq:
         return load_ct_int4(files, prefix, n, k, quant);
       case QuantConfig::kFp8Block:
-        return load_ct_fp8(files, prefix, n, k, quant);
+        return load_fp8(files, prefix, n, k, quant);
       case QuantConfig::kNvfp4:
         return load_ct_nvfp4(files, prefix, n, k);
       case QuantConfig::kMxfp4:

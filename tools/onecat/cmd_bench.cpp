@@ -43,6 +43,15 @@ nlohmann::json points_json(const BenchResult& b) {
   return pts;
 }
 
+// One bench_spec result as JSON (`onecat bench --json`, and each line of --shapes --json).
+nlohmann::json result_json(const BenchResult& b, const BenchOptions& options) {
+  return {{"spec", b.spec},           {"family", b.family},
+          {"context", b.context},     {"device", b.device},
+          {"copy_gbps", b.copy_gbps}, {"peak_tflops", b.peak_tflops},
+          {"peer", b.peer},           {"timing", options.graph ? "graph" : "stream"},
+          {"sweep", options.sweep},   {"points", points_json(b)}};
+}
+
 // The default's time: measured beside a sweep's pick or a --config, else the point itself.
 double default_us(const BenchPoint& p) { return p.default_us > 0 ? p.default_us : p.ours.median_us; }
 
@@ -128,18 +137,7 @@ void add_bench(CLI::App& app) {
         const BenchResult& b = results.back();
         // One JSON object per line of the file as it finishes, so a run cut short keeps its lines.
         if (*json) {
-          std::cout << nlohmann::json{{"spec", b.spec},
-                                      {"family", b.family},
-                                      {"context", b.context},
-                                      {"peer", b.peer},
-                                      {"device", b.device},
-                                      {"copy_gbps", b.copy_gbps},
-                                      {"peak_tflops", b.peak_tflops},
-                                      {"timing", options.graph ? "graph" : "stream"},
-                                      {"sweep", options.sweep},
-                                      {"points", points_json(b)}}
-                           .dump()
-                    << std::endl;
+          std::cout << result_json(b, options).dump() << std::endl;
         }
         progress.tick();
       }
@@ -152,16 +150,7 @@ void add_bench(CLI::App& app) {
     const std::vector<int64_t> counts = parse_token_counts(*ms, "--m");
     const BenchResult b = bench_spec(Session::get(), *spec, counts, options);
     if (*json) {
-      std::cout << nlohmann::json{{"spec", b.spec},
-                                  {"family", b.family},
-                                  {"device", b.device},
-                                  {"copy_gbps", b.copy_gbps},
-                                  {"peak_tflops", b.peak_tflops},
-                                  {"peer", b.peer},
-                                  {"timing", options.graph ? "graph" : "stream"},
-                                  {"points", points_json(b)}}
-                       .dump(2)
-                << "\n";
+      std::cout << result_json(b, options).dump(2) << "\n";
       return;
     }
     print_one(b, options.graph);
