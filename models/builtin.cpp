@@ -1,7 +1,7 @@
 // Built-in model configs (shapes only, no weights), copied from the public config.json of
 // each checkpoint (Qwen/Qwen3-8B, meta-llama/Llama-3.1-8B, Qwen/Qwen3-32B,
-// Qwen/Qwen3-30B-A3B, mistralai/Mixtral-8x7B-v0.1, microsoft/phi-4), with the quantised forms onecat's gemm family
-// reads.
+// Qwen/Qwen3-30B-A3B, mistralai/Mixtral-8x7B-v0.1, microsoft/phi-4, Qwen/Qwen2.5-7B-Instruct), with the quantised forms
+// onecat's gemm family reads.
 #include <utility>
 
 #include "base/error.h"
@@ -64,6 +64,11 @@ std::vector<ModelConfig> base_models() {
   phi4.rope.theta = 250000;
   phi4.max_position_embeddings = 16384;
   out.push_back(phi4);
+  // Qwen2.5-7B: 28 heads over 4 KV heads (GQA 7), q/k/v biases, head_dim 128.
+  ModelConfig qwen25 = dense("qwen2.5-7b", "Qwen2ForCausalLM", 3584, 18944, 28, 28, 4, 152064, 1e-6, false);
+  qwen25.attention_bias = true;
+  qwen25.max_position_embeddings = 32768;
+  out.push_back(qwen25);
   return out;
 }
 
