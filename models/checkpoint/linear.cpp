@@ -153,28 +153,55 @@ float scalar_f32(const Tensor& t) {
   return read_f32(t)[0];
 }
 
-quant::PackedWeight load_nvfp4(const CheckpointFiles& files, const std::string& prefix, int64_t n, int64_t k) {
+// NVFP4: ModelOpt's weight / weight_scale / weight_scale_2, W = code · scale · scale_2; or
+// compressed-tensors' (nvfp4-pack-quantized) weight_packed / weight_scale / weight_global_scale,
+// the per-tensor scale inverted: W = code · scale / global.
+quant::PackedWeight load_nvfp4(const CheckpointFiles& files, const std::string& prefix, int64_t n, int64_t k,
+                               const QuantConfig& quant) {
   const std::string why = "NVFP4 with N = " + std::to_string(n) + ", K = " + std::to_string(k);
-  const Tensor& weight = files.require(prefix + ".weight");
+  const Tensor& weight = files.require(prefix + (quant.compressed_tensors ? ".weight_packed" : ".weight"));
   const Tensor& weight_scale = files.require(prefix + ".weight_scale");
   expect_dtype(weight, {Dtype::kU8});
   expect_shape(weight, {n, k / 2}, why);
   expect_dtype(weight_scale, {Dtype::kF8E4M3});
   expect_shape(weight_scale, {n, k / 16}, why);
-  const float scale_2 = scalar_f32(files.require(prefix + ".weight_scale_2"));
-  // The activation scale is for fp4 activations, which Volta does not have; it is checked, not used.
-  if (const Tensor* input_scale = files.find(prefix + ".input_scale")) scalar_f32(*input_scale);
+  float scale_2;
+  if (quant.compressed_tensors) {
+    const Tensor& global = files.require(prefix + ".weight_global_scale");
+    const float g = scalar_f32(global);
+    if (!(g > 0)) {
+      throw InputError(*global.file + ": tensor " + global.name + " must be positive, not " + std::to_string(g) + ".");
+    }
+    scale_2 = 1.f / g;
+  } else {
+    scale_2 = scalar_f32(files.require(prefix + ".weight_scale_2"));
+    // The activation scale is for fp4 activations, which Volta does not have; it is checked, not used.
+    if (const Tensor* input_scale = files.find(prefix + ".input_scale")) scalar_f32(*input_scale);
+  }
   return pack_named(weight, prefix, [&] { return quant::pack_nvfp4(n, k, weight.bytes, weight_scale.bytes, scale_2); });
 }
 
-quant::PackedWeight load_mxfp4(const CheckpointFiles& files, const std::string& prefix, int64_t n, int64_t k) {
+// MXFP4: gpt-oss's blocks [N][K/32][16] (or [N][K/2]) and scales [N][K/32] UE8M0 bytes, or
+// compressed-tensors' (mxfp4-pack-quantized) weight_packed [N][K/2] and weight_scale (U8 or
+// F8_E8M0), the same bytes; the low nibble is the even element.
+quant::PackedWeight load_mxfp4(const CheckpointFiles& files, const std::string& prefix, int64_t n, int64_t k,
+                               const QuantConfig& quant) {
   const std::string why = "MXFP4 with N = " + std::to_string(n) + ", K = " + std::to_string(k);
-  const Tensor& blocks = files.require(prefix + ".blocks");
-  const Tensor& scales = files.require(prefix + ".scales");
+  const bool ct = quant.compressed_tensors;
+  const Tensor& blocks = files.require(prefix + (ct ? ".weight_packed" : ".blocks"));
+  const Tensor& scales = files.require(prefix + (ct ? ".weight_scale" : ".scales"));
   expect_dtype(blocks, {Dtype::kU8});
   // gpt-oss writes blocks as [N][K/32][16] bytes; [N][K/2] is the same bytes.
-  if (blocks.shape != std::vector<int64_t>{n, k / 2}) expect_shape(blocks, {n, k / 32, 16}, why);
-  expect_dtype(scales, {Dtype::kU8});
+  if (ct) {
+    expect_shape(blocks, {n, k / 2}, why);
+  } else if (blocks.shape != std::vector<int64_t>{n, k / 2}) {
+    expect_shape(blocks, {n, k / 32, 16}, why);
+  }
+  if (ct) {
+    expect_dtype(scales, {Dtype::kU8, Dtype::kF8E8M0});
+  } else {
+    expect_dtype(scales, {Dtype::kU8});
+  }
   expect_shape(scales, {n, k / 32}, why);
   return pack_named(blocks, prefix, [&] { return quant::pack_mxfp4(n, k, blocks.bytes, scales.bytes); });
 }
@@ -260,36 +287,6 @@ quant::PackedWeight load_ct_int4(const CheckpointFiles& files, const std::string
   return w;
 }
 
-// NVFP4 (nvfp4-pack-quantized): ModelOpt's codes and block scales under other names, and the
-// per-tensor scale inverted: W = code · weight_scale / weight_global_scale.
-quant::PackedWeight load_ct_nvfp4(const CheckpointFiles& files, const std::string& prefix, int64_t n, int64_t k) {
-  const std::string why = "NVFP4 with N = " + std::to_string(n) + ", K = " + std::to_string(k);
-  const Tensor& packed = files.require(prefix + ".weight_packed");
-  const Tensor& scale = files.require(prefix + ".weight_scale");
-  expect_dtype(packed, {Dtype::kU8});
-  expect_shape(packed, {n, k / 2}, why);
-  expect_dtype(scale, {Dtype::kF8E4M3});
-  expect_shape(scale, {n, k / 16}, why);
-  const Tensor& global = files.require(prefix + ".weight_global_scale");
-  const float g = scalar_f32(global);
-  if (!(g > 0))
-    throw InputError(*global.file + ": tensor " + global.name + " must be positive, not " + std::to_string(g) + ".");
-  return pack_named(packed, prefix, [&] { return quant::pack_nvfp4(n, k, packed.bytes, scale.bytes, 1.f / g); });
-}
-
-// MXFP4 (mxfp4-pack-quantized): weight_packed [N][K/2] (low nibble the even element) and
-// weight_scale [N][K/32] UE8M0 bytes, as gpt-oss's blocks and scales.
-quant::PackedWeight load_ct_mxfp4(const CheckpointFiles& files, const std::string& prefix, int64_t n, int64_t k) {
-  const std::string why = "MXFP4 with N = " + std::to_string(n) + ", K = " + std::to_string(k);
-  const Tensor& packed = files.require(prefix + ".weight_packed");
-  const Tensor& scale = files.require(prefix + ".weight_scale");
-  expect_dtype(packed, {Dtype::kU8});
-  expect_shape(packed, {n, k / 2}, why);
-  expect_dtype(scale, {Dtype::kU8, Dtype::kF8E8M0});
-  expect_shape(scale, {n, k / 32}, why);
-  return pack_named(packed, prefix, [&] { return quant::pack_mxfp4(n, k, packed.bytes, scale.bytes); });
-}
-
 // A float weight (F16, BF16, F32) read as fp16 whatever the quantisation (load_linear), else null.
 const Tensor* float_weight(const CheckpointFiles& files, const std::string& prefix, int64_t n, int64_t k,
                            const QuantConfig& quant) {
@@ -318,32 +315,18 @@ quant::PackedWeight pack_floats(const std::vector<const Tensor*>& parts, int64_t
 quant::PackedWeight load_linear(const CheckpointFiles& files, const std::string& prefix, int64_t n, int64_t k,
                                 const QuantConfig& quant) {
   if (const Tensor* w = float_weight(files, prefix, n, k, quant)) return pack_floats({w}, n, k, prefix);
-  if (quant.compressed_tensors) {
-    switch (quant.method) {
-      case QuantConfig::kGptq:
-        return load_ct_int4(files, prefix, n, k, quant);
-      case QuantConfig::kFp8Block:
-        return load_fp8(files, prefix, n, k, quant);
-      case QuantConfig::kNvfp4:
-        return load_ct_nvfp4(files, prefix, n, k);
-      case QuantConfig::kMxfp4:
-        return load_ct_mxfp4(files, prefix, n, k);
-      default:
-        break;
-    }
-    throw InputError(files.directory() + ": layer " + prefix + " has an unknown compressed-tensors weight format.");
-  }
   switch (quant.method) {
     case QuantConfig::kAwq:
       return load_awq(files, prefix, n, k, quant.group_size);
     case QuantConfig::kGptq:
-      return load_gptq(files, prefix, n, k, quant.group_size);
+      return quant.compressed_tensors ? load_ct_int4(files, prefix, n, k, quant)
+                                      : load_gptq(files, prefix, n, k, quant.group_size);
     case QuantConfig::kFp8Block:
       return load_fp8(files, prefix, n, k, quant);
     case QuantConfig::kNvfp4:
-      return load_nvfp4(files, prefix, n, k);
+      return load_nvfp4(files, prefix, n, k, quant);
     case QuantConfig::kMxfp4:
-      return load_mxfp4(files, prefix, n, k);
+      return load_mxfp4(files, prefix, n, k, quant);
     case QuantConfig::kNone:
       break;
   }

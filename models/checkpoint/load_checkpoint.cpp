@@ -1,10 +1,8 @@
 #include <atomic>
-#include <cmath>
 #include <exception>
 #include <filesystem>
 
 #include "base/error.h"
-#include "base/half.h"
 #include "models/checkpoint/checkpoint_files.h"
 #include "models/checkpoint/linear.h"
 #include "models/checkpoint/load_progress.h"
@@ -102,17 +100,6 @@ class Reader {
 
 std::string dim(const char* field, int64_t v) { return std::string(field) + " " + std::to_string(v); }
 
-// fp16 values times `factor`; an InputError naming `what` when one leaves fp16's range.
-void scale_halves(std::vector<uint16_t>& values, double factor, const std::string& what) {
-  for (uint16_t& h : values) {
-    const float v = float(double(cpu::half_to_float(h)) * factor);
-    if (!(std::fabs(v) < 65520.f)) {
-      throw InputError(what + " times " + std::to_string(factor) + " leaves fp16's range.");
-    }
-    h = cpu::float_to_half(v);
-  }
-}
-
 // Granite's multipliers folded into the weights, so every backend runs it as Llama: each
 // layer's o_proj and down_proj (and biases) take residual_multiplier, the embeddings
 // embedding_multiplier, and the final norm 1/logits_scaling — and 1/embedding_multiplier too
@@ -128,14 +115,18 @@ void fold_multipliers(LoadedModel& m, const std::string& directory) {
       const std::string p = "model.layers." + std::to_string(i) + ".";
       quant::scale_rows(l.o, r, at + p + "self_attn.o_proj (residual_multiplier)");
       quant::scale_rows(l.down, r, at + p + "mlp.down_proj (residual_multiplier)");
-      if (!l.o_bias.empty()) scale_halves(l.o_bias, r, at + p + "self_attn.o_proj.bias (residual_multiplier)");
+      quant::scale_halves(l.o_bias.data(), l.o_bias.size(), r, at + p + "self_attn.o_proj.bias (residual_multiplier)");
     }
   }
   if (c.embedding_multiplier != 1) {
-    scale_halves(m.embed_tokens, c.embedding_multiplier, at + "model.embed_tokens.weight (embedding_multiplier)");
+    quant::scale_halves(m.embed_tokens.data(), m.embed_tokens.size(), c.embedding_multiplier,
+                        at + "model.embed_tokens.weight (embedding_multiplier)");
   }
   const double logit_factor = 1.0 / (c.logits_scaling * (c.tie_word_embeddings ? c.embedding_multiplier : 1.0));
-  if (logit_factor != 1) scale_halves(m.final_norm, logit_factor, at + "model.norm.weight (logits_scaling)");
+  if (logit_factor != 1) {
+    quant::scale_halves(m.final_norm.data(), m.final_norm.size(), logit_factor,
+                        at + "model.norm.weight (logits_scaling)");
+  }
 }
 
 LoadedLayer load_layer(Reader& r, const ModelConfig& c, int64_t i) {

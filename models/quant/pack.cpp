@@ -477,26 +477,26 @@ PackedWeight pack_mxfp4(int64_t n, int64_t k, std::span<const uint8_t> blocks, s
   return p;
 }
 
+void scale_halves(void* halves, size_t count, double factor, const std::string& what) {
+  auto* bytes = static_cast<unsigned char*>(halves);
+  for (size_t i = 0; i < count; ++i) {
+    uint16_t h;
+    std::memcpy(&h, bytes + 2 * i, 2);
+    const float v = float(double(cpu::half_to_float(h)) * factor);
+    if (!(std::fabs(v) < 65520.f)) throw InputError(what + " times " + std::to_string(factor) + " leave fp16's range.");
+    h = cpu::float_to_half(v);
+    std::memcpy(bytes + 2 * i, &h, 2);
+  }
+}
+
 void scale_rows(PackedWeight& w, float factor, const std::string& what) {
-  auto scale_halves = [&](std::vector<uint8_t>& bytes, const char* part) {
-    for (size_t i = 0; i + 1 < bytes.size(); i += 2) {
-      uint16_t h;
-      std::memcpy(&h, bytes.data() + i, 2);
-      const float v = cpu::half_to_float(h) * factor;
-      if (!(std::fabs(v) < 65520.f)) {
-        throw InputError(what + ": its " + part + " times " + std::to_string(factor) + " leave fp16's range.");
-      }
-      h = cpu::float_to_half(v);
-      std::memcpy(bytes.data() + i, &h, 2);
-    }
-  };
   switch (w.format) {
     case WeightFormat::kF16:
-      scale_halves(w.qweight, "values");
+      scale_halves(w.qweight.data(), w.qweight.size() / 2, factor, what + ": its values");
       return;
     case WeightFormat::kAwq4:
     case WeightFormat::kGptq4:
-      scale_halves(w.scales, "group scales");
+      scale_halves(w.scales.data(), w.scales.size() / 2, factor, what + ": its group scales");
       return;
     case WeightFormat::kFp8B128:
       for (size_t i = 0; i + 3 < w.scales.size(); i += 4) {

@@ -62,5 +62,8 @@ PackedWeight pack_mxfp4(int64_t n, int64_t k, std::span<const uint8_t> blocks, s
 // f32, nvfp4's per-tensor scale. fp8b32 and mxfp4 hold powers of two only: an InputError, as is
 // an fp16 value the product takes out of range. `what` names the weight in messages.
 void scale_rows(PackedWeight& w, float factor, const std::string& what);
+// `count` little-endian fp16 values at `halves` times `factor`, each rounded once; an InputError
+// naming `what` when one leaves fp16's range (scale_rows, and a model's norms and embeddings).
+void scale_halves(void* halves, size_t count, double factor, const std::string& what);
 
 }  // namespace onecat::quant
