@@ -139,6 +139,19 @@ class Planner {
                tp_ > 1 ? "row-parallel: f32 partial sums, all-reduced" : "full weight on one rank");
     }
     if (tp_ > 1) add_unkernelled("layers.mlp_allreduce", "allreduce", L, "NCCL all-reduce of the MLP's f32 partial sums");
+    if (tp_ == 1 && !m_.is_moe()) {
+      // Decode steps of a few tokens: each norm in the gemv that reads it, each residual add in
+      // the one that makes it (models/model/forward.cpp), instead of the four ops above them.
+      const std::string fused = "decode steps of ≤ " + s(kFusedNormMaxTokens) + " tokens: ";
+      add_gemm("layers.qkv_proj_normed", qkv_n, m_.hidden, false, m_.attention_bias ? "bias" : "none", L,
+               fused + "input_layernorm fused into qkv_proj", ",norm=rms", kFusedNormMaxTokens);
+      add_gemm("layers.o_proj_residual", m_.hidden, q_heads * m_.head_dim, false, "residual", L,
+               fused + "o_proj adds into the residual stream", "", kFusedNormMaxTokens);
+      add_gemm("layers.gate_up_proj_normed", 2 * m_.intermediate, m_.hidden, false, "silu_mul", L,
+               fused + "post_attention_layernorm fused into gate_up_proj", ",norm=rms", kFusedNormMaxTokens);
+      add_gemm("layers.down_proj_residual", m_.hidden, m_.intermediate, false, "residual", L,
+               fused + "down_proj adds into the residual stream", "", kFusedNormMaxTokens);
+    }
 
     add_rmsnorm("norm", m_.hidden, true, 1, "final norm; fused residual add");
     const int64_t vocab_rank = ceil_div(m_.vocab, tp_);
@@ -191,15 +204,17 @@ class Planner {
   }
 
   void add_gemm(const std::string& name, int64_t n, int64_t k, bool out_f32, const std::string& epi, int64_t count,
-                const std::string& note) {
-    add_gemm_fmt(name, n, k, out_f32, epi, count, w_, note);
+                const std::string& note, const std::string& extra = "", int64_t max_tokens = 0) {
+    add_gemm_fmt(name, n, k, out_f32, epi, count, w_, note, extra, max_tokens);
   }
 
   void add_gemm_fmt(const std::string& name, int64_t n, int64_t k, bool out_f32, const std::string& epi, int64_t count,
-                    const WeightFmt& w, const std::string& note) {
+                    const WeightFmt& w, const std::string& note, const std::string& extra = "",
+                    int64_t max_tokens = 0) {
     const std::string spec = "gemm:n=" + s(n) + ",k=" + s(k) + ",fmt=" + w.fmt + ",group=" + s(w.group) +
-                             ",out=" + (out_f32 ? "f32" : "f16") + ",epi=" + epi + ",act_order=" + (w.act_order ? "1" : "0");
-    ops_.push_back({name, "gemm", canonical(name, spec), note, count});
+                             ",out=" + (out_f32 ? "f32" : "f16") + ",epi=" + epi +
+                             ",act_order=" + (w.act_order ? "1" : "0") + extra;
+    ops_.push_back({name, "gemm", canonical(name, spec), note, count, max_tokens});
   }
 
   void add_rmsnorm(const std::string& name, int64_t hidden, bool residual, int64_t count, const std::string& note) {
@@ -249,6 +264,16 @@ KvCacheDtype parse_kv_cache_dtype(const std::string& text) {
 
 std::string kv_cache_spec_text(KvCacheDtype kv) {
   return kv == KvCacheDtype::kF16 ? "f16" : kv == KvCacheDtype::kE4m3 ? "e4m3,kv_scale=tensor" : "e5m2,kv_scale=tensor";
+}
+
+int64_t spec_max_tokens(const std::vector<PlannedOp>& plan, const std::string& spec) {
+  int64_t most = -1;
+  for (const auto& op : plan) {
+    if (op.spec != spec) continue;
+    if (op.max_tokens == 0) return 0;
+    most = std::max(most, op.max_tokens);
+  }
+  return std::max<int64_t>(most, 0);
 }
 
 std::vector<std::string> unique_specs(const std::vector<PlannedOp>& plan) {

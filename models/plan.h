@@ -27,7 +27,11 @@ struct PlannedOp {
   std::optional<std::string> spec;  // canonical spec when the family exists
   std::string note;                 // sharding, shapes, or "no kernel family yet: …"
   int64_t count_per_rank = 0;       // how many times it runs per forward pass
+  int64_t max_tokens = 0;           // runs only in steps of at most this many tokens (0: any)
 };
+// The most tokens a decode step fuses its norms at (the gemv's range on sm_70; sm_80+ stops
+// sooner: codegen/gemm/space.h gemv_default_max_m): the fused gemm ops' max_tokens.
+inline constexpr int64_t kFusedNormMaxTokens = 16;
 
 // The KV cache's element type, as vLLM's --kv-cache-dtype names it: auto (fp16), fp8 or
 // fp8_e4m3 (E4M3), fp8_e5m2 (E5M2); fp8 caches carry one scale per tensor (kv_scale=tensor).
@@ -50,5 +54,7 @@ std::vector<PlannedOp> plan_model(const ModelConfig& model, int tp, KvCacheDtype
 
 // The specs of a plan, each once, in first-seen order.
 std::vector<std::string> unique_specs(const std::vector<PlannedOp>& plan);
+// The most tokens `spec` runs at in the plan (0: any).
+int64_t spec_max_tokens(const std::vector<PlannedOp>& plan, const std::string& spec);
 
 }  // namespace onecat::models

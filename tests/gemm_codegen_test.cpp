@@ -63,6 +63,52 @@ TEST(GemmSpec, MalformedSpecsAreRejectedWithTheReason) {
   }
 }
 
+// norm=rms: printed only when set (every other spec keeps its text and cache keys), the gemv
+// only, its default the gemv at any M, the norm's weight required at launch, and NORM written
+// into the kernel's name only when set.
+TEST(GemmSpec, NormFusedIntoTheGemv) {
+  const gemm::Spec s = gemm::Spec::parse("gemm:n=6144,k=4096,fmt=awq4,norm=rms");
+  EXPECT_TRUE(s.norm);
+  EXPECT_EQ(s.to_string(), "gemm:n=6144,k=4096,fmt=awq4,group=128,out=f16,epi=none,act_order=0,norm=rms");
+  EXPECT_EQ(gemm::Spec::parse(s.to_string()), s);
+  EXPECT_FALSE(gemm::Spec::parse("gemm:n=6144,k=4096,fmt=awq4,norm=none").norm);
+  EXPECT_EQ(gemm::Spec::parse("gemm:n=6144,k=4096,fmt=awq4,norm=none").to_string(),
+            "gemm:n=6144,k=4096,fmt=awq4,group=128,out=f16,epi=none,act_order=0");
+  expect_throw<InputError>([] { gemm::Spec::parse("gemm:n=64,k=64,fmt=f16,norm=layer"); }, {"is not one of"});
+  const std::string text = s.to_string();
+  const Family& f = family_of(text);
+  for (Arch a : {Arch{70}, Arch{90}}) {
+    for (int64_t m : {1, 3, 16, 512}) {
+      EXPECT_TRUE(f.default_config(text, m, a).starts_with("strategy=gemv")) << a.name() << " m=" << m;
+    }
+    for (const std::string& c : f.candidate_configs(text, a)) EXPECT_TRUE(c.starts_with("strategy=gemv")) << c;
+  }
+  expect_throw<InputError>([&] { gemm::Config::parse(s, "strategy=tc_small,mt=8,rows=16,warps=2,stages=1"); },
+                           {"norm=rms is fused into strategy=gemv only"});
+  expect_throw<InputError>([&] { gemm::Config::parse(s, "strategy=cublas"); }, {"strategy=gemv only"});
+  const gemm::Config gemv = gemm::Config::parse(s, "strategy=gemv,mt=1,rows=4,warps=4");
+  EXPECT_NE(gemm::emit(s, gemv, Arch{70}).kernel_expression.find(", false, true>"), std::string::npos);
+  const gemm::Spec plain = gemm::Spec::parse("gemm:n=6144,k=4096,fmt=awq4");
+  EXPECT_EQ(gemm::emit(plain, gemv, Arch{70}).kernel_expression.find("true>"), std::string::npos);
+  gemm::Args a;
+  a.m = 1;
+  expect_throw<InputError>([&] { gemm::make_call(s, gemv, a); }, {"needs the norm's weight"});
+  a.norm_weight = 0x1000;
+  EXPECT_NO_THROW(gemm::make_call(s, gemv, a));
+  // The 8B shapes' fused gemvs compile for sm_70 and sm_90 without spills at 1 and 16 tokens.
+  std::vector<CompileRequest> reqs;
+  for (const char* spec :
+       {"gemm:n=6144,k=4096,fmt=awq4,norm=rms", "gemm:n=24576,k=4096,fmt=nvfp4,epi=silu_mul,norm=rms",
+        "gemm:n=6144,k=4096,fmt=gptq4,group=128,act_order=1,norm=rms",
+        "gemm:n=24576,k=4096,fmt=f16,epi=silu_mul,norm=rms", "gemm:n=4096,k=12288,fmt=fp8b128,epi=residual"}) {
+    for (Arch a : {Arch{70}, Arch{90}}) {
+      for (int64_t m : {1, 16})
+        reqs.push_back(CompileRequest::make(family_of(spec), spec, family_of(spec).default_config(spec, m, a), a));
+    }
+  }
+  test::expect_compile_without_spills(reqs, false);
+}
+
 TEST(GemmConfig, RulesAndDefaults) {
   const gemm::Spec s = gemm::Spec::parse("gemm:n=4096,k=4096,fmt=awq4");
   expect_throw<InputError>([&] { gemm::Config::parse(s, "strategy=gemv,mt=3,rows=2,warps=4"); }, {"mt must be"});

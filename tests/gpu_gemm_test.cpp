@@ -214,6 +214,33 @@ TEST_F(GemmGpu, GemvOddWarpsAndPartialIterations) {
   }
 }
 
+// norm=rms (a decode step's RMSNorm fused into the gemv): every format, the epilogues the
+// forward uses (none, bias, silu_mul) and residual and out=f32, odd N and K (a partial last
+// iteration), act-order (the norm's weight read through the permutation), 1–16 tokens, the
+// default on this arch and sm_70, and every candidate (gemv only) of one spec.
+TEST_F(GemmGpu, NormFusedEveryFormatEpilogueAndCandidate) {
+  for (const char* fmt : kFormats) {
+    for (auto [n, k] : {std::pair{333, 1024}, std::pair{4097, 2560}}) {
+      const std::string spec = "gemm:n=" + std::to_string(n) + ",k=" + std::to_string(k) + ",fmt=" + fmt + ",norm=rms";
+      for (int64_t m : {1, 2, 5, 16}) expect_defaults_pass(spec, m);
+    }
+  }
+  for (const char* epi : {"epi=bias", "epi=silu_mul", "epi=residual", "out=f32"}) {
+    for (const char* fmt : {"f16", "awq4", "fp8b128", "nvfp4"}) {
+      for (int64_t m : {1, 3})
+        expect_defaults_pass(std::string("gemm:n=1026,k=1024,fmt=") + fmt + "," + epi + ",norm=rms", m);
+    }
+  }
+  for (int64_t m : {1, 4}) expect_defaults_pass("gemm:n=777,k=1024,fmt=gptq4,group=128,act_order=1,norm=rms", m);
+  const std::string spec = "gemm:n=514,k=1536,fmt=awq4,epi=silu_mul,norm=rms";
+  const std::vector<std::string> configs = family_of(spec).candidate_configs(spec, arch());
+  ASSERT_FALSE(configs.empty());
+  for (const std::string& config : configs) {
+    EXPECT_TRUE(config.starts_with("strategy=gemv")) << config;
+    expect_pass(spec, config, config.find("mt=1,") != std::string::npos ? 1 : 3);
+  }
+}
+
 // The sm_80+ small-M tensor-core strategy on its own (the defaults use it for 3..16 tokens): every format, odd N and K (a partial last k-block: 1040 fp8 values are 65 chunks),
 // one and two 8-token operands, split-K across CTAs, every epilogue, groups and act-order.
 TEST_F(GemmGpu, TcSmallEveryFormatEpilogueAndOddShape) {

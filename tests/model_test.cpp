@@ -887,12 +887,24 @@ TEST(PlanModel, Qwen3_8bAwqTp1) {
   const auto plan = plan_model(builtin_model("qwen3-8b:awq4"), 1);
   std::vector<std::string> names;
   for (const auto& o : plan) names.push_back(o.name);
-  EXPECT_EQ(names,
-            (std::vector<std::string>{"embed_tokens", "layers.input_layernorm", "layers.qkv_proj", "layers.rope",
-                                      "layers.attention_prefill", "layers.attention_decode", "layers.attention_verify",
-                                      "layers.o_proj", "layers.post_attention_layernorm", "layers.gate_up_proj",
-                                      "layers.down_proj", "norm", "lm_head", "sampling"}));
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "embed_tokens", "layers.input_layernorm", "layers.qkv_proj", "layers.rope",
+                       "layers.attention_prefill", "layers.attention_decode", "layers.attention_verify",
+                       "layers.o_proj", "layers.post_attention_layernorm", "layers.gate_up_proj", "layers.down_proj",
+                       "layers.qkv_proj_normed", "layers.o_proj_residual", "layers.gate_up_proj_normed",
+                       "layers.down_proj_residual", "norm", "lm_head", "sampling"}));
   EXPECT_EQ(spec_of(plan, "layers.qkv_proj"), "gemm:n=6144,k=4096,fmt=awq4,group=128,out=f16,epi=none,act_order=0");
+  // A decode step's fused gemms, tuned up to kFusedNormMaxTokens tokens only.
+  EXPECT_EQ(spec_of(plan, "layers.qkv_proj_normed"),
+            "gemm:n=6144,k=4096,fmt=awq4,group=128,out=f16,epi=none,act_order=0,norm=rms");
+  EXPECT_EQ(spec_of(plan, "layers.o_proj_residual"),
+            "gemm:n=4096,k=4096,fmt=awq4,group=128,out=f16,epi=residual,act_order=0");
+  EXPECT_EQ(spec_of(plan, "layers.gate_up_proj_normed"),
+            "gemm:n=24576,k=4096,fmt=awq4,group=128,out=f16,epi=silu_mul,act_order=0,norm=rms");
+  EXPECT_EQ(spec_of(plan, "layers.down_proj_residual"),
+            "gemm:n=4096,k=12288,fmt=awq4,group=128,out=f16,epi=residual,act_order=0");
+  EXPECT_EQ(spec_max_tokens(plan, spec_of(plan, "layers.down_proj_residual")), kFusedNormMaxTokens);
+  EXPECT_EQ(spec_max_tokens(plan, spec_of(plan, "layers.down_proj")), 0);
   EXPECT_EQ(spec_of(plan, "layers.o_proj"), "gemm:n=4096,k=4096,fmt=awq4,group=128,out=f16,epi=none,act_order=0");
   EXPECT_EQ(spec_of(plan, "layers.gate_up_proj"), "gemm:n=24576,k=4096,fmt=awq4,group=128,out=f16,epi=silu_mul,act_order=0");
   EXPECT_EQ(spec_of(plan, "layers.down_proj"), "gemm:n=4096,k=12288,fmt=awq4,group=128,out=f16,epi=none,act_order=0");
@@ -937,6 +949,10 @@ TEST(PlanModel, Qwen3_8bAwqTp1) {
                 "gemm:n=4096,k=4096,fmt=awq4,group=128,out=f16,epi=none,act_order=0",
                 "gemm:n=24576,k=4096,fmt=awq4,group=128,out=f16,epi=silu_mul,act_order=0",
                 "gemm:n=4096,k=12288,fmt=awq4,group=128,out=f16,epi=none,act_order=0",
+                "gemm:n=6144,k=4096,fmt=awq4,group=128,out=f16,epi=none,act_order=0,norm=rms",
+                "gemm:n=4096,k=4096,fmt=awq4,group=128,out=f16,epi=residual,act_order=0",
+                "gemm:n=24576,k=4096,fmt=awq4,group=128,out=f16,epi=silu_mul,act_order=0,norm=rms",
+                "gemm:n=4096,k=12288,fmt=awq4,group=128,out=f16,epi=residual,act_order=0",
                 "gemm:n=151936,k=4096,fmt=f16,group=0,out=f16,epi=none,act_order=0"}));
 }
 

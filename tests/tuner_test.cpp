@@ -121,7 +121,8 @@ TEST(Dispatch, ResolvesOncePerSpecAndBucketThenReadsTheTable) {
 
 // The prewarm compiles both untuned defaults of a gemm where cuBLAS would be the default on a
 // machine that has one (f16 from 17 tokens, packed formats from 512): the family's own kernel
-// and strategy=cublas's; below that only the own.
+// and strategy=cublas's; below that only the own. A decode step's fused gemms (norm=rms,
+// epi=residual) run at up to 16 tokens only: their gemv at bucket 16 alone.
 TEST(TuneCli, CompileOnlyCompilesBothUntunedGemmDefaults) {
   test::TempDir dir;
   const std::string env = "ONECAT_CACHE_DIR=" + dir.path() + "/cache ONECAT_DEBUG= ";
@@ -145,9 +146,20 @@ TEST(TuneCli, CompileOnlyCompilesBothUntunedGemmDefaults) {
       }
     }
     ASSERT_FALSE(specs.empty()) << r.out.substr(0, 400);
+    int fused = 0;
     for (const std::string& spec : specs) {
-      EXPECT_EQ(cublas[spec], 1) << spec;
+      const bool decode_only =
+          spec.find(",norm=rms") != std::string::npos || spec.find("epi=residual") != std::string::npos;
+      fused += decode_only;
+      EXPECT_EQ(cublas[spec], decode_only ? 0 : 1) << spec;
       EXPECT_GE(own[spec], 1) << spec;
+    }
+    EXPECT_EQ(fused, 4) << model;
+    for (const auto& k : out["kernels"]) {
+      const std::string spec = k["spec"];
+      if (spec.find(",norm=rms") != std::string::npos) {
+        EXPECT_EQ(k["buckets"], "16") << spec;
+      }
     }
   }
 }

@@ -8,6 +8,7 @@
 #include "codegen/gemm/emit.h"
 #include "codegen/gemm/op.h"
 #include "runtime/cpu/gemm.h"
+#include "runtime/cpu/rmsnorm.h"
 #include "runtime/engine/gemm_launch.h"
 #include "tuner/output_compare.h"
 #include "tuner/random_weight.h"
@@ -19,6 +20,9 @@ namespace {
 // Rows of poisoned output past the end, to catch writes out of bounds.
 constexpr int64_t kGuardRows = 2;
 constexpr unsigned char kPoisonByte = 0xff;  // NaN in fp16 and fp32
+// norm=rms: x as a residual stream (RMS ~3.5, so a missing or wrong 1/rms shows) and a norm
+// weight that differs per k (so does a wrong or unpermuted one).
+constexpr float kNormX = 6.f, kNormEps = 1e-6f;
 
 // Normwise relative error ‖gpu − ref‖₂ / ‖ref‖₂ allowed per format. The kernels sum 4–16
 // fp16 products in fp16 before each fp32 flush (2^-11 relative per add) and int4 rounds
@@ -72,7 +76,15 @@ void GemmRig::prepare(int64_t m) {
   if (m < 1) throw InputError("gemm needs at least one token (m=" + std::to_string(m) + ")");
   m_ = m;
   const int64_t n_out = spec_.out_cols();
-  x_ = random_half(rng_, size_t(m * spec_.k), -2.f, 2.f);
+  x_ = spec_.norm ? random_half(rng_, size_t(m * spec_.k), -kNormX, kNormX)
+                  : random_half(rng_, size_t(m * spec_.k), -2.f, 2.f);
+  if (spec_.norm) {
+    gamma_ = random_half(rng_, size_t(spec_.k), 0.5f, 1.5f);
+    x_normed_.assign(x_.size(), 0);
+    cpu::rmsnorm(x_normed_.data(), x_.data(), nullptr, gamma_.data(), kNormEps, m, spec_.k);
+    d_gamma_ = DeviceBuffer::from_host(gamma_.data(), gamma_.size() * 2);
+    d_x_normed_ = DeviceBuffer::from_host(x_normed_.data(), x_normed_.size() * 2);
+  }
   bias_ = random_half(rng_, size_t(n_out), -1.f, 1.f);
   residual_ = random_half(rng_, size_t(m * n_out), -1.f, 1.f);
   d_x_ = DeviceBuffer::from_host(x_.data(), x_.size() * 2);
@@ -95,6 +107,7 @@ void GemmRig::launch(const LoadedKernel& kernel, const gemm::Config& config, int
   a.scales = w_.scales.empty() ? 0 : w.s.ptr(), a.zeros = w_.zeros.empty() ? 0 : w.z.ptr();
   a.perm = w_.perm.empty() ? 0 : w.p.ptr(), a.global_scale = w_.global_scale;
   a.bias = d_bias_.ptr(), a.residual = d_residual_.ptr(), a.m = m_;
+  if (spec_.norm) a.norm_weight = d_gamma_.ptr(), a.norm_eps = kNormEps;
   a.partial = workspace_.partial(floats), a.counters = workspace_.counters(counters);
   const int64_t scratch = gemm::scratch_bytes(spec_, config, m_);
   if (size_t(scratch) > scratch_.bytes()) scratch_ = DeviceBuffer(size_t(scratch));
@@ -136,11 +149,13 @@ std::vector<float> GemmRig::cublas_product_f32() {
   Cublas& cublas = *Cublas::find();
   use_cublas_stream(nullptr);
   // The dequantised weights are in packed column order: x goes through the same permutation.
-  CUdeviceptr x = d_x_.ptr();
+  // norm=rms: the product of the normed x.
+  const std::vector<uint16_t>& xh = spec_.norm ? x_normed_ : x_;
+  CUdeviceptr x = spec_.norm ? d_x_normed_.ptr() : d_x_.ptr();
   if (!w_.perm.empty()) {
-    std::vector<uint16_t> xp(x_.size());
+    std::vector<uint16_t> xp(xh.size());
     for (int64_t i = 0; i < m_; ++i) {
-      for (int64_t k = 0; k < spec_.k; ++k) xp[size_t(i * spec_.k + k)] = x_[size_t(i * spec_.k + w_.perm[size_t(k)])];
+      for (int64_t k = 0; k < spec_.k; ++k) xp[size_t(i * spec_.k + k)] = xh[size_t(i * spec_.k + w_.perm[size_t(k)])];
     }
     d_x_perm_ = DeviceBuffer::from_host(xp.data(), xp.size() * 2);
     x = d_x_perm_.ptr();
@@ -164,7 +179,7 @@ const std::vector<float>& GemmRig::reference() {
   epi.bias = bias_.data();
   epi.residual = residual_.data();
   if (double(m_) * double(n) * double(spec_.k) <= kGemmCpuReferenceMacs) {
-    cpu::gemm(w_, x_.data(), m_, epi, reference_.data());
+    cpu::gemm(w_, (spec_.norm ? x_normed_ : x_).data(), m_, epi, reference_.data());
     return reference_;
   }
   const std::vector<float> p = cublas_product_f32();
@@ -232,7 +247,7 @@ CheckResult GemmRig::check(const LoadedKernel& kernel, const gemm::Config& confi
 }
 
 double GemmRig::error_vs_cublas(const LoadedKernel& kernel, const gemm::Config& config) {
-  if (spec_.epilogue != gemm::Epilogue::kNone || spec_.out_f32 || spec_.act_order) {
+  if (spec_.epilogue != gemm::Epilogue::kNone || spec_.out_f32 || spec_.act_order || spec_.norm) {
     throw Error("error_vs_cublas needs a plain fp16 product spec, not " + spec_.to_string());
   }
   launch(kernel, config, 0);

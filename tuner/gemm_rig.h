@@ -72,7 +72,9 @@ class GemmRig {
   std::vector<Copy> copies_;
   int64_t m_ = 0;
   std::vector<uint16_t> x_, bias_, residual_;
-  DeviceBuffer d_x_, d_x_perm_, d_bias_, d_residual_, d_y_;
+  // norm=rms: the norm's weight, and x normed as the rmsnorm op rounds it (the reference's input).
+  std::vector<uint16_t> gamma_, x_normed_;
+  DeviceBuffer d_x_, d_x_perm_, d_bias_, d_residual_, d_y_, d_gamma_, d_x_normed_;
   std::vector<float> reference_;  // [m][out_cols], empty until asked for
   std::vector<float> reference_half_;  // reference_ rounded to fp16, for fp16 outputs
   std::vector<DeviceBuffer> w16_;

@@ -205,6 +205,7 @@ int Config::shared_bytes(const Spec& spec) const {
 }
 
 std::optional<std::string> Config::invalid_reason(const Spec& spec) const {
+  if (spec.norm && strategy != Strategy::kGemv) return "norm=rms is fused into strategy=gemv only";
   switch (strategy) {
     case Strategy::kGemv: return gemv_invalid(spec, *this);
     case Strategy::kTcSmall: return tc_small_invalid(spec, *this);

@@ -33,8 +33,10 @@ Emitted emit(const Spec& spec, const Config& c, Arch arch) {
                           std::to_string(static_cast<int>(spec.epilogue)) + ">";
     header = "gemm/cublas_aux.cuh";
   } else if (c.strategy == Strategy::kGemv) {
+    // NORM is written out only when set, so every other gemv keeps its lowered name.
     e.kernel_expression = "onecat::gemv_kernel<" + shape + std::to_string(c.mt) + ", " + std::to_string(c.rows) + ", " +
-                          std::to_string(c.warps) + ", " + tail;
+                          std::to_string(c.warps) + ", " +
+                          (spec.norm ? tail.substr(0, tail.size() - 1) + ", true>" : tail);
     header = "gemm/gemv.cuh";
   } else if (c.strategy == Strategy::kTcSmall) {
     if (!arch.has_mma_m16n8k16()) {

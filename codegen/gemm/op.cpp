@@ -22,7 +22,14 @@ KernelCall make_call(const Spec& spec, const Config& config, const Args& a) {
   call.arg(a.y).arg(a.x).arg(a.qweight).arg(a.scales).arg(a.zeros).arg(a.perm).arg(a.global_scale);
   call.arg(spec.epilogue == Epilogue::kBias ? a.bias : DevicePtr(0));
   call.arg(spec.epilogue == Epilogue::kResidual ? a.residual : DevicePtr(0));
-  call.arg(int(a.m)).arg(a.partial).arg(a.counters);
+  call.arg(int(a.m));
+  // gemv takes the norm's weight and eps where the others take the split-K workspace.
+  if (config.strategy == Strategy::kGemv) {
+    if (spec.norm && !a.norm_weight) throw InputError("gemm " + spec.to_string() + " needs the norm's weight");
+    call.arg(spec.norm ? a.norm_weight : DevicePtr(0)).arg(a.norm_eps);
+  } else {
+    call.arg(a.partial).arg(a.counters);
+  }
   return call;
 }
 

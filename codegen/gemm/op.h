@@ -15,7 +15,9 @@ struct Args {
   DevicePtr qweight = 0, scales = 0, zeros = 0, perm = 0;  // the packed weight's buffers
   float global_scale = 1.f;                              // nvfp4's second-level scale
   DevicePtr bias = 0;                                    // epi=bias: [n] fp16
-  DevicePtr residual = 0;                                // epi=residual: [m][n] fp16
+  DevicePtr residual = 0;                                // epi=residual: [m][n] fp16 (may be y: in place)
+  DevicePtr norm_weight = 0;                             // norm=rms: [k] fp16
+  float norm_eps = 1e-6f;                                // norm=rms
   int64_t m = 0;
   // split > 1: workspace_floats fp32 partials and workspace_counters counters, zeroed once
   // when allocated (each launch leaves them zero); one launch at a time per workspace.

@@ -188,7 +188,8 @@ static Config mma_default(const Spec& spec, int64_t m) {
 }
 
 Config default_config(const Spec& spec, int64_t m, Arch arch) {
-  if (m > kGemvMaxM && spec.k % Config::kMmaBk == 0) {
+  // norm=rms runs in the gemv only (the forward fuses norms at decode's few tokens).
+  if (!spec.norm && m > kGemvMaxM && spec.k % Config::kMmaBk == 0) {
     if (!arch.has_mma_m16n8k16()) return mma_default(spec, m);
     const bool fp8 = spec.format == quant::WeightFormat::kFp8B128 || spec.format == quant::WeightFormat::kFp8B32;
     if (fp8 && m <= kTcSmallMaxM) {
@@ -196,7 +197,7 @@ Config default_config(const Spec& spec, int64_t m, Arch arch) {
     }
     return mma16816_default(spec, m);
   }
-  if (arch.has_mma_m16n8k16() && m >= kTcSmallMinM) return tc_small_default(spec, m);
+  if (!spec.norm && arch.has_mma_m16n8k16() && m >= kTcSmallMinM) return tc_small_default(spec, m);
   Config c;
   c.mt = 1;
   while (c.mt < std::min<int64_t>(m, 16)) c.mt *= 2;
@@ -227,6 +228,8 @@ Config default_config(const Spec& spec, int64_t m, Arch arch) {
   if (auto why = c.invalid_reason(spec)) throw InputError(spec.to_string() + " has no valid gemv config: " + *why);
   return c;
 }
+
+int64_t gemv_default_max_m(Arch arch) { return arch.has_mma_m16n8k16() ? kTcSmallMinM - 1 : kGemvMaxM; }
 
 // gemv, tc_small and mma: onecat's own kernels.
 static std::vector<Config> kernel_candidates(const Spec& spec, Arch arch) {

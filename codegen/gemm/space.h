@@ -12,6 +12,9 @@ namespace onecat::gemm {
 // the m16n8k16 atom for mma tiles, sm_70 WMMA.
 Config default_config(const Spec& spec, int64_t m, Arch arch);
 std::vector<Config> candidate_configs(const Spec& spec, Arch arch);
+// The most tokens whose default config is the gemv (sm_80+ defaults to tc_small from a few
+// tokens): where a forward fuses a norm into the gemv (spec norm=rms) at no cost to the gemm.
+int64_t gemv_default_max_m(Arch arch);
 // Whether the tuner times this candidate for token count m.
 bool fits_bucket(const Spec& spec, const Config& config, int64_t m);
 // Whether strategy=cublas is the better untuned choice for m tokens: f16 weights beyond the

@@ -67,6 +67,7 @@ Spec Spec::parse(std::string_view text) {
   s.epilogue = epi == "bias" ? Epilogue::kBias : epi == "residual" ? Epilogue::kResidual
              : epi == "silu_mul" ? Epilogue::kSiluMul : Epilogue::kNone;
   s.act_order = r.integer_or("act_order", 0, 0, 1) == 1;
+  s.norm = r.choice_or("norm", "none", {"none", "rms"}) == "rms";
   r.finish();
   if (std::string why = check_group(s.format, s.group); !why.empty()) throw InputError(what + ": " + why);
   if (s.act_order && s.format != WeightFormat::kGptq4) throw InputError(what + ": act_order=1 is for gptq4 only");
@@ -85,13 +86,15 @@ Spec Spec::parse(std::string_view text) {
 }
 
 std::string Spec::to_string() const {
-  return "gemm:" + join_fields({{"n", std::to_string(n)},
-                                {"k", std::to_string(k)},
-                                {"fmt", std::string(quant::format_name(format))},
-                                {"group", std::to_string(group)},
-                                {"out", out_f32 ? "f32" : "f16"},
-                                {"epi", std::string(epilogue_name(epilogue))},
-                                {"act_order", act_order ? "1" : "0"}});
+  std::vector<std::pair<std::string, std::string>> fields = {{"n", std::to_string(n)},
+                                                             {"k", std::to_string(k)},
+                                                             {"fmt", std::string(quant::format_name(format))},
+                                                             {"group", std::to_string(group)},
+                                                             {"out", out_f32 ? "f32" : "f16"},
+                                                             {"epi", std::string(epilogue_name(epilogue))},
+                                                             {"act_order", act_order ? "1" : "0"}};
+  if (norm) fields.emplace_back("norm", "rms");
+  return "gemm:" + join_fields(fields);
 }
 
 }  // namespace onecat::gemm

@@ -3,6 +3,10 @@
 // group, out, epi and act_order may be omitted (defaults: the format's usual group, f16,
 // none, 0); the canonical form prints every field. group=0 means "none" (f16) or per-channel
 // scales (fp8b128). epi=silu_mul takes W = [gate; up] with n = 2 × the output width.
+// norm=rms: x is the residual stream and y = epi(RMSNorm(x) · Wᵀ), the norm's weight [k] and
+// eps given at launch (a decode step's norm fused into the gemv that reads it: strategy=gemv
+// only). The canonical form prints norm only when it is set, so every other spec keeps its text
+// (and its cache keys).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -24,6 +28,7 @@ struct Spec {
   bool out_f32 = false;
   Epilogue epilogue = Epilogue::kNone;
   bool act_order = false;  // gptq4 desc_act: x is read through the K permutation
+  bool norm = false;       // norm=rms: RMSNorm of x first (above)
 
   static Spec parse(std::string_view text);  // throws InputError
   std::string to_string() const;

@@ -51,8 +51,9 @@ struct Norm {
 
 enum class Epilogue {
   kNone,
-  kBias,     // + the linear's bias
-  kSiluMul,  // gate|up: silu(x·gateᵀ)·(x·upᵀ), width N/2
+  kBias,      // + the linear's bias
+  kSiluMul,   // gate|up: silu(x·gateᵀ)·(x·upᵀ), width N/2
+  kResidual,  // out ← out + in·Wᵀ (out is the residual stream: the block's output joins it in the gemm)
 };
 
 // One logit row's sampling: cpu::sample's arguments (settings without a logit_bias, the
@@ -114,6 +115,12 @@ class Backend {
   virtual void rmsnorm(Act out, Act x, std::optional<Act> residual, Norm weight) = 0;
   // out = epilogue(in · Wᵀ), rounded to fp16 once.
   virtual void gemm(Act out, Act in, Linear weight, Epilogue epilogue) = 0;
+  // Whether this batch's forward fuses each pre-projection RMSNorm into the gemm after it
+  // (gemm_normed) and each block's residual add into the gemm before it (Epilogue::kResidual):
+  // decode steps of a few tokens on a dense model, where a norm's launch costs more than its work.
+  virtual bool fuses_norms(const ForwardBatch& batch) const = 0;
+  // out = epilogue(rmsnorm(in) · Wᵀ) with `norm`'s weight; in (the residual stream) unchanged.
+  virtual void gemm_normed(Act out, Act in, Norm norm, Linear weight, Epilogue epilogue) = 0;
   // qkv → q, and K and V into the layer's KV cache at the batch's slots: per-head RMSNorm of q
   // and k where the model has q_norm/k_norm (Qwen3), then RoPE at each token's position; v as
   // it is. One op, so a backend can write the cache straight from registers (the GPU's rope

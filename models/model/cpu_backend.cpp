@@ -260,6 +260,12 @@ void CpuBackend::gemm(Act out, Act in, Linear weight, Epilogue epilogue) {
     }
     return;
   }
+  if (epilogue == Epilogue::kResidual) {  // out ← out + in·Wᵀ, the product rounded first (as rmsnorm's add)
+    for (int64_t i = 0; i < b.tokens * w.n; ++i) {
+      y[i] = cpu::float_to_half(cpu::half_to_float(cpu::float_to_half(b.y[size_t(i)])) + cpu::half_to_float(y[i]));
+    }
+    return;
+  }
   const std::vector<uint16_t>* bias = nullptr;
   if (epilogue == Epilogue::kBias) {
     bias = weight.kind == Linear::kQkv ? &l.qkv_bias : weight.kind == Linear::kO ? &l.o_bias : nullptr;
@@ -271,6 +277,16 @@ void CpuBackend::gemm(Act out, Act in, Linear weight, Epilogue epilogue) {
       y[i * w.n + n] = cpu::float_to_half(v);
     }
   }
+}
+
+bool CpuBackend::fuses_norms(const ForwardBatch& batch) const {
+  return batch.decode_sequences == batch.sequences() && batch.tokens() <= kFusedNormTokens;
+}
+
+void CpuBackend::gemm_normed(Act out, Act in, Norm norm, Linear weight, Epilogue epilogue) {
+  if (out == Act::kNormed || in == Act::kNormed) throw Error("CPU backend: gemm_normed uses kNormed as its scratch");
+  rmsnorm(Act::kNormed, in, std::nullopt, norm);
+  gemm(out, Act::kNormed, weight, epilogue);
 }
 
 void CpuBackend::moe(int layer, Act out, Act in) {

@@ -12,6 +12,22 @@ void run_layers(Backend& b, const ForwardShape& shape, const ForwardBatch& batch
   const bool prefills = batch.sequences() > batch.decode_sequences + batch.verify_sequences;
   // The embeddings start the residual stream; layer 0's norm has nothing to add to it yet.
   b.embedding(Act::kResidual);
+  if (decodes && !verifies && !prefills && !shape.moe && !shape.o_bias && b.fuses_norms(batch)) {
+    // A decode step: each norm inside the gemm that reads it, each residual add inside the gemm
+    // that makes it (o_proj's and down's outputs join the residual stream in their epilogue).
+    for (int l = 0; l < shape.layers; ++l) {
+      b.gemm_normed(Act::kQkv, Act::kResidual, {Norm::kInput, l}, {Linear::kQkv, l},
+                    shape.qkv_bias ? Epilogue::kBias : Epilogue::kNone);
+      b.rope_kv_write(l, Act::kQkv, Act::kQ, Act::kK, Act::kV);
+      b.attention_decode(l, Act::kQ, Act::kAttn);
+      b.gemm(Act::kResidual, Act::kAttn, {Linear::kO, l}, Epilogue::kResidual);
+      b.gemm_normed(Act::kMlp, Act::kResidual, {Norm::kPostAttention, l}, {Linear::kGateUp, l}, Epilogue::kSiluMul);
+      b.gemm(Act::kResidual, Act::kMlp, {Linear::kDown, l}, Epilogue::kResidual);
+    }
+    b.rmsnorm(Act::kNormed, Act::kResidual, std::nullopt, {Norm::kFinal});
+    b.logits(Act::kNormed);
+    return;
+  }
   for (int l = 0; l < shape.layers; ++l) {
     if (l == 0) {
       b.rmsnorm(Act::kNormed, Act::kResidual, std::nullopt, {Norm::kInput, l});

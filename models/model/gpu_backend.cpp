@@ -18,6 +18,7 @@
 #include "codegen/embedding/op.h"
 #include "codegen/gemm/emit.h"
 #include "codegen/gemm/op.h"
+#include "codegen/gemm/space.h"
 #include "codegen/moe/emit.h"
 #include "codegen/moe/experts.h"
 #include "codegen/moe/op.h"
@@ -46,6 +47,9 @@ std::string s(int64_t v) { return std::to_string(v); }
 // A linear layer on the GPU: its packed buffers and the gemm op of its shape and epilogue.
 struct DeviceLinear {
   GemmOp* op = nullptr;
+  // Decode steps that fuse norms (GpuBackend::fuses_norms): qkv and gate_up's op with the norm
+  // before them (norm=rms), o and down's with the residual add after them (epi=residual).
+  GemmOp* fused = nullptr;
   DeviceBuffer qweight, scales, zeros, perm, bias;
   DevicePtr weight = 0;  // qweight, or the embedding table for a tied lm_head
   float global_scale = 1.f;
@@ -69,11 +73,14 @@ DeviceBuffer upload(const std::vector<T>& v) {
   return DeviceBuffer::from_host(v.data(), v.size() * sizeof(T));
 }
 
-std::string gemm_spec(const quant::PackedWeight& w, bool out_f32, Epilogue epilogue) {
-  const char* epi = epilogue == Epilogue::kBias ? "bias" : epilogue == Epilogue::kSiluMul ? "silu_mul" : "none";
+std::string gemm_spec(const quant::PackedWeight& w, bool out_f32, Epilogue epilogue, bool norm = false) {
+  const char* epi = epilogue == Epilogue::kBias       ? "bias"
+                    : epilogue == Epilogue::kSiluMul  ? "silu_mul"
+                    : epilogue == Epilogue::kResidual ? "residual"
+                                                      : "none";
   return "gemm:n=" + s(w.n) + ",k=" + s(w.k) + ",fmt=" + std::string(quant::format_name(w.format)) +
          ",group=" + s(w.group) + ",out=" + (out_f32 ? "f32" : "f16") + ",epi=" + epi +
-         ",act_order=" + (w.perm.empty() ? "0" : "1");
+         ",act_order=" + (w.perm.empty() ? "0" : "1") + (norm ? ",norm=rms" : "");
 }
 
 // The buckets a PreparedOp serves for counts 1..max.
@@ -96,6 +103,9 @@ struct GpuBackend::Impl {
 
   // Ops, one per distinct spec; the linears point at theirs.
   std::map<std::string, std::unique_ptr<GemmOp>> gemm_ops;
+  // The fused decode ops (DeviceLinear::fused), prepared for up to fused_max_tokens tokens only.
+  std::map<std::string, std::unique_ptr<GemmOp>> fused_ops;
+  int64_t fused_max_tokens = 0;  // 0: this model's forward never fuses norms
   std::unique_ptr<NormOp> norm, norm_residual;
   std::unique_ptr<AttentionOp> decode, prefill;
   std::map<int, std::unique_ptr<AttentionOp>> verify;  // by block length, made by prepare_verify
@@ -290,11 +300,28 @@ struct GpuBackend::Impl {
     return d;
   }
 
-  // y = x · Wᵀ (+ the linear's epilogue) for m rows, timed under `label`.
-  void run_linear(const DeviceLinear& w, CUdeviceptr y, CUdeviceptr x, int64_t m, const char* label) {
+  // w's fused op: its spec with the norm before it (qkv, gate_up) or the residual add after it.
+  void add_fused(DeviceLinear& d, const quant::PackedWeight& w, bool norm) {
+    const std::string spec = gemm_spec(w, false, norm ? d.epilogue : Epilogue::kResidual, norm);
+    auto& op = fused_ops[spec];
+    if (!op) op = std::make_unique<GemmOp>(session, spec);
+    d.fused = op.get();
+  }
+
+  // y = x · Wᵀ (+ the linear's epilogue) for m rows, timed under `label`; with `fused`, w's
+  // fused op (norm_weight: the norm's, for norm=rms; else y ← y + x · Wᵀ).
+  void run_linear(const DeviceLinear& w, CUdeviceptr y, CUdeviceptr x, int64_t m, const char* label, bool fused = false,
+                  CUdeviceptr norm_weight = 0) {
     gemm::Args a;
     a.y = y, a.x = x, a.qweight = w.weight, a.scales = w.scales.ptr(), a.zeros = w.zeros.ptr();
     a.perm = w.perm.ptr(), a.global_scale = w.global_scale, a.bias = w.bias.ptr(), a.m = m;
+    if (fused) {
+      if (!w.fused || m > fused_max_tokens) throw Error("GPU backend: a fused gemm this model did not prepare");
+      a.residual = y, a.norm_weight = norm_weight, a.norm_eps = float(config.rms_norm_eps);
+      Timed timed(*this, label);
+      w.fused->launch(a, m, stream);  // a gemv: no workspace
+      return;
+    }
     GemmOp& op = *w.op;
     const gemm::Config& config = op.config(m);
     const int64_t floats = gemm::workspace_floats(op.spec(), config, m);
@@ -399,6 +426,11 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
   const size_t page_bytes =  // K or V of one layer
       size_t(limits.page_size) * size_t(kv_width) * size_t(models::kv_cache_element_bytes(limits.kv_dtype));
 
+  // The forward fuses norms in decode steps of dense models without an o_proj bias (forward.cpp)
+  // up to the tokens whose gemm default is the gemv.
+  bool fuse = !c.is_moe();
+  for (const models::LoadedLayer& l : model.layers) fuse = fuse && l.o_bias.empty();
+  if (fuse) g.fused_max_tokens = std::min<int64_t>(gemm::gemv_default_max_m(session.arch()), limits.max_tokens);
   for (size_t i = 0; i < model.layers.size(); ++i) {
     const models::LoadedLayer& from = model.layers[i];
     Impl::Layer& to = g.layers[i];
@@ -420,6 +452,12 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
     if (!c.is_moe() || c.has_shared_expert()) {  // the dense MLP, or the shared expert's
       to.gate_up = g.linear(from.gate_up, {}, Epilogue::kSiluMul);
       to.down = g.linear(from.down, {}, Epilogue::kNone);
+    }
+    if (fuse) {
+      g.add_fused(to.qkv, from.qkv, true);
+      g.add_fused(to.o, from.o, false);
+      g.add_fused(to.gate_up, from.gate_up, true);
+      g.add_fused(to.down, from.down, false);
     }
     g.weight_bytes +=
         (from.input_norm.size() + from.post_attention_norm.size() + from.q_norm.size() + from.k_norm.size()) * 2;
@@ -472,11 +510,19 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
   }
   const int jobs = int(std::max(1u, std::thread::hardware_concurrency()));
   const auto kernels_start = std::chrono::steady_clock::now();
-  models::LoadProgress bar("preparing kernels", token_specs.size() * token_buckets.size() + sequence_buckets.size(),
-                           limits.progress, "kernels");
+  models::LoadProgress bar(
+      "preparing kernels",
+      token_specs.size() * token_buckets.size() + sequence_buckets.size() +
+          g.fused_ops.size() * (g.fused_max_tokens > 0 ? buckets_up_to(g.fused_max_tokens).size() : 0),
+      limits.progress, "kernels");
   auto tick = [&bar] { bar.advance(1); };
   session.prepare(token_specs, token_buckets, jobs, &g.kernels, tick);
   session.prepare({g.decode->spec().to_string()}, sequence_buckets, jobs, &g.kernels, tick);
+  if (g.fused_max_tokens > 0) {
+    std::vector<std::string> fused_specs;
+    for (const auto& [spec, op] : g.fused_ops) fused_specs.push_back(spec);
+    session.prepare(fused_specs, buckets_up_to(g.fused_max_tokens), jobs, &g.kernels, tick);
+  }
   bar.done();
   g.kernel_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - kernels_start).count();
 
@@ -719,13 +765,35 @@ void GpuBackend::gemm(Act out, Act in, Linear weight, Epilogue epilogue) {
                     : weight.kind == Linear::kO      ? l.o
                     : weight.kind == Linear::kGateUp ? l.gate_up
                                                      : l.down;
-  if (epilogue != w.epilogue)
+  const bool accumulate = epilogue == Epilogue::kResidual;  // o and down into the residual stream
+  if (accumulate ? weight.kind != Linear::kO && weight.kind != Linear::kDown : epilogue != w.epilogue)
     throw Error("GPU backend: a gemm's epilogue differs from the one its weight was prepared for");
   g.run_linear(w, g.act(out), g.act(in), g.tokens,
                weight.kind == Linear::kQkv      ? "gemm qkv"
-               : weight.kind == Linear::kO      ? "gemm o"
+               : weight.kind == Linear::kO      ? (accumulate ? "gemm o + residual" : "gemm o")
                : weight.kind == Linear::kGateUp ? "gemm gate_up"
-                                                : "gemm down");
+                                                : (accumulate ? "gemm down + residual" : "gemm down"),
+               accumulate);
+}
+
+bool GpuBackend::fuses_norms(const ForwardBatch& batch) const {
+  const Impl& g = *impl_;
+  return batch.decode_sequences == batch.sequences() && batch.tokens() <= g.fused_max_tokens;
+}
+
+void GpuBackend::gemm_normed(Act out, Act in, Norm norm, Linear weight, Epilogue epilogue) {
+  Impl& g = *impl_;
+  Impl::Layer& l = g.layers[size_t(weight.layer)];
+  if (norm.kind == Norm::kFinal || (weight.kind != Linear::kQkv && weight.kind != Linear::kGateUp)) {
+    throw Error("GPU backend: gemm_normed fuses the input norm into qkv and the post-attention norm into gate_up only");
+  }
+  DeviceLinear& w = weight.kind == Linear::kQkv ? l.qkv : l.gate_up;
+  if (epilogue != w.epilogue)
+    throw Error("GPU backend: a gemm's epilogue differs from the one its weight was prepared for");
+  const CUdeviceptr gamma = norm.kind == Norm::kInput ? g.layers[size_t(norm.layer)].input_norm.ptr()
+                                                      : g.layers[size_t(norm.layer)].post_attention_norm.ptr();
+  g.run_linear(w, g.act(out), g.act(in), g.tokens,
+               weight.kind == Linear::kQkv ? "rmsnorm + gemm qkv" : "rmsnorm + gemm gate_up", true, gamma);
 }
 
 void GpuBackend::rope_kv_write(int layer, Act qkv, Act q, Act, Act) {

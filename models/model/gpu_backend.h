@@ -29,6 +29,9 @@ class GpuBackend final : public Backend {
   void embedding(Act out) override;
   void rmsnorm(Act out, Act x, std::optional<Act> residual, Norm weight) override;
   void gemm(Act out, Act in, Linear weight, Epilogue epilogue) override;
+  // Decode steps of up to gemv_default_max_m tokens (dense models without an o_proj bias).
+  bool fuses_norms(const ForwardBatch& batch) const override;
+  void gemm_normed(Act out, Act in, Norm norm, Linear weight, Epilogue epilogue) override;
   void rope_kv_write(int layer, Act qkv, Act q, Act k, Act v) override;
   void attention_decode(int layer, Act q, Act out) override;
   // Each run of verify blocks of one length through the verify kernel of that length

@@ -50,6 +50,16 @@ __device__ __forceinline__ half2_t hsub2(half2_t a, half2_t b) {
 
 __device__ __forceinline__ half2_t half2_splat(half_t h) { return half2_t{unsigned(h.bits) | (unsigned(h.bits) << 16)}; }
 
+__device__ __forceinline__ float2 half2_to_float2(half2_t h) {
+  return make_float2(half_to_float(half_t{(unsigned short)(h.bits & 0xffff)}),
+                     half_to_float(half_t{(unsigned short)(h.bits >> 16)}));
+}
+
+// Each rounded to nearest even.
+__device__ __forceinline__ half2_t float2_to_half2(float lo, float hi) {
+  return half2_t{unsigned(float_to_half(lo).bits) | (unsigned(float_to_half(hi).bits) << 16)};
+}
+
 // lo + hi of a pair, in fp32.
 __device__ __forceinline__ float half2_sum(half2_t h) {
   return half_to_float(half_t{(unsigned short)(h.bits & 0xffff)}) + half_to_float(half_t{(unsigned short)(h.bits >> 16)});

@@ -5,6 +5,11 @@
 // flushed to fp32 once per chunk (8–32 products), so weights never touch shared memory and
 // the instruction count per byte stays low enough to run at memory speed. With MT > 1 a
 // chunk is decoded once per token: the tensor-core strategy is the one for larger M.
+// NORM (spec norm=rms): x is the residual stream and the kernel multiplies by RMSNorm(x)
+// instead: each CTA first sums its tokens' x² over K (8 KB a token at the 8B shapes, from L2,
+// while its first weight chunks are in flight), then scales each x chunk by the token's
+// 1/rms and the norm's weight as it reads it — one rounding to fp16, as the rmsnorm kernel
+// rounds its output once — so a decode step needs no separate norm launch.
 #pragma once
 #include "common/fp16.cuh"
 #include "common/gmem.cuh"
@@ -15,11 +20,15 @@
 
 namespace onecat {
 
-template <class Fmt, int N, int K, int MT, int ROWS, int WARPS, bool OUT_F32, int EPI, bool ACT_ORDER>
+// With EPI == kEpiResidual, residual may be y itself (the residual stream updated in place):
+// each output element is read and written by one thread, in that order.
+template <class Fmt, int N, int K, int MT, int ROWS, int WARPS, bool OUT_F32, int EPI, bool ACT_ORDER,
+          bool NORM = false>
 __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
-    gemv_kernel(void* __restrict__ y, const half_t* __restrict__ x, const void* __restrict__ qweight,
+    gemv_kernel(void* y, const half_t* __restrict__ x, const void* __restrict__ qweight,
                 const void* __restrict__ scales, const void* __restrict__ zeros, const int* __restrict__ perm,
-                float global_scale, const half_t* __restrict__ bias, const half_t* __restrict__ residual, int m) {
+                float global_scale, const half_t* __restrict__ bias, const half_t* residual, int m,
+                const half_t* __restrict__ norm_weight, float norm_eps) {
   constexpr int kPer = Fmt::kPerChunk;
   constexpr int kPairs = kPer / 2;
   constexpr int kChunks = K / kPer;
@@ -69,17 +78,28 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
       st.sc[s] = Fmt::load_scale(scales, zeros, row[s], c);
     }
   };
+  // NORM: each token's 1/rms over the whole row (every CTA reads it; the rows are in L2).
+  float inv_rms[NORM ? MT : 1];
   // Each chunk is decoded right where it is used, so registers hold raw chunks and one
   // token's x only, and one x load serves every row.
   auto compute = [&](int it, const Stage& st) {
     const int c = it * kThreads + threadIdx.x;
     if (!kEvenSplit && c >= kChunks) return;
+    half2_t gs[NORM ? kPairs : 1];
+    if constexpr (NORM) gemv_x_chunk<Fmt, ACT_ORDER>(norm_weight, perm, c, gs);
 #pragma unroll
     for (int i = 0; i < MT; ++i) {
       if (m0 + i >= m) continue;
       const half_t* xrow = x + static_cast<long long>(m0 + i) * K;
       half2_t xs[kPairs];
       gemv_x_chunk<Fmt, ACT_ORDER>(xrow, perm, c, xs);
+      if constexpr (NORM) {
+#pragma unroll
+        for (int p = 0; p < kPairs; ++p) {
+          const float2 v = half2_to_float2(xs[p]), g = half2_to_float2(gs[p]);
+          xs[p] = float2_to_half2(v.x * inv_rms[i] * g.x, v.y * inv_rms[i] * g.y);
+        }
+      }
 #pragma unroll
       for (int s = 0; s < kSlots; ++s) acc[i][s] += gemv_chunk_dot<Fmt>(st.raw[s], st.sc[s], xs);
     }
@@ -89,6 +109,36 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
   constexpr int kUnroll = kIters <= (MT * kSlots <= 8 ? 8 : 2) ? kIters : 1;
   Stage cur;
   load(0, cur);
+  if constexpr (NORM) {
+    // Σ x² per token while the first chunks load: 16-byte reads of x, a warp sum, the warps
+    // meet in shared memory.
+    __shared__ float sum_sq[WARPS][MT];
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+      float ss = 0.f;
+      if (m0 + i < m) {
+        const half_t* xrow = x + static_cast<long long>(m0 + i) * K;
+        for (int j = threadIdx.x; j < K / 8; j += kThreads) {
+          const Raw16 xr = gmem_load_nc<16>(xrow + j * 8);
+#pragma unroll
+          for (int w = 0; w < 4; ++w) {
+            const float2 v = half2_to_float2(half2_t{raw_word(xr, w)});
+            ss = fmaf(v.x, v.x, fmaf(v.y, v.y, ss));
+          }
+        }
+      }
+      ss = group_sum<kWarpSize>(ss);
+      if (lane == 0) sum_sq[warp][i] = ss;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+      float ss = 0.f;
+#pragma unroll
+      for (int wp = 0; wp < WARPS; ++wp) ss += sum_sq[wp][i];
+      inv_rms[i] = rsqrtf(ss / float(K) + norm_eps);
+    }
+  }
 #pragma unroll kUnroll
   for (int it = 0; it < kIters; ++it) {
     compute(it, cur);

@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -74,13 +75,27 @@ void print_plan(const std::vector<models::PlannedOp>& plan, const std::set<std::
   table.print();
 }
 
-void compile_only(const TuneArgs& a, Arch arch, const std::vector<std::string>& specs, const std::vector<int64_t>& buckets) {
+// A spec's buckets: those up to the most tokens it runs at in the plan (the fused decode gemms').
+using SpecLimits = std::map<std::string, int64_t>;
+std::vector<int64_t> spec_buckets(const SpecLimits& limits, const std::string& spec,
+                                  const std::vector<int64_t>& buckets) {
+  const auto it = limits.find(spec);
+  if (it == limits.end() || it->second <= 0) return buckets;
+  std::vector<int64_t> out;
+  for (int64_t b : buckets) {
+    if (b <= it->second) out.push_back(b);
+  }
+  return out;
+}
+
+void compile_only(const TuneArgs& a, Arch arch, const std::vector<std::string>& specs,
+                  const std::vector<int64_t>& buckets, const SpecLimits& limits) {
   std::vector<CompileRequest> reqs;
   std::vector<std::string> bucket_of;
   for (const auto& spec : specs) {
     const Family& f = family_of(spec);
     std::vector<std::pair<std::string, std::string>> configs;  // config → buckets using it, in bucket order
-    for (int64_t b : buckets) {
+    for (int64_t b : spec_buckets(limits, spec, buckets)) {
       // The family's own default, and strategy=cublas's kernel where a GPU with a usable cuBLAS
       // runs that untuned (default_config_here), since the target machine's cuBLAS is not known here.
       std::vector<std::string> untuned{f.default_config(spec, b, arch)};
@@ -124,7 +139,8 @@ void compile_only(const TuneArgs& a, Arch arch, const std::vector<std::string>& 
   if (failures) throw Error(std::to_string(failures) + " of " + std::to_string(reqs.size()) + " kernels failed to compile");
 }
 
-void tune(const TuneArgs& a, const std::vector<std::string>& specs, const std::vector<int64_t>& buckets) {
+void tune(const TuneArgs& a, const std::vector<std::string>& specs, const std::vector<int64_t>& buckets,
+          const SpecLimits& limits) {
   Session& session = Session::get();
   session.use_gpu(0);  // the tuner measures on GPU 0
   const DeviceFingerprint device = session.device();
@@ -135,7 +151,7 @@ void tune(const TuneArgs& a, const std::vector<std::string>& specs, const std::v
   std::vector<Job> todo;
   int already = 0;
   for (const auto& spec : specs) {
-    for (int64_t b : buckets) {
+    for (int64_t b : spec_buckets(limits, spec, buckets)) {
       if (session.find_tuning(spec, b)) {
         ++already;
       } else {
@@ -230,8 +246,10 @@ void add_tune(CLI::App& app) {
       for (const Family* f : all_families()) families.insert(std::string(f->name()));
     }
     std::vector<std::string> specs;
+    SpecLimits limits;
     for (const auto& spec : models::unique_specs(plan)) {
       if (families.count(std::string(family_of(spec).name()))) specs.push_back(spec);
+      limits[spec] = models::spec_max_tokens(plan, spec);
     }
     const std::vector<int64_t> buckets = parse_buckets(a->buckets);
     // Without a GPU, fail before printing the plan, saying what to do.
@@ -247,9 +265,9 @@ void add_tune(CLI::App& app) {
       std::printf("\n");
     }
     if (a->compile_only) {
-      compile_only(*a, arch, specs, buckets);
+      compile_only(*a, arch, specs, buckets, limits);
     } else {
-      tune(*a, specs, buckets);
+      tune(*a, specs, buckets, limits);
     }
   });
 }
