@@ -33,10 +33,11 @@ Emitted emit(const Spec& spec, const Config& c, Arch arch) {
                           std::to_string(static_cast<int>(spec.epilogue)) + ">";
     header = "gemm/cublas_aux.cuh";
   } else if (c.strategy == Strategy::kGemv) {
-    // NORM is written out only when set, so every other gemv keeps its lowered name.
+    // NORM is written out even when false: the lowered name always carries it, and `cache
+    // import --verify` checks that name against this expression.
     e.kernel_expression = "onecat::gemv_kernel<" + shape + std::to_string(c.mt) + ", " + std::to_string(c.rows) + ", " +
-                          std::to_string(c.warps) + ", " +
-                          (spec.norm ? tail.substr(0, tail.size() - 1) + ", true>" : tail);
+                          std::to_string(c.warps) + ", " + tail.substr(0, tail.size() - 1) +
+                          (spec.norm ? ", true>" : ", false>");
     header = "gemm/gemv.cuh";
   } else if (c.strategy == Strategy::kTcSmall) {
     if (!arch.has_mma_m16n8k16()) {

@@ -80,6 +80,7 @@ struct BackendLimits {
   // scales: E4M3 holds ±448, E5M2 ±57344, far beyond K and V after the norms).
   models::KvCacheDtype kv_dtype = models::KvCacheDtype::kF16;
   bool progress = false;  // GPU: a bar on stderr while the kernels are prepared (ModelOptions::progress)
+  bool fused_norms = true;  // decode steps may fuse their norms (Backend::fuses_norms; off: the op-by-op forward)
   // GPU, kv_pages 0: what another model whose pool holds as many tokens (a draft model) will
   // need beside this one — its KV bytes per page and its weights and buffers — held back when
   // the pool is sized from memory (ModelOptions::draft_page_bytes, draft_bytes).

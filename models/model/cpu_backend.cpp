@@ -280,7 +280,7 @@ void CpuBackend::gemm(Act out, Act in, Linear weight, Epilogue epilogue) {
 }
 
 bool CpuBackend::fuses_norms(const ForwardBatch& batch) const {
-  return batch.decode_sequences == batch.sequences() && batch.tokens() <= kFusedNormTokens;
+  return limits_.fused_norms && batch.decode_sequences == batch.sequences() && batch.tokens() <= kFusedNormTokens;
 }
 
 void CpuBackend::gemm_normed(Act out, Act in, Norm norm, Linear weight, Epilogue epilogue) {

@@ -112,6 +112,7 @@ Model::Model(const models::LoadedModel& loaded, const ModelOptions& options)
   limits.kv_dtype = options.kv_cache_dtype;
   limits.memory_utilization = options.gpu_memory_utilization;
   limits.progress = options.progress;
+  limits.fused_norms = options.fused_norms;
   limits.companion_page_bytes = options.draft_page_bytes;
   limits.companion_bytes = options.draft_bytes;
   if (options.device == Device::kCuda) {

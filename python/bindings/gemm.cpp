@@ -1,10 +1,13 @@
 // gemm bindings: checkpoint tensors → PackedWeight (models/quant/pack.h, on the host, then
 // uploaded once), and y = epilogue(x · Wᵀ) dispatched for x's M bucket (codegen/gemm).
+#include "runtime/cpu/gemm.h"
+
 #include <pybind11/stl.h>
 
 #include <algorithm>
 #include <array>
 #include <climits>
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <span>
@@ -17,7 +20,6 @@
 #include "python/bindings/families.h"
 #include "python/bindings/packed_weight.h"
 #include "python/bindings/runtime.h"
-#include "runtime/cpu/gemm.h"
 #include "runtime/engine/dispatch.h"
 #include "runtime/engine/prepared_op.h"
 
@@ -171,7 +173,11 @@ ArrayView cuda_array(py::handle obj, const char* name, int device) {
 
 void gemm_op(py::handle y, py::handle x, PyPackedWeight& w, py::handle bias, py::handle residual,
              const std::string& epilogue, bool out_f32, uintptr_t stream, const std::string& kernel_spec,
-             const std::string& config) {
+             const std::string& config, py::handle norm_weight, float eps) {
+  const bool norm = !norm_weight.is_none();
+  if (norm && !(eps > 0.f && std::isfinite(eps))) {
+    throw py::value_error(std::string(kGemm) + ": eps must be a positive finite number, got " + std::to_string(eps));
+  }
   const gemm::Epilogue epi = parse_epilogue(epilogue);
   ArrayView xv = cuda_array(x, "x", -1);
   require_dtype(xv, DType::kFloat16, {kGemm, "x"});
@@ -184,7 +190,7 @@ void gemm_op(py::handle y, py::handle x, PyPackedWeight& w, py::handle bias, py:
     throw py::value_error(std::string(kGemm) + ": x is on cuda:" + std::to_string(xv.device) + " but packed on cuda:" +
                           std::to_string(w.device));
   }
-  PyPackedWeight::Prepared& p = w.prepared(epi, epilogue, out_f32);
+  PyPackedWeight::Prepared& p = w.prepared(epi, epilogue, out_f32, norm);
   if (!kernel_spec.empty() && kernel_spec != p.spec) {
     throw py::value_error(std::string(kGemm) + ": this kernel is " + kernel_spec + " but the arguments need " + p.spec);
   }
@@ -214,6 +220,13 @@ void gemm_op(py::handle y, py::handle x, PyPackedWeight& w, py::handle bias, py:
   } else if (!residual.is_none()) {
     throw py::value_error(std::string(kGemm) + ": residual is given but the epilogue is '" + epilogue + "'");
   }
+  ArrayView nv;
+  if (norm) {
+    nv = cuda_array(norm_weight, "norm_weight", w.device);
+    require_dtype(nv, DType::kFloat16, {kGemm, "norm_weight"});
+    require_shape(nv, {w.host.k}, {kGemm, "norm_weight"});
+    require_aligned(nv, kGemmAlignment, {kGemm, "norm_weight"});
+  }
   require_aligned(xv, kGemmAlignment, {kGemm, "x"});
   require_aligned(yv, kGemmAlignment, {kGemm, "out"});
   if (epi == gemm::Epilogue::kBias) require_aligned(bv, kGemmAlignment, {kGemm, "bias"});
@@ -221,9 +234,11 @@ void gemm_op(py::handle y, py::handle x, PyPackedWeight& w, py::handle bias, py:
   const int64_t m = xv.numel() / w.host.k;
   if (m > INT_MAX) throw py::value_error(std::string(kGemm) + ": x has " + std::to_string(m) + " rows, more than 2^31 - 1");
 
-  const int device = resolve_devices({{&xv, {kGemm, "x"}}, {&yv, {kGemm, "out"}},
+  const int device = resolve_devices({{&xv, {kGemm, "x"}},
+                                      {&yv, {kGemm, "out"}},
                                       {epi == gemm::Epilogue::kBias ? &bv : nullptr, {kGemm, "bias"}},
-                                      {epi == gemm::Epilogue::kResidual ? &rv : nullptr, {kGemm, "residual"}}});
+                                      {epi == gemm::Epilogue::kResidual ? &rv : nullptr, {kGemm, "residual"}},
+                                      {norm ? &nv : nullptr, {kGemm, "norm_weight"}}});
   if (device >= 0 && device != w.device) {
     throw py::value_error(std::string(kGemm) + ": the arrays are on cuda:" + std::to_string(device) +
                           " but packed on cuda:" + std::to_string(w.device));
@@ -250,6 +265,7 @@ void gemm_op(py::handle y, py::handle x, PyPackedWeight& w, py::handle bias, py:
   gemm::Args a;
   a.y = yv.data, a.x = xv.data, a.qweight = w.qweight.ptr(), a.scales = w.scales.ptr(), a.zeros = w.zeros.ptr();
   a.perm = w.perm.ptr(), a.global_scale = w.host.global_scale, a.bias = bv.data, a.residual = rv.data, a.m = m;
+  a.norm_weight = nv.data, a.norm_eps = eps;
   a.partial = w.workspace.partial(floats), a.counters = w.workspace.counters(ncounters);
   if (gemm::scratch_bytes(*parsed, c, m) > 0) w.reserve_scratch(gemm::scratch_bytes(*parsed, c, cap));
   a.scratch = w.scratch.ptr();
@@ -261,16 +277,19 @@ void gemm_op(py::handle y, py::handle x, PyPackedWeight& w, py::handle bias, py:
 
 void bind_gemm(py::module_& m) {
   py::class_<PyPackedWeight>(m, "PackedWeight")
-      .def_property_readonly("fmt", [](const PyPackedWeight& w) { return std::string(quant::format_name(w.host.format)); })
+      .def_property_readonly("fmt",
+                             [](const PyPackedWeight& w) { return std::string(quant::format_name(w.host.format)); })
       .def_property_readonly("n", [](const PyPackedWeight& w) { return w.host.n; })
       .def_property_readonly("k", [](const PyPackedWeight& w) { return w.host.k; })
       .def_property_readonly("group", [](const PyPackedWeight& w) { return w.host.group; })
       .def_property_readonly("act_order", &PyPackedWeight::act_order)
       .def_property_readonly("global_scale", [](const PyPackedWeight& w) { return w.host.global_scale; })
       .def_property_readonly("nbytes", [](const PyPackedWeight& w) { return w.host.bytes(); })
-      .def_property_readonly("device", [](const PyPackedWeight& w) { return w.device < 0 ? py::object(py::none()) : py::int_(w.device); })
+      .def_property_readonly(
+          "device", [](const PyPackedWeight& w) { return w.device < 0 ? py::object(py::none()) : py::int_(w.device); })
       .def("to_device", &PyPackedWeight::to_device, py::arg("device") = -1)
-      .def("spec", &PyPackedWeight::spec, py::arg("epilogue") = "none", py::arg("out_f32") = false)
+      .def("spec", &PyPackedWeight::spec, py::arg("epilogue") = "none", py::arg("out_f32") = false,
+           py::arg("norm") = false)
       .def("dequantize", &PyPackedWeight::dequantize);
   m.def("pack_f16", &pack_f16, py::arg("weight"), py::arg("device") = -1);
   m.def("pack_awq4", &pack_awq4, py::arg("qweight"), py::arg("qzeros"), py::arg("scales"), py::arg("device") = -1);
@@ -282,7 +301,8 @@ void bind_gemm(py::module_& m) {
         py::arg("device") = -1);
   m.def("pack_mxfp4", &pack_mxfp4, py::arg("blocks"), py::arg("scales"), py::arg("device") = -1);
   m.def("gemm", &gemm_op, py::arg("out"), py::arg("x"), py::arg("packed"), py::arg("bias"), py::arg("residual"),
-        py::arg("epilogue"), py::arg("out_f32"), py::arg("stream"), py::arg("kernel_spec") = "", py::arg("config") = "");
+        py::arg("epilogue"), py::arg("out_f32"), py::arg("stream"), py::arg("kernel_spec") = "", py::arg("config") = "",
+        py::arg("norm_weight") = py::none(), py::arg("eps") = 1e-6f);
 }
 
 }  // namespace onecat::python

@@ -33,7 +33,7 @@ struct PyPackedWeight {
 
   bool act_order() const { return !host.perm.empty(); }
 
-  // Per (epilogue, output type): the canonical spec, made on the first call with them, and
+  // Per (epilogue, output type, norm=rms or not): the canonical spec, made on the first call with them, and
   // the prepared op, made on the first call that reaches the GPU; later calls index this
   // array and build no text (ARCHITECTURE.md rule 4).
   using GemmOp = PreparedOp<gemm::Spec, gemm::Config, gemm::Args>;
@@ -41,10 +41,10 @@ struct PyPackedWeight {
     std::string spec;
     std::unique_ptr<GemmOp> op;
   };
-  std::array<Prepared, 8> prepared_;
-  Prepared& prepared(gemm::Epilogue epi, const std::string& epilogue, bool out_f32) {
-    Prepared& p = prepared_[size_t(int(epi) * 2 + (out_f32 ? 1 : 0))];
-    if (p.spec.empty()) p.spec = spec(epilogue, out_f32);
+  std::array<Prepared, 16> prepared_;
+  Prepared& prepared(gemm::Epilogue epi, const std::string& epilogue, bool out_f32, bool norm) {
+    Prepared& p = prepared_[size_t((int(epi) * 2 + (out_f32 ? 1 : 0)) * 2 + (norm ? 1 : 0))];
+    if (p.spec.empty()) p.spec = spec(epilogue, out_f32, norm);
     return p;
   }
 
@@ -83,10 +83,11 @@ struct PyPackedWeight {
     device = rt.ordinal();
   }
 
-  std::string spec(const std::string& epilogue, bool out_f32) const {
+  std::string spec(const std::string& epilogue, bool out_f32, bool norm = false) const {
     const std::string text = "gemm:n=" + std::to_string(host.n) + ",k=" + std::to_string(host.k) +
-                             ",fmt=" + std::string(quant::format_name(host.format)) + ",group=" + std::to_string(host.group) +
-                             ",out=" + (out_f32 ? "f32" : "f16") + ",epi=" + epilogue + ",act_order=" + (act_order() ? "1" : "0");
+                             ",fmt=" + std::string(quant::format_name(host.format)) +
+                             ",group=" + std::to_string(host.group) + ",out=" + (out_f32 ? "f32" : "f16") +
+                             ",epi=" + epilogue + ",act_order=" + (act_order() ? "1" : "0") + (norm ? ",norm=rms" : "");
     try {
       return gemm::Spec::parse(text).to_string();
     } catch (const InputError& e) {

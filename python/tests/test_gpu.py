@@ -182,6 +182,30 @@ def test_gemm_odd_n(weights, variant, n, k):
         run_gemm(variant, packed, w, m, "residual", torch.float32)
 
 
+@pytest.mark.parametrize("variant", [f[0] for f in FORMATS])
+def test_gemm_norm_weight_fuses_the_rmsnorm(weights, variant):
+    """norm_weight: y = (RMSNorm(x) · Wᵀ) against torch's norm (fp64, rounded to fp16 as the
+    kernel rounds it) and product, at decode's token counts and a tile of several tokens; the
+    norm's weight must be fp16 [K]."""
+    packed, w = weights[variant]
+    for m, epi in ((1, "none"), (2, "silu_mul" if packed.n % 2 == 0 else "none"), (5, "none")):
+        x = ((torch.rand(m, packed.k, device="cuda") * 2 - 1) * 6).half()
+        g = (torch.rand(packed.k, device="cuda") + 0.5).half()
+        eps = 1e-5
+        xd = x.double()
+        normed = (xd * torch.rsqrt(xd.pow(2).mean(-1, keepdim=True) + eps) * g.double()).half()
+        y = onecat.gemm(x, packed, epilogue=epi, norm_weight=g, eps=eps)
+        torch.cuda.synchronize()
+        err = rel_err(y, gemm_reference(normed, w, epi))
+        assert err <= tolerance(variant, torch.float16), f"{variant} M={m} epi={epi}: error {err:.3g}"
+    with pytest.raises(ValueError, match="norm_weight"):
+        onecat.gemm(x, packed, norm_weight=torch.ones(packed.k + 8, device="cuda").half())
+    with pytest.raises(TypeError, match="norm_weight"):
+        onecat.gemm(x, packed, norm_weight=torch.ones(packed.k, device="cuda"))
+    with pytest.raises(ValueError, match="eps"):
+        onecat.gemm(x, packed, norm_weight=g, eps=0.0)
+
+
 def test_gemm_leading_dims_and_default_output(weights):
     packed, w = weights["awq4"]
     x = (torch.rand(2, 3, packed.k, device="cuda") - 0.5).half()

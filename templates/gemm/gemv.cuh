@@ -22,8 +22,7 @@ namespace onecat {
 
 // With EPI == kEpiResidual, residual may be y itself (the residual stream updated in place):
 // each output element is read and written by one thread, in that order.
-template <class Fmt, int N, int K, int MT, int ROWS, int WARPS, bool OUT_F32, int EPI, bool ACT_ORDER,
-          bool NORM = false>
+template <class Fmt, int N, int K, int MT, int ROWS, int WARPS, bool OUT_F32, int EPI, bool ACT_ORDER, bool NORM>
 __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
     gemv_kernel(void* y, const half_t* __restrict__ x, const void* __restrict__ qweight,
                 const void* __restrict__ scales, const void* __restrict__ zeros, const int* __restrict__ perm,

@@ -26,7 +26,7 @@ struct Options {
   std::string model, prompt_ids, prompt, device = "auto", kv_cache_dtype = "auto";
   int64_t max_tokens = 64, prefill_chunk = 256;
   cpu::SamplingParams sampling = model::GenerateOptions::greedy();
-  bool ignore_eos = false, json = false, no_cuda_graphs = false, profile = false;
+  bool ignore_eos = false, json = false, no_cuda_graphs = false, no_fused_norms = false, profile = false;
 };
 
 // --profile's decode step as measured here (the difference from the kernels' sum is launch and
@@ -66,6 +66,7 @@ void run(const Options& o, bool ids_given, bool text_given) {
   mo.kv_cache_dtype = models::parse_kv_cache_dtype(o.kv_cache_dtype);
   mo.progress = !o.json;
   mo.cuda_graphs = !o.no_cuda_graphs;
+  mo.fused_norms = !o.no_fused_norms;
   mo.profile = o.profile;
   const std::unique_ptr<model::Model> m = model::Model::load(o.model, mo);
   // The prefill's step sizes launched once before it is timed (first launches: Model::warm_up).
@@ -147,6 +148,8 @@ void add_generate(CLI::App& app) {
   cmd->add_option("--seed", o->sampling.seed, "Seed of the sampler (default 0)");
   cmd->add_flag("--ignore-eos", o->ignore_eos, "Do not stop at end-of-sequence tokens");
   cmd->add_flag("--no-cuda-graphs", o->no_cuda_graphs, "cuda: launch every decode step op by op (no CUDA graphs)");
+  cmd->add_flag("--no-fused-norms", o->no_fused_norms,
+                "Decode steps run each RMSNorm as its own op instead of inside the gemm after it (for comparison)");
   cmd->add_flag("--profile", o->profile,
                 "cuda: time every kernel and print the time per decode step by op (steps run op by op)");
   cmd->add_flag("--json", o->json, "Print one JSON object: prompt_ids, ids, text, finish_reason, timings");

@@ -183,9 +183,12 @@ def gemm(
     out_dtype: Any = "float16",
     out: Array | None = None,
     stream: Stream = None,
+    norm_weight: Array | None = None,
+    eps: float = 1e-6,
     _kernel: Any = None,
 ) -> Array:
-    """``y = epilogue(x · Wᵀ)``: the kernel tuned for x's M bucket (the default when untuned).
+    """``y = epilogue(x · Wᵀ)``, or with ``norm_weight`` ``y = epilogue(RMSNorm(x) · Wᵀ)``: the
+    kernel tuned for x's M bucket (the default when untuned).
 
     Args:
         x: fp16 CUDA array ``[..., K]``, contiguous, on the weight's GPU (M = its rows).
@@ -198,6 +201,10 @@ def gemm(
         out_dtype: ``float16`` (default) or ``float32`` (string, torch or NumPy dtype).
         out: where to write; default: a new array of x's library.
         stream: the CUDA stream; default: the current stream of x's library.
+        norm_weight: fp16 ``[K]``: x is normed first, ``x / sqrt(mean(x²) + eps) · norm_weight``
+            rounded to fp16, inside the gemm (spec ``norm=rms``, strategy gemv: a decode step's
+            norm without its own launch).
+        eps: the norm's epsilon (with ``norm_weight``).
 
     Returns:
         ``out``, shape ``[..., N]`` (``[..., N/2]`` for silu_mul).
@@ -223,7 +230,8 @@ def gemm(
         n_out = packed.n // 2 if epilogue == "silu_mul" else packed.n
         out = new_like(x, shape[:-1] + (n_out,) if shape else (n_out,), out_name, _OP)
     kernel_spec, config = (_kernel.spec, _kernel.config) if _kernel is not None else ("", "")
-    _C.gemm(out, x, packed._w, bias, residual, epilogue, out_name == "float32", stream_handle(stream, x, _OP), kernel_spec, config)
+    _C.gemm(out, x, packed._w, bias, residual, epilogue, out_name == "float32", stream_handle(stream, x, _OP), kernel_spec, config,
+            norm_weight, float(eps))
     return out
 
 
