@@ -50,7 +50,8 @@ std::string canonical(const std::string& op, const std::string& spec) {
 
 class Planner {
  public:
-  Planner(const ModelConfig& m, int tp, KvCacheDtype kv) : m_(m), tp_(tp), kv_(kv), w_(weight_format(m.quant)) {}
+  Planner(const ModelConfig& m, int tp, KvCacheDtype kv, bool fused_norms)
+      : m_(m), tp_(tp), kv_(kv), w_(weight_format(m.quant)), fused_norms_(fused_norms) {}
 
   std::vector<PlannedOp> run() {
     check();
@@ -139,7 +140,7 @@ class Planner {
                tp_ > 1 ? "row-parallel: f32 partial sums, all-reduced" : "full weight on one rank");
     }
     if (tp_ > 1) add_unkernelled("layers.mlp_allreduce", "allreduce", L, "NCCL all-reduce of the MLP's f32 partial sums");
-    if (tp_ == 1 && !m_.is_moe()) {
+    if (fused_norms_ && tp_ == 1 && !m_.is_moe()) {
       // Decode steps of a few tokens: each norm in the gemv that reads it, each residual add in
       // the one that makes it (models/model/forward.cpp), instead of the four ops above them.
       const std::string fused = "decode steps of ≤ " + s(kFusedNormMaxTokens) + " tokens: ";
@@ -248,12 +249,15 @@ class Planner {
   int tp_;
   KvCacheDtype kv_;
   WeightFmt w_;
+  bool fused_norms_;
   std::vector<PlannedOp> ops_;
 };
 
 }  // namespace
 
-std::vector<PlannedOp> plan_model(const ModelConfig& model, int tp, KvCacheDtype kv) { return Planner(model, tp, kv).run(); }
+std::vector<PlannedOp> plan_model(const ModelConfig& model, int tp, KvCacheDtype kv, bool fused_norms) {
+  return Planner(model, tp, kv, fused_norms).run();
+}
 
 KvCacheDtype parse_kv_cache_dtype(const std::string& text) {
   if (text == "auto" || text == "f16" || text == "fp16") return KvCacheDtype::kF16;

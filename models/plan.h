@@ -32,6 +32,10 @@ struct PlannedOp {
 // The most tokens a decode step fuses its norms at (the gemv's range on sm_70; sm_80+ stops
 // sooner: codegen/gemm/space.h gemv_default_max_m): the fused gemm ops' max_tokens.
 inline constexpr int64_t kFusedNormMaxTokens = 16;
+// Whether the GPU forward fuses its decode steps' norms (model::GpuBackend::kFusesNorms): off
+// until the fused step has passed its GPU checks, and the plan lists (and tune tunes) the fused
+// gemms only when it is on.
+inline constexpr bool kGpuFusesNorms = false;
 
 // The KV cache's element type, as vLLM's --kv-cache-dtype names it: auto (fp16), fp8 or
 // fp8_e4m3 (E4M3), fp8_e5m2 (E5M2); fp8 caches carry one scale per tensor (kv_scale=tensor).
@@ -50,7 +54,10 @@ inline int kv_cache_element_bytes(KvCacheDtype kv) { return kv == KvCacheDtype::
 
 // tp: 1, 2, 4 or 8. Throws InputError naming the dimension and tp when a dimension does not
 // shard, and the op when its family rejects a shape.
-std::vector<PlannedOp> plan_model(const ModelConfig& model, int tp, KvCacheDtype kv = KvCacheDtype::kF16);
+// fused_norms: list a dense tp-1 model's decode-step fused gemms too (what the GPU forward runs
+// where it fuses norms).
+std::vector<PlannedOp> plan_model(const ModelConfig& model, int tp, KvCacheDtype kv = KvCacheDtype::kF16,
+                                  bool fused_norms = kGpuFusesNorms);
 
 // The specs of a plan, each once, in first-seen order.
 std::vector<std::string> unique_specs(const std::vector<PlannedOp>& plan);

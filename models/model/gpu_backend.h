@@ -33,7 +33,7 @@ class GpuBackend final : public Backend {
   // kFusesNorms: the fused decode step has passed its CPU checks (the CPU backend runs the same
   // forward) but not yet run on a GPU — GemmGpu.NormFusedEveryFormatEpilogueAndCandidate,
   // Tiny/GpuForward.*, GpuProfile.* — so the GPU keeps its norms apart until those pass.
-  static constexpr bool kFusesNorms = false;
+  static constexpr bool kFusesNorms = models::kGpuFusesNorms;
   bool fuses_norms(const ForwardBatch& batch) const override;
   void gemm_normed(Act out, Act in, Norm norm, Linear weight, Epilogue epilogue) override;
   void rope_kv_write(int layer, Act qkv, Act q, Act k, Act v) override;
