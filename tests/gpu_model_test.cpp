@@ -588,7 +588,7 @@ TEST(GpuProfile, TimesEveryLaunchOfTheSteps) {
   }
   // One-token decode steps fuse the norms where the GPU backend does (docs/models.md): a norm
   // inside qkv and gate_up, the residual adds inside o and down, the final norm alone.
-  const bool fused = model::GpuBackend::kFusesNorms;
+  const bool fused = models::kGpuFusesNorms;
   std::map<std::string, int64_t> per_step = {{"embedding", 1},
                                              {"rmsnorm", 1},
                                              {"rope + kv write", layers},

@@ -280,7 +280,8 @@ void CpuBackend::gemm(Act out, Act in, Linear weight, Epilogue epilogue) {
 }
 
 bool CpuBackend::fuses_norms(const ForwardBatch& batch) const {
-  return limits_.fused_norms && batch.decode_sequences == batch.sequences() && batch.tokens() <= kFusedNormTokens;
+  return limits_.fused_norms && batch.decode_sequences == batch.sequences() &&
+         batch.tokens() <= models::kFusedNormMaxTokens;
 }
 
 void CpuBackend::gemm_normed(Act out, Act in, Norm norm, Linear weight, Epilogue epilogue) {

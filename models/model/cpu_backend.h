@@ -24,10 +24,9 @@ class CpuBackend final : public Backend {
   void embedding(Act out) override;
   void rmsnorm(Act out, Act x, std::optional<Act> residual, Norm weight) override;
   void gemm(Act out, Act in, Linear weight, Epilogue epilogue) override;
-  // Decode steps of up to kFusedNormTokens tokens take the fused forward too (so it is tested
+  // Decode steps of up to models::kFusedNormMaxTokens tokens take the fused forward too (so it is tested
   // without a GPU); gemm_normed is rmsnorm into kNormed then gemm, and the residual epilogue
   // rounds as rmsnorm's residual add does, so both forwards give the same bits.
-  static constexpr int64_t kFusedNormTokens = 16;
   bool fuses_norms(const ForwardBatch& batch) const override;
   void gemm_normed(Act out, Act in, Norm norm, Linear weight, Epilogue epilogue) override;
   void rope_kv_write(int layer, Act qkv, Act q, Act k, Act v) override;

@@ -300,6 +300,13 @@ struct GpuBackend::Impl {
     return d;
   }
 
+  // The norm's weight [hidden] on the GPU.
+  CUdeviceptr norm_weight(Norm norm) const {
+    return norm.kind == Norm::kFinal   ? final_norm.ptr()
+           : norm.kind == Norm::kInput ? layers[size_t(norm.layer)].input_norm.ptr()
+                                       : layers[size_t(norm.layer)].post_attention_norm.ptr();
+  }
+
   // w's fused op: its spec with the norm before it (qkv, gate_up) or the residual add after it.
   void add_fused(DeviceLinear& d, const quant::PackedWeight& w, bool norm) {
     const std::string spec = gemm_spec(w, false, norm ? d.epilogue : Epilogue::kResidual, norm);
@@ -428,7 +435,7 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
 
   // The forward fuses norms in decode steps of dense models without an o_proj bias (forward.cpp)
   // up to the tokens whose gemm default is the gemv.
-  bool fuse = kFusesNorms && limits.fused_norms && !c.is_moe();
+  bool fuse = models::kGpuFusesNorms && limits.fused_norms && !c.is_moe();
   for (const models::LoadedLayer& l : model.layers) fuse = fuse && l.o_bias.empty();
   if (fuse) g.fused_max_tokens = std::min<int64_t>(gemm::gemv_default_max_m(session.arch()), limits.max_tokens);
   for (size_t i = 0; i < model.layers.size(); ++i) {
@@ -750,9 +757,7 @@ void GpuBackend::rmsnorm(Act out, Act x, std::optional<Act> residual, Norm weigh
   Impl& g = *impl_;
   rmsnorm::Args a;
   a.out = g.act(out), a.x = g.act(x), a.residual = residual ? g.act(*residual) : 0;
-  a.weight = weight.kind == Norm::kFinal   ? g.final_norm.ptr()
-             : weight.kind == Norm::kInput ? g.layers[size_t(weight.layer)].input_norm.ptr()
-                                           : g.layers[size_t(weight.layer)].post_attention_norm.ptr();
+  a.weight = g.norm_weight(weight);
   a.eps = float(g.config.rms_norm_eps), a.rows = g.tokens;
   Impl::Timed timed(g, residual ? "rmsnorm + residual" : "rmsnorm");
   (residual ? g.norm_residual : g.norm)->launch(a, g.tokens, g.stream);
@@ -790,10 +795,9 @@ void GpuBackend::gemm_normed(Act out, Act in, Norm norm, Linear weight, Epilogue
   DeviceLinear& w = weight.kind == Linear::kQkv ? l.qkv : l.gate_up;
   if (epilogue != w.epilogue)
     throw Error("GPU backend: a gemm's epilogue differs from the one its weight was prepared for");
-  const CUdeviceptr gamma = norm.kind == Norm::kInput ? g.layers[size_t(norm.layer)].input_norm.ptr()
-                                                      : g.layers[size_t(norm.layer)].post_attention_norm.ptr();
   g.run_linear(w, g.act(out), g.act(in), g.tokens,
-               weight.kind == Linear::kQkv ? "rmsnorm + gemm qkv" : "rmsnorm + gemm gate_up", true, gamma);
+               weight.kind == Linear::kQkv ? "rmsnorm + gemm qkv" : "rmsnorm + gemm gate_up", true,
+               g.norm_weight(norm));
 }
 
 void GpuBackend::rope_kv_write(int layer, Act qkv, Act q, Act, Act) {
