@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "codegen/family.h"
+#include "codegen/gemm/space.h"
 
 namespace onecat::models {
 namespace {
@@ -50,8 +51,8 @@ std::string canonical(const std::string& op, const std::string& spec) {
 
 class Planner {
  public:
-  Planner(const ModelConfig& m, int tp, KvCacheDtype kv, bool fused_norms)
-      : m_(m), tp_(tp), kv_(kv), w_(weight_format(m.quant)), fused_norms_(fused_norms) {}
+  Planner(const ModelConfig& m, int tp, KvCacheDtype kv, int64_t fused_max_tokens)
+      : m_(m), tp_(tp), kv_(kv), w_(weight_format(m.quant)), fused_max_tokens_(fused_max_tokens) {}
 
   std::vector<PlannedOp> run() {
     check();
@@ -140,18 +141,19 @@ class Planner {
                tp_ > 1 ? "row-parallel: f32 partial sums, all-reduced" : "full weight on one rank");
     }
     if (tp_ > 1) add_unkernelled("layers.mlp_allreduce", "allreduce", L, "NCCL all-reduce of the MLP's f32 partial sums");
-    if (fused_norms_ && tp_ == 1 && !m_.is_moe()) {
+    if (fused_max_tokens_ > 0 && tp_ == 1 && !m_.is_moe()) {
       // Decode steps of a few tokens: each norm in the gemv that reads it, each residual add in
       // the one that makes it (models/model/forward.cpp), instead of the four ops above them.
-      const std::string fused = "decode steps of ≤ " + s(kFusedNormMaxTokens) + " tokens: ";
+      const int64_t most = fused_max_tokens_;
+      const std::string fused = "decode steps of ≤ " + s(most) + " tokens: ";
       add_gemm("layers.qkv_proj_normed", qkv_n, m_.hidden, false, m_.attention_bias ? "bias" : "none", L,
-               fused + "input_layernorm fused into qkv_proj", ",norm=rms", kFusedNormMaxTokens);
+               fused + "input_layernorm fused into qkv_proj", ",norm=rms", most);
       add_gemm("layers.o_proj_residual", m_.hidden, q_heads * m_.head_dim, false, "residual", L,
-               fused + "o_proj adds into the residual stream", "", kFusedNormMaxTokens);
+               fused + "o_proj adds into the residual stream", "", most);
       add_gemm("layers.gate_up_proj_normed", 2 * m_.intermediate, m_.hidden, false, "silu_mul", L,
-               fused + "post_attention_layernorm fused into gate_up_proj", ",norm=rms", kFusedNormMaxTokens);
+               fused + "post_attention_layernorm fused into gate_up_proj", ",norm=rms", most);
       add_gemm("layers.down_proj_residual", m_.hidden, m_.intermediate, false, "residual", L,
-               fused + "down_proj adds into the residual stream", "", kFusedNormMaxTokens);
+               fused + "down_proj adds into the residual stream", "", most);
     }
 
     add_rmsnorm("norm", m_.hidden, true, 1, "final norm; fused residual add");
@@ -249,14 +251,18 @@ class Planner {
   int tp_;
   KvCacheDtype kv_;
   WeightFmt w_;
-  bool fused_norms_;
+  int64_t fused_max_tokens_;
   std::vector<PlannedOp> ops_;
 };
 
 }  // namespace
 
-std::vector<PlannedOp> plan_model(const ModelConfig& model, int tp, KvCacheDtype kv, bool fused_norms) {
-  return Planner(model, tp, kv, fused_norms).run();
+int64_t gpu_fused_norm_max_tokens(Arch arch) {
+  return kGpuFusesNorms ? std::min(kFusedNormMaxTokens, gemm::gemv_default_max_m(arch)) : 0;
+}
+
+std::vector<PlannedOp> plan_model(const ModelConfig& model, int tp, KvCacheDtype kv, int64_t fused_max_tokens) {
+  return Planner(model, tp, kv, fused_max_tokens).run();
 }
 
 KvCacheDtype parse_kv_cache_dtype(const std::string& text) {

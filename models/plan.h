@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "base/arch.h"
 #include "models/config.h"
 
 namespace onecat::models {
@@ -54,10 +55,14 @@ inline int kv_cache_element_bytes(KvCacheDtype kv) { return kv == KvCacheDtype::
 
 // tp: 1, 2, 4 or 8. Throws InputError naming the dimension and tp when a dimension does not
 // shard, and the op when its family rejects a shape.
-// fused_norms: list a dense tp-1 model's decode-step fused gemms too (what the GPU forward runs
-// where it fuses norms).
+// The most tokens the GPU forward on `arch` fuses a decode step's norms at: kFusedNormMaxTokens
+// capped by the gemv's range there (0 while kGpuFusesNorms is off).
+int64_t gpu_fused_norm_max_tokens(Arch arch);
+
+// fused_max_tokens: list a dense tp-1 model's decode-step fused gemms too, with that max_tokens
+// (what a forward that fuses norms runs: gpu_fused_norm_max_tokens for a GPU's; 0: none).
 std::vector<PlannedOp> plan_model(const ModelConfig& model, int tp, KvCacheDtype kv = KvCacheDtype::kF16,
-                                  bool fused_norms = kGpuFusesNorms);
+                                  int64_t fused_max_tokens = kGpuFusesNorms ? kFusedNormMaxTokens : 0);
 
 // The specs of a plan, each once, in first-seen order.
 std::vector<std::string> unique_specs(const std::vector<PlannedOp>& plan);

@@ -884,7 +884,7 @@ void expect_attention_specs(const std::vector<PlannedOp>& plan, const std::strin
 }
 
 TEST(PlanModel, Qwen3_8bAwqTp1) {
-  const auto plan = plan_model(builtin_model("qwen3-8b:awq4"), 1, KvCacheDtype::kF16, /*fused_norms=*/true);
+  const auto plan = plan_model(builtin_model("qwen3-8b:awq4"), 1, KvCacheDtype::kF16, kFusedNormMaxTokens);
   std::vector<std::string> names;
   for (const auto& o : plan) names.push_back(o.name);
   EXPECT_EQ(names, (std::vector<std::string>{
@@ -905,9 +905,14 @@ TEST(PlanModel, Qwen3_8bAwqTp1) {
             "gemm:n=4096,k=12288,fmt=awq4,group=128,out=f16,epi=residual,act_order=0");
   EXPECT_EQ(spec_max_tokens(plan, spec_of(plan, "layers.down_proj_residual")), kFusedNormMaxTokens);
   EXPECT_EQ(spec_max_tokens(plan, spec_of(plan, "layers.down_proj")), 0);
-  // Without them (the default while the GPU keeps its norms apart: kGpuFusesNorms) the same ops
-  // less the four.
-  EXPECT_EQ(plan_model(builtin_model("qwen3-8b:awq4"), 1, KvCacheDtype::kF16, false).size(), plan.size() - 4);
+  // Fusing fewer tokens (sm_80+: the gemv's range ends sooner) tunes them at fewer buckets.
+  EXPECT_EQ(spec_max_tokens(plan_model(builtin_model("qwen3-8b:awq4"), 1, KvCacheDtype::kF16, 2),
+                            spec_of(plan, "layers.down_proj_residual")),
+            2);
+  EXPECT_EQ(gpu_fused_norm_max_tokens(Arch{70}), kGpuFusesNorms ? kFusedNormMaxTokens : 0);
+  EXPECT_EQ(gpu_fused_norm_max_tokens(Arch{90}), kGpuFusesNorms ? 2 : 0);
+  // Without them (where the GPU keeps its norms apart) the same ops less the four.
+  EXPECT_EQ(plan_model(builtin_model("qwen3-8b:awq4"), 1, KvCacheDtype::kF16, 0).size(), plan.size() - 4);
   EXPECT_EQ(plan_model(builtin_model("qwen3-8b:awq4"), 1).size(), plan.size() - (kGpuFusesNorms ? 0 : 4));
   EXPECT_EQ(spec_of(plan, "layers.o_proj"), "gemm:n=4096,k=4096,fmt=awq4,group=128,out=f16,epi=none,act_order=0");
   EXPECT_EQ(spec_of(plan, "layers.gate_up_proj"), "gemm:n=24576,k=4096,fmt=awq4,group=128,out=f16,epi=silu_mul,act_order=0");

@@ -163,6 +163,23 @@ TEST(TuneCli, CompileOnlyCompilesBothUntunedGemmDefaults) {
         EXPECT_EQ(k["buckets"], "16") << spec;
       }
     }
+    // sm_90 fuses a decode step's norms at up to 2 tokens (the gemv's range there): bucket 16's
+    // fused gemms are not compiled, bucket 2's are.
+    const test::CommandResult r90 =
+        test::run_command(env + ONECAT_BIN + " tune --model " + model +
+                              " --compile-only --arch sm_90 --families gemm --buckets 2,16 --json",
+                          dir.path());
+    ASSERT_EQ(r90.status, 0) << r90.err;
+    int fused90 = 0;
+    const nlohmann::json out90 = nlohmann::json::parse(r90.out);
+    for (const auto& k : out90["kernels"]) {
+      const std::string spec = k["spec"];
+      if (spec.find(",norm=rms") != std::string::npos || spec.find("epi=residual") != std::string::npos) {
+        EXPECT_EQ(k["buckets"], "2") << spec;
+        ++fused90;
+      }
+    }
+    EXPECT_EQ(fused90, models::kGpuFusesNorms ? 4 : 0) << model;
   }
 }
 

@@ -234,7 +234,7 @@ void add_tune(CLI::App& app) {
   cmd->callback([a] {
     if (!a->arch.empty() && !a->compile_only) throw InputError("--arch goes with --compile-only (tuning runs on this GPU)");
     const models::ModelConfig model = models::load_model(models::locate_checkpoint(a->model));
-    const std::vector<models::PlannedOp> plan = models::plan_model(model, a->tp, models::parse_kv_cache_dtype(a->kv_cache_dtype));
+    const models::KvCacheDtype kv = models::parse_kv_cache_dtype(a->kv_cache_dtype);
     std::set<std::string> families;
     for (const auto& f : split(a->families)) {
       if (!find_family(f)) {
@@ -245,18 +245,23 @@ void add_tune(CLI::App& app) {
     if (families.empty()) {
       for (const Family* f : all_families()) families.insert(std::string(f->name()));
     }
+    const std::vector<int64_t> buckets = parse_buckets(a->buckets);
+    // Without a GPU, fail before printing the plan, saying what to do.
+    if (const std::string why = Driver::unavailable_reason(); !a->compile_only && !why.empty()) {
+      throw Error(why + "; tuning needs an NVIDIA GPU, and without one --compile-only --arch sm_70 fills the cache with "
+                        "the default kernels");
+    }
+    // The target's arch decides how many tokens a decode step fuses its norms at, so which fused
+    // gemms (and buckets) the forward there runs.
+    const Arch arch = a->compile_only ? resolve_arch(a->arch.empty() ? "native" : a->arch)
+                                      : (Session::get().use_gpu(0), Session::get().arch());
+    const std::vector<models::PlannedOp> plan =
+        models::plan_model(model, a->tp, kv, models::gpu_fused_norm_max_tokens(arch));
     std::vector<std::string> specs;
     SpecLimits limits;
     for (const auto& spec : models::unique_specs(plan)) {
       if (families.count(std::string(family_of(spec).name()))) specs.push_back(spec);
       limits[spec] = models::spec_max_tokens(plan, spec);
-    }
-    const std::vector<int64_t> buckets = parse_buckets(a->buckets);
-    // Without a GPU, fail before printing the plan, saying what to do.
-    const Arch arch = a->compile_only ? resolve_arch(a->arch.empty() ? "native" : a->arch) : Arch{};
-    if (const std::string why = Driver::unavailable_reason(); !a->compile_only && !why.empty()) {
-      throw Error(why + "; tuning needs an NVIDIA GPU, and without one --compile-only --arch sm_70 fills the cache with "
-                        "the default kernels");
     }
     if (!a->json) {
       std::printf("model %s, tp %d: %zu ops, %zu kernel specs to %s\n", model.name.c_str(), a->tp, plan.size(), specs.size(),
