@@ -33,9 +33,10 @@ struct PlannedOp {
 // The most tokens a decode step fuses its norms at (the gemv's range on sm_70; sm_80+ stops
 // sooner: codegen/gemm/space.h gemv_default_max_m): the fused gemm ops' max_tokens.
 inline constexpr int64_t kFusedNormMaxTokens = 16;
-// Whether the GPU forward fuses its decode steps' norms (model::GpuBackend::fuses_norms): off
-// until the fused step has passed its GPU checks, and the plan lists (and tune tunes) the fused
-// gemms only when it is on.
+// Whether the GPU forward fuses its decode steps' norms (model::GpuBackend::fuses_norms): off,
+// though the fused step passes its GPU checks, because it measured slower (each CTA of the fused
+// gemv redoes the row's reduction: bench/RESULTS.md, "Tried and lost"). The plan lists (and tune
+// tunes) the fused gemms only when it is on.
 inline constexpr bool kGpuFusesNorms = false;
 
 // The KV cache's element type, as vLLM's --kv-cache-dtype names it: auto (fp16), fp8 or

@@ -33,7 +33,7 @@ struct Config {
   // buffering, no cp.async on sm_70): at most 16 registers of it per thread (32 already
   // spilled next to D=128's 64 output accumulators: ptxas for sm_70, NVRTC 12.8).
   static constexpr int kMaxPrefetchBytes = 64;
-  static constexpr int kMaxSplit = 32;
+  static constexpr int kMaxSplit = 64;
   // The fewest keys a split takes (templates/attention/cta.cuh kSplitMinKeys), so a short
   // context runs on fewer splits; `mk` sets another (a power of two, split > 1 only).
   static constexpr int kDefaultMinKeys = 256;

@@ -29,10 +29,10 @@ class GpuBackend final : public Backend {
   void embedding(Act out) override;
   void rmsnorm(Act out, Act x, std::optional<Act> residual, Norm weight) override;
   void gemm(Act out, Act in, Linear weight, Epilogue epilogue) override;
-  // Decode steps of up to gemv_default_max_m tokens (dense models without an o_proj bias), once
-  // models::kGpuFusesNorms: the fused decode step has passed its CPU checks (the CPU backend runs
-  // the same forward) but not yet run on a GPU — GemmGpu.NormFusedEveryFormatEpilogueAndCandidate,
-  // Tiny/GpuForward.*, GpuProfile.* — so the GPU keeps its norms apart until those pass.
+  // Decode steps of up to gemv_default_max_m tokens (dense models without an o_proj bias), where
+  // models::kGpuFusesNorms: the fused step passes its GPU checks (GemmGpu.NormFused*,
+  // Tiny/GpuForward.*, GpuProfile.* with it set) but measured slower than the norms apart, so it
+  // is off.
   bool fuses_norms(const ForwardBatch& batch) const override;
   void gemm_normed(Act out, Act in, Norm norm, Linear weight, Epilogue epilogue) override;
   void rope_kv_write(int layer, Act qkv, Act q, Act k, Act v) override;

@@ -50,7 +50,7 @@ struct ModelOptions {
   bool progress = true;            // a progress bar while loading
   bool cuda_graphs = true;         // cuda: replay decode steps as CUDA graphs
   bool fused_norms = true;         // decode steps fuse each norm into the gemm after it (Backend::fuses_norms;
-                                   // cuda: once models::kGpuFusesNorms)
+                                   // cuda: where models::kGpuFusesNorms, off)
   bool profile = false;            // cuda: time every kernel (steps then run op by op); see gpu()
   // cuda, kv_cache_tokens 0: a draft model to load after this one with a pool of as many tokens
   // (engine::leave_room_for_draft): its KV bytes per page and its weights and buffers, left free.
