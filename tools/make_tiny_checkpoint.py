@@ -145,17 +145,23 @@ def as_raw(t):
 
 def write_safetensors(path, tensors, edit_header=None):
     """edit_header(header dict, data bytearray) may corrupt the file for the bad-checkpoint tests."""
-    header, data = {"__metadata__": {"format": "pt"}}, bytearray()
+    header, raws, size = {"__metadata__": {"format": "pt"}}, [], 0
     for name, t in tensors.items():
         r = as_raw(t)
-        header[name] = {"dtype": r.dtype, "shape": r.shape, "data_offsets": [len(data), len(data) + len(r.data)]}
-        data += r.data
+        header[name] = {"dtype": r.dtype, "shape": r.shape, "data_offsets": [size, size + len(r.data)]}
+        raws.append(r.data)
+        size += len(r.data)
     if edit_header:
+        data = bytearray(b"".join(raws))
         edit_header(header, data)
+        raws = [data]
     text = json.dumps(header).encode()
     text += b" " * (-len(text) % 8)
+    # Tensor by tensor: an 8B shape's embeddings are gigabytes, so no second copy of them all.
     with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text + bytes(data))
+        f.write(struct.pack("<Q", len(text)) + text)
+        for data in raws:
+            f.write(data)
 
 
 def check_with_safetensors(out, tensors):
