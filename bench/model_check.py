@@ -105,7 +105,7 @@ def main():
         if cfg["vocab_size"] != dims["vocab_size"] or cfg["hidden_size"] != dims["hidden_size"]:
             raise SystemExit(f"{d}: the checkpoint's shape is not {name}'s")
         ids = [int(i) for i in rng.integers(0, cfg["vocab_size"], args.tokens)]
-        sd = gl.state_dict(d, cfg)
+        sd = gl.state_dict(d, cfg, f32_names=("model.embed_tokens.weight", "lm_head.weight"))
         ref_model = gl.transformers_model(d, cfg, sd).cuda()
         with torch.no_grad():
             want = ref_model(input_ids=torch.tensor([ids], device="cuda")).logits[0].float().cpu().numpy()

@@ -121,20 +121,26 @@ RAW_DTYPES = {"F16": np.float16, "F32": np.float32, "I32": np.int32, "I64": np.i
               "F8_E4M3": np.uint8, "F8_E8M0": np.uint8}
 
 
-def read_safetensors(path):
-    """name → float64 array for float dtypes (bf16, e4m3 and e8m0 decoded exactly), raw ints otherwise."""
+def read_safetensors(path, f32_names=()):
+    """name → float64 array for float dtypes (bf16, e4m3 and e8m0 decoded exactly), raw ints otherwise;
+    the fp16, bf16 or fp32 tensors named in f32_names as float32 instead (as exact)."""
     with open(path, "rb") as f:
         data = f.read()
     (n,) = struct.unpack("<Q", data[:8])
     header = json.loads(data[8:8 + n])
     base = 8 + n
+    view = memoryview(data)  # slices without copying; every tensor below is a new array
     out = {}
     for name, t in header.items():
         if name == "__metadata__":
             continue
         a, b = t["data_offsets"]
-        raw = np.frombuffer(data[base + a:base + b], RAW_DTYPES[t["dtype"]]).reshape(t["shape"])
-        if t["dtype"] == "BF16":
+        raw = np.frombuffer(view[base + a:base + b], RAW_DTYPES[t["dtype"]]).reshape(t["shape"])
+        if name in f32_names and t["dtype"] == "BF16":
+            out[name] = (raw.astype(np.uint32) << 16).view(np.float32)
+        elif name in f32_names and t["dtype"] in ("F16", "F32"):
+            out[name] = raw.astype(np.float32)
+        elif t["dtype"] == "BF16":
             out[name] = (raw.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
         elif t["dtype"] == "F8_E4M3":
             out[name] = E4M3[raw]
@@ -147,11 +153,11 @@ def read_safetensors(path):
     return out
 
 
-def checkpoint_tensors(directory):
+def checkpoint_tensors(directory, f32_names=()):
     tensors = {}
     for file in sorted(os.listdir(directory)):
         if file.endswith(".safetensors") and file != "reference.safetensors":
-            tensors.update(read_safetensors(os.path.join(directory, file)))
+            tensors.update(read_safetensors(os.path.join(directory, file), f32_names))
     return tensors
 
 
@@ -295,15 +301,17 @@ def checkpoint_name(cfg, name):
     return name
 
 
-def state_dict(directory, cfg):
+def state_dict(directory, cfg, f32_names=()):
     """The fp64 weights transformers' module names expect (tied: lm_head = the embeddings).
     MoE tensors get Qwen's names whatever the architecture stores (Mixtral: block_sparse_moe,
-    w1/w3/w2), as transformers 5 renames them on load."""
-    t = checkpoint_tensors(directory)
+    w1/w3/w2), as transformers 5 renames them on load. The dense tensors named in f32_names come
+    as float32, the same values: for a reference that runs in fp32 anyway (bench/model_check.py),
+    whose 8B shapes' embeddings and lm_head are 1.2 G elements to widen to float64 otherwise."""
+    t = checkpoint_tensors(directory, f32_names)
     method, group = quant_method(directory, cfg)
     sd = {}
     for name, v in t.items():  # norms, biases, embeddings, lm_head if stored dense
-        if v.dtype == np.float64 and (name.endswith("norm.weight") or name.endswith(".bias")
+        if v.dtype in (np.float64, np.float32) and (name.endswith("norm.weight") or name.endswith(".bias")
                                       or name in ("model.embed_tokens.weight", "lm_head.weight")):
             sd[name] = v
     for i in range(cfg["num_hidden_layers"]):
