@@ -144,16 +144,15 @@ class Planner {
     if (fused_max_tokens_ > 0 && tp_ == 1 && !m_.is_moe()) {
       // Decode steps of a few tokens: each norm in the gemv that reads it, each residual add in
       // the one that makes it (models/model/forward.cpp), instead of the four ops above them.
-      const int64_t most = fused_max_tokens_;
-      const std::string fused = "decode steps of ≤ " + s(most) + " tokens: ";
+      const std::string fused = "decode steps of ≤ " + s(fused_max_tokens_) + " tokens: ";
       add_gemm("layers.qkv_proj_normed", qkv_n, m_.hidden, false, m_.attention_bias ? "bias" : "none", L,
-               fused + "input_layernorm fused into qkv_proj", ",norm=rms", most);
+               fused + "input_layernorm fused into qkv_proj", ",norm=rms", fused_max_tokens_);
       add_gemm("layers.o_proj_residual", m_.hidden, q_heads * m_.head_dim, false, "residual", L,
-               fused + "o_proj adds into the residual stream", "", most);
+               fused + "o_proj adds into the residual stream", "", fused_max_tokens_);
       add_gemm("layers.gate_up_proj_normed", 2 * m_.intermediate, m_.hidden, false, "silu_mul", L,
-               fused + "post_attention_layernorm fused into gate_up_proj", ",norm=rms", most);
+               fused + "post_attention_layernorm fused into gate_up_proj", ",norm=rms", fused_max_tokens_);
       add_gemm("layers.down_proj_residual", m_.hidden, m_.intermediate, false, "residual", L,
-               fused + "down_proj adds into the residual stream", "", most);
+               fused + "down_proj adds into the residual stream", "", fused_max_tokens_);
     }
 
     add_rmsnorm("norm", m_.hidden, true, 1, "final norm; fused residual add");

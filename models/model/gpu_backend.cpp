@@ -435,10 +435,10 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
 
   // The forward fuses norms in decode steps of dense models without an o_proj bias (forward.cpp)
   // up to the tokens whose gemm default is the gemv.
-  bool fuse = limits.fused_norms && !c.is_moe() && models::gpu_fused_norm_max_tokens(session.arch()) > 0;
+  const int64_t fused_most = models::gpu_fused_norm_max_tokens(session.arch());
+  bool fuse = limits.fused_norms && !c.is_moe() && fused_most > 0;
   for (const models::LoadedLayer& l : model.layers) fuse = fuse && l.o_bias.empty();
-  if (fuse)
-    g.fused_max_tokens = std::min<int64_t>(models::gpu_fused_norm_max_tokens(session.arch()), limits.max_tokens);
+  if (fuse) g.fused_max_tokens = std::min<int64_t>(fused_most, limits.max_tokens);
   for (size_t i = 0; i < model.layers.size(); ++i) {
     const models::LoadedLayer& from = model.layers[i];
     Impl::Layer& to = g.layers[i];
