@@ -251,8 +251,10 @@ __device__ __forceinline__ unsigned attn_sm80_stage_at_v(unsigned key, unsigned 
 // Stage `it` (tiles tile_begin + it·WN ..) → buffer it % STAGES, by cp.async, zero-filled
 // past key_end. Thread tid copies chunk tid % kCpr of keys tid / kCpr + kKeyStep·i: its
 // column, shared offsets and (when kKeyStep keeps every swizzle's key bits) shared
-// destinations are fixed outside the key loop, and per chunk it pays one unsigned division by
-// PAGE, one page-table read and two cp.async.
+// destinations are fixed outside the key loop. Where a stage starts on a page (kPageRuns
+// below) it reads each page's table entry once and copies at immediate offsets from it;
+// otherwise per chunk it pays one unsigned division by PAGE, one page-table read and two
+// cp.async.
 template <class S>
 __device__ __forceinline__ void attn_sm80_issue_stage(const AttnSm80Smem<S>& sm, const void* __restrict__ k_cache,
                                                       const void* __restrict__ v_cache, const int* table,
@@ -272,9 +274,49 @@ __device__ __forceinline__ void attn_sm80_issue_stage(const AttnSm80Smem<S>& sm,
   const unsigned stage = unsigned(it) % S::STAGES;
   const unsigned kdst = sm80::smem_address(sm.k_pipe) + stage * S::kStageBytes;
   const unsigned vdst = sm80::smem_address(sm.v_pipe) + stage * S::kStageBytes;
-  const unsigned j0 = unsigned(cta.lo + (cta.tile_begin + it * S::WN) * S::BN) + t_key;
+  const unsigned base = unsigned(cta.lo + (cta.tile_begin + it * S::WN) * S::BN);  // the stage's first key
+  const unsigned j0 = base + t_key;
+  constexpr int kChunks = (S::kStageChunks + S::kThreads - 1) / S::kThreads;  // per thread, of K (and of V)
+  // Without a sliding window a stage starts on a page when BN is a multiple of PAGE, and a
+  // thread's keys t_key + kKeyStep·i (t_key < kKeyStep) then lie in the stage's page
+  // i / (PAGE / kKeyStep): one page-table read and one page address per page, not per copy,
+  // and every copy of a page at an immediate offset from it (where a page holds at least two
+  // of a thread's keys; with one, the general path below is as short).
+  constexpr bool kPageRuns =
+      S::WINDOW == 0 && S::BN % S::PAGE == 0 && S::PAGE % kKeyStep == 0 && S::PAGE / kKeyStep >= 2;
+  if constexpr (kPageRuns) {
+    constexpr int kPerPage = S::PAGE / kKeyStep;  // a thread's copies per page
+    // Shared offsets repeat every kPeriod copies (the swizzles read key bits 0..2) plus whole rows.
+    constexpr int kPeriod = kKeyStep % 8 == 0 ? 1 : kKeyStep % 4 == 0 ? 2 : kKeyStep % 2 == 0 ? 4 : 8;
+    unsigned at_k[kPeriod], at_v[kPeriod];
 #pragma unroll
-  for (int i = 0; i < (S::kStageChunks + S::kThreads - 1) / S::kThreads; ++i) {
+    for (int p = 0; p < kPeriod; ++p) {
+      at_k[p] = kdst + attn_sm80_stage_at_k<S>(t_key + kKeyStep * p, t_part);
+      at_v[p] = vdst + attn_sm80_stage_at_v<S>(t_key + kKeyStep * p, t_part);
+    }
+    const size_t t_row = size_t(t_key) * S::kRowBytes;  // the thread's first key row in a page
+#pragma unroll
+    for (int pg = 0; pg < (kChunks + kPerPage - 1) / kPerPage; ++pg) {
+      // A page past the range: the sequence's first (any valid address; nothing is read).
+      const bool any = base + unsigned(pg * S::PAGE) < unsigned(key_end);
+      const size_t page_off = size_t(unsigned(__ldg(table + (any ? base / S::PAGE + pg : 0u)))) * kPageBytes + t_row;
+      const char* kp = kc + page_off;
+      const char* vp = vc + page_off;
+#pragma unroll
+      for (int s = 0; s < kPerPage; ++s) {
+        const int i = pg * kPerPage + s;
+        if (i >= kChunks || (S::kStageChunks % S::kThreads != 0 && tid + i * S::kThreads >= S::kStageChunks)) break;
+        const int bytes = j0 + kKeyStep * i < unsigned(key_end) ? 16 : 0;
+        constexpr int kRow = kKeyStep * S::kRowBytes;  // bytes between a thread's keys in a page
+        const unsigned shift = unsigned(i / kPeriod) * (kPeriod * kKeyStep * kSmemRow);
+        sm80::cp_async16(at_k[i % kPeriod] + shift, kp + s * kRow, bytes);
+        sm80::cp_async16(at_v[i % kPeriod] + shift, vp + s * kRow, bytes);
+      }
+    }
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < kChunks; ++i) {
     if (S::kStageChunks % S::kThreads != 0 && tid + i * S::kThreads >= S::kStageChunks) break;
     const unsigned key = t_key + kKeyStep * i, j = j0 + kKeyStep * i;
     const bool ok = j < unsigned(key_end);
