@@ -118,16 +118,20 @@ __device__ __forceinline__ void attn_merge_splits(half_t* __restrict__ out, cons
   static_assert(BM <= THREADS, "a thread per row");
   const float kNegInf = __int_as_float(0xff800000);
   const int tid = threadIdx.x;
-  __threadfence();
+  // Every thread's partials are written (the barrier orders them before thread 0's atomic).
+  // The atomic is acq_rel at GPU scope: it releases this CTA's partials (cumulatively, through
+  // the barrier) and lets the last CTA acquire every other's, whose threads read them after the
+  // next barrier; no sequentially consistent fences (each a MEMBAR.SC with an L1 invalidate).
   __syncthreads();
   if (tid == 0) {
-    *flag = atomicAdd(counters + slot, 1) == c.n_splits - 1;
+    int old;
+    asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;" : "=r"(old) : "l"(counters + slot) : "memory");
+    *flag = old == c.n_splits - 1;
     if (*flag) counters[slot] = 0;  // ready for the next launch
   }
   __syncthreads();
   const bool last = *flag;
   if (!last) return;  // uniform over the CTA
-  __threadfence();
   __syncthreads();  // every thread read the flag before the weights go over it
   float* weight = scratch;  // [SPLIT][BM]
   const int n = c.n_splits;
