@@ -248,19 +248,60 @@ __device__ __forceinline__ unsigned attn_sm80_stage_at_v(unsigned key, unsigned 
     return attn_sm80_stage_at_k<S>(key, part);
 }
 
+// How a stage's copies find their pages. Thread tid copies chunk tid % kCpr of keys
+// tid / kCpr + kKeyStep·i. Without a sliding window a stage starts on a page when BN is a
+// multiple of PAGE, and a thread's keys t_key + kKeyStep·i (t_key < kKeyStep) then lie in the
+// stage's page i / (PAGE / kKeyStep) (kRuns): one page-table read and one page address per
+// page, not per copy, and every copy of a page at an immediate offset from it (where a page
+// holds at least two of a thread's keys; with one, the general path is as short). The kernel
+// reads the next stage's entries one iteration ahead (attn_sm80_stage_pages), so the copies
+// do not wait on them.
+template <class S>
+struct AttnSm80Pages {
+  enum : int {
+    kKeyStep = S::kThreads / S::kCpr,
+    kChunks = (S::kStageChunks + S::kThreads - 1) / S::kThreads,  // per thread, of K (and of V)
+    kRuns = S::WINDOW == 0 && S::BN % S::PAGE == 0 && S::PAGE % kKeyStep == 0 && S::PAGE / kKeyStep >= 2,
+    kPerPage = kRuns ? S::PAGE / kKeyStep : 1,  // a thread's copies per page
+    kCount = kRuns ? (kChunks + kPerPage - 1) / kPerPage : 1,
+  };
+  unsigned entry[kCount];  // kRuns: the stage's pages' table entries
+};
+
+// Stage `it`'s page entries (kRuns; nothing otherwise). A page past the range reads the
+// sequence's first entry (any valid address; no copy reads it).
+template <class S>
+__device__ __forceinline__ AttnSm80Pages<S> attn_sm80_stage_pages(const int* table, const AttnCta& cta, int key_end,
+                                                                  int it) {
+  using P = AttnSm80Pages<S>;
+  P pages;
+  if constexpr (P::kRuns) {
+    const unsigned base = unsigned(cta.lo + (cta.tile_begin + it * S::WN) * S::BN);  // on a page
+#pragma unroll
+    for (int pg = 0; pg < P::kCount; ++pg) {
+      const bool any = base + unsigned(pg * S::PAGE) < unsigned(key_end);
+      pages.entry[pg] = unsigned(__ldg(table + (any ? base / S::PAGE + pg : 0u)));
+    }
+  } else {
+    pages.entry[0] = 0;
+  }
+  return pages;
+}
+
 // Stage `it` (tiles tile_begin + it·WN ..) → buffer it % STAGES, by cp.async, zero-filled
 // past key_end. Thread tid copies chunk tid % kCpr of keys tid / kCpr + kKeyStep·i: its
 // column, shared offsets and (when kKeyStep keeps every swizzle's key bits) shared
-// destinations are fixed outside the key loop. Where a stage starts on a page (kPageRuns
-// below) it reads each page's table entry once and copies at immediate offsets from it;
+// destinations are fixed outside the key loop. Where a stage starts on a page
+// (AttnSm80Pages::kRuns) it copies at immediate offsets from the page entries it is given;
 // otherwise per chunk it pays one unsigned division by PAGE, one page-table read and two
 // cp.async.
 template <class S>
 __device__ __forceinline__ void attn_sm80_issue_stage(const AttnSm80Smem<S>& sm, const void* __restrict__ k_cache,
                                                       const void* __restrict__ v_cache, const int* table,
-                                                      const AttnCta& cta, int key_end, int kvh, int tid, int it) {
+                                                      const AttnCta& cta, int key_end, int kvh, int tid, int it,
+                                                      const AttnSm80Pages<S>& pages) {
   static_assert(S::kThreads % S::kCpr == 0, "a thread's chunks share a column");
-  constexpr int kKeyStep = S::kThreads / S::kCpr;
+  constexpr int kKeyStep = AttnSm80Pages<S>::kKeyStep;
   constexpr int kSmemRow = S::kF16 ? S::D * 2 : S::D;          // bytes per key row of a shared stage
   constexpr bool kFixedSwizzle = kKeyStep % 8 == 0;            // every swizzle reads key bits 0..2 only
   constexpr int kPageBytes = S::KVH * S::PAGE * S::kRowBytes;  // one page of every KV head
@@ -274,18 +315,10 @@ __device__ __forceinline__ void attn_sm80_issue_stage(const AttnSm80Smem<S>& sm,
   const unsigned stage = unsigned(it) % S::STAGES;
   const unsigned kdst = sm80::smem_address(sm.k_pipe) + stage * S::kStageBytes;
   const unsigned vdst = sm80::smem_address(sm.v_pipe) + stage * S::kStageBytes;
-  const unsigned base = unsigned(cta.lo + (cta.tile_begin + it * S::WN) * S::BN);  // the stage's first key
-  const unsigned j0 = base + t_key;
-  constexpr int kChunks = (S::kStageChunks + S::kThreads - 1) / S::kThreads;  // per thread, of K (and of V)
-  // Without a sliding window a stage starts on a page when BN is a multiple of PAGE, and a
-  // thread's keys t_key + kKeyStep·i (t_key < kKeyStep) then lie in the stage's page
-  // i / (PAGE / kKeyStep): one page-table read and one page address per page, not per copy,
-  // and every copy of a page at an immediate offset from it (where a page holds at least two
-  // of a thread's keys; with one, the general path below is as short).
-  constexpr bool kPageRuns =
-      S::WINDOW == 0 && S::BN % S::PAGE == 0 && S::PAGE % kKeyStep == 0 && S::PAGE / kKeyStep >= 2;
-  if constexpr (kPageRuns) {
-    constexpr int kPerPage = S::PAGE / kKeyStep;  // a thread's copies per page
+  const unsigned j0 = unsigned(cta.lo + (cta.tile_begin + it * S::WN) * S::BN) + t_key;
+  using P = AttnSm80Pages<S>;
+  constexpr int kChunks = P::kChunks;
+  if constexpr (P::kRuns) {
     // Shared offsets repeat every kPeriod copies (the swizzles read key bits 0..2) plus whole rows.
     constexpr int kPeriod = kKeyStep % 8 == 0 ? 1 : kKeyStep % 4 == 0 ? 2 : kKeyStep % 2 == 0 ? 4 : 8;
     unsigned at_k[kPeriod], at_v[kPeriod];
@@ -296,15 +329,13 @@ __device__ __forceinline__ void attn_sm80_issue_stage(const AttnSm80Smem<S>& sm,
     }
     const size_t t_row = size_t(t_key) * S::kRowBytes;  // the thread's first key row in a page
 #pragma unroll
-    for (int pg = 0; pg < (kChunks + kPerPage - 1) / kPerPage; ++pg) {
-      // A page past the range: the sequence's first (any valid address; nothing is read).
-      const bool any = base + unsigned(pg * S::PAGE) < unsigned(key_end);
-      const size_t page_off = size_t(unsigned(__ldg(table + (any ? base / S::PAGE + pg : 0u)))) * kPageBytes + t_row;
+    for (int pg = 0; pg < P::kCount; ++pg) {
+      const size_t page_off = size_t(pages.entry[pg]) * kPageBytes + t_row;
       const char* kp = kc + page_off;
       const char* vp = vc + page_off;
 #pragma unroll
-      for (int s = 0; s < kPerPage; ++s) {
-        const int i = pg * kPerPage + s;
+      for (int s = 0; s < P::kPerPage; ++s) {
+        const int i = pg * P::kPerPage + s;
         if (i >= kChunks || (S::kStageChunks % S::kThreads != 0 && tid + i * S::kThreads >= S::kStageChunks)) break;
         const int bytes = j0 + kKeyStep * i < unsigned(key_end) ? 16 : 0;
         constexpr int kRow = kKeyStep * S::kRowBytes;  // bytes between a thread's keys in a page
@@ -784,17 +815,25 @@ __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32, 1)
   if constexpr (S::kQInRegs) attn_sm80_q_frags<S>(q_frag, sm, ln);
 
   const int* table = block_table + (long long)cta.b * max_pages;
+  // The first stages' page entries all at once, then their copies; the next stage's entries
+  // are read one iteration before its copies (AttnSm80Pages).
+  AttnSm80Pages<S> first[STAGES - 1];
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) first[s] = attn_sm80_stage_pages<S>(table, cta, key_end, s);
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < iters) attn_sm80_issue_stage<S>(sm, k_cache, v_cache, table, cta, key_end, kvh, tid, s);
+    if (s < iters) attn_sm80_issue_stage<S>(sm, k_cache, v_cache, table, cta, key_end, kvh, tid, s, first[s]);
     sm80::cp_async_commit();
   }
+  AttnSm80Pages<S> next = attn_sm80_stage_pages<S>(table, cta, key_end, STAGES - 1);
   const bool warp_has_rows = (cta.row0 + ln.wm * S::kWarpRows) / S::G < cta.q_len;  // else all its rows are padding
   for (int it = 0; it < iters; ++it) {
     sm80::cp_async_wait<STAGES - 2>();
     __syncthreads();  // stage `it` landed for every thread; every warp is done with it - 1
-    if (it + STAGES - 1 < iters)
-      attn_sm80_issue_stage<S>(sm, k_cache, v_cache, table, cta, key_end, kvh, tid, it + STAGES - 1);
+    if (it + STAGES - 1 < iters) {
+      attn_sm80_issue_stage<S>(sm, k_cache, v_cache, table, cta, key_end, kvh, tid, it + STAGES - 1, next);
+      if (it + STAGES < iters) next = attn_sm80_stage_pages<S>(table, cta, key_end, it + STAGES);
+    }
     sm80::cp_async_commit();
     unsigned k_base, v_base;
     if constexpr (S::kF16 || S::kDirect) {
