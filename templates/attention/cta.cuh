@@ -63,16 +63,33 @@ __device__ __forceinline__ bool attn_cta(const int* __restrict__ seq_lens, const
 template <int HEADS, int G, int D, int BM, int THREADS, class Dst>
 __device__ __forceinline__ void attn_load_q(const half_t* __restrict__ q, const AttnCta& c, int kvh, int tid, Dst dst,
                                             bool negate = false) {
-  for (int i = tid; i < BM * (D / 8); i += THREADS) {
-    const int r = i / (D / 8), part = i % (D / 8);
-    const int t = (c.row0 + r) / G, h = (c.row0 + r) % G;
-    Chunk<16> v{};
-    if (t < c.q_len) v = gmem_load_nc<16>(q + ((long long)(c.tok0 + t) * HEADS + kvh * G + h) * D + part * 8);
-    if (negate) {
+  constexpr int kParts = D / 8, kTotal = BM * kParts;
+  // A thread's parts load in batches of up to eight, every load of a batch issued before the
+  // first store waits on it (one round trip a batch, not one a part).
+  constexpr int kPer = (kTotal + THREADS - 1) / THREADS, kBatch = kPer < 8 ? kPer : 8;
 #pragma unroll
-      for (int e = 0; e < 8; ++e) v.h[e] ^= 0x8000u;
+  for (int k0 = 0; k0 < kPer; k0 += kBatch) {
+    Chunk<16> v[kBatch];
+#pragma unroll
+    for (int k = 0; k < kBatch; ++k) {
+      const int i = tid + (k0 + k) * THREADS;
+      const int r = i / kParts, part = i % kParts;
+      const int t = (c.row0 + r) / G, h = (c.row0 + r) % G;
+      v[k] = Chunk<16>{};
+      if (k0 + k < kPer && i < kTotal && t < c.q_len)
+        v[k] = gmem_load_nc<16>(q + ((long long)(c.tok0 + t) * HEADS + kvh * G + h) * D + part * 8);
     }
-    *dst(r, part) = v;
+#pragma unroll
+    for (int k = 0; k < kBatch; ++k) {
+      const int i = tid + (k0 + k) * THREADS;
+      if (k0 + k >= kPer || i >= kTotal) break;
+      if (negate) {
+        unsigned* w = reinterpret_cast<unsigned*>(v[k].h);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) w[e] ^= 0x80008000u;
+      }
+      *dst(i / kParts, i % kParts) = v[k];
+    }
   }
 }
 
