@@ -59,36 +59,54 @@ __device__ __forceinline__ bool attn_cta(const int* __restrict__ seq_lens, const
 // The CTA's BM×D query tile, in 16-byte parts of 8 halves: row r is token c.row0 + r / G's
 // query head kvh·G + (c.row0 + r) % G; rows past the sequence's queries are zero. Part `part`
 // of row r goes to dst(r, part), a Chunk<16>* in shared memory (the kernel's own layout);
-// with negate, as -Q (exact: the sign bits flip).
-template <int HEADS, int G, int D, int BM, int THREADS, class Dst>
+// with negate, as -Q (exact: the sign bits flip). BATCH > 1: a thread's parts load in unrolled
+// batches of BATCH, every load of a batch issued before the first store waits on it (one round
+// trip a batch, not one a part; the m16n8k16 kernel's); 1: one part after the other (the WMMA
+// kernel's: batches made its bm=64 configs spill on sm_70).
+template <int HEADS, int G, int D, int BM, int THREADS, int BATCH = 1, class Dst>
 __device__ __forceinline__ void attn_load_q(const half_t* __restrict__ q, const AttnCta& c, int kvh, int tid, Dst dst,
                                             bool negate = false) {
   constexpr int kParts = D / 8, kTotal = BM * kParts;
-  // A thread's parts load in batches of up to eight, every load of a batch issued before the
-  // first store waits on it (one round trip a batch, not one a part).
-  constexpr int kPer = (kTotal + THREADS - 1) / THREADS, kBatch = kPer < 8 ? kPer : 8;
+  auto part_address = [&](int i, bool& inside) {
+    const int r = i / kParts, part = i % kParts;
+    const int t = (c.row0 + r) / G, h = (c.row0 + r) % G;
+    inside = t < c.q_len;
+    return q + ((long long)(c.tok0 + t) * HEADS + kvh * G + h) * D + part * 8;
+  };
+  auto flip = [&](Chunk<16>& v) {
+    unsigned* w = reinterpret_cast<unsigned*>(v.h);
 #pragma unroll
-  for (int k0 = 0; k0 < kPer; k0 += kBatch) {
-    Chunk<16> v[kBatch];
-#pragma unroll
-    for (int k = 0; k < kBatch; ++k) {
-      const int i = tid + (k0 + k) * THREADS;
-      const int r = i / kParts, part = i % kParts;
-      const int t = (c.row0 + r) / G, h = (c.row0 + r) % G;
-      v[k] = Chunk<16>{};
-      if (k0 + k < kPer && i < kTotal && t < c.q_len)
-        v[k] = gmem_load_nc<16>(q + ((long long)(c.tok0 + t) * HEADS + kvh * G + h) * D + part * 8);
+    for (int e = 0; e < 4; ++e) w[e] ^= 0x80008000u;
+  };
+  if constexpr (BATCH == 1) {
+    for (int i = tid; i < kTotal; i += THREADS) {
+      bool inside;
+      const half_t* src = part_address(i, inside);
+      Chunk<16> v{};
+      if (inside) v = gmem_load_nc<16>(src);
+      if (negate) flip(v);
+      *dst(i / kParts, i % kParts) = v;
     }
+  } else {
+    constexpr int kPer = (kTotal + THREADS - 1) / THREADS, kBatch = kPer < BATCH ? kPer : BATCH;
 #pragma unroll
-    for (int k = 0; k < kBatch; ++k) {
-      const int i = tid + (k0 + k) * THREADS;
-      if (k0 + k >= kPer || i >= kTotal) break;
-      if (negate) {
-        unsigned* w = reinterpret_cast<unsigned*>(v[k].h);
+    for (int k0 = 0; k0 < kPer; k0 += kBatch) {
+      Chunk<16> v[kBatch];
 #pragma unroll
-        for (int e = 0; e < 4; ++e) w[e] ^= 0x80008000u;
+      for (int k = 0; k < kBatch; ++k) {
+        const int i = tid + (k0 + k) * THREADS;
+        bool inside;
+        const half_t* src = part_address(i, inside);
+        v[k] = Chunk<16>{};
+        if (k0 + k < kPer && i < kTotal && inside) v[k] = gmem_load_nc<16>(src);
       }
-      *dst(i / kParts, i % kParts) = v[k];
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k) {
+        const int i = tid + (k0 + k) * THREADS;
+        if (k0 + k >= kPer || i >= kTotal) break;
+        if (negate) flip(v[k]);
+        *dst(i / kParts, i % kParts) = v[k];
+      }
     }
   }
 }
