@@ -803,7 +803,8 @@ __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32, 1)
   if (negate_q) qk_scale = qk_scale < 0.f ? -qk_scale : 1e-30f;
 
   // Q tile (rows past the sequence's queries are zero), swizzled like K and V.
-  attn_load_q<HEADS, S::G, D, BM, S::kThreads, 4>(
+  // D = 256 (240 registers) keeps one part after the other: batches spill there.
+  attn_load_q<HEADS, S::G, D, BM, S::kThreads, D <= 128 ? 4 : 1>(
       q, cta, kvh, tid, [&](int r, int part) { return reinterpret_cast<Chunk<16>*>(sm.q + attn_swizzle<D>(r, part)); },
       negate_q);
   const AttnSm80RowKeys<MT> rows = attn_sm80_row_keys<S>(cta, ln);

@@ -66,28 +66,20 @@ __device__ __forceinline__ bool attn_cta(const int* __restrict__ seq_lens, const
 template <int HEADS, int G, int D, int BM, int THREADS, int BATCH = 1, class Dst>
 __device__ __forceinline__ void attn_load_q(const half_t* __restrict__ q, const AttnCta& c, int kvh, int tid, Dst dst,
                                             bool negate = false) {
-  constexpr int kParts = D / 8, kTotal = BM * kParts;
-  auto part_address = [&](int i, bool& inside) {
-    const int r = i / kParts, part = i % kParts;
-    const int t = (c.row0 + r) / G, h = (c.row0 + r) % G;
-    inside = t < c.q_len;
-    return q + ((long long)(c.tok0 + t) * HEADS + kvh * G + h) * D + part * 8;
-  };
-  auto flip = [&](Chunk<16>& v) {
-    unsigned* w = reinterpret_cast<unsigned*>(v.h);
-#pragma unroll
-    for (int e = 0; e < 4; ++e) w[e] ^= 0x80008000u;
-  };
   if constexpr (BATCH == 1) {
-    for (int i = tid; i < kTotal; i += THREADS) {
-      bool inside;
-      const half_t* src = part_address(i, inside);
+    for (int i = tid; i < BM * (D / 8); i += THREADS) {
+      const int r = i / (D / 8), part = i % (D / 8);
+      const int t = (c.row0 + r) / G, h = (c.row0 + r) % G;
       Chunk<16> v{};
-      if (inside) v = gmem_load_nc<16>(src);
-      if (negate) flip(v);
-      *dst(i / kParts, i % kParts) = v;
+      if (t < c.q_len) v = gmem_load_nc<16>(q + ((long long)(c.tok0 + t) * HEADS + kvh * G + h) * D + part * 8);
+      if (negate) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) v.h[e] ^= 0x8000u;
+      }
+      *dst(r, part) = v;
     }
   } else {
+    constexpr int kParts = D / 8, kTotal = BM * kParts;
     constexpr int kPer = (kTotal + THREADS - 1) / THREADS, kBatch = kPer < BATCH ? kPer : BATCH;
 #pragma unroll
     for (int k0 = 0; k0 < kPer; k0 += kBatch) {
@@ -95,16 +87,21 @@ __device__ __forceinline__ void attn_load_q(const half_t* __restrict__ q, const 
 #pragma unroll
       for (int k = 0; k < kBatch; ++k) {
         const int i = tid + (k0 + k) * THREADS;
-        bool inside;
-        const half_t* src = part_address(i, inside);
+        const int r = i / kParts, part = i % kParts;
+        const int t = (c.row0 + r) / G, h = (c.row0 + r) % G;
         v[k] = Chunk<16>{};
-        if (k0 + k < kPer && i < kTotal && inside) v[k] = gmem_load_nc<16>(src);
+        if (k0 + k < kPer && i < kTotal && t < c.q_len)
+          v[k] = gmem_load_nc<16>(q + ((long long)(c.tok0 + t) * HEADS + kvh * G + h) * D + part * 8);
       }
 #pragma unroll
       for (int k = 0; k < kBatch; ++k) {
         const int i = tid + (k0 + k) * THREADS;
         if (k0 + k >= kPer || i >= kTotal) break;
-        if (negate) flip(v[k]);
+        if (negate) {  // the sign bits, a word at a time
+          unsigned* w = reinterpret_cast<unsigned*>(v[k].h);
+#pragma unroll
+          for (int e = 0; e < 4; ++e) w[e] ^= 0x80008000u;
+        }
         *dst(i / kParts, i % kParts) = v[k];
       }
     }
