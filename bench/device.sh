@@ -104,7 +104,11 @@ step() { echo "[$(date +%T)] $*" >>"$out/steps.log"; }
 left() { local s=$((deadline - $(date +%s))); echo $((s > 0 ? s : 1)); }
 {
   nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.mem --format=csv
-  git rev-parse HEAD 2>/dev/null || true
+  # The copy's .git may be older than its files (the device has kept one from an earlier call):
+  # name HEAD only when the files are HEAD's.
+  if head=$(git rev-parse HEAD 2>/dev/null); then
+    if git diff --quiet HEAD 2>/dev/null; then echo "tree $head"; else echo "tree: not $head's ($(git diff --shortstat HEAD 2>/dev/null))"; fi
+  fi
   "$py" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1
 } >"$out/machine.txt" 2>&1
 
