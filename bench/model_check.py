@@ -155,11 +155,10 @@ def main():
     work = tempfile.mkdtemp(prefix="model_check-")
     failed = 0
     cases = args.cases.split(",")
-    for case in cases:
-        if case.split(":")[0] not in SHAPES:
-            raise SystemExit(f"{case}: unknown shape (known: {', '.join(SHAPES)})")
     ids = {}
     for case in cases:  # the same prompt for every case of a shape
+        if case.split(":")[0] not in SHAPES:
+            raise SystemExit(f"{case}: unknown shape (known: {', '.join(SHAPES)})")
         rng = np.random.default_rng(7)
         ids[case] = [int(t) for t in rng.integers(0, SHAPES[case.split(":")[0]][1]["vocab_size"], args.tokens)]
     # Checkpoints and references are made in spawned processes (this one holds CUDA) while this
