@@ -129,7 +129,7 @@ void run(const Options& o, bool ids_given, bool text_given) {
 }  // namespace
 
 void add_generate(CLI::App& app) {
-  auto* cmd = app.add_subcommand("generate", "Generate tokens from a checkpoint (one sequence; CPU backend for now)");
+  auto* cmd = app.add_subcommand("generate", "Generate tokens from a checkpoint (one sequence, on the CPU or a GPU)");
   auto o = std::make_shared<Options>();
   cmd->add_option("--model", o->model, "Hugging Face checkpoint directory")->required();
   auto* ids = cmd->add_option("--prompt-ids", o->prompt_ids, "The prompt as comma-separated token ids");
