@@ -6,15 +6,16 @@
 # nvdisasm 13 reads sm_75 and later: for sm_70 only ptxas's registers and spills are printed.
 #   bash bench/sass_local.sh ARCH SPEC [CONFIG]   (ARCH e.g. sm_90, sm_80, sm_70)
 #   env: ONECAT (default build/onecat), OUT (default /tmp/onecat-sass: the .ptx, .cubin, .sass kept)
-# The tools are pinned PyPI wheels, downloaded with the project's .venv pip and unpacked into the
-# git-ignored .sass-tools/ on first use.
+# The tools are pinned PyPI wheels, downloaded with the project's .venv pip and unpacked on first
+# use into SASS_TOOLS (default ~/.cache/onecat-sass-tools: outside the tree, which the device
+# run would otherwise have to carry, 143 MB).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 [ $# -ge 2 ] || { echo "usage: bash bench/sass_local.sh ARCH SPEC [CONFIG]" >&2; exit 2; }
 arch=$1 spec=$2 config=${3:-}
 onecat=${ONECAT:-$root/build/onecat}
 out=${OUT:-/tmp/onecat-sass}
-tools=$root/.sass-tools
+tools=${SASS_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/onecat-sass-tools}
 py=$root/.venv/bin/python
 [ -x "$py" ] || py=$(command -v python3)
 wheels=("nvidia-cuda-nvcc-cu12==12.8.93" "nvidia-cuda-cuobjdump==13.5.37" "nvidia-cuda-nvdisasm==13.5.37")
