@@ -176,6 +176,37 @@ TEST(Compile, PtxShowsTheVectorWidth) {
   }
 }
 
+// runtime/jit/module_table.cpp launches every sm_90+ kernel with programmatic stream
+// serialization, which is safe only if the kernel touches no global memory before
+// griddepcontrol.wait: each template kernel's first statement is grid_dependency_sync().
+TEST(Compile, EveryTemplateKernelWaitsForTheKernelBeforeItFirst) {
+  int kernels = 0;
+  for (const EmbeddedTemplate& t : embedded_templates()) {
+    const std::string text(t.text);
+    for (size_t at = text.find("__global__"); at != std::string::npos; at = text.find("__global__", at + 1)) {
+      ++kernels;
+      const size_t body = text.find(") {\n", at);
+      ASSERT_NE(body, std::string::npos) << t.name << ": a __global__ signature that does not end in ') {'";
+      const size_t first = text.find_first_not_of(" \n", body + 4);
+      const std::string call = "grid_dependency_sync();\n";
+      EXPECT_EQ(text.compare(first, call.size(), call), 0)
+          << t.name << ": the kernel at offset " << at << " begins with '" << text.substr(first, 40) << "'";
+      EXPECT_TRUE(contains(text, "#include \"common/grid.cuh\"")) << t.name;
+    }
+  }
+  EXPECT_GE(kernels, 18) << "every family's kernels";
+}
+
+TEST(Compile, GridDependencyInstructionsOnlyFromSm90) {
+  for (int sm : {70, 80, 90}) {
+    const CompileRequest req = default_request(4096, true, Arch{sm});
+    const std::string ptx = compile_to_ptx(req, nvrtc_for(Arch{sm}));
+    SCOPED_TRACE(req.arch.name());
+    EXPECT_EQ(contains(ptx, "griddepcontrol.wait;"), Arch{sm}.has_programmatic_launch());
+    EXPECT_EQ(contains(ptx, "griddepcontrol.launch_dependents;"), Arch{sm}.has_programmatic_launch());
+  }
+}
+
 // A request whose source includes a real template and then is not C++.
 CompileRequest broken_request() {
   CompileRequest bad;

@@ -13,6 +13,7 @@
 #pragma once
 #include "common/fp16.cuh"
 #include "common/gmem.cuh"
+#include "common/grid.cuh"
 #include "common/reduce.cuh"
 #include "gemm/epilogue.cuh"
 #include "gemm/formats.cuh"
@@ -28,6 +29,7 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
                 const void* __restrict__ scales, const void* __restrict__ zeros, const int* __restrict__ perm,
                 float global_scale, const half_t* __restrict__ bias, const half_t* residual, int m,
                 const half_t* __restrict__ norm_weight, float norm_eps) {
+  grid_dependency_sync();
   constexpr int kPer = Fmt::kPerChunk;
   constexpr int kPairs = kPer / 2;
   constexpr int kChunks = K / kPer;

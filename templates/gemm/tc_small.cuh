@@ -25,6 +25,7 @@
 #pragma once
 #include "common/fp16.cuh"
 #include "common/gmem.cuh"
+#include "common/grid.cuh"
 #include "common/reduce.cuh"
 #include "common/sm80.cuh"
 #include "gemm/epilogue.cuh"
@@ -40,6 +41,7 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
                     const void* __restrict__ scales, const void* __restrict__ zeros, const int* __restrict__ perm,
                     float global_scale, const half_t* __restrict__ bias, const half_t* __restrict__ residual, int m,
                     float* __restrict__ partial_out, unsigned* __restrict__ counters) {
+  grid_dependency_sync();
   constexpr int kPer = Fmt::kPerChunk;
   constexpr int kPairs = kPer / 2;
   constexpr int kChunks = K / kPer;
