@@ -16,4 +16,15 @@ __device__ __forceinline__ void grid_dependency_sync() {
 #endif
 }
 
+// Asks L2 for a line a kernel will read after grid_dependency_sync() and that no kernel before
+// it writes (weights), so that it arrives while the kernel before finishes. Nothing below
+// sm_90, where there is no such overlap.
+__device__ __forceinline__ void grid_dependency_prefetch_l2(const void* ptr) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(ptr));
+#else
+  (void)ptr;
+#endif
+}
+
 }  // namespace onecat
