@@ -309,13 +309,13 @@ TEST(BinaryKey, OptionsHoldNoPaths) {
 
 TEST(BinaryKey, CoversEveryIncludedTemplate) {
   const CompileRequest req = default_request(4096, true, Arch{70});
-  // The source includes rmsnorm.cuh, which includes the common building blocks: all four
-  // are found, in a deterministic order.
+  // The source includes rmsnorm.cuh, which includes the common building blocks: all of
+  // them are found, in a deterministic order.
   std::vector<EmbeddedTemplate> included = templates_included_by(req.emitted.source);
   std::vector<std::string> names;
   for (const auto& t : included) names.emplace_back(t.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"common/fp16.cuh", "common/gmem.cuh", "common/reduce.cuh",
-                                             "rmsnorm/rmsnorm.cuh"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"common/fp16.cuh", "common/gmem.cuh", "common/grid.cuh",
+                                             "common/reduce.cuh", "rmsnorm/rmsnorm.cuh"}));
   for (const auto& t : included) EXPECT_FALSE(t.text.empty()) << t.name;
   EXPECT_EQ(templates_included_by("// no includes\n").size(), 0u);
   EXPECT_EQ(templates_included_by("#include \"common/fp16.cuh\"\n").size(), 1u);
