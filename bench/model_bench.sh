@@ -62,6 +62,7 @@ def load(p):
 copy = load(os.path.join(work, "copy.json")).get("copy_bytes_per_s")
 result = {"shape": os.path.basename(work)[len("model-"):], "prompt": prompt, "gen": gen, "copy_bytes_per_s": copy,
           "formats": {}}
+RUNS = ("generate", "generate_unfused", "generate_no_pdl", "generate_eager", "generate_profile")
 for fmt in formats:
     d = os.path.join(work, fmt)
     if not os.path.exists(os.path.join(d, "config.json")): continue  # a copy: the checkpoint may be gone
@@ -80,7 +81,7 @@ for fmt in formats:
         linear_params = expert_params + attn_params + cfg["vocab_size"] * h
         touched = 1 - expert_params / linear_params * (1 - topk / experts)
     r = {}
-    for name in ("generate", "generate_unfused", "generate_no_pdl", "generate_eager", "generate_profile"):
+    for name in RUNS:
         if name in ("generate_unfused", "generate_no_pdl") and not os.path.exists(os.path.join(d, name + ".json")):
             continue  # UNFUSED=1, NO_PDL=1 only
         g = load(os.path.join(d, name + ".json"))
@@ -103,7 +104,7 @@ for fmt in formats:
         weight_bytes = (ckpt_bytes - cfg["vocab_size"] * h * 2) * touched  # a step reads one embedding row
         r["weight_bytes_per_token"], r["kv_bytes_per_token_mean"] = weight_bytes, kv_bytes
         r["roofline_tokens_per_s"] = roof = copy / (weight_bytes + kv_bytes)
-        for name in ("generate", "generate_unfused", "generate_no_pdl", "generate_eager", "generate_profile"):
+        for name in RUNS:
             tps = r.get(name, {}).get("decode_tokens_per_second")
             if tps: r[name]["fraction_of_roofline"] = tps / roof
     tune = load(os.path.join(d, "tune.json"))
