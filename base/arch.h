@@ -12,6 +12,9 @@ struct Arch {
   std::string name() const { return "sm_" + std::to_string(sm); }
   // The Volta matrix instruction is native only on sm_70/72; later chips emulate it.
   bool has_mma_m16n8k16() const { return sm >= 80; }
+  // Programmatic dependent launch (griddepcontrol): a kernel may start before the one it
+  // follows in the stream ends (templates/common/grid.cuh).
+  bool has_programmatic_launch() const { return sm >= 90; }
   // Shared memory one CTA may opt into (CUDA C Programming Guide, compute capabilities table):
   // 96 KiB on sm_70/72, 64 KiB on sm_75, 163 KiB on sm_80/87, 99 KiB on sm_86/89/120,
   // 227 KiB on sm_90/100.

@@ -23,7 +23,8 @@
 # shape (random codes in each format's real layout: speed only). Each format: its specs tuned
 # for TUNE_BUCKETS, then generate with CUDA graphs (UNFUSED=1: again with --no-fused-norms, the
 # decode step's norms as their own launches: what fusing them gains where the GPU fuses them,
-# models::kGpuFusesNorms; off, the same run twice), op by op, and --profile (the decode step's
+# models::kGpuFusesNorms; off, the same run twice; NO_PDL=1: again with ONECAT_PDL=0, sm_90+
+# kernels launched without programmatic dependent launch, docs/jit.md), op by op, and --profile (the decode step's
 # kernel times by op beside the step time). A format whose runs a call cut short left finished is not run
 # again in the next call on a warm machine (the work folder stays). Writes $OUT/model_bench.json.
 set -uo pipefail
@@ -61,6 +62,7 @@ def load(p):
 copy = load(os.path.join(work, "copy.json")).get("copy_bytes_per_s")
 result = {"shape": os.path.basename(work)[len("model-"):], "prompt": prompt, "gen": gen, "copy_bytes_per_s": copy,
           "formats": {}}
+RUNS = ("generate", "generate_unfused", "generate_no_pdl", "generate_eager", "generate_profile")
 for fmt in formats:
     d = os.path.join(work, fmt)
     if not os.path.exists(os.path.join(d, "config.json")): continue  # a copy: the checkpoint may be gone
@@ -79,9 +81,9 @@ for fmt in formats:
         linear_params = expert_params + attn_params + cfg["vocab_size"] * h
         touched = 1 - expert_params / linear_params * (1 - topk / experts)
     r = {}
-    for name in ("generate", "generate_unfused", "generate_eager", "generate_profile"):
-        if name == "generate_unfused" and not os.path.exists(os.path.join(d, name + ".json")):
-            continue  # UNFUSED=1 only
+    for name in RUNS:
+        if name in ("generate_unfused", "generate_no_pdl") and not os.path.exists(os.path.join(d, name + ".json")):
+            continue  # UNFUSED=1, NO_PDL=1 only
         g = load(os.path.join(d, name + ".json"))
         r[name] = {k: g.get(k) for k in ("decode_tokens_per_second", "prefill_seconds", "decode_seconds", "finish_reason", "load", "profile", "error")}
     if os.path.exists(os.path.join(d, "throughput.json")):
@@ -102,7 +104,7 @@ for fmt in formats:
         weight_bytes = (ckpt_bytes - cfg["vocab_size"] * h * 2) * touched  # a step reads one embedding row
         r["weight_bytes_per_token"], r["kv_bytes_per_token_mean"] = weight_bytes, kv_bytes
         r["roofline_tokens_per_s"] = roof = copy / (weight_bytes + kv_bytes)
-        for name in ("generate", "generate_unfused", "generate_eager", "generate_profile"):
+        for name in RUNS:
             tps = r.get(name, {}).get("decode_tokens_per_second")
             if tps: r[name]["fraction_of_roofline"] = tps / roof
     tune = load(os.path.join(d, "tune.json"))
@@ -158,12 +160,13 @@ for fmt in $([ "${ONECAT_RUNS:-1}" = 1 ] && echo "${FORMATS:-f16}"); do
       ${TUNE_FAMILIES:+--families "$TUNE_FAMILIES"} --json >"$d/tune.json" 2>"$d/tune.err" ||
       log "tune failed: $(tail -3 "$d/tune.err")"
   fi
-  for run in generate ${UNFUSED:+generate_unfused} generate_eager generate_profile; do
+  for run in generate ${UNFUSED:+generate_unfused} ${NO_PDL:+generate_no_pdl} generate_eager generate_profile; do
     grep -q decode_tokens_per_second "$d/$run.json" 2>/dev/null && continue  # done in an earlier call
     flags=$([ $run = generate_eager ] && echo --no-cuda-graphs; [ $run = generate_profile ] && echo --profile;
             [ $run = generate_unfused ] && echo --no-fused-norms)
     log "onecat $run ($fmt)"
-    ONECAT_CACHE_DIR=$work/cache "$bin" generate --model "$ckpt" --device cuda --prompt-ids "$ids" --max-tokens "$gen" \
+    pdl=$([ $run = generate_no_pdl ] && echo 0 || echo "${ONECAT_PDL:-1}")
+    ONECAT_PDL=$pdl ONECAT_CACHE_DIR=$work/cache "$bin" generate --model "$ckpt" --device cuda --prompt-ids "$ids" --max-tokens "$gen" \
       --prefill-chunk 512 --ignore-eos --json $flags >"$d/$run.json" 2>>"$d/generate.err" ||
       log "$run failed: $(tail -3 "$d/generate.err")"
   done

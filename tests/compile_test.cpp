@@ -176,6 +176,45 @@ TEST(Compile, PtxShowsTheVectorWidth) {
   }
 }
 
+// runtime/jit/module_table.cpp launches every sm_90+ kernel with programmatic stream
+// serialization, which is safe only if the kernel touches nothing the kernels before it write
+// until griddepcontrol.wait: each template kernel calls grid_dependency_sync() before any
+// global load, store, copy or atomic; only L2 prefetches of weights (read-only in a forward
+// pass) may come first.
+TEST(Compile, EveryTemplateKernelWaitsForTheKernelBeforeItFirst) {
+  int kernels = 0;
+  for (const EmbeddedTemplate& t : embedded_templates()) {
+    const std::string text(t.text);
+    for (size_t at = text.find("__global__"); at != std::string::npos; at = text.find("__global__", at + 1)) {
+      ++kernels;
+      const size_t body = text.find(") {\n", at);
+      ASSERT_NE(body, std::string::npos) << t.name << ": a __global__ signature that does not end in ') {'";
+      EXPECT_TRUE(contains(text, "#include \"common/grid.cuh\"")) << t.name;
+      const size_t call = text.find("  grid_dependency_sync();\n", body);
+      ASSERT_NE(call, std::string::npos) << t.name << ": the kernel at offset " << at << " never waits";
+      const size_t next = text.find("__global__", at + 1);
+      EXPECT_TRUE(next == std::string::npos || call < next)
+          << t.name << ": the kernel at offset " << at << " never waits";
+      const std::string before = text.substr(body, call - body);
+      for (const char* touch : {"gmem_", "cp_async", "ld.global", "st.global", "atomic", "ldg(", "__ldg", "x[", "y["}) {
+        EXPECT_FALSE(contains(before, touch))
+            << t.name << ": '" << touch << "' before the kernel waits (offset " << at << ")";
+      }
+    }
+  }
+  EXPECT_GE(kernels, 18) << "every family's kernels";
+}
+
+TEST(Compile, GridDependencyInstructionsOnlyFromSm90) {
+  for (int sm : {70, 80, 90}) {
+    const CompileRequest req = default_request(4096, true, Arch{sm});
+    const std::string ptx = compile_to_ptx(req, nvrtc_for(Arch{sm}));
+    SCOPED_TRACE(req.arch.name());
+    EXPECT_EQ(contains(ptx, "griddepcontrol.wait;"), Arch{sm}.has_programmatic_launch());
+    EXPECT_EQ(contains(ptx, "griddepcontrol.launch_dependents;"), Arch{sm}.has_programmatic_launch());
+  }
+}
+
 // A request whose source includes a real template and then is not C++.
 CompileRequest broken_request() {
   CompileRequest bad;
@@ -270,13 +309,13 @@ TEST(BinaryKey, OptionsHoldNoPaths) {
 
 TEST(BinaryKey, CoversEveryIncludedTemplate) {
   const CompileRequest req = default_request(4096, true, Arch{70});
-  // The source includes rmsnorm.cuh, which includes the common building blocks: all four
-  // are found, in a deterministic order.
+  // The source includes rmsnorm.cuh, which includes the common building blocks: all of
+  // them are found, in a deterministic order.
   std::vector<EmbeddedTemplate> included = templates_included_by(req.emitted.source);
   std::vector<std::string> names;
   for (const auto& t : included) names.emplace_back(t.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"common/fp16.cuh", "common/gmem.cuh", "common/reduce.cuh",
-                                             "rmsnorm/rmsnorm.cuh"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"common/fp16.cuh", "common/gmem.cuh", "common/grid.cuh",
+                                             "common/reduce.cuh", "rmsnorm/rmsnorm.cuh"}));
   for (const auto& t : included) EXPECT_FALSE(t.text.empty()) << t.name;
   EXPECT_EQ(templates_included_by("// no includes\n").size(), 0u);
   EXPECT_EQ(templates_included_by("#include \"common/fp16.cuh\"\n").size(), 1u);

@@ -93,6 +93,7 @@ Driver* Driver::find() {
       l.bind(d->cuGraphLaunch, "cuGraphLaunch");
       l.bind(d->cuGraphExecDestroy, "cuGraphExecDestroy");
       l.bind(d->cuGraphDestroy, "cuGraphDestroy");
+      d->cuLaunchKernelEx = reinterpret_cast<decltype(d->cuLaunchKernelEx)>(l.symbol("cuLaunchKernelEx"));
     } catch (const Error& e) {
       unavailable_message() = e.what();
       delete d;

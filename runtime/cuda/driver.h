@@ -43,6 +43,28 @@ enum CuFunctionAttribute : int {
   kFuncMaxDynamicSharedBytes = 8,
 };
 
+// cuLaunchKernelEx's configuration, with the driver's layout (cuda.h, CUDA 12.0+): only the
+// programmatic stream serialization attribute is used.
+inline constexpr int kLaunchAttributeProgrammaticStreamSerialization = 6;
+struct CuLaunchAttribute {
+  int id = 0;
+  char pad[4] = {};
+  union {
+    char bytes[64];
+    int value;
+  } value = {};
+};
+struct CuLaunchConfig {
+  unsigned grid[3] = {1, 1, 1};
+  unsigned block[3] = {1, 1, 1};
+  unsigned shared_bytes = 0;
+  CUstream stream = nullptr;
+  CuLaunchAttribute* attrs = nullptr;
+  unsigned attr_count = 0;
+};
+static_assert(sizeof(CuLaunchAttribute) == 72 && sizeof(CuLaunchConfig) == 56,
+              "cuda.h's CUlaunchAttribute/CUlaunchConfig");
+
 struct DeviceInfo {
   int ordinal = 0;
   std::string name;
@@ -92,6 +114,8 @@ class Driver {
   CUresult (*cuFuncSetAttribute)(CUfunction, int, int) = nullptr;
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
                              void**, void**) = nullptr;
+  // nullptr on drivers before CUDA 12.0; launches are then ordinary ones (runtime/jit/module_table.cpp).
+  CUresult (*cuLaunchKernelEx)(const CuLaunchConfig*, CUfunction, void**, void**) = nullptr;
   CUresult (*cuMemAlloc)(CUdeviceptr*, size_t) = nullptr;
   CUresult (*cuMemFree)(CUdeviceptr) = nullptr;
   CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void*, size_t) = nullptr;

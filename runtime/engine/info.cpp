@@ -7,6 +7,7 @@
 #include "runtime/cuda/cublas.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/cuda/nvrtc.h"
+#include "runtime/jit/module_table.h"
 
 namespace onecat {
 
@@ -18,13 +19,16 @@ nlohmann::json machine_info() {
   if (d) {
     for (int i = 0; i < d->device_count(); ++i) {
       DeviceInfo g = d->device_info(i);
-      j["gpus"].push_back({{"ordinal", i},
-                           {"name", g.name},
-                           {"arch", Arch{g.sm}.name()},
-                           {"multiprocessors", g.multiprocessors},
-                           {"memory_bytes", g.total_memory},
-                           {"shared_per_block_optin", g.max_shared_per_block_optin},
-                           {"l2_bytes", g.l2_bytes}});
+      j["gpus"].push_back(
+          {{"ordinal", i},
+           {"name", g.name},
+           {"arch", Arch{g.sm}.name()},
+           {"multiprocessors", g.multiprocessors},
+           {"memory_bytes", g.total_memory},
+           {"shared_per_block_optin", g.max_shared_per_block_optin},
+           {"l2_bytes", g.l2_bytes},
+           // docs/jit.md: sm_90+ kernels may start before the one they follow ends.
+           {"programmatic_launch", Arch{g.sm}.has_programmatic_launch() && programmatic_launch_enabled()}});
     }
   }
   j["gpu_unavailable_reason"] = Driver::unavailable_reason();

@@ -1,7 +1,10 @@
 #include "runtime/jit/module_table.h"
 
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 
+#include "base/arch.h"
 #include "base/error.h"
 
 namespace onecat {
@@ -11,6 +14,15 @@ ModuleKey module_key(const std::string& hex) {
   ModuleKey k{};
   for (size_t i = 0; i < k.size(); ++i) k[i] = uint8_t(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
   return k;
+}
+
+bool programmatic_launch_enabled() {
+  static const bool enabled = [] {
+    const Driver* d = Driver::find();
+    const char* v = std::getenv("ONECAT_PDL");
+    return d && d->cuLaunchKernelEx && !(v && std::strcmp(v, "0") == 0);
+  }();
+  return enabled;
 }
 
 ModuleTable& ModuleTable::get() {
@@ -40,6 +52,9 @@ const LoadedKernel& ModuleTable::load(const KernelBinary& binary) {
           "finding " + binary.lowered_name + " in " + what);
   d.check(d.cuFuncGetAttribute(&k->registers, kFuncNumRegs, k->function), "cuFuncGetAttribute", "reading registers of " + what);
   k->lowered_name = binary.lowered_name;
+  // Every template kernel starts with grid_dependency_sync() (tests/template_test.cpp holds
+  // them to it), so every kernel compiled for sm_90+ waits for the one before it.
+  k->programmatic = programmatic_launch_enabled() && Arch::parse(binary.arch).has_programmatic_launch();
   CUmodule module = k->module;
   std::unique_lock lock(mutex_);
   auto [it, inserted] = table_.try_emplace(key, std::move(k));
@@ -55,13 +70,28 @@ void launch(const LoadedKernel& kernel, const LaunchGeometry& g, CUstream stream
             "allowing " + kernel.lowered_name + " " + std::to_string(g.dynamic_shared_bytes) + " bytes of shared memory");
     kernel.shared_opt_in.store(g.dynamic_shared_bytes, std::memory_order_relaxed);
   }
-  const CUresult r = d.cuLaunchKernel(kernel.function, g.grid[0], g.grid[1], g.grid[2], g.block[0], g.block[1], g.block[2],
-                                      g.dynamic_shared_bytes, stream, args, nullptr);
+  CUresult r;
+  if (kernel.programmatic) {
+    CuLaunchAttribute attr;
+    attr.id = kLaunchAttributeProgrammaticStreamSerialization;
+    attr.value.value = 1;
+    CuLaunchConfig c;
+    c.grid[0] = g.grid[0], c.grid[1] = g.grid[1], c.grid[2] = g.grid[2];
+    c.block[0] = g.block[0], c.block[1] = g.block[1], c.block[2] = g.block[2];
+    c.shared_bytes = g.dynamic_shared_bytes;
+    c.stream = stream;
+    c.attrs = &attr;
+    c.attr_count = 1;
+    r = d.cuLaunchKernelEx(&c, kernel.function, args, nullptr);
+  } else {
+    r = d.cuLaunchKernel(kernel.function, g.grid[0], g.grid[1], g.grid[2], g.block[0], g.block[1], g.block[2],
+                         g.dynamic_shared_bytes, stream, args, nullptr);
+  }
   if (r != 0) {  // the message is built only on failure: launches are on the hot path
-    d.check(r, "cuLaunchKernel",
-            "launching " + kernel.lowered_name + " on grid " + std::to_string(g.grid[0]) + "x" + std::to_string(g.grid[1]) +
-                "x" + std::to_string(g.grid[2]) + ", block " + std::to_string(g.block[0]) + ", " +
-                std::to_string(g.dynamic_shared_bytes) + " bytes of dynamic shared memory");
+    d.check(r, kernel.programmatic ? "cuLaunchKernelEx" : "cuLaunchKernel",
+            "launching " + kernel.lowered_name + " on grid " + std::to_string(g.grid[0]) + "x" +
+                std::to_string(g.grid[1]) + "x" + std::to_string(g.grid[2]) + ", block " + std::to_string(g.block[0]) +
+                ", " + std::to_string(g.dynamic_shared_bytes) + " bytes of dynamic shared memory");
   }
 }
 

@@ -33,6 +33,9 @@ struct LoadedKernel {
   CUfunction function = nullptr;
   std::string lowered_name;
   int registers = 0;  // as the driver reports it for this GPU
+  // Launched with programmatic stream serialization (sm_90+, templates/common/grid.cuh): its
+  // CTAs may be scheduled before the kernel it follows in the stream ends.
+  bool programmatic = false;
   // Dynamic shared memory the function has been allowed beyond the default 48 KiB.
   mutable std::atomic<unsigned> shared_opt_in{0};
 };
@@ -50,6 +53,10 @@ class ModuleTable {
   mutable std::shared_mutex mutex_;
   std::unordered_map<ModuleKey, std::unique_ptr<LoadedKernel>, ModuleKeyHash> table_;
 };
+
+// Whether sm_90+ kernels are launched with programmatic stream serialization: yes unless
+// ONECAT_PDL=0 (to measure what it gains) or the driver predates cuLaunchKernelEx (CUDA 12.0).
+bool programmatic_launch_enabled();
 
 // Launches on `stream` (null: the legacy default stream); args point at each argument.
 void launch(const LoadedKernel& kernel, const LaunchGeometry& geometry, CUstream stream, void** args);

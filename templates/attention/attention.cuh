@@ -26,6 +26,7 @@
 #include "attention/kv_format.cuh"
 #include "common/fp16.cuh"
 #include "common/gmem.cuh"
+#include "common/grid.cuh"
 #include "common/wmma_atom.cuh"
 
 namespace onecat {
@@ -349,6 +350,7 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
                      const float* __restrict__ v_scale, const int* __restrict__ block_table, int max_pages,
                      const int* __restrict__ seq_lens, const int* __restrict__ cu_q, float sm_scale,
                      float* __restrict__ partial, int* __restrict__ counters) {
+  grid_dependency_sync();
   using S = AttnWmmaShape<HEADS, KVH, D, PAGE, KV, SCALE_PER_HEAD, CAUSAL, WINDOW, QLEN, BM, BN, WN, SPLIT>;
   static_assert(S::kSmemBytes == SMEM_BYTES, "codegen's shared size");
   constexpr int G = S::G, kLd = S::kLd, kSld = S::kSld;

@@ -31,6 +31,7 @@
 #include "attention/mma16816.cuh"
 #include "common/fp16.cuh"
 #include "common/gmem.cuh"
+#include "common/grid.cuh"
 
 namespace onecat {
 
@@ -779,6 +780,7 @@ __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32, 1)
                           const float* __restrict__ v_scale, const int* __restrict__ block_table, int max_pages,
                           const int* __restrict__ seq_lens, const int* __restrict__ cu_q, float sm_scale,
                           float* __restrict__ partial, int* __restrict__ counters) {
+  grid_dependency_sync();
   using S = AttnSm80Shape<HEADS, KVH, D, PAGE, KV, SCALE_PER_HEAD, CAUSAL, WINDOW, QLEN, BM, BN, WN, MT, STAGES, SPLIT>;
   static_assert(S::kSmemBytes == SMEM_BYTES, "codegen's shared size");
   constexpr float kLog2e = 1.4426950408889634f;

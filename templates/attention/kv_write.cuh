@@ -8,6 +8,7 @@
 #include "attention/kv_format.cuh"
 #include "common/fp16.cuh"
 #include "common/gmem.cuh"
+#include "common/grid.cuh"
 
 namespace onecat {
 
@@ -37,6 +38,7 @@ __global__ void __launch_bounds__(THREADS)
     kv_write_kernel(void* __restrict__ k_cache, void* __restrict__ v_cache, const half_t* __restrict__ k,
                     const half_t* __restrict__ v, const int* __restrict__ slot_mapping,
                     const float* __restrict__ k_scale, const float* __restrict__ v_scale, int tokens) {
+  grid_dependency_sync();
   constexpr int kParts = D / 8;
   const long long c = (long long)blockIdx.x * THREADS + threadIdx.x;
   if (c >= (long long)tokens * KVH * kParts) return;

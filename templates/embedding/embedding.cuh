@@ -5,6 +5,7 @@
 #pragma once
 #include "common/fp16.cuh"
 #include "common/gmem.cuh"
+#include "common/grid.cuh"
 
 namespace onecat {
 
@@ -12,6 +13,7 @@ template <int VOCAB, int HIDDEN, int ROW_THREADS, int VEC, int ROWS_PER_CTA>
 __global__ void __launch_bounds__(ROW_THREADS * ROWS_PER_CTA)
     embedding_kernel(half_t* __restrict__ out, const half_t* __restrict__ table, const int* __restrict__ ids,
                      int vocab_start, int tokens) {
+  grid_dependency_sync();
   constexpr int kVectorsPerRow = HIDDEN / VEC;
   constexpr int kIters = (kVectorsPerRow + ROW_THREADS - 1) / ROW_THREADS;
   constexpr int kBytes = VEC * 2;

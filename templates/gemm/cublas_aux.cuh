@@ -7,6 +7,7 @@
 //   2  fill: y ← bias (broadcast) or residual, which cuBLAS then adds to with beta = 1
 // One thread per 16-byte weight chunk (0) or per output element (1, 2).
 #pragma once
+#include "common/grid.cuh"
 #include "gemm/epilogue.cuh"
 #include "gemm/formats.cuh"
 
@@ -19,6 +20,7 @@ __global__ void __launch_bounds__(kCublasAuxThreads)
     cublas_aux_kernel(int phase, void* __restrict__ y, const float* __restrict__ product, half_t* __restrict__ w16,
                       const void* __restrict__ qweight, const void* __restrict__ scales, const void* __restrict__ zeros,
                       const half_t* __restrict__ bias, const half_t* __restrict__ residual, int rows) {
+  grid_dependency_sync();
   const long long i = static_cast<long long>(blockIdx.x) * kCublasAuxThreads + threadIdx.x;
   if (phase == 0) {
     constexpr int kChunksPerRow = K / Fmt::kPerChunk;

@@ -13,6 +13,7 @@
 #pragma once
 #include "common/fp16.cuh"
 #include "common/gmem.cuh"
+#include "common/grid.cuh"
 #include "common/reduce.cuh"
 #include "gemm/epilogue.cuh"
 #include "gemm/formats.cuh"
@@ -52,6 +53,23 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
     row[s] = (kGated && s >= ROWS) ? r + kOutRows : r;
   }
 
+  // The weights are never written by a kernel of a forward pass, so this CTA's first chunks
+  // are asked into L2 before the wait for the kernel before this one (programmatic dependent
+  // launch, common/grid.cuh): on sm_90+ they arrive while it finishes. Everything else (x,
+  // the residual, the output) is touched after the wait. (Loading them into registers here
+  // instead doubled the kernel's registers on sm_90: 95 → 193 at awq4 gate_up.)
+  const char* wbytes = static_cast<const char*>(qweight);
+#pragma unroll
+  for (int it = 0; it < (kIters < 2 ? kIters : 2); ++it) {
+    const int c = it * kThreads + threadIdx.x;
+    if (!kEvenSplit && c >= kChunks) break;
+#pragma unroll
+    for (int s = 0; s < kSlots; ++s) {
+      grid_dependency_prefetch_l2(wbytes + (static_cast<long long>(row[s]) * kChunks + c) * 16);
+    }
+  }
+  grid_dependency_sync();
+
   float acc[MT][kSlots];
 #pragma unroll
   for (int i = 0; i < MT; ++i) {
@@ -62,7 +80,6 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
   // Iteration `it` reads chunk it·kThreads + threadIdx.x of every row: the ROWS 16-byte loads
   // are issued together. (Holding the next iteration's chunks in registers as well, or asking
   // L2 for them at the start, gained nothing: bench/RESULTS.md, "Tried and lost".)
-  const char* wbytes = static_cast<const char*>(qweight);
   auto chunk_address = [&](int s, int c) { return wbytes + (static_cast<long long>(row[s]) * kChunks + c) * 16; };
   struct Stage {
     Raw16 raw[kSlots];

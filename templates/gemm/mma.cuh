@@ -8,6 +8,7 @@
 #pragma once
 #include "common/fp16.cuh"
 #include "common/gmem.cuh"
+#include "common/grid.cuh"
 #include "common/wmma_atom.cuh"
 #include "gemm/epilogue.cuh"
 #include "gemm/formats.cuh"
@@ -183,6 +184,7 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
                const void* __restrict__ scales, const void* __restrict__ zeros, const int* __restrict__ perm,
                float global_scale, const half_t* __restrict__ bias, const half_t* __restrict__ residual, int m,
                float* __restrict__ partial, unsigned* __restrict__ counters) {
+  grid_dependency_sync();
   constexpr int kOutRows = EPI == kEpiSiluMul ? N / 2 : N;
   // A gated CTA covers BN/2 output columns: its tile rows alternate 16 gate rows and the
   // 16 matching up rows, so each warp holds both halves of its outputs.

@@ -14,6 +14,7 @@
 #pragma once
 #include "common/fp16.cuh"
 #include "common/gmem.cuh"
+#include "common/grid.cuh"
 #include "common/sm80.cuh"
 #include "gemm/epilogue.cuh"
 #include "gemm/formats.cuh"
@@ -44,6 +45,7 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
     mma16816_kernel(void* __restrict__ y, const half_t* __restrict__ x, const void* __restrict__ qweight,
                     const void* __restrict__ scales, const void* __restrict__ zeros, const int* __restrict__ perm,
                     float global_scale, const half_t* __restrict__ bias, const half_t* __restrict__ residual, int m) {
+  grid_dependency_sync();
   using Smem = Mma16816Smem<Fmt, BM, BN, BK, STAGES>;
   constexpr int kThreads = WM * WN * 32;
   constexpr int kPer = Fmt::kPerChunk;

@@ -19,6 +19,7 @@
 #pragma once
 #include "common/fp16.cuh"
 #include "common/gmem.cuh"
+#include "common/grid.cuh"
 #include "common/sm80.cuh"
 #include "gemm/epilogue.cuh"
 #include "gemm/formats.cuh"
@@ -73,6 +74,7 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
                     const void* __restrict__ scales, const void* __restrict__ zeros, const int* __restrict__ perm,
                     float global_scale, const half_t* __restrict__ bias, const half_t* __restrict__ residual, int m,
                     float* __restrict__ partial, unsigned* __restrict__ counters) {
+  grid_dependency_sync();
   using Smem = Mma16816Smem<Fmt, BM, BN, BK, STAGES>;
   using Tile = SwizzledTile<BK>;
   constexpr int kThreads = WM * WN * 32;

@@ -25,6 +25,7 @@
 #pragma once
 #include "common/fp16.cuh"
 #include "common/gmem.cuh"
+#include "common/grid.cuh"
 #include "common/reduce.cuh"
 #include "common/sm80.cuh"
 #include "gemm/epilogue.cuh"
@@ -33,8 +34,8 @@
 
 namespace onecat {
 
-
-template <class Fmt, int N, int K, int MT, int ROWS, int WARPS, int STAGES, int SPLIT, bool OUT_F32, int EPI, bool ACT_ORDER>
+template <class Fmt, int N, int K, int MT, int ROWS, int WARPS, int STAGES, int SPLIT, bool OUT_F32, int EPI,
+          bool ACT_ORDER>
 __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
     tc_small_kernel(void* __restrict__ y, const half_t* __restrict__ x, const void* __restrict__ qweight,
                     const void* __restrict__ scales, const void* __restrict__ zeros, const int* __restrict__ perm,
@@ -78,6 +79,20 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
       wrow[i][h] = static_cast<long long>(srow[i][h]) * kChunks * 16;
     }
   }
+  // The weights are never written by a kernel of a forward pass: the warp's first k-blocks are
+  // asked into L2 before the wait for the kernel before this one (common/grid.cuh; sm_90+).
+#pragma unroll
+  for (int j = 0; j < (STAGES < 2 ? 1 : 2); ++j) {
+    const int kb = kb0 + warp + j * WARPS;
+    const int c = min(kb * 4 + t, kChunks - 1);
+    if (kb >= kb0 + kPartBlocks) break;
+#pragma unroll
+    for (int i = 0; i < kTiles; ++i) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) grid_dependency_prefetch_l2(wbytes + wrow[i][h] + c * 16);
+    }
+  }
+  grid_dependency_sync();
   const half_t* xrow[kTokGroups];
   bool xin[kTokGroups];
 #pragma unroll

@@ -5,6 +5,7 @@
 // gate, fp16 logits [tokens]).
 #pragma once
 #include "common/fp16.cuh"
+#include "common/grid.cuh"
 
 namespace onecat {
 
@@ -12,6 +13,7 @@ template <int HIDDEN, int TOPK, int THREADS, int SHARED = 0>
 __global__ void __launch_bounds__(THREADS, 1)
     moe_combine_kernel(half_t* __restrict__ out, const float* __restrict__ y, const float* __restrict__ weights,
                        int tokens, const half_t* __restrict__ shared, const half_t* __restrict__ shared_gate) {
+  grid_dependency_sync();
   const int t = blockIdx.x;
   if (t >= tokens) return;
   float gate = 1.f;

@@ -18,6 +18,7 @@
 #pragma once
 #include "common/fp16.cuh"
 #include "common/gmem.cuh"
+#include "common/grid.cuh"
 #include "common/reduce.cuh"
 #include "gemm/epilogue.cuh"
 #include "gemm/formats.cuh"
@@ -73,6 +74,7 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
                     const float* __restrict__ global_scales, const int* __restrict__ offsets,
                     const int* __restrict__ sorted, const int* __restrict__ slot, long long qweight_stride,
                     long long scales_stride, long long zeros_stride) {
+  grid_dependency_sync();
   constexpr int kPer = Fmt::kPerChunk;
   constexpr int kPairs = kPer / 2;
   constexpr int kChunks = K / kPer;

@@ -8,6 +8,7 @@
 //   down: out is [pairs][N] fp32 (op=combine weighs and sums the slots).
 // The weights, slots and strides are as for strategy=gemv.
 #pragma once
+#include "common/grid.cuh"
 #include "gemm/mma.cuh"
 #include "moe/gemv.cuh"
 
@@ -20,6 +21,7 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
                    const float* __restrict__ global_scales, const int* __restrict__ offsets,
                    const int* __restrict__ sorted, const int* __restrict__ slot, long long qweight_stride,
                    long long scales_stride, long long zeros_stride) {
+  grid_dependency_sync();
   constexpr int kThreads = WM * WN * 32;
   constexpr int kOutRows = GATED ? N / 2 : N;
   constexpr int kTileCols = GATED ? BN / 2 : BN;

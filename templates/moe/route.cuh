@@ -15,6 +15,7 @@
 // Either router multiplies the weights by `scale` (the routed scaling factor).
 #pragma once
 #include "common/fp16.cuh"
+#include "common/grid.cuh"
 #include "common/reduce.cuh"
 
 namespace onecat {
@@ -180,6 +181,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     moe_route_kernel(int* __restrict__ ids, float* __restrict__ weights, int* __restrict__ offsets,
                      int* __restrict__ sorted, const half_t* __restrict__ logits, int tokens,
                      const float* __restrict__ bias, float scale, int* __restrict__ workspace) {
+  grid_dependency_sync();
   constexpr int kPerLane = (EXPERTS + 31) / 32;
   constexpr int kWarps = THREADS / 32;
   constexpr int kPairs = TOKENS * TOPK;

@@ -7,6 +7,7 @@
 #pragma once
 #include "common/fp16.cuh"
 #include "common/gmem.cuh"
+#include "common/grid.cuh"
 #include "common/reduce.cuh"
 
 namespace onecat {
@@ -15,6 +16,7 @@ template <int HIDDEN, bool RESIDUAL, int THREADS_PER_ROW, int VEC, int ROWS_PER_
 __global__ void __launch_bounds__(THREADS_PER_ROW * ROWS_PER_CTA)
     rmsnorm_kernel(half_t* __restrict__ out, const half_t* __restrict__ x, half_t* __restrict__ residual,
                    const half_t* __restrict__ weight, float eps, int rows) {
+  grid_dependency_sync();
   constexpr int kVectorsPerRow = HIDDEN / VEC;
   constexpr int kIters = (kVectorsPerRow + THREADS_PER_ROW - 1) / THREADS_PER_ROW;
   constexpr int kBytes = VEC * 2;

@@ -16,6 +16,7 @@
 #include "attention/kv_write.cuh"
 #include "common/fp16.cuh"
 #include "common/gmem.cuh"
+#include "common/grid.cuh"
 #include "common/reduce.cuh"
 
 namespace onecat {
@@ -43,6 +44,7 @@ __global__ void __launch_bounds__(THREADS)
                 half_t* __restrict__ q, void* __restrict__ k_out, void* __restrict__ v_out,
                 const int* __restrict__ slot_mapping, const float* __restrict__ k_scale,
                 const float* __restrict__ v_scale, int tokens) {
+  grid_dependency_sync();
   constexpr int kHalf = DIM / 2;
   constexpr int kChunks = kHalf / VEC;  // working lanes per head
   constexpr int kLanes = kChunks <= 1    ? 1

@@ -6,6 +6,7 @@
 // the same however the CTAs are scheduled. VEC floats per load (VEC = 4 needs VOCAB % 4 == 0,
 // so every row starts 16-byte aligned); UNROLL loads in flight per thread.
 #pragma once
+#include "common/grid.cuh"
 #include "sampling/common.cuh"
 
 namespace onecat {
@@ -101,6 +102,7 @@ template <int VOCAB, int THREADS, int VEC, int UNROLL, int SPLIT>
 __global__ void __launch_bounds__(THREADS)
     argmax_kernel(int* __restrict__ tokens, const float* __restrict__ logits, u64* __restrict__ partials,
                   unsigned* __restrict__ counters) {
+  grid_dependency_sync();
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   argmax_body<VOCAB, THREADS, VEC, UNROLL, SPLIT>(tokens, logits, partials, counters,
                                                   *reinterpret_cast<ArgmaxShared<THREADS>*>(shared_bytes));

@@ -17,6 +17,7 @@
 // key's four bytes narrow the boundary bin, and a last ordered pass splits ties by id. The top-n
 // raw logprobs are selected the same way over raw values.
 #pragma once
+#include "common/grid.cuh"
 #include "sampling/common.cuh"
 
 namespace onecat {
@@ -579,6 +580,7 @@ __global__ void __launch_bounds__(THREADS, 1)
                   float* __restrict__ top_logprobs, const float* __restrict__ logits,
                   const KernelRowParams* __restrict__ params, const int* __restrict__ history_offsets,
                   const int* __restrict__ history_ids, int* __restrict__ history_table) {
+  grid_dependency_sync();
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   sample_body<VOCAB, LOGPROBS, THREADS, CAP>(tokens, token_logprobs, top_ids, top_logprobs, logits, params,
                                                      history_offsets, history_ids, history_table, shared_bytes);

@@ -60,10 +60,11 @@ void print_info(const nlohmann::json& j) {
     if (j["gpus"].empty()) std::cout << "gpus:    " << j["gpu_unavailable_reason"].get<std::string>() << "\n";
   }
   for (const auto& g : j["gpus"]) {
-    std::printf("gpu %d:   %s, %s, %d SMs, %.1f GiB; its kernels compile with %s\n", g["ordinal"].get<int>(),
-                g["name"].get<std::string>().c_str(), g["arch"].get<std::string>().c_str(), g["multiprocessors"].get<int>(),
-                g["memory_bytes"].get<double>() / (1 << 30),
-                g["nvrtc"].is_null() ? "no NVRTC found here" : ("NVRTC " + g["nvrtc"].get<std::string>()).c_str());
+    std::printf("gpu %d:   %s, %s, %d SMs, %.1f GiB; its kernels compile with %s%s\n", g["ordinal"].get<int>(),
+                g["name"].get<std::string>().c_str(), g["arch"].get<std::string>().c_str(),
+                g["multiprocessors"].get<int>(), g["memory_bytes"].get<double>() / (1 << 30),
+                g["nvrtc"].is_null() ? "no NVRTC found here" : ("NVRTC " + g["nvrtc"].get<std::string>()).c_str(),
+                g.value("programmatic_launch", false) ? "; programmatic dependent launch" : "");
   }
   if (j["nvrtc"].empty()) std::cout << "nvrtc:   none found; run scripts/setup or set ONECAT_NVRTC\n";
   auto arch_list = [](const nlohmann::json& archs) {
