@@ -213,6 +213,22 @@ TEST(AttentionConfig, RulesDefaultsAndCandidates) {
   EXPECT_EQ(family_of("attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=f16")
                 .default_config("attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=f16", 8, Arch{90}),
             "atom=m16n8k16,bm=16,bn=16,wn=2,stages=4,split=4");
+  {
+    // A batch-1 fp16 decode of 4 KV heads: 32 splits of four warp columns (128 CTAs); two
+    // sequences, 8 KV heads, fp8, or a target without the shared memory: the 16-split rule.
+    const char* b1 = "attention:op=decode,heads=28,kv_heads=4,dim=128,page=16,kv=f16";
+    EXPECT_EQ(family_of(b1).default_config(b1, 1, Arch{90}), "atom=m16n8k16,bm=16,bn=16,wn=4,stages=3,split=32");
+    EXPECT_EQ(family_of(b1).default_config(b1, 2, Arch{90}), "atom=m16n8k16,bm=16,bn=16,wn=2,stages=4,split=16");
+    EXPECT_EQ(family_of(b1).default_config(b1, 1, Arch{86}), "atom=m16n8k16,bm=16,bn=16,wn=2,stages=4,split=16");
+    const char* mqa = "attention:op=decode,heads=16,kv_heads=1,dim=64,page=16,kv=f16";
+    EXPECT_EQ(family_of(mqa).default_config(mqa, 1, Arch{80}), "atom=m16n8k16,bm=16,bn=16,wn=4,stages=3,split=32");
+    const char* kv8 = "attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=f16";
+    EXPECT_EQ(family_of(kv8).default_config(kv8, 1, Arch{90}), "atom=m16n8k16,bm=16,bn=16,wn=2,stages=4,split=16");
+    const char* fp8 = "attention:op=decode,heads=28,kv_heads=4,dim=128,page=16,kv=e4m3";
+    EXPECT_EQ(family_of(fp8).default_config(fp8, 1, Arch{90}), "atom=m16n8k16,bm=16,bn=32,wn=4,stages=2,split=16");
+    const char* ver = "attention:op=verify,heads=28,kv_heads=4,dim=128,page=16,kv=f16,q=4";
+    EXPECT_EQ(family_of(ver).default_config(ver, 1, Arch{90}).find("split=32"), std::string::npos);
+  }
   EXPECT_EQ(family_of("attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=e4m3")
                 .default_config("attention:op=decode,heads=32,kv_heads=8,dim=128,page=16,kv=e4m3", 8, Arch{90}),
             "atom=m16n8k16,bm=16,bn=32,wn=4,stages=2,split=4");  // fp8: 32-key tiles, four warp columns

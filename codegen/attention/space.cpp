@@ -16,6 +16,9 @@ constexpr int64_t kTargetCtas = 1024;
 // to 128–256 CTAs, while 512 and 1024 took longer (docs/attention.md).
 constexpr int64_t kTargetCtasM16n8k16 = 256;
 constexpr int kMaxDefaultSplit = 16;
+// A decode whose 16 splits make fewer CTAs than this takes up to kMaxFewSplit (fp16 KV; below).
+constexpr int64_t kFewCtas = 128;
+constexpr int kMaxFewSplit = 32;
 
 int round16(int v) { return (v + 15) / 16 * 16; }
 
@@ -36,6 +39,7 @@ std::vector<int> split_min_keys(int split) {
 
 struct Shape {
   int bm, bn, wn, stages, wr = 16;
+  int split = 0;  // 0: the op's default split
 };
 
 // atom=m16n8k16 (sm_80+), ranked by the H200 sweeps (figures: docs/attention.md). Prefill:
@@ -69,11 +73,21 @@ Config m16n8k16_default(const Spec& s, int64_t m, Arch arch) {
     // (4, 3) after (2, 4): at fp8 D=128 it spills 4 bytes with NVRTC 12.8 for sm_90.
     shapes = {{bm, 16, 2, 4}, {bm, 16, 4, 3}, {bm, 16, 4, 2}, {bm, 16, 2, 3},
               {bm, 16, 2, 2}, {bm, 16, 1, 4}, {bm, 16, 1, 2}};
+    if (s.op == Op::kDecode && s.kv == KvType::kF16 && ctas * kMaxDefaultSplit < kFewCtas) {
+      // Fewer (sequence, KV head) pairs than 16 splits bring to kFewCtas (a batch-1 decode of
+      // 4 KV heads): up to 32 splits of four warp columns, which beat 16 splits of two at 1K,
+      // 8K and 32K keys on an H100, where 32 splits of two columns lost, and so did 32 splits
+      // once 16 already made 128 CTAs (docs/attention.md).
+      const int few_split = int(std::min<int64_t>(pow2_ceil((kFewCtas + ctas - 1) / ctas), kMaxFewSplit));
+      shapes.insert(shapes.begin(), Shape{bm, 16, 4, 3, 16, few_split});
+    }
     if (s.op == Op::kDecode && s.kv != KvType::kF16) shapes.insert(shapes.begin(), Shape{bm, 32, 4, 2});
     if (s.op == Op::kVerify) shapes.insert(shapes.begin(), Shape{bm, 32, 2, 2});
   }
+  const int split = c.split;
   for (const Shape& sh : shapes) {
     c.bm = sh.bm, c.bn = sh.bn, c.wn = sh.wn, c.stages = sh.stages, c.wr = sh.wr;
+    c.split = sh.split ? sh.split : split;
     if (runs_on(s, c, arch)) return c;
   }
   throw InputError(s.to_string() + " has no valid m16n8k16 config");
