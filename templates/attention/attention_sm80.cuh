@@ -104,7 +104,8 @@ struct AttnSm80Shape {
     // Decode and verify of at most 8 query rows (G ≤ 8 heads of one token, or q·G ≤ 8) in one
     // 16-row warp: a thread's second accumulator row (gid + 8) is always padding, so the softmax,
     // the rescale, the merges and the stores skip it (attn_sm80_pv: what its P holds).
-    kHalfRows = QLEN > 0 && QLEN* G <= 8 && BM == 16 && MT == 1,
+    kQueryRows = QLEN * G,  // decode and verify: every row of the sequence's queries
+    kHalfRows = QLEN > 0 && kQueryRows <= 8 && BM == 16 && MT == 1,
     kRowHalves = kHalfRows ? 1 : 2,  // accumulator rows r = 0 .. kRowHalves-1 of a thread hold queries
   };
   static_assert(MT == 1 || MT == 2, "a warp keeps 16 or 32 rows");
