@@ -446,7 +446,7 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
       }
     }
     // The stats are read by now: their first int is free for the last-CTA flag.
-    attn_merge_splits<HEADS, KVH, G, D, BM, SPLIT, S::kThreads>(
+    attn_merge_splits<HEADS, KVH, G, D, BM, SPLIT, S::kThreads, QLEN>(
         out, part_o, part_ml, counters, slot, reinterpret_cast<int*>(sm.stats), sm.merge, cta, kvh, vs_factor);
   }
 }

@@ -911,8 +911,8 @@ __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32, 1)
     float *part_o, *part_ml;
     const long long slot = attn_split_slot<KVH, S::G, D, BM, QLEN, SPLIT>(partial, cta, kvh, part_o, part_ml);
     if (ln.wn == 0) attn_sm80_store_partials<S>(part_o, part_ml, acc, row_max, row_sum, cta, ln);
-    attn_merge_splits<HEADS, KVH, S::G, D, BM, SPLIT, S::kThreads>(out, part_o, part_ml, counters, slot, sm.is_last,
-                                                                   sm.merge, cta, kvh, vs_factor);
+    attn_merge_splits<HEADS, KVH, S::G, D, BM, SPLIT, S::kThreads, QLEN>(out, part_o, part_ml, counters, slot,
+                                                                         sm.is_last, sm.merge, cta, kvh, vs_factor);
   }
 }
 
