@@ -371,11 +371,22 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
   attn_kv_factors<KV, SCALE_PER_HEAD>(k_scale, v_scale, kvh, ks_factor, vs_factor);
   const float qk_scale = sm_scale * ks_factor * kLog2e;
 
+  // Decode and verify load the first K/V tile before the Q tile, so that its page-table and
+  // K/V round trips overlap Q's instead of following it (a short CTA's path is a few such round
+  // trips); prefill, whose CTAs stream many tiles, loads it after Q, and so does D = 256,
+  // whose 128-row configs then spill on sm_70.
+  constexpr bool kEarlyTile = QLEN > 0 && D <= 128;
+  AttnWmmaPrefetch<S> early[1];
+  if constexpr (kEarlyTile) {
+    if (iters > 0)
+      attn_wmma_load_tiles<S>(early[0], k_cache, v_cache, block_table + (long long)cta.b * max_pages, cta, kvh, tid, 0);
+  }
   // Q tile: rows past the sequence's queries are zero.
   attn_load_q<HEADS, G, D, BM, S::kThreads>(
       q, cta, kvh, tid, [&](int r, int part) { return reinterpret_cast<Chunk<16>*>(sm.q + r * kLd + part * 8); });
   const int* table = block_table + (long long)cta.b * max_pages;
   AttnWmmaPrefetch<S> pf;
+  if constexpr (kEarlyTile) pf = early[0];
 
   float* ss = sm.s_all + warp * 16 * kSld;  // the warp's S, and P over it
   half_t* ps = reinterpret_cast<half_t*>(ss);
@@ -394,7 +405,7 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
   for (int j = 0; j < S::kFd; ++j) wmma::zero(o[j]);
 
   if (iters > 0) {
-    attn_wmma_load_tiles<S>(pf, k_cache, v_cache, table, cta, kvh, tid, 0);
+    if constexpr (!kEarlyTile) attn_wmma_load_tiles<S>(pf, k_cache, v_cache, table, cta, kvh, tid, 0);
     attn_wmma_store_tiles<S>(pf, sm, tid);
   }
   __syncthreads();
@@ -437,7 +448,7 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
       }
     }
     // The stats are read by now: their first int is free for the last-CTA flag.
-    attn_merge_splits<HEADS, KVH, G, D, BM, SPLIT, S::kThreads>(
+    attn_merge_splits<HEADS, KVH, G, D, BM, SPLIT, S::kThreads, QLEN>(
         out, part_o, part_ml, counters, slot, reinterpret_cast<int*>(sm.stats), sm.merge, cta, kvh, vs_factor);
   }
 }

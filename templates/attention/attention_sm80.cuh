@@ -102,6 +102,12 @@ struct AttnSm80Shape {
     kKUnroll = kQInRegs ? kKSteps : (MT == 2 ? 1 : 2),
     kNTiles = BN / 8,
     kDTiles = D / 8,
+    // Decode and verify of at most 8 query rows (G ≤ 8 heads of one token, or q·G ≤ 8) in one
+    // 16-row warp: a thread's second accumulator row (gid + 8) is always padding, so the softmax,
+    // the rescale, the merges and the stores skip it (attn_sm80_pv: what its P holds).
+    kQueryRows = QLEN * G,  // decode and verify: every row of the sequence's queries
+    kHalfRows = QLEN > 0 && kQueryRows <= 8 && BM == 16 && MT == 1,
+    kRowHalves = kHalfRows ? 1 : 2,  // accumulator rows r = 0 .. kRowHalves-1 of a thread hold queries
   };
   static_assert(MT == 1 || MT == 2, "a warp keeps 16 or 32 rows");
 };
@@ -218,6 +224,13 @@ __device__ __forceinline__ AttnSm80RowKeys<S::MT> attn_sm80_row_keys(const AttnC
         k.lo_min = min(k.lo_min, k.lo[mt][r]), k.lo_max = max(k.lo_max, k.lo[mt][r]);
       }
     }
+  }
+  if constexpr (S::QLEN == 1 && S::WINDOW == 0) {
+    // Decode: a row with a query sees every key of the sequence, so the warp's bounds need no
+    // reduction (a warp whose rows are all padding is skipped before they are read).
+    k.hi_min = k.hi_max = cta.seq_len;
+    k.lo_min = k.lo_max = 0;
+    return k;
   }
 #pragma unroll
   for (int o = 16; o >= 1; o /= 2) {
@@ -498,14 +511,14 @@ __device__ __forceinline__ bool attn_sm80_online_softmax(float (&s)[S::MT][S::kN
 #pragma unroll
       for (int n = 0; n < S::kNTiles; ++n) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
+        for (int e = 0; e < 2 * S::kRowHalves; ++e) {
           const int j = key0 + n * 8 + 2 * tig + e % 2;
           if (!(j < rows.hi[mt][e / 2] && j >= rows.lo[mt][e / 2])) s[mt][n][e] = kNegInf;
         }
       }
     }
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
+    for (int r = 0; r < S::kRowHalves; ++r) {
       // Max and sum as trees for 16-row warps (a chain of dependent fmaxf / adds stalls the
       // warp on each); 32-row warps interleave four rows' chains and keep the registers.
       float t[S::kNTiles];
@@ -541,8 +554,10 @@ __device__ __forceinline__ void attn_sm80_rescale_o(AttnSm80Acc<S>& acc, const f
     for (int n = 0; n < S::kDTiles; ++n) {
       acc.o[mt][n][0] *= alpha[mt][0];
       acc.o[mt][n][1] *= alpha[mt][0];
-      acc.o[mt][n][2] *= alpha[mt][1];
-      acc.o[mt][n][3] *= alpha[mt][1];
+      if constexpr (!S::kHalfRows) {
+        acc.o[mt][n][2] *= alpha[mt][1];
+        acc.o[mt][n][3] *= alpha[mt][1];
+      }
     }
   }
 }
@@ -561,6 +576,9 @@ __device__ __forceinline__ void attn_sm80_pv(AttnSm80Acc<S>& acc, const float (&
   for (int j = 0; j < S::BN / 16; ++j) {
 #pragma unroll
     for (int mt = 0; mt < S::MT; ++mt) {
+      // kHalfRows: rows gid + 8 are padding (zero Q rows), so their raw scores go in as they are
+      // (no softmax; zero for finite K) and O's rows gid + 8 are never read. Zero constants
+      // instead cost register copies of every A fragment.
       pk[j][mt][0] = attn_pack_half2(s[mt][2 * j][0], s[mt][2 * j][1]);
       pk[j][mt][1] = attn_pack_half2(s[mt][2 * j][2], s[mt][2 * j][3]);
       pk[j][mt][2] = attn_pack_half2(s[mt][2 * j + 1][0], s[mt][2 * j + 1][1]);
@@ -631,7 +649,7 @@ __device__ __forceinline__ void attn_sm80_merge_warp_columns(AttnSm80Acc<S>& acc
 #pragma unroll
   for (int mt = 0; mt < S::MT; ++mt) {
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
+    for (int r = 0; r < S::kRowHalves; ++r) {
       acc.l[mt][r] += __shfl_xor_sync(0xffffffffu, acc.l[mt][r], 1);
       acc.l[mt][r] += __shfl_xor_sync(0xffffffffu, acc.l[mt][r], 2);
     }
@@ -640,7 +658,7 @@ __device__ __forceinline__ void attn_sm80_merge_warp_columns(AttnSm80Acc<S>& acc
 #pragma unroll
     for (int mt = 0; mt < S::MT; ++mt) {
 #pragma unroll
-      for (int r = 0; r < 2; ++r) {
+      for (int r = 0; r < S::kRowHalves; ++r) {
         sm.stat[(ln.wn * S::BM + ln.row<S>(mt, r)) * 2] = acc.m[mt][r];
         sm.stat[(ln.wn * S::BM + ln.row<S>(mt, r)) * 2 + 1] = acc.l[mt][r];
       }
@@ -650,9 +668,9 @@ __device__ __forceinline__ void attn_sm80_merge_warp_columns(AttnSm80Acc<S>& acc
 #pragma unroll
   for (int mt = 0; mt < S::MT; ++mt) {
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      row_max[mt][r] = kNegInf;
-      row_sum[mt][r] = 0.f;
+    for (int r = 0; r < 2; ++r) row_max[mt][r] = kNegInf, row_sum[mt][r] = 0.f;
+#pragma unroll
+    for (int r = 0; r < S::kRowHalves; ++r) {
 #pragma unroll
       for (int w = 0; w < S::WN; ++w)
         row_max[mt][r] = fmaxf(row_max[mt][r], sm.stat[(w * S::BM + ln.row<S>(mt, r)) * 2]);
@@ -667,19 +685,20 @@ __device__ __forceinline__ void attn_sm80_merge_warp_columns(AttnSm80Acc<S>& acc
   if constexpr (S::WN > 1) {
 #pragma unroll
     for (int mt = 0; mt < S::MT; ++mt) {
-      float f[2];
+      float f[S::kRowHalves];
 #pragma unroll
-      for (int r = 0; r < 2; ++r) f[r] = acc.m[mt][r] == kNegInf ? 0.f : exp2f(acc.m[mt][r] - row_max[mt][r]);
+      for (int r = 0; r < S::kRowHalves; ++r)
+        f[r] = acc.m[mt][r] == kNegInf ? 0.f : exp2f(acc.m[mt][r] - row_max[mt][r]);
 #pragma unroll
       for (int n = 0; n < S::kDTiles; ++n) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) acc.o[mt][n][e] *= f[e / 2];
+        for (int e = 0; e < 2 * S::kRowHalves; ++e) acc.o[mt][n][e] *= f[e / 2];
       }
       if (ln.wn > 0) {
 #pragma unroll
         for (int n = 0; n < S::kDTiles; ++n) {
 #pragma unroll
-          for (int r = 0; r < 2; ++r) {
+          for (int r = 0; r < S::kRowHalves; ++r) {
             *reinterpret_cast<float2*>(sm.merge + ((ln.wn - 1) * S::BM + ln.row<S>(mt, r)) * S::D + n * 8 +
                                        2 * ln.tig) = make_float2(acc.o[mt][n][2 * r], acc.o[mt][n][2 * r + 1]);
           }
@@ -695,7 +714,7 @@ __device__ __forceinline__ void attn_sm80_merge_warp_columns(AttnSm80Acc<S>& acc
 #pragma unroll
           for (int n = 0; n < S::kDTiles; ++n) {
 #pragma unroll
-            for (int r = 0; r < 2; ++r) {
+            for (int r = 0; r < S::kRowHalves; ++r) {
               const float2 v = *reinterpret_cast<const float2*>(sm.merge + ((w - 1) * S::BM + ln.row<S>(mt, r)) * S::D +
                                                                 n * 8 + 2 * ln.tig);
               acc.o[mt][n][2 * r] += v.x;
@@ -718,7 +737,7 @@ __device__ __forceinline__ void attn_sm80_store_rows(half_t* __restrict__ out, c
 #pragma unroll
   for (int mt = 0; mt < S::MT; ++mt) {
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
+    for (int r = 0; r < S::kRowHalves; ++r) {
       const int t = (cta.row0 + ln.row<S>(mt, r)) / S::G, h = (cta.row0 + ln.row<S>(mt, r)) % S::G;
       if (t >= cta.q_len) continue;
       const float inv = row_sum[mt][r] > 0.f ? vs_factor / row_sum[mt][r] : 0.f;
@@ -751,7 +770,7 @@ __device__ __forceinline__ void attn_sm80_store_partials(float* part_o, float* p
 #pragma unroll
   for (int mt = 0; mt < S::MT; ++mt) {
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
+    for (int r = 0; r < S::kRowHalves; ++r) {
       if ((cta.row0 + ln.row<S>(mt, r)) / S::G >= cta.q_len) continue;
       float* dst = part_o + (cta.split * S::BM + ln.row<S>(mt, r)) * D;
 #pragma unroll
@@ -804,11 +823,30 @@ __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32, 1)
   const bool negate_q = qk_scale <= 0.f;
   if (negate_q) qk_scale = qk_scale < 0.f ? -qk_scale : 1e-30f;
 
+  // The first stages: their page entries all at once, then their copies; the next stage's
+  // entries are read one iteration before its copies (AttnSm80Pages). Decode and verify read
+  // the entries before the Q tile's loads and issue the copies before Q's barrier, so the page
+  // table's round trip overlaps Q's instead of following it (a short CTA's path is a few such
+  // round trips); prefill, whose CTAs stream many stages, keeps them after Q.
+  constexpr bool kEarlyStages = QLEN > 0;
+  const int* table = block_table + (long long)cta.b * max_pages;
+  AttnSm80Pages<S> early[kEarlyStages ? STAGES - 1 : 1];
+  if constexpr (kEarlyStages) {
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) early[s] = attn_sm80_stage_pages<S>(table, cta, key_end, s);
+  }
   // Q tile (rows past the sequence's queries are zero), swizzled like K and V.
   // D = 256 (240 registers) keeps one part after the other: batches spill there.
   attn_load_q<HEADS, S::G, D, BM, S::kThreads, D <= 128 ? 4 : 1>(
       q, cta, kvh, tid, [&](int r, int part) { return reinterpret_cast<Chunk<16>*>(sm.q + attn_swizzle<D>(r, part)); },
       negate_q);
+  if constexpr (kEarlyStages) {
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < iters) attn_sm80_issue_stage<S>(sm, k_cache, v_cache, table, cta, key_end, kvh, tid, s, early[s]);
+      sm80::cp_async_commit();
+    }
+  }
   const AttnSm80RowKeys<MT> rows = attn_sm80_row_keys<S>(cta, ln);
   AttnSm80Acc<S> acc;
   acc.clear();
@@ -817,16 +855,15 @@ __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32, 1)
   unsigned q_frag[S::kQInRegs ? S::kKSteps : 1][4];
   if constexpr (S::kQInRegs) attn_sm80_q_frags<S>(q_frag, sm, ln);
 
-  const int* table = block_table + (long long)cta.b * max_pages;
-  // The first stages' page entries all at once, then their copies; the next stage's entries
-  // are read one iteration before its copies (AttnSm80Pages).
-  AttnSm80Pages<S> first[STAGES - 1];
+  if constexpr (!kEarlyStages) {  // the same two loops as above, after Q
+    AttnSm80Pages<S> first[STAGES - 1];
 #pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) first[s] = attn_sm80_stage_pages<S>(table, cta, key_end, s);
+    for (int s = 0; s < STAGES - 1; ++s) first[s] = attn_sm80_stage_pages<S>(table, cta, key_end, s);
 #pragma unroll
-  for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < iters) attn_sm80_issue_stage<S>(sm, k_cache, v_cache, table, cta, key_end, kvh, tid, s, first[s]);
-    sm80::cp_async_commit();
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < iters) attn_sm80_issue_stage<S>(sm, k_cache, v_cache, table, cta, key_end, kvh, tid, s, first[s]);
+      sm80::cp_async_commit();
+    }
   }
   AttnSm80Pages<S> next = attn_sm80_stage_pages<S>(table, cta, key_end, STAGES - 1);
   const bool warp_has_rows = (cta.row0 + ln.wm * S::kWarpRows) / S::G < cta.q_len;  // else all its rows are padding
@@ -876,8 +913,8 @@ __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32, 1)
     float *part_o, *part_ml;
     const long long slot = attn_split_slot<KVH, S::G, D, BM, QLEN, SPLIT>(partial, cta, kvh, part_o, part_ml);
     if (ln.wn == 0) attn_sm80_store_partials<S>(part_o, part_ml, acc, row_max, row_sum, cta, ln);
-    attn_merge_splits<HEADS, KVH, S::G, D, BM, SPLIT, S::kThreads>(out, part_o, part_ml, counters, slot, sm.is_last,
-                                                                   sm.merge, cta, kvh, vs_factor);
+    attn_merge_splits<HEADS, KVH, S::G, D, BM, SPLIT, S::kThreads, QLEN>(out, part_o, part_ml, counters, slot,
+                                                                         sm.is_last, sm.merge, cta, kvh, vs_factor);
   }
 }
 

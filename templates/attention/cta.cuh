@@ -142,12 +142,15 @@ __device__ __forceinline__ long long attn_split_slot(float* partial, const AttnC
 // 2^(max_s − max) · v_factor / sum in shared memory, then its output chunks' loads are
 // independent across chunks and splits (a row-by-row merge paid about 2·SPLIT dependent L2
 // round trips per chunk; docs/attention.md).
-template <int HEADS, int KVH, int G, int D, int BM, int SPLIT, int THREADS>
+template <int HEADS, int KVH, int G, int D, int BM, int SPLIT, int THREADS, int QLEN>
 __device__ __forceinline__ void attn_merge_splits(half_t* __restrict__ out, const float* part_o, const float* part_ml,
-                                                  int* __restrict__ counters, long long slot, int* flag,
-                                                  float* scratch, const AttnCta& c, int kvh, float v_factor) {
+                                                  int* __restrict__ counters, long long slot, int* flag, float* scratch,
+                                                  const AttnCta& c, int kvh, float v_factor) {
   static_assert(SPLIT * 4 <= D * 2, "the weights fit in the Q tile's shared memory");
   static_assert(BM <= THREADS, "a thread per row");
+  // Rows of a row block that can hold a query: decode and verify know it (QLEN·G, e.g. 4 of a
+  // 16-row block at GQA 4), so the loops below cover those rows only.
+  constexpr int kRows = QLEN > 0 && QLEN * G < BM ? QLEN * G : BM;
   const float kNegInf = __int_as_float(0xff800000);
   const int tid = threadIdx.x;
   // Every thread's partials are written (the barrier orders them before thread 0's atomic).
@@ -167,7 +170,7 @@ __device__ __forceinline__ void attn_merge_splits(half_t* __restrict__ out, cons
   __syncthreads();  // every thread read the flag before the weights go over it
   float* weight = scratch;  // [SPLIT][BM]
   const int n = c.n_splits;
-  if (tid < BM) {
+  if (tid < kRows) {
     const int r = tid;
     if ((c.row0 + r) / G < c.q_len) {
       float2 ml[SPLIT];
@@ -191,7 +194,7 @@ __device__ __forceinline__ void attn_merge_splits(half_t* __restrict__ out, cons
   }
   __syncthreads();
   constexpr int kParts = D / 8;
-  constexpr int kItems = (BM * kParts + THREADS - 1) / THREADS;  // 16-byte output chunks per thread
+  constexpr int kItems = (kRows * kParts + THREADS - 1) / THREADS;  // 16-byte output chunks per thread
   constexpr int kGroup = kItems < 4 ? kItems : 4;                 // merged side by side (registers)
 #pragma unroll
   for (int k0 = 0; k0 < kItems; k0 += kGroup) {
@@ -201,7 +204,7 @@ __device__ __forceinline__ void attn_merge_splits(half_t* __restrict__ out, cons
     for (int k = 0; k < kGroup; ++k) {
       const int i = tid + (k0 + k) * THREADS;
       const int r = i / kParts;
-      row[k] = k0 + k >= kItems || i >= BM * kParts || (c.row0 + r) / G >= c.q_len ? -1 : r;
+      row[k] = k0 + k >= kItems || i >= kRows * kParts || (c.row0 + r) / G >= c.q_len ? -1 : r;
 #pragma unroll
       for (int e = 0; e < 8; ++e) acc[k][e] = 0.f;
     }
