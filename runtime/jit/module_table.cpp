@@ -52,7 +52,7 @@ const LoadedKernel& ModuleTable::load(const KernelBinary& binary) {
           "finding " + binary.lowered_name + " in " + what);
   d.check(d.cuFuncGetAttribute(&k->registers, kFuncNumRegs, k->function), "cuFuncGetAttribute", "reading registers of " + what);
   k->lowered_name = binary.lowered_name;
-  // Every template kernel starts with grid_dependency_sync() (tests/template_test.cpp holds
+  // Every template kernel starts with grid_dependency_sync() (tests/compile_test.cpp holds
   // them to it), so every kernel compiled for sm_90+ waits for the one before it.
   k->programmatic = programmatic_launch_enabled() && Arch::parse(binary.arch).has_programmatic_launch();
   CUmodule module = k->module;

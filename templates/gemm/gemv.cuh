@@ -59,14 +59,13 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
   // the residual, the output) is touched after the wait. (Loading them into registers here
   // instead doubled the kernel's registers on sm_90: 95 → 193 at awq4 gate_up.)
   const char* wbytes = static_cast<const char*>(qweight);
+  auto chunk_address = [&](int s, int c) { return wbytes + (static_cast<long long>(row[s]) * kChunks + c) * 16; };
 #pragma unroll
   for (int it = 0; it < (kIters < 2 ? kIters : 2); ++it) {
     const int c = it * kThreads + threadIdx.x;
     if (!kEvenSplit && c >= kChunks) break;
 #pragma unroll
-    for (int s = 0; s < kSlots; ++s) {
-      grid_dependency_prefetch_l2(wbytes + (static_cast<long long>(row[s]) * kChunks + c) * 16);
-    }
+    for (int s = 0; s < kSlots; ++s) grid_dependency_prefetch_l2(chunk_address(s, c));
   }
   grid_dependency_sync();
 
@@ -80,7 +79,6 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
   // Iteration `it` reads chunk it·kThreads + threadIdx.x of every row: the ROWS 16-byte loads
   // are issued together. (Holding the next iteration's chunks in registers as well, or asking
   // L2 for them at the start, gained nothing: bench/RESULTS.md, "Tried and lost".)
-  auto chunk_address = [&](int s, int c) { return wbytes + (static_cast<long long>(row[s]) * kChunks + c) * 16; };
   struct Stage {
     Raw16 raw[kSlots];
     typename Fmt::Scale sc[kSlots];
