@@ -75,6 +75,9 @@
 #                    twice one after the other (the prefix cache), 32 × 1024 + 256 with an fp8 KV cache -> engine_bench.jsonl
 #   cache-out        each model-bench work folder's cache exported -> model-SHAPE.sqlite.gz (tunings and kernels; put
 #                    it in .tuned/ and carry .tuned: model-bench imports it first, so a later call's tune resumes)
+#   graph-trace@FORMAT  bench/graph_trace.py on model-bench's 8B FORMAT checkpoint (f16, or one kept by
+#                    KEEP_CHECKPOINTS=1) with its tuned cache: the CUDA-graph decode step's kernels as CUPTI
+#                    saw them (each kernel's share of the step, PDL's overlap counted once) -> graph_trace.jsonl
 #   model-bench-onecat  model-bench without its llama.cpp part (a later model-bench on the warm machine resumes there)
 #   model-bench      bench/model_bench.sh: decode tokens/s vs roofline and llama.cpp -> model_bench.json
 #                    (needs .vocab/ggml-vocab-qwen2.gguf carried; SHAPE=qwen3-30b-a3b LAYERS=12 for the MoE
@@ -289,6 +292,12 @@ for p in (a, b, b): print(json.dumps({"prompt_ids": p, "max_tokens": 1}))' >/tmp
           tail -n 3 ;;
       pytest) PYTHONPATH="$root/build-device/python" PYTHONFAULTHANDLER=1 ONECAT_CRASH_BACKTRACE=1 \
                 timeout "$(left)" "$py" -m pytest -m gpu -v -s -rs -p no:cacheprovider python/tests ;;
+      graph-trace@*) f=${s#graph-trace@}; ckpt=build-device/model-qwen3-8b/$f/checkpoint
+        [ -f "$ckpt/config.json" ] || { echo "graph-trace: no $ckpt (model-bench FORMATS=$f KEEP_CHECKPOINTS=1)"; continue; }
+        ONECAT_CACHE_DIR=build-device/model-qwen3-8b/cache PYTHONPATH="$root/build-device/python" timeout "$(left)" \
+          "$py" bench/graph_trace.py --model "$ckpt" --out "$out/graph_trace_$f.json.gz" |
+          "$py" -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps({"format": sys.argv[1], **d}))' "$f" \
+          >>"$out/graph_trace.jsonl" ;;
       py-overhead) PYTHONPATH="$root/build-device/python" timeout "$(left)" "$py" bench/python_host_overhead.py "$out/py_overhead.json" ;;
       py-profile) PYTHONPATH="$root/build-device/python" timeout "$(left)" .device/py-spy record --native --rate 2000 \
                     --format raw -o "$out/py_profile.txt" -- "$py" bench/python_host_overhead.py ;;
