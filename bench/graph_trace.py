@@ -40,13 +40,33 @@ def short_name(name: str) -> str:
     return name[:end].replace("onecat::", "")
 
 
+def template_args(name: str) -> list[str]:
+    """The top-level template arguments of `kernel<A<1, 2>, 3, …>`: ["A<1, 2>", "3", …]."""
+    start = name.find("<")
+    if start < 0:
+        return []
+    args, depth, begin = [], 0, start + 1
+    for i in range(start + 1, len(name)):
+        ch = name[i]
+        if ch == "<":
+            depth += 1
+        elif ch == ">" and depth > 0:
+            depth -= 1
+        elif (ch == "," and depth == 0) or (ch == ">" and depth == 0):
+            args.append(name[begin:i].strip())
+            begin = i + 1
+            if ch == ">":
+                break
+    return args
+
+
 def op_of(name: str) -> str:
-    """The op a kernel belongs to: a gemv's weight shape N×K from its template arguments, else the
-    kernel's base name."""
-    base = name.split("<")[0]
-    m = re.match(r"(gemv_kernel|gemm_\w+|tc_small\w*)<[^,]+(?:<[^>]*>)?,\s*(\d+),\s*(\d+)", name)
-    if m:
-        return f"{m.group(1)} {m.group(2)}x{m.group(3)}"
+    """The op a kernel belongs to: a gemm kernel's (its first template argument a weight format,
+    Fmt…) weight shape N×K from the two arguments after it, else the kernel's base name."""
+    base = name.split("<")[0].split("::")[-1]
+    args = template_args(name)
+    if len(args) >= 3 and args[0].startswith("Fmt") and args[1].isdigit() and args[2].isdigit():
+        return f"{base} {args[1]}x{args[2]}"
     return base
 
 
