@@ -75,8 +75,8 @@
 #                    twice one after the other (the prefix cache), 32 × 1024 + 256 with an fp8 KV cache -> engine_bench.jsonl
 #   cache-out        each model-bench work folder's cache exported -> model-SHAPE.sqlite.gz (tunings and kernels; put
 #                    it in .tuned/ and carry .tuned: model-bench imports it first, so a later call's tune resumes)
-#   graph-trace@FORMAT  bench/graph_trace.py on model-bench's 8B FORMAT checkpoint (f16, or one kept by
-#                    KEEP_CHECKPOINTS=1) with its tuned cache: the CUDA-graph decode step's kernels as CUPTI
+#   graph-trace@FORMAT  bench/graph_trace.py on model-bench's FORMAT checkpoint of SHAPE and LAYERS (f16, or one
+#                    kept by KEEP_CHECKPOINTS=1) with its tuned cache: the CUDA-graph decode step's kernels as CUPTI
 #                    saw them (each kernel's share of the step, PDL's overlap counted once) -> graph_trace.jsonl
 #   model-bench-onecat  model-bench without its llama.cpp part (a later model-bench on the warm machine resumes there)
 #   model-bench      bench/model_bench.sh: decode tokens/s vs roofline and llama.cpp -> model_bench.json
@@ -292,9 +292,10 @@ for p in (a, b, b): print(json.dumps({"prompt_ids": p, "max_tokens": 1}))' >/tmp
           tail -n 3 ;;
       pytest) PYTHONPATH="$root/build-device/python" PYTHONFAULTHANDLER=1 ONECAT_CRASH_BACKTRACE=1 \
                 timeout "$(left)" "$py" -m pytest -m gpu -v -s -rs -p no:cacheprovider python/tests ;;
-      graph-trace@*) f=${s#graph-trace@}; ckpt=build-device/model-qwen3-8b/$f/checkpoint
+      graph-trace@*) f=${s#graph-trace@}; work=build-device/model-${SHAPE:-qwen3-8b}${LAYERS:+-L$LAYERS}
+        ckpt=$work/$f/checkpoint
         [ -f "$ckpt/config.json" ] || { echo "graph-trace: no $ckpt (model-bench FORMATS=$f KEEP_CHECKPOINTS=1)"; continue; }
-        ONECAT_CACHE_DIR=build-device/model-qwen3-8b/cache PYTHONPATH="$root/build-device/python" timeout "$(left)" \
+        ONECAT_CACHE_DIR=$work/cache PYTHONPATH="$root/build-device/python" timeout "$(left)" \
           "$py" bench/graph_trace.py --model "$ckpt" --out "$out/graph_trace_$f.json.gz" |
           "$py" -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps({"format": sys.argv[1], **d}))' "$f" \
           >>"$out/graph_trace.jsonl" ;;
