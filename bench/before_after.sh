@@ -8,8 +8,10 @@
 #   here:   bash bench/before_after.sh prepare REV   (REV's tree into .before/, ignored by git;
 #           REV: the last commit before the change)
 #   device: bash bench/before_after.sh               (run tool carry: .device .before)
-# Environment: BEFORE (the before tree, default .before), POINTS (attention points file),
-# GEMM_SPECS (space separated), GEMM_MS (default 1,16,128,512), ROUNDS (runs per build and
+# Environment: BEFORE (the before tree, default .before), POINTS (attention points file; none:
+# no attention),
+# GEMM_SPECS (space separated; SPEC@CONFIG times that config instead of the default; moe specs
+# too), GEMM_MS (default 1,16,128,512), ROUNDS (runs per build and
 # kind, default 2), DEADLINE (seconds from the start, default 560), BUILD_ONLY=1 (build both
 # trees and stop: all that runs without a GPU).
 set -uo pipefail
@@ -77,8 +79,11 @@ run_kind() {  # run_kind KIND BUILD ROUND
     timeout "$(left)" "$bin/attention_bench" "$runs/attention-$2-$3.json" points "$points" >>"$out/before_after.log" 2>&1
   else
     local i=0
-    for spec in "${gemm_specs[@]}"; do
-      timeout "$(left)" "$bin/onecat" bench "$spec" --m "$gemm_ms" --json >"$runs/gemm-$2-$3-$i.json" 2>>"$out/before_after.log"
+    for point in "${gemm_specs[@]}"; do
+      local spec=${point%%@*} config=()  # SPEC@CONFIG: that config at every M, not the default
+      [ "$spec" = "$point" ] || config=(--config "${point#*@}")
+      timeout "$(left)" "$bin/onecat" bench "$spec" --m "$gemm_ms" "${config[@]}" --json >"$runs/gemm-$2-$3-$i.json" \
+        2>>"$out/before_after.log"
       i=$((i + 1))
     done
   fi
@@ -86,7 +91,7 @@ run_kind() {  # run_kind KIND BUILD ROUND
 for ((r = 1; r <= rounds; r++)); do
   order="before after"
   [ $((r % 2)) -eq 0 ] && order="after before"  # ABBA: a drift of the clocks cancels
-  for kind in attention gemm; do
+  for kind in $([ "$points" = none ] || echo attention) gemm; do
     for b in $order; do run_kind "$kind" "$b" "$r"; done
   done
 done
@@ -111,10 +116,10 @@ for path in sorted(glob.glob(runs + "/attention-*.json")):
         add(key, {"kind": "attention", "spec": q["spec"], "batch": q["batch"], "ctx": q["ctx"], "q": q["q"],
                   "config": q["config"]}, build, q["us"])
 for path in sorted(glob.glob(runs + "/gemm-*.json")):
-    build = os.path.basename(path).split("-")[1]
+    build, index = os.path.basename(path).split("-")[1], os.path.basename(path).split("-")[3].split(".")[0]
     j = load(path) or {}
     for q in j.get("points", []):
-        key = ("gemm", j["spec"], q["m"])
+        key = ("gemm", index, q["m"])  # the GEMM_SPECS entry: a spec may come twice, with two configs
         add(key, {"kind": "gemm", "spec": j["spec"], "m": q["m"], "config": q["config"]}, build, q["us"])
 table = []
 for p in points.values():
@@ -131,7 +136,7 @@ except OSError:
     gpu = ""
 json.dump({"before_revision": before_rev, "gpu": gpu, "points": table}, open(dest, "w"), indent=1)
 for p in table:
-    what = p["spec"] + (f" m={p['m']}" if p["kind"] == "gemm" else f" b={p['batch']} ctx={p['ctx']} q={p['q']}")
+    what = p["spec"] + (f" m={p['m']} [{p['config']}]" if p["kind"] == "gemm" else f" b={p['batch']} ctx={p['ctx']} q={p['q']}")
     r = p.get("after_over_before")
     us = lambda v: "-" if v is None else f"{v:.1f}"
     print(f"{what}: before {us(p['before_median_us'])} us, after {us(p['after_median_us'])} us"

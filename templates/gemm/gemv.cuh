@@ -4,7 +4,8 @@
 // registers to fp16 pairs, and multiplies with fp16x2 FMAs into a partial sum that is
 // flushed to fp32 once per chunk (8–32 products), so weights never touch shared memory and
 // the instruction count per byte stays low enough to run at memory speed. With MT > 1 a
-// chunk is decoded once per token: the tensor-core strategy is the one for larger M.
+// chunk is decoded once for a group of tokens (gemv_token_group): on sm_80+ the tensor-core
+// strategy is the one for more than two tokens, on sm_70 the gemv runs up to 16.
 // NORM (spec norm=rms): x is the residual stream and the kernel multiplies by RMSNorm(x)
 // instead: each CTA first sums its tokens' x² over K (8 KB a token at the 8B shapes, from L2,
 // while its first weight chunks are in flight), then scales each x chunk by the token's
@@ -94,28 +95,46 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
   };
   // NORM: each token's 1/rms over the whole row (every CTA reads it; the rows are in L2).
   float inv_rms[NORM ? MT : 1];
-  // Each chunk is decoded right where it is used, so registers hold raw chunks and one
-  // token's x only, and one x load serves every row.
+  // Each chunk is decoded right where it is used, so registers hold raw chunks and the x of a
+  // group of kGroup tokens only, one x load serves every row, and one decode every token of
+  // the group.
+  constexpr int kGroup = gemv_token_group<Fmt, MT, kSlots, WARPS>();
   auto compute = [&](int it, const Stage& st) {
     const int c = it * kThreads + threadIdx.x;
     if (!kEvenSplit && c >= kChunks) return;
     half2_t gs[NORM ? kPairs : 1];
     if constexpr (NORM) gemv_x_chunk<Fmt, ACT_ORDER>(norm_weight, perm, c, gs);
 #pragma unroll
-    for (int i = 0; i < MT; ++i) {
-      if (m0 + i >= m) continue;
-      const half_t* xrow = x + static_cast<long long>(m0 + i) * K;
-      half2_t xs[kPairs];
-      gemv_x_chunk<Fmt, ACT_ORDER>(xrow, perm, c, xs);
-      if constexpr (NORM) {
+    for (int i0 = 0; i0 < MT; i0 += kGroup) {
+      if (m0 + i0 >= m) continue;  // past the last token
+      half2_t xs[kGroup][kPairs];
 #pragma unroll
-        for (int p = 0; p < kPairs; ++p) {
-          const float2 v = half2_to_float2(xs[p]), g = half2_to_float2(gs[p]);
-          xs[p] = float2_to_half2(v.x * inv_rms[i] * g.x, v.y * inv_rms[i] * g.y);
+      for (int j = 0; j < kGroup; ++j) {
+        const int i = i0 + j;
+        if (i >= MT || m0 + i >= m) {  // its sums are not kept; zeros keep them finite
+#pragma unroll
+          for (int p = 0; p < kPairs; ++p) xs[j][p] = half2_t{0u};
+          continue;
+        }
+        const half_t* xrow = x + static_cast<long long>(m0 + i) * K;
+        gemv_x_chunk<Fmt, ACT_ORDER>(xrow, perm, c, xs[j]);
+        if constexpr (NORM) {
+#pragma unroll
+          for (int p = 0; p < kPairs; ++p) {
+            const float2 v = half2_to_float2(xs[j][p]), g = half2_to_float2(gs[p]);
+            xs[j][p] = float2_to_half2(v.x * inv_rms[i] * g.x, v.y * inv_rms[i] * g.y);
+          }
         }
       }
 #pragma unroll
-      for (int s = 0; s < kSlots; ++s) acc[i][s] += gemv_chunk_dot<Fmt>(st.raw[s], st.sc[s], xs);
+      for (int s = 0; s < kSlots; ++s) {
+        float d[kGroup];
+        gemv_chunk_dots<Fmt, kGroup>(st.raw[s], st.sc[s], xs, d);
+#pragma unroll
+        for (int j = 0; j < kGroup; ++j) {
+          if (i0 + j < MT && m0 + i0 + j < m) acc[i0 + j][s] += d[j];
+        }
+      }
     }
   };
   // Short loops (the usual K at one token) unroll completely; others stay loops (with many

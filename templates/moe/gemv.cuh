@@ -6,8 +6,8 @@
 // chunks are loaded before this one's sums are reduced and stored), so that the tile search
 // and the start of a CTA are paid once for LOOP × ROWS rows: at decode a tile holds one or two
 // pairs and a group of rows is a few kilobytes of weights. Its warps split K; each lane
-// streams 16-byte chunks of the expert's weight rows, decoded in registers, once for all the
-// tile's pairs.
+// streams 16-byte chunks of the expert's weight rows, decoded in registers, once for each
+// group of the tile's pairs (gemv_token_group: all of them at the usual MT).
 //   gate_up (GATED): x is [tokens][K] and a pair reads its token's row (p / TOPK), the weight is
 //   the expert's [gate; up] (N = 2 × the output width), out is h [pairs][N/2] fp16 =
 //   silu(gate) · up.
@@ -131,16 +131,34 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
     }
   };
   float acc[MT][kSlots];
+  // The x of a group of kGroup pairs in registers at a time: each chunk is decoded once for
+  // the group (gemv_token_group).
+  constexpr int kGroup = gemv_token_group<Fmt, MT, kSlots, WARPS>();
   auto compute = [&](int it, const Stage& st) {
     const int c = it * kThreads + threadIdx.x;
     if (!kEvenSplit && c >= kChunks) return;
 #pragma unroll
-    for (int i = 0; i < MT; ++i) {
-      if (i >= tile.count) continue;
-      half2_t xs[kPairs];
-      gemv_x_chunk<Fmt, ACT_ORDER>(xrow[i], eperm, c, xs);
+    for (int i0 = 0; i0 < MT; i0 += kGroup) {
+      if (i0 >= tile.count) continue;  // past the tile's last pair
+      half2_t xs[kGroup][kPairs];
 #pragma unroll
-      for (int s = 0; s < kSlots; ++s) acc[i][s] += gemv_chunk_dot<Fmt>(st.raw[s], st.sc[s], xs);
+      for (int j = 0; j < kGroup; ++j) {
+        if (i0 + j < MT && i0 + j < tile.count) {
+          gemv_x_chunk<Fmt, ACT_ORDER>(xrow[i0 + j], eperm, c, xs[j]);
+        } else {  // its sums are not kept; zeros keep them finite
+#pragma unroll
+          for (int p = 0; p < kPairs; ++p) xs[j][p] = half2_t{0u};
+        }
+      }
+#pragma unroll
+      for (int s = 0; s < kSlots; ++s) {
+        float d[kGroup];
+        gemv_chunk_dots<Fmt, kGroup>(st.raw[s], st.sc[s], xs, d);
+#pragma unroll
+        for (int j = 0; j < kGroup; ++j) {
+          if (i0 + j < MT && i0 + j < tile.count) acc[i0 + j][s] += d[j];
+        }
+      }
     }
   };
   __shared__ float partial[WARPS][MT][kSlots];
