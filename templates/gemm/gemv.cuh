@@ -98,7 +98,8 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
   // Each chunk is decoded right where it is used, so registers hold raw chunks and the x of a
   // group of kGroup tokens only, one x load serves every row, and one decode every token of
   // the group.
-  constexpr int kGroup = gemv_token_group<Fmt, MT, kSlots, WARPS>();
+  constexpr int kGroup =
+      gemv_token_group<Fmt, MT, kSlots, WARPS, (NORM ? kPairs + MT : 0) + (ACT_ORDER ? 2 * kPer : 0)>();
   auto compute = [&](int it, const Stage& st) {
     const int c = it * kThreads + threadIdx.x;
     if (!kEvenSplit && c >= kChunks) return;

@@ -90,13 +90,14 @@ __device__ __forceinline__ float gemv_chunk_dot(const Raw16& raw, const typename
 // How many tokens' x a lane holds at once, so that each chunk is decoded once for them all
 // (MT > 1): what is left of three quarters of the kernel's register cap (WARPS warps, one CTA
 // an SM) after a rough count of the rest — each of the SLOTS rows' raw chunk and scale (6),
-// the MT × SLOTS sums, 32 for addresses — so that many tokens × rows do not spill where one
+// the MT × SLOTS sums, 32 for addresses, EXTRA for the kernel's own (a fused norm's weights
+// and 1/rms, act-order's permuted columns) — so that many tokens × rows do not spill where one
 // token at a time did not. fp16 weights need no decode (a pair is a raw word): one token.
-template <class Fmt, int MT, int SLOTS, int WARPS>
+template <class Fmt, int MT, int SLOTS, int WARPS, int EXTRA = 0>
 __host__ __device__ constexpr int gemv_token_group() {
   constexpr int kPairs = Fmt::kPerChunk / 2;
   constexpr int kCap = 2048 / WARPS < 255 ? 2048 / WARPS : 255;
-  constexpr int kBudget = kCap * 3 / 4 - (SLOTS * 6 + MT * SLOTS + 32);
+  constexpr int kBudget = kCap * 3 / 4 - (SLOTS * 6 + MT * SLOTS + 32 + EXTRA);
   constexpr int kMost = kPairs <= 4 || kBudget < 2 * kPairs ? 1 : kBudget / kPairs;
   return MT < kMost ? MT : kMost;
 }

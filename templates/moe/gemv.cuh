@@ -133,7 +133,7 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
   float acc[MT][kSlots];
   // The x of a group of kGroup pairs in registers at a time: each chunk is decoded once for
   // the group (gemv_token_group).
-  constexpr int kGroup = gemv_token_group<Fmt, MT, kSlots, WARPS>();
+  constexpr int kGroup = gemv_token_group < Fmt, MT, kSlots, WARPS, ACT_ORDER ? 2 * kPer : 0 > ();
   auto compute = [&](int it, const Stage& st) {
     const int c = it * kThreads + threadIdx.x;
     if (!kEvenSplit && c >= kChunks) return;
