@@ -179,30 +179,9 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
     if (it + 1 < kIters) load(it + 1, cur);
   }
 
-  // Lanes, then warps, meet in shared memory; one thread per (token, row) finishes. Up to 32
-  // (token, row) sums per lane reduce in one transposing pass (V - 1 + log2(32/V) shuffles).
+  // Lanes, then warps, meet in shared memory; one thread per (token, row) finishes.
   __shared__ float partial[WARPS][MT][kSlots];
-  constexpr int kSums = MT * kSlots;
-  if constexpr (kSums <= kWarpSize && (kSums & (kSums - 1)) == 0) {
-    float v[kSums];
-#pragma unroll
-    for (int i = 0; i < MT; ++i) {
-#pragma unroll
-      for (int s = 0; s < kSlots; ++s) v[i * kSlots + s] = acc[i][s];
-    }
-    warp_sum_transposed<kSums>(v);
-    constexpr int kLanesPerSum = kWarpSize / kSums;
-    if (lane % kLanesPerSum == 0) (&partial[warp][0][0])[lane / kLanesPerSum] = v[0];
-  } else {
-#pragma unroll
-    for (int i = 0; i < MT; ++i) {
-#pragma unroll
-      for (int s = 0; s < kSlots; ++s) {
-        const float v = group_sum<kWarpSize>(acc[i][s]);
-        if (lane == 0) partial[warp][i][s] = v;
-      }
-    }
-  }
+  gemv_warp_sums<MT, kSlots>(acc, partial[warp]);
   __syncthreads();
   for (int t = threadIdx.x; t < MT * ROWS; t += WARPS * kWarpSize) {
     const int i = t / ROWS, r = t % ROWS;

@@ -6,6 +6,7 @@
 #pragma once
 #include "common/fp16.cuh"
 #include "common/gmem.cuh"
+#include "common/reduce.cuh"
 #include "gemm/formats.cuh"
 
 namespace onecat {
@@ -100,6 +101,36 @@ __host__ __device__ constexpr int gemv_token_group() {
   constexpr int kBudget = kCap * 3 / 4 - (SLOTS * 6 + MT * SLOTS + 32 + EXTRA);
   constexpr int kMost = kPairs <= 4 || kBudget < 2 * kPairs ? 1 : kBudget / kPairs;
   return MT < kMost ? MT : kMost;
+}
+
+// Each of a warp's MT × SLOTS sums over its 32 lanes, into this warp's row of the CTA's
+// partial sums (partial[i][s] for token i, weight row s). While the sums are a power of two
+// up to 32 they reduce in one transposing pass (V − 1 + log2(32/V) shuffles for V sums, not
+// 5·V); the caller's barrier orders the stores before any read.
+template <int MT, int SLOTS>
+__device__ __forceinline__ void gemv_warp_sums(const float (&acc)[MT][SLOTS], float (&partial)[MT][SLOTS]) {
+  const int lane = threadIdx.x % kWarpSize;
+  constexpr int kSums = MT * SLOTS;
+  if constexpr (kSums <= kWarpSize && (kSums & (kSums - 1)) == 0) {
+    float v[kSums];
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+#pragma unroll
+      for (int s = 0; s < SLOTS; ++s) v[i * SLOTS + s] = acc[i][s];
+    }
+    warp_sum_transposed<kSums>(v);
+    constexpr int kLanesPerSum = kWarpSize / kSums;
+    if (lane % kLanesPerSum == 0) (&partial[0][0])[lane / kLanesPerSum] = v[0];
+  } else {
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+#pragma unroll
+      for (int s = 0; s < SLOTS; ++s) {
+        const float v = group_sum<kWarpSize>(acc[i][s]);
+        if (lane == 0) partial[i][s] = v;
+      }
+    }
+  }
 }
 
 }  // namespace onecat

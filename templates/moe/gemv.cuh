@@ -88,7 +88,6 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
   const MoeTile tile = moe_find_tile<EXPERTS, MT, kThreads>(offsets, slot, blockIdx.y);
   if (tile.count == 0) return;
   const int warp = threadIdx.x / kWarpSize;
-  const int lane = threadIdx.x % kWarpSize;
   const char* wbytes = static_cast<const char*>(qweight) + tile.slot * qweight_stride;
   const void* sc_base = static_cast<const char*>(scales) + tile.slot * scales_stride;
   const void* z_base = static_cast<const char*>(zeros) + tile.slot * zeros_stride;
@@ -182,14 +181,7 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
       }
     }
 
-#pragma unroll
-    for (int i = 0; i < MT; ++i) {
-#pragma unroll
-      for (int s = 0; s < kSlots; ++s) {
-        const float v = group_sum<kWarpSize>(acc[i][s]);
-        if (lane == 0) partial[warp][i][s] = v;
-      }
-    }
+    gemv_warp_sums<MT, kSlots>(acc, partial[warp]);
     __syncthreads();
     const int out_row0 = group_row0(g);
     for (int t = threadIdx.x; t < MT * ROWS; t += kThreads) {
