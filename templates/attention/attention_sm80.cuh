@@ -824,7 +824,15 @@ __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32, 1)
                           const void* __restrict__ v_cache, const float* __restrict__ k_scale,
                           const float* __restrict__ v_scale, const int* __restrict__ block_table, int max_pages,
                           const int* __restrict__ seq_lens, const int* __restrict__ cu_q, float sm_scale,
-                          float* __restrict__ partial, int* __restrict__ counters) {
+                          float* __restrict__ partial, int* __restrict__ counters, int tables_from_host) {
+  // Decode and verify whose batch tables came from the host (attention::Args::tables_from_host)
+  // read them, and ask L2 for their first stages' keys and values, before the wait for the
+  // kernel before this one (common/grid.cuh); every other launch waits first.
+  constexpr bool kEarlyStages = QLEN > 0;
+  const bool early_tables = kEarlyStages && tables_from_host != 0;
+  if (!early_tables) {
+    grid_dependency_sync();
+  }
   using S = AttnSm80Shape<HEADS, KVH, D, PAGE, KV, SCALE_PER_HEAD, CAUSAL, WINDOW, QLEN, BM, BN, WN, MT, STAGES, SPLIT>;
   static_assert(S::kSmemBytes == SMEM_BYTES, "codegen's shared size");
   constexpr float kLog2e = 1.4426950408889634f;
@@ -835,9 +843,6 @@ __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32, 1)
   const int kvh = blockIdx.y;
 
   // The CTA's rows and keys; a CTA with no rows, or a split with no keys, has nothing to do.
-  // seq_lens, cu_q and the block table come from the host before a pass's first kernel and no
-  // kernel writes them, so they are read before the wait for the kernel before this one
-  // (common/grid.cuh), as are the first stages' page entries below.
   AttnCta cta;
   if (!attn_cta<S::G, BM, BN, QLEN, CAUSAL, WINDOW, SPLIT, MINKEYS>(seq_lens, cu_q, cta)) return;
   const int iters = (cta.tile_end - cta.tile_begin + WN - 1) / WN;  // K/V stages
@@ -848,18 +853,19 @@ __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32, 1)
   // the entries before the Q tile's loads and issue the copies before Q's barrier, so the page
   // table's round trip overlaps Q's instead of following it (a short CTA's path is a few such
   // round trips); prefill, whose CTAs stream many stages, keeps them after Q.
-  constexpr bool kEarlyStages = QLEN > 0;
   const int* table = block_table + (long long)cta.b * max_pages;
   AttnSm80Pages<S> lead[kEarlyStages ? STAGES - 1 : 1];
   if constexpr (kEarlyStages) {
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) lead[s] = attn_sm80_stage_pages<S>(table, cta, key_end, s);
+    if (early_tables) {
 #pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < iters) attn_sm80_prefetch_stage<S>(k_cache, v_cache, cta, key_end, kvh, tid, s, lead[s]);
+      for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < iters) attn_sm80_prefetch_stage<S>(k_cache, v_cache, cta, key_end, kvh, tid, s, lead[s]);
+      }
+      grid_dependency_sync();
     }
   }
-  grid_dependency_sync();
 
   float ks_factor, vs_factor;
   attn_kv_factors<KV, SCALE_PER_HEAD>(k_scale, v_scale, kvh, ks_factor, vs_factor);
