@@ -811,6 +811,7 @@ void GpuBackend::rope_kv_write(int layer, Act qkv, Act q, Act, Act) {
   a.eps = float(g.config.rms_norm_eps), a.q = g.act(q), a.k = l.k_cache.ptr(), a.v = l.v_cache.ptr();
   a.k_scale = l.k_scale(), a.v_scale = l.v_scale();
   a.slot_mapping = g.slots.ptr(), a.tokens = g.tokens;
+  a.positions_from_host = true;  // begin() copies them from the host ahead of the step's kernels
   Impl::Timed timed(g, "rope + kv write");
   g.rope->launch(a, g.tokens, g.stream);
 }
