@@ -13,7 +13,10 @@
 # GEMM_SPECS (space separated; SPEC@CONFIG times that config instead of the default; moe specs
 # too), GEMM_MS (default 1,16,128,512), ROUNDS (runs per build and
 # kind, default 2), DEADLINE (seconds from the start, default 560), BUILD_ONLY=1 (build both
-# trees and stop: all that runs without a GPU).
+# trees and stop: all that runs without a GPU), MODEL_AB=FORMAT (also the batch-1 decode of a
+# random-code Qwen3-8B-shape checkpoint in FORMAT, `onecat generate --device cuda`, 1024-token
+# prompt, 256 new tokens, CUDA graphs, default configs: µs per decoded token; SHAPE, LAYERS as in
+# bench/model_bench.sh).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 if [ "${1:-}" = prepare ]; then
@@ -69,6 +72,15 @@ log "built both in $(($(date +%s) - start)) s"
 
 runs=$out/before_after_runs
 rm -rf "$runs" && mkdir -p "$runs"
+py=$(command -v python3)
+ckpt=$root/build-ba-model/${SHAPE:-qwen3-8b}${LAYERS:+-L$LAYERS}-${MODEL_AB:-none}
+if [ -n "${MODEL_AB:-}" ] && [ ! -f "$ckpt/config.json" ]; then
+  log "random-code checkpoint ${SHAPE:-qwen3-8b} $MODEL_AB"
+  dims=$("$py" -c "import json, sys; sys.path.insert(0, '$root/bench'); import random_checkpoint as r; s = dict(r.SHAPES['${SHAPE:-qwen3-8b}']); s.pop('arch'); s.update({'num_hidden_layers': int('${LAYERS:-0}')} if '${LAYERS:-}' else {}); print(json.dumps(s))")
+  "$py" "$root/tools/make_tiny_checkpoint.py" "$ckpt" --arch qwen3 --format "$MODEL_AB" --random-codes --shape "$dims" \
+    >>"$out/before_after.log" 2>&1 || { log "checkpoint failed"; MODEL_AB=; }
+fi
+ids=$("$py" -c "import random; random.seed(0); print(','.join(str(random.randrange(1000, 150000)) for _ in range(1024)))")
 dir_of() { echo "$root/build-ba-$1"; }
 run_kind() {  # run_kind KIND BUILD ROUND
   local bin; bin=$(dir_of "$2")
@@ -77,6 +89,9 @@ run_kind() {  # run_kind KIND BUILD ROUND
   export ONECAT_CACHE_DIR=$bin/cache  # each build its own kernels
   if [ "$1" = attention ]; then
     timeout "$(left)" "$bin/attention_bench" "$runs/attention-$2-$3.json" points "$points" >>"$out/before_after.log" 2>&1
+  elif [ "$1" = generate ]; then
+    timeout "$(left)" "$bin/onecat" generate --model "$ckpt" --device cuda --prompt-ids "$ids" --max-tokens 256 \
+      --prefill-chunk 512 --ignore-eos --json >"$runs/generate-$2-$3.json" 2>>"$out/before_after.log"
   else
     local i=0
     for point in "${gemm_specs[@]}"; do
@@ -91,7 +106,7 @@ run_kind() {  # run_kind KIND BUILD ROUND
 for ((r = 1; r <= rounds; r++)); do
   order="before after"
   [ $((r % 2)) -eq 0 ] && order="after before"  # ABBA: a drift of the clocks cancels
-  for kind in $([ "$points" = none ] || echo attention) gemm; do
+  for kind in $([ "$points" = none ] || echo attention) gemm ${MODEL_AB:+generate}; do
     for b in $order; do run_kind "$kind" "$b" "$r"; done
   done
 done
@@ -121,6 +136,12 @@ for path in sorted(glob.glob(runs + "/gemm-*.json")):
     for q in j.get("points", []):
         key = ("gemm", index, q["m"])  # the GEMM_SPECS entry: a spec may come twice, with two configs
         add(key, {"kind": "gemm", "spec": j["spec"], "m": q["m"], "config": q["config"]}, build, q["us"])
+for path in sorted(glob.glob(runs + "/generate-*.json")):
+    build = os.path.basename(path).split("-")[1]
+    tps = (load(path) or {}).get("decode_tokens_per_second")
+    if tps:
+        add(("generate",), {"kind": "generate", "spec": "decode step (onecat generate, batch 1)", "config": "defaults"},
+            build, 1e6 / tps)
 table = []
 for p in points.values():
     for b in ("before", "after"):
@@ -136,7 +157,8 @@ except OSError:
     gpu = ""
 json.dump({"before_revision": before_rev, "gpu": gpu, "points": table}, open(dest, "w"), indent=1)
 for p in table:
-    what = p["spec"] + (f" m={p['m']} [{p['config']}]" if p["kind"] == "gemm" else f" b={p['batch']} ctx={p['ctx']} q={p['q']}")
+    what = p["spec"] + (f" m={p['m']} [{p['config']}]" if p["kind"] == "gemm" else
+                        "" if p["kind"] == "generate" else f" b={p['batch']} ctx={p['ctx']} q={p['q']}")
     r = p.get("after_over_before")
     us = lambda v: "-" if v is None else f"{v:.1f}"
     print(f"{what}: before {us(p['before_median_us'])} us, after {us(p['after_median_us'])} us"

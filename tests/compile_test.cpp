@@ -179,8 +179,11 @@ TEST(Compile, PtxShowsTheVectorWidth) {
 // runtime/jit/module_table.cpp launches every sm_90+ kernel with programmatic stream
 // serialization, which is safe only if the kernel touches nothing the kernels before it write
 // until griddepcontrol.wait: each template kernel calls grid_dependency_sync() before any
-// global load, store, copy or atomic; only L2 prefetches of weights (read-only in a forward
-// pass) may come first.
+// global load, store, copy or atomic of its own; only L2 prefetches of weights (read-only in a
+// forward pass) and, in attention launched with tables_from_host, the reads of the batch tables
+// (seq_lens, cu_q, the block table: copied from the host before the pass's first kernel, written
+// by no kernel) and L2 prefetches of the older keys' pages may come first; the first
+// grid_dependency_sync() in the text is the wait of every other launch.
 TEST(Compile, EveryTemplateKernelWaitsForTheKernelBeforeItFirst) {
   int kernels = 0;
   for (const EmbeddedTemplate& t : embedded_templates()) {

@@ -151,6 +151,7 @@ void launch_attention(const LoadedKernel& kernel, const attention::Spec& s, cons
   a.k_scale = in.cache.k_scale.ptr(), a.v_scale = in.cache.v_scale.ptr(), a.block_table = in.table.ptr();
   a.max_pages = b.max_pages, a.seq_lens = in.seq_lens.ptr(), a.cu_q = in.cu_q.ptr(), a.sm_scale = b.sm_scale;
   a.partial = partial, a.counters = counters, a.batch = b.batch, a.max_q = b.max_q;
+  a.tables_from_host = true;  // uploaded from the host before any launch (DeviceAttentionBatch)
   launch(kernel, attention::make_call(s, c, a), stream);
 }
 

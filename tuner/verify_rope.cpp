@@ -188,6 +188,7 @@ CheckResult check_rope(const std::string& spec_text, const std::string& config_t
     a.slot_mapping = d_slots.ptr();
     if (spec.paged) a.k_scale = d_cache->k_scale.ptr(), a.v_scale = d_cache->v_scale.ptr();
     a.tokens = tokens;
+    a.positions_from_host = true;  // uploaded before the launch
     launch(kernel, rope::make_call(spec, config, a), nullptr);
     drv.check(drv.cuCtxSynchronize(), "cuCtxSynchronize", "running " + spec_text + " [" + config_text + "]");
 

@@ -214,6 +214,7 @@ class RopeWorkload final : public Workload {
     a.q = q_.ptr(), a.k = cache_ ? cache_->k.ptr() : k_.ptr(), a.v = cache_ ? cache_->v.ptr() : v_.ptr();
     if (cache_) a.slot_mapping = slots_.ptr(), a.k_scale = cache_->k_scale.ptr(), a.v_scale = cache_->v_scale.ptr();
     a.tokens = m_;
+    a.positions_from_host = true;  // uploaded once, before any launch
     onecat::launch(kernel, rope::make_call(spec_, c, a), stream);
   }
 

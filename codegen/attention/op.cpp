@@ -16,6 +16,7 @@ KernelCall make_call(const Spec& spec, const Config& config, const Args& a) {
   call.arg(fp8 ? a.k_scale : DevicePtr(0)).arg(fp8 ? a.v_scale : DevicePtr(0));
   call.arg(a.block_table).arg(a.max_pages).arg(a.seq_lens);
   call.arg(spec.op == Op::kPrefill ? a.cu_q : DevicePtr(0)).arg(a.sm_scale).arg(a.partial).arg(a.counters);
+  call.arg(int(a.tables_from_host));
   return call;
 }
 

@@ -22,6 +22,12 @@ struct Args {
   DevicePtr partial = 0, counters = 0;
   int64_t batch = 0;
   int64_t max_q = 0;  // prefill: the longest query count of the batch
+  // The batch tables (block_table, seq_lens, cu_q) were copied from the host on this stream
+  // before the pass's first kernel, and no kernel writes them: on sm_90+ decode and verify then
+  // read them, and ask L2 for their first pages of keys and values, before waiting for the
+  // kernel before (common/grid.cuh). Leave it false where a kernel may have written them (a
+  // caller's tensors).
+  bool tables_from_host = false;
 };
 
 struct KvWriteArgs {

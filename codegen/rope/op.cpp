@@ -12,6 +12,7 @@ KernelCall make_call(const Spec& spec, const Config& config, const Args& a) {
   call.arg(spec.qk_norm ? a.q_norm : DevicePtr(0)).arg(spec.qk_norm ? a.k_norm : DevicePtr(0)).arg(a.eps);
   call.arg(a.q).arg(a.k).arg(a.v).arg(spec.paged ? a.slot_mapping : DevicePtr(0));
   call.arg(fp8 ? a.k_scale : DevicePtr(0)).arg(fp8 ? a.v_scale : DevicePtr(0)).arg(int(a.tokens));
+  call.arg(int(a.positions_from_host));
   return call;
 }
 

@@ -23,6 +23,10 @@ struct Args {
   DevicePtr slot_mapping = 0;          // pages: [tokens] int32, page · page_size + row; < 0 skips
   DevicePtr k_scale = 0, v_scale = 0;  // fp8 pages: [1] or [kv_heads] fp32
   int64_t tokens = 0;
+  // positions were copied from the host on this stream before the pass's first kernel, and no
+  // kernel writes them: on sm_90+ the kernel builds its cos/sin table before waiting for the
+  // kernel before (common/grid.cuh). Leave it false where a kernel may have written them.
+  bool positions_from_host = false;
 };
 
 inline int64_t workspace_bytes(const Spec&, const Config&, int64_t) { return 0; }

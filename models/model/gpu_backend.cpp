@@ -396,6 +396,7 @@ struct GpuBackend::Impl {
     a.block_table = block_table.ptr() + CUdeviceptr(size_t(first) * size_t(limits.row_pages()) * 4);
     a.max_pages = int(limits.row_pages()), a.seq_lens = seq_lens.ptr() + CUdeviceptr(first * 4);
     a.cu_q = cu_q.ptr() + CUdeviceptr(first * 4), a.sm_scale = config.attention_scale();
+    a.tables_from_host = true;  // begin() copies them from the host ahead of the step's kernels
     a.partial = workspace.partial(attention::workspace_floats(op.spec(), op.config(m), a.batch));
     a.counters = workspace.counters(attention::workspace_counters(op.spec(), op.config(m), a.batch));
     Timed timed(*this, label);
@@ -810,6 +811,7 @@ void GpuBackend::rope_kv_write(int layer, Act qkv, Act q, Act, Act) {
   a.eps = float(g.config.rms_norm_eps), a.q = g.act(q), a.k = l.k_cache.ptr(), a.v = l.v_cache.ptr();
   a.k_scale = l.k_scale(), a.v_scale = l.v_scale();
   a.slot_mapping = g.slots.ptr(), a.tokens = g.tokens;
+  a.positions_from_host = true;  // begin() copies them from the host ahead of the step's kernels
   Impl::Timed timed(g, "rope + kv write");
   g.rope->launch(a, g.tokens, g.stream);
 }

@@ -349,7 +349,7 @@ __global__ void __launch_bounds__(BM / 16 * WN * 32)
                      const void* __restrict__ v_cache, const float* __restrict__ k_scale,
                      const float* __restrict__ v_scale, const int* __restrict__ block_table, int max_pages,
                      const int* __restrict__ seq_lens, const int* __restrict__ cu_q, float sm_scale,
-                     float* __restrict__ partial, int* __restrict__ counters) {
+                     float* __restrict__ partial, int* __restrict__ counters, int /*tables_from_host*/) {
   grid_dependency_sync();
   using S = AttnWmmaShape<HEADS, KVH, D, PAGE, KV, SCALE_PER_HEAD, CAUSAL, WINDOW, QLEN, BM, BN, WN, SPLIT>;
   static_assert(S::kSmemBytes == SMEM_BYTES, "codegen's shared size");

@@ -302,6 +302,32 @@ __device__ __forceinline__ AttnSm80Pages<S> attn_sm80_stage_pages(const int* tab
   return pages;
 }
 
+// Asks L2 for stage `it`'s K and V rows of this KV head (kRuns; nothing otherwise), whole pages,
+// one 128-byte line a thread at a time. Decode and verify call it before the wait for the kernel
+// before them (common/grid.cuh): the older keys are not written in this pass, and the line of
+// the key that kernel writes is read from L2 after the wait in any case.
+template <class S>
+__device__ __forceinline__ void attn_sm80_prefetch_stage(const void* k_cache, const void* v_cache, const AttnCta& cta,
+                                                         int key_end, int kvh, int tid, int it,
+                                                         const AttnSm80Pages<S>& pages) {
+  using P = AttnSm80Pages<S>;
+  if constexpr (P::kRuns) {
+    constexpr int kPageBytes = S::KVH * S::PAGE * S::kRowBytes;
+    constexpr int kLines = S::PAGE * S::kRowBytes / 128;  // one KV head's rows of a page
+    const unsigned base = unsigned(cta.lo + (cta.tile_begin + it * S::WN) * S::BN);
+    const size_t head = size_t(kvh) * S::PAGE * S::kRowBytes;
+#pragma unroll
+    for (int pg = 0; pg < P::kCount; ++pg) {
+      if (base + unsigned(pg * S::PAGE) >= unsigned(key_end)) break;
+      const size_t off = size_t(pages.entry[pg]) * kPageBytes + head;
+      for (int l = tid; l < kLines; l += S::kThreads) {
+        grid_dependency_prefetch_l2(static_cast<const char*>(k_cache) + off + size_t(l) * 128);
+        grid_dependency_prefetch_l2(static_cast<const char*>(v_cache) + off + size_t(l) * 128);
+      }
+    }
+  }
+}
+
 // Stage `it` (tiles tile_begin + it·WN ..) → buffer it % STAGES, by cp.async, zero-filled
 // past key_end. Thread tid copies chunk tid % kCpr of keys tid / kCpr + kKeyStep·i: its
 // column, shared offsets and (when kKeyStep keeps every swizzle's key bits) shared
@@ -798,8 +824,15 @@ __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32, 1)
                           const void* __restrict__ v_cache, const float* __restrict__ k_scale,
                           const float* __restrict__ v_scale, const int* __restrict__ block_table, int max_pages,
                           const int* __restrict__ seq_lens, const int* __restrict__ cu_q, float sm_scale,
-                          float* __restrict__ partial, int* __restrict__ counters) {
-  grid_dependency_sync();
+                          float* __restrict__ partial, int* __restrict__ counters, int tables_from_host) {
+  // Decode and verify whose batch tables came from the host (attention::Args::tables_from_host)
+  // read them, and ask L2 for their first stages' keys and values, before the wait for the
+  // kernel before this one (common/grid.cuh); every other launch waits first.
+  constexpr bool kEarlyStages = QLEN > 0;
+  const bool early_tables = kEarlyStages && tables_from_host != 0;
+  if (!early_tables) {
+    grid_dependency_sync();
+  }
   using S = AttnSm80Shape<HEADS, KVH, D, PAGE, KV, SCALE_PER_HEAD, CAUSAL, WINDOW, QLEN, BM, BN, WN, MT, STAGES, SPLIT>;
   static_assert(S::kSmemBytes == SMEM_BYTES, "codegen's shared size");
   constexpr float kLog2e = 1.4426950408889634f;
@@ -815,6 +848,25 @@ __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32, 1)
   const int iters = (cta.tile_end - cta.tile_begin + WN - 1) / WN;  // K/V stages
   const int key_end = min(cta.hi, cta.lo + cta.tile_end * BN);      // keys past it are zero-filled and never seen
 
+  // The first stages: their page entries all at once, then their copies; the next stage's
+  // entries are read one iteration before its copies (AttnSm80Pages). Decode and verify read
+  // the entries before the Q tile's loads and issue the copies before Q's barrier, so the page
+  // table's round trip overlaps Q's instead of following it (a short CTA's path is a few such
+  // round trips); prefill, whose CTAs stream many stages, keeps them after Q.
+  const int* table = block_table + (long long)cta.b * max_pages;
+  AttnSm80Pages<S> lead[kEarlyStages ? STAGES - 1 : 1];
+  if constexpr (kEarlyStages) {
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) lead[s] = attn_sm80_stage_pages<S>(table, cta, key_end, s);
+    if (early_tables) {
+#pragma unroll
+      for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < iters) attn_sm80_prefetch_stage<S>(k_cache, v_cache, cta, key_end, kvh, tid, s, lead[s]);
+      }
+      grid_dependency_sync();
+    }
+  }
+
   float ks_factor, vs_factor;
   attn_kv_factors<KV, SCALE_PER_HEAD>(k_scale, v_scale, kvh, ks_factor, vs_factor);
   float qk_scale = sm_scale * ks_factor * kLog2e;
@@ -823,18 +875,6 @@ __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32, 1)
   const bool negate_q = qk_scale <= 0.f;
   if (negate_q) qk_scale = qk_scale < 0.f ? -qk_scale : 1e-30f;
 
-  // The first stages: their page entries all at once, then their copies; the next stage's
-  // entries are read one iteration before its copies (AttnSm80Pages). Decode and verify read
-  // the entries before the Q tile's loads and issue the copies before Q's barrier, so the page
-  // table's round trip overlaps Q's instead of following it (a short CTA's path is a few such
-  // round trips); prefill, whose CTAs stream many stages, keeps them after Q.
-  constexpr bool kEarlyStages = QLEN > 0;
-  const int* table = block_table + (long long)cta.b * max_pages;
-  AttnSm80Pages<S> early[kEarlyStages ? STAGES - 1 : 1];
-  if constexpr (kEarlyStages) {
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) early[s] = attn_sm80_stage_pages<S>(table, cta, key_end, s);
-  }
   // Q tile (rows past the sequence's queries are zero), swizzled like K and V.
   // D = 256 (240 registers) keeps one part after the other: batches spill there.
   attn_load_q<HEADS, S::G, D, BM, S::kThreads, D <= 128 ? 4 : 1>(
@@ -843,7 +883,7 @@ __global__ void __launch_bounds__(BM / (16 * MT) * WN * 32, 1)
   if constexpr (kEarlyStages) {
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < iters) attn_sm80_issue_stage<S>(sm, k_cache, v_cache, table, cta, key_end, kvh, tid, s, early[s]);
+      if (s < iters) attn_sm80_issue_stage<S>(sm, k_cache, v_cache, table, cta, key_end, kvh, tid, s, lead[s]);
       sm80::cp_async_commit();
     }
   }

@@ -1,11 +1,14 @@
 // Programmatic dependent launch (sm_90+). onecat launches its sm_90+ kernels with programmatic
 // stream serialization (runtime/jit/module_table.cpp), so a kernel's CTAs may be scheduled
 // while the kernel before it in the stream is still running. Every kernel therefore calls
-// grid_dependency_sync() first, before any global memory access: it lets the next kernel in the
-// stream be scheduled (its CTAs wait here in turn, once every CTA of this one has started), then
-// waits until the kernels this one depends on have completed and their writes are visible. The
-// next kernel's launch and its CTAs' start overlap this one's tail instead of following it.
-// Below sm_90 it is nothing, and the launch is an ordinary one.
+// grid_dependency_sync() before it reads anything a kernel of the pass may write: it lets the
+// next kernel in the stream be scheduled (its CTAs wait here in turn, once every CTA of this one
+// has started), then waits until the kernels this one depends on have completed and their writes
+// are visible. The next kernel's launch and its CTAs' start overlap this one's tail instead of
+// following it. Before the wait a kernel touches only what no kernel writes: weights, and, where
+// the launch says so (attention::Args::tables_from_host), the pass's batch tables, which the host
+// copied on the same stream before the pass's first kernel. Below sm_90 it is nothing, and the
+// launch is an ordinary one.
 #pragma once
 
 namespace onecat {

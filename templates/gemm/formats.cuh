@@ -2,6 +2,8 @@
 // one 16-byte chunk of a weight row per load and turns it into fp16 pairs:
 //   kPerChunk          k values per 16-byte chunk
 //   Scale load_scale(scales, zeros, row, chunk)   what the chunk's decode needs
+//   prefetch_scale(scales, zeros, row, chunk)      asks L2 for what load_scale will read
+//                       (before a kernel's wait for the one before it: common/grid.cuh)
 //   half2_t decode(raw, pair, scale)   W[row][k0 + 2p], W[row][k0 + 2p + 1], scaled where fp16 is exact
 //   float flush(scale)  the factor applied in fp32 to the chunk's fp16 partial sum
 //   kFlushScaled        false when flush() is always 1
@@ -14,6 +16,7 @@
 #pragma once
 #include "common/fp16.cuh"
 #include "common/gmem.cuh"
+#include "common/grid.cuh"
 
 namespace onecat {
 
@@ -63,6 +66,7 @@ struct FmtF16 {
   static constexpr bool kFlushScaled = false;
   struct Scale {};
   __device__ static Scale load_scale(const void*, const void*, int, int) { return {}; }
+  __device__ static void prefetch_scale(const void*, const void*, int, int) {}
   __device__ static half2_t decode(const Raw16& raw, int p, const Scale&) { return half2_t{raw_word(raw, p)}; }
   __device__ static float flush(const Scale&) { return 1.f; }
 };
@@ -81,8 +85,15 @@ struct FmtInt4 {
     half2_t z2;   // 1024 + z in both halves (codes in the low nibble of a byte)
     half2_t zh2;  // -(64 + z) in both halves (codes in the high nibble)
   };
+  __device__ static long long scale_index(int row, int chunk) {
+    return static_cast<long long>(row) * (K / GROUP) + chunk * kPerChunk / GROUP;
+  }
+  __device__ static void prefetch_scale(const void* scales, const void* zeros, int row, int chunk) {
+    grid_dependency_prefetch_l2(static_cast<const half_t*>(scales) + scale_index(row, chunk));
+    grid_dependency_prefetch_l2(static_cast<const half_t*>(zeros) + scale_index(row, chunk));
+  }
   __device__ static Scale load_scale(const void* scales, const void* zeros, int row, int chunk) {
-    const long long i = static_cast<long long>(row) * (K / GROUP) + chunk * kPerChunk / GROUP;
+    const long long i = scale_index(row, chunk);
     const half_t s = static_cast<const half_t*>(scales)[i];
     const half2_t z = half2_splat(static_cast<const half_t*>(zeros)[i]);
     // 1024 + z and -64 - z in fp16 with one rounding each (one FMA), as fp32 then fp16 would round.
@@ -116,8 +127,12 @@ struct FmtFp8B32 {
   struct Scale {
     half2_t s2;  // 2^(e+8): undoes the decode's 2^-8
   };
+  __device__ static int scale_index(int row, int chunk) { return (row / 32) * (K / 32) + chunk * kPerChunk / 32; }
+  __device__ static void prefetch_scale(const void* scales, const void*, int row, int chunk) {
+    grid_dependency_prefetch_l2(static_cast<const signed char*>(scales) + scale_index(row, chunk));
+  }
   __device__ static Scale load_scale(const void* scales, const void*, int row, int chunk) {
-    const int e = static_cast<const signed char*>(scales)[(row / 32) * (K / 32) + chunk * kPerChunk / 32];
+    const int e = static_cast<const signed char*>(scales)[scale_index(row, chunk)];
     return {half2_splat(half_t{static_cast<unsigned short>((e + 8 + 15) << 10)})};
   }
   __device__ static half2_t decode(const Raw16& raw, int p, const Scale& sc) {
@@ -139,14 +154,19 @@ struct FmtFp8B128 {
   struct Scale {
     float s;
   };
-  __device__ static Scale load_scale(const void* scales, const void*, int row, int chunk) {
-    const float* f = static_cast<const float*>(scales);
+  __device__ static int scale_index(int row, int chunk) {
     if constexpr (BLOCK == 0) {
-      return {f[row] * 256.f};
+      return row;
     } else {
       constexpr int kBlocksK = (K + BLOCK - 1) / BLOCK;
-      return {f[(row / BLOCK) * kBlocksK + chunk * kPerChunk / BLOCK] * 256.f};
+      return (row / BLOCK) * kBlocksK + chunk * kPerChunk / BLOCK;
     }
+  }
+  // Nothing: 128 rows (or all of K) share a scale, so every thread of a CTA would ask for the
+  // same line, and on an H100 those repeated requests cost the gemv 4-40 % (tried and lost).
+  __device__ static void prefetch_scale(const void*, const void*, int, int) {}
+  __device__ static Scale load_scale(const void* scales, const void*, int row, int chunk) {
+    return {static_cast<const float*>(scales)[scale_index(row, chunk)] * 256.f};
   }
   __device__ static half2_t decode(const Raw16& raw, int p, const Scale&) {
     const unsigned w = raw_word(raw, p / 2);
@@ -169,8 +189,14 @@ struct FmtNvfp4 {
   struct Scale {
     half2_t s2[2];  // the two groups of 16 in a chunk, each as s · 2^6
   };
+  __device__ static long long scale_index(int row, int chunk) {
+    return (static_cast<long long>(row) * (K / 16)) / 2 + chunk;
+  }
+  __device__ static void prefetch_scale(const void* scales, const void*, int row, int chunk) {
+    grid_dependency_prefetch_l2(static_cast<const unsigned short*>(scales) + scale_index(row, chunk));
+  }
   __device__ static Scale load_scale(const void* scales, const void*, int row, int chunk) {
-    const unsigned short pair = static_cast<const unsigned short*>(scales)[(static_cast<long long>(row) * (K / 16)) / 2 + chunk];
+    const unsigned short pair = static_cast<const unsigned short*>(scales)[scale_index(row, chunk)];
     const half2_t s = e4m3x2_to_half2_scaled<0>(pair);  // s · 2^-8, both groups
     const half2_t s6 = hmul2(s, half2_splat(half_t{0x7400}));  // · 2^14
     return {{half2_t{(s6.bits & 0xffffu) * 0x10001u}, half2_t{(s6.bits >> 16) * 0x10001u}}};
@@ -203,8 +229,12 @@ struct FmtMxfp4 {
   struct Scale {
     float s;
   };
+  __device__ static long long scale_index(int row, int chunk) { return static_cast<long long>(row) * (K / 32) + chunk; }
+  __device__ static void prefetch_scale(const void* scales, const void*, int row, int chunk) {
+    grid_dependency_prefetch_l2(static_cast<const unsigned char*>(scales) + scale_index(row, chunk));
+  }
   __device__ static Scale load_scale(const void* scales, const void*, int row, int chunk) {
-    const int e = static_cast<const unsigned char*>(scales)[static_cast<long long>(row) * (K / 32) + chunk];
+    const int e = static_cast<const unsigned char*>(scales)[scale_index(row, chunk)];
     // 2^(e - 127 + 14) built as fp32 bits: biased exponent e + 14 (never subnormal; ≥ 255 is inf).
     return {__int_as_float(min(e + 14, 255) << 23)};
   }

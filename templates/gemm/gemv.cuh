@@ -55,10 +55,11 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
   }
 
   // The weights are never written by a kernel of a forward pass, so this CTA's first chunks
-  // are asked into L2 before the wait for the kernel before this one (programmatic dependent
-  // launch, common/grid.cuh): on sm_90+ they arrive while it finishes. Everything else (x,
-  // the residual, the output) is touched after the wait. (Loading them into registers here
-  // instead doubled the kernel's registers on sm_90: 95 → 193 at awq4 gate_up.)
+  // and their scales (and zeros) are asked into L2 before the wait for the kernel before this
+  // one (programmatic dependent launch, common/grid.cuh): on sm_90+ they arrive while it
+  // finishes, and the first loads after the wait do not wait on DRAM for the scales either.
+  // Everything else (x, the residual, the output) is touched after the wait. (Loading them into
+  // registers here instead doubled the kernel's registers on sm_90: 95 → 193 at awq4 gate_up.)
   const char* wbytes = static_cast<const char*>(qweight);
   auto chunk_address = [&](int s, int c) { return wbytes + (static_cast<long long>(row[s]) * kChunks + c) * 16; };
 #pragma unroll
@@ -66,7 +67,10 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
     const int c = it * kThreads + threadIdx.x;
     if (!kEvenSplit && c >= kChunks) break;
 #pragma unroll
-    for (int s = 0; s < kSlots; ++s) grid_dependency_prefetch_l2(chunk_address(s, c));
+    for (int s = 0; s < kSlots; ++s) {
+      grid_dependency_prefetch_l2(chunk_address(s, c));
+      Fmt::prefetch_scale(scales, zeros, row[s], c);
+    }
   }
   grid_dependency_sync();
 

@@ -79,8 +79,9 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
       wrow[i][h] = static_cast<long long>(srow[i][h]) * kChunks * 16;
     }
   }
-  // The weights are never written by a kernel of a forward pass: the warp's first k-blocks are
-  // asked into L2 before the wait for the kernel before this one (common/grid.cuh; sm_90+).
+  // The weights are never written by a kernel of a forward pass: the warp's first k-blocks and
+  // their scales (and zeros) are asked into L2 before the wait for the kernel before this one
+  // (common/grid.cuh; sm_90+).
 #pragma unroll
   for (int j = 0; j < (STAGES < 2 ? 1 : 2); ++j) {
     const int kb = kb0 + warp + j * WARPS;
@@ -89,7 +90,10 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
 #pragma unroll
     for (int i = 0; i < kTiles; ++i) {
 #pragma unroll
-      for (int h = 0; h < 2; ++h) grid_dependency_prefetch_l2(wbytes + wrow[i][h] + c * 16);
+      for (int h = 0; h < 2; ++h) {
+        grid_dependency_prefetch_l2(wbytes + wrow[i][h] + c * 16);
+        Fmt::prefetch_scale(scales, zeros, srow[i][h], c);
+      }
     }
   }
   grid_dependency_sync();

@@ -16,18 +16,31 @@ template <int HIDDEN, bool RESIDUAL, int THREADS_PER_ROW, int VEC, int ROWS_PER_
 __global__ void __launch_bounds__(THREADS_PER_ROW * ROWS_PER_CTA)
     rmsnorm_kernel(half_t* __restrict__ out, const half_t* __restrict__ x, half_t* __restrict__ residual,
                    const half_t* __restrict__ weight, float eps, int rows) {
-  grid_dependency_sync();
   constexpr int kVectorsPerRow = HIDDEN / VEC;
   constexpr int kIters = (kVectorsPerRow + THREADS_PER_ROW - 1) / THREADS_PER_ROW;
   constexpr int kBytes = VEC * 2;
   static_assert(HIDDEN % VEC == 0, "VEC must divide HIDDEN");
 
   const int lane = threadIdx.x % THREADS_PER_ROW;
+  // The weight is never written by a kernel of a forward pass: the CTA's first row of threads
+  // asks L2 for it before the wait for the kernel before this one (common/grid.cuh; sm_90+), and
+  // where a thread's share is at most 8 registers it is loaded with the row below, so the second
+  // pass does not wait for it at all (a larger share would spill under 1024 threads on sm_70).
+  constexpr bool kHoldWeight = kIters * ((kBytes + 3) / 4) <= 8;
+  if (threadIdx.x < THREADS_PER_ROW) {
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      const int v = it * THREADS_PER_ROW + lane;
+      if (v < kVectorsPerRow) grid_dependency_prefetch_l2(weight + v * VEC);
+    }
+  }
+  grid_dependency_sync();
   const int row = blockIdx.x * ROWS_PER_CTA + threadIdx.x / THREADS_PER_ROW;
   const bool row_valid = row < rows;  // no early return: row_sum may need every thread
   const long long base = static_cast<long long>(row) * HIDDEN;
 
   float s[kIters][VEC];
+  Chunk<kBytes> wc[kHoldWeight ? kIters : 1];
   float sum_sq = 0.f;
 #pragma unroll
   for (int it = 0; it < kIters; ++it) {
@@ -35,6 +48,9 @@ __global__ void __launch_bounds__(THREADS_PER_ROW * ROWS_PER_CTA)
     const bool active = row_valid && v < kVectorsPerRow;
     Chunk<kBytes> xc{};
     if (active) xc = gmem_load_nc<kBytes>(x + base + v * VEC);
+    if constexpr (kHoldWeight) {
+      if (active) wc[it] = gmem_load_nc<kBytes>(weight + v * VEC);
+    }
     if constexpr (RESIDUAL) {
       Chunk<kBytes> rc{};
       if (active) rc = gmem_load<kBytes>(residual + base + v * VEC);
@@ -60,10 +76,15 @@ __global__ void __launch_bounds__(THREADS_PER_ROW * ROWS_PER_CTA)
   for (int it = 0; it < kIters; ++it) {
     const int v = it * THREADS_PER_ROW + lane;
     if (!row_valid || v >= kVectorsPerRow) continue;
-    const Chunk<kBytes> wc = gmem_load_nc<kBytes>(weight + v * VEC);
+    Chunk<kBytes> w;
+    if constexpr (kHoldWeight) {
+      w = wc[it];
+    } else {
+      w = gmem_load_nc<kBytes>(weight + v * VEC);
+    }
     Chunk<kBytes> oc;
 #pragma unroll
-    for (int j = 0; j < VEC; ++j) oc.h[j] = float_to_half(s[it][j] * inv_rms * half_to_float(half_t{wc.h[j]})).bits;
+    for (int j = 0; j < VEC; ++j) oc.h[j] = float_to_half(s[it][j] * inv_rms * half_to_float(half_t{w.h[j]})).bits;
     gmem_store<kBytes>(out + base + v * VEC, oc);
   }
 }

@@ -43,8 +43,7 @@ __global__ void __launch_bounds__(THREADS)
                 float attention_factor, const half_t* __restrict__ q_norm, const half_t* __restrict__ k_norm, float eps,
                 half_t* __restrict__ q, void* __restrict__ k_out, void* __restrict__ v_out,
                 const int* __restrict__ slot_mapping, const float* __restrict__ k_scale,
-                const float* __restrict__ v_scale, int tokens) {
-  grid_dependency_sync();
+                const float* __restrict__ v_scale, int tokens, int positions_from_host) {
   constexpr int kHalf = DIM / 2;
   constexpr int kChunks = kHalf / VEC;  // working lanes per head
   constexpr int kLanes = kChunks <= 1    ? 1
@@ -60,6 +59,17 @@ __global__ void __launch_bounds__(THREADS)
   static_assert(kHalf % VEC == 0 && kChunks <= kWarpSize, "a head's pairs fill at most one warp");
   static_assert(THREADS % kWarpSize == 0, "whole warps: a head's lanes never straddle two");
 
+  // Before the wait for the kernel before this one (common/grid.cuh; sm_90+): the norms' weights
+  // are asked into L2, and where the launch says positions came from the host
+  // (rope::Args::positions_from_host) the cos/sin table is built, off the path that waits for qkv.
+  if constexpr (QK_NORM) {
+    for (int i = threadIdx.x; i < 2 * (DIM * 2 / 128); i += THREADS)
+      grid_dependency_prefetch_l2((i % 2 == 0 ? q_norm : k_norm) + (i / 2) * 64);
+  }
+  const bool early_table = positions_from_host != 0;
+  if (!early_table) {
+    grid_dependency_sync();
+  }
   __shared__ RopeCosSin table[TOKENS][kHalf];
   const int token0 = blockIdx.x * TOKENS;
   for (int i = threadIdx.x; i < TOKENS * kHalf; i += THREADS) {
@@ -68,6 +78,7 @@ __global__ void __launch_bounds__(THREADS)
     if (t < tokens) rope_cos_sin(float(positions[t]) * inv_freq[i % kHalf], c, s);
     table[i / kHalf][i % kHalf] = RopeCosSin{c * attention_factor, s * attention_factor};
   }
+  if (early_table) grid_dependency_sync();
   __syncthreads();
 
   // Every thread runs every iteration (the norm's shuffles need whole warps); a lane past its
