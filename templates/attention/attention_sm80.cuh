@@ -282,6 +282,13 @@ struct AttnSm80Pages {
   unsigned entry[kCount];  // kRuns: the stage's pages' table entries
 };
 
+// The first key of stage `it` (tiles tile_begin + it·WN ..): where its pages, their prefetch and
+// its copies start.
+template <class S>
+__device__ __forceinline__ unsigned attn_sm80_stage_key0(const AttnCta& cta, int it) {
+  return unsigned(cta.lo + (cta.tile_begin + it * S::WN) * S::BN);
+}
+
 // Stage `it`'s page entries (kRuns; nothing otherwise). A page past the range reads the
 // sequence's first entry (any valid address; no copy reads it).
 template <class S>
@@ -290,7 +297,7 @@ __device__ __forceinline__ AttnSm80Pages<S> attn_sm80_stage_pages(const int* tab
   using P = AttnSm80Pages<S>;
   P pages;
   if constexpr (P::kRuns) {
-    const unsigned base = unsigned(cta.lo + (cta.tile_begin + it * S::WN) * S::BN);  // on a page
+    const unsigned base = attn_sm80_stage_key0<S>(cta, it);  // on a page
 #pragma unroll
     for (int pg = 0; pg < P::kCount; ++pg) {
       const bool any = base + unsigned(pg * S::PAGE) < unsigned(key_end);
@@ -314,7 +321,7 @@ __device__ __forceinline__ void attn_sm80_prefetch_stage(const void* k_cache, co
   if constexpr (P::kRuns) {
     constexpr int kPageBytes = S::KVH * S::PAGE * S::kRowBytes;
     constexpr int kLines = S::PAGE * S::kRowBytes / 128;  // one KV head's rows of a page
-    const unsigned base = unsigned(cta.lo + (cta.tile_begin + it * S::WN) * S::BN);
+    const unsigned base = attn_sm80_stage_key0<S>(cta, it);
     const size_t head = size_t(kvh) * S::PAGE * S::kRowBytes;
 #pragma unroll
     for (int pg = 0; pg < P::kCount; ++pg) {
@@ -355,7 +362,7 @@ __device__ __forceinline__ void attn_sm80_issue_stage(const AttnSm80Smem<S>& sm,
   const unsigned stage = unsigned(it) % S::STAGES;
   const unsigned kdst = sm80::smem_address(sm.k_pipe) + stage * S::kStageBytes;
   const unsigned vdst = sm80::smem_address(sm.v_pipe) + stage * S::kStageBytes;
-  const unsigned j0 = unsigned(cta.lo + (cta.tile_begin + it * S::WN) * S::BN) + t_key;
+  const unsigned j0 = attn_sm80_stage_key0<S>(cta, it) + t_key;
   using P = AttnSm80Pages<S>;
   constexpr int kChunks = P::kChunks;
   if constexpr (P::kRuns) {
