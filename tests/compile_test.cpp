@@ -182,7 +182,8 @@ TEST(Compile, PtxShowsTheVectorWidth) {
 // global load, store, copy or atomic of its own; only L2 prefetches of weights (read-only in a
 // forward pass) and, in attention launched with tables_from_host, the reads of the batch tables
 // (seq_lens, cu_q, the block table: copied from the host before the pass's first kernel, written
-// by no kernel) and L2 prefetches of the older keys' pages may come first; the first
+// by no kernel) and L2 prefetches of the older keys' pages, and in rope launched with
+// positions_from_host the cos/sin table built from the positions, may come first; the first
 // grid_dependency_sync() in the text is the wait of every other launch.
 TEST(Compile, EveryTemplateKernelWaitsForTheKernelBeforeItFirst) {
   int kernels = 0;

@@ -6,9 +6,9 @@
 // has started), then waits until the kernels this one depends on have completed and their writes
 // are visible. The next kernel's launch and its CTAs' start overlap this one's tail instead of
 // following it. Before the wait a kernel touches only what no kernel writes: weights, and, where
-// the launch says so (attention::Args::tables_from_host), the pass's batch tables, which the host
-// copied on the same stream before the pass's first kernel. Below sm_90 it is nothing, and the
-// launch is an ordinary one.
+// the launch says so (attention::Args::tables_from_host, rope::Args::positions_from_host), the
+// pass's batch tables, which the host copied on the same stream before the pass's first kernel.
+// Below sm_90 it is nothing, and the launch is an ordinary one.
 #pragma once
 
 namespace onecat {
