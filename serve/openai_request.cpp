@@ -1,6 +1,7 @@
 #include "serve/openai_request.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <string>
 
@@ -32,6 +33,17 @@ bool get_bool(const json& body, const char* name, bool fallback) {
   return v->get<bool>();
 }
 
+// "in [lo, hi]", or "at least lo" where hi is only the type's limit; numbers as %g writes them
+// (2, not 2.000000).
+std::string range_text(double lo, double hi, bool unbounded) {
+  auto text = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.10g", v);
+    return std::string(buf);
+  };
+  return unbounded ? "at least " + text(lo) : "in [" + text(lo) + ", " + text(hi) + "]";
+}
+
 int64_t get_int(const json& body, const char* name, int64_t fallback, int64_t lo, int64_t hi) {
   const json* v = field(body, name);
   if (!v) return fallback;
@@ -41,7 +53,8 @@ int64_t get_int(const json& body, const char* name, int64_t fallback, int64_t lo
   }
   const int64_t x = v->get<int64_t>();
   if (x < lo || x > hi) {
-    throw bad(name, std::string(name) + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
+    throw bad(name, std::string(name) + " must be " +
+                        range_text(double(lo), double(hi), hi == std::numeric_limits<int64_t>::max()) + ", got " +
                         std::to_string(x) + ".");
   }
   return x;
@@ -53,8 +66,7 @@ float get_number(const json& body, const char* name, float fallback, double lo, 
   if (!v->is_number()) throw bad(name, std::string(name) + " must be a number.");
   const double x = v->get<double>();
   if (!(x >= lo && x <= hi)) {
-    throw bad(name, std::string(name) + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
-                        v->dump() + ".");
+    throw bad(name, std::string(name) + " must be " + range_text(lo, hi, false) + ", got " + v->dump() + ".");
   }
   return float(x);
 }

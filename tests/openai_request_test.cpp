@@ -429,3 +429,30 @@ TEST(ToolChoice, JsonFormatsForceTheirOwnCallShape) {
     EXPECT_FALSE(grammar_matches(g, f.call_bad)) << f.call_bad;
   }
 }
+
+TEST(RequestRanges, RefusalsNameTheRangeAsWritten) {
+  // Numbers as a person writes them ([0, 2], not [0.000000, 2.000000]); an integer bounded only by
+  // its type says "at least" (not "in [1, 9223372036854775807]").
+  const ServedModel m = served();
+  struct Case {
+    json extra;
+    std::string param, says;
+  };
+  const std::vector<Case> cases{
+      {{{"temperature", -1}}, "temperature", "temperature must be in [0, 2], got -1."},
+      {{{"presence_penalty", 2.5}}, "presence_penalty", "presence_penalty must be in [-2, 2], got 2.5."},
+      {{{"max_tokens", -1}}, "max_tokens", "max_tokens must be at least 1, got -1."},
+  };
+  for (const Case& c : cases) {
+    json b = {{"messages", json::array({{{"role", "user"}, {"content", "hi"}}})}};
+    b.update(c.extra);
+    try {
+      onecat::serve::parse_chat(b, m, 1);
+      ADD_FAILURE() << "accepted: " << b.dump();
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status, 400) << b.dump();
+      EXPECT_EQ(e.param, c.param) << b.dump();
+      EXPECT_EQ(std::string(e.what()), c.says) << b.dump();
+    }
+  }
+}
