@@ -115,7 +115,7 @@ void run(const Options& o, bool ids_given, bool text_given) {
     if (o.profile) j["profile"] = profile_json(m->gpu()->take_profile(), decode_step_us(r));
     std::cout << j.dump() << "\n";
   } else {
-    std::cout << "\n";
+    std::cout << std::endl;  // before the summary on stderr, also where stdout is a pipe
   }
   if (o.profile && !o.json) print_profile(m->gpu()->take_profile(), decode_step_us(r));
   std::fprintf(
