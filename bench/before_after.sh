@@ -76,11 +76,12 @@ py=$(command -v python3)
 ckpt=$root/build-ba-model/${SHAPE:-qwen3-8b}${LAYERS:+-L$LAYERS}-${MODEL_AB:-none}
 if [ -n "${MODEL_AB:-}" ] && [ ! -f "$ckpt/config.json" ]; then
   log "random-code checkpoint ${SHAPE:-qwen3-8b} $MODEL_AB"
-  dims=$("$py" -c "import json, sys; sys.path.insert(0, '$root/bench'); import random_checkpoint as r; s = dict(r.SHAPES['${SHAPE:-qwen3-8b}']); s.pop('arch'); s.update({'num_hidden_layers': int('${LAYERS:-0}')} if '${LAYERS:-}' else {}); print(json.dumps(s))")
-  "$py" "$root/tools/make_tiny_checkpoint.py" "$ckpt" --arch qwen3 --format "$MODEL_AB" --random-codes --shape "$dims" \
-    >>"$out/before_after.log" 2>&1 || { log "checkpoint failed"; MODEL_AB=; }
+  "$py" "$root/bench/random_checkpoint.py" "$ckpt" --shape "${SHAPE:-qwen3-8b}" ${LAYERS:+--layers "$LAYERS"} \
+    --random-codes "$MODEL_AB" >>"$out/before_after.log" 2>&1 || { log "checkpoint failed"; MODEL_AB=; }
 fi
-ids=$("$py" -c "import random; random.seed(0); print(','.join(str(random.randrange(1000, 150000)) for _ in range(1024)))")
+if [ -n "${MODEL_AB:-}" ]; then  # model_bench.sh's prompt
+  ids=$("$py" -c "import sys; sys.path.insert(0, '$root/bench'); import random_checkpoint as r; print(r.prompt_ids(1024))")
+fi
 dir_of() { echo "$root/build-ba-$1"; }
 run_kind() {  # run_kind KIND BUILD ROUND
   local bin; bin=$(dir_of "$2")

@@ -135,7 +135,7 @@ if [ -f "$seed" ] && [ ! -f "$work/cache/.seeded" ]; then
     log "cache import failed"
 fi
 
-ids=$("$py" -c "import random; random.seed(0); print(','.join(str(random.randrange(1000, 150000)) for _ in range($prompt)))")
+ids=$("$py" -c "import sys; sys.path.insert(0, '$root/bench'); import random_checkpoint as r; print(r.prompt_ids($prompt))")
 for fmt in $([ "${ONECAT_RUNS:-1}" = 1 ] && echo "${FORMATS:-f16}"); do
   d=$work/$fmt
   ckpt=$d/checkpoint
@@ -146,9 +146,8 @@ for fmt in $([ "${ONECAT_RUNS:-1}" = 1 ] && echo "${FORMATS:-f16}"); do
       "$py" "$root/bench/random_checkpoint.py" "$ckpt" --shape "$shape" ${LAYERS:+--layers "$LAYERS"} \
         --vocab-gguf "${VOCAB_GGUF:?the qwen2 vocabulary gguf}" || exit 1
     else
-      dims=$("$py" -c "import json, sys; sys.path.insert(0, '$root/bench'); import random_checkpoint as r; s = dict(r.SHAPES['$shape']); s.pop('arch'); s.update({'num_hidden_layers': int('${LAYERS:-0}')} if '${LAYERS:-}' else {}); print(json.dumps(s))")
-      arch=$("$py" -c "import sys; sys.path.insert(0, '$root/bench'); import random_checkpoint as r; print('qwen3moe' if 'Moe' in r.SHAPES['$shape']['arch'] else 'qwen3')")
-      "$py" "$root/tools/make_tiny_checkpoint.py" "$ckpt" --arch "$arch" --format "$fmt" --random-codes --shape "$dims" || continue
+      "$py" "$root/bench/random_checkpoint.py" "$ckpt" --shape "$shape" ${LAYERS:+--layers "$LAYERS"} \
+        --random-codes "$fmt" || continue
     fi
   fi
   cp "$ckpt/config.json" "$d/config.json"

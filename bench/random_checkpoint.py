@@ -6,8 +6,15 @@ by tools/gguf_to_tokenizer_json.py) so llama.cpp's convert_hf_to_gguf.py accepts
 Device-side (needs torch and transformers); the speed benchmarks' common model.
 
     bench/random_checkpoint.py --shape qwen3-8b --dtype float16 --vocab-gguf PATH OUT_DIR
+
+With --random-codes FORMAT it writes the same shape as random codes in FORMAT's real layout
+instead (tools/make_tiny_checkpoint.py, no torch; the lm_head and embeddings stay fp16, as
+published checkpoints have them): speed only, no tokenizer.
+
+prompt_ids(n) is the benchmarks' prompt (bench/model_bench.sh, bench/before_after.sh).
 """
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -33,15 +40,37 @@ SHAPES = {
 }
 
 
+def prompt_ids(n):
+    """n token ids, the same for every run: comma separated."""
+    import random
+
+    r = random.Random(0)
+    return ",".join(str(r.randrange(1000, 150000)) for _ in range(n))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out")
     ap.add_argument("--shape", choices=sorted(SHAPES), default="qwen3-8b")
     ap.add_argument("--dtype", choices=["float16", "bfloat16"], default="float16")
     ap.add_argument("--layers", type=int, help="fewer layers than the real model (quick checks)")
-    ap.add_argument("--vocab-gguf", required=True, help="ggml-vocab-qwen2.gguf from the pinned sdist")
+    ap.add_argument("--vocab-gguf", help="ggml-vocab-qwen2.gguf from the pinned sdist (not with --random-codes)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--random-codes", metavar="FORMAT", help="random codes in FORMAT's layout (awq4, fp8, nvfp4, ...)")
     args = ap.parse_args()
+    here = os.path.dirname(os.path.abspath(__file__))
+
+    if args.random_codes:
+        fields = dict(SHAPES[args.shape])
+        arch = "qwen3moe" if "Moe" in fields.pop("arch") else "qwen3"
+        if args.layers:
+            fields["num_hidden_layers"] = args.layers
+        subprocess.run([sys.executable, os.path.join(here, "..", "tools", "make_tiny_checkpoint.py"), args.out,
+                        "--arch", arch, "--format", args.random_codes, "--random-codes", "--shape", json.dumps(fields)],
+                       check=True)
+        return
+    if not args.vocab_gguf:
+        ap.error("--vocab-gguf is required (the checkpoint's tokenizer)")
 
     import torch
     import transformers
@@ -61,7 +90,6 @@ def main():
     t1 = time.time()
     model.save_pretrained(args.out, max_shard_size="5GB")
     t2 = time.time()
-    here = os.path.dirname(os.path.abspath(__file__))
     subprocess.run([sys.executable, os.path.join(here, "..", "tools", "gguf_to_tokenizer_json.py"), args.vocab_gguf,
                     args.out], check=True)
     params = sum(p.numel() for p in model.parameters())
