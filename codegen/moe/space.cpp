@@ -1,6 +1,7 @@
 #include "codegen/moe/space.h"
 
 #include <algorithm>
+#include <bit>
 
 #include "base/error.h"
 #include "codegen/moe/emit.h"
@@ -62,23 +63,40 @@ Config default_config(const Spec& spec, int64_t m, Arch arch) {
     if (!c.invalid_reason(spec)) return c;
     c.strategy = Strategy::kGemv;  // k not a multiple of 32, say: the gemv serves any shape
   }
-  // Decode: tiles of one pair while the experts get fewer pairs than one each on average, then
-  // up to twice the share (routing is skewed: some experts get several); 8 rows (16-byte chunks
-  // of 8 or 16 weight rows in flight per lane: the fastest on the H200 at 1 and 16 tokens), 4
-  // for gate_up's tiles of several pairs (8 spill there in the 4-bit float formats); warps
-  // enough for about two chunks per lane.
-  c.mt = 1;
+  // Decode, from the H100 sweep of the Qwen3-30B-A3B layer at 1, 4 and 16 tokens
+  // (bench/RESULTS.md). Tiles of one pair while the experts get fewer pairs than one each on
+  // average; from there 16-bit weights take tiles up to twice the share (routing is skewed:
+  // some experts get several), one conversion per chunk serving them all, while the decoded
+  // formats keep one pair a tile: a second pair's sums and x took the 4-bit down kernel to 218
+  // registers (8 warps an SM) and lost 15-45 %. 8 rows (4 for gate_up's tiles of several pairs,
+  // where 8 spill in the 4-bit float formats). Warps: about one 16-byte chunk a lane while the
+  // grid is small, two once it has kManyCtas CTAs. Then CTAs of `loop` groups of rows, up to
+  // kLoopBytes of weights, while kLoopCtas CTAs remain: a CTA's start and tile search paid once
+  // for more bytes (the 4-bit down projection's 3-KB groups: 1.5x faster at 4 and 16 tokens).
+  constexpr int64_t kManyCtas = 4096, kLoopCtas = 2048, kLoopBytes = 24 << 10;
+  const gemm::Spec g = spec.projection();
   const int64_t pairs = m * spec.topk;
-  if (pairs >= spec.experts) {
+  c.mt = 1;
+  if (pairs >= spec.experts && g.per_chunk() <= 8) {
     while (c.mt * 2 <= std::min<int64_t>(2 * share, 8)) c.mt *= 2;
   }
   c.rows = spec.op == Op::kGateUp && c.mt > 1 ? 4 : 8;
-  const gemm::Spec g = spec.projection();
   const int64_t chunks = g.k / g.per_chunk();
-  c.warps = int(std::clamp<int64_t>(chunks / 64, 1, 8));
+  const int64_t out_rows = g.out_cols();
+  auto ctas = [&] { return max_tiles(spec, c, pairs) * ((out_rows + c.tile_cols() - 1) / c.tile_cols()); };
+  const int64_t per_lane = ctas() < kManyCtas ? 32 : 64;
+  c.warps = int(std::bit_floor(uint64_t(std::clamp<int64_t>(chunks / per_lane, 1, 8))));
   while (c.warps > 1 && c.invalid_reason(spec)) --c.warps;
   while (c.rows > 1 && c.invalid_reason(spec)) c.rows /= 2;
   while (c.mt > 1 && c.invalid_reason(spec)) c.mt /= 2;
+  const int64_t group_bytes = int64_t(c.slots()) * chunks * 16;
+  while (c.loop < 8 && group_bytes * c.loop * 2 <= kLoopBytes && ctas() / 2 >= kLoopCtas) {
+    c.loop *= 2;
+    if (c.invalid_reason(spec)) {
+      c.loop /= 2;
+      break;
+    }
+  }
   if (auto why = c.invalid_reason(spec)) throw InputError(spec.to_string() + " has no valid gemv config: " + *why);
   return c;
 }
@@ -109,12 +127,12 @@ std::vector<Config> candidate_configs(const Spec& spec) {
       }
     }
   }
-  // Decode's tiles of one or two pairs: CTAs that walk 2 to 8 groups of rows (the tile search
+  // Decode's tiles of one or two pairs: CTAs that walk 2 to 16 groups of rows (the tile search
   // and a CTA's start paid once for more weight bytes).
   for (int mt : {1, 2}) {
-    for (int rows : {4, 8}) {
+    for (int rows : {4, 8, 16}) {
       for (int warps : {1, 2, 4}) {
-        for (int loop : {2, 4, 8}) {
+        for (int loop : {2, 4, 8, 16}) {
           c.mt = mt, c.rows = rows, c.warps = warps, c.loop = loop;
           if (!c.invalid_reason(spec)) out.push_back(c);
         }
