@@ -77,11 +77,17 @@ TEST_F(MoeGpu, ProjectionsInEveryFormat) {
 
 TEST_F(MoeGpu, GemvRowGroupsInEveryFormat) {
   // CTAs of three groups of 8 rows: 320 down rows leave the last CTA one group short, 192
-  // gate_up rows divide evenly; one pair per tile and two.
+  // gate_up rows divide evenly; one pair per tile and two; and the warp in 16 groups of 2 lanes
+  // (every format's rows here are an even number of chunks), a 16-row slot each.
   for (const char* fmt : {"f16", "awq4,group=64", "gptq4,group=64,act_order=1", "fp8b32", "fp8b128", "nvfp4", "mxfp4"}) {
     for (const char* op : {"gate_up", "down"}) {
       const std::string spec = std::string("moe:op=") + op + ",experts=16,topk=3,hidden=320,inter=192,fmt=" + fmt;
-      for (const char* config : {"strategy=gemv,mt=1,rows=8,warps=1,loop=3", "strategy=gemv,mt=2,rows=8,warps=1,loop=3"}) {
+      const bool down = std::string(op) == "down";
+      for (const char* config :
+           {"strategy=gemv,mt=1,rows=8,warps=1,loop=3", "strategy=gemv,mt=2,rows=8,warps=1,loop=3",
+            down ? "strategy=gemv,mt=1,rows=16,warps=1,groups=16" : "strategy=gemv,mt=1,rows=8,warps=1,groups=16",
+            down ? "strategy=gemv,mt=2,rows=16,warps=1,loop=3,groups=16"
+                 : "strategy=gemv,mt=2,rows=8,warps=1,loop=3,groups=16"}) {
         for (int64_t tokens : {1, 5, 33}) expect_passes(spec, config, tokens);
       }
     }

@@ -173,6 +173,29 @@ TEST(MoeConfig, DefaultsAndCandidatesHoldOnUntunedShapes) {
   expect_throw<InputError>([&] { moe::Config::parse(s, "strategy=mma,bm=64,bn=128,wm=2,wn=2,loop=2"); }, {"loop"});
   const moe::Spec small = moe::Spec::parse("moe:op=down,experts=8,topk=2,hidden=64,inter=40,fmt=f16");
   expect_throw<InputError>([&] { moe::Config::parse(small, "strategy=gemv,mt=1,rows=16,warps=1,loop=8"); }, {"exceed"});
+  // Lane groups: printed only past one, one warp, a power of two that divides the rows, lanes
+  // that split a row's chunks evenly; the default takes them where a row's chunks leave lanes idle
+  // (4-bit down of a 768-wide expert: 24 chunks) on a full grid, not at one token, and not
+  // where the chunks fill the lanes (gate_up's 64, fp16 down's 96).
+  const moe::Spec down = moe::Spec::parse("moe:op=down,experts=128,topk=8,hidden=2048,inter=768,fmt=awq4");
+  EXPECT_EQ(moe::Config::parse(down, "strategy=gemv,mt=1,rows=16,warps=1,groups=4").to_string(),
+            "strategy=gemv,mt=1,rows=16,warps=1,groups=4");
+  EXPECT_EQ(moe::Config::parse(down, "strategy=gemv,mt=1,rows=16,warps=1,groups=1").to_string(),
+            "strategy=gemv,mt=1,rows=16,warps=1");
+  expect_throw<InputError>([&] { moe::Config::parse(s, "strategy=gemv,mt=1,rows=4,warps=2,groups=4"); }, {"one warp"});
+  expect_throw<InputError>([&] { moe::Config::parse(down, "strategy=gemv,mt=1,rows=16,warps=1,groups=3"); },
+                           {"power of two"});
+  expect_throw<InputError>([&] { moe::Config::parse(down, "strategy=gemv,mt=1,rows=2,warps=1,groups=4"); },
+                           {"does not divide"});
+  expect_throw<InputError>([&] { moe::Config::parse(small, "strategy=gemv,mt=1,rows=8,warps=1,groups=2"); },
+                           {"evenly"});
+  expect_throw<InputError>([&] { moe::Config::parse(down, "strategy=gemv,mt=1,rows=16,warps=1,groups=2"); },
+                           {"evenly"});
+  EXPECT_EQ(moe::default_config(down, 1, Arch{90}).groups, 1);
+  EXPECT_EQ(moe::default_config(down, 16, Arch{90}).to_string(), "strategy=gemv,mt=1,rows=16,warps=1,groups=4");
+  EXPECT_EQ(moe::default_config(s, 16, Arch{90}).groups, 1);
+  const moe::Spec down16 = moe::Spec::parse("moe:op=down,experts=128,topk=8,hidden=2048,inter=768,fmt=f16");
+  EXPECT_EQ(moe::default_config(down16, 16, Arch{90}).groups, 1);
   const moe::Config mma = moe::Config::parse(s, "strategy=mma,bm=64,bn=128,wm=2,wn=2");
   EXPECT_EQ(mma.to_string(), "strategy=mma,bm=64,bn=128,wm=2,wn=2");
   EXPECT_EQ(mma.cta_threads(), 128);
@@ -260,6 +283,12 @@ TEST(MoeStaticQuality, DefaultsCompileWithoutSpillsForSm70AndSm90) {
     }
     for (const std::string& spec : looped) {
       reqs.push_back(CompileRequest::make(family_of(spec), spec, "strategy=gemv,mt=2,rows=8,warps=1,loop=3", arch));
+      // One 16-row slot per group of 2 lanes (every format's rows here are an even number of chunks).
+      const bool down = spec.find("op=down") != std::string::npos;
+      reqs.push_back(CompileRequest::make(family_of(spec), spec,
+                                          down ? "strategy=gemv,mt=2,rows=16,warps=1,loop=3,groups=16"
+                                               : "strategy=gemv,mt=2,rows=8,warps=1,loop=3,groups=16",
+                                          arch));
     }
     ASSERT_NO_FATAL_FAILURE(test::expect_compile_without_spills(reqs, false));
   }

@@ -26,6 +26,7 @@ Config Config::parse(const Spec& spec, std::string_view text) {
       c.rows = static_cast<int>(r.integer("rows", 1, 64));
       c.warps = static_cast<int>(r.integer("warps", 1, 16));
       c.loop = static_cast<int>(r.integer_or("loop", 1, 1, 64));
+      c.groups = static_cast<int>(r.integer_or("groups", 1, 1, 32));
     }
   } else {
     c.threads = static_cast<int>(r.integer("threads", 32, 1024));
@@ -53,6 +54,7 @@ std::string Config::to_string() const {
     std::vector<std::pair<std::string, std::string>> f = {
         {"strategy", "gemv"}, {"mt", std::to_string(mt)}, {"rows", std::to_string(rows)}, {"warps", std::to_string(warps)}};
     if (loop > 1) f.emplace_back("loop", std::to_string(loop));
+    if (groups > 1) f.emplace_back("groups", std::to_string(groups));
     return join_fields(f);
   }
   if (op == Op::kRoute) return join_fields({{"threads", std::to_string(threads)}, {"tokens", std::to_string(tokens)}});
@@ -96,6 +98,19 @@ std::optional<std::string> Config::invalid_reason(const Spec& spec) const {
   const int64_t chunks = g.k / g.per_chunk();
   if (int64_t(warps) * 32 > chunks && warps > 1) {
     return std::to_string(warps) + " warps split " + std::to_string(chunks) + " 16-byte chunks of a row: some would idle";
+  }
+  if (groups > 1) {
+    if (warps != 1)
+      return "groups=" + std::to_string(groups) + " splits one warp (warps=" + std::to_string(warps) + ")";
+    if ((groups & (groups - 1)) != 0) return "groups=" + std::to_string(groups) + " is not a power of two";
+    if (slots() % groups != 0) {
+      return "groups=" + std::to_string(groups) + " does not divide the CTA's " + std::to_string(slots()) +
+             " weight rows";
+    }
+    if (chunks % (32 / groups) != 0) {
+      return "groups of " + std::to_string(32 / groups) + " lanes do not split a row's " + std::to_string(chunks) +
+             " 16-byte chunks evenly";
+    }
   }
   const int64_t out_rows = g.out_cols();
   if (rows > out_rows) return "rows=" + std::to_string(rows) + " exceeds the " + std::to_string(out_rows) + " output rows";

@@ -1,6 +1,6 @@
 // moe config: what the tuner varies, per op.
 //   route:            threads=256,tokens=32
-//   gate_up, down:    strategy=gemv,mt=4,rows=4,warps=4[,loop=4]
+//   gate_up, down:    strategy=gemv,mt=4,rows=4,warps=4[,loop=4][,groups=4]
 //                     strategy=mma,bm=64,bn=128,wm=2,wn=2
 //   combine:          threads=128
 // route: CTAs of `threads` threads, each routing `tokens` tokens (a warp per token) and ranking
@@ -10,6 +10,9 @@
 // each expert in pair order), the groups one after the other, and its warps split K, each lane
 // streaming 16-byte chunks of the expert's weight rows (the gemm family's gemv,
 // templates/gemm/gemv.cuh, with the token rows read by index): decode, a few pairs per expert.
+// With one warp, `groups` (default 1, printed when more) splits it into groups of lanes that
+// each sum a share of the CTA's rows over every chunk: rows whose chunk count 32 does not
+// divide keep all lanes busy.
 // gate_up and down, strategy=mma: a CTA computes a tile of up to `bm` pairs of one expert ×
 // `bn` weight rows with wm × wn warps on tensor cores (the gemm family's atom=wmma tile,
 // templates/gemm/mma.cuh, x rows read by index): prefill, many pairs per expert.
@@ -39,6 +42,7 @@ struct Config {
   Strategy strategy = Strategy::kGemv;  // gate_up, down
   int mt = 1, rows = 4, warps = 4;      // strategy=gemv
   int loop = 1;                         // strategy=gemv: groups of `rows` rows per CTA
+  int groups = 1;                       // strategy=gemv, one warp: groups of lanes sharing the rows
   int bm = 64, bn = 128, wm = 2, wn = 2;  // strategy=mma
 
   static Config parse(const Spec& spec, std::string_view text);  // parses and validates

@@ -37,8 +37,9 @@ Emitted emit(const Spec& spec, const Config& c, Arch arch) {
                               ", " + std::to_string(c.wm) + ", " + std::to_string(c.wn) + ", " + flags;
         header = "moe/mma.cuh";
       } else {
-        e.kernel_expression = "onecat::moe_gemv_kernel<" + shape + std::to_string(c.mt) + ", " + std::to_string(c.rows) +
-                              ", " + std::to_string(c.warps) + ", " + std::to_string(c.loop) + ", " + flags;
+        e.kernel_expression = "onecat::moe_gemv_kernel<" + shape + std::to_string(c.mt) + ", " +
+                              std::to_string(c.rows) + ", " + std::to_string(c.warps) + ", " + std::to_string(c.loop) +
+                              ", " + std::to_string(c.groups) + ", " + flags;
         header = "moe/gemv.cuh";
       }
       break;

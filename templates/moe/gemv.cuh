@@ -66,7 +66,7 @@ __device__ __forceinline__ MoeTile moe_find_tile(const int* __restrict__ offsets
   return found;
 }
 
-template <class Fmt, int N, int K, int EXPERTS, int TOPK, int MT, int ROWS, int WARPS, int LOOP, bool GATED,
+template <class Fmt, int N, int K, int EXPERTS, int TOPK, int MT, int ROWS, int WARPS, int LOOP, int GROUPS, bool GATED,
           bool ACT_ORDER>
 __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
     moe_gemv_kernel(void* __restrict__ y, const half_t* __restrict__ x, const void* __restrict__ qweight,
@@ -78,16 +78,26 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
   constexpr int kPer = Fmt::kPerChunk;
   constexpr int kPairs = kPer / 2;
   constexpr int kChunks = K / kPer;
-  constexpr int kThreads = WARPS * kWarpSize;
-  constexpr int kIters = (kChunks + kThreads - 1) / kThreads;
-  constexpr bool kEvenSplit = kChunks % kThreads == 0;
   constexpr int kOutRows = GATED ? N / 2 : N;
   constexpr int kSlots = GATED ? 2 * ROWS : ROWS;
+  // GROUPS > 1 (one warp): the warp splits into GROUPS groups of lanes, each summing its share
+  // of the slots over all chunks, so rows of a chunk count 32 does not divide keep every lane
+  // busy (the 4-bit down projection of a 768-wide expert: 24 chunks, 4 groups of 8 lanes with
+  // 3 chunks each, where one row at a time idles a quarter of the lanes).
+  constexpr int kGroups = GROUPS;
+  static_assert(GROUPS == 1 || WARPS == 1, "lane groups split one warp");
+  constexpr int kThreads = WARPS * kWarpSize / kGroups;  // threads splitting one slot's chunks
+  constexpr int kMySlots = kSlots / kGroups;             // a thread's slots
+  constexpr int kIters = (kChunks + kThreads - 1) / kThreads;
+  constexpr bool kEvenSplit = kChunks % kThreads == 0;
   static_assert(K % kPer == 0, "K must be a multiple of the chunk");
+  static_assert(kSlots % kGroups == 0, "lane groups share the slots evenly");
 
-  const MoeTile tile = moe_find_tile<EXPERTS, MT, kThreads>(offsets, slot, blockIdx.y);
+  const MoeTile tile = moe_find_tile<EXPERTS, MT, WARPS * kWarpSize>(offsets, slot, blockIdx.y);
   if (tile.count == 0) return;
   const int warp = threadIdx.x / kWarpSize;
+  const int part = threadIdx.x % kThreads;              // this thread's place among its group's
+  const int slot0 = threadIdx.x / kThreads * kMySlots;  // its group's first slot
   const char* wbytes = static_cast<const char*>(qweight) + tile.slot * qweight_stride;
   const void* sc_base = static_cast<const char*>(scales) + tile.slot * scales_stride;
   const void* z_base = static_cast<const char*>(zeros) + tile.slot * zeros_stride;
@@ -116,25 +126,25 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
   };
 
   struct Stage {
-    Raw16 raw[kSlots];
-    typename Fmt::Scale sc[kSlots];
+    Raw16 raw[kMySlots];
+    typename Fmt::Scale sc[kMySlots];
   };
   auto load = [&](int g, int it, Stage& st) {
-    const int c = it * kThreads + threadIdx.x;
+    const int c = it * kThreads + part;
     if (!kEvenSplit && c >= kChunks) return;
 #pragma unroll
-    for (int s = 0; s < kSlots; ++s) {
-      const int row = row_of(g, s);
+    for (int s = 0; s < kMySlots; ++s) {
+      const int row = row_of(g, slot0 + s);
       st.raw[s] = gmem_load_nc<16>(wbytes + (static_cast<long long>(row) * kChunks + c) * 16);
       st.sc[s] = Fmt::load_scale(sc_base, z_base, row, c);
     }
   };
-  float acc[MT][kSlots];
+  float acc[MT][kMySlots];
   // The x of a group of kGroup pairs in registers at a time: each chunk is decoded once for
   // the group (gemv_token_group).
-  constexpr int kGroup = gemv_token_group < Fmt, MT, kSlots, WARPS, ACT_ORDER ? 2 * kPer : 0 > ();
+  constexpr int kGroup = gemv_token_group < Fmt, MT, kMySlots, WARPS, ACT_ORDER ? 2 * kPer : 0 > ();
   auto compute = [&](int it, const Stage& st) {
-    const int c = it * kThreads + threadIdx.x;
+    const int c = it * kThreads + part;
     if (!kEvenSplit && c >= kChunks) return;
 #pragma unroll
     for (int i0 = 0; i0 < MT; i0 += kGroup) {
@@ -150,7 +160,7 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
         }
       }
 #pragma unroll
-      for (int s = 0; s < kSlots; ++s) {
+      for (int s = 0; s < kMySlots; ++s) {
         float d[kGroup];
         gemv_chunk_dots<Fmt, kGroup>(st.raw[s], st.sc[s], xs, d);
 #pragma unroll
@@ -161,7 +171,7 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
     }
   };
   __shared__ float partial[WARPS][MT][kSlots];
-  constexpr int kUnroll = kIters <= (MT * kSlots <= 8 ? 8 : 2) ? kIters : 1;
+  constexpr int kUnroll = kIters <= (MT * kMySlots <= 8 ? 8 : 2) ? kIters : 1;
   Stage cur;
   load(0, 0, cur);
 #pragma unroll 1
@@ -169,7 +179,7 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
 #pragma unroll
     for (int i = 0; i < MT; ++i) {
 #pragma unroll
-      for (int s = 0; s < kSlots; ++s) acc[i][s] = 0.f;
+      for (int s = 0; s < kMySlots; ++s) acc[i][s] = 0.f;
     }
 #pragma unroll kUnroll
     for (int it = 0; it < kIters; ++it) {
@@ -181,10 +191,21 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
       }
     }
 
-    gemv_warp_sums<MT, kSlots>(acc, partial[warp]);
+    if constexpr (kGroups == 1) {
+      gemv_warp_sums<MT, kSlots>(acc, partial[warp]);
+    } else {  // one warp: each group's sums over its lanes, its slots of the CTA's row
+#pragma unroll
+      for (int i = 0; i < MT; ++i) {
+#pragma unroll
+        for (int s = 0; s < kMySlots; ++s) {
+          const float v = group_sum<kThreads>(acc[i][s]);
+          if (part == 0) partial[0][i][slot0 + s] = v;
+        }
+      }
+    }
     __syncthreads();
     const int out_row0 = group_row0(g);
-    for (int t = threadIdx.x; t < MT * ROWS; t += kThreads) {
+    for (int t = threadIdx.x; t < MT * ROWS; t += WARPS * kWarpSize) {
       const int i = t / ROWS, r = t % ROWS;
       const int n = out_row0 + r;
       if (i >= tile.count || n >= kOutRows) continue;
