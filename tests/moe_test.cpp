@@ -196,6 +196,12 @@ TEST(MoeConfig, DefaultsAndCandidatesHoldOnUntunedShapes) {
   EXPECT_EQ(moe::default_config(s, 16, Arch{90}).groups, 1);
   const moe::Spec down16 = moe::Spec::parse("moe:op=down,experts=128,topk=8,hidden=2048,inter=768,fmt=f16");
   EXPECT_EQ(moe::default_config(down16, 16, Arch{90}).groups, 1);
+  // 44 chunks (Qwen1.5-MoE's 1408-wide experts in 4 bits) would give 4-lane groups 11 chunks a
+  // lane each: not the default.
+  const moe::Spec down44 = moe::Spec::parse("moe:op=down,experts=60,topk=4,hidden=2048,inter=1408,fmt=awq4");
+  EXPECT_EQ(moe::default_config(down44, 64, Arch{90}).groups, 1);
+  const moe::Spec down48 = moe::Spec::parse("moe:op=down,experts=128,topk=8,hidden=2048,inter=768,fmt=fp8b128");
+  EXPECT_EQ(moe::default_config(down48, 16, Arch{90}).to_string(), "strategy=gemv,mt=1,rows=16,warps=1,groups=2");
   const moe::Config mma = moe::Config::parse(s, "strategy=mma,bm=64,bn=128,wm=2,wn=2");
   EXPECT_EQ(mma.to_string(), "strategy=mma,bm=64,bn=128,wm=2,wn=2");
   EXPECT_EQ(mma.cta_threads(), 128);

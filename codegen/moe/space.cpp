@@ -93,10 +93,11 @@ Config default_config(const Spec& spec, int64_t m, Arch arch) {
   // lanes, as many as leave each lane whole chunks, on 16 rows (4-bit down of a 768-wide expert
   // at 4 and 16 tokens: 8-lane groups took the best config from 12.4 to 11.3 and from 39.8 to
   // 35.1 µs on the H100; with loops of rows or on small grids, where one token's CTAs each want
-  // their loads in flight at once, they lost).
-  if (c.warps == 1 && chunks % 32 != 0 && ctas() >= kManyCtas) {
-    int lanes = 16;
-    while (lanes > 1 && chunks % lanes != 0) lanes /= 2;
+  // their loads in flight at once, they lost). At most 4 chunks a lane (3 measured): a lane
+  // walks its chunks one after another, a slot's few loads in flight at a time.
+  int lanes = 16;
+  while (lanes > 1 && chunks % lanes != 0) lanes /= 2;
+  if (c.warps == 1 && chunks % 32 != 0 && chunks / lanes <= 4 && ctas() >= kManyCtas) {
     Config grouped = c;
     grouped.rows = 16, grouped.groups = 32 / lanes;
     while (grouped.groups > 1 && grouped.slots() % grouped.groups != 0) grouped.groups /= 2;
