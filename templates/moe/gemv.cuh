@@ -84,14 +84,13 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
   // of the slots over all chunks, so rows of a chunk count 32 does not divide keep every lane
   // busy (the 4-bit down projection of a 768-wide expert: 24 chunks, 4 groups of 8 lanes with
   // 3 chunks each, where one row at a time idles a quarter of the lanes).
-  constexpr int kGroups = GROUPS;
   static_assert(GROUPS == 1 || WARPS == 1, "lane groups split one warp");
-  constexpr int kThreads = WARPS * kWarpSize / kGroups;  // threads splitting one slot's chunks
-  constexpr int kMySlots = kSlots / kGroups;             // a thread's slots
+  constexpr int kThreads = WARPS * kWarpSize / GROUPS;  // threads splitting one slot's chunks
+  constexpr int kMySlots = kSlots / GROUPS;             // a thread's slots
   constexpr int kIters = (kChunks + kThreads - 1) / kThreads;
   constexpr bool kEvenSplit = kChunks % kThreads == 0;
   static_assert(K % kPer == 0, "K must be a multiple of the chunk");
-  static_assert(kSlots % kGroups == 0, "lane groups share the slots evenly");
+  static_assert(kSlots % GROUPS == 0, "lane groups share the slots evenly");
 
   const MoeTile tile = moe_find_tile<EXPERTS, MT, WARPS * kWarpSize>(offsets, slot, blockIdx.y);
   if (tile.count == 0) return;
@@ -191,7 +190,7 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
       }
     }
 
-    if constexpr (kGroups == 1) {
+    if constexpr (GROUPS == 1) {
       gemv_warp_sums<MT, kSlots>(acc, partial[warp]);
     } else {  // one warp: each group's sums over its lanes, its slots of the CTA's row
 #pragma unroll
