@@ -8,8 +8,10 @@
 
 #include <string>
 
+#include "base/error.h"
 #include "cache/store.h"
 #include "codegen/family.h"
+#include "codegen/moe/config.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/jit/module_table.h"
 #include "runtime/jit/service.h"
@@ -90,6 +92,34 @@ TEST_F(MoeGpu, GemvRowGroupsInEveryFormat) {
                  : "strategy=gemv,mt=2,rows=8,warps=1,loop=3,groups=16"}) {
         for (int64_t tokens : {1, 5, 33}) expect_passes(spec, config, tokens);
       }
+    }
+  }
+}
+
+TEST_F(MoeGpu, TcSmallInEveryFormat) {
+  // sm_80+: tiles of 8 and 16 pairs on the tensor cores; 5 and 33 tokens leave tiles partly
+  // full and (the check's skewed routing) experts with several tiles; 320 down rows and 192
+  // gate_up rows, one 16-, 32- or 64-row tile at a time.
+  if (!gpu_arch().has_mma_m16n8k16()) GTEST_SKIP() << "tc_small needs sm_80+";
+  for (const char* fmt :
+       {"f16", "awq4,group=64", "gptq4,group=64,act_order=1", "fp8b32", "fp8b128", "nvfp4", "mxfp4"}) {
+    for (const char* op : {"gate_up", "down"}) {
+      const std::string spec = std::string("moe:op=") + op + ",experts=16,topk=3,hidden=320,inter=192,fmt=" + fmt;
+      int ran = 0;
+      for (const char* config :
+           {"strategy=tc_small,mt=8,rows=16,warps=1,stages=1", "strategy=tc_small,mt=16,rows=32,warps=2,stages=3",
+            "strategy=tc_small,mt=8,rows=64,warps=2,stages=3"}) {
+        bool valid = true;
+        try {
+          moe::Config::parse(moe::Spec::parse(spec), config);
+        } catch (const InputError&) {
+          valid = false;  // more accumulators or warps than this format's shape allows
+        }
+        if (!valid) continue;
+        ++ran;
+        for (int64_t tokens : {1, 5, 33}) expect_passes(spec, config, tokens);
+      }
+      EXPECT_GE(ran, 2) << spec;
     }
   }
 }

@@ -127,11 +127,18 @@ TEST(MoeConfig, DefaultsAndCandidatesHoldOnUntunedShapes) {
   for (const std::string& text : specs) {
     const moe::Spec s = moe::Spec::parse(text);
     const Family& f = family_of(text);
-    const auto candidates = moe::candidate_configs(s);
-    ASSERT_FALSE(candidates.empty()) << text;
-    for (const auto& c : candidates) EXPECT_FALSE(c.invalid_reason(s)) << text << " " << c.to_string();
     for (int64_t m : {1, 2, 16, 33, 512, 4096}) {
       for (Arch arch : {Arch{70}, Arch{90}}) {
+        const auto candidates = moe::candidate_configs(s, arch);
+        ASSERT_FALSE(candidates.empty()) << text;
+        for (const auto& c : candidates) {
+          EXPECT_FALSE(c.invalid_reason(s)) << text << " " << c.to_string();
+          // tc_small runs on mma.m16n8k16: never offered to sm_70.
+          if (arch.sm < 80) {
+            EXPECT_FALSE(c.tc_small()) << text << " " << c.to_string();
+          }
+          EXPECT_EQ(f.canonical_config(text, c.to_string()), c.to_string());
+        }
         const moe::Config c = moe::default_config(s, m, arch);
         EXPECT_FALSE(c.invalid_reason(s)) << text << " m=" << m;
         EXPECT_TRUE(moe::fits_bucket(s, c, m)) << text << " m=" << m << " " << c.to_string();
@@ -236,7 +243,7 @@ TEST(MoeGeometry, TheGridCoversEveryRouting) {
   for (const char* text : {"moe:op=gate_up,experts=128,topk=8,hidden=2048,inter=768,fmt=awq4",
                            "moe:op=down,experts=7,topk=3,hidden=256,inter=192,fmt=f16"}) {
     const moe::Spec s = moe::Spec::parse(text);
-    for (const moe::Config& c : moe::candidate_configs(s)) {
+    for (const moe::Config& c : moe::candidate_configs(s, Arch{90})) {
       for (int64_t m : {1, 2, 5, 16, 100}) {
         const unsigned grid = moe::geometry(s, c, m).grid[1];
         for (int mode = 0; mode < 3; ++mode) {
@@ -295,6 +302,20 @@ TEST(MoeStaticQuality, DefaultsCompileWithoutSpillsForSm70AndSm90) {
                                           down ? "strategy=gemv,mt=2,rows=16,warps=1,loop=3,groups=16"
                                                : "strategy=gemv,mt=2,rows=8,warps=1,loop=3,groups=16",
                                           arch));
+    }
+    if (arch.has_mma_m16n8k16()) {  // tc_small, every format on the 128-expert layer
+      for (const std::string& spec : specs) {
+        if (spec.find("op=gate_up") == std::string::npos && spec.find("op=down") == std::string::npos) continue;
+        for (const char* config :
+             {"strategy=tc_small,mt=8,rows=16,warps=2,stages=3", "strategy=tc_small,mt=16,rows=32,warps=4,stages=1"}) {
+          try {
+            moe::Config::parse(moe::Spec::parse(spec), config);
+          } catch (const InputError&) {
+            continue;  // more accumulators than this format's rows allow
+          }
+          reqs.push_back(CompileRequest::make(family_of(spec), spec, config, arch));
+        }
+      }
     }
     ASSERT_NO_FATAL_FAILURE(test::expect_compile_without_spills(reqs, false));
   }

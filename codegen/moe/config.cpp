@@ -15,8 +15,14 @@ Config Config::parse(const Spec& spec, std::string_view text) {
   Config c;
   c.op = spec.op;
   if (c.projection()) {
-    c.strategy = r.choice("strategy", {"gemv", "mma"}) == "mma" ? Strategy::kMma : Strategy::kGemv;
-    if (c.mma()) {
+    const std::string strategy = r.choice("strategy", {"gemv", "mma", "tc_small"});
+    c.strategy = strategy == "mma" ? Strategy::kMma : strategy == "tc_small" ? Strategy::kTcSmall : Strategy::kGemv;
+    if (c.tc_small()) {
+      c.mt = static_cast<int>(r.integer("mt", 1, 64));
+      c.rows = static_cast<int>(r.integer("rows", 1, 64));
+      c.warps = static_cast<int>(r.integer("warps", 1, 16));
+      c.stages = static_cast<int>(r.integer("stages", 1, 4));
+    } else if (c.mma()) {
       c.bm = static_cast<int>(r.integer("bm", 16, 128));
       c.bn = static_cast<int>(r.integer("bn", 16, 256));
       c.wm = static_cast<int>(r.integer("wm", 1, 8));
@@ -45,7 +51,21 @@ gemm::Config Config::gemm_mma() const {
   return g;
 }
 
+gemm::Config Config::gemm_tc_small() const {
+  gemm::Config g;
+  g.strategy = gemm::Strategy::kTcSmall;
+  g.mt = mt, g.rows = rows, g.warps = warps, g.stages = stages, g.split = 1;
+  return g;
+}
+
 std::string Config::to_string() const {
+  if (tc_small()) {
+    return join_fields({{"strategy", "tc_small"},
+                        {"mt", std::to_string(mt)},
+                        {"rows", std::to_string(rows)},
+                        {"warps", std::to_string(warps)},
+                        {"stages", std::to_string(stages)}});
+  }
   if (mma()) {
     return join_fields({{"strategy", "mma"}, {"bm", std::to_string(bm)}, {"bn", std::to_string(bn)},
                         {"wm", std::to_string(wm)}, {"wn", std::to_string(wn)}});
@@ -87,6 +107,7 @@ std::optional<std::string> Config::invalid_reason(const Spec& spec) const {
   }
   const gemm::Spec g = spec.projection();
   if (mma()) return gemm_mma().invalid_reason(g);
+  if (tc_small()) return gemm_tc_small().invalid_reason(g);
   if (mt * slots() > kMaxAccumulators) {
     return std::to_string(mt * slots()) + " fp32 accumulators per thread (mt × weight rows; max " +
            std::to_string(kMaxAccumulators) + ")";

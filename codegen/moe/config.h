@@ -2,6 +2,7 @@
 //   route:            threads=256,tokens=32
 //   gate_up, down:    strategy=gemv,mt=4,rows=4,warps=4[,loop=4][,groups=4]
 //                     strategy=mma,bm=64,bn=128,wm=2,wn=2
+//                     strategy=tc_small,mt=8,rows=16,warps=2,stages=3   (sm_80+)
 //   combine:          threads=128
 // route: CTAs of `threads` threads, each routing `tokens` tokens (a warp per token) and ranking
 // its pairs per expert; the last CTA to finish groups them all (templates/moe/route.cuh).
@@ -16,6 +17,11 @@
 // gate_up and down, strategy=mma: a CTA computes a tile of up to `bm` pairs of one expert ×
 // `bn` weight rows with wm × wn warps on tensor cores (the gemm family's atom=wmma tile,
 // templates/gemm/mma.cuh, x rows read by index): prefill, many pairs per expert.
+// gate_up and down, strategy=tc_small (sm_80+): a CTA computes `rows` output rows (16, 32 or
+// 64) of a tile of up to `mt` pairs (8 or 16) of one expert on mma.m16n8k16 with the weights as
+// the A operand (the gemm family's tc_small tile, templates/gemm/tc_small.cuh, `stages` as
+// there, no split): each weight chunk decoded once for the tile's pairs, for decode batches
+// that give experts a few pairs each.
 // combine: a CTA of `threads` threads per token.
 #pragma once
 #include <optional>
@@ -27,7 +33,7 @@
 
 namespace onecat::moe {
 
-enum class Strategy { kGemv, kMma };
+enum class Strategy { kGemv, kMma, kTcSmall };
 
 struct Config {
   // gemv: as the gemm family's (codegen/gemm/config.h): fp32 accumulators and raw chunks per thread.
@@ -40,7 +46,8 @@ struct Config {
   int tokens = 1;      // route: tokens per CTA
   static constexpr int kMaxRoutePairs = 4096;  // route: tokens × topk per CTA (two shared int arrays)
   Strategy strategy = Strategy::kGemv;  // gate_up, down
-  int mt = 1, rows = 4, warps = 4;      // strategy=gemv
+  int mt = 1, rows = 4, warps = 4;      // strategy=gemv and tc_small
+  int stages = 1;                       // strategy=tc_small
   int loop = 1;                         // strategy=gemv: groups of `rows` rows per CTA
   int groups = 1;                       // strategy=gemv, one warp: groups of lanes sharing the rows
   int bm = 64, bn = 128, wm = 2, wn = 2;  // strategy=mma
@@ -51,6 +58,7 @@ struct Config {
 
   bool projection() const { return op == Op::kGateUp || op == Op::kDown; }
   bool mma() const { return projection() && strategy == Strategy::kMma; }
+  bool tc_small() const { return projection() && strategy == Strategy::kTcSmall; }
   // route: CTAs for m tokens.
   int64_t route_ctas(int64_t m) const { return (m + tokens - 1) / tokens; }
   int cta_threads() const { return !projection() ? threads : mma() ? wm * wn * 32 : warps * 32; }
@@ -59,8 +67,9 @@ struct Config {
   int tile_pairs() const { return mma() ? bm : mt; }
   // Output columns per CTA.
   int tile_cols() const { return !mma() ? rows * loop : op == Op::kGateUp ? bn / 2 : bn; }
-  // strategy=mma: the gemm family's config of the same tile (its validity rules apply).
+  // strategy=mma and tc_small: the gemm family's config of the same tile (its validity rules apply).
   gemm::Config gemm_mma() const;
+  gemm::Config gemm_tc_small() const;
   friend bool operator==(const Config&, const Config&) = default;
 };
 

@@ -32,7 +32,12 @@ Emitted emit(const Spec& spec, const Config& c, Arch arch) {
                                 std::to_string(spec.experts) + ", " + topk + ", ";
       const std::string flags = std::string(spec.op == Op::kGateUp ? "true" : "false") + ", " +
                                 (spec.act_order ? "true" : "false") + ">";
-      if (c.mma()) {
+      if (c.tc_small()) {
+        e.kernel_expression = "onecat::moe_tc_small_kernel<" + shape + std::to_string(c.mt) + ", " +
+                              std::to_string(c.rows) + ", " + std::to_string(c.warps) + ", " +
+                              std::to_string(c.stages) + ", " + flags;
+        header = "moe/tc_small.cuh";
+      } else if (c.mma()) {
         e.kernel_expression = "onecat::moe_mma_kernel<" + shape + std::to_string(c.bm) + ", " + std::to_string(c.bn) +
                               ", " + std::to_string(c.wm) + ", " + std::to_string(c.wn) + ", " + flags;
         header = "moe/mma.cuh";

@@ -16,7 +16,7 @@
 
 namespace onecat::moe {
 
-inline constexpr int kGeneratorVersion = 1;
+inline constexpr int kGeneratorVersion = 2;  // 2: strategy=tc_small (configs rank anew)
 
 Emitted emit(const Spec& spec, const Config& config, Arch arch);
 LaunchGeometry geometry(const Spec& spec, const Config& config, int64_t tokens);

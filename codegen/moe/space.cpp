@@ -116,7 +116,7 @@ Config default_config(const Spec& spec, int64_t m, Arch arch) {
   return c;
 }
 
-std::vector<Config> candidate_configs(const Spec& spec) {
+std::vector<Config> candidate_configs(const Spec& spec, Arch arch) {
   std::vector<Config> out;
   Config c;
   c.op = spec.op;
@@ -170,6 +170,21 @@ std::vector<Config> candidate_configs(const Spec& spec) {
     }
   }
   c.loop = 1, c.groups = 1;
+  // sm_80+: the gemm family's tc_small tile over 8 or 16 pairs of an expert, each weight chunk
+  // decoded once for all of them.
+  if (arch.has_mma_m16n8k16()) {
+    c.strategy = Strategy::kTcSmall;
+    for (int mt : {8, 16}) {
+      for (int rows : {16, 32, 64}) {
+        for (int warps : {1, 2, 4}) {
+          for (int stages : {1, 3}) {
+            c.mt = mt, c.rows = rows, c.warps = warps, c.stages = stages;
+            if (!c.invalid_reason(spec)) out.push_back(c);
+          }
+        }
+      }
+    }
+  }
   c.strategy = Strategy::kMma;
   for (int bm : {16, 32, 64, 128}) {
     for (int bn : {64, 128, 256}) {
@@ -196,6 +211,9 @@ bool fits_bucket(const Spec& spec, const Config& c, int64_t m) {
   const int64_t share = pairs_per_expert(spec, m);
   if (max_tiles(spec, c, m * spec.topk) > 65535) return false;  // past the grid's y limit (geometry refuses it)
   if (c.mma()) return share * 2 >= kMmaShare && c.bm <= std::max<int64_t>(16, 2 * share);
+  // tc_small: 8-pair tiles at any bucket (an expert's one pair wastes mma columns, not weight
+  // reads); 16-pair tiles where twice the share fills them.
+  if (c.tc_small()) return c.mt <= std::max<int64_t>(8, 2 * share);
   return c.mt <= std::max<int64_t>(1, std::min<int64_t>(2 * share, m * spec.topk));
 }
 

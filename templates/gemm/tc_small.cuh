@@ -1,7 +1,8 @@
 // tc_small strategy of the gemm family, for decode-size M (≤ 16 tokens per CTA) on sm_80+:
 // y[M,N] = x[M,K] · W[N,K]^T on mma.sync.m16n8k16 with the operands swapped (W is the
 // 16-row A operand, x the 8-column B operand), so one instruction covers 16 weight rows × 8
-// tokens and M=1..8 wastes no weight decode.
+// tokens and M=1..8 wastes no weight decode. The body is tc_small_tile, which the moe
+// family's tc_small strategy runs on the tiles of an expert's pairs (templates/moe/tc_small.cuh).
 //
 // A CTA of WARPS warps owns ROWS output rows (2·ROWS weight rows for silu_mul: 16 gate rows,
 // then the matching 16 up rows, tile_weight_row) and MT tokens (8 or 16, blockIdx.y); its
@@ -34,13 +35,19 @@
 
 namespace onecat {
 
-template <class Fmt, int N, int K, int MT, int ROWS, int WARPS, int STAGES, int SPLIT, bool OUT_F32, int EPI,
-          bool ACT_ORDER>
-__global__ void __launch_bounds__(WARPS* kWarpSize, 1)
-    tc_small_kernel(void* __restrict__ y, const half_t* __restrict__ x, const void* __restrict__ qweight,
-                    const void* __restrict__ scales, const void* __restrict__ zeros, const int* __restrict__ perm,
-                    float global_scale, const half_t* __restrict__ bias, const half_t* __restrict__ residual, int m,
-                    float* __restrict__ partial_out, unsigned* __restrict__ counters) {
+// One CTA's tile: ROWS output rows from n0 for up to MT tokens, xrow_of(j) the x row of token
+// j < count (the others read as zeros), over this CTA's k-blocks from kb0; store(j, n, v) gets
+// each finished (token, row) value with the global scale and silu_mul applied (the caller adds
+// its epilogue). PREFETCH: the warp's first weights and scales are asked into L2 before the
+// wait for the kernel before this one (a caller that must wait before it knows its weights,
+// the moe family, waits itself and passes false).
+template <class Fmt, int N, int K, int MT, int ROWS, int WARPS, int STAGES, int SPLIT, int EPI, bool ACT_ORDER,
+          bool PREFETCH, class XRowOf, class Store>
+__device__ __forceinline__ void tc_small_tile(XRowOf xrow_of, int count, const void* __restrict__ qweight,
+                                              const void* __restrict__ scales, const void* __restrict__ zeros,
+                                              const int* __restrict__ perm, float global_scale, int n0, int kb0,
+                                              float* __restrict__ partial_out, unsigned* __restrict__ counters,
+                                              Store store) {
   constexpr int kPer = Fmt::kPerChunk;
   constexpr int kPairs = kPer / 2;
   constexpr int kChunks = K / kPer;
@@ -64,9 +71,6 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
   const int warp = threadIdx.x / kWarpSize;
   const int lane = threadIdx.x % kWarpSize;
   const int g = lane / 4, t = lane % 4;
-  const int n0 = blockIdx.x * ROWS;  // first output column of the CTA
-  const int m0 = blockIdx.y * MT;
-  const int kb0 = SPLIT > 1 ? blockIdx.z * kPartBlocks : 0;
 
   const char* wbytes = static_cast<const char*>(qweight);
   long long wrow[kTiles][2];  // byte offset of the lane's weight rows g and g+8 of each tile
@@ -82,28 +86,30 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
   // The weights are never written by a kernel of a forward pass: the warp's first k-blocks and
   // their scales (and zeros) are asked into L2 before the wait for the kernel before this one
   // (common/grid.cuh; sm_90+).
+  if constexpr (PREFETCH) {
 #pragma unroll
-  for (int j = 0; j < (STAGES < 2 ? 1 : 2); ++j) {
-    const int kb = kb0 + warp + j * WARPS;
-    const int c = min(kb * 4 + t, kChunks - 1);
-    if (kb >= kb0 + kPartBlocks) break;
+    for (int j = 0; j < (STAGES < 2 ? 1 : 2); ++j) {
+      const int kb = kb0 + warp + j * WARPS;
+      const int c = min(kb * 4 + t, kChunks - 1);
+      if (kb >= kb0 + kPartBlocks) break;
 #pragma unroll
-    for (int i = 0; i < kTiles; ++i) {
+      for (int i = 0; i < kTiles; ++i) {
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        grid_dependency_prefetch_l2(wbytes + wrow[i][h] + c * 16);
-        Fmt::prefetch_scale(scales, zeros, srow[i][h], c);
+        for (int h = 0; h < 2; ++h) {
+          grid_dependency_prefetch_l2(wbytes + wrow[i][h] + c * 16);
+          Fmt::prefetch_scale(scales, zeros, srow[i][h], c);
+        }
       }
     }
+    grid_dependency_sync();
   }
-  grid_dependency_sync();
   const half_t* xrow[kTokGroups];
   bool xin[kTokGroups];
 #pragma unroll
   for (int h = 0; h < kTokGroups; ++h) {
-    const int tok = m0 + h * 8 + g;
-    xin[h] = tok < m;
-    xrow[h] = x + static_cast<long long>(xin[h] ? tok : 0) * K;
+    const int j = h * 8 + g;
+    xin[h] = j < count;
+    xrow[h] = xrow_of(xin[h] ? j : 0);
   }
 
   struct Stage {
@@ -298,24 +304,44 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
     const int i = a / (kTokGroups * 4), h = (a / 4) % kTokGroups, e = a % 4;
     if (kGated && i % 2 == 1) continue;  // up tiles are read with their gate tiles
     const int r = ln / 4 + 8 * (e / 2);   // row within the 16-row tile
-    const int tok = m0 + h * 8 + 2 * (ln % 4) + e % 2;
+    const int j = h * 8 + 2 * (ln % 4) + e % 2;
     const int n = kGated ? n0 + (i / 2) * 16 + r : n0 + i * 16 + r;
-    if (tok >= m || n >= kOutRows) continue;
+    if (j >= count || n >= kOutRows) continue;
     float v = 0.f;
 #pragma unroll
     for (int wp = 0; wp < kWarpsToSum; ++wp) v += partial[wp][a][ln];
     v *= global_scale;
-    const long long out = static_cast<long long>(tok) * kOutRows + n;
     if constexpr (kGated) {
       float up = 0.f;
 #pragma unroll
       for (int wp = 0; wp < kWarpsToSum; ++wp) up += partial[wp][a + kTokGroups * 4][ln];
       v = silu(v) * (up * global_scale);
     }
-    if constexpr (EPI == kEpiBias) v += half_to_float(bias[n]);
-    if constexpr (EPI == kEpiResidual) v += half_to_float(residual[out]);
-    store_out<OUT_F32>(y, out, v);
+    store(j, n, v);
   }
+}
+
+template <class Fmt, int N, int K, int MT, int ROWS, int WARPS, int STAGES, int SPLIT, bool OUT_F32, int EPI,
+          bool ACT_ORDER>
+__global__ void __launch_bounds__(WARPS* kWarpSize, 1)
+    tc_small_kernel(void* __restrict__ y, const half_t* __restrict__ x, const void* __restrict__ qweight,
+                    const void* __restrict__ scales, const void* __restrict__ zeros, const int* __restrict__ perm,
+                    float global_scale, const half_t* __restrict__ bias, const half_t* __restrict__ residual, int m,
+                    float* __restrict__ partial_out, unsigned* __restrict__ counters) {
+  constexpr int kOutRows = EPI == kEpiSiluMul ? N / 2 : N;
+  constexpr int kPartBlocks = (K / Fmt::kPerChunk + 3) / 4 / SPLIT;
+  const int n0 = blockIdx.x * ROWS;  // first output column of the CTA
+  const int m0 = blockIdx.y * MT;
+  const int kb0 = SPLIT > 1 ? blockIdx.z * kPartBlocks : 0;
+  tc_small_tile<Fmt, N, K, MT, ROWS, WARPS, STAGES, SPLIT, EPI, ACT_ORDER, true>(
+      [&](int j) { return x + static_cast<long long>(m0 + j) * K; }, m - m0, qweight, scales, zeros, perm, global_scale,
+      n0, kb0, partial_out, counters,
+      [&](int j, int n, float v) {
+        const long long out = static_cast<long long>(m0 + j) * kOutRows + n;
+        if constexpr (EPI == kEpiBias) v += half_to_float(bias[n]);
+        if constexpr (EPI == kEpiResidual) v += half_to_float(residual[out]);
+        store_out<OUT_F32>(y, out, v);
+      });
 }
 
 }  // namespace onecat
