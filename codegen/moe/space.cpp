@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <optional>
 
 #include "base/error.h"
 #include "codegen/moe/emit.h"
@@ -18,6 +19,37 @@ int64_t pairs_per_expert(const Spec& spec, int64_t m) {
 // The even share of pairs per expert from which the default takes strategy=mma: a 16-row
 // tensor-core tile at least half full.
 constexpr int64_t kMmaShare = 8;
+
+// sm_80+, from as many pairs as experts (16 tokens on Qwen3-30B-A3B's layer) while an expert
+// gets up to kTcMaxShare pairs on average: tc_small, each weight chunk decoded once for a tile
+// of 8 pairs (16 from 8 per expert), where the gemv decodes it once per pair. In the H100 sweep
+// of that layer (bench/RESULTS.md) it was the fastest projection in awq4, nvfp4, fp8b128 and
+// f16 at 64 and 256 tokens (awq4 gate_up 102.7 µs against the gemv's 167.9 at 64 tokens,
+// 178.5 against the mma tile's 294.0 at 256) and within 5 % of the gemv at 16; below one pair
+// per expert the gemv's one-pair tiles win. 16 output rows for gate_up (32 weight rows), 32 for
+// down; warps enough that each takes about six k-blocks of four chunks (the sweep's best: 4-bit
+// gate_up 2, down 1; fp8b128 4 and 2; f16 4 and 4); weights straight into registers.
+constexpr int64_t kTcMaxShare = 16;
+
+std::optional<Config> tc_small_default(const Spec& spec, int64_t m, Arch arch) {
+  const int64_t pairs = m * spec.topk;
+  const int64_t share = pairs_per_expert(spec, m);
+  if (!arch.has_mma_m16n8k16() || pairs < spec.experts || share > kTcMaxShare) return std::nullopt;
+  Config c;
+  c.op = spec.op;
+  c.strategy = Strategy::kTcSmall;
+  c.mt = 2 * share >= 16 ? 16 : 8;
+  c.rows = spec.op == Op::kGateUp ? 16 : 32;
+  const gemm::Spec g = spec.projection();
+  const int64_t blocks = (g.k / g.per_chunk() + 3) / 4;
+  c.warps = int(std::bit_floor(uint64_t(std::clamp<int64_t>(blocks / 6, 1, 4))));
+  c.stages = 1;
+  while (c.rows > 16 && c.invalid_reason(spec)) c.rows /= 2;
+  while (c.warps > 1 && c.invalid_reason(spec)) c.warps /= 2;
+  while (c.mt > 8 && c.invalid_reason(spec)) c.mt /= 2;
+  if (c.invalid_reason(spec)) return std::nullopt;  // K not whole 16-byte chunks, say: the gemv serves it
+  return c;
+}
 
 }  // namespace
 
@@ -50,6 +82,7 @@ Config default_config(const Spec& spec, int64_t m, Arch arch) {
   // fastest or within 6 % of it in f16 and awq4 at 256 and 4096 tokens (bench/RESULTS.md); on
   // sm_70 such a warp's accumulators spill, so four warps of 32 × 64.
   const int64_t share = pairs_per_expert(spec, m);
+  if (auto tc = tc_small_default(spec, m, arch)) return *tc;
   if (share >= kMmaShare) {
     c.strategy = Strategy::kMma;
     c.bn = 128;

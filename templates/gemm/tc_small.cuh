@@ -35,14 +35,42 @@
 
 namespace onecat {
 
+// The weights are never written by a kernel of a forward pass: the warp's first k-blocks of
+// the tile at n0, kb0 and their scales (and zeros) are asked into L2 before the wait for the
+// kernel before this one (common/grid.cuh; sm_90+).
+template <class Fmt, int N, int K, int ROWS, int WARPS, int STAGES, int SPLIT, int EPI>
+__device__ __forceinline__ void tc_small_prefetch(const void* __restrict__ qweight, const void* __restrict__ scales,
+                                                  const void* __restrict__ zeros, int n0, int kb0) {
+  constexpr int kChunks = K / Fmt::kPerChunk;
+  constexpr int kPartBlocks = (kChunks + 3) / 4 / SPLIT;
+  constexpr int kTiles = (EPI == kEpiSiluMul ? 2 * ROWS : ROWS) / 16;
+  const int warp = threadIdx.x / kWarpSize;
+  const int lane = threadIdx.x % kWarpSize;
+  const int g = lane / 4, t = lane % 4;
+  const char* wbytes = static_cast<const char*>(qweight);
+#pragma unroll
+  for (int j = 0; j < (STAGES < 2 ? 1 : 2); ++j) {
+    const int kb = kb0 + warp + j * WARPS;
+    const int c = min(kb * 4 + t, kChunks - 1);
+    if (kb >= kb0 + kPartBlocks) break;
+#pragma unroll
+    for (int i = 0; i < kTiles; ++i) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = tile_weight_row<N, EPI>(n0, i * 16 + g + 8 * h);
+        grid_dependency_prefetch_l2(wbytes + static_cast<long long>(row) * kChunks * 16 + c * 16);
+        Fmt::prefetch_scale(scales, zeros, row, c);
+      }
+    }
+  }
+}
+
 // One CTA's tile: ROWS output rows from n0 for up to MT tokens, xrow_of(j) the x row of token
 // j < count (the others read as zeros), over this CTA's k-blocks from kb0; store(j, n, v) gets
 // each finished (token, row) value with the global scale and silu_mul applied (the caller adds
-// its epilogue). PREFETCH: the warp's first weights and scales are asked into L2 before the
-// wait for the kernel before this one (a caller that must wait before it knows its weights,
-// the moe family, waits itself and passes false).
+// its epilogue). The caller has waited for the kernel before this one (grid_dependency_sync).
 template <class Fmt, int N, int K, int MT, int ROWS, int WARPS, int STAGES, int SPLIT, int EPI, bool ACT_ORDER,
-          bool PREFETCH, class XRowOf, class Store>
+          class XRowOf, class Store>
 __device__ __forceinline__ void tc_small_tile(XRowOf xrow_of, int count, const void* __restrict__ qweight,
                                               const void* __restrict__ scales, const void* __restrict__ zeros,
                                               const int* __restrict__ perm, float global_scale, int n0, int kb0,
@@ -82,26 +110,6 @@ __device__ __forceinline__ void tc_small_tile(XRowOf xrow_of, int count, const v
       srow[i][h] = tile_weight_row<N, EPI>(n0, i * 16 + g + 8 * h);  // clamped: loads stay in bounds
       wrow[i][h] = static_cast<long long>(srow[i][h]) * kChunks * 16;
     }
-  }
-  // The weights are never written by a kernel of a forward pass: the warp's first k-blocks and
-  // their scales (and zeros) are asked into L2 before the wait for the kernel before this one
-  // (common/grid.cuh; sm_90+).
-  if constexpr (PREFETCH) {
-#pragma unroll
-    for (int j = 0; j < (STAGES < 2 ? 1 : 2); ++j) {
-      const int kb = kb0 + warp + j * WARPS;
-      const int c = min(kb * 4 + t, kChunks - 1);
-      if (kb >= kb0 + kPartBlocks) break;
-#pragma unroll
-      for (int i = 0; i < kTiles; ++i) {
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          grid_dependency_prefetch_l2(wbytes + wrow[i][h] + c * 16);
-          Fmt::prefetch_scale(scales, zeros, srow[i][h], c);
-        }
-      }
-    }
-    grid_dependency_sync();
   }
   const half_t* xrow[kTokGroups];
   bool xin[kTokGroups];
@@ -333,7 +341,9 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
   const int n0 = blockIdx.x * ROWS;  // first output column of the CTA
   const int m0 = blockIdx.y * MT;
   const int kb0 = SPLIT > 1 ? blockIdx.z * kPartBlocks : 0;
-  tc_small_tile<Fmt, N, K, MT, ROWS, WARPS, STAGES, SPLIT, EPI, ACT_ORDER, true>(
+  tc_small_prefetch<Fmt, N, K, ROWS, WARPS, STAGES, SPLIT, EPI>(qweight, scales, zeros, n0, kb0);
+  grid_dependency_sync();
+  tc_small_tile<Fmt, N, K, MT, ROWS, WARPS, STAGES, SPLIT, EPI, ACT_ORDER>(
       [&](int j) { return x + static_cast<long long>(m0 + j) * K; }, m - m0, qweight, scales, zeros, perm, global_scale,
       n0, kb0, partial_out, counters,
       [&](int j, int n, float v) {

@@ -38,7 +38,7 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
   const void* z_base = static_cast<const char*>(zeros) + tile.slot * zeros_stride;
   const int* eperm = ACT_ORDER ? perm + static_cast<long long>(tile.slot) * K : nullptr;
   const float gscale = global_scales != nullptr ? global_scales[tile.slot] : 1.f;
-  tc_small_tile<Fmt, N, K, MT, ROWS, WARPS, STAGES, 1, GATED ? kEpiSiluMul : kEpiNone, ACT_ORDER, false>(
+  tc_small_tile<Fmt, N, K, MT, ROWS, WARPS, STAGES, 1, GATED ? kEpiSiluMul : kEpiNone, ACT_ORDER>(
       [&](int j) { return x + static_cast<long long>(GATED ? pair[j] / TOPK : pair[j]) * K; }, tile.count, wbytes,
       sc_base, z_base, eperm, gscale, blockIdx.x * ROWS, 0, nullptr, nullptr,
       [&](int j, int n, float v) { store_out<!GATED>(y, static_cast<long long>(pair[j]) * kOutRows + n, v); });
