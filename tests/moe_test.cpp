@@ -210,16 +210,19 @@ TEST(MoeConfig, DefaultsAndCandidatesHoldOnUntunedShapes) {
   EXPECT_EQ(moe::default_config(down44, 64, kSm70).groups, 1);
   const moe::Spec down48 = moe::Spec::parse("moe:op=down,experts=128,topk=8,hidden=2048,inter=768,fmt=fp8b128");
   EXPECT_EQ(moe::default_config(down48, 16, kSm70).to_string(), "strategy=gemv,mt=1,rows=16,warps=1,groups=2");
-  // sm_80+ from one pair per expert on average to 16: tc_small, 8-pair tiles up to 4 pairs per
-  // expert, 16 from 8; gate_up 16 output rows, down 32; about six k-blocks a warp. Below one
-  // pair per expert and on sm_70: the gemv; past 16 per expert: the mma tile.
+  // sm_80+ from one pair per expert on average to 64: tc_small, 8-pair tiles up to 4 pairs per
+  // expert, 16 from 8; gate_up 16 output rows, down 32, about six k-blocks a warp; 16-pair
+  // tiles of 4-bit weights on twice the rows, one warp, the cp.async ring. Below one pair per
+  // expert and on sm_70: the gemv; past 64 per expert: the mma tile.
   EXPECT_EQ(moe::default_config(s, 16, Arch{90}).to_string(), "strategy=tc_small,mt=8,rows=16,warps=2,stages=1");
   EXPECT_EQ(moe::default_config(down, 64, Arch{90}).to_string(), "strategy=tc_small,mt=8,rows=32,warps=1,stages=1");
   EXPECT_EQ(moe::default_config(down48, 256, Arch{90}).to_string(), "strategy=tc_small,mt=16,rows=32,warps=2,stages=1");
   EXPECT_EQ(moe::default_config(down16, 64, Arch{90}).to_string(), "strategy=tc_small,mt=8,rows=32,warps=4,stages=1");
   EXPECT_EQ(moe::default_config(s, 8, Arch{90}).strategy, moe::Strategy::kGemv);
   EXPECT_EQ(moe::default_config(s, 64, kSm70).strategy, moe::Strategy::kGemv);
-  EXPECT_EQ(moe::default_config(s, 512, Arch{90}).strategy, moe::Strategy::kMma);
+  EXPECT_EQ(moe::default_config(down, 256, Arch{90}).to_string(), "strategy=tc_small,mt=16,rows=64,warps=1,stages=3");
+  EXPECT_EQ(moe::default_config(s, 1024, Arch{90}).to_string(), "strategy=tc_small,mt=16,rows=32,warps=1,stages=3");
+  EXPECT_EQ(moe::default_config(s, 2048, Arch{90}).strategy, moe::Strategy::kMma);
   // The tile search's shared memory on top of the gemm tile's: 16 gate_up rows' 64-row weight
   // ring in two-warp CTAs passes 48 KiB.
   const moe::Spec small_up = moe::Spec::parse("moe:op=gate_up,experts=16,topk=3,hidden=320,inter=192,fmt=f16");

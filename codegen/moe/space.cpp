@@ -22,14 +22,18 @@ constexpr int64_t kMmaShare = 8;
 
 // sm_80+, from as many pairs as experts (16 tokens on Qwen3-30B-A3B's layer) while an expert
 // gets up to kTcMaxShare pairs on average: tc_small, each weight chunk decoded once for a tile
-// of 8 pairs (16 from 8 per expert), where the gemv decodes it once per pair. In the H100 sweep
-// of that layer (bench/RESULTS.md) it was the fastest projection in awq4, nvfp4, fp8b128 and
-// f16 at 64 and 256 tokens (awq4 gate_up 102.7 µs against the gemv's 167.9 at 64 tokens,
-// 178.5 against the mma tile's 294.0 at 256) and within 5 % of the gemv at 16; below one pair
-// per expert the gemv's one-pair tiles win. 16 output rows for gate_up (32 weight rows), 32 for
-// down; warps enough that each takes about six k-blocks of four chunks (the sweep's best: 4-bit
-// gate_up 2, down 1; fp8b128 4 and 2; f16 4 and 4); weights straight into registers.
-constexpr int64_t kTcMaxShare = 16;
+// of 8 pairs (16 from 8 per expert), where the gemv decodes it once per pair and the mma tile
+// (the wmma code path) is slow on sm_80+. In the H100 sweeps of that layer (bench/RESULTS.md) it
+// was the fastest projection in awq4, nvfp4, fp8b128 and f16 at 64, 256 and 1024 tokens but
+// nvfp4's down at 1024 (awq4 gate_up 102.7 µs against the gemv's 167.9 at 64 tokens, 178.5
+// against the mma tile's 294.0 at 256, 438.0 against 550.5 at 1024) and within 5 % of the gemv
+// at 16; below one pair per expert the gemv's one-pair tiles win. Tiles of 8 pairs: 16 output
+// rows for gate_up (32 weight rows), 32 for down, warps enough that each takes about six
+// k-blocks of four chunks (the sweep's best: 4-bit gate_up 2, down 1; fp8b128 4 and 2; f16 4
+// and 4), weights straight into registers. Tiles of 16: the 4-bit formats twice the rows on
+// one warp with the weights through the three-slot cp.async ring (the registers go to the
+// second 8-pair operand), the others two warps with registers.
+constexpr int64_t kTcMaxShare = 64;
 
 std::optional<Config> tc_small_default(const Spec& spec, int64_t m, Arch arch) {
   const int64_t pairs = m * spec.topk;
@@ -44,8 +48,15 @@ std::optional<Config> tc_small_default(const Spec& spec, int64_t m, Arch arch) {
   const int64_t blocks = (g.k / g.per_chunk() + 3) / 4;
   c.warps = int(std::bit_floor(uint64_t(std::clamp<int64_t>(blocks / 6, 1, 4))));
   c.stages = 1;
+  if (c.mt == 16) {
+    const bool four_bit = g.per_chunk() >= 32;
+    c.rows *= four_bit ? 2 : 1;
+    c.warps = four_bit ? 1 : std::min(c.warps, 2);
+    c.stages = four_bit ? 3 : 1;
+  }
   while (c.rows > 16 && c.invalid_reason(spec)) c.rows /= 2;
   while (c.warps > 1 && c.invalid_reason(spec)) c.warps /= 2;
+  while (c.stages > 1 && c.invalid_reason(spec)) --c.stages;
   while (c.mt > 8 && c.invalid_reason(spec)) c.mt /= 2;
   if (c.invalid_reason(spec)) return std::nullopt;  // K not whole 16-byte chunks, say: the gemv serves it
   return c;
