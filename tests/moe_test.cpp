@@ -223,6 +223,9 @@ TEST(MoeConfig, DefaultsAndCandidatesHoldOnUntunedShapes) {
   EXPECT_EQ(moe::default_config(down, 256, Arch{90}).to_string(), "strategy=tc_small,mt=16,rows=64,warps=1,stages=3");
   EXPECT_EQ(moe::default_config(s, 1024, Arch{90}).to_string(), "strategy=tc_small,mt=16,rows=32,warps=1,stages=3");
   EXPECT_EQ(moe::default_config(s, 2048, Arch{90}).strategy, moe::Strategy::kMma);
+  expect_throw<InputError>(
+      [&] { moe::emit(s, moe::Config::parse(s, "strategy=tc_small,mt=8,rows=16,warps=2,stages=1"), kSm70); },
+      {"sm_80 or newer"});
   // The tile search's shared memory on top of the gemm tile's: 16 gate_up rows' 64-row weight
   // ring in two-warp CTAs passes 48 KiB.
   const moe::Spec small_up = moe::Spec::parse("moe:op=gate_up,experts=16,topk=3,hidden=320,inter=192,fmt=f16");

@@ -33,6 +33,10 @@ Emitted emit(const Spec& spec, const Config& c, Arch arch) {
       const std::string flags = std::string(spec.op == Op::kGateUp ? "true" : "false") + ", " +
                                 (spec.act_order ? "true" : "false") + ">";
       if (c.tc_small()) {
+        if (!arch.has_mma_m16n8k16()) {
+          throw InputError("config " + c.to_string() + " runs on mma.m16n8k16, which needs sm_80 or newer (not " +
+                           arch.name() + "); use strategy=gemv or mma");
+        }
         e.kernel_expression = "onecat::moe_tc_small_kernel<" + shape + std::to_string(c.mt) + ", " +
                               std::to_string(c.rows) + ", " + std::to_string(c.warps) + ", " +
                               std::to_string(c.stages) + ", " + flags;
