@@ -66,6 +66,35 @@ __device__ __forceinline__ MoeTile moe_find_tile(const int* __restrict__ offsets
   return found;
 }
 
+// The tile's expert's packed weights, scales and zeros (at its slot's stride in each buffer),
+// act-order permutation (perm [slots][K]) and nvfp4 global scale (1 without).
+struct MoeExpert {
+  const char* w;
+  const void* scales;
+  const void* zeros;
+  const int* perm;
+  float gscale;
+};
+template <int K, bool ACT_ORDER>
+__device__ __forceinline__ MoeExpert moe_expert(const MoeTile& tile, const void* __restrict__ qweight,
+                                                const void* __restrict__ scales, const void* __restrict__ zeros,
+                                                const int* __restrict__ perm, const float* __restrict__ global_scales,
+                                                long long qweight_stride, long long scales_stride,
+                                                long long zeros_stride) {
+  return MoeExpert{static_cast<const char*>(qweight) + tile.slot * qweight_stride,
+                   static_cast<const char*>(scales) + tile.slot * scales_stride,
+                   static_cast<const char*>(zeros) + tile.slot * zeros_stride,
+                   ACT_ORDER ? perm + static_cast<long long>(tile.slot) * K : nullptr,
+                   global_scales != nullptr ? global_scales[tile.slot] : 1.f};
+}
+
+// The tile's pairs in shared memory for the tensor-core tiles (0 past its count), then a barrier.
+template <int BM, int THREADS>
+__device__ __forceinline__ void moe_tile_pairs(int (&pair)[BM], const MoeTile& tile, const int* __restrict__ sorted) {
+  for (int r = threadIdx.x; r < BM; r += THREADS) pair[r] = r < tile.count ? sorted[tile.start + r] : 0;
+  __syncthreads();
+}
+
 template <class Fmt, int N, int K, int EXPERTS, int TOPK, int MT, int ROWS, int WARPS, int LOOP, int GROUPS, bool GATED,
           bool ACT_ORDER>
 __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
@@ -97,11 +126,13 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
   const int warp = threadIdx.x / kWarpSize;
   const int part = threadIdx.x % kThreads;              // this thread's place among its group's
   const int slot0 = threadIdx.x / kThreads * kMySlots;  // its group's first slot
-  const char* wbytes = static_cast<const char*>(qweight) + tile.slot * qweight_stride;
-  const void* sc_base = static_cast<const char*>(scales) + tile.slot * scales_stride;
-  const void* z_base = static_cast<const char*>(zeros) + tile.slot * zeros_stride;
-  const int* eperm = ACT_ORDER ? perm + static_cast<long long>(tile.slot) * K : nullptr;
-  const float gscale = global_scales != nullptr ? global_scales[tile.slot] : 1.f;
+  const MoeExpert ex = moe_expert<K, ACT_ORDER>(tile, qweight, scales, zeros, perm, global_scales, qweight_stride,
+                                                scales_stride, zeros_stride);
+  const char* wbytes = ex.w;
+  const void* sc_base = ex.scales;
+  const void* z_base = ex.zeros;
+  const int* eperm = ex.perm;
+  const float gscale = ex.gscale;
 
   int pair[MT];
   const half_t* xrow[MT];

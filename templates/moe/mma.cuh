@@ -28,16 +28,12 @@ __global__ void __launch_bounds__(WM* WN * 32, 1)
   const MoeTile tile = moe_find_tile<EXPERTS, BM, kThreads>(offsets, slot, blockIdx.y);
   if (tile.count == 0) return;
   __shared__ int pair[BM];
-  for (int r = threadIdx.x; r < BM; r += kThreads) pair[r] = r < tile.count ? sorted[tile.start + r] : 0;
-  __syncthreads();
-  const char* wbytes = static_cast<const char*>(qweight) + tile.slot * qweight_stride;
-  const void* sc_base = static_cast<const char*>(scales) + tile.slot * scales_stride;
-  const void* z_base = static_cast<const char*>(zeros) + tile.slot * zeros_stride;
-  const int* eperm = ACT_ORDER ? perm + static_cast<long long>(tile.slot) * K : nullptr;
-  const float gscale = global_scales != nullptr ? global_scales[tile.slot] : 1.f;
+  moe_tile_pairs<BM, kThreads>(pair, tile, sorted);
+  const MoeExpert ex = moe_expert<K, ACT_ORDER>(tile, qweight, scales, zeros, perm, global_scales, qweight_stride,
+                                                scales_stride, zeros_stride);
   mma_tile<Fmt, N, K, BM, BN, WM, WN, 1, GATED ? kEpiSiluMul : kEpiNone, ACT_ORDER>(
-      [&](int r) { return x + static_cast<long long>(GATED ? pair[r] / TOPK : pair[r]) * K; }, tile.count, wbytes,
-      sc_base, z_base, eperm, gscale, blockIdx.x * kTileCols, nullptr, nullptr, [&](int r, int n, float v) {
+      [&](int r) { return x + static_cast<long long>(GATED ? pair[r] / TOPK : pair[r]) * K; }, tile.count, ex.w,
+      ex.scales, ex.zeros, ex.perm, ex.gscale, blockIdx.x * kTileCols, nullptr, nullptr, [&](int r, int n, float v) {
         const long long out = static_cast<long long>(pair[r]) * kOutRows + n;
         store_out<!GATED>(y, out, v);
       });
