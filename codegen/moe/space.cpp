@@ -250,15 +250,17 @@ bool fits_bucket(const Spec& spec, const Config& c, int64_t m) {
   if (c.op == Op::kRoute) return c.tokens <= std::max<int64_t>(1, 2 * m) && c.route_ctas(m) <= std::max<int64_t>(1, m / 4);
   if (!c.projection()) return true;
   // Tiles up to twice the even share (skewed routing fills some experts more), never more
-  // pairs than the bucket has; tensor-core tiles from half the share at which the default
-  // takes them.
+  // pairs than the bucket has. The tensor-core tiles from half as many pairs as experts, where
+  // tc_small (sm_80+) is the default from as many (at a quarter, 4 tokens on Qwen3-30B-A3B's
+  // layer, it ran 10–40 % slower than the gemv on the H100): on sm_70 the mma tile's 16 pairs
+  // are the only tensor-core tile, and whether it beats the gemv's decode per pair from 16
+  // tokens is for the tuner on the user's V100 to find; 16-pair tc_small tiles and larger mma
+  // ones where twice the share fills them.
   const int64_t share = pairs_per_expert(spec, m);
   if (max_tiles(spec, c, m * spec.topk) > 65535) return false;  // past the grid's y limit (geometry refuses it)
-  if (c.mma()) return share * 2 >= kMmaShare && c.bm <= std::max<int64_t>(16, 2 * share);
-  // tc_small: from half as many pairs as experts, where the default takes it from as many (at
-  // a quarter, 4 tokens on Qwen3-30B-A3B's layer, it ran 10–40 % slower than the gemv on the
-  // H100); 16-pair tiles where twice the share fills them.
-  if (c.tc_small()) return 2 * m * spec.topk >= spec.experts && c.mt <= std::max<int64_t>(8, 2 * share);
+  const bool half_the_experts = 2 * m * spec.topk >= spec.experts;
+  if (c.mma()) return half_the_experts && c.bm <= std::max<int64_t>(16, 2 * share);
+  if (c.tc_small()) return half_the_experts && c.mt <= std::max<int64_t>(8, 2 * share);
   return c.mt <= std::max<int64_t>(1, std::min<int64_t>(2 * share, m * spec.topk));
 }
 
