@@ -256,6 +256,16 @@ TEST(MoeConfig, DefaultsAndCandidatesHoldOnUntunedShapes) {
   EXPECT_EQ(moe::geometry(r, many, 4096).grid[0], 128u);
   EXPECT_EQ(moe::workspace_bytes(r, many, 4096), 16 + 4 * (128 * 128 + 4096 * 8));
   EXPECT_EQ(moe::workspace_bytes(s, moe::default_config(s, 4096, kSm70), 4096), 0);
+  // Between: a warp per token over about √m tokens a CTA.
+  EXPECT_EQ(moe::default_config(r, 32, kSm70).to_string(), "threads=1024,tokens=32");
+  EXPECT_EQ(moe::default_config(r, 64, kSm70).to_string(), "threads=256,tokens=8");
+  EXPECT_EQ(moe::default_config(r, 256, kSm70).to_string(), "threads=512,tokens=16");
+  EXPECT_EQ(moe::default_config(r, 1024, kSm70).to_string(), "threads=1024,tokens=32");
+  // combine: two values a thread while the tokens' CTAs are few.
+  const moe::Spec comb = moe::Spec::parse("moe:op=combine,topk=8,hidden=2048");
+  EXPECT_EQ(moe::default_config(comb, 16, kSm70).threads, 1024);
+  EXPECT_EQ(moe::default_config(comb, 1024, kSm70).threads, 256);
+  EXPECT_EQ(moe::default_config(moe::Spec::parse("moe:op=combine,topk=1,hidden=7"), 1, kSm70).threads, 128);
 }
 
 TEST(MoeGeometry, TheGridCoversEveryRouting) {

@@ -68,23 +68,30 @@ Config default_config(const Spec& spec, int64_t m, Arch arch) {
   Config c;
   c.op = spec.op;
   if (spec.op == Op::kRoute) {
-    // Up to 64 tokens, one CTA with a warp per token (no workspace round trip); beyond, CTAs
-    // of 8 warps over 16 to 64 tokens each, about 128 of them for 4096 tokens.
+    // Up to 32 tokens, one CTA with a warp per token (no workspace round trip); beyond, CTAs of
+    // a warp per token over about √m tokens each (8 to 32), as many CTAs: on the H100 the
+    // fastest route of Qwen3-30B-A3B's layer at 64, 256 and 1024 tokens (6.6, 9.8 and 19.8 µs,
+    // where one CTA at 64 tokens took 10.9 and 8 warps over 16 tokens 11.2 and 26.4 at 256 and
+    // 1024; bench/data/moe-tc-small-h100-2026-12-06.tar.gz), 128 CTAs of 32 at 4096 tokens.
     c.tokens = 1;
-    if (m <= 64) {
+    if (m <= 32) {
       while (c.tokens < m) c.tokens *= 2;
       c.threads = int(std::clamp<int64_t>(32 * c.tokens, 128, 1024));
     } else {
-      while (c.tokens < std::min<int64_t>(m / 128, 64)) c.tokens *= 2;
-      c.tokens = std::max(c.tokens, 16);
-      c.threads = 256;
+      while (c.tokens < 32 && int64_t(c.tokens) * c.tokens < m) c.tokens *= 2;
+      c.tokens = std::max(c.tokens, 8);
+      c.threads = 32 * c.tokens;
     }
     while (c.tokens > 1 && c.tokens * spec.topk > Config::kMaxRoutePairs) c.tokens /= 2;
     while (c.threads > 32 && c.invalid_reason(spec)) c.threads /= 2;
     return c;
   }
   if (spec.op == Op::kCombine) {
-    c.threads = spec.hidden >= 1024 ? 256 : 128;
+    // A CTA per token: up to 64 tokens the few CTAs take two values a thread (1024 threads
+    // for hidden 2048: 1.9 µs against 256 threads' 2.2 on the H100, 1 to 64 tokens); beyond,
+    // 256 (128 for narrow rows), within 3 % of the sweep's best at 256 and 1024 tokens.
+    c.threads = m <= 64 ? int(std::clamp<uint64_t>(std::bit_floor(uint64_t(std::max<int64_t>(spec.hidden / 2, 1))), 128, 1024))
+                        : spec.hidden >= 1024 ? 256 : 128;
     return c;
   }
   // Prefill (an expert gets a tensor-core tile's worth of pairs on average): strategy=mma,
