@@ -25,9 +25,8 @@ constexpr int64_t kMmaShare = 8;
 // of 8 pairs (16 from 8 per expert), where the gemv decodes it once per pair and the mma tile
 // (the wmma code path) is slow on sm_80+. In the H100 sweeps of that layer (bench/RESULTS.md) it
 // was the fastest projection in awq4, nvfp4, fp8b128 and f16 at 64, 256 and 1024 tokens but
-// nvfp4's down at 1024 (awq4 gate_up 102.7 µs against the gemv's 167.9 at 64 tokens, 178.5
-// against the mma tile's 294.0 at 256, 438.0 against 550.5 at 1024) and within 5 % of the gemv
-// at 16; below one pair per expert the gemv's one-pair tiles win. Tiles of 8 pairs: 16 output
+// nvfp4's down at 1024 (1.2–1.9× faster than the gemv at 64 tokens, than the mma tile at 256)
+// and within 5 % of the gemv at 16; below one pair per expert the gemv's one-pair tiles win. Tiles of 8 pairs: 16 output
 // rows for gate_up (32 weight rows), 32 for down, warps enough that each takes about six
 // k-blocks of four chunks (the sweep's best: 4-bit gate_up 2, down 1; fp8b128 4 and 2; f16 4
 // and 4), weights straight into registers. Tiles of 16: the 4-bit formats twice the rows on
@@ -70,9 +69,10 @@ Config default_config(const Spec& spec, int64_t m, Arch arch) {
   if (spec.op == Op::kRoute) {
     // Up to 32 tokens, one CTA with a warp per token (no workspace round trip); beyond, CTAs of
     // a warp per token over about √m tokens each (8 to 32), as many CTAs: on the H100 the
-    // fastest route of Qwen3-30B-A3B's layer at 64, 256 and 1024 tokens (6.6, 9.8 and 19.8 µs,
-    // where one CTA at 64 tokens took 10.9 and 8 warps over 16 tokens 11.2 and 26.4 at 256 and
-    // 1024; bench/data/moe-tc-small-h100-2026-12-06.tar.gz), 128 CTAs of 32 at 4096 tokens.
+    // fastest route of Qwen3-30B-A3B's layer at 64, 256 and 1024 tokens, where one CTA at 64
+    // tokens and CTAs of 8 warps over 16 tokens beyond took 1.15–1.65× as long (the CTA's
+    // grouping pass and a warp's several tokens are serial; bench/RESULTS.md); 128 CTAs of 32
+    // at 4096 tokens.
     c.tokens = 1;
     if (m <= 32) {
       while (c.tokens < m) c.tokens *= 2;
@@ -88,8 +88,9 @@ Config default_config(const Spec& spec, int64_t m, Arch arch) {
   }
   if (spec.op == Op::kCombine) {
     // A CTA per token: up to 64 tokens the few CTAs take two values a thread (1024 threads
-    // for hidden 2048: 1.9 µs against 256 threads' 2.2 on the H100, 1 to 64 tokens); beyond,
-    // 256 (128 for narrow rows), within 3 % of the sweep's best at 256 and 1024 tokens.
+    // for hidden 2048, about 15 % faster than 256 on the H100 at 1 to 64 tokens: a lone
+    // token's CTA is latency, not bandwidth); beyond, 256 (128 for narrow rows), within 3 % of
+    // the sweep's best at 256 and 1024 tokens.
     c.threads = m <= 64 ? int(std::clamp<uint64_t>(std::bit_floor(uint64_t(std::max<int64_t>(spec.hidden / 2, 1))), 128, 1024))
                         : spec.hidden >= 1024 ? 256 : 128;
     return c;
