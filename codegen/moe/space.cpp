@@ -25,7 +25,7 @@ constexpr int64_t kMmaShare = 8;
 // of 8 pairs (16 from 8 per expert), where the gemv decodes it once per pair and the mma tile
 // (the wmma code path) is slow on sm_80+. In the H100 sweeps of that layer (bench/RESULTS.md) it
 // was the fastest projection in awq4, nvfp4, fp8b128 and f16 at 64, 256 and 1024 tokens but
-// nvfp4's down at 1024 (1.2–1.9× faster than the gemv at 64 tokens, than the mma tile at 256)
+// nvfp4's down at 1024 (1.1–1.9× faster than the gemv at 64 tokens, than the mma tile at 256)
 // and within 5 % of the gemv at 16; below one pair per expert the gemv's one-pair tiles win. Tiles of 8 pairs: 16 output
 // rows for gate_up (32 weight rows), 32 for down, warps enough that each takes about six
 // k-blocks of four chunks (the sweep's best: 4-bit gate_up 2, down 1; fp8b128 4 and 2; f16 4
