@@ -108,10 +108,11 @@ std::optional<std::string> Config::invalid_reason(const Spec& spec) const {
   const gemm::Spec g = spec.projection();
   if (mma()) return gemm_mma().invalid_reason(g);
   if (tc_small()) {
-    if (auto why = gemm_tc_small().invalid_reason(g)) return why;
+    const gemm::Config tile = gemm_tc_small();
+    if (auto why = tile.invalid_reason(g)) return why;
     // The tile search's and the pair list's shared memory come on top of the gemm tile's.
     constexpr int kTileSearchBytes = 256;
-    const int shared = gemm_tc_small().tc_small_shared_bytes(g) + kTileSearchBytes;
+    const int shared = tile.tc_small_shared_bytes(g) + kTileSearchBytes;
     if (shared > gemm::Config::kMaxSharedBytes) {
       return "the weight ring or the cross-warp reduction and the tile search need " + std::to_string(shared) +
              " bytes of shared memory (max 48 KiB)";

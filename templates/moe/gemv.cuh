@@ -128,11 +128,6 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
   const int slot0 = threadIdx.x / kThreads * kMySlots;  // its group's first slot
   const MoeExpert ex = moe_expert<K, ACT_ORDER>(tile, qweight, scales, zeros, perm, global_scales, qweight_stride,
                                                 scales_stride, zeros_stride);
-  const char* wbytes = ex.w;
-  const void* sc_base = ex.scales;
-  const void* z_base = ex.zeros;
-  const int* eperm = ex.perm;
-  const float gscale = ex.gscale;
 
   int pair[MT];
   const half_t* xrow[MT];
@@ -165,8 +160,8 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
 #pragma unroll
     for (int s = 0; s < kMySlots; ++s) {
       const int row = row_of(g, slot0 + s);
-      st.raw[s] = gmem_load_nc<16>(wbytes + (static_cast<long long>(row) * kChunks + c) * 16);
-      st.sc[s] = Fmt::load_scale(sc_base, z_base, row, c);
+      st.raw[s] = gmem_load_nc<16>(ex.w + (static_cast<long long>(row) * kChunks + c) * 16);
+      st.sc[s] = Fmt::load_scale(ex.scales, ex.zeros, row, c);
     }
   };
   float acc[MT][kMySlots];
@@ -183,7 +178,7 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
 #pragma unroll
       for (int j = 0; j < kGroup; ++j) {
         if (i0 + j < MT && i0 + j < tile.count) {
-          gemv_x_chunk<Fmt, ACT_ORDER>(xrow[i0 + j], eperm, c, xs[j]);
+          gemv_x_chunk<Fmt, ACT_ORDER>(xrow[i0 + j], ex.perm, c, xs[j]);
         } else {  // its sums are not kept; zeros keep them finite
 #pragma unroll
           for (int p = 0; p < kPairs; ++p) xs[j][p] = half2_t{0u};
@@ -245,10 +240,10 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
         v += partial[wp][i][GATED ? r + ROWS : r];
         if constexpr (GATED) gate += partial[wp][i][r];
       }
-      v *= gscale;
+      v *= ex.gscale;
       const long long out = static_cast<long long>(pair[i]) * kOutRows + n;
       if constexpr (GATED) {
-        v *= silu(gate * gscale);
+        v *= silu(gate * ex.gscale);
         static_cast<half_t*>(y)[out] = float_to_half(v);
       } else {
         static_cast<float*>(y)[out] = v;
