@@ -51,6 +51,28 @@ __device__ __forceinline__ Chunk<BYTES> gmem_load(const void* ptr) {
   return c;
 }
 
+// Through L2 only (ld.global.cg): for what other CTAs of the same launch wrote and published
+// (an acquire of their flag orders the load after their stores; L1 may hold an older copy).
+template <int BYTES>
+__device__ __forceinline__ Chunk<BYTES> gmem_load_cg(const void* ptr) {
+  Chunk<BYTES> c;
+  if constexpr (BYTES == 16) {
+    unsigned* w = reinterpret_cast<unsigned*>(c.h);
+    asm volatile("ld.global.cg.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+                 : "l"(ptr));
+  } else if constexpr (BYTES == 8) {
+    unsigned* w = reinterpret_cast<unsigned*>(c.h);
+    asm volatile("ld.global.cg.v2.u32 {%0,%1}, [%2];" : "=r"(w[0]), "=r"(w[1]) : "l"(ptr));
+  } else if constexpr (BYTES == 4) {
+    unsigned* w = reinterpret_cast<unsigned*>(c.h);
+    asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(w[0]) : "l"(ptr));
+  } else {
+    asm volatile("ld.global.cg.u16 %0, [%1];" : "=h"(c.h[0]) : "l"(ptr));
+  }
+  return c;
+}
+
 template <int BYTES>
 __device__ __forceinline__ void gmem_store(void* ptr, const Chunk<BYTES>& c) {
   if constexpr (BYTES == 16) {

@@ -12,8 +12,9 @@
 namespace onecat {
 
 // Chunk c's k values of the row xrow as fp16 pairs: 16-byte loads, or through the gptq
-// act-order permutation perm (packed column k holds original column perm[k]).
-template <class Fmt, bool ACT_ORDER>
+// act-order permutation perm (packed column k holds original column perm[k]). CG: the row was
+// written by other CTAs of the same launch, so it is read through L2, not the read-only path.
+template <class Fmt, bool ACT_ORDER, bool CG = false>
 __device__ __forceinline__ void gemv_x_chunk(const half_t* __restrict__ xrow, const int* __restrict__ perm, int c,
                                              half2_t (&xs)[Fmt::kPerChunk / 2]) {
   constexpr int kPer = Fmt::kPerChunk;
@@ -21,12 +22,17 @@ __device__ __forceinline__ void gemv_x_chunk(const half_t* __restrict__ xrow, co
 #pragma unroll
     for (int p = 0; p < kPer / 2; ++p) {
       const int k = c * kPer + 2 * p;
-      xs[p].bits = unsigned(xrow[perm[k]].bits) | (unsigned(xrow[perm[k + 1]].bits) << 16);
+      if constexpr (CG) {
+        xs[p].bits =
+            unsigned(gmem_load_cg<2>(xrow + perm[k]).h[0]) | (unsigned(gmem_load_cg<2>(xrow + perm[k + 1]).h[0]) << 16);
+      } else {
+        xs[p].bits = unsigned(xrow[perm[k]].bits) | (unsigned(xrow[perm[k + 1]].bits) << 16);
+      }
     }
   } else {
 #pragma unroll
     for (int q = 0; q < kPer / 8; ++q) {
-      const Raw16 xr = gmem_load_nc<16>(xrow + c * kPer + q * 8);
+      const Raw16 xr = CG ? gmem_load_cg<16>(xrow + c * kPer + q * 8) : gmem_load_nc<16>(xrow + c * kPer + q * 8);
 #pragma unroll
       for (int j = 0; j < 4; ++j) xs[q * 4 + j].bits = raw_word(xr, j);
     }

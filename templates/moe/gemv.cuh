@@ -95,15 +95,14 @@ __device__ __forceinline__ void moe_tile_pairs(int (&pair)[BM], const MoeTile& t
   __syncthreads();
 }
 
-template <class Fmt, int N, int K, int EXPERTS, int TOPK, int MT, int ROWS, int WARPS, int LOOP, int GROUPS, bool GATED,
-          bool ACT_ORDER>
-__global__ void __launch_bounds__(WARPS* kWarpSize, 1)
-    moe_gemv_kernel(void* __restrict__ y, const half_t* __restrict__ x, const void* __restrict__ qweight,
-                    const void* __restrict__ scales, const void* __restrict__ zeros, const int* __restrict__ perm,
-                    const float* __restrict__ global_scales, const int* __restrict__ offsets,
-                    const int* __restrict__ sorted, const int* __restrict__ slot, long long qweight_stride,
-                    long long scales_stride, long long zeros_stride) {
-  grid_dependency_sync();
+// One CTA's LOOP groups of ROWS output rows of a tile of `count` pairs (pair[i], i < count; -1 past) of
+// the expert `ex`, from row group `row_block` × LOOP on. X_CG: x was written by other CTAs of
+// the same launch (op=decode's h), so it is read through L2 (ld.global.cg), not the read-only
+// path. Every thread of the CTA calls it.
+template <class Fmt, int N, int K, int TOPK, int MT, int ROWS, int WARPS, int LOOP, int GROUPS, bool GATED,
+          bool ACT_ORDER, bool X_CG = false>
+__device__ __forceinline__ void moe_gemv_rows(void* __restrict__ y, const half_t* __restrict__ x, const MoeExpert& ex,
+                                              const int (&pair)[MT], int count, int row_block) {
   constexpr int kPer = Fmt::kPerChunk;
   constexpr int kPairs = kPer / 2;
   constexpr int kChunks = K / kPer;
@@ -121,26 +120,19 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
   static_assert(K % kPer == 0, "K must be a multiple of the chunk");
   static_assert(kSlots % GROUPS == 0, "lane groups share the slots evenly");
 
-  const MoeTile tile = moe_find_tile<EXPERTS, MT, WARPS * kWarpSize>(offsets, slot, blockIdx.y);
-  if (tile.count == 0) return;
   const int warp = threadIdx.x / kWarpSize;
   const int part = threadIdx.x % kThreads;              // this thread's place among its group's
   const int slot0 = threadIdx.x / kThreads * kMySlots;  // its group's first slot
-  const MoeExpert ex = moe_expert<K, ACT_ORDER>(tile, qweight, scales, zeros, perm, global_scales, qweight_stride,
-                                                scales_stride, zeros_stride);
-
-  int pair[MT];
   const half_t* xrow[MT];
 #pragma unroll
   for (int i = 0; i < MT; ++i) {
-    pair[i] = i < tile.count ? sorted[tile.start + i] : -1;
     const int r = pair[i] < 0 ? 0 : (GATED ? pair[i] / TOPK : pair[i]);
     xrow[i] = x + static_cast<long long>(r) * K;
   }
 
   // Group g's first output row; the CTA's groups past the last row are skipped (the same for
   // every thread: the barriers below stay uniform).
-  auto group_row0 = [&](int g) { return (blockIdx.x * LOOP + g) * ROWS; };
+  auto group_row0 = [&](int g) { return (row_block * LOOP + g) * ROWS; };
   int groups = 1;  // group 0 always lies inside: the grid has ceil(rows / (ROWS × LOOP)) CTAs
 #pragma unroll
   for (int g = 1; g < LOOP; ++g) groups += group_row0(g) < kOutRows ? 1 : 0;
@@ -173,12 +165,12 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
     if (!kEvenSplit && c >= kChunks) return;
 #pragma unroll
     for (int i0 = 0; i0 < MT; i0 += kGroup) {
-      if (i0 >= tile.count) continue;  // past the tile's last pair
+      if (i0 >= count) continue;  // past the tile's last pair
       half2_t xs[kGroup][kPairs];
 #pragma unroll
       for (int j = 0; j < kGroup; ++j) {
-        if (i0 + j < MT && i0 + j < tile.count) {
-          gemv_x_chunk<Fmt, ACT_ORDER>(xrow[i0 + j], ex.perm, c, xs[j]);
+        if (i0 + j < MT && i0 + j < count) {
+          gemv_x_chunk<Fmt, ACT_ORDER, X_CG>(xrow[i0 + j], ex.perm, c, xs[j]);
         } else {  // its sums are not kept; zeros keep them finite
 #pragma unroll
           for (int p = 0; p < kPairs; ++p) xs[j][p] = half2_t{0u};
@@ -190,7 +182,7 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
         gemv_chunk_dots<Fmt, kGroup>(st.raw[s], st.sc[s], xs, d);
 #pragma unroll
         for (int j = 0; j < kGroup; ++j) {
-          if (i0 + j < MT && i0 + j < tile.count) acc[i0 + j][s] += d[j];
+          if (i0 + j < MT && i0 + j < count) acc[i0 + j][s] += d[j];
         }
       }
     }
@@ -233,7 +225,7 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
     for (int t = threadIdx.x; t < MT * ROWS; t += WARPS * kWarpSize) {
       const int i = t / ROWS, r = t % ROWS;
       const int n = out_row0 + r;
-      if (i >= tile.count || n >= kOutRows) continue;
+      if (i >= count || n >= kOutRows) continue;
       float v = 0.f, gate = 0.f;
 #pragma unroll
       for (int wp = 0; wp < WARPS; ++wp) {
@@ -251,6 +243,26 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
     }
     if (LOOP > 1) __syncthreads();  // the next group's partial sums overwrite these
   }
+}
+
+template <class Fmt, int N, int K, int EXPERTS, int TOPK, int MT, int ROWS, int WARPS, int LOOP, int GROUPS, bool GATED,
+          bool ACT_ORDER>
+__global__ void __launch_bounds__(WARPS* kWarpSize, 1)
+    moe_gemv_kernel(void* __restrict__ y, const half_t* __restrict__ x, const void* __restrict__ qweight,
+                    const void* __restrict__ scales, const void* __restrict__ zeros, const int* __restrict__ perm,
+                    const float* __restrict__ global_scales, const int* __restrict__ offsets,
+                    const int* __restrict__ sorted, const int* __restrict__ slot, long long qweight_stride,
+                    long long scales_stride, long long zeros_stride) {
+  grid_dependency_sync();
+  const MoeTile tile = moe_find_tile<EXPERTS, MT, WARPS * kWarpSize>(offsets, slot, blockIdx.y);
+  if (tile.count == 0) return;
+  const MoeExpert ex = moe_expert<K, ACT_ORDER>(tile, qweight, scales, zeros, perm, global_scales, qweight_stride,
+                                                scales_stride, zeros_stride);
+  int pair[MT];
+#pragma unroll
+  for (int i = 0; i < MT; ++i) pair[i] = i < tile.count ? sorted[tile.start + i] : -1;
+  moe_gemv_rows<Fmt, N, K, TOPK, MT, ROWS, WARPS, LOOP, GROUPS, GATED, ACT_ORDER>(y, x, ex, pair, tile.count,
+                                                                                  blockIdx.x);
 }
 
 }  // namespace onecat

@@ -164,6 +164,65 @@ __device__ __forceinline__ int block_exclusive_scan(const int* v, int* out) {
   return total;
 }
 
+// One token's routing (every lane of the warp calls it): chosen[k] and chosen_w[k] in
+// descending choice order, identical in every lane; the weight of pick k is chosen_w[k] /
+// (the returned divisor) × the scaling factor (softmax: exp(l - max) over all experts' sum, or
+// the chosen ones' with NORM; sigmoid: the scores over their sum + 1e-20 with NORM, else 1).
+template <int EXPERTS, int TOPK, bool NORM, bool SIGMOID, bool BIAS, int GROUPS, int TOPK_GROUPS>
+__device__ __forceinline__ float route_token(const half_t* __restrict__ row, const float* __restrict__ bias, int lane,
+                                             int (&chosen)[TOPK], float (&chosen_w)[TOPK]) {
+  constexpr int kPerLane = (EXPERTS + 31) / 32;
+  float chosen_sum = 0.f, total = 0.f;
+  if constexpr (SIGMOID) {
+    route_sigmoid<EXPERTS, TOPK, BIAS, GROUPS, TOPK_GROUPS>(row, bias, lane, chosen, chosen_w);
+#pragma unroll
+    for (int k = 0; k < TOPK; ++k) chosen_sum += chosen_w[k];
+    chosen_sum += 1e-20f;
+    total = 1.f;
+  } else {
+    unsigned key[kPerLane];
+    float logit[kPerLane];
+    float top = -__int_as_float(0x7f800000);  // -inf
+#pragma unroll
+    for (int i = 0; i < kPerLane; ++i) {
+      const int e = lane + 32 * i;
+      if (e < EXPERTS) {
+        const half_t h = row[e];
+        logit[i] = half_to_float(h);
+        key[i] = (ordered_half_key(h.bits) << 16) | (0xffffu - unsigned(e));
+        top = fmaxf(top, logit[i]);
+      } else {
+        logit[i] = -__int_as_float(0x7f800000);
+        key[i] = 0u;
+      }
+    }
+    top = warp_max_f32(top);
+    if constexpr (!NORM) {
+#pragma unroll
+      for (int i = 0; i < kPerLane; ++i) total += lane + 32 * i < EXPERTS ? __expf(logit[i] - top) : 0.f;
+      total = warp_sum_f32(total);
+    }
+#pragma unroll
+    for (int k = 0; k < TOPK; ++k) {
+      unsigned best = 0u;
+#pragma unroll
+      for (int i = 0; i < kPerLane; ++i) best = max(best, key[i]);
+      best = warp_max_u32(best);
+      const int e = int(0xffffu - (best & 0xffffu));
+      // The owner drops its pick from later rounds.
+#pragma unroll
+      for (int i = 0; i < kPerLane; ++i) {
+        if (lane + 32 * i == e) key[i] = 0u;
+      }
+      const float w = __expf(half_to_float(row[e]) - top);  // (an L1 hit: this warp read the row)
+      chosen[k] = e;
+      chosen_w[k] = w;
+      chosen_sum += w;
+    }
+  }
+  return NORM ? chosen_sum : total;
+}
+
 // ids, weights: [tokens][TOPK] (pair p = token·TOPK + slot); offsets: [EXPERTS + 1] (expert e's
 // pairs are sorted[offsets[e] .. offsets[e+1])); sorted: [tokens·TOPK] pair indices.
 // bias: [EXPERTS] fp32 (SIGMOID with BIAS; else unread).
@@ -182,7 +241,6 @@ __global__ void __launch_bounds__(THREADS, 1)
                      int* __restrict__ sorted, const half_t* __restrict__ logits, int tokens,
                      const float* __restrict__ bias, float scale, int* __restrict__ workspace) {
   grid_dependency_sync();
-  constexpr int kPerLane = (EXPERTS + 31) / 32;
   constexpr int kWarps = THREADS / 32;
   constexpr int kPairs = TOKENS * TOPK;
   __shared__ int s_ids[kPairs];
@@ -200,54 +258,8 @@ __global__ void __launch_bounds__(THREADS, 1)
     const half_t* row = logits + static_cast<long long>(t) * EXPERTS;
     float chosen_w[TOPK];
     int chosen[TOPK];
-    float chosen_sum = 0.f, total = 0.f;
-    if constexpr (SIGMOID) {
-      route_sigmoid<EXPERTS, TOPK, BIAS, GROUPS, TOPK_GROUPS>(row, bias, lane, chosen, chosen_w);
-#pragma unroll
-      for (int k = 0; k < TOPK; ++k) chosen_sum += chosen_w[k];
-      chosen_sum += 1e-20f;
-      total = 1.f;
-    } else {
-      unsigned key[kPerLane];
-      float logit[kPerLane];
-      float top = -__int_as_float(0x7f800000);  // -inf
-#pragma unroll
-      for (int i = 0; i < kPerLane; ++i) {
-        const int e = lane + 32 * i;
-        if (e < EXPERTS) {
-          const half_t h = row[e];
-          logit[i] = half_to_float(h);
-          key[i] = (ordered_half_key(h.bits) << 16) | (0xffffu - unsigned(e));
-          top = fmaxf(top, logit[i]);
-        } else {
-          logit[i] = -__int_as_float(0x7f800000);
-          key[i] = 0u;
-        }
-      }
-      top = warp_max_f32(top);
-      if constexpr (!NORM) {
-#pragma unroll
-        for (int i = 0; i < kPerLane; ++i) total += lane + 32 * i < EXPERTS ? __expf(logit[i] - top) : 0.f;
-        total = warp_sum_f32(total);
-      }
-#pragma unroll
-      for (int k = 0; k < TOPK; ++k) {
-        unsigned best = 0u;
-#pragma unroll
-        for (int i = 0; i < kPerLane; ++i) best = max(best, key[i]);
-        best = warp_max_u32(best);
-        const int e = int(0xffffu - (best & 0xffffu));
-        // The owner drops its pick from later rounds.
-#pragma unroll
-        for (int i = 0; i < kPerLane; ++i) {
-          if (lane + 32 * i == e) key[i] = 0u;
-        }
-        const float w = __expf(half_to_float(row[e]) - top);  // (an L1 hit: this warp read the row)
-        chosen[k] = e;
-        chosen_w[k] = w;
-        chosen_sum += w;
-      }
-    }
+    const float denom =
+        route_token<EXPERTS, TOPK, NORM, SIGMOID, BIAS, GROUPS, TOPK_GROUPS>(row, bias, lane, chosen, chosen_w);
     if (lane < TOPK) {
       float w = 0.f;
       int e = 0;
@@ -256,7 +268,7 @@ __global__ void __launch_bounds__(THREADS, 1)
         if (k == lane) w = chosen_w[k], e = chosen[k];
       }
       ids[t * TOPK + lane] = e;
-      weights[t * TOPK + lane] = w / (NORM ? chosen_sum : total) * scale;
+      weights[t * TOPK + lane] = w / denom * scale;
       s_ids[tl * TOPK + lane] = e;
     }
   }
