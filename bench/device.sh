@@ -29,7 +29,8 @@
 #                    cache build-device/tune-MODEL-RUN (kept on a warm machine: a tune cut by
 #                    the deadline resumes there in the next call), records to tunes.jsonl
 #   bench@SPEC@MS[@graph]  onecat bench SPEC --m MS --sweep --json [--graph] >> bench.jsonl
-#   moe-bench        onecat bench --sweep on one Qwen3-30B-A3B layer's moe kernels (route, gate_up, down, combine;
+#   moe-bench        onecat bench --sweep on one Qwen3-30B-A3B layer's moe kernels (the one-launch decode layer at
+#                    MOE_DECODE_MS, default 1,4,8,16; then route, gate_up, down, combine;
 #                    MOE_FORMATS default "awq4 fp8b128 nvfp4 f16", MOE_MS default 1,4,16,64,256,1024,4096) -> moe_bench.jsonl
 #                    (the touched experts' bytes at copy bandwidth are each point's floor), after torch's layer on fp16
 #                    weights (bench/moe_torch_peer.py, transformers' per-expert loop) at the same MS
@@ -308,6 +309,12 @@ for p in (a, b, b): print(json.dumps({"prompt_ids": p, "max_tokens": 1}))' >/tmp
         specs=("moe:op=route,experts=128,topk=8,norm=1" "moe:op=combine,topk=8,hidden=2048")
         for fmt in ${MOE_FORMATS:-awq4 fp8b128 nvfp4 f16}; do
           for op in gate_up down; do specs+=("moe:op=$op,experts=128,topk=8,hidden=2048,inter=768,fmt=$fmt"); done
+        done
+        # The one-launch layer at the decode sizes it serves (MOE_DECODE_MS, default 1,4,8,16), first.
+        for fmt in ${MOE_FORMATS:-awq4 fp8b128 nvfp4 f16}; do
+          timeout "$(left)" $bin bench "moe:op=decode,experts=128,topk=8,norm=1,hidden=2048,inter=768,fmt=$fmt" \
+            --m "${MOE_DECODE_MS:-1,4,8,16}" --sweep --json |
+            "$py" -c 'import json,sys; print(json.dumps(json.load(sys.stdin)))' >>"$out/moe_bench.jsonl"
         done
         # The peer first (seconds): a sweep cut by the deadline still has it beside it.
         timeout "$(left)" "$py" bench/moe_torch_peer.py "$out/moe_bench.jsonl" "${MOE_MS:-1,4,16,64,256,1024,4096}"

@@ -24,7 +24,8 @@
 # for TUNE_BUCKETS, then generate with CUDA graphs (UNFUSED=1: again with --no-fused-norms, the
 # decode step's norms as their own launches: what fusing them gains where the GPU fuses them,
 # models::kGpuFusesNorms; off, the same run twice; NO_PDL=1: again with ONECAT_PDL=0, sm_90+
-# kernels launched without programmatic dependent launch, docs/jit.md), op by op, and --profile (the decode step's
+# kernels launched without programmatic dependent launch, docs/jit.md; NO_MOE_DECODE=1: again with ONECAT_MOE_DECODE=0, a
+# MoE layer's decode step as four launches instead of one, docs/moe.md), op by op, and --profile (the decode step's
 # kernel times by op beside the step time). A format whose runs a call cut short left finished is not run
 # again in the next call on a warm machine (the work folder stays). Writes $OUT/model_bench.json.
 set -uo pipefail
@@ -62,7 +63,7 @@ def load(p):
 copy = load(os.path.join(work, "copy.json")).get("copy_bytes_per_s")
 result = {"shape": os.path.basename(work)[len("model-"):], "prompt": prompt, "gen": gen, "copy_bytes_per_s": copy,
           "formats": {}}
-RUNS = ("generate", "generate_unfused", "generate_no_pdl", "generate_eager", "generate_profile")
+RUNS = ("generate", "generate_unfused", "generate_no_pdl", "generate_no_moe_decode", "generate_eager", "generate_profile")
 for fmt in formats:
     d = os.path.join(work, fmt)
     if not os.path.exists(os.path.join(d, "config.json")): continue  # a copy: the checkpoint may be gone
@@ -82,8 +83,9 @@ for fmt in formats:
         touched = 1 - expert_params / linear_params * (1 - topk / experts)
     r = {}
     for name in RUNS:
-        if name in ("generate_unfused", "generate_no_pdl") and not os.path.exists(os.path.join(d, name + ".json")):
-            continue  # UNFUSED=1, NO_PDL=1 only
+        if name in ("generate_unfused", "generate_no_pdl", "generate_no_moe_decode") and \
+                not os.path.exists(os.path.join(d, name + ".json")):
+            continue  # UNFUSED=1, NO_PDL=1, NO_MOE_DECODE=1 only
         g = load(os.path.join(d, name + ".json"))
         r[name] = {k: g.get(k) for k in ("decode_tokens_per_second", "prefill_seconds", "decode_seconds", "finish_reason", "load", "profile", "error")}
     if os.path.exists(os.path.join(d, "throughput.json")):
@@ -159,13 +161,15 @@ for fmt in $([ "${ONECAT_RUNS:-1}" = 1 ] && echo "${FORMATS:-f16}"); do
       ${TUNE_FAMILIES:+--families "$TUNE_FAMILIES"} --json >"$d/tune.json" 2>"$d/tune.err" ||
       log "tune failed: $(tail -3 "$d/tune.err")"
   fi
-  for run in generate ${UNFUSED:+generate_unfused} ${NO_PDL:+generate_no_pdl} generate_eager generate_profile; do
+  for run in generate ${UNFUSED:+generate_unfused} ${NO_PDL:+generate_no_pdl} ${NO_MOE_DECODE:+generate_no_moe_decode} \
+             generate_eager generate_profile; do
     grep -q decode_tokens_per_second "$d/$run.json" 2>/dev/null && continue  # done in an earlier call
     flags=$([ $run = generate_eager ] && echo --no-cuda-graphs; [ $run = generate_profile ] && echo --profile;
             [ $run = generate_unfused ] && echo --no-fused-norms)
     log "onecat $run ($fmt)"
     pdl=$([ $run = generate_no_pdl ] && echo 0 || echo "${ONECAT_PDL:-1}")
-    ONECAT_PDL=$pdl ONECAT_CACHE_DIR=$work/cache "$bin" generate --model "$ckpt" --device cuda --prompt-ids "$ids" --max-tokens "$gen" \
+    moe_decode=$([ $run = generate_no_moe_decode ] && echo 0 || echo "${ONECAT_MOE_DECODE:-1}")
+    ONECAT_MOE_DECODE=$moe_decode ONECAT_PDL=$pdl ONECAT_CACHE_DIR=$work/cache "$bin" generate --model "$ckpt" --device cuda --prompt-ids "$ids" --max-tokens "$gen" \
       --prefill-chunk 512 --ignore-eos --json $flags >"$d/$run.json" 2>>"$d/generate.err" ||
       log "$run failed: $(tail -3 "$d/generate.err")"
   done

@@ -3,7 +3,9 @@
 count, the best swept time of each kernel of one Qwen3-30B-A3B MoE layer (route, gate_up, down,
 combine), their sum, the layer's floor (the touched experts' weights and the rows at copy
 bandwidth: the projections' floors plus route's and combine's), the sum's share of that floor,
-and torch's layer (bench/moe_torch_peer.py, fp16 weights) with onecat's speed-up over it.
+and torch's layer (bench/moe_torch_peer.py, fp16 weights) with onecat's speed-up over it; then
+the one-launch decode layer (op=decode) where measured: its best swept time, its floor (both
+projections of the touched experts, x, out and the logits) and its share of that floor.
 
 Usage: bench/moe_table.py moe_bench.jsonl [--json]"""
 import json, re, sys
@@ -29,8 +31,8 @@ def main():
     rows = []
     for fmt in fmts:
         parts = [("route", None), ("gate_up", fmt), ("down", fmt), ("combine", None)]
-        ms = sorted(set.intersection(*[set(kernels.get(k, {})) for k in parts]) if all(k in kernels for k in parts)
-                    else set(kernels.get(("gate_up", fmt), {})))
+        ms = sorted((set.intersection(*[set(kernels.get(k, {})) for k in parts]) if all(k in kernels for k in parts)
+                     else set(kernels.get(("gate_up", fmt), {}))) | set(kernels.get(("decode", fmt), {})))
         for m in ms:
             pts = {k[0]: kernels[k][m] for k in parts if k in kernels and m in kernels[k]}
             r = {"fmt": fmt, "m": m}
@@ -44,6 +46,11 @@ def main():
                 if m in torch_us:
                     r["torch_us"] = torch_us[m]
                     r["speedup_vs_torch"] = torch_us[m] / r["layer_us"]
+            dec = kernels.get(("decode", fmt), {}).get(m)
+            if dec:
+                r["decode_us"], r["decode_config"] = dec["us"], dec["config"]
+                r["decode_floor_us"] = dec["bandwidth_floor_us"]
+                r["decode_pct_floor"] = 100 * dec["bandwidth_floor_us"] / dec["us"]
             for name in ("gate_up", "down"):
                 if name in pts:
                     r[name + "_pct_floor"] = 100 * pts[name]["bandwidth_floor_us"] / pts[name]["us"]
@@ -53,7 +60,8 @@ def main():
         return
     cols = [("fmt", "{}"), ("m", "{}"), ("route_us", "{:.1f}"), ("gate_up_us", "{:.1f}"), ("down_us", "{:.1f}"),
             ("combine_us", "{:.1f}"), ("layer_us", "{:.1f}"), ("floor_us", "{:.1f}"), ("pct_floor", "{:.0f}%"),
-            ("torch_us", "{:.0f}"), ("speedup_vs_torch", "{:.2f}x")]
+            ("torch_us", "{:.0f}"), ("speedup_vs_torch", "{:.2f}x"), ("decode_us", "{:.1f}"),
+            ("decode_floor_us", "{:.1f}"), ("decode_pct_floor", "{:.0f}%")]
     print("| " + " | ".join(c for c, _ in cols) + " |")
     print("|" + "---|" * len(cols))
     for r in rows:

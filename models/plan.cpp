@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "codegen/family.h"
 #include "codegen/gemm/space.h"
+#include "codegen/moe/space.h"
 
 namespace onecat::models {
 namespace {
@@ -133,6 +134,19 @@ class Planner {
               "moe:op=combine" + topk + ",hidden=" + s(m_.hidden) + (m_.has_shared_expert() ? ",shared=gated" : ""),
               std::string("routing-weighted sum of each token's experts in slot order") +
                   (m_.has_shared_expert() ? ", plus sigmoid(gate) × the shared expert" : ""));
+      if (tp_ == 1) {
+        // Decode steps of one token with 4-bit experts: route, both projections and the combine
+        // in one launch (codegen/moe/space.h decode_layer_tokens).
+        const std::string spec = "moe:op=decode," + experts + ",norm=" + (m_.norm_topk_prob ? "1" : "0") +
+                                 ",hidden=" + s(m_.hidden) + ",inter=" + s(inter) +
+                                 (m_.has_shared_expert() ? ",shared=gated" : "") + ",fmt=" + w_.fmt +
+                                 ",group=" + s(w_.group) + ",act_order=" + (w_.act_order ? "1" : "0");
+        const int64_t most = moe::decode_layer_tokens(moe::Spec::parse(spec));
+        if (most > 0) ops_.push_back(
+            {"layers.moe_decode", "moe", canonical("layers.moe_decode", spec),
+             "decode steps of ≤ " + s(most) + " tokens: the layer's route, gate_up, down and combine in one launch", L,
+             most});
+      }
     } else {
       const int64_t inter = m_.intermediate / tp_;
       add_gemm("layers.gate_up_proj", 2 * inter, m_.hidden, false, "silu_mul", L,

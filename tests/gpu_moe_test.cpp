@@ -2,8 +2,9 @@
 // skewed and random logits bit-exact; each expert projection in every weight format on odd
 // shapes, top-k 1 to 8 and 8 to 128 experts, on a routing that sends every other token to the
 // same experts (large tiles next to single pairs and empty experts), with and without the slot
-// table; the gemv's CTAs of several groups of rows in every format; combine; the default config
-// at 1 to 1025 tokens and every candidate at two counts.
+// table; the gemv's CTAs of several groups of rows in every format; combine; the one-launch
+// decode layer in every format; the default config at 1 to 1025 tokens and every candidate at
+// two counts.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -12,6 +13,7 @@
 #include "cache/store.h"
 #include "codegen/family.h"
 #include "codegen/moe/config.h"
+#include "codegen/moe/space.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/jit/module_table.h"
 #include "runtime/jit/service.h"
@@ -132,13 +134,47 @@ TEST_F(MoeGpu, CombineMatchesTheReference) {
   }
 }
 
+TEST_F(MoeGpu, DecodeLayerInEveryFormat) {
+  // The one-launch layer (op=decode): routing, h, y and out against the references, and its
+  // counters back at 0, at 1 token and up to its largest token count; odd shapes, a sigmoid
+  // router with a plain shared expert, a gated shared expert, top-1, and Qwen3-30B-A3B's layer.
+  for (const char* fmt :
+       {"f16", "awq4,group=64", "gptq4,group=64,act_order=1", "fp8b32", "fp8b128", "nvfp4", "mxfp4"}) {
+    const std::string spec = std::string("moe:op=decode,experts=16,topk=3,norm=1,hidden=320,inter=192,fmt=") + fmt;
+    for (int64_t tokens : {1, 2, 5}) {
+      expect_default_passes(spec, tokens);
+      // Each pair's CTAs together in the grid.
+      expect_passes(spec, family_of(spec).default_config(spec, tokens, gpu_arch()) + ",interleave=1", tokens);
+    }
+  }
+  for (const char* spec :
+       {"moe:op=decode,experts=64,topk=6,norm=1,score=sigmoid,bias=1,groups=8,topk_groups=3,hidden=320,inter=192,"
+        "shared=plain,fmt=fp8b128",
+        "moe:op=decode,experts=60,topk=4,norm=0,hidden=256,inter=128,shared=gated,fmt=nvfp4",
+        "moe:op=decode,experts=8,topk=1,norm=1,hidden=64,inter=40,fmt=f16"}) {
+    for (int64_t tokens : {1, 3, 7}) {
+      if (tokens <= moe::decode_max_tokens(moe::Spec::parse(spec))) expect_default_passes(spec, tokens);
+    }
+  }
+  for (const char* fmt : {"awq4", "nvfp4", "fp8b128", "f16"}) {
+    const std::string spec = std::string("moe:op=decode,experts=128,topk=8,norm=1,hidden=2048,inter=768,fmt=") + fmt;
+    for (int64_t tokens : {1, 4, 16}) expect_default_passes(spec, tokens);
+  }
+}
+
 TEST_F(MoeGpu, EveryCandidateConfig) {
-  for (const char* spec : {"moe:op=gate_up,experts=16,topk=3,hidden=320,inter=192,fmt=awq4,group=64",
+  for (const char* spec : {"moe:op=decode,experts=16,topk=3,norm=1,hidden=320,inter=192,fmt=awq4,group=64",
+                           "moe:op=gate_up,experts=16,topk=3,hidden=320,inter=192,fmt=awq4,group=64",
                            "moe:op=down,experts=16,topk=3,hidden=320,inter=192,fmt=nvfp4",
                            "moe:op=route,experts=60,topk=4,norm=1", "moe:op=combine,topk=3,hidden=320",
                            "moe:op=route,experts=64,topk=6,norm=1,score=sigmoid,bias=1,groups=8,topk_groups=3"}) {
     for (const std::string& config : family_of(spec).candidate_configs(spec, gpu_arch())) {
-      for (int64_t tokens : {2, 65}) expect_passes(spec, config, tokens);
+      for (int64_t tokens : {2, 65}) {
+        // op=decode serves up to 5 tokens here (its grid and counters would take more).
+        if (moe::Spec::parse(spec).op == moe::Op::kDecode && tokens > moe::decode_max_tokens(moe::Spec::parse(spec)))
+          continue;
+        expect_passes(spec, config, tokens);
+      }
     }
   }
 }

@@ -187,6 +187,7 @@ TEST(PlanModel, Qwen2MoeRunsItsSharedExpertAndGatesItInCombine) {
   EXPECT_EQ(spec_of(plan, "layers.moe_shared_gate"), "gemm:n=1,k=2048,fmt=f16,group=0,out=f16,epi=none,act_order=0");
   EXPECT_EQ(spec_of(plan, "layers.moe_combine"), "moe:op=combine,topk=4,hidden=2048,shared=gated");
   EXPECT_EQ(op(plan, "layers.moe_combine").count_per_rank, 24);
+  EXPECT_FALSE(has_op(plan, "layers.moe_decode"));  // f16 experts: the four ops at every step
 }
 
 // Mixtral-8x7B-v0.1's config.json: Mistral's attention, 8 experts of intermediate_size 14336 in
@@ -1090,6 +1091,15 @@ TEST(PlanModel, Qwen3MoeListsTheMoeFamilysOps) {
   EXPECT_EQ(spec_of(tp1, "layers.qkv_proj"), "gemm:n=5120,k=2048,fmt=f16,group=0,out=f16,epi=none,act_order=0");
   EXPECT_EQ(spec_of(tp1, "layers.moe_down"),
             "moe:op=down,experts=128,topk=8,hidden=2048,inter=768,fmt=f16,group=0,act_order=0");
+  // At tp 1 one-token decode steps of 4-bit experts take the layer in one launch; f16 experts
+  // and sharded ones, the four ops.
+  const auto awq4 = plan_model(builtin_model("qwen3-30b-a3b:awq4"), 1);
+  EXPECT_EQ(spec_of(awq4, "layers.moe_decode"),
+            "moe:op=decode,experts=128,topk=8,norm=1,hidden=2048,inter=768,fmt=awq4,group=128,act_order=0");
+  EXPECT_EQ(op(awq4, "layers.moe_decode").max_tokens, 1);
+  EXPECT_EQ(op(awq4, "layers.moe_decode").count_per_rank, 48);
+  EXPECT_FALSE(has_op(tp1, "layers.moe_decode"));
+  EXPECT_FALSE(has_op(plan_model(builtin_model("qwen3-30b-a3b:awq4"), 2), "layers.moe_decode"));
   EXPECT_EQ(spec_of(tp1, "layers.attention_prefill"),
             "attention:op=prefill,heads=32,kv_heads=4,dim=128,page=16,kv=f16,kv_scale=none,causal=1,window=0");
 }

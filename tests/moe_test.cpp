@@ -268,6 +268,83 @@ TEST(MoeConfig, DefaultsAndCandidatesHoldOnUntunedShapes) {
   EXPECT_EQ(moe::default_config(moe::Spec::parse("moe:op=combine,topk=1,hidden=7"), 1, kSm70).threads, 128);
 }
 
+TEST(MoeDecode, SpecConfigAndGeometry) {
+  const Family& f = family_of("moe:op=decode,experts=128,topk=8,norm=1,hidden=2048,inter=768,fmt=awq4");
+  const std::string text =
+      "moe:op=decode,experts=128,topk=8,norm=1,hidden=2048,inter=768,fmt=awq4,group=128,act_order=0";
+  EXPECT_EQ(f.canonical_spec("moe:fmt=awq4,inter=768,hidden=2048,norm=1,topk=8,experts=128,op=decode"), text);
+  EXPECT_EQ(f.canonical_spec("moe:op=decode,experts=60,topk=4,norm=0,hidden=2048,inter=1408,fmt=f16,shared=gated"),
+            "moe:op=decode,experts=60,topk=4,norm=0,hidden=2048,inter=1408,shared=gated,fmt=f16,group=0,act_order=0");
+  EXPECT_EQ(f.canonical_spec("moe:op=decode,experts=64,topk=6,norm=1,score=sigmoid,bias=1,groups=8,topk_groups=4,"
+                             "hidden=320,inter=192,fmt=fp8b128"),
+            "moe:op=decode,experts=64,topk=6,norm=1,score=sigmoid,bias=1,groups=8,topk_groups=4,hidden=320,inter=192,"
+            "fmt=fp8b128,group=128,act_order=0");
+  // Route's rules and both projections' (awq4's group must divide inter for down).
+  expect_throw<InputError>(
+      [&] { f.canonical_spec("moe:op=decode,experts=8,topk=2,norm=0,groups=2,hidden=256,inter=128,fmt=f16"); },
+      {"score=sigmoid"});
+  expect_throw<InputError>(
+      [&] { f.canonical_spec("moe:op=decode,experts=8,topk=2,norm=0,hidden=256,inter=96,fmt=awq4"); },
+      {"down projection", "group"});
+  expect_throw<InputError>([&] { f.canonical_spec("moe:op=decode,experts=8,topk=2,hidden=256,inter=128,fmt=f16"); },
+                           {"norm"});
+  const moe::Spec s = moe::Spec::parse(text);
+  EXPECT_EQ(s.projection(moe::Op::kGateUp).to_string(),
+            "gemm:n=1536,k=2048,fmt=awq4,group=128,out=f16,epi=silu_mul,act_order=0");
+  EXPECT_EQ(s.projection(moe::Op::kDown).to_string(),
+            "gemm:n=2048,k=768,fmt=awq4,group=128,out=f32,epi=none,act_order=0");
+  // While the pairs are no more than the experts: 16 tokens of top-8 over 128, 15 of top-4 over 60.
+  EXPECT_EQ(moe::decode_max_tokens(s), 16);
+  EXPECT_EQ(
+      moe::decode_max_tokens(moe::Spec::parse("moe:op=decode,experts=60,topk=4,norm=0,hidden=64,inter=32,fmt=f16")),
+      15);
+  EXPECT_EQ(
+      moe::decode_max_tokens(moe::Spec::parse("moe:op=decode,experts=4,topk=4,norm=0,hidden=64,inter=32,fmt=f16")), 1);
+  // Models take it for one token with 4-bit experts only.
+  EXPECT_EQ(moe::decode_layer_tokens(s), 1);
+  EXPECT_EQ(moe::decode_layer_tokens(moe::Spec::parse("moe:op=decode,experts=128,topk=8,norm=1,hidden=2048,inter=768,fmt=nvfp4")), 1);
+  EXPECT_EQ(moe::decode_layer_tokens(moe::Spec::parse("moe:op=decode,experts=128,topk=8,norm=1,hidden=2048,inter=768,fmt=fp8b128")), 0);
+  EXPECT_EQ(moe::decode_layer_tokens(moe::Spec::parse("moe:op=decode,experts=128,topk=8,norm=1,hidden=2048,inter=768,fmt=f16")), 0);
+  // One warp (4-bit down rows are 24 chunks), 4 rows of h (4-bit) and 16 of y a CTA, down CTAs in 8-lane groups.
+  const moe::Config c = moe::default_config(s, 1, Arch{90});
+  EXPECT_EQ(c.to_string(), "warps=1,rows=4,down_rows=16,groups=4");
+  EXPECT_EQ(f.canonical_config(text, "down_rows=16,rows=8,warps=1,groups=1"), "warps=1,rows=8,down_rows=16");
+  EXPECT_EQ(f.canonical_config(text, "interleave=1,down_rows=16,rows=8,warps=1,groups=4"),
+            "warps=1,rows=8,down_rows=16,groups=4,interleave=1");
+  EXPECT_EQ(f.canonical_config(text, "warps=1,rows=8,down_rows=16,interleave=0"), "warps=1,rows=8,down_rows=16");
+  EXPECT_EQ(c.cta_threads(), 32);
+  EXPECT_EQ(c.decode_blocks(s, moe::Op::kGateUp), 192);
+  EXPECT_EQ(c.decode_blocks(s, moe::Op::kDown), 128);
+  EXPECT_EQ(moe::geometry(s, c, 3).grid[0], 3u * 8 * (192 + 128));
+  EXPECT_EQ(moe::workspace_bytes(s, c, 3), 4 * (8 * 24 + 3 * 128));  // 32 bytes a pair, then a counter a row block
+  EXPECT_EQ(moe::make_call(s, c, moe::Args{.tokens = 3}).count, 29);  // within KernelCall::kMaxArgs
+  expect_throw<InputError>([&] { moe::Config::parse(s, "warps=2,rows=8,down_rows=16"); }, {"down CTAs", "24"});
+  expect_throw<InputError>([&] { moe::Config::parse(s, "warps=1,rows=8,down_rows=16,groups=3"); }, {"down CTAs"});
+  expect_throw<InputError>([&] { moe::Config::parse(s, "strategy=gemv,mt=1,rows=8,warps=1"); }, {"strategy"});
+  // f16 rows are 96 chunks: two warps.
+  const moe::Spec f16 = moe::Spec::parse("moe:op=decode,experts=128,topk=8,norm=1,hidden=2048,inter=768,fmt=f16");
+  EXPECT_EQ(moe::default_config(f16, 1, kSm70).to_string(), "warps=2,rows=8,down_rows=16");
+  for (const char* t : {text.c_str(), "moe:op=decode,experts=7,topk=3,norm=0,hidden=64,inter=40,fmt=f16",
+                        "moe:op=decode,experts=16,topk=3,norm=0,hidden=256,inter=192,fmt=gptq4,group=64,act_order=1",
+                        "moe:op=decode,experts=60,topk=4,norm=1,hidden=2048,inter=1408,fmt=nvfp4,shared=gated"}) {
+    const moe::Spec d = moe::Spec::parse(t);
+    for (Arch arch : {kSm70, Arch{90}}) {
+      const moe::Config def = moe::default_config(d, 1, arch);
+      EXPECT_FALSE(def.invalid_reason(d)) << t;
+      const auto candidates = moe::candidate_configs(d, arch);
+      EXPECT_TRUE(std::find(candidates.begin(), candidates.end(), def) != candidates.end())
+          << t << " " << def.to_string();
+      for (const moe::Config& k : candidates) {
+        EXPECT_FALSE(k.invalid_reason(d)) << t << " " << k.to_string();
+        EXPECT_EQ(family_of(t).canonical_config(t, k.to_string()), k.to_string());
+      }
+      for (int64_t m = 1; m <= moe::decode_max_tokens(d) + 1; ++m) {
+        EXPECT_EQ(moe::fits_bucket(d, def, m), m <= moe::decode_max_tokens(d)) << t << " m=" << m;
+      }
+    }
+  }
+}
+
 TEST(MoeGeometry, TheGridCoversEveryRouting) {
   // Tiles actually needed (each expert's pairs in tiles of mt) never exceed the grid's, on
   // routings from all tokens on the same experts to every pair on its own expert.
@@ -310,6 +387,15 @@ TEST(MoeStaticQuality, DefaultsCompileWithoutSpillsForSm70AndSm90) {
     }
   }
   specs.push_back("moe:op=gate_up,experts=16,topk=3,hidden=256,inter=192,fmt=gptq4,group=64,act_order=1");
+  // The one-launch decode layer in every format, with act-order, a sigmoid router and a shared expert.
+  for (const char* fmt : {"f16", "awq4", "gptq4", "fp8b32", "fp8b128", "nvfp4", "mxfp4"}) {
+    specs.push_back(std::string("moe:op=decode,experts=128,topk=8,norm=1,hidden=2048,inter=768,fmt=") + fmt);
+  }
+  specs.push_back("moe:op=decode,experts=16,topk=3,norm=0,hidden=256,inter=192,fmt=gptq4,group=64,act_order=1");
+  specs.push_back(
+      "moe:op=decode,experts=64,topk=6,norm=1,score=sigmoid,bias=1,groups=8,topk_groups=4,hidden=320,inter=192,"
+      "shared=plain,fmt=fp8b128");
+  specs.push_back("moe:op=decode,experts=60,topk=4,norm=0,hidden=2048,inter=1408,shared=gated,fmt=awq4");
   // CTAs of three groups of rows in every format, on a layer whose 320 down rows leave the last
   // CTA one group short.
   std::vector<std::string> looped;

@@ -104,9 +104,124 @@ struct MoeBatch {
   DeviceBuffer d_qweight, d_scales, d_zeros, d_perm, d_global;
   std::array<int64_t, 3> strides{};  // qweight, scales, zeros bytes per expert
   size_t out_bytes = 0;
+  // decode: the router's (logits, bias, scale above, and its CPU result), the down projection's
+  // weights (the gate_up ones above), h and y scratch, the counters; timing alternates
+  // skewed logits with uniform ones.
+  cpu::MoeRoute route;
+  std::vector<quant::PackedWeight> down_weights;
+  DeviceBuffer d_dqweight, d_dscales, d_dzeros, d_dperm, d_dglobal, d_h, d_y, d_workspace, d_uniform_logits;
+  std::array<int64_t, 3> down_strides{};
+  size_t workspace_bytes = 0;
 
   int content(int e) const { return (slot.empty() ? e : slot[size_t(e)]) % kDistinctExperts; }
   bool served(int e) const { return slot.empty() || slot[size_t(e)] >= 0; }
+
+  // Router logits with tied rows (every expert equal: the lowest ids win) and skewed rows
+  // (the same experts far ahead); score=sigmoid: a correction bias (bias=1), scaling factor 2.5
+  // and rows whose best experts sit in one group.
+  void make_logits(std::mt19937_64& rng, uint64_t seed) {
+    const moe::Spec& s = spec;
+    logits = random_half(rng, size_t(tokens * s.experts), -4.f, 4.f);
+    for (int64_t t = 0; t < tokens; ++t) {
+      uint16_t* row = logits.data() + t * s.experts;
+      if (t % 5 == 2) std::fill(row, row + s.experts, cpu::float_to_half(0.25f));  // all tied
+      if (t % 5 == 4) {
+        for (int k = 0; k < s.topk; ++k) row[(k * 7) % s.experts] = cpu::float_to_half(8.f + float(k % 2));
+      }
+    }
+    if (s.sigmoid) {
+      scale = 2.5f;
+      for (int64_t t = 3; t < tokens; t += 5) {  // one group's experts far ahead
+        uint16_t* row = logits.data() + t * s.experts;
+        const int per_group = s.experts / s.groups, g = int(t % s.groups);
+        for (int e = g * per_group; e < (g + 1) * per_group; ++e) row[e] = cpu::float_to_half(6.f);
+      }
+    }
+    if (s.bias) {
+      SplitMix64 g{seed ^ 0x5bd1e995ull};
+      bias.resize(size_t(s.experts));
+      for (float& v : bias) v = g.uniform(-0.3f, 0.3f);
+      d_bias = upload_bytes(bias.data(), bias.size() * 4);
+    }
+  }
+
+  // Stacks kDistinctExperts contents of a projection's weights over every expert, as the
+  // kernels read them.
+  void stack_projection(const std::vector<quant::PackedWeight>& ws, DeviceBuffer& qweight, DeviceBuffer& scales,
+                        DeviceBuffer& zeros, DeviceBuffer& perm, DeviceBuffer& global,
+                        std::array<int64_t, 3>& st_strides) {
+    std::vector<const quant::PackedWeight*> contents;
+    for (const quant::PackedWeight& w : ws) contents.push_back(&w);
+    const moe::StackedExperts st =
+        moe::stack_experts(contents, [](size_t d) { return "content " + std::to_string(d); });
+    auto tiled = [&](const void* block, size_t bytes) {
+      if (bytes == 0) return DeviceBuffer(16);
+      return upload_tiled(block, bytes, bytes / kDistinctExperts * size_t(spec.experts));
+    };
+    qweight = tiled(st.qweight.data(), st.qweight.size());
+    scales = tiled(st.scales.data(), st.scales.size());
+    zeros = tiled(st.zeros.data(), st.zeros.size());
+    perm = tiled(st.perm.data(), st.perm.size() * 4);
+    global = tiled(st.global_scales.data(), st.global_scales.size() * 4);
+    st_strides = {st.qweight_stride, st.scales_stride, st.zeros_stride};
+  }
+
+  cpu::MoeRouter router() const {
+    cpu::MoeRouter q;
+    q.experts = spec.experts, q.topk = spec.topk, q.norm = spec.norm, q.sigmoid = spec.sigmoid;
+    q.bias = bias.empty() ? nullptr : bias.data();
+    q.groups = spec.groups, q.topk_groups = spec.topk_groups, q.scale = scale;
+    return q;
+  }
+
+  // combine and decode: the shared expert's random output and gate logits (where the spec has
+  // one) and out [tokens + 1][hidden] fp16 (a row past the last token, to catch writes there).
+  void make_out(std::mt19937_64& rng) {
+    if (spec.shared != moe::Spec::Shared::kNone) {
+      shared = random_half(rng, size_t(tokens * spec.hidden), -2.f, 2.f);
+      shared_gate = random_half(rng, size_t(tokens), -4.f, 4.f);
+      d_shared = upload_bytes(shared.data(), shared.size() * 2);
+      d_shared_gate = upload_bytes(shared_gate.data(), shared_gate.size() * 2);
+    }
+    out_bytes = size_t(tokens + 1) * size_t(spec.hidden) * 2;
+    d_out = DeviceBuffer(out_bytes);
+  }
+
+  void make_decode(std::mt19937_64& rng, uint64_t seed, bool timing) {
+    const moe::Spec& s = spec;
+    make_logits(rng, seed);
+    // Every other token far ahead on the same topk experts (tiles of many pairs beside lone ones).
+    for (int64_t t = 0; t < tokens; t += 2) {
+      uint16_t* row = logits.data() + t * s.experts;
+      for (int k = 0; k < s.topk; ++k) row[k] = cpu::float_to_half(9.f + 0.125f * float(k));
+    }
+    d_logits = upload_bytes(logits.data(), logits.size() * 2);
+    route = cpu::moe_route(logits.data(), tokens, router());
+    ids = route.ids;
+    if (timing) {
+      const std::vector<uint16_t> uniform = random_half(rng, size_t(tokens * s.experts), -4.f, 4.f);
+      d_uniform_logits = upload_bytes(uniform.data(), uniform.size() * 2);
+      uniform_ids = cpu::moe_route(uniform.data(), tokens, router()).ids;
+    }
+    const gemm::Spec gu = s.projection(moe::Op::kGateUp), dn = s.projection(moe::Op::kDown);
+    for (int d = 0; d < kDistinctExperts; ++d) weights.push_back(random_packed_weight(gu, rng));
+    for (int d = 0; d < kDistinctExperts; ++d) down_weights.push_back(random_packed_weight(dn, rng));
+    stack_projection(weights, d_qweight, d_scales, d_zeros, d_perm, d_global, strides);
+    stack_projection(down_weights, d_dqweight, d_dscales, d_dzeros, d_dperm, d_dglobal, down_strides);
+    in = random_half(rng, size_t(tokens * s.hidden), -0.5f, 0.5f);  // x (see the gate_up case)
+    d_in = upload_bytes(in.data(), in.size() * 2);
+    make_out(rng);
+    d_h = DeviceBuffer(size_t(pairs + 1) * size_t(s.inter) * 2);
+    d_y = DeviceBuffer(size_t(pairs + 1) * size_t(s.hidden) * 4);
+    d_ids = DeviceBuffer(size_t(pairs) * 4 + 64);
+    d_weights = DeviceBuffer(size_t(pairs) * 4 + 64);
+    // The most any config takes: one row per down CTA.
+    moe::Config most;
+    most.op = moe::Op::kDecode, most.down_rows = 1;
+    workspace_bytes = size_t(moe::workspace_bytes(s, most, tokens));
+    d_workspace = DeviceBuffer(workspace_bytes);
+    d_workspace.fill_bytes(0);
+  }
 
   // slots: an odd token count also exercises the slot table (checks); timing: a uniform
   // routing as well (workloads).
@@ -115,28 +230,7 @@ struct MoeBatch {
     std::mt19937_64 rng(seed);
     switch (s.op) {
       case moe::Op::kRoute: {
-        logits = random_half(rng, size_t(tokens * s.experts), -4.f, 4.f);
-        for (int64_t t = 0; t < tokens; ++t) {
-          uint16_t* row = logits.data() + t * s.experts;
-          if (t % 5 == 2) std::fill(row, row + s.experts, cpu::float_to_half(0.25f));  // all tied
-          if (t % 5 == 4) {
-            for (int k = 0; k < s.topk; ++k) row[(k * 7) % s.experts] = cpu::float_to_half(8.f + float(k % 2));
-          }
-        }
-        if (s.sigmoid) {
-          scale = 2.5f;
-          for (int64_t t = 3; t < tokens; t += 5) {  // one group's experts far ahead
-            uint16_t* row = logits.data() + t * s.experts;
-            const int per_group = s.experts / s.groups, g = int(t % s.groups);
-            for (int e = g * per_group; e < (g + 1) * per_group; ++e) row[e] = cpu::float_to_half(6.f);
-          }
-        }
-        if (s.bias) {
-          SplitMix64 g{seed ^ 0x5bd1e995ull};
-          bias.resize(size_t(s.experts));
-          for (float& v : bias) v = g.uniform(-0.3f, 0.3f);
-          d_bias = upload_bytes(bias.data(), bias.size() * 4);
-        }
+        make_logits(rng, seed);
         d_logits = upload_bytes(logits.data(), logits.size() * 2);
         moe::Config most;  // one token per CTA: the most CTAs, the largest workspace
         most.op = moe::Op::kRoute, most.tokens = 1;
@@ -156,16 +250,12 @@ struct MoeBatch {
         for (float& v : route_weights) v = g.uniform(0.f, 1.f);
         d_in = upload_bytes(rows.data(), rows.size() * 4);
         d_weights = upload_bytes(route_weights.data(), route_weights.size() * 4);
-        if (s.shared != moe::Spec::Shared::kNone) {
-          shared = random_half(rng, size_t(tokens * s.hidden), -2.f, 2.f);
-          shared_gate = random_half(rng, size_t(tokens), -4.f, 4.f);
-          d_shared = upload_bytes(shared.data(), shared.size() * 2);
-          d_shared_gate = upload_bytes(shared_gate.data(), shared_gate.size() * 2);
-        }
-        out_bytes = size_t(tokens + 1) * size_t(s.hidden) * 2;
-        d_out = DeviceBuffer(out_bytes);
+        make_out(rng);
         break;
       }
+      case moe::Op::kDecode:
+        make_decode(rng, seed, timing);
+        break;
       case moe::Op::kGateUp:
       case moe::Op::kDown: {
         const gemm::Spec g = s.projection();
@@ -182,20 +272,7 @@ struct MoeBatch {
         in = random_half(rng, size_t(rows_in * g.k), s.op == moe::Op::kGateUp ? -0.5f : -1.f,
                          s.op == moe::Op::kGateUp ? 0.5f : 1.f);
         // Stacked by slot: slot i holds content i % kDistinctExperts.
-        std::vector<const quant::PackedWeight*> contents;
-        for (const quant::PackedWeight& w : weights) contents.push_back(&w);
-        const moe::StackedExperts st =
-            moe::stack_experts(contents, [](size_t d) { return "content " + std::to_string(d); });
-        auto tiled = [&](const void* block, size_t bytes) {
-          if (bytes == 0) return DeviceBuffer(16);
-          return upload_tiled(block, bytes, bytes / kDistinctExperts * size_t(s.experts));
-        };
-        d_qweight = tiled(st.qweight.data(), st.qweight.size());
-        d_scales = tiled(st.scales.data(), st.scales.size());
-        d_zeros = tiled(st.zeros.data(), st.zeros.size());
-        d_perm = tiled(st.perm.data(), st.perm.size() * 4);
-        d_global = tiled(st.global_scales.data(), st.global_scales.size() * 4);
-        strides = {st.qweight_stride, st.scales_stride, st.zeros_stride};
+        stack_projection(weights, d_qweight, d_scales, d_zeros, d_perm, d_global, strides);
         d_offsets = upload_bytes(offsets.data(), offsets.size() * 4);
         d_sorted = upload_bytes(sorted.data(), sorted.size() * 4);
         if (timing) {
@@ -223,6 +300,20 @@ struct MoeBatch {
         a.offsets = d_offsets.ptr(), a.sorted = d_sorted.ptr();
         a.bias = bias.empty() ? 0 : d_bias.ptr(), a.scale = scale, a.workspace = d_route_workspace.ptr();
         break;
+      case moe::Op::kDecode:
+        a.logits = uniform && !uniform_ids.empty() ? d_uniform_logits.ptr() : d_logits.ptr();
+        a.bias = bias.empty() ? 0 : d_bias.ptr(), a.scale = scale;
+        a.x = d_in.ptr(), a.h = d_h.ptr(), a.y = d_y.ptr(), a.out = d_out.ptr();
+        a.ids = d_ids.ptr(), a.weights = d_weights.ptr(), a.workspace = d_workspace.ptr();
+        a.qweight = d_qweight.ptr(), a.scales = d_scales.ptr(), a.zeros = d_zeros.ptr(), a.perm = d_perm.ptr();
+        a.global_scales = d_global.ptr();
+        a.qweight_stride = strides[0], a.scales_stride = strides[1], a.zeros_stride = strides[2];
+        a.down_qweight = d_dqweight.ptr(), a.down_scales = d_dscales.ptr(), a.down_zeros = d_dzeros.ptr();
+        a.down_perm = d_dperm.ptr(), a.down_global_scales = d_dglobal.ptr();
+        a.down_qweight_stride = down_strides[0], a.down_scales_stride = down_strides[1];
+        a.down_zeros_stride = down_strides[2];
+        a.shared = shared.empty() ? 0 : d_shared.ptr(), a.shared_gate = shared.empty() ? 0 : d_shared_gate.ptr();
+        break;
       case moe::Op::kCombine:
         a.out = d_out.ptr(), a.y = d_in.ptr(), a.weights = d_weights.ptr();
         a.shared = shared.empty() ? 0 : d_shared.ptr(), a.shared_gate = shared.empty() ? 0 : d_shared_gate.ptr();
@@ -248,31 +339,102 @@ struct MoeBatch {
   void poison() {
     if (spec.op == moe::Op::kRoute) {
       for (DeviceBuffer* b : {&d_ids, &d_weights, &d_offsets, &d_sorted}) b->fill_bytes(kPoisonByte);
+    } else if (spec.op == moe::Op::kDecode) {
+      for (DeviceBuffer* b : {&d_ids, &d_weights, &d_h, &d_y, &d_out}) b->fill_bytes(kPoisonByte);
     } else {
       d_out.fill_bytes(kPoisonByte);
     }
   }
 };
 
+// The kernel's experts per pair against the reference's, bit-exact (the first difference in
+// r.detail).
+void compare_ids(const MoeBatch& b, const std::vector<int32_t>& ids, const cpu::MoeRoute& want, CheckResult& r) {
+  const int topk = b.spec.topk;
+  for (int64_t p = 0; p < b.pairs && r.detail.empty(); ++p) {
+    if (ids[size_t(p)] != want.ids[size_t(p)]) {
+      r.detail = "token " + std::to_string(p / topk) + " slot " + std::to_string(p % topk) + ": expert " +
+                 std::to_string(ids[size_t(p)]) + ", expected " + std::to_string(want.ids[size_t(p)]);
+    }
+  }
+}
+
+// The routing weights' largest relative error into r.error (over kWeightTolerance: r.detail).
+void compare_weights(const MoeBatch& b, const std::vector<float>& weights, const cpu::MoeRoute& want, CheckResult& r) {
+  for (int64_t p = 0; p < b.pairs; ++p) {
+    const double w = want.weights[size_t(p)];
+    const double err = std::abs(double(weights[size_t(p)]) - w) / std::max(std::abs(w), 1e-30);
+    if (!(err <= r.error)) {
+      r.error = std::isnan(err) ? INFINITY : err;
+      if (err > kWeightTolerance && r.detail.empty()) {
+        r.detail = "weight of pair " + std::to_string(p) + " = " + std::to_string(weights[size_t(p)]) + ", expected " +
+                   std::to_string(w);
+      }
+    }
+  }
+}
+
+// A projection's output rows (fp16 with gated, else fp32; row i is pair pair_of[i]) against the
+// reference as the gemm family compares them: the 2-norm relative error (returned) within
+// gemm_tolerance and every element within element_bound; the first failure in r.detail.
+double compare_projection(const uint8_t* got, std::vector<float> want, const std::vector<int64_t>& pair_of,
+                          const gemm::Spec& g, const std::string& what, CheckResult& r) {
+  const bool gated = g.epilogue == gemm::Epilogue::kSiluMul;
+  const int64_t cols = g.out_cols();
+  if (gated) want = round_to_half(want);
+  const OutputDiff d = compare_outputs(got, !gated, want.data(), int64_t(pair_of.size()), cols, element_bound(g));
+  if (r.detail.empty() && d.first_nonfinite >= 0) {
+    const int64_t i = d.first_nonfinite;
+    r.detail = what + " of pair " + std::to_string(pair_of[size_t(i / cols)]) + " column " + std::to_string(i % cols) +
+               " = " + std::to_string(d.nonfinite_value) + " (never written?)";
+  }
+  if (r.detail.empty() && d.elements_over > 0) {
+    const int64_t i = d.first_over;
+    r.detail = std::to_string(d.elements_over) + " outputs of " + what +
+               " outside the element-wise bound, the first pair " + std::to_string(pair_of[size_t(i / cols)]) +
+               " column " + std::to_string(i % cols) + " = " + std::to_string(d.first_over_got) + ", expected " +
+               std::to_string(d.first_over_want);
+  }
+  return d.ref2 > 0 ? std::sqrt(d.diff2 / d.ref2) : std::sqrt(d.diff2);
+}
+
+// Per pair: the projection of row in_row(p) of `in` ([rows][k] fp16) by the weights of the
+// pair's expert's content, each content's pairs in one cpu::gemm (fp64).
+template <class InRow>
+std::vector<float> reference_projection(const MoeBatch& b, const std::vector<quant::PackedWeight>& ws,
+                                        const gemm::Spec& g, const std::vector<int64_t>& pairs, const uint16_t* in,
+                                        InRow in_row) {
+  const int64_t cols = g.out_cols();
+  std::vector<float> want(pairs.size() * size_t(cols), 0.f);
+  for (int d = 0; d < kDistinctExperts; ++d) {
+    std::vector<size_t> at;
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      if (b.content(b.ids[size_t(pairs[i])]) == d) at.push_back(i);
+    }
+    if (at.empty()) continue;
+    std::vector<uint16_t> x(at.size() * size_t(g.k));
+    for (size_t j = 0; j < at.size(); ++j) {
+      std::memcpy(&x[j * size_t(g.k)], in + size_t(in_row(pairs[at[j]]) * g.k), size_t(g.k) * 2);
+    }
+    std::vector<float> y(at.size() * size_t(cols));
+    cpu::GemmEpilogue epi;
+    epi.kind = g.epilogue == gemm::Epilogue::kSiluMul ? cpu::GemmEpilogue::kSiluMul : cpu::GemmEpilogue::kNone;
+    cpu::gemm(ws[size_t(d)], x.data(), int64_t(at.size()), epi, y.data());
+    for (size_t j = 0; j < at.size(); ++j) std::copy_n(&y[j * size_t(cols)], cols, &want[at[j] * size_t(cols)]);
+  }
+  return want;
+}
+
 CheckResult check_route(MoeBatch& b, CheckResult r) {
   const moe::Spec& s = b.spec;
-  cpu::MoeRouter router;
-  router.experts = s.experts, router.topk = s.topk, router.norm = s.norm, router.sigmoid = s.sigmoid;
-  router.bias = b.bias.empty() ? nullptr : b.bias.data();
-  router.groups = s.groups, router.topk_groups = s.topk_groups, router.scale = b.scale;
-  const cpu::MoeRoute want = cpu::moe_route(b.logits.data(), b.tokens, router);
+  const cpu::MoeRoute want = cpu::moe_route(b.logits.data(), b.tokens, b.router());
   const auto ids = download<int32_t>(b.d_ids, size_t(b.pairs));
   const auto weights = download<float>(b.d_weights, size_t(b.pairs));
   const auto offsets = download<int32_t>(b.d_offsets, size_t(s.experts + 1));
   const auto sorted = download<int32_t>(b.d_sorted, size_t(b.pairs));
   r.metric = "max relative error of the routing weights (ids, offsets and sorted pairs bit-exact)";
   r.tolerance = kWeightTolerance;
-  for (int64_t p = 0; p < b.pairs && r.detail.empty(); ++p) {
-    if (ids[size_t(p)] != want.ids[size_t(p)]) {
-      r.detail = "token " + std::to_string(p / s.topk) + " slot " + std::to_string(p % s.topk) + ": expert " +
-                 std::to_string(ids[size_t(p)]) + ", expected " + std::to_string(want.ids[size_t(p)]);
-    }
-  }
+  compare_ids(b, ids, want, r);
   for (int e = 0; e <= s.experts && r.detail.empty(); ++e) {
     if (offsets[size_t(e)] != want.offsets[size_t(e)]) {
       r.detail = "offsets[" + std::to_string(e) + "] = " + std::to_string(offsets[size_t(e)]) + ", expected " +
@@ -285,17 +447,7 @@ CheckResult check_route(MoeBatch& b, CheckResult r) {
                  std::to_string(want.sorted[size_t(p)]);
     }
   }
-  for (int64_t p = 0; p < b.pairs; ++p) {
-    const double w = want.weights[size_t(p)];
-    const double err = std::abs(double(weights[size_t(p)]) - w) / std::max(std::abs(w), 1e-30);
-    if (!(err <= r.error)) {
-      r.error = std::isnan(err) ? INFINITY : err;
-      if (err > r.tolerance && r.detail.empty()) {
-        r.detail = "weight of pair " + std::to_string(p) + " = " + std::to_string(weights[size_t(p)]) + ", expected " +
-                   std::to_string(w);
-      }
-    }
-  }
+  compare_weights(b, weights, want, r);
   r.passed = r.detail.empty() && r.error <= r.tolerance;
   return r;
 }
@@ -309,29 +461,18 @@ CheckResult check_projection(MoeBatch& b, CheckResult r) {
   std::vector<uint8_t> got(b.out_bytes);
   b.d_out.download(got.data(), got.size());
 
-  // The reference per content: the served pairs of the experts holding it, in one cpu::gemm
-  // (once per batch: a tuning run checks every candidate on the same inputs).
+  // The reference of the served pairs (once per batch: a tuning run checks every candidate on
+  // the same inputs).
   if (b.want.empty()) {
     b.want.assign(size_t(b.pairs * cols), 0.f);
     b.served_pairs.assign(size_t(b.pairs), 0);
-    for (int d = 0; d < kDistinctExperts; ++d) {
-      std::vector<int64_t> ps;
-      for (int64_t p = 0; p < b.pairs; ++p) {
-        const int e = b.ids[size_t(p)];
-        if (b.served(e) && b.content(e) == d) ps.push_back(p), b.served_pairs[size_t(p)] = 1;
-      }
-      if (ps.empty()) continue;
-      std::vector<uint16_t> x(ps.size() * size_t(g.k));
-      for (size_t i = 0; i < ps.size(); ++i) {
-        const int64_t row = gated ? ps[i] / s.topk : ps[i];
-        std::memcpy(&x[i * size_t(g.k)], &b.in[size_t(row * g.k)], size_t(g.k) * 2);
-      }
-      std::vector<float> y(ps.size() * size_t(cols));
-      cpu::GemmEpilogue epi;
-      epi.kind = gated ? cpu::GemmEpilogue::kSiluMul : cpu::GemmEpilogue::kNone;
-      cpu::gemm(b.weights[size_t(d)], x.data(), int64_t(ps.size()), epi, y.data());
-      for (size_t i = 0; i < ps.size(); ++i) std::copy_n(&y[i * size_t(cols)], cols, &b.want[size_t(ps[i] * cols)]);
+    std::vector<int64_t> ps;
+    for (int64_t p = 0; p < b.pairs; ++p) {
+      if (b.served(b.ids[size_t(p)])) ps.push_back(p), b.served_pairs[size_t(p)] = 1;
     }
+    const std::vector<float> w =
+        reference_projection(b, b.weights, g, ps, b.in.data(), [&](int64_t p) { return gated ? p / s.topk : p; });
+    for (size_t i = 0; i < ps.size(); ++i) std::copy_n(&w[i * size_t(cols)], cols, &b.want[size_t(ps[i] * cols)]);
   }
   const std::vector<float>& want = b.want;
   const std::vector<uint8_t>& served = b.served_pairs;
@@ -359,40 +500,26 @@ CheckResult check_projection(MoeBatch& b, CheckResult r) {
   for (size_t i = size_t(b.pairs * cols) * elem; i < got.size() && r.detail.empty(); ++i) {
     if (got[i] != kPoisonByte) r.detail = "wrote past the last pair (byte " + std::to_string(i) + ")";
   }
-  if (gated) want_served = round_to_half(want_served);
-  const int64_t n = int64_t(pair_of.size());
-  const OutputDiff d = compare_outputs(got_served.data(), !gated, want_served.data(), n, cols, element_bound(g));
   r.tolerance = gemm_tolerance(g);
   r.metric = "|gpu-ref|/|ref| (2-norm) over the served pairs, reference: CPU fp64 per expert";
-  if (r.detail.empty() && d.first_nonfinite >= 0) {
-    const int64_t i = d.first_nonfinite;
-    r.detail = "pair " + std::to_string(pair_of[size_t(i / cols)]) + " column " + std::to_string(i % cols) + " = " +
-               std::to_string(d.nonfinite_value) + " (never written?)";
-  }
-  if (r.detail.empty() && d.elements_over > 0) {
-    const int64_t i = d.first_over;
-    r.detail = std::to_string(d.elements_over) + " outputs outside the element-wise bound, the first pair " +
-               std::to_string(pair_of[size_t(i / cols)]) + " column " + std::to_string(i % cols) + " = " +
-               std::to_string(d.first_over_got) + ", expected " + std::to_string(d.first_over_want);
-  }
-  r.error = d.ref2 > 0 ? std::sqrt(d.diff2 / d.ref2) : std::sqrt(d.diff2);
+  r.error = compare_projection(got_served.data(), want_served, pair_of, g, gated ? "h" : "y", r);
   r.passed = r.detail.empty() && r.error <= r.tolerance;
   return r;
 }
 
-CheckResult check_combine(MoeBatch& b, CheckResult r) {
-  // The exact sum in fp64. The kernel sums topk (+1) products in fp32 in an order and with fused
-  // multiply-adds of its own, then rounds once to fp16: its distance from the exact sum is at
-  // most one fp16 unit of the result (the rounding, also of a value the fp32 error moved across a
-  // rounding boundary) plus the fp32 error, (terms + 1) * 2^-24 of the terms' absolute sum. A
-  // bound relative to the result alone fails where the terms cancel (a sum near zero of terms
-  // near 2).
+// out [tokens][hidden] fp16 against the exact fp64 sum of weights · rows ([pairs][hidden] fp32)
+// per token in slot order (+ the shared expert), error over its bound (1 passes) into r.error.
+// The kernel sums topk (+1) products in fp32 in an order and with fused multiply-adds of its
+// own, then rounds once to fp16: its distance from the exact sum is at most one fp16 unit of
+// the result (the rounding, also of a value the fp32 error moved across a rounding boundary)
+// plus the fp32 error, (terms + 1) * 2^-24 of the terms' absolute sum. A bound relative to the
+// result alone fails where the terms cancel (a sum near zero of terms near 2). weight_error:
+// the kernel's weights may differ from `weights` by this much relative (op=decode routes
+// itself), which adds that share of the routed terms' absolute sum.
+void compare_combine(const MoeBatch& b, const std::vector<uint16_t>& got, const std::vector<float>& rows,
+                     const std::vector<float>& weights, double weight_error, CheckResult& r) {
   const moe::Spec& s = b.spec;
-  std::vector<uint16_t> got(b.out_bytes / 2);
-  b.d_out.download(got.data(), b.out_bytes);
   const int terms = s.topk + (b.shared.empty() ? 0 : 1);
-  r.metric = "max |gpu-exact| / (one fp16 unit of the exact sum + (terms+1) 2^-24 sum |terms|)";
-  r.tolerance = 1;
   for (int64_t t = 0; t < b.tokens; ++t) {
     double gate = 1;
     if (s.shared == moe::Spec::Shared::kGated) gate = 1 / (1 + std::exp(-double(cpu::half_to_float(b.shared_gate[size_t(t)]))));
@@ -400,19 +527,20 @@ CheckResult check_combine(MoeBatch& b, CheckResult r) {
       double sum = 0, magnitude = 0;
       for (int k = 0; k < s.topk; ++k) {
         const int64_t p = t * s.topk + k;
-        const double term = double(b.route_weights[size_t(p)]) * double(b.rows[size_t(p * s.hidden + n)]);
+        const double term = double(weights[size_t(p)]) * double(rows[size_t(p * s.hidden + n)]);
         sum += term, magnitude += std::abs(term);
       }
+      const double routed = magnitude;
       if (!b.shared.empty()) {
         const double term = gate * cpu::half_to_float(b.shared[size_t(t * s.hidden + n)]);
         sum += term, magnitude += std::abs(term);
       }
-      const double bound = half_ulp(sum) + (terms + 1) * std::ldexp(magnitude, -24);
+      const double bound = half_ulp(sum) + (terms + 1) * std::ldexp(magnitude, -24) + weight_error * routed;
       const int64_t i = t * s.hidden + n;
       const double g = cpu::half_to_float(got[size_t(i)]);
       const double err = std::isfinite(g) ? std::abs(g - sum) / bound : INFINITY;
       if (!(err <= r.error)) r.error = err;
-      if (!(err <= r.tolerance) && r.detail.empty()) {
+      if (!(err <= 1) && r.detail.empty()) {
         r.detail = "out[" + std::to_string(i) + "] = " + std::to_string(g) + ", exact " + std::to_string(sum) +
                    " (bound " + std::to_string(bound) + ")";
       }
@@ -421,6 +549,69 @@ CheckResult check_combine(MoeBatch& b, CheckResult r) {
   for (size_t i = size_t(b.tokens * s.hidden); i < got.size() && r.detail.empty(); ++i) {
     if (got[i] != 0xffff) r.detail = "wrote past the last token (element " + std::to_string(i) + ")";
   }
+}
+
+CheckResult check_combine(MoeBatch& b, CheckResult r) {
+  std::vector<uint16_t> got(b.out_bytes / 2);
+  b.d_out.download(got.data(), b.out_bytes);
+  r.metric = "max |gpu-exact| / (one fp16 unit of the exact sum + (terms+1) 2^-24 sum |terms|)";
+  r.tolerance = 1;
+  compare_combine(b, got, b.rows, b.route_weights, 0, r);
+  r.passed = r.detail.empty() && r.error <= r.tolerance;
+  return r;
+}
+
+// op=decode: the routing (ids bit-exact, weights within kWeightTolerance), h against gate_up's
+// reference from x, y against down's reference from the kernel's own h, out against the exact
+// combine of the kernel's y, each within its op's bound; and every counter back at 0. The
+// error is the largest of the four errors over their bounds.
+CheckResult check_decode(MoeBatch& b, CheckResult r) {
+  const moe::Spec& s = b.spec;
+  const gemm::Spec gu = s.projection(moe::Op::kGateUp), dn = s.projection(moe::Op::kDown);
+  r.metric =
+      "max over routing weights, h, y and out of error / bound (h, y: |gpu-ref|/|ref| 2-norm per gemm "
+      "tolerance; out: the combine bound)";
+  r.tolerance = 1;
+  const auto ids = download<int32_t>(b.d_ids, size_t(b.pairs));
+  const auto weights = download<float>(b.d_weights, size_t(b.pairs));
+  compare_ids(b, ids, b.route, r);
+  CheckResult w;
+  compare_weights(b, weights, b.route, w);
+  if (r.detail.empty()) r.detail = w.detail;
+  double worst = w.error / kWeightTolerance;
+
+  std::vector<int64_t> all(size_t(b.pairs));
+  for (int64_t p = 0; p < b.pairs; ++p) all[size_t(p)] = p;
+  std::vector<uint8_t> h(size_t(b.pairs * s.inter) * 2);
+  b.d_h.download(h.data(), h.size());
+  if (b.want.empty()) {
+    b.want = reference_projection(b, b.weights, gu, all, b.in.data(), [&](int64_t p) { return p / s.topk; });
+  }
+  worst = std::max(worst, compare_projection(h.data(), b.want, all, gu, "h", r) / gemm_tolerance(gu));
+
+  std::vector<uint16_t> h16(size_t(b.pairs * s.inter));
+  std::memcpy(h16.data(), h.data(), h.size());
+  std::vector<uint8_t> y(size_t(b.pairs * s.hidden) * 4);
+  b.d_y.download(y.data(), y.size());
+  const std::vector<float> want_y =
+      reference_projection(b, b.down_weights, dn, all, h16.data(), [](int64_t p) { return p; });
+  worst = std::max(worst, compare_projection(y.data(), want_y, all, dn, "y", r) / gemm_tolerance(dn));
+
+  std::vector<float> rows(size_t(b.pairs * s.hidden));
+  std::memcpy(rows.data(), y.data(), y.size());
+  std::vector<uint16_t> got(b.out_bytes / 2);
+  b.d_out.download(got.data(), b.out_bytes);
+  CheckResult c;
+  compare_combine(b, got, rows, b.route.weights, kWeightTolerance, c);
+  if (r.detail.empty()) r.detail = c.detail;
+  worst = std::max(worst, c.error);
+
+  const auto counters = download<uint32_t>(b.d_workspace, b.workspace_bytes / 4);
+  for (size_t i = 0; i < counters.size() && r.detail.empty(); ++i) {
+    if (counters[i] != 0)
+      r.detail = "workspace counter " + std::to_string(i) + " left at " + std::to_string(counters[i]);
+  }
+  r.error = std::isnan(worst) ? INFINITY : worst;
   r.passed = r.detail.empty() && r.error <= r.tolerance;
   return r;
 }
@@ -439,6 +630,8 @@ CheckResult run_check(MoeBatch& b, const moe::Config& config, const LoadedKernel
   switch (b.spec.op) {
     case moe::Op::kRoute: return check_route(b, r);
     case moe::Op::kCombine: return check_combine(b, r);
+    case moe::Op::kDecode:
+      return check_decode(b, r);
     default: return check_projection(b, r);
   }
 }
@@ -466,15 +659,17 @@ class MoeWorkload final : public Workload {
         return {double(b.logits.size()) * 2 + double(b.pairs) * 12 + double(spec_.experts + 1) * 4, 0};
       case moe::Op::kCombine:
         return {double(b.rows.size()) * 4 + double(b.pairs) * 4 + double(b.tokens * spec_.hidden) * 2, 0};
+      case moe::Op::kDecode: {
+        // The layer's bytes: both projections of the touched experts, x, out and the logits
+        // (h and y stay in L2).
+        const gemm::Spec gu = spec_.projection(moe::Op::kGateUp), dn = spec_.projection(moe::Op::kDown);
+        const double rows = double(b.tokens * spec_.hidden) * 4 + double(b.logits.size()) * 2;
+        return {touched_experts() * double(b.weights[0].bytes() + b.down_weights[0].bytes()) + rows,
+                2.0 * double(b.pairs) * (double(gu.n) * double(gu.k) + double(dn.n) * double(dn.k))};
+      }
       default: {
         const gemm::Spec g = spec_.projection();
-        // Launches alternate between the two routings: the mean of their touched experts.
-        auto touched = [&](const std::vector<int32_t>& ids) {
-          std::vector<uint8_t> t(size_t(spec_.experts), 0);
-          for (int32_t e : ids) t[size_t(e)] = 1;
-          return double(std::count(t.begin(), t.end(), 1));
-        };
-        const double experts = (touched(b.ids) + touched(b.uniform_ids)) / 2;
+        const double experts = touched_experts();
         const double rows_in = spec_.op == moe::Op::kGateUp ? double(b.tokens) : double(b.pairs);
         const double out = double(b.pairs) * double(g.out_cols()) * (spec_.op == moe::Op::kGateUp ? 2 : 4);
         return {experts * double(b.weights[0].bytes()) + rows_in * double(g.k) * 2 + out,
@@ -484,6 +679,16 @@ class MoeWorkload final : public Workload {
   }
 
  private:
+  // Launches alternate between the two routings: the mean of their touched experts.
+  double touched_experts() const {
+    auto touched = [&](const std::vector<int32_t>& ids) {
+      std::vector<uint8_t> t(size_t(spec_.experts), 0);
+      for (int32_t e : ids) t[size_t(e)] = 1;
+      return double(std::count(t.begin(), t.end(), 1));
+    };
+    return (touched(batch_.ids) + touched(batch_.uniform_ids)) / 2;
+  }
+
   moe::Spec spec_;
   uint64_t seed_;
   MoeBatch batch_;

@@ -34,6 +34,12 @@ Config Config::parse(const Spec& spec, std::string_view text) {
       c.loop = static_cast<int>(r.integer_or("loop", 1, 1, 64));
       c.groups = static_cast<int>(r.integer_or("groups", 1, 1, 32));
     }
+  } else if (c.op == Op::kDecode) {
+    c.warps = static_cast<int>(r.integer("warps", 1, 16));
+    c.rows = static_cast<int>(r.integer("rows", 1, 64));
+    c.down_rows = static_cast<int>(r.integer("down_rows", 1, 64));
+    c.groups = static_cast<int>(r.integer_or("groups", 1, 1, 32));
+    c.interleave = r.integer_or("interleave", 0, 0, 1) == 1;
   } else {
     c.threads = static_cast<int>(r.integer("threads", 32, 1024));
     if (c.op == Op::kRoute) c.tokens = static_cast<int>(r.integer("tokens", 1, 256));
@@ -58,7 +64,30 @@ gemm::Config Config::gemm_tc_small() const {
   return g;
 }
 
+Config Config::decode_gemv(Op which) const {
+  Config c;
+  c.op = which;
+  c.strategy = Strategy::kGemv;
+  c.mt = 1, c.warps = warps, c.loop = 1;
+  c.rows = which == Op::kGateUp ? rows : down_rows;
+  c.groups = which == Op::kGateUp ? 1 : groups;
+  return c;
+}
+
+int64_t Config::decode_blocks(const Spec& spec, Op which) const {
+  const int64_t out_rows = spec.projection(which).out_cols();
+  const int64_t r = which == Op::kGateUp ? rows : down_rows;
+  return (out_rows + r - 1) / r;
+}
+
 std::string Config::to_string() const {
+  if (op == Op::kDecode) {
+    std::vector<std::pair<std::string, std::string>> f = {
+        {"warps", std::to_string(warps)}, {"rows", std::to_string(rows)}, {"down_rows", std::to_string(down_rows)}};
+    if (groups > 1) f.emplace_back("groups", std::to_string(groups));
+    if (interleave) f.emplace_back("interleave", "1");
+    return join_fields(f);
+  }
   if (tc_small()) {
     return join_fields({{"strategy", "tc_small"},
                         {"mt", std::to_string(mt)},
@@ -83,6 +112,15 @@ std::string Config::to_string() const {
 
 std::optional<std::string> Config::invalid_reason(const Spec& spec) const {
   if (op != spec.op) return "a config of op " + std::string(op_name(op)) + " for op " + std::string(op_name(spec.op));
+  if (op == Op::kDecode) {
+    // Each kind of CTA by the rules of its op's gemv (one pair a tile).
+    for (const Op which : {Op::kGateUp, Op::kDown}) {
+      Spec one = spec;
+      one.op = which;
+      if (auto why = decode_gemv(which).invalid_reason(one)) return std::string(op_name(which)) + " CTAs: " + *why;
+    }
+    return std::nullopt;
+  }
   if (!projection()) {
     if (threads % 32 != 0) return "threads=" + std::to_string(threads) + " is not a whole number of warps";
     if (op == Op::kRoute) {

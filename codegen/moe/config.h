@@ -4,6 +4,7 @@
 //                     strategy=mma,bm=64,bn=128,wm=2,wn=2
 //                     strategy=tc_small,mt=8,rows=16,warps=2,stages=3   (sm_80+)
 //   combine:          threads=128
+//   decode:           warps=1,rows=8,down_rows=16[,groups=4][,interleave=1]
 // route: CTAs of `threads` threads, each routing `tokens` tokens (a warp per token) and ranking
 // its pairs per expert; the last CTA to finish groups them all (templates/moe/route.cuh).
 // gate_up and down, strategy=gemv: a CTA owns `loop` groups (default 1, printed when more) of
@@ -23,6 +24,11 @@
 // there, no split): each weight chunk decoded once for the tile's pairs, for decode batches
 // that give experts a few pairs each.
 // combine: a CTA of `threads` threads per token.
+// decode (templates/moe/decode.cuh): CTAs of `warps` warps, one pair each: gate_up CTAs own
+// `rows` rows of h, down CTAs `down_rows` rows of y, each as strategy=gemv with mt=1 (and
+// `groups` lane groups on down, printed when more than 1); interleave=1 (printed when set) puts
+// each pair's down CTAs right after its gate_up CTAs in the grid, else every gate_up CTA comes
+// first.
 #pragma once
 #include <optional>
 #include <string>
@@ -51,6 +57,8 @@ struct Config {
   int loop = 1;                         // strategy=gemv: groups of `rows` rows per CTA
   int groups = 1;                       // strategy=gemv, one warp: groups of lanes sharing the rows
   int bm = 64, bn = 128, wm = 2, wn = 2;  // strategy=mma
+  int down_rows = 16;                     // decode: the down CTAs' rows (`rows`: the gate_up CTAs')
+  bool interleave = false;                // decode: each pair's CTAs together in the grid
 
   static Config parse(const Spec& spec, std::string_view text);  // parses and validates
   std::string to_string() const;
@@ -61,7 +69,9 @@ struct Config {
   bool tc_small() const { return projection() && strategy == Strategy::kTcSmall; }
   // route: CTAs for m tokens.
   int64_t route_ctas(int64_t m) const { return (m + tokens - 1) / tokens; }
-  int cta_threads() const { return !projection() ? threads : mma() ? wm * wn * 32 : warps * 32; }
+  int cta_threads() const {
+    return op == Op::kDecode ? warps * 32 : !projection() ? threads : mma() ? wm * wn * 32 : warps * 32;
+  }
   int slots() const { return op == Op::kGateUp ? 2 * rows : rows; }
   // Pairs per tile (the grid's tiles split each expert's pairs into runs of this many).
   int tile_pairs() const { return mma() ? bm : mt; }
@@ -70,6 +80,10 @@ struct Config {
   // strategy=mma and tc_small: the gemm family's config of the same tile (its validity rules apply).
   gemm::Config gemm_mma() const;
   gemm::Config gemm_tc_small() const;
+  // decode: its gate_up (which = kGateUp) or down CTAs as that op's strategy=gemv config.
+  Config decode_gemv(Op which) const;
+  // decode: CTAs per pair of each projection.
+  int64_t decode_blocks(const Spec& spec, Op which) const;
   friend bool operator==(const Config&, const Config&) = default;
 };
 

@@ -25,6 +25,19 @@ Emitted emit(const Spec& spec, const Config& c, Arch arch) {
                             std::to_string(c.threads) + ", " + std::to_string(int(spec.shared)) + ">";
       header = "moe/combine.cuh";
       break;
+    case Op::kDecode: {
+      auto flag = [](bool v) { return std::string(v ? "true" : "false"); };
+      e.kernel_expression = "onecat::moe_decode_kernel<" + gemm::format_type(spec.projection(Op::kGateUp)) + ", " +
+                            gemm::format_type(spec.projection(Op::kDown)) + ", " + std::to_string(spec.hidden) + ", " +
+                            std::to_string(spec.inter) + ", " + std::to_string(spec.experts) + ", " + topk + ", " +
+                            flag(spec.norm) + ", " + flag(spec.sigmoid) + ", " + flag(spec.bias) + ", " +
+                            std::to_string(spec.groups) + ", " + std::to_string(spec.topk_groups) + ", " +
+                            std::to_string(c.warps) + ", " + std::to_string(c.rows) + ", " +
+                            std::to_string(c.down_rows) + ", " + std::to_string(c.groups) + ", " +
+                            std::to_string(int(spec.shared)) + ", " + flag(spec.act_order) + ", " + flag(c.interleave) + ">";
+      header = "moe/decode.cuh";
+      break;
+    }
     case Op::kGateUp:
     case Op::kDown: {
       const gemm::Spec g = spec.projection();
@@ -79,6 +92,12 @@ LaunchGeometry geometry(const Spec& spec, const Config& c, int64_t tokens) {
       if (tokens > 0x7fffffff) throw InputError("moe combine: too many tokens for the grid");
       g.grid[0] = static_cast<unsigned>(tokens);
       break;
+    case Op::kDecode: {
+      const int64_t ctas = tokens * spec.topk * (c.decode_blocks(spec, Op::kGateUp) + c.decode_blocks(spec, Op::kDown));
+      if (ctas > 0x7fffffff) throw InputError("moe decode: " + std::to_string(tokens) + " tokens exceed the grid");
+      g.grid[0] = static_cast<unsigned>(ctas);
+      break;
+    }
     case Op::kGateUp:
     case Op::kDown: {
       const int64_t out_rows = spec.projection().out_cols();

@@ -7,6 +7,10 @@
 //            long long qweight_stride, scales_stride, zeros_stride (bytes per expert)
 //   combine: half* out, const float* y, const float* weights, int tokens, const half* shared,
 //            const half* shared_gate
+//   decode:  half* out, const half* x, const half* logits, int tokens, const float* bias, float scale,
+//            gate_up's qweight, scales, zeros, perm, global_scales, qweight_stride, scales_stride,
+//            zeros_stride, then down's, half* h, float* y, const half* shared, const half* shared_gate,
+//            int* ids, float* weights, unsigned* workspace
 #pragma once
 #include <cstdint>
 

@@ -30,11 +30,18 @@ struct Args {
   // combine: y and weights → out [tokens][hidden] fp16; shared [tokens][hidden] fp16 (shared
   // expert) and shared_gate [tokens] fp16 logits (shared=gated).
   DevicePtr out = 0, shared = 0, shared_gate = 0;
+  // decode: logits, bias and scale as route's; x → out as the layer; the gate_up weights in the
+  // fields above (slot table: none), down's here; h and y scratch as gate_up's and down's
+  // outputs; workspace: workspace_bytes(), zeroed once; ids and weights, where not 0, get the
+  // routing as route's do (offsets and sorted are not written).
+  DevicePtr down_qweight = 0, down_scales = 0, down_zeros = 0, down_perm = 0, down_global_scales = 0;
+  int64_t down_qweight_stride = 0, down_scales_stride = 0, down_zeros_stride = 0;
 };
 
 // route over more than one CTA: a counter, the CTAs' counts per expert and the pairs' ranks
-// (templates/moe/route.cuh); the kernel leaves the counter at 0, so zero the workspace once,
-// when it is allocated. The other ops and one-CTA routes take none.
+// (templates/moe/route.cuh); decode: its counters (templates/moe/decode.cuh). The kernels leave
+// their counters at 0, so zero the workspace once, when it is allocated. The other ops and
+// one-CTA routes take none.
 int64_t workspace_bytes(const Spec& spec, const Config& config, int64_t tokens);
 KernelCall make_call(const Spec& spec, const Config& config, const Args& args);
 

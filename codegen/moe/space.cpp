@@ -61,9 +61,45 @@ std::optional<Config> tc_small_default(const Spec& spec, int64_t m, Arch arch) {
   return c;
 }
 
+// op=decode: warps as the gemv default gives each projection (about a 16-byte chunk a lane),
+// the fewer of the two (one CTA size serves both); 8 rows of h (16 weight rows; 4 with 4-bit
+// weights, which kept the kernel at 128 registers where 8 took 216: the H100 sweep's best in
+// awq4 and nvfp4 at one token, 1.15-1.25x faster) and 16 of y a CTA, and on one warp the down
+// CTAs in lane groups where a row's chunks leave lanes idle (bench/RESULTS.md).
+Config decode_default(const Spec& spec) {
+  Config c;
+  c.op = Op::kDecode;
+  auto warps_for = [&](Op which) {
+    const gemm::Spec g = spec.projection(which);
+    return int(std::bit_floor(uint64_t(std::clamp<int64_t>(g.k / g.per_chunk() / 32, 1, 8))));
+  };
+  c.warps = std::min(warps_for(Op::kGateUp), warps_for(Op::kDown));
+  c.rows = spec.projection(Op::kGateUp).per_chunk() >= 32 ? 4 : 8;
+  c.down_rows = 16, c.groups = 1;
+  while (c.warps > 1 && c.invalid_reason(spec)) c.warps /= 2;
+  const gemm::Spec down = spec.projection(Op::kDown);
+  const int64_t chunks = down.k / down.per_chunk();
+  int lanes = 16;
+  while (lanes > 1 && chunks % lanes != 0) lanes /= 2;
+  if (c.warps == 1 && chunks % 32 != 0 && chunks / lanes <= 4) c.groups = 32 / lanes;
+  while (c.groups > 1 && c.invalid_reason(spec)) c.groups /= 2;
+  while (c.down_rows > 1 && c.invalid_reason(spec)) c.down_rows /= 2;
+  while (c.rows > 1 && c.invalid_reason(spec)) c.rows /= 2;
+  if (auto why = c.invalid_reason(spec)) throw InputError(spec.to_string() + " has no valid config: " + *why);
+  return c;
+}
+
 }  // namespace
 
+int64_t decode_max_tokens(const Spec& spec) { return std::max<int64_t>(1, spec.experts / spec.topk); }
+
+int64_t decode_layer_tokens(const Spec& spec) {
+  const gemm::Spec up = spec.projection(Op::kGateUp);
+  return up.per_chunk() >= 32 ? 1 : 0;  // 32 values a 16-byte chunk: the 4-bit formats
+}
+
 Config default_config(const Spec& spec, int64_t m, Arch arch) {
+  if (spec.op == Op::kDecode) return decode_default(spec);
   Config c;
   c.op = spec.op;
   if (spec.op == Op::kRoute) {
@@ -172,6 +208,21 @@ std::vector<Config> candidate_configs(const Spec& spec, Arch arch) {
   std::vector<Config> out;
   Config c;
   c.op = spec.op;
+  if (spec.op == Op::kDecode) {
+    for (int warps : {1, 2, 4}) {
+      for (int rows : {4, 8, 16}) {
+        for (int down_rows : {8, 16, 32}) {
+          for (int groups : {1, 2, 4, 8, 16}) {
+            for (bool interleave : {false, true}) {
+              c.warps = warps, c.rows = rows, c.down_rows = down_rows, c.groups = groups, c.interleave = interleave;
+              if (!c.invalid_reason(spec)) out.push_back(c);
+            }
+          }
+        }
+      }
+    }
+    return out;
+  }
   if (!c.projection()) {
     for (int t : {64, 128, 256, 512, 1024}) {
       c.threads = t;
@@ -256,6 +307,7 @@ bool fits_bucket(const Spec& spec, const Config& c, int64_t m) {
   // CTAs of four tokens or more on average (the last CTA's pass over every CTA's counts grows
   // with their number).
   if (c.op == Op::kRoute) return c.tokens <= std::max<int64_t>(1, 2 * m) && c.route_ctas(m) <= std::max<int64_t>(1, m / 4);
+  if (c.op == Op::kDecode) return m <= decode_max_tokens(spec);
   if (!c.projection()) return true;
   // Tiles up to twice the even share (skewed routing fills some experts more), never more
   // pairs than the bucket has. The tensor-core tiles from half as many pairs as experts, where

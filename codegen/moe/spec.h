@@ -5,6 +5,7 @@
 //   moe:op=down,experts=128,topk=8,hidden=2048,inter=768,fmt=awq4,group=128,act_order=0
 //   moe:op=combine,topk=8,hidden=2048
 //   moe:op=combine,topk=4,hidden=2048,shared=gated
+//   moe:op=decode,experts=128,topk=8,norm=1,hidden=2048,inter=768,fmt=awq4,group=128,act_order=0
 // route: fp16 router logits [T][experts] → each token's top-k experts (ties: the lower id) and
 // their softmax weights (renormalised over the chosen ones with norm=1), then the pairs
 // (token·topk + slot) grouped by expert in pair order: per-expert offsets and the sorted pairs.
@@ -20,6 +21,9 @@
 // combine: out[token] = Σ_slot weight · y[pair] in slot order, rounded once to fp16; with a
 // shared expert (its output an input of the op), + shared[token] (shared=plain, DeepSeek) or
 // + sigmoid(shared gate logit) · shared[token] (shared=gated, Qwen2-MoE).
+// decode: the whole layer for a few tokens in one launch (templates/moe/decode.cuh): route's
+// fields and result, gate_up and down in one weight format (both projections' fields), combine's
+// `shared`; out as combine's, h and y as scratch.
 // The canonical form prints the fields its op uses, in this order; group defaults to the
 // format's usual one, act_order (gptq4 only) to 0.
 #pragma once
@@ -31,7 +35,7 @@
 
 namespace onecat::moe {
 
-enum class Op { kRoute, kGateUp, kDown, kCombine };
+enum class Op { kRoute, kGateUp, kDown, kCombine, kDecode };
 
 inline constexpr int kMaxExperts = 512;  // the route kernel holds a token's logits in registers (16 per lane)
 inline constexpr int kMaxTopk = 16;
@@ -58,6 +62,11 @@ struct Spec {
   // gate_up and down: one expert's projection as a gemm spec (gate_up: n = 2·inter with the
   // silu_mul epilogue, k = hidden; down: n = hidden, k = inter, fp32 out).
   gemm::Spec projection() const;
+  // decode: its projection `which` (kGateUp or kDown), as projection() of that op's spec.
+  gemm::Spec projection(Op which) const;
+  bool routes() const { return op == Op::kRoute || op == Op::kDecode; }
+  bool projects() const { return op == Op::kGateUp || op == Op::kDown || op == Op::kDecode; }
+  bool combines() const { return op == Op::kCombine || op == Op::kDecode; }
   friend bool operator==(const Spec&, const Spec&) = default;
 };
 

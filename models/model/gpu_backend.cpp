@@ -4,6 +4,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <string>
@@ -22,6 +23,7 @@
 #include "codegen/moe/emit.h"
 #include "codegen/moe/experts.h"
 #include "codegen/moe/op.h"
+#include "codegen/moe/space.h"
 #include "codegen/rmsnorm/op.h"
 #include "codegen/rope/op.h"
 #include "codegen/sampling/op.h"
@@ -119,6 +121,10 @@ struct GpuBackend::Impl {
   // Mixture of experts: routing and the slot-ordered sum, and the experts' ops by spec.
   std::unique_ptr<MoeOp> moe_route, moe_combine;
   std::map<std::string, std::unique_ptr<MoeOp>> moe_ops;
+  // The one-launch layer (op=decode) by spec, for steps of up to moe_decode_max tokens (0: none,
+  // e.g. experts in several weight formats; then every step takes the four ops above).
+  std::map<std::string, std::unique_ptr<MoeOp>> moe_decode_ops;
+  int64_t moe_decode_max = 0;
 
   // Weights.
   DeviceBuffer embed_table, final_norm, inv_freq;
@@ -129,6 +135,7 @@ struct GpuBackend::Impl {
     DeviceLinear router;                                  // MoE: the router, fp16 logits out
     DeviceLinear shared_gate;  // MoE with a shared expert (gate_up and down its weights): its gate, n = 1
     std::vector<ExpertGroup> expert_gate_up, expert_down;  // MoE: by weight format
+    MoeOp* moe_decode = nullptr;  // MoE with one weight format: the layer as one op=decode launch
     DeviceBuffer k_cache, v_cache;
     DeviceBuffer kv_scales;  // fp8 caches: [k_scale, v_scale] fp32 (models::LoadedLayer)
     CUdeviceptr k_scale() const { return kv_scales.ptr(); }  // 0 for an fp16 cache
@@ -149,6 +156,7 @@ struct GpuBackend::Impl {
   DeviceBuffer sample_params, sample_tokens, sample_logprob, sample_top_ids, sample_top_logprobs, history_offsets;
   DeviceBuffer history_ids, history_table;
   DeviceBuffer moe_route_workspace;           // likewise (moe/op.h)
+  DeviceBuffer moe_decode_workspace;          // likewise
   // MoE: router logits [tokens][experts] fp16, the routing (moe/op.h), the experts' gate_up
   // outputs [pairs][inter] fp16 and down outputs [pairs][hidden] fp32.
   DeviceBuffer moe_logits, moe_ids, moe_weights, moe_offsets, moe_sorted, moe_h, moe_y;
@@ -499,6 +507,26 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
         session, "moe:op=route,experts=" + s(c.experts) + topk + ",norm=" + (c.norm_topk_prob ? "1" : "0"));
     g.moe_combine = std::make_unique<MoeOp>(session, "moe:op=combine" + topk + ",hidden=" + s(c.hidden) +
                                                          (c.has_shared_expert() ? ",shared=gated" : ""));
+    // Decode steps take the whole layer in one launch where a layer's experts share one weight
+    // format in both projections and it is faster (codegen/moe/space.h decode_layer_tokens: one
+    // token with 4-bit weights); ONECAT_MOE_DECODE=0 keeps the four launches (to measure it).
+    const char* decode_env = std::getenv("ONECAT_MOE_DECODE");
+    const bool one_launch = !(decode_env && std::strcmp(decode_env, "0") == 0);
+    for (Impl::Layer& l : g.layers) {
+      if (!one_launch) break;
+      if (l.expert_gate_up.size() != 1 || l.expert_down.size() != 1) continue;
+      const moe::Spec up = l.expert_gate_up[0].op->spec(), down = l.expert_down[0].op->spec();
+      if (up.format != down.format || up.group != down.group || up.act_order != down.act_order) continue;
+      moe::Spec d = up;
+      d.op = moe::Op::kDecode;
+      d.norm = c.norm_topk_prob;
+      d.shared = c.has_shared_expert() ? moe::Spec::Shared::kGated : moe::Spec::Shared::kNone;
+      if (moe::decode_layer_tokens(d) < 1) continue;
+      auto& op = g.moe_decode_ops[d.to_string()];
+      if (!op) op = std::make_unique<MoeOp>(session, d.to_string());
+      l.moe_decode = op.get();
+      g.moe_decode_max = std::min(moe::decode_layer_tokens(d), limits.max_tokens);
+    }
   }
 
   // Every kernel of every bucket now (in parallel, through the cache), so no step compiles.
@@ -522,11 +550,17 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
   models::LoadProgress bar(
       "preparing kernels",
       token_specs.size() * token_buckets.size() + sequence_buckets.size() +
-          g.fused_ops.size() * (g.fused_max_tokens > 0 ? buckets_up_to(g.fused_max_tokens).size() : 0),
+          g.fused_ops.size() * (g.fused_max_tokens > 0 ? buckets_up_to(g.fused_max_tokens).size() : 0) +
+          g.moe_decode_ops.size() * (g.moe_decode_max > 0 ? buckets_up_to(g.moe_decode_max).size() : 0),
       limits.progress, "kernels");
   auto tick = [&bar] { bar.advance(1); };
   session.prepare(token_specs, token_buckets, jobs, &g.kernels, tick);
   session.prepare({g.decode->spec().to_string()}, sequence_buckets, jobs, &g.kernels, tick);
+  if (g.moe_decode_max > 0) {
+    std::vector<std::string> decode_specs;
+    for (const auto& [spec, op] : g.moe_decode_ops) decode_specs.push_back(spec);
+    session.prepare(decode_specs, buckets_up_to(g.moe_decode_max), jobs, &g.kernels, tick);
+  }
   if (g.fused_max_tokens > 0) {
     std::vector<std::string> fused_specs;
     for (const auto& [spec, op] : g.fused_ops) fused_specs.push_back(spec);
@@ -563,6 +597,14 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
     for (int64_t m : token_buckets) route_bytes = std::max(route_bytes, g.moe_route->workspace_bytes(m));
     g.moe_route_workspace = DeviceBuffer(size_t(route_bytes));
     g.moe_route_workspace.fill_bytes(0);  // the route kernel leaves its counter at 0 (codegen/moe/op.h)
+    int64_t decode_bytes = 16;
+    for (const auto& [spec, op] : g.moe_decode_ops) {
+      for (int64_t m : buckets_up_to(std::max<int64_t>(g.moe_decode_max, 1))) {
+        decode_bytes = std::max(decode_bytes, op->workspace_bytes(m));
+      }
+    }
+    g.moe_decode_workspace = DeviceBuffer(size_t(decode_bytes));
+    g.moe_decode_workspace.fill_bytes(0);  // likewise its counters
   }
   g.argmax_ids = DeviceBuffer(size_t(limits.max_tokens) * 4);
 
@@ -855,6 +897,30 @@ void GpuBackend::moe(int layer, Act out, Act in) {
   g.run_linear(l.router, g.moe_logits.ptr(), g.act(in), g.tokens, "moe router");
   moe::Args a;
   a.tokens = g.tokens;
+  if (l.moe_decode != nullptr && g.tokens <= g.moe_decode_max) {
+    // A decode step: the shared expert first (the layer's launch adds it), then route, both
+    // projections and the combine in one launch.
+    if (g.config.has_shared_expert()) {
+      g.run_linear(l.gate_up, g.moe_shared_h.ptr(), g.act(in), g.tokens, "moe shared gate_up");
+      g.run_linear(l.down, g.moe_shared.ptr(), g.moe_shared_h.ptr(), g.tokens, "moe shared down");
+      g.run_linear(l.shared_gate, g.moe_shared_logit.ptr(), g.act(in), g.tokens, "moe shared gate");
+      a.shared = g.moe_shared.ptr(), a.shared_gate = g.moe_shared_logit.ptr();
+    }
+    const ExpertGroup& up = l.expert_gate_up[0];
+    const ExpertGroup& down = l.expert_down[0];
+    a.logits = g.moe_logits.ptr(), a.x = g.act(in), a.h = g.moe_h.ptr(), a.y = g.moe_y.ptr(), a.out = g.act(out);
+    a.workspace = g.moe_decode_workspace.ptr();
+    a.qweight = up.qweight.ptr(), a.scales = up.scales.ptr(), a.zeros = up.zeros.ptr(), a.perm = up.perm.ptr();
+    a.global_scales = up.global_scales.ptr();
+    a.qweight_stride = up.qweight_stride, a.scales_stride = up.scales_stride, a.zeros_stride = up.zeros_stride;
+    a.down_qweight = down.qweight.ptr(), a.down_scales = down.scales.ptr(), a.down_zeros = down.zeros.ptr();
+    a.down_perm = down.perm.ptr(), a.down_global_scales = down.global_scales.ptr();
+    a.down_qweight_stride = down.qweight_stride, a.down_scales_stride = down.scales_stride;
+    a.down_zeros_stride = down.zeros_stride;
+    Impl::Timed timed(g, "moe decode layer");
+    l.moe_decode->launch(a, g.tokens, g.stream);
+    return;
+  }
   a.logits = g.moe_logits.ptr(), a.ids = g.moe_ids.ptr(), a.weights = g.moe_weights.ptr();
   a.offsets = g.moe_offsets.ptr(), a.sorted = g.moe_sorted.ptr(), a.workspace = g.moe_route_workspace.ptr();
   a.x = g.act(in), a.h = g.moe_h.ptr(), a.y = g.moe_y.ptr(), a.out = g.act(out);

@@ -1,6 +1,9 @@
 // moe bindings (codegen/moe, docs/moe.md): the routing — on the GPU, or for host logits the CPU
 // reference (runtime/cpu/moe.h) — and a whole mixture-of-experts layer on the GPU (route,
-// gate_up, down, combine) over the experts' packed weights stacked once (MoeExperts).
+// gate_up, down, combine; for a few tokens in one op=decode launch, as the model's forward)
+// over the experts' packed weights stacked once (MoeExperts).
+#include "runtime/cpu/moe.h"
+
 #include <pybind11/stl.h>
 
 #include <algorithm>
@@ -16,12 +19,12 @@
 #include "codegen/moe/emit.h"
 #include "codegen/moe/experts.h"
 #include "codegen/moe/op.h"
+#include "codegen/moe/space.h"
 #include "python/bindings/array.h"
 #include "python/bindings/families.h"
 #include "python/bindings/packed_weight.h"
 #include "python/bindings/prepared.h"
 #include "python/bindings/runtime.h"
-#include "runtime/cpu/moe.h"
 #include "runtime/cuda/driver.h"
 #include "runtime/engine/dispatch.h"
 
@@ -198,6 +201,8 @@ struct PyMoeExperts {
   struct Ops {
     RouteShape route;
     Shape gate_up, down, combine;
+    RouteShape decode;       // its spec empty where unused (codegen/moe/space.h decode_layer_tokens)
+    int64_t decode_max = 0;  // tokens up to which the layer is one op=decode launch
   };
   std::map<std::pair<int64_t, bool>, Ops> ops;
   DeviceBuffer ids, weights, offsets, sorted, h, y;
@@ -211,6 +216,14 @@ struct PyMoeExperts {
     o.gate_up.spec = checked(moe::projection_spec(moe::Op::kGateUp, experts, topk, hidden, inter, gate_up.fields), kMoe);
     o.down.spec = checked(moe::projection_spec(moe::Op::kDown, experts, topk, hidden, inter, down.fields), kMoe);
     o.combine.spec = checked("moe:op=combine,topk=" + std::to_string(topk) + ",hidden=" + std::to_string(hidden), kMoe);
+    if (gate_up.fields == down.fields) {
+      o.decode.spec = checked("moe:op=decode,experts=" + std::to_string(experts) + ",topk=" + std::to_string(topk) +
+                                  ",norm=" + (norm ? "1" : "0") + ",hidden=" + std::to_string(hidden) +
+                                  ",inter=" + std::to_string(inter) + gate_up.fields,
+                              kMoe);
+      o.decode_max = moe::decode_layer_tokens(moe::Spec::parse(o.decode.spec));
+      if (o.decode_max < 1) o.decode.spec.clear();
+    }
     return ops.emplace(std::make_pair(topk, norm), std::move(o)).first->second;
   }
 
@@ -283,6 +296,24 @@ void moe_op(py::handle out, py::handle x, py::handle logits, PyMoeExperts& e, in
   moe::Args a;
   a.tokens = tokens, a.logits = lv.data, a.ids = e.ids.ptr(), a.weights = e.weights.ptr(), a.offsets = e.offsets.ptr();
   a.sorted = e.sorted.ptr(), a.x = xv.data, a.h = e.h.ptr(), a.y = e.y.ptr(), a.out = ov.data;
+  if (tokens <= ops.decode_max) {  // the whole layer in one launch, its counters in the shape's workspace
+    const Shape::Chosen k = ops.decode.choose(tokens, "");
+    const int64_t cap =
+        std::min(ops.decode_max, std::max<int64_t>(tokens, int64_t(1) << Dispatcher::bucket_index(tokens)));
+    const int64_t bytes = moe::workspace_bytes(k.spec, k.config, cap);
+    ops.decode.workspace.reserve(bytes, Runtime::get().ordinal(), "moe decode workspace");
+    a.workspace = ops.decode.workspace.buffer.ptr();
+    a.qweight = e.gate_up.d_qweight.ptr(), a.scales = e.gate_up.d_scales.ptr(), a.zeros = e.gate_up.d_zeros.ptr();
+    a.perm = e.gate_up.d_perm.ptr(), a.global_scales = e.gate_up.d_global.ptr();
+    a.qweight_stride = e.gate_up.host.qweight_stride, a.scales_stride = e.gate_up.host.scales_stride;
+    a.zeros_stride = e.gate_up.host.zeros_stride;
+    a.down_qweight = e.down.d_qweight.ptr(), a.down_scales = e.down.d_scales.ptr(), a.down_zeros = e.down.d_zeros.ptr();
+    a.down_perm = e.down.d_perm.ptr(), a.down_global_scales = e.down.d_global.ptr();
+    a.down_qweight_stride = e.down.host.qweight_stride, a.down_scales_stride = e.down.host.scales_stride;
+    a.down_zeros_stride = e.down.host.zeros_stride;
+    launch(*k.kernel, moe::make_call(k.spec, k.config, a), s);
+    return;
+  }
   launch_route(ops.route, a, tokens, s);
   for (auto [stack, shape] : {std::pair{&e.gate_up, &ops.gate_up}, std::pair{&e.down, &ops.down}}) {
     a.qweight = stack->d_qweight.ptr(), a.scales = stack->d_scales.ptr(), a.zeros = stack->d_zeros.ptr();
@@ -314,7 +345,9 @@ void bind_moe(py::module_& m) {
       .def_readonly("inter", &PyMoeExperts::inter)
       .def("specs", [](PyMoeExperts& e, int64_t topk, bool norm) {
         PyMoeExperts::Ops& o = e.ops_for(topk, norm);
-        return std::vector<std::string>{o.route.spec, o.gate_up.spec, o.down.spec, o.combine.spec};
+        std::vector<std::string> out{o.route.spec, o.gate_up.spec, o.down.spec, o.combine.spec};
+        if (!o.decode.spec.empty()) out.push_back(o.decode.spec);
+        return out;
       }, py::arg("topk"), py::arg("norm"));
   m.def("moe_experts", &make_experts, py::arg("gate_up"), py::arg("down"));
   m.def("moe", &moe_op, py::arg("out"), py::arg("x"), py::arg("logits"), py::arg("experts"), py::arg("topk"),

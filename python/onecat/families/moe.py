@@ -138,7 +138,8 @@ def moe_experts(gate_up: Sequence[Any], down: Sequence[Any]) -> Any:
 
     Returns:
         A ``MoeExperts`` (``experts``, ``hidden``, ``inter``; ``specs(topk, norm)`` the layer's
-        kernel specs), uploaded to the GPU of the first :func:`moe` call.
+        kernel specs: route, gate_up, down, combine, and where :func:`moe` runs one token as one
+        launch the decode layer's), uploaded to the GPU of the first :func:`moe` call.
 
     Raises:
         TypeError: an element is not a PackedWeight.
@@ -153,6 +154,9 @@ def moe_experts(gate_up: Sequence[Any], down: Sequence[Any]) -> Any:
 def moe(x: Array, logits: Array, experts: Any, *, topk: int, norm: bool = False, out: Array | None = None,
         stream: Stream = None) -> Array:
     """A mixture-of-experts layer: ``out[t] = Σ_k w[t,k] · down_e(silu(gate_e·x[t]) · up_e·x[t])``.
+
+    Four launches (route, gate_up, down, combine); for one token with 4-bit experts (both
+    projections in one format), one (``op=decode``), as the model's decode steps run it.
 
     Args:
         x: float16 CUDA ``[tokens, hidden]``, contiguous, 16-byte aligned.
