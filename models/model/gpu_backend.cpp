@@ -897,15 +897,19 @@ void GpuBackend::moe(int layer, Act out, Act in) {
   g.run_linear(l.router, g.moe_logits.ptr(), g.act(in), g.tokens, "moe router");
   moe::Args a;
   a.tokens = g.tokens;
+  // Qwen2-MoE's shared expert, a dense MLP of every token, and its gate's logit: inputs of the
+  // combine (in the one-launch layer too).
+  auto shared_expert = [&] {
+    if (!g.config.has_shared_expert()) return;
+    g.run_linear(l.gate_up, g.moe_shared_h.ptr(), g.act(in), g.tokens, "moe shared gate_up");
+    g.run_linear(l.down, g.moe_shared.ptr(), g.moe_shared_h.ptr(), g.tokens, "moe shared down");
+    g.run_linear(l.shared_gate, g.moe_shared_logit.ptr(), g.act(in), g.tokens, "moe shared gate");
+    a.shared = g.moe_shared.ptr(), a.shared_gate = g.moe_shared_logit.ptr();
+  };
   if (l.moe_decode != nullptr && g.tokens <= g.moe_decode_max) {
-    // A decode step: the shared expert first (the layer's launch adds it), then route, both
-    // projections and the combine in one launch.
-    if (g.config.has_shared_expert()) {
-      g.run_linear(l.gate_up, g.moe_shared_h.ptr(), g.act(in), g.tokens, "moe shared gate_up");
-      g.run_linear(l.down, g.moe_shared.ptr(), g.moe_shared_h.ptr(), g.tokens, "moe shared down");
-      g.run_linear(l.shared_gate, g.moe_shared_logit.ptr(), g.act(in), g.tokens, "moe shared gate");
-      a.shared = g.moe_shared.ptr(), a.shared_gate = g.moe_shared_logit.ptr();
-    }
+    // A decode step: the shared expert first, then route, both projections and the combine in
+    // one launch.
+    shared_expert();
     const ExpertGroup& up = l.expert_gate_up[0];
     const ExpertGroup& down = l.expert_down[0];
     a.logits = g.moe_logits.ptr(), a.x = g.act(in), a.h = g.moe_h.ptr(), a.y = g.moe_y.ptr(), a.out = g.act(out);
@@ -938,13 +942,7 @@ void GpuBackend::moe(int layer, Act out, Act in) {
       grp.op->launch(a, g.tokens, g.stream);
     }
   }
-  if (g.config.has_shared_expert()) {
-    // Qwen2-MoE's shared expert, a dense MLP of every token, and its gate's logit.
-    g.run_linear(l.gate_up, g.moe_shared_h.ptr(), g.act(in), g.tokens, "moe shared gate_up");
-    g.run_linear(l.down, g.moe_shared.ptr(), g.moe_shared_h.ptr(), g.tokens, "moe shared down");
-    g.run_linear(l.shared_gate, g.moe_shared_logit.ptr(), g.act(in), g.tokens, "moe shared gate");
-    a.shared = g.moe_shared.ptr(), a.shared_gate = g.moe_shared_logit.ptr();
-  }
+  shared_expert();
   Impl::Timed timed(g, "moe combine");
   g.moe_combine->launch(a, g.tokens, g.stream);
 }
