@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <random>
 #include <set>
 #include <vector>
@@ -343,6 +344,50 @@ TEST(MoeDecode, SpecConfigAndGeometry) {
       }
     }
   }
+}
+
+// The argument order of each op's kernel (codegen/moe/emit.h): every pointer and stride a
+// distinct value, read back from the packed call in the kernel signature's order.
+TEST(MoeCall, ArgumentsInTheKernelsOrder) {
+  moe::Args a;
+  a.tokens = 3, a.scale = 2.5f;
+  a.logits = 11, a.ids = 12, a.weights = 13, a.offsets = 14, a.sorted = 15, a.bias = 16, a.workspace = 17;
+  a.x = 21, a.h = 22, a.y = 23, a.out = 24, a.shared = 25, a.shared_gate = 26, a.slot = 27;
+  a.experts = {31, 32, 33, 34, 35, 36, 37, 38};
+  a.down = {41, 42, 43, 44, 45, 46, 47, 48};
+  auto values = [](const KernelCall& call) {
+    std::vector<uint64_t> v;
+    for (int i = 0; i < call.count; ++i) {
+      uint64_t x = 0;
+      std::memcpy(&x, call.values[size_t(i)].data(), 8);
+      v.push_back(x);
+    }
+    return v;
+  };
+  auto with = [](const char* text) {
+    const moe::Spec s = moe::Spec::parse(text);
+    return std::pair{s, moe::default_config(s, 1, Arch{90})};
+  };
+  uint32_t scale_bits = 0;
+  std::memcpy(&scale_bits, &a.scale, 4);
+  // gptq4 act_order: perm is passed (0 without act_order).
+  const auto [down, down_c] = with("moe:op=down,experts=16,topk=3,hidden=256,inter=192,fmt=gptq4,group=64,act_order=1");
+  EXPECT_EQ(values(moe::make_call(down, down_c, a)),
+            (std::vector<uint64_t>{23, 22, 31, 32, 33, 34, 35, 14, 15, 27, 36, 37, 38}));
+  const auto [up, up_c] = with("moe:op=gate_up,experts=16,topk=3,hidden=256,inter=192,fmt=f16");
+  EXPECT_EQ(values(moe::make_call(up, up_c, a)),
+            (std::vector<uint64_t>{22, 21, 31, 32, 33, 0, 35, 14, 15, 27, 36, 37, 38}));
+  const auto [dec, dec_c] = with(
+      "moe:op=decode,experts=16,topk=3,norm=1,score=sigmoid,bias=1,hidden=256,inter=192,shared=gated,fmt=gptq4,"
+      "group=64,act_order=1");
+  EXPECT_EQ(values(moe::make_call(dec, dec_c, a)),
+            (std::vector<uint64_t>{24, 21, 11, 3,  16, scale_bits, 31, 32, 33, 34, 35, 36, 37, 38, 41,
+                                   42, 43, 44, 45, 46, 47,         48, 22, 23, 25, 26, 12, 13, 17}));
+  const auto [route, route_c] = with("moe:op=route,experts=16,topk=3,norm=1");
+  EXPECT_EQ(values(moe::make_call(route, route_c, a)),
+            (std::vector<uint64_t>{12, 13, 14, 15, 11, 3, 0, scale_bits, 17}));
+  const auto [comb, comb_c] = with("moe:op=combine,topk=3,hidden=256,shared=plain");
+  EXPECT_EQ(values(moe::make_call(comb, comb_c, a)), (std::vector<uint64_t>{24, 23, 13, 3, 25, 0}));
 }
 
 TEST(MoeGeometry, TheGridCoversEveryRouting) {

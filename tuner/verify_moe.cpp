@@ -101,16 +101,23 @@ struct MoeBatch {
   // The projections' reference, computed by the first check and kept for the next candidates.
   std::vector<float> want;
   std::vector<uint8_t> served_pairs;
-  DeviceBuffer d_qweight, d_scales, d_zeros, d_perm, d_global;
-  std::array<int64_t, 3> strides{};  // qweight, scales, zeros bytes per expert
+  // A projection's weights on the GPU, kDistinctExperts contents repeated over every expert.
+  struct DeviceStack {
+    DeviceBuffer qweight, scales, zeros, perm, global;
+    std::array<int64_t, 3> strides{};  // qweight, scales, zeros bytes per expert
+    moe::ExpertWeights weights() const {
+      return {qweight.ptr(), scales.ptr(), zeros.ptr(), perm.ptr(), global.ptr(), strides[0], strides[1], strides[2]};
+    }
+  };
+  DeviceStack d_experts;  // gate_up, down: the projection's; decode: gate_up's
   size_t out_bytes = 0;
   // decode: the router's (logits, bias, scale above, and its CPU result), the down projection's
   // weights (the gate_up ones above), h and y scratch, the counters; timing alternates
   // skewed logits with uniform ones.
   cpu::MoeRoute route;
   std::vector<quant::PackedWeight> down_weights;
-  DeviceBuffer d_dqweight, d_dscales, d_dzeros, d_dperm, d_dglobal, d_h, d_y, d_workspace, d_uniform_logits;
-  std::array<int64_t, 3> down_strides{};
+  DeviceStack d_down;
+  DeviceBuffer d_h, d_y, d_workspace, d_uniform_logits;
   size_t workspace_bytes = 0;
 
   int content(int e) const { return (slot.empty() ? e : slot[size_t(e)]) % kDistinctExperts; }
@@ -147,9 +154,7 @@ struct MoeBatch {
 
   // Stacks kDistinctExperts contents of a projection's weights over every expert, as the
   // kernels read them.
-  void stack_projection(const std::vector<quant::PackedWeight>& ws, DeviceBuffer& qweight, DeviceBuffer& scales,
-                        DeviceBuffer& zeros, DeviceBuffer& perm, DeviceBuffer& global,
-                        std::array<int64_t, 3>& st_strides) {
+  DeviceStack stack_projection(const std::vector<quant::PackedWeight>& ws) const {
     std::vector<const quant::PackedWeight*> contents;
     for (const quant::PackedWeight& w : ws) contents.push_back(&w);
     const moe::StackedExperts st =
@@ -158,12 +163,14 @@ struct MoeBatch {
       if (bytes == 0) return DeviceBuffer(16);
       return upload_tiled(block, bytes, bytes / kDistinctExperts * size_t(spec.experts));
     };
-    qweight = tiled(st.qweight.data(), st.qweight.size());
-    scales = tiled(st.scales.data(), st.scales.size());
-    zeros = tiled(st.zeros.data(), st.zeros.size());
-    perm = tiled(st.perm.data(), st.perm.size() * 4);
-    global = tiled(st.global_scales.data(), st.global_scales.size() * 4);
-    st_strides = {st.qweight_stride, st.scales_stride, st.zeros_stride};
+    DeviceStack d;
+    d.qweight = tiled(st.qweight.data(), st.qweight.size());
+    d.scales = tiled(st.scales.data(), st.scales.size());
+    d.zeros = tiled(st.zeros.data(), st.zeros.size());
+    d.perm = tiled(st.perm.data(), st.perm.size() * 4);
+    d.global = tiled(st.global_scales.data(), st.global_scales.size() * 4);
+    d.strides = {st.qweight_stride, st.scales_stride, st.zeros_stride};
+    return d;
   }
 
   cpu::MoeRouter router() const {
@@ -206,8 +213,8 @@ struct MoeBatch {
     const gemm::Spec gu = s.projection(moe::Op::kGateUp), dn = s.projection(moe::Op::kDown);
     for (int d = 0; d < kDistinctExperts; ++d) weights.push_back(random_packed_weight(gu, rng));
     for (int d = 0; d < kDistinctExperts; ++d) down_weights.push_back(random_packed_weight(dn, rng));
-    stack_projection(weights, d_qweight, d_scales, d_zeros, d_perm, d_global, strides);
-    stack_projection(down_weights, d_dqweight, d_dscales, d_dzeros, d_dperm, d_dglobal, down_strides);
+    d_experts = stack_projection(weights);
+    d_down = stack_projection(down_weights);
     in = random_half(rng, size_t(tokens * s.hidden), -0.5f, 0.5f);  // x (see the gate_up case)
     d_in = upload_bytes(in.data(), in.size() * 2);
     make_out(rng);
@@ -272,7 +279,7 @@ struct MoeBatch {
         in = random_half(rng, size_t(rows_in * g.k), s.op == moe::Op::kGateUp ? -0.5f : -1.f,
                          s.op == moe::Op::kGateUp ? 0.5f : 1.f);
         // Stacked by slot: slot i holds content i % kDistinctExperts.
-        stack_projection(weights, d_qweight, d_scales, d_zeros, d_perm, d_global, strides);
+        d_experts = stack_projection(weights);
         d_offsets = upload_bytes(offsets.data(), offsets.size() * 4);
         d_sorted = upload_bytes(sorted.data(), sorted.size() * 4);
         if (timing) {
@@ -305,13 +312,7 @@ struct MoeBatch {
         a.bias = bias.empty() ? 0 : d_bias.ptr(), a.scale = scale;
         a.x = d_in.ptr(), a.h = d_h.ptr(), a.y = d_y.ptr(), a.out = d_out.ptr();
         a.ids = d_ids.ptr(), a.weights = d_weights.ptr(), a.workspace = d_workspace.ptr();
-        a.qweight = d_qweight.ptr(), a.scales = d_scales.ptr(), a.zeros = d_zeros.ptr(), a.perm = d_perm.ptr();
-        a.global_scales = d_global.ptr();
-        a.qweight_stride = strides[0], a.scales_stride = strides[1], a.zeros_stride = strides[2];
-        a.down_qweight = d_dqweight.ptr(), a.down_scales = d_dscales.ptr(), a.down_zeros = d_dzeros.ptr();
-        a.down_perm = d_dperm.ptr(), a.down_global_scales = d_dglobal.ptr();
-        a.down_qweight_stride = down_strides[0], a.down_scales_stride = down_strides[1];
-        a.down_zeros_stride = down_strides[2];
+        a.experts = d_experts.weights(), a.down = d_down.weights();
         a.shared = shared.empty() ? 0 : d_shared.ptr(), a.shared_gate = shared.empty() ? 0 : d_shared_gate.ptr();
         break;
       case moe::Op::kCombine:
@@ -325,11 +326,9 @@ struct MoeBatch {
         } else {
           a.h = d_in.ptr(), a.y = d_out.ptr();
         }
-        a.qweight = d_qweight.ptr(), a.scales = d_scales.ptr(), a.zeros = d_zeros.ptr(), a.perm = d_perm.ptr();
-        a.global_scales = d_global.ptr(), a.offsets = d_offsets.ptr(), a.sorted = d_sorted.ptr();
+        a.experts = d_experts.weights(), a.offsets = d_offsets.ptr(), a.sorted = d_sorted.ptr();
         if (uniform && !uniform_ids.empty()) a.offsets = d_uniform_offsets.ptr(), a.sorted = d_uniform_sorted.ptr();
         a.slot = slot.empty() ? 0 : d_slot.ptr();
-        a.qweight_stride = strides[0], a.scales_stride = strides[1], a.zeros_stride = strides[2];
         break;
       }
     }

@@ -13,6 +13,16 @@ int64_t workspace_bytes(const Spec& spec, const Config& config, int64_t tokens) 
 KernelCall make_call(const Spec& spec, const Config& config, const Args& a) {
   KernelCall call;
   call.geometry = geometry(spec, config, a.tokens);
+  // A projection's weights as the kernels take them: the buffers, then (after what the op puts
+  // between) the strides.
+  auto weight_buffers = [&](const ExpertWeights& w) {
+    call.arg(w.qweight).arg(w.scales).arg(w.zeros).arg(spec.act_order ? w.perm : DevicePtr(0)).arg(w.global_scales);
+  };
+  auto weight_strides = [&](const ExpertWeights& w) {
+    call.arg(static_cast<long long>(w.qweight_stride))
+        .arg(static_cast<long long>(w.scales_stride))
+        .arg(static_cast<long long>(w.zeros_stride));
+  };
   switch (spec.op) {
     case Op::kRoute:
       call.arg(a.ids).arg(a.weights).arg(a.offsets).arg(a.sorted).arg(a.logits).arg(int(a.tokens))
@@ -21,36 +31,19 @@ KernelCall make_call(const Spec& spec, const Config& config, const Args& a) {
     case Op::kGateUp:
     case Op::kDown: {
       const bool gated = spec.op == Op::kGateUp;
-      call.arg(gated ? a.h : a.y).arg(gated ? a.x : a.h).arg(a.qweight).arg(a.scales).arg(a.zeros)
-          .arg(spec.act_order ? a.perm : DevicePtr(0)).arg(a.global_scales).arg(a.offsets).arg(a.sorted)
-          .arg(a.slot).arg(static_cast<long long>(a.qweight_stride)).arg(static_cast<long long>(a.scales_stride))
-          .arg(static_cast<long long>(a.zeros_stride));
+      call.arg(gated ? a.h : a.y).arg(gated ? a.x : a.h);
+      weight_buffers(a.experts);
+      call.arg(a.offsets).arg(a.sorted).arg(a.slot);
+      weight_strides(a.experts);
       break;
     }
     case Op::kDecode:
-      call.arg(a.out)
-          .arg(a.x)
-          .arg(a.logits)
-          .arg(int(a.tokens))
-          .arg(spec.bias ? a.bias : DevicePtr(0))
-          .arg(a.scale)
-          .arg(a.qweight)
-          .arg(a.scales)
-          .arg(a.zeros)
-          .arg(spec.act_order ? a.perm : DevicePtr(0))
-          .arg(a.global_scales)
-          .arg(static_cast<long long>(a.qweight_stride))
-          .arg(static_cast<long long>(a.scales_stride))
-          .arg(static_cast<long long>(a.zeros_stride))
-          .arg(a.down_qweight)
-          .arg(a.down_scales)
-          .arg(a.down_zeros)
-          .arg(spec.act_order ? a.down_perm : DevicePtr(0))
-          .arg(a.down_global_scales)
-          .arg(static_cast<long long>(a.down_qweight_stride))
-          .arg(static_cast<long long>(a.down_scales_stride))
-          .arg(static_cast<long long>(a.down_zeros_stride))
-          .arg(a.h)
+      call.arg(a.out).arg(a.x).arg(a.logits).arg(int(a.tokens)).arg(spec.bias ? a.bias : DevicePtr(0)).arg(a.scale);
+      weight_buffers(a.experts);
+      weight_strides(a.experts);
+      weight_buffers(a.down);
+      weight_strides(a.down);
+      call.arg(a.h)
           .arg(a.y)
           .arg(spec.shared != Spec::Shared::kNone ? a.shared : DevicePtr(0))
           .arg(spec.shared == Spec::Shared::kGated ? a.shared_gate : DevicePtr(0))

@@ -9,6 +9,14 @@
 
 namespace onecat::moe {
 
+// One projection's packed expert weights, stacked at a fixed stride (bytes) per buffer
+// (codegen/moe/experts.h): global_scales [slots] fp32 (nvfp4) or 0; perm [slots][k] int32
+// (gptq4 act_order).
+struct ExpertWeights {
+  DevicePtr qweight = 0, scales = 0, zeros = 0, perm = 0, global_scales = 0;
+  int64_t qweight_stride = 0, scales_stride = 0, zeros_stride = 0;
+};
+
 struct Args {
   int64_t tokens = 0;
   // route: in logits [tokens][experts] fp16; out ids [tokens][topk] int32, weights
@@ -21,21 +29,19 @@ struct Args {
   DevicePtr workspace = 0;  // route: workspace_bytes(spec, config, tokens), zeroed once when allocated
   // gate_up: x [tokens][hidden] fp16 → h [pairs][inter] fp16. down: h → y [pairs][hidden] fp32.
   // Both read offsets and sorted (route's) and the experts' packed weights, expert e's at
-  // slot[e] × the stride (bytes) in each buffer, slot [experts] int32 (0: expert e at e; an
-  // expert with slot -1 is left to another launch, one per weight format); global_scales
-  // [slots] fp32 (nvfp4) or 0; perm [slots][k] int32 (gptq4 act_order).
+  // slot[e] × the stride in each buffer, slot [experts] int32 (0: expert e at e; an expert with
+  // slot -1 is left to another launch, one per weight format).
   DevicePtr x = 0, h = 0, y = 0;
-  DevicePtr qweight = 0, scales = 0, zeros = 0, perm = 0, global_scales = 0, slot = 0;
-  int64_t qweight_stride = 0, scales_stride = 0, zeros_stride = 0;
+  ExpertWeights experts;
+  DevicePtr slot = 0;
   // combine: y and weights → out [tokens][hidden] fp16; shared [tokens][hidden] fp16 (shared
   // expert) and shared_gate [tokens] fp16 logits (shared=gated).
   DevicePtr out = 0, shared = 0, shared_gate = 0;
-  // decode: logits, bias and scale as route's; x → out as the layer; the gate_up weights in the
-  // fields above (slot table: none), down's here; h and y scratch as gate_up's and down's
+  // decode: logits, bias and scale as route's; x → out as the layer; the gate_up weights in
+  // `experts` (slot table: none), down's here; h and y scratch as gate_up's and down's
   // outputs; workspace: workspace_bytes(), zeroed once; ids and weights, where not 0, get the
   // routing as route's do (offsets and sorted are not written).
-  DevicePtr down_qweight = 0, down_scales = 0, down_zeros = 0, down_perm = 0, down_global_scales = 0;
-  int64_t down_qweight_stride = 0, down_scales_stride = 0, down_zeros_stride = 0;
+  ExpertWeights down;
 };
 
 // route over more than one CTA: a counter, the CTAs' counts per expert and the pairs' ranks

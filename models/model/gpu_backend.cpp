@@ -68,6 +68,11 @@ struct ExpertGroup {
   DeviceBuffer qweight, scales, zeros, perm, global_scales, slot;
   int64_t qweight_stride = 0, scales_stride = 0, zeros_stride = 0;
   bool has_slots = false;
+
+  moe::ExpertWeights weights() const {
+    return {qweight.ptr(),       scales.ptr(),   zeros.ptr(),   perm.ptr(),
+            global_scales.ptr(), qweight_stride, scales_stride, zeros_stride};
+  }
 };
 
 template <class T>
@@ -599,7 +604,7 @@ GpuBackend::GpuBackend(Session& session, const models::LoadedModel& model, const
     g.moe_route_workspace.fill_bytes(0);  // the route kernel leaves its counter at 0 (codegen/moe/op.h)
     int64_t decode_bytes = 16;
     for (const auto& [spec, op] : g.moe_decode_ops) {
-      for (int64_t m : buckets_up_to(std::max<int64_t>(g.moe_decode_max, 1))) {
+      for (int64_t m : buckets_up_to(g.moe_decode_max)) {
         decode_bytes = std::max(decode_bytes, op->workspace_bytes(m));
       }
     }
@@ -910,17 +915,9 @@ void GpuBackend::moe(int layer, Act out, Act in) {
     // A decode step: the shared expert first, then route, both projections and the combine in
     // one launch.
     shared_expert();
-    const ExpertGroup& up = l.expert_gate_up[0];
-    const ExpertGroup& down = l.expert_down[0];
     a.logits = g.moe_logits.ptr(), a.x = g.act(in), a.h = g.moe_h.ptr(), a.y = g.moe_y.ptr(), a.out = g.act(out);
     a.workspace = g.moe_decode_workspace.ptr();
-    a.qweight = up.qweight.ptr(), a.scales = up.scales.ptr(), a.zeros = up.zeros.ptr(), a.perm = up.perm.ptr();
-    a.global_scales = up.global_scales.ptr();
-    a.qweight_stride = up.qweight_stride, a.scales_stride = up.scales_stride, a.zeros_stride = up.zeros_stride;
-    a.down_qweight = down.qweight.ptr(), a.down_scales = down.scales.ptr(), a.down_zeros = down.zeros.ptr();
-    a.down_perm = down.perm.ptr(), a.down_global_scales = down.global_scales.ptr();
-    a.down_qweight_stride = down.qweight_stride, a.down_scales_stride = down.scales_stride;
-    a.down_zeros_stride = down.zeros_stride;
+    a.experts = l.expert_gate_up[0].weights(), a.down = l.expert_down[0].weights();
     Impl::Timed timed(g, "moe decode layer");
     l.moe_decode->launch(a, g.tokens, g.stream);
     return;
@@ -935,9 +932,7 @@ void GpuBackend::moe(int layer, Act out, Act in) {
   // Every group's gate_up before any down: down reads h of every pair.
   for (const auto* groups : {&l.expert_gate_up, &l.expert_down}) {
     for (const ExpertGroup& grp : *groups) {
-      a.qweight = grp.qweight.ptr(), a.scales = grp.scales.ptr(), a.zeros = grp.zeros.ptr(), a.perm = grp.perm.ptr();
-      a.global_scales = grp.global_scales.ptr(), a.slot = grp.has_slots ? grp.slot.ptr() : 0;
-      a.qweight_stride = grp.qweight_stride, a.scales_stride = grp.scales_stride, a.zeros_stride = grp.zeros_stride;
+      a.experts = grp.weights(), a.slot = grp.has_slots ? grp.slot.ptr() : 0;
       Impl::Timed timed(g, groups == &l.expert_gate_up ? "moe gate_up" : "moe down");
       grp.op->launch(a, g.tokens, g.stream);
     }

@@ -37,10 +37,10 @@ constexpr const char* kExperts = "onecat.MoeExperts";
 
 using Shape = PreparedShape<moe::Spec, moe::Config, moe::Args>;
 
-// The route kernel over several CTAs meets in a workspace (codegen/moe/op.h), kept with the
-// shape: sized for the largest bucket so far and zeroed once when allocated (the kernel leaves
-// its counter at 0).
-struct RouteShape : Shape {
+// The route kernel over several CTAs and the decode layer meet in a workspace
+// (codegen/moe/op.h), kept with the shape: sized for the largest bucket so far and zeroed once
+// when allocated (the kernels leave their counters at 0).
+struct WorkspaceShape : Shape {
   ZeroedWorkspace workspace;
 };
 
@@ -71,9 +71,9 @@ std::string route_spec_of(int64_t experts, int64_t topk, bool norm, const Router
 
 // Found by its numbers: a later call builds and parses no text. A score other than softmax or
 // sigmoid keys as 2, whose spec (made from the text given) is refused before anything is kept.
-RouteShape& route_shape(int64_t experts, int64_t topk, bool norm, const Router& r) {
+WorkspaceShape& route_shape(int64_t experts, int64_t topk, bool norm, const Router& r) {
   using Key = std::array<int64_t, 7>;
-  static auto* table = new std::map<Key, RouteShape>();  // never destroyed, like the Session
+  static auto* table = new std::map<Key, WorkspaceShape>();  // never destroyed, like the Session
   const int64_t score = r.score == "softmax" ? 0 : r.score == "sigmoid" ? 1 : 2;
   const Key key{experts, topk, norm ? 1 : 0, score, r.bias ? 1 : 0, r.groups, r.topk_groups};
   return prepared_shape(*table, key, [&] { return route_spec_of(experts, topk, norm, r); });
@@ -84,13 +84,13 @@ void launch_on(Shape& shape, const moe::Args& a, int64_t m, CUstream stream) {
   launch(*k.kernel, moe::make_call(k.spec, k.config, a), stream);
 }
 
-// A route launch with room in the shape's workspace for m's whole bucket (so a CUDA graph
-// captured after a first call never grows it).
-void launch_route(RouteShape& shape, moe::Args a, int64_t m, CUstream stream) {
+// A route or decode launch with room in the shape's workspace for m's whole bucket (so a CUDA
+// graph captured after a first call never grows it).
+void launch_with_workspace(WorkspaceShape& shape, moe::Args a, int64_t m, CUstream stream) {
   const Shape::Chosen k = shape.choose(m, "");
   const int64_t cap = std::max<int64_t>(m, int64_t(1) << Dispatcher::bucket_index(m));
   const int64_t bytes = moe::workspace_bytes(k.spec, k.config, cap);
-  shape.workspace.reserve(bytes, Runtime::get().ordinal(), "moe route workspace");
+  shape.workspace.reserve(bytes, Runtime::get().ordinal(), "moe workspace");
   a.workspace = bytes > 0 ? shape.workspace.buffer.ptr() : 0;
   launch(*k.kernel, moe::make_call(k.spec, k.config, a), stream);
 }
@@ -103,7 +103,7 @@ void moe_route_op(py::handle ids, py::handle weights, py::handle offsets, py::ha
   ArrayView lv = cuda_array(logits, DType::kFloat16, 2, {kRoute, "logits"}, -1);
   const int64_t tokens = lv.shape[0], experts = lv.shape[1];
   const Router router{score, !bias.is_none(), groups, topk_groups, scale};
-  RouteShape& shape = route_shape(experts, topk, norm, router);
+  WorkspaceShape& shape = route_shape(experts, topk, norm, router);
   ArrayView iv = cuda_array(ids, DType::kInt32, 2, {kRoute, "ids"}, lv.device);
   ArrayView wv = cuda_array(weights, DType::kFloat32, 2, {kRoute, "weights"}, lv.device);
   ArrayView ov = cuda_array(offsets, DType::kInt32, 1, {kRoute, "offsets"}, lv.device);
@@ -126,7 +126,7 @@ void moe_route_op(py::handle ids, py::handle weights, py::handle offsets, py::ha
   moe::Args a;
   a.tokens = tokens, a.logits = lv.data, a.ids = iv.data, a.weights = wv.data, a.offsets = ov.data, a.sorted = sv.data;
   a.bias = router.bias ? bv.data : 0, a.scale = float(scale);
-  launch_route(shape, a, tokens, as_stream(stream));
+  launch_with_workspace(shape, a, tokens, as_stream(stream));
 }
 
 // The CPU reference on host logits (and bias): (ids, weights, offsets, sorted) as bytes (int32,
@@ -177,6 +177,10 @@ struct ExpertStack {
     put(d_perm, host.perm.data(), host.perm.size() * 4);
     put(d_global, host.global_scales.data(), host.global_scales.size() * 4);
   }
+  moe::ExpertWeights weights() const {
+    return {d_qweight.ptr(), d_scales.ptr(),      d_zeros.ptr(),      d_perm.ptr(),
+            d_global.ptr(),  host.qweight_stride, host.scales_stride, host.zeros_stride};
+  }
 };
 
 ExpertStack stack(const std::vector<PyPackedWeight*>& ws, const char* name) {
@@ -199,9 +203,9 @@ struct PyMoeExperts {
   ExpertStack gate_up, down;
   int device = -1;
   struct Ops {
-    RouteShape route;
+    WorkspaceShape route;
     Shape gate_up, down, combine;
-    RouteShape decode;       // its spec empty where unused (codegen/moe/space.h decode_layer_tokens)
+    WorkspaceShape decode;   // its spec empty where unused (codegen/moe/space.h decode_layer_tokens)
     int64_t decode_max = 0;  // tokens up to which the layer is one op=decode launch
   };
   std::map<std::pair<int64_t, bool>, Ops> ops;
@@ -296,30 +300,14 @@ void moe_op(py::handle out, py::handle x, py::handle logits, PyMoeExperts& e, in
   moe::Args a;
   a.tokens = tokens, a.logits = lv.data, a.ids = e.ids.ptr(), a.weights = e.weights.ptr(), a.offsets = e.offsets.ptr();
   a.sorted = e.sorted.ptr(), a.x = xv.data, a.h = e.h.ptr(), a.y = e.y.ptr(), a.out = ov.data;
-  if (tokens <= ops.decode_max) {  // the whole layer in one launch, its counters in the shape's workspace
-    const Shape::Chosen k = ops.decode.choose(tokens, "");
-    const int64_t cap =
-        std::min(ops.decode_max, std::max<int64_t>(tokens, int64_t(1) << Dispatcher::bucket_index(tokens)));
-    const int64_t bytes = moe::workspace_bytes(k.spec, k.config, cap);
-    ops.decode.workspace.reserve(bytes, Runtime::get().ordinal(), "moe decode workspace");
-    a.workspace = ops.decode.workspace.buffer.ptr();
-    a.qweight = e.gate_up.d_qweight.ptr(), a.scales = e.gate_up.d_scales.ptr(), a.zeros = e.gate_up.d_zeros.ptr();
-    a.perm = e.gate_up.d_perm.ptr(), a.global_scales = e.gate_up.d_global.ptr();
-    a.qweight_stride = e.gate_up.host.qweight_stride, a.scales_stride = e.gate_up.host.scales_stride;
-    a.zeros_stride = e.gate_up.host.zeros_stride;
-    a.down_qweight = e.down.d_qweight.ptr(), a.down_scales = e.down.d_scales.ptr(), a.down_zeros = e.down.d_zeros.ptr();
-    a.down_perm = e.down.d_perm.ptr(), a.down_global_scales = e.down.d_global.ptr();
-    a.down_qweight_stride = e.down.host.qweight_stride, a.down_scales_stride = e.down.host.scales_stride;
-    a.down_zeros_stride = e.down.host.zeros_stride;
-    launch(*k.kernel, moe::make_call(k.spec, k.config, a), s);
+  if (tokens <= ops.decode_max) {  // the whole layer in one launch
+    a.experts = e.gate_up.weights(), a.down = e.down.weights();
+    launch_with_workspace(ops.decode, a, tokens, s);
     return;
   }
-  launch_route(ops.route, a, tokens, s);
+  launch_with_workspace(ops.route, a, tokens, s);
   for (auto [stack, shape] : {std::pair{&e.gate_up, &ops.gate_up}, std::pair{&e.down, &ops.down}}) {
-    a.qweight = stack->d_qweight.ptr(), a.scales = stack->d_scales.ptr(), a.zeros = stack->d_zeros.ptr();
-    a.perm = stack->d_perm.ptr(), a.global_scales = stack->d_global.ptr(), a.slot = 0;
-    a.qweight_stride = stack->host.qweight_stride, a.scales_stride = stack->host.scales_stride;
-    a.zeros_stride = stack->host.zeros_stride;
+    a.experts = stack->weights(), a.slot = 0;
     launch_on(*shape, a, tokens, s);
   }
   launch_on(ops.combine, a, tokens, s);
