@@ -61,6 +61,20 @@ std::optional<Config> tc_small_default(const Spec& spec, int64_t m, Arch arch) {
   return c;
 }
 
+// The gemv's warps over rows of `chunks` 16-byte chunks: one warp per `per_lane` chunks (32:
+// about one chunk a lane), 1 to 8, a power of two.
+int gemv_warps(int64_t chunks, int64_t per_lane) {
+  return int(std::bit_floor(uint64_t(std::clamp<int64_t>(chunks / per_lane, 1, 8))));
+}
+
+// One warp's lane groups over rows of `chunks` chunks: as many as leave each lane whole chunks,
+// where 32 does not divide them and that is at most 4 chunks a lane; else 1.
+int gemv_lane_groups(int64_t chunks) {
+  int lanes = 16;
+  while (lanes > 1 && chunks % lanes != 0) lanes /= 2;
+  return chunks % 32 != 0 && chunks / lanes <= 4 ? 32 / lanes : 1;
+}
+
 // op=decode: warps as the gemv default gives each projection (about a 16-byte chunk a lane),
 // the fewer of the two (one CTA size serves both); 8 rows of h (16 weight rows; 4 with 4-bit
 // weights, which kept the kernel at 128 registers where 8 took 216: the H100 sweep's best in
@@ -71,17 +85,14 @@ Config decode_default(const Spec& spec) {
   c.op = Op::kDecode;
   auto warps_for = [&](Op which) {
     const gemm::Spec g = spec.projection(which);
-    return int(std::bit_floor(uint64_t(std::clamp<int64_t>(g.k / g.per_chunk() / 32, 1, 8))));
+    return gemv_warps(g.k / g.per_chunk(), 32);
   };
   c.warps = std::min(warps_for(Op::kGateUp), warps_for(Op::kDown));
   c.rows = spec.projection(Op::kGateUp).per_chunk() >= 32 ? 4 : 8;
   c.down_rows = 16, c.groups = 1;
   while (c.warps > 1 && c.invalid_reason(spec)) c.warps /= 2;
   const gemm::Spec down = spec.projection(Op::kDown);
-  const int64_t chunks = down.k / down.per_chunk();
-  int lanes = 16;
-  while (lanes > 1 && chunks % lanes != 0) lanes /= 2;
-  if (c.warps == 1 && chunks % 32 != 0 && chunks / lanes <= 4) c.groups = 32 / lanes;
+  if (c.warps == 1) c.groups = gemv_lane_groups(down.k / down.per_chunk());
   while (c.groups > 1 && c.invalid_reason(spec)) c.groups /= 2;
   while (c.down_rows > 1 && c.invalid_reason(spec)) c.down_rows /= 2;
   while (c.rows > 1 && c.invalid_reason(spec)) c.rows /= 2;
@@ -173,7 +184,7 @@ Config default_config(const Spec& spec, int64_t m, Arch arch) {
   const int64_t out_rows = g.out_cols();
   auto ctas = [&] { return max_tiles(spec, c, pairs) * ((out_rows + c.tile_cols() - 1) / c.tile_cols()); };
   const int64_t per_lane = ctas() < kManyCtas ? 32 : 64;
-  c.warps = int(std::bit_floor(uint64_t(std::clamp<int64_t>(chunks / per_lane, 1, 8))));
+  c.warps = gemv_warps(chunks, per_lane);
   while (c.warps > 1 && c.invalid_reason(spec)) --c.warps;
   while (c.rows > 1 && c.invalid_reason(spec)) c.rows /= 2;
   while (c.mt > 1 && c.invalid_reason(spec)) c.mt /= 2;
@@ -183,11 +194,9 @@ Config default_config(const Spec& spec, int64_t m, Arch arch) {
   // 35.1 µs on the H100; with loops of rows or on small grids, where one token's CTAs each want
   // their loads in flight at once, they lost). At most 4 chunks a lane (3 measured): a lane
   // walks its chunks one after another, a slot's few loads in flight at a time.
-  int lanes = 16;
-  while (lanes > 1 && chunks % lanes != 0) lanes /= 2;
-  if (c.warps == 1 && chunks % 32 != 0 && chunks / lanes <= 4 && ctas() >= kManyCtas) {
+  if (c.warps == 1 && gemv_lane_groups(chunks) > 1 && ctas() >= kManyCtas) {
     Config grouped = c;
-    grouped.rows = 16, grouped.groups = 32 / lanes;
+    grouped.rows = 16, grouped.groups = gemv_lane_groups(chunks);
     while (grouped.groups > 1 && grouped.slots() % grouped.groups != 0) grouped.groups /= 2;
     while (grouped.rows > c.rows && grouped.invalid_reason(spec)) grouped.rows /= 2;
     if (grouped.groups > 1 && !grouped.invalid_reason(spec)) return grouped;
