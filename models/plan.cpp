@@ -137,10 +137,8 @@ class Planner {
       if (tp_ == 1) {
         // Decode steps of one token with 4-bit experts: route, both projections and the combine
         // in one launch (codegen/moe/space.h decode_layer_tokens).
-        const std::string spec = "moe:op=decode," + experts + ",norm=" + (m_.norm_topk_prob ? "1" : "0") +
-                                 ",hidden=" + s(m_.hidden) + ",inter=" + s(inter) +
-                                 (m_.has_shared_expert() ? ",shared=gated" : "") + ",fmt=" + w_.fmt +
-                                 ",group=" + s(w_.group) + ",act_order=" + (w_.act_order ? "1" : "0");
+        const std::string spec = "moe:op=decode" + shape + ",norm=" + (m_.norm_topk_prob ? "1" : "0") +
+                                 (m_.has_shared_expert() ? ",shared=gated" : "");
         const int64_t most = moe::decode_layer_tokens(moe::Spec::parse(spec));
         if (most > 0) ops_.push_back(
             {"layers.moe_decode", "moe", canonical("layers.moe_decode", spec),
