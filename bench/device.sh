@@ -34,6 +34,8 @@
 #                    MOE_FORMATS default "awq4 fp8b128 nvfp4 f16", MOE_MS default 1,4,16,64,256,1024,4096) -> moe_bench.jsonl
 #                    (the touched experts' bytes at copy bandwidth are each point's floor), after torch's layer on fp16
 #                    weights (bench/moe_torch_peer.py, transformers' per-expert loop) at the same MS
+#   moe-decode[@graph] the one-launch decode layer alone (MOE_FORMATS, MOE_DECODE_MS), swept, beside its peer: the
+#                    four launches at their defaults, same routings and timing -> moe_decode[_graph].jsonl
 #   attn-points@FILE build-device/attention_bench one SPEC BATCH CTX Q [CONFIG] per line of FILE
 #   gemm-points@FILE[@graph]  onecat bench SPEC --m M --config CONFIG [--graph] per line (SPEC M CONFIG) of FILE
 #   kernel-table@FILE  issue 27's table: bench/kernel_table.sh FILE (onecat bench --shapes FILE --sweep --graph, torch
@@ -321,6 +323,13 @@ for p in (a, b, b): print(json.dumps({"prompt_ids": p, "max_tokens": 1}))' >/tmp
         for spec in "${specs[@]}"; do
           timeout "$(left)" $bin bench "$spec" --m "${MOE_MS:-1,4,16,64,256,1024,4096}" --sweep --json |
             "$py" -c 'import json,sys; print(json.dumps(json.load(sys.stdin)))' >>"$out/moe_bench.jsonl"
+        done ;;
+      moe-decode|moe-decode@graph) # op=decode alone, beside its four-launch peer (MOE_FORMATS, MOE_DECODE_MS)
+        mode=${s#moe-decode}; mode=${mode#@}
+        for fmt in ${MOE_FORMATS:-awq4 fp8b128 nvfp4 f16}; do
+          timeout "$(left)" $bin bench "moe:op=decode,experts=128,topk=8,norm=1,hidden=2048,inter=768,fmt=$fmt" \
+            --m "${MOE_DECODE_MS:-1,4,8,16}" --sweep --json ${mode:+--$mode} |
+            "$py" -c 'import json,sys; print(json.dumps(json.load(sys.stdin)))' >>"$out/moe_decode${mode:+_$mode}.jsonl"
         done ;;
       bench@*) IFS=@ read -r _ spec ms mode <<<"$s"
                timeout "$(left)" $bin bench "$spec" --m "$ms" --sweep --json ${mode:+--$mode} | "$py" -c 'import json,sys; print(json.dumps(json.load(sys.stdin)))' >>"$out/bench.jsonl" ;;

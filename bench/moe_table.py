@@ -5,7 +5,10 @@ combine), their sum, the layer's floor (the touched experts' weights and the row
 bandwidth: the projections' floors plus route's and combine's), the sum's share of that floor,
 and torch's layer (bench/moe_torch_peer.py, fp16 weights) with onecat's speed-up over it; then
 the one-launch decode layer (op=decode) where measured: its best swept time, its floor (both
-projections of the touched experts, x, out and the logits) and its share of that floor.
+projections of the touched experts, x, out and the logits) and its share of that floor, and,
+timed in the same run as op=decode (the same routings, the same stream or graph timing), the
+four launches a step makes without it (route, gate_up, down, combine at their default configs)
+and their share of the same floor.
 
 Usage: bench/moe_table.py moe_bench.jsonl [--json]"""
 import json, re, sys
@@ -51,6 +54,9 @@ def main():
                 r["decode_us"], r["decode_config"] = dec["us"], dec["config"]
                 r["decode_floor_us"] = dec["bandwidth_floor_us"]
                 r["decode_pct_floor"] = 100 * dec["bandwidth_floor_us"] / dec["us"]
+                if dec.get("peer_us", 0) > 0:
+                    r["four_launches_us"] = dec["peer_us"]
+                    r["four_launches_pct_floor"] = 100 * dec["bandwidth_floor_us"] / dec["peer_us"]
             for name in ("gate_up", "down"):
                 if name in pts:
                     r[name + "_pct_floor"] = 100 * pts[name]["bandwidth_floor_us"] / pts[name]["us"]
@@ -61,7 +67,8 @@ def main():
     cols = [("fmt", "{}"), ("m", "{}"), ("route_us", "{:.1f}"), ("gate_up_us", "{:.1f}"), ("down_us", "{:.1f}"),
             ("combine_us", "{:.1f}"), ("layer_us", "{:.1f}"), ("floor_us", "{:.1f}"), ("pct_floor", "{:.0f}%"),
             ("torch_us", "{:.0f}"), ("speedup_vs_torch", "{:.2f}x"), ("decode_us", "{:.1f}"),
-            ("decode_floor_us", "{:.1f}"), ("decode_pct_floor", "{:.0f}%")]
+            ("decode_floor_us", "{:.1f}"), ("decode_pct_floor", "{:.0f}%"), ("four_launches_us", "{:.1f}"),
+            ("four_launches_pct_floor", "{:.0f}%")]
     print("| " + " | ".join(c for c, _ in cols) + " |")
     print("|" + "---|" * len(cols))
     for r in rows:

@@ -167,6 +167,13 @@ BenchResult bench_spec(Session& session, const std::string& spec_text, const std
         pt.flop_floor_us = traffic.flops / (out.peak_tflops * 1e12) * 1e6;
       }
     }
+    workload->use_own_kernels([&](const std::string& spec) {
+      const Family& f = family_of(spec);
+      Workload::OwnKernel k;
+      k.config = default_config_here(f, f.canonical_spec(spec), m, arch.sm);
+      k.kernel = &ModuleTable::get().load(jit.get(CompileRequest::make(f, f.canonical_spec(spec), k.config, arch)).binary);
+      return k;
+    });
     out.peer = workload->peer_name();
     if (!out.peer.empty()) {
       pt.peer_us = timed([&](int i, CUstream s) { workload->launch_peer(i, s); }).median_us;

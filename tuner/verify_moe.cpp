@@ -5,8 +5,8 @@
 //   (bias=1), scaling factor 2.5, and rows whose best experts sit in one group (grouped top-k
 //   must still pick only from the kept groups).
 //   gate_up, down: a routing where every other token goes to the same `topk` experts (tiles of
-//   many pairs next to experts with one pair and experts with none; tuning times it and a
-//   uniform routing in turn), experts' weights of
+//   many pairs next to experts with one pair and experts with none; tuning cycles through it and
+//   further uniform and skewed routings, MoeBatch::timing), experts' weights of
 //   kDistinctExperts random contents in the format's kernel layout, against cpu::gemm (fp64)
 //   per pair, with the gemm family's bounds. An odd token count also exercises the slot table:
 //   the weights stacked in reverse expert order and every seventh expert left to another launch
@@ -18,6 +18,8 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -56,14 +58,15 @@ std::vector<T> download(const DeviceBuffer& b, size_t count) {
 }
 
 // Each token to `topk` distinct experts drawn uniformly; with `skewed`, every other token to
-// experts 0..topk-1 (in a shuffled order) instead.
-std::vector<int32_t> routing(const moe::Spec& s, int64_t tokens, bool skewed, std::mt19937_64& rng) {
+// experts hot..hot+topk-1 (mod experts, in a shuffled order) instead.
+std::vector<int32_t> routing(const moe::Spec& s, int64_t tokens, bool skewed, std::mt19937_64& rng, int hot_first = 0) {
   std::vector<int32_t> ids(size_t(tokens * s.topk));
   std::vector<int32_t> all(size_t(s.experts));
   for (int e = 0; e < s.experts; ++e) all[size_t(e)] = e;
   for (int64_t t = 0; t < tokens; ++t) {
     if (skewed && t % 2 == 0) {
-      std::vector<int32_t> hot(all.begin(), all.begin() + s.topk);
+      std::vector<int32_t> hot(size_t(s.topk));
+      for (int k = 0; k < s.topk; ++k) hot[size_t(k)] = (hot_first + k) % s.experts;
       std::shuffle(hot.begin(), hot.end(), rng);
       std::copy(hot.begin(), hot.end(), ids.begin() + t * s.topk);
     } else {
@@ -94,10 +97,18 @@ struct MoeBatch {
 
   DeviceBuffer d_route_workspace;  // route: the largest any config takes (tokens=1), zeroed once
   DeviceBuffer d_logits, d_bias, d_ids, d_weights, d_offsets, d_sorted, d_slot, d_in, d_out;
-  // Timing (gate_up, down): a second routing, uniform over the experts, that launches alternate
-  // with the skewed one (real routers are trained toward balance; prompts skew them).
-  DeviceBuffer d_uniform_offsets, d_uniform_sorted;
-  std::vector<int32_t> uniform_ids;
+  // Timing (gate_up, down, decode): the routings launches cycle through after the check's
+  // (routing 0, skewed), uniform and skewed in turn (real routers are trained toward balance;
+  // prompts skew them), each skewed one on other hot experts. Enough of them that a launch's
+  // experts have left the L2 before a routing comes round again (rotation_copies): one token's
+  // eight experts fit an H100's L2 twice over.
+  struct TimingRouting {
+    std::vector<int32_t> ids;
+    DeviceBuffer logits, offsets, sorted;  // decode: logits; gate_up, down: offsets, sorted
+  };
+  std::vector<TimingRouting> timing;
+  int routings() const { return 1 + int(timing.size()); }
+  const std::vector<int32_t>& ids_of(int r) const { return r == 0 ? ids : timing[size_t(r - 1)].ids; }
   // The projections' reference, computed by the first check and kept for the next candidates.
   std::vector<float> want;
   std::vector<uint8_t> served_pairs;
@@ -112,12 +123,11 @@ struct MoeBatch {
   DeviceStack d_experts;  // gate_up, down: the projection's; decode: gate_up's
   size_t out_bytes = 0;
   // decode: the router's (logits, bias, scale above, and its CPU result), the down projection's
-  // weights (the gate_up ones above), h and y scratch, the counters; timing alternates
-  // skewed logits with uniform ones.
+  // weights (the gate_up ones above), h and y scratch, the counters.
   cpu::MoeRoute route;
   std::vector<quant::PackedWeight> down_weights;
   DeviceStack d_down;
-  DeviceBuffer d_h, d_y, d_workspace, d_uniform_logits;
+  DeviceBuffer d_h, d_y, d_workspace;
   size_t workspace_bytes = 0;
 
   int content(int e) const { return (slot.empty() ? e : slot[size_t(e)]) % kDistinctExperts; }
@@ -194,25 +204,49 @@ struct MoeBatch {
     d_out = DeviceBuffer(out_bytes);
   }
 
-  void make_decode(std::mt19937_64& rng, uint64_t seed, bool timing) {
+  // Every other token far ahead on the topk experts from hot_first (tiles of many pairs beside
+  // lone ones).
+  void skew_logits(std::vector<uint16_t>& rows, int hot_first) const {
+    for (int64_t t = 0; t < tokens; t += 2) {
+      uint16_t* row = rows.data() + t * spec.experts;
+      for (int k = 0; k < spec.topk; ++k) {
+        row[(hot_first + k) % spec.experts] = cpu::float_to_half(9.f + 0.125f * float(k));
+      }
+    }
+  }
+
+  // Routings 1.. for timing: enough that the experts they touch, launch after launch, exceed
+  // the L2 (bytes_per_expert: what a touched expert's weights take); at least one.
+  template <class MakeRouting>
+  void make_timing_routings(double bytes_per_expert, MakeRouting make) {
+    std::vector<uint8_t> t(size_t(spec.experts), 0);
+    for (int32_t e : ids) t[size_t(e)] = 1;
+    const double touched = double(std::count(t.begin(), t.end(), 1));
+    const int count = std::max(2, rotation_copies(size_t(touched * bytes_per_expert),
+                                                  Driver::require_gpu().device_info(0).l2_bytes));
+    for (int r = 1; r < count; ++r) timing.push_back(make(r % 2 == 0, r / 2 * spec.topk));
+  }
+
+  void make_decode(std::mt19937_64& rng, uint64_t seed, bool timing_too) {
     const moe::Spec& s = spec;
     make_logits(rng, seed);
-    // Every other token far ahead on the same topk experts (tiles of many pairs beside lone ones).
-    for (int64_t t = 0; t < tokens; t += 2) {
-      uint16_t* row = logits.data() + t * s.experts;
-      for (int k = 0; k < s.topk; ++k) row[k] = cpu::float_to_half(9.f + 0.125f * float(k));
-    }
+    skew_logits(logits, 0);
     d_logits = upload_bytes(logits.data(), logits.size() * 2);
     route = cpu::moe_route(logits.data(), tokens, router());
     ids = route.ids;
-    if (timing) {
-      const std::vector<uint16_t> uniform = random_half(rng, size_t(tokens * s.experts), -4.f, 4.f);
-      d_uniform_logits = upload_bytes(uniform.data(), uniform.size() * 2);
-      uniform_ids = cpu::moe_route(uniform.data(), tokens, router()).ids;
-    }
     const gemm::Spec gu = s.projection(moe::Op::kGateUp), dn = s.projection(moe::Op::kDown);
     for (int d = 0; d < kDistinctExperts; ++d) weights.push_back(random_packed_weight(gu, rng));
     for (int d = 0; d < kDistinctExperts; ++d) down_weights.push_back(random_packed_weight(dn, rng));
+    if (timing_too) {
+      make_timing_routings(double(weights[0].bytes() + down_weights[0].bytes()), [&](bool skewed, int hot_first) {
+        std::vector<uint16_t> rows = random_half(rng, size_t(tokens * s.experts), -4.f, 4.f);
+        if (skewed) skew_logits(rows, hot_first);
+        TimingRouting r;
+        r.ids = cpu::moe_route(rows.data(), tokens, router()).ids;
+        r.logits = upload_bytes(rows.data(), rows.size() * 2);
+        return r;
+      });
+    }
     d_experts = stack_projection(weights);
     d_down = stack_projection(down_weights);
     in = random_half(rng, size_t(tokens * s.hidden), -0.5f, 0.5f);  // x (see the gate_up case)
@@ -230,9 +264,9 @@ struct MoeBatch {
     d_workspace.fill_bytes(0);
   }
 
-  // slots: an odd token count also exercises the slot table (checks); timing: a uniform
-  // routing as well (workloads).
-  MoeBatch(const moe::Spec& s, int64_t m, uint64_t seed, bool slots, bool timing)
+  // slots: an odd token count also exercises the slot table (checks); for_timing: the timing
+  // routings as well (workloads).
+  MoeBatch(const moe::Spec& s, int64_t m, uint64_t seed, bool slots, bool for_timing)
       : spec(s), tokens(m), pairs(m * s.topk) {
     std::mt19937_64 rng(seed);
     switch (s.op) {
@@ -261,7 +295,7 @@ struct MoeBatch {
         break;
       }
       case moe::Op::kDecode:
-        make_decode(rng, seed, timing);
+        make_decode(rng, seed, for_timing);
         break;
       case moe::Op::kGateUp:
       case moe::Op::kDown: {
@@ -282,12 +316,16 @@ struct MoeBatch {
         d_experts = stack_projection(weights);
         d_offsets = upload_bytes(offsets.data(), offsets.size() * 4);
         d_sorted = upload_bytes(sorted.data(), sorted.size() * 4);
-        if (timing) {
-          uniform_ids = routing(s, tokens, false, rng);
-          std::vector<int32_t> uo, us;
-          cpu::moe_group(uniform_ids, s.experts, uo, us);
-          d_uniform_offsets = upload_bytes(uo.data(), uo.size() * 4);
-          d_uniform_sorted = upload_bytes(us.data(), us.size() * 4);
+        if (for_timing) {
+          make_timing_routings(double(weights[0].bytes()), [&](bool skewed, int hot_first) {
+            TimingRouting r;
+            r.ids = routing(s, tokens, skewed, rng, hot_first);
+            std::vector<int32_t> o, so;
+            cpu::moe_group(r.ids, s.experts, o, so);
+            r.offsets = upload_bytes(o.data(), o.size() * 4);
+            r.sorted = upload_bytes(so.data(), so.size() * 4);
+            return r;
+          });
         }
         if (!slot.empty()) d_slot = upload_bytes(slot.data(), slot.size() * 4);
         d_in = upload_bytes(in.data(), in.size() * 2);
@@ -298,7 +336,8 @@ struct MoeBatch {
     }
   }
 
-  moe::Args args(bool uniform = false) const {
+  // The arguments of the op on routing r (0: the check's; see `timing`).
+  moe::Args args(int r = 0) const {
     moe::Args a;
     a.tokens = tokens;
     switch (spec.op) {
@@ -308,7 +347,7 @@ struct MoeBatch {
         a.bias = bias.empty() ? 0 : d_bias.ptr(), a.scale = scale, a.workspace = d_route_workspace.ptr();
         break;
       case moe::Op::kDecode:
-        a.logits = uniform && !uniform_ids.empty() ? d_uniform_logits.ptr() : d_logits.ptr();
+        a.logits = r == 0 ? d_logits.ptr() : timing[size_t(r - 1)].logits.ptr();
         a.bias = bias.empty() ? 0 : d_bias.ptr(), a.scale = scale;
         a.x = d_in.ptr(), a.h = d_h.ptr(), a.y = d_y.ptr(), a.out = d_out.ptr();
         a.ids = d_ids.ptr(), a.weights = d_weights.ptr(), a.workspace = d_workspace.ptr();
@@ -327,7 +366,7 @@ struct MoeBatch {
           a.h = d_in.ptr(), a.y = d_out.ptr();
         }
         a.experts = d_experts.weights(), a.offsets = d_offsets.ptr(), a.sorted = d_sorted.ptr();
-        if (uniform && !uniform_ids.empty()) a.offsets = d_uniform_offsets.ptr(), a.sorted = d_uniform_sorted.ptr();
+        if (r > 0) a.offsets = timing[size_t(r - 1)].offsets.ptr(), a.sorted = timing[size_t(r - 1)].sorted.ptr();
         a.slot = slot.empty() ? 0 : d_slot.ptr();
         break;
       }
@@ -616,8 +655,8 @@ CheckResult check_decode(MoeBatch& b, CheckResult r) {
 }
 
 void launch_batch(const LoadedKernel& kernel, const moe::Spec& spec, const moe::Config& config, const MoeBatch& b,
-                  CUstream stream, bool uniform = false) {
-  launch(kernel, moe::make_call(spec, config, b.args(uniform)), stream);
+                  CUstream stream, int routing = 0) {
+  launch(kernel, moe::make_call(spec, config, b.args(routing)), stream);
 }
 
 CheckResult run_check(MoeBatch& b, const moe::Config& config, const LoadedKernel& kernel, uint64_t seed) {
@@ -635,16 +674,53 @@ CheckResult run_check(MoeBatch& b, const moe::Config& config, const LoadedKernel
   }
 }
 
-// Tuning: the inputs of the check; a step's experts' weights are far larger than the L2
-// whenever timing matters, so one copy.
+// decode's peer: the same layer as the backend runs it without op=decode, route, gate_up, down
+// and combine in four launches at their default configs, on the batch's inputs and routings
+// (its ids, weights, h, y and out buffers too).
+class FourLaunches {
+ public:
+  FourLaunches(const MoeBatch& b, const Workload::OwnKernels& load) {
+    const moe::Op ops[] = {moe::Op::kRoute, moe::Op::kGateUp, moe::Op::kDown, moe::Op::kCombine};
+    for (size_t i = 0; i < 4; ++i) {
+      specs_[i] = b.spec;
+      specs_[i].op = ops[i];
+      const Workload::OwnKernel k = load(specs_[i].to_string());
+      kernels_[i] = k.kernel;
+      configs_[i] = moe::Config::parse(specs_[i], k.config);
+    }
+    offsets_ = DeviceBuffer(size_t(b.spec.experts + 1) * 4 + 64);
+    sorted_ = DeviceBuffer(size_t(b.pairs) * 4 + 64);
+    workspace_ = DeviceBuffer(size_t(std::max<int64_t>(16, moe::workspace_bytes(specs_[0], configs_[0], b.tokens))));
+    workspace_.fill_bytes(0);  // the route kernel leaves its counter at 0
+  }
+
+  void launch(const MoeBatch& b, int routing, CUstream stream) const {
+    moe::Args a = b.args(routing);  // decode's: logits, x, h, y, out, ids, weights, shared
+    a.offsets = offsets_.ptr(), a.sorted = sorted_.ptr(), a.workspace = workspace_.ptr();
+    for (size_t i = 0; i < 4; ++i) {
+      if (specs_[i].op == moe::Op::kGateUp) a.experts = b.d_experts.weights();
+      if (specs_[i].op == moe::Op::kDown) a.experts = b.d_down.weights();
+      onecat::launch(*kernels_[i], moe::make_call(specs_[i], configs_[i], a), stream);
+    }
+  }
+
+ private:
+  moe::Spec specs_[4];
+  const LoadedKernel* kernels_[4] = {};
+  moe::Config configs_[4];
+  DeviceBuffer offsets_, sorted_, workspace_;
+};
+
+// Tuning: the inputs of the check, and the timing routings that keep one launch's experts out of
+// the L2 of the next few.
 class MoeWorkload final : public Workload {
  public:
   MoeWorkload(const std::string& spec_text, int64_t m, uint64_t seed)
       : spec_(moe::Spec::parse(spec_text)), seed_(seed), batch_(spec_, m, seed, false, true) {}
 
-  // Odd launches on the skewed routing, even ones on the uniform (the tuner's median spans both).
+  // Launch i on routing i mod the routings (the tuner's median spans skewed and uniform ones).
   void launch(const LoadedKernel& kernel, const std::string& config, int i, CUstream stream) override {
-    launch_batch(kernel, spec_, moe::Config::parse(spec_, config), batch_, stream, i % 2 == 0);
+    launch_batch(kernel, spec_, moe::Config::parse(spec_, config), batch_, stream, i % batch_.routings());
   }
   CheckResult check(const LoadedKernel& kernel, const std::string& config) override {
     return run_check(batch_, moe::Config::parse(spec_, config), kernel, seed_);
@@ -677,20 +753,48 @@ class MoeWorkload final : public Workload {
     }
   }
 
- private:
-  // Launches alternate between the two routings: the mean of their touched experts.
-  double touched_experts() const {
-    auto touched = [&](const std::vector<int32_t>& ids) {
-      std::vector<uint8_t> t(size_t(spec_.experts), 0);
-      for (int32_t e : ids) t[size_t(e)] = 1;
-      return double(std::count(t.begin(), t.end(), 1));
+  void use_own_kernels(const OwnKernels& load) override {
+    if (spec_.op == moe::Op::kDecode) peer_ = std::make_unique<FourLaunches>(batch_, load);
+  }
+  std::string peer_name() const override { return peer_ ? "four launches" : ""; }
+  void launch_peer(int i, CUstream stream) override { peer_->launch(batch_, i % batch_.routings(), stream); }
+  // out of op=decode against out of the four launches, on the check's routing.
+  double error_vs_peer(const LoadedKernel& kernel, const std::string& config) override {
+    const size_t count = size_t(batch_.tokens * spec_.hidden);
+    auto out_of = [&](const std::function<void()>& run) {
+      batch_.d_out.fill_bytes(kPoisonByte);
+      run();
+      sync("running " + spec_.to_string() + " for the peer comparison");
+      return download<uint16_t>(batch_.d_out, count);
     };
-    return (touched(batch_.ids) + touched(batch_.uniform_ids)) / 2;
+    const std::vector<uint16_t> want = out_of([&] { peer_->launch(batch_, 0, nullptr); });
+    const std::vector<uint16_t> got =
+        out_of([&] { launch_batch(kernel, spec_, moe::Config::parse(spec_, config), batch_, nullptr); });
+    double diff2 = 0, ref2 = 0;
+    for (size_t i = 0; i < count; ++i) {
+      const double w = cpu::half_to_float(want[i]), g = cpu::half_to_float(got[i]);
+      diff2 += (g - w) * (g - w), ref2 += w * w;
+    }
+    const double e = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
+    return std::isnan(e) ? INFINITY : e;
+  }
+
+ private:
+  // Launches cycle through the routings: the mean of their touched experts.
+  double touched_experts() const {
+    double sum = 0;
+    for (int r = 0; r < batch_.routings(); ++r) {
+      std::vector<uint8_t> t(size_t(spec_.experts), 0);
+      for (int32_t e : batch_.ids_of(r)) t[size_t(e)] = 1;
+      sum += double(std::count(t.begin(), t.end(), 1));
+    }
+    return sum / batch_.routings();
   }
 
   moe::Spec spec_;
   uint64_t seed_;
   MoeBatch batch_;
+  std::unique_ptr<FourLaunches> peer_;
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 // check of a candidate against the family's reference on fresh inputs of its own.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -39,6 +40,16 @@ class Workload {
   virtual void launch_peer(int /*i*/, CUstream /*stream*/) {}
   // ‖kernel − peer‖ / ‖peer‖ on the same inputs; −1 without a peer.
   virtual double error_vs_peer(const LoadedKernel& /*kernel*/, const std::string& /*config*/) { return -1; }
+
+  // A peer made of the project's own kernels (moe decode: the layer as its four launches) loads
+  // them through this: `spec` at its default config for the workload's token count on this GPU.
+  // `onecat bench` hands it over before asking for peer_name(); without it there is no such peer.
+  struct OwnKernel {
+    const LoadedKernel* kernel = nullptr;
+    std::string config;
+  };
+  using OwnKernels = std::function<OwnKernel(const std::string& spec)>;
+  virtual void use_own_kernels(const OwnKernels& /*load*/) {}
 };
 
 // For spec at token count m, on the current GPU. Throws Error for a family without one.
