@@ -24,10 +24,18 @@ __device__ __forceinline__ unsigned ordered_half_key(unsigned short bits) {
   return (bits & 0x8000u) ? (~unsigned(bits) & 0xffffu) : (unsigned(bits) | 0x8000u);
 }
 
+// Top-k runs one of these a chosen expert, on the path before a decode CTA's first weight load:
+// sm_80+ has the warp's maximum in one instruction (the same value as the shuffles).
 __device__ __forceinline__ unsigned warp_max_u32(unsigned v) {
+#if __CUDA_ARCH__ >= 800
+  unsigned m;
+  asm("redux.sync.max.u32 %0, %1, 0xffffffff;" : "=r"(m) : "r"(v));
+  return m;
+#else
 #pragma unroll
   for (int o = 16; o > 0; o /= 2) v = max(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
+#endif
 }
 
 __device__ __forceinline__ float warp_max_f32(float v) {
