@@ -145,10 +145,6 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
   // Short loops (the usual K at one token) unroll completely; others stay loops (with many
   // tokens × rows a full unroll spills on sm_70).
   constexpr int kUnroll = kIters <= (MT * kSlots <= 8 ? 8 : 2) ? kIters : 1;
-  // A small stage (up to 4 chunks a thread): the next stage's loads before this stage's
-  // decode, in a second stage of registers, so a CTA waits on memory once, not once a stage
-  // (loaded after it, they stayed there in ptxas's order). Larger stages would spill on sm_70.
-  constexpr bool kAhead = kIters > 1 && kSlots <= 4;
   Stage cur;
   load(0, cur);
   if constexpr (NORM) {
@@ -183,15 +179,8 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
   }
 #pragma unroll kUnroll
   for (int it = 0; it < kIters; ++it) {
-    if constexpr (kAhead) {
-      Stage next;
-      if (it + 1 < kIters) load(it + 1, next);
-      compute(it, cur);
-      if (it + 1 < kIters) cur = next;
-    } else {
-      compute(it, cur);
-      if (it + 1 < kIters) load(it + 1, cur);
-    }
+    compute(it, cur);
+    if (it + 1 < kIters) load(it + 1, cur);
   }
 
   // Lanes, then warps, meet in shared memory; one thread per (token, row) finishes.
