@@ -189,12 +189,6 @@ __device__ __forceinline__ void moe_gemv_rows(void* __restrict__ y, const half_t
   };
   __shared__ float partial[WARPS][MT][kSlots];
   constexpr int kUnroll = kIters <= (MT * kMySlots <= 8 ? 8 : 2) ? kIters : 1;
-  // With a small stage (up to 4 chunks a thread), the next stage's loads go out before this
-  // stage's decode, in a second stage of registers, so a CTA waits on memory about once rather
-  // than once a stage: loaded after it, ptxas kept them there, and the 4-bit down CTAs of a
-  // 768-wide expert in lane groups (three stages) made three round trips. Larger stages would
-  // spill on sm_70.
-  constexpr bool kAhead = kIters * LOOP > 1 && kMySlots <= 4;
   Stage cur;
   load(0, 0, cur);
 #pragma unroll 1
@@ -206,23 +200,11 @@ __device__ __forceinline__ void moe_gemv_rows(void* __restrict__ y, const half_t
     }
 #pragma unroll kUnroll
     for (int it = 0; it < kIters; ++it) {
-      if constexpr (kAhead) {
-        Stage next;
-        const bool more = it + 1 < kIters || g + 1 < groups;
-        if (it + 1 < kIters) {
-          load(g, it + 1, next);
-        } else if (g + 1 < groups) {
-          load(g + 1, 0, next);
-        }
-        compute(it, cur);
-        if (more) cur = next;
-      } else {
-        compute(it, cur);
-        if (it + 1 < kIters) {
-          load(g, it + 1, cur);
-        } else if (g + 1 < groups) {
-          load(g + 1, 0, cur);
-        }
+      compute(it, cur);
+      if (it + 1 < kIters) {
+        load(g, it + 1, cur);
+      } else if (g + 1 < groups) {
+        load(g + 1, 0, cur);
       }
     }
 
