@@ -306,9 +306,14 @@ TEST(MoeDecode, SpecConfigAndGeometry) {
   EXPECT_EQ(moe::decode_layer_tokens(moe::Spec::parse("moe:op=decode,experts=128,topk=8,norm=1,hidden=2048,inter=768,fmt=nvfp4")), 1);
   EXPECT_EQ(moe::decode_layer_tokens(moe::Spec::parse("moe:op=decode,experts=128,topk=8,norm=1,hidden=2048,inter=768,fmt=fp8b128")), 0);
   EXPECT_EQ(moe::decode_layer_tokens(moe::Spec::parse("moe:op=decode,experts=128,topk=8,norm=1,hidden=2048,inter=768,fmt=f16")), 0);
-  // One warp (4-bit down rows are 24 chunks), 4 rows of h (4-bit) and 16 of y a CTA, down CTAs in 8-lane groups.
+  // One warp (4-bit down rows are 24 chunks), 4 rows of h (4-bit) and 16 of y a CTA, down CTAs in
+  // lane groups: 4-lane groups for int4 with zero points, 8-lane groups otherwise.
   const moe::Config c = moe::default_config(s, 1, Arch{90});
-  EXPECT_EQ(c.to_string(), "warps=1,rows=4,down_rows=16,groups=4");
+  EXPECT_EQ(c.to_string(), "warps=1,rows=4,down_rows=16,groups=8");
+  EXPECT_EQ(moe::default_config(moe::Spec::parse("moe:op=decode,experts=128,topk=8,norm=1,hidden=2048,inter=768,fmt=nvfp4"),
+                                1, Arch{90})
+                .to_string(),
+            "warps=1,rows=4,down_rows=16,groups=4");
   EXPECT_EQ(f.canonical_config(text, "down_rows=16,rows=8,warps=1,groups=1"), "warps=1,rows=8,down_rows=16");
   EXPECT_EQ(f.canonical_config(text, "interleave=1,down_rows=16,rows=8,warps=1,groups=4"),
             "warps=1,rows=8,down_rows=16,groups=4,interleave=1");
