@@ -169,9 +169,10 @@ BenchResult bench_spec(Session& session, const std::string& spec_text, const std
     }
     workload->use_own_kernels([&](const std::string& spec) {
       const Family& f = family_of(spec);
+      const std::string canonical = f.canonical_spec(spec);
       Workload::OwnKernel k;
-      k.config = default_config_here(f, f.canonical_spec(spec), m, arch.sm);
-      k.kernel = &ModuleTable::get().load(jit.get(CompileRequest::make(f, f.canonical_spec(spec), k.config, arch)).binary);
+      k.config = default_config_here(f, canonical, m, arch.sm);
+      k.kernel = &ModuleTable::get().load(jit.get(CompileRequest::make(f, canonical, k.config, arch)).binary);
       return k;
     });
     out.peer = workload->peer_name();

@@ -78,6 +78,13 @@ std::vector<int32_t> routing(const moe::Spec& s, int64_t tokens, bool skewed, st
   return ids;
 }
 
+// How many of `experts` experts the pairs' ids touch.
+int count_touched(const std::vector<int32_t>& ids, int experts) {
+  std::vector<uint8_t> t(size_t(experts), 0);
+  for (int32_t e : ids) t[size_t(e)] = 1;
+  return int(std::count(t.begin(), t.end(), 1));
+}
+
 // The inputs of one check or workload of a moe spec at `tokens` tokens.
 struct MoeBatch {
   moe::Spec spec;
@@ -219,9 +226,7 @@ struct MoeBatch {
   // the L2 (bytes_per_expert: what a touched expert's weights take); at least one.
   template <class MakeRouting>
   void make_timing_routings(double bytes_per_expert, MakeRouting make) {
-    std::vector<uint8_t> t(size_t(spec.experts), 0);
-    for (int32_t e : ids) t[size_t(e)] = 1;
-    const double touched = double(std::count(t.begin(), t.end(), 1));
+    const double touched = count_touched(ids, spec.experts);
     const int count = std::max(2, rotation_copies(size_t(touched * bytes_per_expert),
                                                   Driver::require_gpu().device_info(0).l2_bytes));
     for (int r = 1; r < count; ++r) timing.push_back(make(r % 2 == 0, r / 2 * spec.topk));
@@ -767,27 +772,22 @@ class MoeWorkload final : public Workload {
       sync("running " + spec_.to_string() + " for the peer comparison");
       return download<uint16_t>(batch_.d_out, count);
     };
-    const std::vector<uint16_t> want = out_of([&] { peer_->launch(batch_, 0, nullptr); });
+    const std::vector<uint16_t> peer = out_of([&] { peer_->launch(batch_, 0, nullptr); });
     const std::vector<uint16_t> got =
         out_of([&] { launch_batch(kernel, spec_, moe::Config::parse(spec_, config), batch_, nullptr); });
-    double diff2 = 0, ref2 = 0;
-    for (size_t i = 0; i < count; ++i) {
-      const double w = cpu::half_to_float(want[i]), g = cpu::half_to_float(got[i]);
-      diff2 += (g - w) * (g - w), ref2 += w * w;
-    }
-    const double e = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
-    return std::isnan(e) ? INFINITY : e;
+    std::vector<float> want(count);
+    for (size_t i = 0; i < count; ++i) want[i] = cpu::half_to_float(peer[i]);
+    const OutputDiff d = compare_outputs(reinterpret_cast<const uint8_t*>(got.data()), false, want.data(),
+                                         batch_.tokens, spec_.hidden, ElementBound{});
+    const double e = d.ref2 > 0 ? std::sqrt(d.diff2 / d.ref2) : std::sqrt(d.diff2);
+    return d.first_nonfinite >= 0 || std::isnan(e) ? INFINITY : e;
   }
 
  private:
   // Launches cycle through the routings: the mean of their touched experts.
   double touched_experts() const {
     double sum = 0;
-    for (int r = 0; r < batch_.routings(); ++r) {
-      std::vector<uint8_t> t(size_t(spec_.experts), 0);
-      for (int32_t e : batch_.ids_of(r)) t[size_t(e)] = 1;
-      sum += double(std::count(t.begin(), t.end(), 1));
-    }
+    for (int r = 0; r < batch_.routings(); ++r) sum += count_touched(batch_.ids_of(r), spec_.experts);
     return sum / batch_.routings();
   }
 
