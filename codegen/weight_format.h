@@ -14,6 +14,9 @@ enum class WeightFormat { kF16, kAwq4, kGptq4, kFp8B32, kFp8B128, kNvfp4, kMxfp4
 WeightFormat parse_weight_format(std::string_view name);  // throws InputError naming the choices
 std::string_view format_name(WeightFormat format);
 
+// awq4 and gptq4: 4-bit integer codes with fp16 scales and zero points per group.
+inline bool is_int4(WeightFormat format) { return format == WeightFormat::kAwq4 || format == WeightFormat::kGptq4; }
+
 // W[N][K] in the kernel layout of its format; all multi-byte values little-endian.
 struct PackedWeight {
   WeightFormat format = WeightFormat::kF16;

@@ -32,7 +32,7 @@ constexpr float kNormX = 6.f, kNormEps = 1e-6f;
 }  // namespace
 
 double gemm_tolerance(const gemm::Spec& s) {
-  const double dot = s.format == quant::WeightFormat::kAwq4 || s.format == quant::WeightFormat::kGptq4 ? 4e-3 : 3e-3;
+  const double dot = quant::is_int4(s.format) ? 4e-3 : 3e-3;
   // silu_mul's output is the product of two such dot products (gate and up), whose independent
   // errors add: √2 times one's. Large outputs average below the single-product figure, but a
   // check with few outputs samples the error's spread (the moe family's one pair of 64 outputs:

@@ -132,7 +132,7 @@ static Config tc_small_default(const Spec& spec, int64_t m) {
   c.mt = m <= 8 ? 8 : 16;
   // 64-row tiles for int4 only: they halve the x read from L2 per weight byte, which bounds
   // int4 at 16 tokens; fp8b128 and mxfp4 ran slower on them (docs/gemm.md).
-  const bool int4 = spec.format == quant::WeightFormat::kAwq4 || spec.format == quant::WeightFormat::kGptq4;
+  const bool int4 = quant::is_int4(spec.format);
   c.rows = int4 ? 64 : 32;
   const int64_t blocks = (spec.k / spec.per_chunk() + 3) / 4;
   const int64_t token_tiles = (m + c.mt - 1) / c.mt;

@@ -97,7 +97,7 @@ Config decode_default(const Spec& spec) {
   // each. The H100 sweeps' best at one token in two calls (awq4, Qwen3-30B-A3B's layer: 15.2
   // and 15.3 µs against 17.5 and 17.2 with the groups above); nvfp4 kept those (16.2 against
   // 19.0 with twice as many).
-  const bool int4 = spec.format == quant::WeightFormat::kAwq4 || spec.format == quant::WeightFormat::kGptq4;
+  const bool int4 = quant::is_int4(spec.format);
   if (c.warps == 1 && c.groups > 1 && int4) c.groups *= 2;
   while (c.groups > 1 && c.invalid_reason(spec)) c.groups /= 2;
   while (c.down_rows > 1 && c.invalid_reason(spec)) c.down_rows /= 2;

@@ -54,7 +54,7 @@ void expect_size(const PackedWeight& w, const char* tensor, size_t got, int64_t 
 void check_layout(const PackedWeight& w) {
   const int64_t n = w.n, k = w.k;
   if (n <= 0 || k <= 0) throw Error("packed weight has an empty shape");
-  const bool int4 = w.format == WeightFormat::kAwq4 || w.format == WeightFormat::kGptq4;
+  const bool int4 = quant::is_int4(w.format);
   if ((int4 || w.format == WeightFormat::kNvfp4 || w.format == WeightFormat::kMxfp4) &&
       (k % 8 != 0 || w.group <= 0 || k % w.group != 0)) {
     throw Error("packed 4-bit weight has K = " + std::to_string(k) + " and group " + std::to_string(w.group));
