@@ -580,12 +580,24 @@ class Server {
                  "invalid_api_key");
       return httplib::Server::HandlerResponse::Handled;
     });
-    http_.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    http_.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
       if (!res.body.empty()) return;
       if (res.status == 404) {
         send_error(res, 404, "there is no " + req.method + " " + quoted_input(req.path) + " here.");
+      } else if (res.status == 413 &&
+                 req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0) {
+        // cpp-httplib caps form bodies at 8 KB before any handler runs (a constant of the library
+        // as Debian builds it), and `curl -d` sends JSON as a form unless told otherwise.
+        send_error(res, 413,
+                   "the request body came as application/x-www-form-urlencoded, which this server takes up "
+                   "to 8 KB only: send JSON with the header 'Content-Type: application/json'.");
       } else if (res.status == 413) {
-        send_error(res, 413, "the request body is larger than this server accepts.");
+        const size_t limit = options_.max_body_bytes;
+        send_error(res, 413,
+                   "the request body is larger than this server accepts (" +
+                       (limit % (size_t(1) << 20) == 0 ? std::to_string(limit >> 20) + " MB"
+                                                       : std::to_string(limit) + " bytes") +
+                       ").");
       } else {
         send_error(res, res.status, "the request could not be served (HTTP " + std::to_string(res.status) + ").");
       }
