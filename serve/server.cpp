@@ -19,6 +19,7 @@
 #include <random>
 #include <thread>
 
+#include "base/bytes.h"
 #include "base/error.h"
 #include "engine/draft_model.h"
 #include "engine/text_stream.h"
@@ -586,18 +587,16 @@ class Server {
         send_error(res, 404, "there is no " + req.method + " " + quoted_input(req.path) + " here.");
       } else if (res.status == 413 &&
                  req.get_header_value("Content-Type").rfind("application/x-www-form-urlencoded", 0) == 0) {
-        // cpp-httplib caps form bodies at 8 KB before any handler runs (a constant of the library
-        // as Debian builds it), and `curl -d` sends JSON as a form unless told otherwise.
+        // cpp-httplib caps form bodies before any handler runs (a constant of the library as built),
+        // and `curl -d` sends JSON as a form unless told otherwise.
         send_error(res, 413,
-                   "the request body came as application/x-www-form-urlencoded, which this server takes up "
-                   "to 8 KB only: send JSON with the header 'Content-Type: application/json'.");
+                   "the request body came as application/x-www-form-urlencoded, which this server takes up to " +
+                       human_bytes(CPPHTTPLIB_FORM_URL_ENCODED_PAYLOAD_MAX_LENGTH) +
+                       " only: send JSON with the header 'Content-Type: application/json'.");
       } else if (res.status == 413) {
-        const size_t limit = options_.max_body_bytes;
-        send_error(res, 413,
-                   "the request body is larger than this server accepts (" +
-                       (limit % (size_t(1) << 20) == 0 ? std::to_string(limit >> 20) + " MB"
-                                                       : std::to_string(limit) + " bytes") +
-                       ").");
+        send_error(
+            res, 413,
+            "the request body is larger than this server accepts (" + human_bytes(options_.max_body_bytes) + ").");
       } else {
         send_error(res, res.status, "the request could not be served (HTTP " + std::to_string(res.status) + ").");
       }

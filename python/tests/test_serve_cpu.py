@@ -1025,9 +1025,9 @@ def test_bad_input_suite(server, model):
         answer += chunk
     sock.close()
     assert answer.startswith(b"HTTP/1.1 413"), answer
-    assert "8 MB" in json.loads(answer.split(b"\r\n\r\n", 1)[1])["error"]["message"]
+    assert "8.0 MiB" in json.loads(answer.split(b"\r\n\r\n", 1)[1])["error"]["message"]
     # JSON sent as a form (`curl -d` without a Content-Type): small bodies are read as JSON, and one
-    # over the library's 8 KB form limit is refused with the header to send instead.
+    # over the library's form limit (8 KiB) is refused with the header to send instead.
     body = {"prompt": "the cat", "max_tokens": 1, "temperature": 0}
     form = {**AUTH, "Content-Type": "application/x-www-form-urlencoded"}
     assert server.request("POST", "/v1/completions", raw=json.dumps(body).encode(), headers=form)[0] == 200

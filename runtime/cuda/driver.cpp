@@ -5,6 +5,7 @@
 #include <mutex>
 #include <utility>
 
+#include "base/bytes.h"
 #include "base/error.h"
 
 namespace onecat {
@@ -16,16 +17,6 @@ constexpr const char* kDriverLibrary = "libcuda.so.1";
 std::string& unavailable_message() {
   static std::string message;
   return message;
-}
-
-std::string human_bytes(size_t bytes) {
-  const char* unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = double(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 4) v /= 1024, ++u;
-  char buf[64];
-  snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, unit[u]);
-  return buf;
 }
 
 }  // namespace
