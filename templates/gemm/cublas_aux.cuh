@@ -23,17 +23,40 @@ __global__ void __launch_bounds__(kCublasAuxThreads)
   grid_dependency_sync();
   const long long i = static_cast<long long>(blockIdx.x) * kCublasAuxThreads + threadIdx.x;
   if (phase == 0) {
-    constexpr int kChunksPerRow = K / Fmt::kPerChunk;
-    if (i >= static_cast<long long>(N) * kChunksPerRow) return;
-    const int row = static_cast<int>(i / kChunksPerRow), c = static_cast<int>(i % kChunksPerRow);
-    const Raw16 raw = gmem_load_nc<16>(static_cast<const char*>(qweight) + i * 16);
-    half2_t d[Fmt::kPerChunk / 2];
-    decode_chunk_full<Fmt>(raw, Fmt::load_scale(scales, zeros, row, c), d);
-    unsigned* dst = reinterpret_cast<unsigned*>(w16 + static_cast<long long>(row) * K + c * Fmt::kPerChunk);
+    // A chunk's fp16 weights are 16-byte slots at w16 + i·kPerChunk (W is dense, so the chunks
+    // of a warp are one contiguous run). Stored straight from the thread that decoded them, a
+    // warp's store instruction would hit every other or every fourth slot of its run; the warp
+    // exchanges them through shared memory instead, so each store is 512 contiguous bytes.
+    // Slots sit XOR-rotated there so neither the writes nor the reads conflict on a bank.
+    constexpr int kSlots = Fmt::kPerChunk / 8, kLanesPer128 = 8 / kSlots;
+    constexpr long long kChunks = static_cast<long long>(N) * (K / Fmt::kPerChunk);
+    const long long warp_first = i - (threadIdx.x & 31);
+    if (warp_first >= kChunks) return;
+    __shared__ uint4 stage[kCublasAuxThreads * kSlots];
+    uint4* mine = stage + (threadIdx.x & ~31) * kSlots;
+    const int lane = threadIdx.x & 31;
+    if (i < kChunks) {
+      constexpr int kChunksPerRow = K / Fmt::kPerChunk;
+      const int row = static_cast<int>(i / kChunksPerRow), c = static_cast<int>(i % kChunksPerRow);
+      const Raw16 raw = gmem_load_nc<16>(static_cast<const char*>(qweight) + i * 16);
+      half2_t d[Fmt::kPerChunk / 2];
+      decode_chunk_full<Fmt>(raw, Fmt::load_scale(scales, zeros, row, c), d);
 #pragma unroll
-    for (int p = 0; p < Fmt::kPerChunk / 2; p += 4) {
-      asm volatile("st.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(dst + p), "r"(d[p].bits), "r"(d[p + 1].bits),
-                   "r"(d[p + 2].bits), "r"(d[p + 3].bits));
+      for (int k = 0; k < kSlots; ++k) {
+        mine[lane * kSlots + (k + lane / kLanesPer128) % kSlots] =
+            make_uint4(d[4 * k].bits, d[4 * k + 1].bits, d[4 * k + 2].bits, d[4 * k + 3].bits);
+      }
+    }
+    __syncwarp();
+    const int valid = static_cast<int>(kChunks - warp_first < 32 ? kChunks - warp_first : 32);
+    uint4* dst = reinterpret_cast<uint4*>(w16 + warp_first * Fmt::kPerChunk);
+#pragma unroll
+    for (int j = 0; j < kSlots; ++j) {
+      const int q = j * 32 + lane, from = q / kSlots;
+      if (from < valid) {
+        const uint4 v = mine[from * kSlots + (q % kSlots + from / kLanesPer128) % kSlots];
+        asm volatile("st.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(dst + q), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w));
+      }
     }
     return;
   }
