@@ -79,7 +79,7 @@ TEST_F(GemmGpu, EveryFormatOddShapesDefaultConfigs) {
   for (const char* fmt : kFormats) {
     for (auto [n, k] : {std::pair{2560, 9728}, std::pair{333, 1024}, std::pair{4097, 256}}) {
       const std::string spec = "gemm:n=" + std::to_string(n) + ",k=" + std::to_string(k) + ",fmt=" + fmt;
-      for (int64_t m : {1, 3, 7, 16, 33, 130}) expect_defaults_pass(spec, m);
+      for (int64_t m : {1, 3, 7, 16, 33, 57, 130}) expect_defaults_pass(spec, m);
     }
   }
 }
@@ -95,7 +95,7 @@ TEST_F(GemmGpu, Epilogues) {
   for (const char* fmt : {"awq4", "fp8b128", "nvfp4"}) {
     for (const char* epi : {"epi=bias", "epi=residual", "epi=silu_mul", "out=f32"}) {
       const std::string spec = std::string("gemm:n=1026,k=1024,fmt=") + fmt + "," + epi;
-      for (int64_t m : {1, 6, 40}) expect_defaults_pass(spec, m);
+      for (int64_t m : {1, 6, 40, 61}) expect_defaults_pass(spec, m);
     }
   }
 }

@@ -69,10 +69,13 @@ static Config mma16816_default(const Spec& spec, int64_t m) {
     c.pipe = 1;
   }
   // 17–511 tokens: pipe=2 with K steps of 64 through four stages, 32×128 tiles (four 32×32
-  // warps) below 48 tokens, else 128×64 (four 64×32 warps), split along K to kTargetCtas CTAs
-  // where the tiles launch fewer. In the H200 tunes of 2026-12-04 (qwen3-8b's awq4, fp8b128 and
-  // nvfp4 layers at 32 and 128 tokens) these were the fastest own tiles or within 1.3× of them,
-  // where pipe=1 on enough tiles (the gate_up layer) was 1.6–2.0× the best.
+  // warps) below 48 tokens, 64×128 (four 32×64 warps) to 64, else 128×64 (four 64×32 warps),
+  // split along K to kTargetCtas CTAs where the tiles launch fewer. In the H200 tunes of
+  // 2026-12-04 (qwen3-8b's awq4, fp8b128 and nvfp4 layers at 32 and 128 tokens) these were the
+  // fastest own tiles or within 1.3× of them, where pipe=1 on enough tiles (the gate_up layer)
+  // was 1.6–2.0× the best. At 48–64 tokens the 128-token tile computes twice the rows it
+  // needs: the 64-token tile was 1.15–1.5× faster on eight of eleven 4- and 8-bit shapes at 49
+  // and 64 tokens (H100, 2026-12-07), the other three within 4 %.
   {
     Config s;
     s.strategy = Strategy::kMma;
@@ -80,6 +83,8 @@ static Config mma16816_default(const Spec& spec, int64_t m) {
     s.pipe = 2, s.bk = 64, s.stages = 4;
     if (m < 48) {
       s.bm = 32, s.bn = 128, s.wm = 1, s.wn = 4;
+    } else if (m <= 64) {
+      s.bm = 64, s.bn = 128, s.wm = 2, s.wn = 2;
     } else {
       s.bm = 128, s.bn = 64, s.wm = 2, s.wn = 2;
     }
