@@ -290,9 +290,8 @@ TEST(GemmConfig, SplitKRulesGeometryWorkspaceAndDefaults) {
   EXPECT_EQ(gemm::workspace_floats(narrow, c1, 130), 0);
   EXPECT_EQ(gemm::workspace_counters(narrow, c1, 130), 0);
   // Defaults: 4096 outputs at 32 to 128 tokens leave 32–64 tiles (64-token tiles at 48–64
-  // tokens, 128-token tiles above), split to 256 CTAs (sm_80+
-  // on pipe=2 tiles with K steps of 64, sm_70 on its WMMA tile); 28672 outputs leave enough
-  // tiles (224) and do not split.
+  // tokens, 128-token tiles above), split to 256 CTAs (sm_80+ on pipe=2 tiles with K steps of
+  // 64, sm_70 on its WMMA tile); 28672 outputs leave enough tiles (224) and do not split.
   const Family& f = family_of("gemm:n=4096,k=14336,fmt=awq4");
   EXPECT_EQ(f.default_config("gemm:n=4096,k=14336,fmt=awq4", 128, Arch{90}),
             "strategy=mma,atom=m16n8k16,bm=128,bn=64,wm=2,wn=2,bk=64,stages=4,pipe=2,split=4");

@@ -29,14 +29,14 @@ __global__ void __launch_bounds__(kCublasAuxThreads)
     // exchanges them through shared memory instead, so each store is 512 contiguous bytes.
     // Slots sit XOR-rotated there so neither the writes nor the reads conflict on a bank.
     constexpr int kSlots = Fmt::kPerChunk / 8, kLanesPer128 = 8 / kSlots;
-    constexpr long long kChunks = static_cast<long long>(N) * (K / Fmt::kPerChunk);
-    const long long warp_first = i - (threadIdx.x & 31);
+    constexpr int kChunksPerRow = K / Fmt::kPerChunk;
+    constexpr long long kChunks = static_cast<long long>(N) * kChunksPerRow;
+    const int lane = threadIdx.x & 31;
+    const long long warp_first = i - lane;
     if (warp_first >= kChunks) return;
     __shared__ uint4 stage[kCublasAuxThreads * kSlots];
     uint4* mine = stage + (threadIdx.x & ~31) * kSlots;
-    const int lane = threadIdx.x & 31;
     if (i < kChunks) {
-      constexpr int kChunksPerRow = K / Fmt::kPerChunk;
       const int row = static_cast<int>(i / kChunksPerRow), c = static_cast<int>(i % kChunksPerRow);
       const Raw16 raw = gmem_load_nc<16>(static_cast<const char*>(qweight) + i * 16);
       half2_t d[Fmt::kPerChunk / 2];
