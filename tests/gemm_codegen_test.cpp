@@ -210,8 +210,9 @@ TEST(GemmConfig, RulesAndDefaults) {
               "strategy=tc_small,mt=16,rows=32,warps=4,stages=1");
     EXPECT_EQ(g.default_config("gemm:n=24576,k=4096,fmt=nvfp4,epi=silu_mul", 32, Arch{90}),
               "strategy=mma,atom=m16n8k16,bm=32,bn=128,wm=1,wn=4,bk=64,stages=4,pipe=2,split=2");
+    // 33–64 tokens: one 64-token tile (192 CTAs here: no split, which would make 384).
     EXPECT_EQ(g.default_config(gate_up, 33, Arch{90}),
-              "strategy=mma,atom=m16n8k16,bm=32,bn=128,wm=1,wn=4,bk=64,stages=4,pipe=2");
+              "strategy=mma,atom=m16n8k16,bm=64,bn=128,wm=2,wn=2,bk=64,stages=4,pipe=2");
     EXPECT_EQ(g.default_config("gemm:n=57344,k=4096,fmt=f16,epi=silu_mul", 512, Arch{90}), tile128);
     for (const char* fmt : {"awq4", "nvfp4", "f16"}) {
       const std::string narrow = std::string("gemm:n=4096,k=4096,fmt=") + fmt;
@@ -289,15 +290,24 @@ TEST(GemmConfig, SplitKRulesGeometryWorkspaceAndDefaults) {
   EXPECT_EQ(gemm::geometry(narrow, c1, 130).grid[2], 1u);
   EXPECT_EQ(gemm::workspace_floats(narrow, c1, 130), 0);
   EXPECT_EQ(gemm::workspace_counters(narrow, c1, 130), 0);
-  // Defaults: 4096 outputs at 32 to 128 tokens leave 32–64 tiles (64-token tiles at 48–64
+  // Defaults: 4096 outputs at 32 to 128 tokens leave 32–64 tiles (64-token tiles at 33–64
   // tokens, 128-token tiles above), split to 256 CTAs (sm_80+ on pipe=2 tiles with K steps of
-  // 64, sm_70 on its WMMA tile); 28672 outputs leave enough tiles (224) and do not split.
+  // 64, sm_70 on its WMMA tile); 28672 outputs leave enough tiles (224) and do not split. The
+  // 64-token tile splits to at most 256 CTAs where that makes at least 192 (6144 outputs: 48
+  // tiles, split 4).
   const Family& f = family_of("gemm:n=4096,k=14336,fmt=awq4");
   EXPECT_EQ(f.default_config("gemm:n=4096,k=14336,fmt=awq4", 128, Arch{90}),
             "strategy=mma,atom=m16n8k16,bm=128,bn=64,wm=2,wn=2,bk=64,stages=4,pipe=2,split=4");
   EXPECT_EQ(f.default_config("gemm:n=4096,k=14336,fmt=awq4", 32, Arch{90}),
             "strategy=mma,atom=m16n8k16,bm=32,bn=128,wm=1,wn=4,bk=64,stages=4,pipe=2,split=8");
   EXPECT_EQ(f.default_config("gemm:n=4096,k=14336,fmt=fp8b128", 64, Arch{80}),
+            "strategy=mma,atom=m16n8k16,bm=64,bn=128,wm=2,wn=2,bk=64,stages=4,pipe=2,split=8");
+  EXPECT_EQ(f.default_config("gemm:n=4096,k=14336,fmt=awq4", 33, Arch{90}),
+            "strategy=mma,atom=m16n8k16,bm=64,bn=128,wm=2,wn=2,bk=64,stages=4,pipe=2,split=8");
+  EXPECT_EQ(f.default_config("gemm:n=6144,k=4096,fmt=nvfp4", 40, Arch{90}),
+            "strategy=mma,atom=m16n8k16,bm=64,bn=128,wm=2,wn=2,bk=64,stages=4,pipe=2,split=4");
+  // Within 256 would leave 160 CTAs (5120 outputs: 40 tiles): fewer than 3/4 of 256, so 320.
+  EXPECT_EQ(f.default_config("gemm:n=5120,k=17408,fmt=awq4", 64, Arch{90}),
             "strategy=mma,atom=m16n8k16,bm=64,bn=128,wm=2,wn=2,bk=64,stages=4,pipe=2,split=8");
   EXPECT_EQ(f.default_config("gemm:n=4096,k=14336,fmt=fp8b128", 65, Arch{80}),
             "strategy=mma,atom=m16n8k16,bm=128,bn=64,wm=2,wn=2,bk=64,stages=4,pipe=2,split=4");
@@ -507,7 +517,7 @@ TEST(GemmConfig, CublasAvailabilityRules) {
 }
 
 // Untuned, gemm runs strategy=cublas where it is the better choice (f16 beyond 16 tokens, a
-// dequantising format from 512, never act_order) and cuBLAS can run on that GPU here; elsewhere,
+// dequantising format beyond 128, never act_order) and cuBLAS can run on that GPU here; elsewhere,
 // and for other families, the family's own default. The tuner times both defaults, the one that
 // runs first.
 TEST(GemmConfig, CublasIsTheDefaultWhereItRuns) {
@@ -515,8 +525,8 @@ TEST(GemmConfig, CublasIsTheDefaultWhereItRuns) {
   const std::string act = "gemm:n=1024,k=1024,fmt=gptq4,act_order=1";
   for (const std::string& spec : {f16, awq, act}) {
     const gemm::Spec ps = gemm::Spec::parse(spec);
-    for (int64_t m : {1, 16, 17, 32, 256, 511, 512, 4096}) {
-      const bool wanted = !ps.act_order && (ps.format == quant::WeightFormat::kF16 ? m > 16 : m >= 512);
+    for (int64_t m : {1, 16, 17, 32, 128, 129, 256, 511, 512, 4096}) {
+      const bool wanted = !ps.act_order && (ps.format == quant::WeightFormat::kF16 ? m > 16 : m > 128);
       EXPECT_EQ(gemm::cublas_by_default(ps, m), wanted) << spec << " m=" << m;
       for (int sm : {70, 90}) {
         const std::string own = family_of(spec).default_config(spec, m, Arch{sm});

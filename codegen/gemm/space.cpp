@@ -28,7 +28,7 @@ constexpr int64_t kTallTilesFromM = 512;
 // Beyond this many tokens the tuner times no gemv (fits_bucket).
 constexpr int64_t kGemvMaxTunedM = 32;
 // From this many tokens a dequantising format runs strategy=cublas untuned (cublas_by_default).
-constexpr int64_t kCublasPackedMinM = 512;
+constexpr int64_t kCublasPackedMinM = 129;
 
 // CTAs an mma config launches for m tokens (templates/gemm/mma*.cuh: a gated tile covers bn/2 outputs).
 static int64_t mma_ctas(const Spec& spec, const Config& c, int64_t m) {
@@ -51,6 +51,18 @@ static int default_split(const Spec& spec, const Config& c, int64_t m, int bk, i
   return split;
 }
 
+// The largest split of 1, 2, 4 or 8 (each part whole K steps, at least 8 of them) that keeps the
+// tiles within `most` CTAs.
+static int split_within(const Spec& spec, const Config& c, int64_t m, int bk, int64_t most) {
+  const int64_t ctas = mma_ctas(spec, c, m);
+  int split = 1;
+  for (int s : {2, 4, 8}) {
+    if (spec.k % (int64_t(bk) * s) != 0 || spec.k / (int64_t(bk) * s) < 8 || ctas * s > most) break;
+    split = s;
+  }
+  return split;
+}
+
 static Config mma16816_default(const Spec& spec, int64_t m) {
   Config c;
   c.strategy = Strategy::kMma;
@@ -69,26 +81,37 @@ static Config mma16816_default(const Spec& spec, int64_t m) {
     c.pipe = 1;
   }
   // 17–511 tokens: pipe=2 with K steps of 64 through four stages, 32×128 tiles (four 32×32
-  // warps) below 48 tokens, 64×128 (four 32×64 warps) to 64, else 128×64 (four 64×32 warps),
+  // warps) to 32 tokens, 64×128 (four 32×64 warps) to 64, else 128×64 (four 64×32 warps),
   // split along K to kTargetCtas CTAs where the tiles launch fewer. In the H200 tunes of
   // 2026-12-04 (qwen3-8b's awq4, fp8b128 and nvfp4 layers at 32 and 128 tokens) these were the
   // fastest own tiles or within 1.3× of them, where pipe=1 on enough tiles (the gate_up layer)
   // was 1.6–2.0× the best. At 48–64 tokens the 128-token tile computes twice the rows it
   // needs: the 64-token tile was 1.15–1.5× faster on eight of eleven 4- and 8-bit shapes at 49
-  // and 64 tokens (H100, 2026-12-07), the other three within 4 %.
+  // and 64 tokens (H100, 2026-12-07), the other three within 4 %. At 33–47 tokens two 32-token
+  // tiles decode every weight twice: one 64-token tile was 1.2–1.8× faster on N = 4096 (awq4,
+  // mxfp4; fp8b128 1.04×), 5–10 % slower on nvfp4 6144×4096 (H100, 2026-12-07).
   {
     Config s;
     s.strategy = Strategy::kMma;
     s.atom = Atom::kM16n8k16;
     s.pipe = 2, s.bk = 64, s.stages = 4;
-    if (m < 48) {
+    if (m <= 32) {
       s.bm = 32, s.bn = 128, s.wm = 1, s.wn = 4;
     } else if (m <= 64) {
       s.bm = 64, s.bn = 128, s.wm = 2, s.wn = 2;
     } else {
       s.bm = 128, s.bn = 64, s.wm = 2, s.wn = 2;
     }
+    // The 64-token tile splits to at most kTargetCtas CTAs where that still makes 3/4 of them: a
+    // second, partial wave cost more than the fewer CTAs there (N = 6144: 192 CTAs 28.7 µs at 33
+    // tokens and 30.5 at 64, 384 CTAs 33.4 and 35.9; gate_up with silu·mul at 64 tokens: 192 or
+    // 224 CTAs 8–10 % faster than 384 or 448), while fewer lost (5120×17408: 160 CTAs 81.0 µs
+    // at 64 tokens, 320 CTAs 73.9; H100).
     s.split = default_split(spec, s, m, s.bk, kTargetCtas);
+    if (s.bm == 64) {
+      const int within = split_within(spec, s, m, s.bk, kTargetCtas);
+      if (mma_ctas(spec, s, m) * within >= kTargetCtas * 3 / 4) s.split = within;
+    }
     if (!s.invalid_reason(spec)) return s;
     s.split = 1;
     if (!s.invalid_reason(spec)) return s;
@@ -363,7 +386,11 @@ bool fits_bucket(const Spec&, const Config& c, int64_t m) {
 // On the H200 (bench/RESULTS.md, gemm strategy=cublas) cuBLAS on f16 weights beat the default
 // on every qwen3-8b layer from 32 tokens (1.2–1.7×; 1.6–2.1× at 2048); a dequantising format pays
 // a whole-matrix dequantisation per launch, which lost at 32 tokens (awq4: 2–3× slower) and
-// won from 512 (awq4 1.42× at 512, 1.6–2.0× at 2048).
+// won from 512 (awq4 1.42× at 512, 1.6–2.0× at 2048). Since the dequantisation runs at copy
+// bandwidth it also wins from 129 tokens, where the own default takes two or more 128-token
+// tiles: on eight 4- and 8-bit shapes (H100, 2026-12-07) 1.0–1.5× at 129 and 160 tokens
+// (gate_up with silu_mul: 1.0–1.05×), 1.0–1.45× at 192, 1.3–2.1× at 384. At 128 one tile holds
+// every row and onecat's own kernel wins.
 bool cublas_by_default(const Spec& spec, int64_t m) {
   if (spec.act_order) return false;
   return spec.format == quant::WeightFormat::kF16 ? m > kGemvMaxM : m >= kCublasPackedMinM;
