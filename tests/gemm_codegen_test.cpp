@@ -293,8 +293,8 @@ TEST(GemmConfig, SplitKRulesGeometryWorkspaceAndDefaults) {
   // Defaults: 4096 outputs at 32 to 128 tokens leave 32–64 tiles (64-token tiles at 33–64
   // tokens, 128-token tiles above), split to 256 CTAs (sm_80+ on pipe=2 tiles with K steps of
   // 64, sm_70 on its WMMA tile); 28672 outputs leave enough tiles (224) and do not split. The
-  // 64-token tile splits to at most 256 CTAs where that makes at least 192 (6144 outputs: 48
-  // tiles, split 4).
+  // 64- and 128-token tiles split to at most 256 CTAs where that makes at least 192 (6144
+  // outputs: 48 tiles of 64 tokens split 4, 96 of 128 split 2).
   const Family& f = family_of("gemm:n=4096,k=14336,fmt=awq4");
   EXPECT_EQ(f.default_config("gemm:n=4096,k=14336,fmt=awq4", 128, Arch{90}),
             "strategy=mma,atom=m16n8k16,bm=128,bn=64,wm=2,wn=2,bk=64,stages=4,pipe=2,split=4");
@@ -306,6 +306,10 @@ TEST(GemmConfig, SplitKRulesGeometryWorkspaceAndDefaults) {
             "strategy=mma,atom=m16n8k16,bm=64,bn=128,wm=2,wn=2,bk=64,stages=4,pipe=2,split=8");
   EXPECT_EQ(f.default_config("gemm:n=6144,k=4096,fmt=nvfp4", 40, Arch{90}),
             "strategy=mma,atom=m16n8k16,bm=64,bn=128,wm=2,wn=2,bk=64,stages=4,pipe=2,split=4");
+  EXPECT_EQ(f.default_config("gemm:n=6144,k=4096,fmt=awq4", 128, Arch{90}),
+            "strategy=mma,atom=m16n8k16,bm=128,bn=64,wm=2,wn=2,bk=64,stages=4,pipe=2,split=2");
+  EXPECT_EQ(f.default_config("gemm:n=3072,k=4096,fmt=awq4", 128, Arch{90}),
+            "strategy=mma,atom=m16n8k16,bm=128,bn=64,wm=2,wn=2,bk=64,stages=4,pipe=2,split=4");
   // Within 256 would leave 160 CTAs (5120 outputs: 40 tiles): fewer than 3/4 of 256, so 320.
   EXPECT_EQ(f.default_config("gemm:n=5120,k=17408,fmt=awq4", 64, Arch{90}),
             "strategy=mma,atom=m16n8k16,bm=64,bn=128,wm=2,wn=2,bk=64,stages=4,pipe=2,split=8");

@@ -102,13 +102,14 @@ static Config mma16816_default(const Spec& spec, int64_t m) {
     } else {
       s.bm = 128, s.bn = 64, s.wm = 2, s.wn = 2;
     }
-    // The 64-token tile splits to at most kTargetCtas CTAs where that still makes 3/4 of them: a
-    // second, partial wave cost more than the fewer CTAs there (N = 6144: 192 CTAs 28.7 µs at 33
-    // tokens and 30.5 at 64, 384 CTAs 33.4 and 35.9; gate_up with silu·mul at 64 tokens: 192 or
-    // 224 CTAs 8–10 % faster than 384 or 448), while fewer lost (5120×17408: 160 CTAs 81.0 µs
-    // at 64 tokens, 320 CTAs 73.9; H100).
+    // The 64- and 128-token tiles split to at most kTargetCtas CTAs where that still makes 3/4
+    // of them: a second, partial wave cost more than the fewer CTAs there (N = 6144: 192 CTAs
+    // 28.7 µs at 33 tokens and 30.5 at 64, 384 CTAs 33.4 and 35.9; at 96 and 128 tokens 7–12 %
+    // faster on awq4 and fp8b128, 10 % slower on nvfp4; N = 3072 at 128 tokens 23.9 against
+    // 31.1; gate_up with silu·mul at 64 tokens: 192 or 224 CTAs 8–10 % faster than 384 or 448),
+    // while fewer lost (5120×17408: 160 CTAs 81.0 µs at 64 tokens, 320 CTAs 73.9; H100).
     s.split = default_split(spec, s, m, s.bk, kTargetCtas);
-    if (s.bm == 64) {
+    if (s.bm >= 64) {
       const int within = split_within(spec, s, m, s.bk, kTargetCtas);
       if (mma_ctas(spec, s, m) * within >= kTargetCtas * 3 / 4) s.split = within;
     }
