@@ -296,25 +296,28 @@ TEST(GemmConfig, SplitKRulesGeometryWorkspaceAndDefaults) {
   // 64- and 128-token tiles split to at most 256 CTAs where that makes at least 192 (6144
   // outputs: 48 tiles of 64 tokens split 4, 96 of 128 split 2).
   const Family& f = family_of("gemm:n=4096,k=14336,fmt=awq4");
-  EXPECT_EQ(f.default_config("gemm:n=4096,k=14336,fmt=awq4", 128, Arch{90}),
-            "strategy=mma,atom=m16n8k16,bm=128,bn=64,wm=2,wn=2,bk=64,stages=4,pipe=2,split=4");
-  EXPECT_EQ(f.default_config("gemm:n=4096,k=14336,fmt=awq4", 32, Arch{90}),
-            "strategy=mma,atom=m16n8k16,bm=32,bn=128,wm=1,wn=4,bk=64,stages=4,pipe=2,split=8");
-  EXPECT_EQ(f.default_config("gemm:n=4096,k=14336,fmt=fp8b128", 64, Arch{80}),
-            "strategy=mma,atom=m16n8k16,bm=64,bn=128,wm=2,wn=2,bk=64,stages=4,pipe=2,split=8");
-  EXPECT_EQ(f.default_config("gemm:n=4096,k=14336,fmt=awq4", 33, Arch{90}),
-            "strategy=mma,atom=m16n8k16,bm=64,bn=128,wm=2,wn=2,bk=64,stages=4,pipe=2,split=8");
-  EXPECT_EQ(f.default_config("gemm:n=6144,k=4096,fmt=nvfp4", 40, Arch{90}),
-            "strategy=mma,atom=m16n8k16,bm=64,bn=128,wm=2,wn=2,bk=64,stages=4,pipe=2,split=4");
-  EXPECT_EQ(f.default_config("gemm:n=6144,k=4096,fmt=awq4", 128, Arch{90}),
-            "strategy=mma,atom=m16n8k16,bm=128,bn=64,wm=2,wn=2,bk=64,stages=4,pipe=2,split=2");
-  EXPECT_EQ(f.default_config("gemm:n=3072,k=4096,fmt=awq4", 128, Arch{90}),
-            "strategy=mma,atom=m16n8k16,bm=128,bn=64,wm=2,wn=2,bk=64,stages=4,pipe=2,split=4");
-  // Within 256 would leave 160 CTAs (5120 outputs: 40 tiles): fewer than 3/4 of 256, so 320.
-  EXPECT_EQ(f.default_config("gemm:n=5120,k=17408,fmt=awq4", 64, Arch{90}),
-            "strategy=mma,atom=m16n8k16,bm=64,bn=128,wm=2,wn=2,bk=64,stages=4,pipe=2,split=8");
-  EXPECT_EQ(f.default_config("gemm:n=4096,k=14336,fmt=fp8b128", 65, Arch{80}),
-            "strategy=mma,atom=m16n8k16,bm=128,bn=64,wm=2,wn=2,bk=64,stages=4,pipe=2,split=4");
+  const std::string p2_64x128 = "strategy=mma,atom=m16n8k16,bm=64,bn=128,wm=2,wn=2,bk=64,stages=4,pipe=2";
+  const std::string p2_128x64 = "strategy=mma,atom=m16n8k16,bm=128,bn=64,wm=2,wn=2,bk=64,stages=4,pipe=2";
+  const struct {
+    const char* spec;
+    int64_t m;
+    int sm;
+    std::string config;
+  } defaults[] = {
+      {"gemm:n=4096,k=14336,fmt=awq4", 128, 90, p2_128x64 + ",split=4"},
+      {"gemm:n=4096,k=14336,fmt=awq4", 32, 90,
+       "strategy=mma,atom=m16n8k16,bm=32,bn=128,wm=1,wn=4,bk=64,stages=4,pipe=2,split=8"},
+      {"gemm:n=4096,k=14336,fmt=fp8b128", 64, 80, p2_64x128 + ",split=8"},
+      {"gemm:n=4096,k=14336,fmt=awq4", 33, 90, p2_64x128 + ",split=8"},
+      {"gemm:n=6144,k=4096,fmt=nvfp4", 40, 90, p2_64x128 + ",split=4"},
+      {"gemm:n=6144,k=4096,fmt=awq4", 128, 90, p2_128x64 + ",split=2"},
+      {"gemm:n=3072,k=4096,fmt=awq4", 128, 90, p2_128x64 + ",split=4"},
+      // Within 256 would leave 160 CTAs (5120 outputs: 40 tiles): fewer than 3/4 of 256, so 320.
+      {"gemm:n=5120,k=17408,fmt=awq4", 64, 90, p2_64x128 + ",split=8"},
+      {"gemm:n=4096,k=14336,fmt=fp8b128", 65, 80, p2_128x64 + ",split=4"},
+  };
+  for (const auto& d : defaults)
+    EXPECT_EQ(f.default_config(d.spec, d.m, Arch{d.sm}), d.config) << d.spec << " m=" << d.m;
   EXPECT_EQ(f.default_config("gemm:n=4096,k=14336,fmt=awq4", 128, Arch{70}), "strategy=mma,atom=wmma,bm=128,bn=64,wm=2,wn=4,split=4");
   EXPECT_EQ(f.default_config("gemm:n=28672,k=4096,fmt=awq4", 128, Arch{90}).find("split"), std::string::npos);
   EXPECT_EQ(f.default_config("gemm:n=4096,k=14336,fmt=awq4", 512, Arch{90}).find("split"), std::string::npos);

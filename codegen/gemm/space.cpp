@@ -36,31 +36,41 @@ static int64_t mma_ctas(const Spec& spec, const Config& c, int64_t m) {
   return (spec.out_cols() + cols - 1) / cols * ((m + c.bm - 1) / c.bm);
 }
 
+// Whether K splits into s parts of whole K steps of bk, at least 8 of them.
+static bool splits_k(const Spec& spec, int bk, int s) {
+  return spec.k % (int64_t(bk) * s) == 0 && spec.k / (int64_t(bk) * s) >= 8;
+}
+
 // Split-K where the tiles are too few to fill the GPU (under `enough` CTAs: narrow N, few
-// tokens): the smallest split of 2, 4 or 8 that reaches kTargetCtas CTAs (each part whole K
-// steps of bk, at least 8 of them), else the largest such split.
+// tokens): the smallest split of 2, 4 or 8 that reaches kTargetCtas CTAs (splits_k), else the
+// largest such split.
 static int default_split(const Spec& spec, const Config& c, int64_t m, int bk, int64_t enough) {
   const int64_t ctas = mma_ctas(spec, c, m);
   if (ctas >= enough) return 1;
   int split = 1;
   for (int s : {2, 4, 8}) {
-    if (spec.k % (int64_t(bk) * s) != 0 || spec.k / (int64_t(bk) * s) < 8) break;
+    if (!splits_k(spec, bk, s)) break;
     split = s;
     if (ctas * split >= kTargetCtas) break;
   }
   return split;
 }
 
-// The largest split of 1, 2, 4 or 8 (each part whole K steps, at least 8 of them) that keeps the
-// tiles within `most` CTAs.
-static int split_within(const Spec& spec, const Config& c, int64_t m, int bk, int64_t most) {
+// The 64- and 128-token tiles' split: the largest (splits_k) that keeps the tiles within
+// kTargetCtas CTAs where that still makes 3/4 of them, else default_split's. A second, partial
+// wave cost more than the fewer CTAs (N = 6144: 192 CTAs 28.7 µs at 33 tokens and 30.5 at 64,
+// 384 CTAs 33.4 and 35.9; at 96 and 128 tokens 7–12 % faster on awq4 and fp8b128, 10 % slower
+// on nvfp4; N = 3072 at 128 tokens 23.9 against 31.1; gate_up with silu·mul at 64 tokens: 192
+// or 224 CTAs 8–10 % faster than 384 or 448), while fewer lost (5120×17408: 160 CTAs 81.0 µs
+// at 64 tokens, 320 CTAs 73.9; H100).
+static int wave_split(const Spec& spec, const Config& c, int64_t m, int bk) {
   const int64_t ctas = mma_ctas(spec, c, m);
-  int split = 1;
+  int within = 1;
   for (int s : {2, 4, 8}) {
-    if (spec.k % (int64_t(bk) * s) != 0 || spec.k / (int64_t(bk) * s) < 8 || ctas * s > most) break;
-    split = s;
+    if (!splits_k(spec, bk, s) || ctas * s > kTargetCtas) break;
+    within = s;
   }
-  return split;
+  return ctas * within >= kTargetCtas * 3 / 4 ? within : default_split(spec, c, m, bk, kTargetCtas);
 }
 
 static Config mma16816_default(const Spec& spec, int64_t m) {
@@ -102,17 +112,7 @@ static Config mma16816_default(const Spec& spec, int64_t m) {
     } else {
       s.bm = 128, s.bn = 64, s.wm = 2, s.wn = 2;
     }
-    // The 64- and 128-token tiles split to at most kTargetCtas CTAs where that still makes 3/4
-    // of them: a second, partial wave cost more than the fewer CTAs there (N = 6144: 192 CTAs
-    // 28.7 µs at 33 tokens and 30.5 at 64, 384 CTAs 33.4 and 35.9; at 96 and 128 tokens 7–12 %
-    // faster on awq4 and fp8b128, 10 % slower on nvfp4; N = 3072 at 128 tokens 23.9 against
-    // 31.1; gate_up with silu·mul at 64 tokens: 192 or 224 CTAs 8–10 % faster than 384 or 448),
-    // while fewer lost (5120×17408: 160 CTAs 81.0 µs at 64 tokens, 320 CTAs 73.9; H100).
-    s.split = default_split(spec, s, m, s.bk, kTargetCtas);
-    if (s.bm >= 64) {
-      const int within = split_within(spec, s, m, s.bk, kTargetCtas);
-      if (mma_ctas(spec, s, m) * within >= kTargetCtas * 3 / 4) s.split = within;
-    }
+    s.split = s.bm >= 64 ? wave_split(spec, s, m, s.bk) : default_split(spec, s, m, s.bk, kTargetCtas);
     if (!s.invalid_reason(spec)) return s;
     s.split = 1;
     if (!s.invalid_reason(spec)) return s;
