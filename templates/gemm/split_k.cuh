@@ -2,14 +2,20 @@
 // one of S equal parts of K, so a shape with few output tiles (narrow N, few tokens) still
 // fills the GPU.
 // The S CTAs of an output tile meet here after their main loops:
-//   - each writes its fp32 accumulators to the workspace in register order (a thread's value a
-//     at ((tile * S + z) * ACC + a) * THREADS + tid, so a warp's stores and loads are whole
-//     128-byte lines, whatever the atom's fragment layout);
+//   - each writes its fp32 accumulators to the workspace, V at a time (V = 4, 2 or 1: the
+//     widest that divides ACC): a thread's values a .. a+V-1 at
+//     ((tile * S + z) * ACC + a * THREADS) + tid * V, so a warp's stores and loads are whole
+//     128-byte lines whatever the atom's fragment layout, one instruction per V values;
 //   - each counts itself in the tile's counter (zeroed once when the workspace is allocated;
-//     the last CTA sets it back to zero for the next launch);
-//   - the last to arrive sums the S partials in split order, its own included as written, so
-//     the result does not depend on which CTA came last, and goes on to the epilogue; the
-//     others return false and exit.
+//     the last CTA sets it back to zero for the next launch) by one acq_rel atomic after the CTA
+//     barrier: it releases the CTA's partials (cumulatively, through the barrier) and lets the
+//     last CTA acquire every other's, without a sequentially consistent fence (MEMBAR.SC) on
+//     either side;
+//   - the last to arrive sums the S partials in split order, its own from its registers (the
+//     values it stored, so the result does not depend on which CTA came last), and goes on to
+//     the epilogue; the others return false and exit. It loads a group of accumulators from
+//     every other part at once (about kInFlight floats a thread) before adding any of them, so
+//     its tail is ACC · S / kInFlight L2 round trips rather than one per part.
 // Workspace: tiles × S × ACC × THREADS floats (mma: BM × BN; tc_small: its accumulators padded
 // to whole threads) and one counter per tile, tiles = gridDim.x × gridDim.y
 // (codegen/gemm/emit.h workspace_floats / workspace_counters).
@@ -20,27 +26,76 @@ namespace onecat {
 // ref(a): the a-th accumulator of this thread (a compile-time index once unrolled).
 template <int SPLIT, int ACC, int THREADS, class Ref>
 __device__ __forceinline__ bool split_k_reduce(Ref ref, float* __restrict__ partial, unsigned* __restrict__ counters) {
+  constexpr int V = ACC % 4 == 0 ? 4 : ACC % 2 == 0 ? 2 : 1;
+  // Floats of the other parts a thread has in flight at once, in groups of G accumulators:
+  // twice the accumulators up to 128, so that the reduction does not take more registers than
+  // the main loop it follows (a 32×128 tile's 32 accumulators with 128 in flight went from 164
+  // to 238 registers, from three CTAs an SM to two); 32 beside 128 accumulators (a 64×64 warp
+  // tile), where more spilled.
+  constexpr int kInFlight = ACC > 64 ? 32 : 2 * ACC;
+  constexpr int kWanted = kInFlight / SPLIT / V * V;
+  constexpr int G = kWanted < V ? V : kWanted > ACC ? ACC : kWanted;
+  static_assert(G % V == 0, "whole vectors per group");
   const int tid = threadIdx.x;
   const unsigned tile = blockIdx.y * gridDim.x + blockIdx.x;
-  float* mine = partial + (static_cast<long long>(tile) * SPLIT + blockIdx.z) * ACC * THREADS + tid;
+  const int self = blockIdx.z;
+  const long long part_floats = static_cast<long long>(ACC) * THREADS;
+  float* const base = partial + static_cast<long long>(tile) * SPLIT * part_floats + tid * V;
+  auto at = [&](int z, int a) { return base + z * part_floats + a * THREADS; };  // a: a multiple of V
+  float* const mine = at(self, 0);
 #pragma unroll
-  for (int a = 0; a < ACC; ++a) __stcg(mine + a * THREADS, ref(a));
-  __threadfence();
+  for (int a = 0; a < ACC; a += V) {
+    if constexpr (V == 4) {
+      __stcg(reinterpret_cast<float4*>(mine + a * THREADS), make_float4(ref(a), ref(a + 1), ref(a + 2), ref(a + 3)));
+    } else if constexpr (V == 2) {
+      __stcg(reinterpret_cast<float2*>(mine + a * THREADS), make_float2(ref(a), ref(a + 1)));
+    } else {
+      __stcg(mine + a * THREADS, ref(a));
+    }
+  }
+  // Every thread's partials are written (the barrier orders them before thread 0's atomic).
   __syncthreads();
   int last = 0;
   if (tid == 0) {
-    last = atomicAdd(counters + tile, 1u) == SPLIT - 1;
+    unsigned old;
+    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(counters + tile) : "memory");
+    last = old == SPLIT - 1;
     if (last) counters[tile] = 0;  // every CTA of the tile has counted: ready for the next launch
   }
+  // The barrier also orders the other threads' loads below after thread 0's acquire.
   if (!__syncthreads_or(last)) return false;
-  __threadfence();
-  const float* all = partial + static_cast<long long>(tile) * SPLIT * ACC * THREADS + tid;
 #pragma unroll
-  for (int a = 0; a < ACC; ++a) ref(a) = 0.f;
-#pragma unroll 1
-  for (int z = 0; z < SPLIT; ++z) {
+  for (int g = 0; g < ACC; g += G) {
+    constexpr int kCount = G;  // the last group may be shorter: guarded by a < ACC below
+    float got[SPLIT][kCount];
 #pragma unroll
-    for (int a = 0; a < ACC; ++a) ref(a) += __ldcg(all + (z * ACC + a) * THREADS);
+    for (int z = 0; z < SPLIT; ++z) {
+      if (z == self) continue;  // uniform over the CTA
+#pragma unroll
+      for (int i = 0; i < kCount; i += V) {
+        const int a = g + i;
+        if (a >= ACC) break;
+        if constexpr (V == 4) {
+          const float4 v = __ldcg(reinterpret_cast<const float4*>(at(z, a)));
+          got[z][i] = v.x, got[z][i + 1] = v.y, got[z][i + 2] = v.z, got[z][i + 3] = v.w;
+        } else if constexpr (V == 2) {
+          const float2 v = __ldcg(reinterpret_cast<const float2*>(at(z, a)));
+          got[z][i] = v.x, got[z][i + 1] = v.y;
+        } else {
+          got[z][i] = __ldcg(at(z, a));
+        }
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kCount; ++i) {
+      const int a = g + i;
+      if (a >= ACC) break;
+      // In split order from 0, as every CTA of the tile would: (((0 + p0) + p1) + ...).
+      float sum = 0.f;
+#pragma unroll
+      for (int z = 0; z < SPLIT; ++z) sum += z == self ? ref(a) : got[z][i];
+      ref(a) = sum;
+    }
   }
   return true;
 }
