@@ -11,7 +11,8 @@
 # Environment: BEFORE (the before tree, default .before), POINTS (attention points file; none:
 # no attention),
 # GEMM_SPECS (space separated; SPEC@CONFIG times that config instead of the default; moe specs
-# too), GEMM_MS (default 1,16,128,512), ROUNDS (runs per build and
+# too), GEMM_MS (default 1,16,128,512), GEMM_GRAPH=1 (onecat bench --graph: launches replayed from
+# a CUDA graph, cuBLAS's too, as issue 27's table times them), ROUNDS (runs per build and
 # kind, default 2), DEADLINE (seconds from the start, default 560), BUILD_ONLY=1 (build both
 # trees and stop: all that runs without a GPU), MODEL_AB=FORMAT (also the batch-1 decode of a
 # random-code Qwen3-8B-shape checkpoint in FORMAT, `onecat generate --device cuda`, 1024-token
@@ -98,7 +99,8 @@ run_kind() {  # run_kind KIND BUILD ROUND
     for point in "${gemm_specs[@]}"; do
       local spec=${point%%@*} config=()  # SPEC@CONFIG: that config at every M, not the default
       [ "$spec" = "$point" ] || config=(--config "${point#*@}")
-      timeout "$(left)" "$bin/onecat" bench "$spec" --m "$gemm_ms" "${config[@]}" --json >"$runs/gemm-$2-$3-$i.json" \
+      timeout "$(left)" "$bin/onecat" bench "$spec" --m "$gemm_ms" "${config[@]}" ${GEMM_GRAPH:+--graph} --json \
+        >"$runs/gemm-$2-$3-$i.json" \
         2>>"$out/before_after.log"
       i=$((i + 1))
     done
@@ -137,6 +139,8 @@ for path in sorted(glob.glob(runs + "/gemm-*.json")):
     for q in j.get("points", []):
         key = ("gemm", index, q["m"])  # the GEMM_SPECS entry: a spec may come twice, with two configs
         add(key, {"kind": "gemm", "spec": j["spec"], "m": q["m"], "config": q["config"]}, build, q["us"])
+        if q.get("peer_us"):  # cuBLAS fp16 on the same shape, timed beside each build's run
+            points[key].setdefault("peer_us", []).append(q["peer_us"])
 for path in sorted(glob.glob(runs + "/generate-*.json")):
     build = os.path.basename(path).split("-")[1]
     tps = (load(path) or {}).get("decode_tokens_per_second")
@@ -150,6 +154,8 @@ for p in points.values():
     if p["before_median_us"] and p["after_median_us"]:
         p["after_over_before"] = p["after_median_us"] / p["before_median_us"]
     p["same_config"] = len(set(p.pop("configs").values())) == 1
+    if p.get("peer_us"):
+        p["peer_median_us"] = statistics.median(p["peer_us"])
     table.append(p)
 try:
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm", "--format=csv,noheader"],
@@ -163,6 +169,7 @@ for p in table:
     r = p.get("after_over_before")
     us = lambda v: "-" if v is None else f"{v:.1f}"
     print(f"{what}: before {us(p['before_median_us'])} us, after {us(p['after_median_us'])} us"
-          + (f", after/before {r:.3f}" if r else "") + ("" if p["same_config"] else " (configs differ)"))
+          + (f", after/before {r:.3f}" if r else "") + ("" if p["same_config"] else " (configs differ)")
+          + (f", cuBLAS fp16 {p['peer_median_us']:.1f} us" if p.get("peer_median_us") else ""))
 EOF
 log "done: $out/before_after.json"
