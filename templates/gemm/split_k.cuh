@@ -4,7 +4,7 @@
 // The S CTAs of an output tile meet here after their main loops:
 //   - each writes its fp32 accumulators to the workspace, V at a time (V = 4, 2 or 1: the
 //     widest that divides ACC): a thread's values a .. a+V-1 at
-//     ((tile * S + z) * ACC + a * THREADS) + tid * V, so a warp's stores and loads are whole
+//     (tile * S + z) * ACC * THREADS + a * THREADS + tid * V, so a warp's stores and loads are whole
 //     128-byte lines whatever the atom's fragment layout, one instruction per V values;
 //   - each counts itself in the tile's counter (zeroed once when the workspace is allocated;
 //     the last CTA sets it back to zero for the next launch) by one acq_rel atomic after the CTA
