@@ -712,5 +712,72 @@ TEST(GemmStaticQuality, Sm90EightWarpTilesCompileWithoutSpills) {
   }
 }
 
+// CTAs an SM can hold by registers and shared memory (per-warp register allocation in units of
+// 256, shared memory per SM and reserved per CTA as the CUDA occupancy calculator counts them).
+int resident_ctas(Arch arch, const ResourceUsage& usage, int threads, int dynamic_shared) {
+  const int warps = (threads + 31) / 32;
+  const int regs_per_warp = (usage.registers * 32 + 255) / 256 * 256;
+  const int by_regs = 65536 / (regs_per_warp * warps);
+  const int smem_per_sm = arch.sm >= 90 ? 228 * 1024 : arch.sm >= 80 ? 164 * 1024 : 96 * 1024;
+  const int reserved = arch.sm >= 80 ? 1024 : 0;
+  const int by_smem = smem_per_sm / (usage.shared_bytes + dynamic_shared + reserved);
+  return std::min({by_regs, by_smem, 32});
+}
+
+// Split-K's reduction (templates/gemm/split_k.cuh) runs after the main loop, and what it keeps
+// in flight must not cost the tile a resident CTA: with 128 floats in flight beside a 32×128
+// tile's 32 accumulators the tile went from 164 to 238 registers, three CTAs an SM to two, and
+// 17-token launches of 320 and 384 CTAs 11–12 % slower (bench/RESULTS.md, "Split-K's tail").
+// Every split of the small-M tiles holds as many CTAs an SM as the same tile without split.
+TEST(GemmStaticQuality, SplitKKeepsTheTilesResidentCtas) {
+  struct Tile {
+    Arch arch;
+    std::string config;  // without split
+    std::vector<int> splits;
+  };
+  const std::vector<Tile> tiles = {
+      {Arch{90}, "strategy=mma,atom=m16n8k16,bm=32,bn=128,wm=1,wn=4,bk=64,stages=4,pipe=2", {2, 4, 8, 16}},
+      {Arch{90}, "strategy=mma,atom=m16n8k16,bm=64,bn=128,wm=2,wn=2,bk=64,stages=4,pipe=2", {2, 4, 8, 16}},
+      {Arch{90}, "strategy=mma,atom=m16n8k16,bm=128,bn=64,wm=2,wn=2,bk=64,stages=4,pipe=2", {2, 4, 8}},
+      {Arch{70}, "strategy=mma,atom=wmma,bm=32,bn=128,wm=1,wn=4", {2, 4, 8}},
+      {Arch{70}, "strategy=mma,atom=wmma,bm=64,bn=128,wm=2,wn=2", {2, 4, 8}},
+  };
+  struct Job {
+    std::string spec;
+    gemm::Config base, split;
+    Arch arch;
+    size_t base_req, split_req;
+  };
+  std::vector<Job> jobs;
+  std::vector<CompileRequest> reqs;
+  for (const char* fmt : {"f16", "awq4", "fp8b128"}) {
+    const std::string spec = std::string("gemm:n=6144,k=4096,fmt=") + fmt;
+    const gemm::Spec parsed = gemm::Spec::parse(family_of(spec).canonical_spec(spec));
+    for (const Tile& t : tiles) {
+      const size_t base_req = reqs.size();
+      reqs.push_back(CompileRequest::make(family_of(spec), spec, t.config, t.arch));
+      for (int s : t.splits) {
+        const std::string with = t.config + ",split=" + std::to_string(s);
+        jobs.push_back({spec, gemm::Config::parse(parsed, t.config), gemm::Config::parse(parsed, with), t.arch,
+                        base_req, reqs.size()});
+        reqs.push_back(CompileRequest::make(family_of(spec), spec, with, t.arch));
+      }
+    }
+  }
+  JitService jit(nullptr);
+  const std::vector<CompileResult> results = jit.get_all(reqs, 2, Parallelism::kThreads);
+  for (const Job& j : jobs) {
+    const CompileResult& base = results[j.base_req];
+    const CompileResult& split = results[j.split_req];
+    SCOPED_TRACE(j.spec + " [" + j.split.to_string() + "] " + j.arch.name());
+    ASSERT_TRUE(base.error.empty() && split.error.empty()) << base.error << split.error;
+    const gemm::Spec parsed = gemm::Spec::parse(family_of(j.spec).canonical_spec(j.spec));
+    EXPECT_FALSE(split.binary.usage.spills());
+    EXPECT_GE(resident_ctas(j.arch, split.binary.usage, j.split.threads(), j.split.shared_bytes(parsed)),
+              resident_ctas(j.arch, base.binary.usage, j.base.threads(), j.base.shared_bytes(parsed)))
+        << "registers " << base.binary.usage.registers << " -> " << split.binary.usage.registers;
+  }
+}
+
 }  // namespace
 }  // namespace onecat
