@@ -743,9 +743,9 @@ TEST(GemmStaticQuality, SplitKKeepsTheTilesResidentCtas) {
       {Arch{70}, "strategy=mma,atom=wmma,bm=64,bn=128,wm=2,wn=2", {2, 4, 8}},
   };
   struct Job {
-    std::string spec;
-    gemm::Config base, split;
+    std::string what;  // spec [split config] arch
     Arch arch;
+    int threads, base_shared, split_shared;  // the split does not change the CTA's threads
     size_t base_req, split_req;
   };
   std::vector<Job> jobs;
@@ -758,8 +758,9 @@ TEST(GemmStaticQuality, SplitKKeepsTheTilesResidentCtas) {
       reqs.push_back(CompileRequest::make(family_of(spec), spec, t.config, t.arch));
       for (int s : t.splits) {
         const std::string with = t.config + ",split=" + std::to_string(s);
-        jobs.push_back({spec, gemm::Config::parse(parsed, t.config), gemm::Config::parse(parsed, with), t.arch,
-                        base_req, reqs.size()});
+        const gemm::Config base = gemm::Config::parse(parsed, t.config), split = gemm::Config::parse(parsed, with);
+        jobs.push_back({spec + " [" + with + "] " + t.arch.name(), t.arch, split.threads(), base.shared_bytes(parsed),
+                        split.shared_bytes(parsed), base_req, reqs.size()});
         reqs.push_back(CompileRequest::make(family_of(spec), spec, with, t.arch));
       }
     }
@@ -769,12 +770,11 @@ TEST(GemmStaticQuality, SplitKKeepsTheTilesResidentCtas) {
   for (const Job& j : jobs) {
     const CompileResult& base = results[j.base_req];
     const CompileResult& split = results[j.split_req];
-    SCOPED_TRACE(j.spec + " [" + j.split.to_string() + "] " + j.arch.name());
+    SCOPED_TRACE(j.what);
     ASSERT_TRUE(base.error.empty() && split.error.empty()) << base.error << split.error;
-    const gemm::Spec parsed = gemm::Spec::parse(family_of(j.spec).canonical_spec(j.spec));
     EXPECT_FALSE(split.binary.usage.spills());
-    EXPECT_GE(resident_ctas(j.arch, split.binary.usage, j.split.threads(), j.split.shared_bytes(parsed)),
-              resident_ctas(j.arch, base.binary.usage, j.base.threads(), j.base.shared_bytes(parsed)))
+    EXPECT_GE(resident_ctas(j.arch, split.binary.usage, j.threads, j.split_shared),
+              resident_ctas(j.arch, base.binary.usage, j.threads, j.base_shared))
         << "registers " << base.binary.usage.registers << " -> " << split.binary.usage.registers;
   }
 }

@@ -23,6 +23,30 @@
 
 namespace onecat {
 
+// V consecutive floats (V = 4, 2 or 1) as one 16-, 8- or 4-byte access through L2.
+template <int V>
+__device__ __forceinline__ void split_k_store(float* p, const float (&v)[V]) {
+  if constexpr (V == 4) {
+    __stcg(reinterpret_cast<float4*>(p), make_float4(v[0], v[1], v[2], v[3]));
+  } else if constexpr (V == 2) {
+    __stcg(reinterpret_cast<float2*>(p), make_float2(v[0], v[1]));
+  } else {
+    __stcg(p, v[0]);
+  }
+}
+template <int V>
+__device__ __forceinline__ void split_k_load(const float* p, float* v) {
+  if constexpr (V == 4) {
+    const float4 q = __ldcg(reinterpret_cast<const float4*>(p));
+    v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+  } else if constexpr (V == 2) {
+    const float2 q = __ldcg(reinterpret_cast<const float2*>(p));
+    v[0] = q.x, v[1] = q.y;
+  } else {
+    v[0] = __ldcg(p);
+  }
+}
+
 // ref(a): the a-th accumulator of this thread (a compile-time index once unrolled).
 template <int SPLIT, int ACC, int THREADS, class Ref>
 __device__ __forceinline__ bool split_k_reduce(Ref ref, float* __restrict__ partial, unsigned* __restrict__ counters) {
@@ -45,13 +69,10 @@ __device__ __forceinline__ bool split_k_reduce(Ref ref, float* __restrict__ part
   float* const mine = at(self, 0);
 #pragma unroll
   for (int a = 0; a < ACC; a += V) {
-    if constexpr (V == 4) {
-      __stcg(reinterpret_cast<float4*>(mine + a * THREADS), make_float4(ref(a), ref(a + 1), ref(a + 2), ref(a + 3)));
-    } else if constexpr (V == 2) {
-      __stcg(reinterpret_cast<float2*>(mine + a * THREADS), make_float2(ref(a), ref(a + 1)));
-    } else {
-      __stcg(mine + a * THREADS, ref(a));
-    }
+    float v[V];
+#pragma unroll
+    for (int e = 0; e < V; ++e) v[e] = ref(a + e);
+    split_k_store<V>(mine + a * THREADS, v);
   }
   // Every thread's partials are written (the barrier orders them before thread 0's atomic).
   __syncthreads();
@@ -65,29 +86,19 @@ __device__ __forceinline__ bool split_k_reduce(Ref ref, float* __restrict__ part
   // The barrier also orders the other threads' loads below after thread 0's acquire.
   if (!__syncthreads_or(last)) return false;
 #pragma unroll
-  for (int g = 0; g < ACC; g += G) {
-    constexpr int kCount = G;  // the last group may be shorter: guarded by a < ACC below
-    float got[SPLIT][kCount];
+  for (int g = 0; g < ACC; g += G) {  // the last group may be shorter: guarded by a < ACC below
+    float got[SPLIT][G];
 #pragma unroll
     for (int z = 0; z < SPLIT; ++z) {
       if (z == self) continue;  // uniform over the CTA
 #pragma unroll
-      for (int i = 0; i < kCount; i += V) {
-        const int a = g + i;
-        if (a >= ACC) break;
-        if constexpr (V == 4) {
-          const float4 v = __ldcg(reinterpret_cast<const float4*>(at(z, a)));
-          got[z][i] = v.x, got[z][i + 1] = v.y, got[z][i + 2] = v.z, got[z][i + 3] = v.w;
-        } else if constexpr (V == 2) {
-          const float2 v = __ldcg(reinterpret_cast<const float2*>(at(z, a)));
-          got[z][i] = v.x, got[z][i + 1] = v.y;
-        } else {
-          got[z][i] = __ldcg(at(z, a));
-        }
+      for (int i = 0; i < G; i += V) {
+        if (g + i >= ACC) break;
+        split_k_load<V>(at(z, g + i), &got[z][i]);
       }
     }
 #pragma unroll
-    for (int i = 0; i < kCount; ++i) {
+    for (int i = 0; i < G; ++i) {
       const int a = g + i;
       if (a >= ACC) break;
       // In split order from 0, as every CTA of the tile would: (((0 + p0) + p1) + ...).
