@@ -4,7 +4,9 @@
 # times the same points on both builds in alternating order (before, after, after, before, …):
 # the attention points of bench/points/before-after.txt (attention_bench points) and gemm at
 # the default config of each M (onecat bench). Writes $OUT/before_after.json: per point the
-# runs of each build, their medians and after / before.
+# runs of each build, their medians and after / before, and the same for the point's peer as
+# onecat bench times it beside (gemm: cuBLAS fp16; moe op=decode: the layer's four launches at
+# their defaults, which change with the build too).
 #   here:   bash bench/before_after.sh prepare REV   (REV's tree into .before/, ignored by git;
 #           REV: the last commit before the change)
 #   device: bash bench/before_after.sh               (run tool carry: .device .before)
@@ -139,8 +141,9 @@ for path in sorted(glob.glob(runs + "/gemm-*.json")):
     for q in j.get("points", []):
         key = ("gemm", index, q["m"])  # the GEMM_SPECS entry: a spec may come twice, with two configs
         add(key, {"kind": "gemm", "spec": j["spec"], "m": q["m"], "config": q["config"]}, build, q["us"])
-        if q.get("peer_us"):  # cuBLAS fp16 on the same shape, timed beside each build's run
+        if q.get("peer_us"):  # the peer (gemm: cuBLAS fp16; moe op=decode: the four launches), beside each build's run
             points[key].setdefault("peer_us", []).append(q["peer_us"])
+            points[key].setdefault("peer_" + build, []).append(q["peer_us"])
 for path in sorted(glob.glob(runs + "/generate-*.json")):
     build = os.path.basename(path).split("-")[1]
     tps = (load(path) or {}).get("decode_tokens_per_second")
@@ -156,6 +159,12 @@ for p in points.values():
     p["same_config"] = len(set(p.pop("configs").values())) == 1
     if p.get("peer_us"):
         p["peer_median_us"] = statistics.median(p["peer_us"])
+        # A peer made of onecat's own launches (moe op=decode's four) changes with the build too.
+        for b in ("before", "after"):
+            if p.get("peer_" + b):
+                p["peer_" + b + "_median_us"] = statistics.median(p["peer_" + b])
+        if p.get("peer_before_median_us") and p.get("peer_after_median_us"):
+            p["peer_after_over_before"] = p["peer_after_median_us"] / p["peer_before_median_us"]
     table.append(p)
 try:
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm", "--format=csv,noheader"],
@@ -170,6 +179,8 @@ for p in table:
     us = lambda v: "-" if v is None else f"{v:.1f}"
     print(f"{what}: before {us(p['before_median_us'])} us, after {us(p['after_median_us'])} us"
           + (f", after/before {r:.3f}" if r else "") + ("" if p["same_config"] else " (configs differ)")
-          + (f", cuBLAS fp16 {p['peer_median_us']:.1f} us" if p.get("peer_median_us") else ""))
+          + (f", peer {p['peer_median_us']:.1f} us" if p.get("peer_median_us") else "")
+          + (f" (before {p['peer_before_median_us']:.1f}, after {p['peer_after_median_us']:.1f}, after/before"
+             f" {p['peer_after_over_before']:.3f})" if p.get("peer_after_over_before") else ""))
 EOF
 log "done: $out/before_after.json"
