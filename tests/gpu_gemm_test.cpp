@@ -155,6 +155,7 @@ TEST_F(GemmGpu, SplitKEveryFormatEpilogueAndRepeatedLaunch) {
                            "strategy=mma,atom=m16n8k16,bm=128,bn=128,wm=2,wn=2,bk=32,stages=4,pipe=2,split=2",
                            "strategy=mma,atom=m16n8k16,bm=32,bn=128,wm=1,wn=4,bk=64,stages=3,pipe=2,split=8",
                            "strategy=mma,atom=m16n8k16,bm=64,bn=128,wm=2,wn=2,bk=64,stages=4,pipe=2,split=4",
+                           "strategy=mma,atom=m16n8k16,bm=64,bn=64,wm=2,wn=2,bk=64,stages=4,pipe=2,split=4",
                            "strategy=mma,atom=wmma,bm=64,bn=128,wm=2,wn=2,split=4",
                            "strategy=tc_small,mt=16,rows=32,warps=2,stages=3,split=4"};
   int checked = 0;
