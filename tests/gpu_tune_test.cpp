@@ -205,6 +205,30 @@ TEST(BenchGpu, EveryFamilyAgainstItsCeilings) {
   }
 }
 
+// moe op=decode's bench peer, the layer as four launches (route, gate_up, down, combine), run on
+// every timing routing back to back before the compared one, as the timing runs them: the same
+// output as the one-launch layer.
+TEST(BenchGpu, MoeDecodeAgainstItsFourLaunches) {
+  Session& session = Session::get();
+  session.use_gpu(0);
+  for (const auto& [spec, tokens] :
+       {std::pair{"moe:op=decode,experts=128,topk=8,norm=1,hidden=2048,inter=768,fmt=awq4",
+                  std::vector<int64_t>{2, 4, 8}},
+        std::pair{"moe:op=decode,experts=128,topk=8,norm=1,hidden=2048,inter=768,fmt=nvfp4", std::vector<int64_t>{4}},
+        std::pair{"moe:op=decode,experts=16,topk=3,norm=1,hidden=320,inter=192,fmt=gptq4,group=64,act_order=1",
+                  std::vector<int64_t>{1, 5}}}) {
+    SCOPED_TRACE(spec);
+    const BenchResult b = bench_spec(session, spec, tokens, BenchOptions{});
+    EXPECT_EQ(b.peer, "four launches");
+    ASSERT_EQ(b.points.size(), tokens.size());
+    for (const BenchPoint& p : b.points) {
+      EXPECT_GT(p.peer_us, 0);
+      EXPECT_GE(p.error_vs_peer, 0);
+      EXPECT_LT(p.error_vs_peer, 1e-2) << p.m << " tokens";
+    }
+  }
+}
+
 // `onecat bench --shapes`'s context points: attention decode over m sequences of exactly the
 // context given, checked in the run; the traffic follows the keys.
 TEST(BenchGpu, AttentionAtAGivenContext) {

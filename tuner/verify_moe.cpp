@@ -763,7 +763,9 @@ class MoeWorkload final : public Workload {
   }
   std::string peer_name() const override { return peer_ ? "four launches" : ""; }
   void launch_peer(int i, CUstream stream) override { peer_->launch(batch_, i % batch_.routings(), stream); }
-  // out of op=decode against out of the four launches, on the check's routing.
+  // out of op=decode against out of the four launches, on the check's routing. The four launches
+  // run on every timing routing first, back to back as the timing runs them (one routing's
+  // launches overlapping the next one's under programmatic dependent launch), the check's last.
   double error_vs_peer(const LoadedKernel& kernel, const std::string& config) override {
     const size_t count = size_t(batch_.tokens * spec_.hidden);
     auto out_of = [&](const std::function<void()>& run) {
@@ -772,7 +774,9 @@ class MoeWorkload final : public Workload {
       sync("running " + spec_.to_string() + " for the peer comparison");
       return download<uint16_t>(batch_.d_out, count);
     };
-    const std::vector<uint16_t> peer = out_of([&] { peer_->launch(batch_, 0, nullptr); });
+    const std::vector<uint16_t> peer = out_of([&] {
+      for (int r = batch_.routings() - 1; r >= 0; --r) peer_->launch(batch_, r, nullptr);
+    });
     const std::vector<uint16_t> got =
         out_of([&] { launch_batch(kernel, spec_, moe::Config::parse(spec_, config), batch_, nullptr); });
     std::vector<float> want(count);
