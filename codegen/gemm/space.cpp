@@ -42,16 +42,17 @@ static bool splits_k(const Spec& spec, int bk, int s) {
 }
 
 // Split-K where the tiles are too few to fill the GPU (under `enough` CTAs: narrow N, few
-// tokens): the smallest split of 2, 4 or 8 that reaches kTargetCtas CTAs (splits_k), else the
+// tokens): the smallest split of 2, 4 or 8 that reaches `target` CTAs (splits_k), else the
 // largest such split.
-static int default_split(const Spec& spec, const Config& c, int64_t m, int bk, int64_t enough) {
+static int default_split(const Spec& spec, const Config& c, int64_t m, int bk, int64_t enough,
+                         int64_t target = kTargetCtas) {
   const int64_t ctas = mma_ctas(spec, c, m);
   if (ctas >= enough) return 1;
   int split = 1;
   for (int s : {2, 4, 8}) {
     if (!splits_k(spec, bk, s)) break;
     split = s;
-    if (ctas * split >= kTargetCtas) break;
+    if (ctas * split >= target) break;
   }
   return split;
 }
@@ -121,12 +122,8 @@ static Config mma16816_default(const Spec& spec, int64_t m) {
     // 6 % slower on nvfp4's gate_up; with K = 12288 it lost 6–29 % (bench/RESULTS.md, gemm).
     if (m >= 49 && m <= 64 && spec.format != quant::WeightFormat::kF16 && spec.k <= 8192) {
       Config t = s;
-      t.bn = 64, t.split = 1;
-      const int64_t ctas = mma_ctas(spec, t, m);
-      for (int split : {2, 4, 8}) {
-        if (ctas * t.split >= kTargetCtas * 3 / 2 || !splits_k(spec, t.bk, split)) break;
-        t.split = split;
-      }
+      t.bn = 64;
+      t.split = default_split(spec, t, m, t.bk, kTargetCtas * 3 / 2, kTargetCtas * 3 / 2);
       if (!t.invalid_reason(spec)) return t;
     }
     if (!s.invalid_reason(spec)) return s;
