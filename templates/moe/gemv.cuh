@@ -37,11 +37,16 @@ __device__ __forceinline__ MoeTile moe_find_tile(const int* __restrict__ offsets
                                                  int tile) {
   constexpr int kPer = (EXPERTS + THREADS - 1) / THREADS;
   __shared__ MoeTile found;
+  // This thread's experts' runs (empty where another launch serves the expert), kept for the
+  // search below: it reads no offset twice.
+  int begin[kPer], end[kPer];
   int local = 0;
 #pragma unroll
   for (int i = 0; i < kPer; ++i) {
     const int e = threadIdx.x * kPer + i;
-    if (e < EXPERTS && (slot == nullptr || slot[e] >= 0)) local += (offsets[e + 1] - offsets[e] + MT - 1) / MT;
+    begin[i] = end[i] = 0;
+    if (e < EXPERTS && (slot == nullptr || slot[e] >= 0)) begin[i] = offsets[e], end[i] = offsets[e + 1];
+    local += (end[i] - begin[i] + MT - 1) / MT;
   }
   if (threadIdx.x == 0) found = MoeTile{0, 0, 0, 0};  // ordered before the search by the scan's barrier
   int total;
@@ -50,16 +55,13 @@ __device__ __forceinline__ MoeTile moe_find_tile(const int* __restrict__ offsets
 #pragma unroll
     for (int i = 0; i < kPer; ++i) {
       const int e = threadIdx.x * kPer + i;
-      if (e < EXPERTS && (slot == nullptr || slot[e] >= 0)) {
-        const int begin = offsets[e], end = offsets[e + 1];
-        const int tiles = (end - begin + MT - 1) / MT;
-        if (tile < first + tiles) {
-          const int start = begin + (tile - first) * MT;
-          found = MoeTile{e, slot == nullptr ? e : slot[e], start, min(MT, end - start)};
-          break;
-        }
-        first += tiles;
+      const int tiles = (end[i] - begin[i] + MT - 1) / MT;
+      if (tile < first + tiles) {
+        const int start = begin[i] + (tile - first) * MT;
+        found = MoeTile{e, slot == nullptr ? e : slot[e], start, min(MT, end[i] - start)};
+        break;
       }
+      first += tiles;
     }
   }
   __syncthreads();
@@ -254,13 +256,18 @@ __global__ void __launch_bounds__(WARPS* kWarpSize, 1)
                     const int* __restrict__ sorted, const int* __restrict__ slot, long long qweight_stride,
                     long long scales_stride, long long zeros_stride) {
   grid_dependency_sync();
+  // Tiles of one pair over every expert: tile t is the pair at t in `sorted` (the grid has one
+  // tile a pair), so its load goes out before the tile search instead of after it, and the
+  // weights' first loads need not wait for it.
+  const bool by_index = MT == 1 && slot == nullptr;
+  const int indexed = by_index ? sorted[blockIdx.y] : 0;
   const MoeTile tile = moe_find_tile<EXPERTS, MT, WARPS * kWarpSize>(offsets, slot, blockIdx.y);
   if (tile.count == 0) return;
   const MoeExpert ex = moe_expert<K, ACT_ORDER>(tile, qweight, scales, zeros, perm, global_scales, qweight_stride,
                                                 scales_stride, zeros_stride);
   int pair[MT];
 #pragma unroll
-  for (int i = 0; i < MT; ++i) pair[i] = i < tile.count ? sorted[tile.start + i] : -1;
+  for (int i = 0; i < MT; ++i) pair[i] = i < tile.count ? (by_index ? indexed : sorted[tile.start + i]) : -1;
   moe_gemv_rows<Fmt, N, K, TOPK, MT, ROWS, WARPS, LOOP, GROUPS, GATED, ACT_ORDER>(y, x, ex, pair, tile.count,
                                                                                   blockIdx.x);
 }
