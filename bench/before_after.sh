@@ -19,7 +19,8 @@
 # trees and stop: all that runs without a GPU), MODEL_AB=FORMAT (also the batch-1 decode of a
 # random-code Qwen3-8B-shape checkpoint in FORMAT, `onecat generate --device cuda`, 1024-token
 # prompt, 256 new tokens, CUDA graphs, default configs: µs per decoded token; SHAPE, LAYERS as in
-# bench/model_bench.sh).
+# bench/model_bench.sh), AFTER_BUILD=DIR (a build of this tree that already has `onecat`, e.g.
+# build-device after bench/device.sh in the same call: used as "after" instead of building it).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 if [ "${1:-}" = prepare ]; then
@@ -69,7 +70,13 @@ build() {  # build NAME SOURCE_DIR BUILD_DIR
     { tail -40 "$out/before_after_build.log"; exit 1; }
 }
 build before "$before" "$root/build-ba-before"
-build after "$root" "$root/build-ba-after"
+if [ -n "${AFTER_BUILD:-}" ]; then
+  [ -x "$AFTER_BUILD/onecat" ] || { echo "AFTER_BUILD=$AFTER_BUILD has no onecat"; exit 1; }
+  ln -sfn "$(cd "$AFTER_BUILD" && pwd)" "$root/build-ba-after"
+else
+  [ -L "$root/build-ba-after" ] && rm "$root/build-ba-after"  # an earlier call's AFTER_BUILD link
+  build after "$root" "$root/build-ba-after"
+fi
 log "built both in $(($(date +%s) - start)) s"
 [ -z "${BUILD_ONLY:-}" ] || exit 0
 
