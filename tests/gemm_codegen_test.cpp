@@ -210,23 +210,25 @@ TEST(GemmConfig, RulesAndDefaults) {
               "strategy=tc_small,mt=16,rows=32,warps=4,stages=1");
     EXPECT_EQ(g.default_config("gemm:n=24576,k=4096,fmt=nvfp4,epi=silu_mul", 32, Arch{90}),
               "strategy=mma,atom=m16n8k16,bm=32,bn=128,wm=1,wn=4,bk=64,stages=4,pipe=2,split=2");
-    // 33–64 tokens: one 64-token tile (192 CTAs here: no split, which would make 384).
-    EXPECT_EQ(g.default_config(gate_up, 33, Arch{90}),
-              "strategy=mma,atom=m16n8k16,bm=64,bn=128,wm=2,wn=2,bk=64,stages=4,pipe=2");
-    // 49–64 tokens of packed weights, K ≤ 8192: 64×64 tiles split to at least 384 CTAs (64
+    // 33–64 tokens of packed weights, K ≤ 8192: 64×64 tiles split to at least 384 CTAs (64
     // tiles split 8, 96 split 4, 272 split 2, 384 gated ones and 544 unsplit); K = 12288 and f16
-    // keep the 64×128 tile, as do 48 tokens.
+    // keep the 64×128 tile, and from 65 tokens the 128×64 tile serves.
     const std::string t64 = "strategy=mma,atom=m16n8k16,bm=64,bn=64,wm=2,wn=2,bk=64,stages=4,pipe=2";
     EXPECT_EQ(g.default_config("gemm:n=4096,k=4096,fmt=awq4", 64, Arch{90}), t64 + ",split=8");
     EXPECT_EQ(g.default_config("gemm:n=6144,k=4096,fmt=nvfp4", 49, Arch{80}), t64 + ",split=4");
-    EXPECT_EQ(g.default_config("gemm:n=17408,k=5120,fmt=gptq4", 64, Arch{90}), t64 + ",split=2");
+    EXPECT_EQ(g.default_config("gemm:n=6144,k=4096,fmt=awq4", 33, Arch{90}), t64 + ",split=4");
+    EXPECT_EQ(g.default_config("gemm:n=17408,k=5120,fmt=gptq4", 40, Arch{90}), t64 + ",split=2");
+    EXPECT_EQ(g.default_config(gate_up, 33, Arch{90}), t64);
     EXPECT_EQ(g.default_config(gate_up, 64, Arch{90}), t64);
     EXPECT_EQ(g.default_config("gemm:n=34816,k=5120,fmt=mxfp4", 64, Arch{90}), t64);
     for (const char* spec : {"gemm:n=4096,k=12288,fmt=awq4", "gemm:n=4096,k=4096,fmt=f16"}) {
-      EXPECT_TRUE(g.default_config(spec, 64, Arch{90}).starts_with("strategy=mma,atom=m16n8k16,bm=64,bn=128,")) << spec;
+      for (int m : {33, 64}) {
+        EXPECT_TRUE(g.default_config(spec, m, Arch{90}).starts_with("strategy=mma,atom=m16n8k16,bm=64,bn=128,"))
+            << spec << " at " << m;
+      }
     }
-    EXPECT_TRUE(g.default_config("gemm:n=6144,k=4096,fmt=awq4", 48, Arch{90})
-                    .starts_with("strategy=mma,atom=m16n8k16,bm=64,bn=128,"));
+    EXPECT_TRUE(g.default_config("gemm:n=6144,k=4096,fmt=awq4", 65, Arch{90})
+                    .starts_with("strategy=mma,atom=m16n8k16,bm=128,bn=64,"));
     EXPECT_EQ(g.default_config("gemm:n=57344,k=4096,fmt=f16,epi=silu_mul", 512, Arch{90}), tile128);
     for (const char* fmt : {"awq4", "nvfp4", "f16"}) {
       const std::string narrow = std::string("gemm:n=4096,k=4096,fmt=") + fmt;
@@ -323,7 +325,10 @@ TEST(GemmConfig, SplitKRulesGeometryWorkspaceAndDefaults) {
        "strategy=mma,atom=m16n8k16,bm=32,bn=128,wm=1,wn=4,bk=64,stages=4,pipe=2,split=8"},
       {"gemm:n=4096,k=14336,fmt=fp8b128", 64, 80, p2_64x128 + ",split=8"},
       {"gemm:n=4096,k=14336,fmt=awq4", 33, 90, p2_64x128 + ",split=8"},
-      {"gemm:n=6144,k=4096,fmt=nvfp4", 40, 90, p2_64x128 + ",split=4"},
+      {"gemm:n=6144,k=4096,fmt=f16", 40, 90, p2_64x128 + ",split=4"},
+      // Packed weights with K ≤ 8192 at 33–64 tokens: the 64×64 tile, to at least 384 CTAs.
+      {"gemm:n=6144,k=4096,fmt=nvfp4", 40, 90,
+       "strategy=mma,atom=m16n8k16,bm=64,bn=64,wm=2,wn=2,bk=64,stages=4,pipe=2,split=4"},
       {"gemm:n=6144,k=4096,fmt=awq4", 128, 90, p2_128x64 + ",split=2"},
       {"gemm:n=3072,k=4096,fmt=awq4", 128, 90, p2_128x64 + ",split=4"},
       // Within 256 would leave 160 CTAs (5120 outputs: 40 tiles): fewer than 3/4 of 256, so 320.

@@ -114,13 +114,15 @@ static Config mma16816_default(const Spec& spec, int64_t m) {
       s.bm = 128, s.bn = 64, s.wm = 2, s.wn = 2;
     }
     s.split = s.bm >= 64 ? wave_split(spec, s, m, s.bk) : default_split(spec, s, m, s.bk, kTargetCtas);
-    // 49–64 tokens of packed weights with K up to 8192: 64×64 tiles (four 32×32 warps, ~150
+    // 33–64 tokens of packed weights with K up to 8192: 64×64 tiles (four 32×32 warps, ~150
     // registers against 240, so three CTAs an SM instead of two), split along K to at least
     // 1.5 × kTargetCtas CTAs (about one wave of three). On the H100 at 64 tokens this was 1.03–1.31×
     // faster than the 64×128 tile on ten of eleven 4- and 8-bit shapes with K of 4096 or 5120
     // (N = 4096, 6144, 17408, 34816, gate_up 24576 with silu·mul; 49 tokens on N = 6144 alike),
-    // 6 % slower on nvfp4's gate_up; with K = 12288 it lost 6–29 % (bench/RESULTS.md, gemm).
-    if (m >= 49 && m <= 64 && spec.format != quant::WeightFormat::kF16 && spec.k <= 8192) {
+    // 6 % slower on nvfp4's gate_up; with K = 12288 it lost 6–29 %. At 33 and 40 tokens it was
+    // 1.12–1.27× faster on N = 6144 and 17408 (awq4, nvfp4), 1.08× on nvfp4 4096×4096 and
+    // within 2 % elsewhere; at 96 and 128 tokens it lost to the 128×64 tile (bench/RESULTS.md, gemm).
+    if (m >= 33 && m <= 64 && spec.format != quant::WeightFormat::kF16 && spec.k <= 8192) {
       Config t = s;
       t.bn = 64;
       t.split = default_split(spec, t, m, t.bk, kTargetCtas * 3 / 2, kTargetCtas * 3 / 2);
@@ -332,7 +334,7 @@ static std::vector<Config> kernel_candidates(const Spec& spec, Arch arch) {
       }
     }
     // Split-K (pipe=2, 4 stages) on the tiles of the small and middle buckets; 64×64 is also
-    // the 49–64-token default's tile (mma16816_default).
+    // the 33–64-token default's tile (mma16816_default).
     for (auto [bm, bn, wm, wn, bk] :
          {std::tuple{32, 128, 1, 4, 64}, std::tuple{64, 128, 2, 2, 64}, std::tuple{64, 64, 2, 2, 64},
           std::tuple{128, 64, 2, 2, 64}, std::tuple{128, 128, 2, 2, 32}}) {
