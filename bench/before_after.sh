@@ -70,12 +70,12 @@ build() {  # build NAME SOURCE_DIR BUILD_DIR
     { tail -40 "$out/before_after_build.log"; exit 1; }
 }
 build before "$before" "$root/build-ba-before"
+after_dir=$root/build-ba-after
 if [ -n "${AFTER_BUILD:-}" ]; then
   [ -x "$AFTER_BUILD/onecat" ] || { echo "AFTER_BUILD=$AFTER_BUILD has no onecat"; exit 1; }
-  ln -sfn "$(cd "$AFTER_BUILD" && pwd)" "$root/build-ba-after"
+  after_dir=$(cd "$AFTER_BUILD" && pwd)
 else
-  [ -L "$root/build-ba-after" ] && rm "$root/build-ba-after"  # an earlier call's AFTER_BUILD link
-  build after "$root" "$root/build-ba-after"
+  build after "$root" "$after_dir"
 fi
 log "built both in $(($(date +%s) - start)) s"
 [ -z "${BUILD_ONLY:-}" ] || exit 0
@@ -92,7 +92,7 @@ fi
 if [ -n "${MODEL_AB:-}" ]; then  # model_bench.sh's prompt
   ids=$("$py" -c "import sys; sys.path.insert(0, '$root/bench'); import random_checkpoint as r; print(r.prompt_ids(1024))")
 fi
-dir_of() { echo "$root/build-ba-$1"; }
+dir_of() { if [ "$1" = after ]; then echo "$after_dir"; else echo "$root/build-ba-$1"; fi; }
 run_kind() {  # run_kind KIND BUILD ROUND
   local bin; bin=$(dir_of "$2")
   [ "$(left)" -gt 40 ] || { log "skip $1 $2 round $3: deadline"; return; }
