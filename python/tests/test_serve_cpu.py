@@ -178,6 +178,24 @@ def test_hub_ids_come_from_the_hugging_face_cache(model, tmp_path):
     assert missing.returncode == 2 and "huggingface-cli download org/absent" in missing.stderr, missing.stderr
 
 
+def test_generate_names_a_wrong_path_before_a_missing_tokenizer(model, tmp_path):
+    args = ["generate", "--device", "cpu", "--prompt", "the cat", "--max-tokens", "2"]
+    absent = subprocess.run([str(onecat_bin()), *args, "--model", str(tmp_path / "absent")], capture_output=True,
+                            text=True)
+    assert absent.returncode == 2 and "is neither a checkpoint directory" in absent.stderr, absent.stderr
+    # A checkpoint without its tokenizer: --prompt is refused naming the file, --prompt-ids runs.
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    for f in model.iterdir():
+        if f.name != "tokenizer.json":
+            (bare / f.name).symlink_to(f)
+    no_tok = subprocess.run([str(onecat_bin()), *args, "--model", str(bare)], capture_output=True, text=True)
+    assert no_tok.returncode == 2 and "needs the checkpoint's tokenizer.json" in no_tok.stderr, no_tok.stderr
+    ids = subprocess.run([str(onecat_bin()), "generate", "--device", "cpu", "--prompt-ids", "1,2", "--max-tokens", "2",
+                          "--json", "--model", str(bare)], capture_output=True, text=True)
+    assert ids.returncode == 0 and len(json.loads(ids.stdout)["ids"]) == 2, ids.stderr
+
+
 def test_greedy_completion_equals_generate(server, model):
     prompt = "the quick brown fox"
     r = completion(server, prompt, max_tokens=24, temperature=0, logprobs=0)

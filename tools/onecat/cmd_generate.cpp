@@ -41,6 +41,9 @@ void run(const Options& o, bool ids_given, bool text_given) {
   if (o.max_tokens < 1) throw InputError("--max-tokens must be at least 1.");
   const model::Device device = resolve_device(o.device, "generate");
   check_profile_device(o.profile, device);
+  // Checked against config.json before gigabytes of weights are read (and before the tokenizer,
+  // so that a wrong path is named as one).
+  const int64_t vocab = models::load_model(o.model).vocab;
   std::optional<tokenizer::Tokenizer> tok;
   if (std::filesystem::exists(std::filesystem::path(o.model) / "tokenizer.json")) {
     tok = tokenizer::Tokenizer::from_hf_directory(o.model);
@@ -49,8 +52,6 @@ void run(const Options& o, bool ids_given, bool text_given) {
   }
   const std::vector<int32_t> prompt = ids_given ? parse_ids(o.prompt_ids, "--prompt-ids") : tok->encode(o.prompt);
   if (prompt.empty()) throw InputError("the prompt has no tokens.");
-  // Checked against config.json before gigabytes of weights are read.
-  const int64_t vocab = models::load_model(o.model).vocab;
   for (int32_t id : prompt) {
     if (id >= vocab) {
       throw InputError("prompt token id " + std::to_string(id) + " is outside the model's vocabulary (0 to " +
