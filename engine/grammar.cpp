@@ -142,10 +142,13 @@ GrammarAutomaton::GrammarAutomaton(const Grammar& grammar, std::shared_ptr<const
   try {
     for (int32_t a : alternatives_[size_t(grammar.root())]) expand(a, -1, heads, accepting, 0);
   } catch (const TooDeep&) {
-    throw Error("grammar: a rule reaches itself before reading a byte (left recursion)");
+    // Grammars come from requests (a schema's $ref to itself): what they say, not a bug here.
+    throw InputError(
+        "the grammar reaches a rule inside itself before any text (a $ref loop, or rules nested more than " +
+        std::to_string(kMaxDepth) + " deep), so no output can follow it.");
   }
   start_ = intern(std::move(heads), accepting);
-  if (start_ == kDead) throw Error("grammar: it matches no text");
+  if (start_ == kDead) throw InputError("the grammar matches no text.");
 }
 
 int32_t GrammarAutomaton::node(int32_t pos, int32_t rest) {

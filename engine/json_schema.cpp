@@ -249,6 +249,17 @@ class SchemaCompiler {
   }
 
   int compile(const ordered_json& s, const std::string& path) {
+    // Each subschema and $ref is a level of recursion here: a schema nesting 100 000 levels
+    // (JSON text in guided_json, or a chain of $refs) would overflow the stack.
+    if (depth_ >= kMaxSchemaDepth) {
+      refuse(path.substr(0, 200),
+             "nests subschemas (or $refs) more than " + std::to_string(kMaxSchemaDepth) + " levels deep.");
+    }
+    ++depth_;
+    struct Leave {
+      int& depth;
+      ~Leave() { --depth; }
+    } leave{depth_};
     if (s.is_boolean()) {
       if (!s.get<bool>()) refuse(path, "is false, which no value matches.");
       return j_.value();
@@ -635,6 +646,7 @@ class SchemaCompiler {
   const ordered_json& root_;
   JsonGrammar j_;
   std::map<std::string, int> refs_;
+  int depth_ = 0;  // compile calls on the stack
 };
 
 }  // namespace

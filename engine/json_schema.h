@@ -19,6 +19,8 @@ inline constexpr int kMaxIndent = 32;
 inline constexpr int kMaxIntegerDigits = 18, kMaxFractionDigits = 20, kMaxExponentDigits = 3;
 // minLength / maxLength / minItems / maxItems above this are refused (each unit is a rule).
 inline constexpr int64_t kMaxCountedRepeat = 4096;
+// Subschemas nest (and $refs lead to one another) at most this deep (an InputError beyond).
+inline constexpr int kMaxSchemaDepth = 128;
 
 Grammar json_object_grammar();
 

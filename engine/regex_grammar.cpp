@@ -63,6 +63,12 @@ struct Node {
   Ranges chars;
   std::vector<Node> kids;
   int64_t min = 0, max = 0;  // kRepeat; max kUnbounded: no limit
+  int height = 1;            // levels of nodes from this one down, itself included
+
+  void add(Node kid) {
+    height = std::max(height, kid.height + 1);
+    kids.push_back(std::move(kid));
+  }
 
   bool nullable() const {
     switch (kind) {
@@ -130,6 +136,11 @@ class Parser {
     throw InputError("the regular expression " + quoted_input(source_) + " " + what + ".");
   }
   bool done() const { return at_ >= cps_.size(); }
+  // Parsing, emitting and freeing a pattern recurse once per level: a hostile pattern nesting
+  // 100 000 groups (or stacking as many quantifiers) would overflow the stack.
+  void check_height(const Node& n) const {
+    if (n.height > kMaxRegexNesting) fail("nests more than " + std::to_string(kMaxRegexNesting) + " levels deep");
+  }
   uint32_t peek(size_t ahead = 0) const { return at_ + ahead < cps_.size() ? cps_[at_ + ahead] : 0xFFFFFFFF; }
 
   Node alternation() {
@@ -137,11 +148,12 @@ class Parser {
     if (peek() != '|') return first;
     Node alt;
     alt.kind = Node::kAlt;
-    alt.kids.push_back(std::move(first));
+    alt.add(std::move(first));
     while (peek() == '|') {
       ++at_;
-      alt.kids.push_back(sequence());
+      alt.add(sequence());
     }
+    check_height(alt);
     return alt;
   }
 
@@ -155,10 +167,11 @@ class Parser {
         ended_ = true;
         continue;
       }
-      seq.kids.push_back(quantified());
+      seq.add(quantified());
     }
     if (seq.kids.size() == 1) return std::move(seq.kids[0]);
     if (seq.kids.empty()) return Node{};
+    check_height(seq);
     return seq;
   }
 
@@ -214,7 +227,8 @@ class Parser {
       Node r;
       r.kind = Node::kRepeat;
       r.min = min, r.max = max;
-      r.kids.push_back(std::move(atom_node));
+      r.add(std::move(atom_node));
+      check_height(r);
       atom_node = std::move(r);
     }
   }
@@ -223,6 +237,7 @@ class Parser {
     const uint32_t c = cps_[at_++];
     switch (c) {
       case '(': {
+        if (++groups_ > kMaxRegexNesting) fail("nests more than " + std::to_string(kMaxRegexNesting) + " levels deep");
         if (peek() == '?') {
           if (peek(1) == ':') {
             at_ += 2;
@@ -238,6 +253,7 @@ class Parser {
         Node inner = alternation();
         if (peek() != ')') fail("has an unclosed '('");
         ++at_;
+        --groups_;
         return inner;
       }
       case '[':
@@ -373,6 +389,7 @@ class Parser {
   std::vector<uint32_t> cps_;
   size_t at_ = 0;
   bool ended_ = false;
+  int groups_ = 0;  // groups open at at_
 };
 
 // UTF-8 byte-range sequences for code points lo … hi (one code-point length each; a sequence's
@@ -613,7 +630,7 @@ int add_regex(Grammar& g, std::string_view pattern, RegexText text, bool search)
   // A search matches inside any text: any characters before it unless ^, after it unless $.
   Node any;
   any.kind = Node::kRepeat, any.min = 0, any.max = kUnbounded;
-  any.kids.push_back(chars({{0, kMaxCodePoint}}));
+  any.add(chars({{0, kMaxCodePoint}}));
   Symbols body;
   const Node* parts[] = {search && !starts ? &any : nullptr, &root, search && !ends ? &any : nullptr};
   for (const Node* n : parts) {

@@ -23,6 +23,9 @@ enum class RegexText {
 // Repetition bounds above this are refused (each counted repetition is a rule).
 inline constexpr int64_t kMaxRegexRepeat = 1000;
 
+// Groups, alternations and quantifiers nest at most this deep (an InputError beyond).
+inline constexpr int kMaxRegexNesting = 100;
+
 // A rule of `g` matching the texts the whole pattern matches (anchored at both ends whether or
 // not it says ^ and $), or with `search` (JSON schema's pattern) the texts that contain a match
 // (anchored only where it says ^ or $). InputError naming what is not supported.

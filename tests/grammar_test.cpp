@@ -604,6 +604,25 @@ TEST(JsonSchemaGrammar, RefusesWhatItCannotEnforce) {
       EXPECT_NE(std::string(e.what()).find(c.says), std::string::npos) << c.schema << ": " << e.what();
     }
   }
+  // Nesting past kMaxSchemaDepth, by subschemas or by a chain of $refs, is refused before the
+  // compiler's recursion can overflow the stack (100 000 levels crashed the server).
+  ordered_json deep = ordered_json::object();
+  for (int i = 0; i < 200; ++i) deep = {{"type", "array"}, {"items", deep}};
+  ordered_json chain = {{"$defs", ordered_json::object()}, {"$ref", "#/$defs/a0"}};
+  for (int i = 0; i < 200; ++i)
+    chain["$defs"]["a" + std::to_string(i)] = {{"$ref", "#/$defs/a" + std::to_string(i + 1)}};
+  chain["$defs"]["a200"] = {{"type", "null"}};
+  for (const ordered_json& s : {deep, chain}) {
+    onecat::test::expect_throw<onecat::InputError>([&] { json_schema_grammar(s); },
+                                                   {"nests subschemas (or $refs) more than 128"});
+  }
+  // A schema that reaches itself before any text cannot be followed: the request's mistake.
+  for (const char* loop :
+       {R"({"$ref": "#"})", R"({"$defs": {"a": {"anyOf": [{"$ref": "#/$defs/a"}]}}, "$ref": "#/$defs/a"})"}) {
+    onecat::test::expect_throw<onecat::InputError>(
+        [&] { automaton(json_schema_grammar(ordered_json::parse(loop)), synthetic_vocabulary(2)); },
+        {"reaches a rule inside itself before any text"});
+  }
 }
 
 TEST(GrammarConstraint, EndsAndAllowsEndIdsOnlyWhenWhole) {
@@ -868,6 +887,11 @@ TEST(RegexGrammar, RefusesWhatIsNotRegular) {
       {"a{1001}", "more than 1000"},  {"a^b", "^ after its start"}, {"a$b", "$ before its end"},
       {"[a", "unclosed '['"},         {"[z-a]", "out of order"},    {"\\", "lone backslash"},
   };
+  // Deeper than kMaxRegexNesting: 100 000 groups overflowed the parser's stack (a server crash).
+  for (const std::string& deep :
+       {std::string(100000, '(') + "a" + std::string(100000, ')'), "a" + std::string(500, '+')}) {
+    onecat::test::expect_throw<onecat::InputError>([&] { regex_grammar(deep); }, {"nests more than 100 levels deep"});
+  }
   for (const auto& [pattern, says] : cases) {
     try {
       regex_grammar(pattern);
