@@ -71,6 +71,22 @@ float get_number(const json& body, const char* name, float fallback, double lo, 
   return float(x);
 }
 
+// JSON text inside a string field, held to the body's nesting limit (kMaxJsonDepth); nullopt
+// when it is not JSON.
+std::optional<nlohmann::ordered_json> parse_json_text(const std::string& text, const std::string& param) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::parse(
+      text,
+      [&](int depth, nlohmann::ordered_json::parse_event_t, nlohmann::ordered_json&) {
+        if (depth > kMaxJsonDepth) {
+          throw bad(param, param + " nests deeper than " + std::to_string(kMaxJsonDepth) + " levels.");
+        }
+        return true;
+      },
+      false);
+  if (j.is_discarded()) return std::nullopt;
+  return j;
+}
+
 std::vector<int32_t> ids_of(const json& array, const ServedModel& model, const std::string& param) {
   std::vector<int32_t> ids;
   for (const json& v : array) {
@@ -252,8 +268,9 @@ void parse_structured(const json& body, const nlohmann::ordered_json* ordered, c
   } else if (a.kind == "json") {
     nlohmann::ordered_json schema = ordered_field(body, ordered, a.path);
     if (schema.is_string()) {
-      schema = nlohmann::ordered_json::parse(schema.get<std::string>(), nullptr, false);
-      if (schema.is_discarded()) throw bad(param, param + " must be a JSON schema (an object or its JSON text).");
+      std::optional<nlohmann::ordered_json> parsed = parse_json_text(schema.get<std::string>(), param);
+      if (!parsed) throw bad(param, param + " must be a JSON schema (an object or its JSON text).");
+      schema = std::move(*parsed);
     }
     g.grammar = schema_automaton(model, schema, param, param);
   } else {
@@ -388,8 +405,10 @@ nlohmann::ordered_json checked_tool_calls(const json& calls, const std::string& 
     if (c.contains("id") && c["id"].is_string()) call["id"] = c["id"];
     nlohmann::ordered_json args = nlohmann::ordered_json::object();
     if (f.contains("arguments") && f["arguments"].is_string()) {
-      args = nlohmann::ordered_json::parse(f["arguments"].get<std::string>(), nullptr, false);
-      if (args.is_discarded()) throw bad(param, at + ".function.arguments must be JSON text.");
+      std::optional<nlohmann::ordered_json> parsed =
+          parse_json_text(f["arguments"].get<std::string>(), at + ".function.arguments");
+      if (!parsed) throw bad(param, at + ".function.arguments must be JSON text.");
+      args = std::move(*parsed);
     } else if (f.contains("arguments") && f["arguments"].is_object()) {
       args = nlohmann::ordered_json::parse(f["arguments"].dump());
     } else if (f.contains("arguments") && !f["arguments"].is_null()) {

@@ -27,6 +27,11 @@ class ApiError : public std::runtime_error {
   std::string param, code;
 };
 
+// How deep a request's JSON may nest: its body, and JSON text inside its strings (guided_json's
+// schema, a tool call's arguments). Deeper than any request the API defines; it bounds the work
+// (and the stack of the recursive walks over it) a hostile body can cause.
+inline constexpr int kMaxJsonDepth = 64;
+
 // {"error": {"message", "type", "param", "code"}} for a status.
 nlohmann::json error_body(int status, const std::string& message, const std::string& param = "",
                           const std::string& code = "");

@@ -65,16 +65,14 @@ constexpr std::chrono::milliseconds kClientCheck{50};
 // "client closed request"; nobody reads it).
 constexpr int kClientClosedRequest = 499;
 
-// Deeper than any request the API defines; bounds the work a hostile body can cause.
-constexpr int kMaxJsonDepth = 64;
-
 json parse_body(const httplib::Request& req) {
   try {
     return json::parse(req.body, [](int depth, json::parse_event_t, json&) {
       if (depth > kMaxJsonDepth) throw ApiError(400, "the request body nests deeper than 64 levels.");
       return true;
     });
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // parse_error, and out_of_range for a number beyond a double's range (1e400).
     throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what());
   }
 }

@@ -304,6 +304,38 @@ TEST(StructuredOutputs, BadRequestsAreRefused) {
       EXPECT_NE(std::string(e.what()).find(c.says), std::string::npos) << e.what();
     }
   }
+  // JSON text inside a string, and patterns, nest no deeper than a body may (100 000 levels
+  // overflowed the stack: a crash of the server); a $ref loop is the request's mistake (was a 500).
+  const std::string deep_schema = std::string(100000, '[') + std::string(100000, ']');
+  const std::string deep_pattern = std::string(100000, '(') + "a" + std::string(100000, ')');
+  const std::vector<Case> deep{
+      {R"("guided_json": ")" + deep_schema + "\"}", "guided_json nests deeper than 64 levels."},
+      {R"("structured_outputs": {"json": ")" + deep_schema + "\"}}", "nests deeper than 64 levels."},
+      {R"("guided_regex": ")" + deep_pattern + "\"}", "nests more than 100 levels deep"},
+      {R"("guided_json": {"$ref": "#"}})", "guided_json: the grammar reaches a rule inside itself"},
+  };
+  for (const Case& c : deep) {
+    try {
+      chat_of(m, messages + c.body);
+      ADD_FAILURE() << "accepted " << c.body.substr(0, 80);
+    } catch (const onecat::serve::ApiError& e) {
+      EXPECT_EQ(e.status, 400);
+      EXPECT_NE(std::string(e.what()).find(c.says), std::string::npos) << std::string(e.what()).substr(0, 300);
+    }
+  }
+  try {
+    const json calls{{{"type", "function"}, {"function", {{"name", "f"}, {"arguments", deep_schema}}}}};
+    onecat::serve::parse_chat({{"messages",
+                                {{{"role", "user"}, {"content", "hi"}},
+                                 {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", calls}}}}},
+                              m, 1);
+    ADD_FAILURE() << "accepted deeply nested tool call arguments";
+  } catch (const onecat::serve::ApiError& e) {
+    EXPECT_EQ(e.status, 400);
+    EXPECT_NE(std::string(e.what()).find("messages[1].tool_calls[0].function.arguments nests deeper than 64 levels."),
+              std::string::npos)
+        << e.what();
+  }
   // A server without structured outputs says so.
   try {
     onecat::serve::parse_chat(json::parse(messages + R"("response_format": {"type": "json_object"}})"), served(), 1);

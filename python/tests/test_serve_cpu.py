@@ -983,7 +983,9 @@ def bad_requests(model_vocab: int):
         text = json.dumps(base)
         for cut in range(len(text)):  # every truncation of a valid body is malformed JSON
             out.append((f"{path} truncated at {cut}", "POST", path, text[:cut].encode(), AUTH))
-        for raw in (b"[]", b"1", b'"x"', b"null", b"{\"prompt\": \"\xff\xfe\"}", b"{'a': 1}", b"[" * 200 + b"]" * 200):
+        # b'{"max_tokens": 1e400}': a number past a double's range was a 500 (nlohmann's out_of_range).
+        for raw in (b"[]", b"1", b'"x"', b"null", b"{\"prompt\": \"\xff\xfe\"}", b"{'a': 1}", b"[" * 200 + b"]" * 200,
+                    b'{"max_tokens": 1e400}'):
             out.append((f"{path} body {raw[:20]!r}", "POST", path, raw, AUTH))
         out.append((f"{path} without auth", "POST", path, text.encode(), {}))
         out.append((f"{path} wrong key", "POST", path, text.encode(), {"Authorization": "Bearer nope"}))
