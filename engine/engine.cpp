@@ -97,6 +97,14 @@ bool Engine::append(Seq& s, StepOutput o, std::vector<StepOutput>& out) {
     o.finished = true, o.finish_reason = "stop";
   } else if (int64_t(s.output.size()) >= r.max_tokens) {
     o.finished = true, o.finish_reason = "length";
+  } else if (r.constraint) {
+    // No token of the vocabulary continues the grammar (it asks for a character no token
+    // holds): the reply is cut short here, as by a length limit, rather than the next step's
+    // sampler failing on an empty mask, which fails every request in the step.
+    const TokenMask& next = r.constraint->allowed();
+    if (std::all_of(next.begin(), next.end(), [](uint32_t w) { return w == 0; })) {
+      o.finished = true, o.finish_reason = "length";
+    }
   }
   out.push_back(std::move(o));
   return out.back().finished;

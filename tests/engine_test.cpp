@@ -23,6 +23,7 @@
 #include "engine/grammar.h"
 #include "engine/greedy_ab.h"
 #include "engine/json_schema.h"
+#include "engine/regex_grammar.h"
 #include "model_test_util.h"
 #include "models/model/generate.h"
 #include "models/model/generation_config.h"
@@ -967,6 +968,44 @@ TEST(Engine, GrammarConstrainedRequestsFollowTheirSchema) {
           engine::json_object_grammar(), std::make_shared<const engine::TokenVocabulary>(tok.token_bytes(), vocab + 1)),
       stops);
   test::expect_throw<InputError>([&] { e.add(r); }, {"grammar", "vocabulary"});
+}
+
+// A grammar that asks for a character no token holds (the tiny vocabulary has no 'é') dead-ends
+// after "x": that request ends there ("length"), and the free request in the same steps is not
+// failed with it (the sampler used to throw on the empty mask, failing the whole step).
+TEST(Engine, AGrammarTheVocabularyCannotFinishEndsOnlyItsRequest) {
+  const std::string dir = Checkpoints::get("--arch llama --format f16 --tokenizer");
+  const LoadedModel loaded = load(dir);
+  const int64_t vocab = loaded.config.vocab;
+  const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_hf_directory(dir);
+  auto words = std::make_shared<const engine::TokenVocabulary>(tok.token_bytes(), vocab);
+  auto automaton = std::make_shared<engine::GrammarAutomaton>(engine::regex_grammar("x\u00e9y"), words);
+  const std::vector<Job> free_jobs{{random_prompt(9, vocab, 5), 6}};
+  const std::vector<std::vector<int32_t>> free_alone = alone(loaded, free_jobs);
+
+  Model m(loaded, engine_model());
+  Engine e(m, {.max_num_batched_tokens = 64, .max_num_seqs = 8});
+  Request constrained;
+  constrained.prompt = tok.encode("Say x:", false), constrained.max_tokens = 8;
+  constrained.constraint = std::make_shared<engine::GrammarConstraint>(automaton, model::eos_token_ids(dir));
+  const int64_t constrained_id = e.add(constrained);
+  Request free;
+  free.prompt = free_jobs[0].prompt, free.max_tokens = free_jobs[0].max_tokens, free.sampling = free_jobs[0].sampling;
+  const int64_t free_id = e.add(free);
+  std::map<int64_t, std::vector<int32_t>> out;
+  std::map<int64_t, std::string> reason;
+  for (int guard = 0; !e.idle(); ++guard) {
+    ASSERT_LT(guard, 1000) << "the engine does not finish";
+    for (const engine::StepOutput& o : e.step()) {
+      out[o.id].push_back(o.token);
+      if (o.finished) reason[o.id] = o.finish_reason;
+    }
+  }
+  EXPECT_EQ(tok.decode(out[constrained_id]), "x");
+  EXPECT_EQ(reason[constrained_id], "length");
+  EXPECT_EQ(out[free_id], free_alone[0]);
+  EXPECT_EQ(reason[free_id], "length");
+  EXPECT_EQ(e.blocks().total_references(), 0);
 }
 
 // Speculation on constrained requests: drafts the grammar refuses are cut, the rest verified
