@@ -304,6 +304,38 @@ TEST(Tokenizer, CheckpointDirectoryConfigs) {
   fs::remove_all(dir);
 }
 
+// A field of the wrong type in any of the checkpoint's tokenizer files is an InputError naming
+// the file (nlohmann's type_error escaped before: the CLI and the server aborted).
+TEST(Tokenizer, FieldsOfTheWrongTypeAreInputErrors) {
+  fs::path dir = fs::temp_directory_path() / ("onecat_tok_types_" + std::to_string(::getpid()));
+  struct Case {
+    std::string tokenizer, config, generation, says;
+  };
+  const std::string ok = tiny_tokenizer_json();
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string j = ok;
+    j.replace(j.find(from), from.size(), to);
+    return j;
+  };
+  const std::vector<Case> cases{
+      {ok, R"({"tokenizer_class": 5})", "{}", "tokenizer_config.json does not have the expected structure"},
+      {ok, R"({"bos_token": {"content": 5}})", "{}", "tokenizer_config.json does not have the expected structure"},
+      {ok, "{}", R"({"eos_token_id": ["x"]})", "generation_config.json does not have the expected structure"},
+      {replaced(R"("post_processor": null)", R"("post_processor": 5)"), "{}", "{}", "post_processor"},
+      {replaced(R"("decoder": {"type": "ByteLevel"})", R"("decoder": {"type": -0.5})"), "{}", "{}", "decoder"},
+      {replaced(R"("pre_tokenizer": {)", R"("pre_tokenizer": true, "x": {)"), "{}", "{}", "pre_tokenizer"},
+  };
+  for (const Case& c : cases) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    std::ofstream(dir / "tokenizer.json") << c.tokenizer;
+    std::ofstream(dir / "tokenizer_config.json") << c.config;
+    std::ofstream(dir / "generation_config.json") << c.generation;
+    expect_error<onecat::InputError>([&] { Tokenizer::load(dir); }, c.says);
+  }
+  fs::remove_all(dir);
+}
+
 // Damaged files: every truncation of a GGUF's metadata and random byte flips in a
 // tokenizer.json give an onecat error (a sentence), never a crash or a foreign exception.
 TEST(Tokenizer, DamagedFilesGiveErrors) {

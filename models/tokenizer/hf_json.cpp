@@ -32,13 +32,13 @@ std::optional<std::string> token_name(const nlohmann::json& config, const char* 
 
 void load_model(const nlohmann::json& model, TokenizerDefinition& d) {
   std::string type = model.value("type", std::string("BPE"));
-  if (type != "BPE") throw Error("The tokenizer model '" + type + "' is not supported by onecat (only BPE is).");
+  if (type != "BPE") throw InputError("The tokenizer model '" + type + "' is not supported by onecat (only BPE is).");
   if (!model.value("dropout", nlohmann::json()).is_null() && model["dropout"].get<double>() != 0.0)
-    throw Error("The tokenizer's BPE dropout is not supported by onecat.");
+    throw InputError("The tokenizer's BPE dropout is not supported by onecat.");
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
     auto v = model.value(key, nlohmann::json());
     if (!v.is_null() && !v.get<std::string>().empty())
-      throw Error(std::string("The tokenizer's BPE option ") + key + " is not supported by onecat.");
+      throw InputError(std::string("The tokenizer's BPE option ") + key + " is not supported by onecat.");
   }
   for (const auto& [token, id] : model.at("vocab").items()) d.vocab.add(token, id.get<int32_t>());
   for (const auto& m : model.at("merges")) {
@@ -111,15 +111,19 @@ TokenizerDefinition definition_from_json(const nlohmann::json& j, const nlohmann
     throw InputError(std::string("tokenizer.json does not have the expected structure (") + e.what() + ").");
   }
   if (config.is_object()) {
-    apply_bos_eos_flags(config, d);
-    auto find = [&](const std::string& name) -> std::optional<int32_t> {
-      for (const auto& t : d.added_tokens)
-        if (t.content == name) return t.id;
-      return d.vocab.find(name);
-    };
-    if (auto bos = token_name(config, "bos_token")) d.bos_token_id = find(*bos);
-    if (auto eos = token_name(config, "eos_token"))
-      if (auto id = find(*eos)) d.eos_token_ids.push_back(*id);
+    try {
+      apply_bos_eos_flags(config, d);
+      auto find = [&](const std::string& name) -> std::optional<int32_t> {
+        for (const auto& t : d.added_tokens)
+          if (t.content == name) return t.id;
+        return d.vocab.find(name);
+      };
+      if (auto bos = token_name(config, "bos_token")) d.bos_token_id = find(*bos);
+      if (auto eos = token_name(config, "eos_token"))
+        if (auto id = find(*eos)) d.eos_token_ids.push_back(*id);
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(std::string("tokenizer_config.json does not have the expected structure (") + e.what() + ").");
+    }
   }
   return d;
 }
@@ -151,16 +155,21 @@ Tokenizer Tokenizer::from_hf_directory(const std::filesystem::path& dir) {
   TokenizerDefinition d = definition_from_json(j, config);
   // generation_config.json lists every id that ends generation (often more than one).
   if (auto g = try_read_file(dir / "generation_config.json")) {
-    nlohmann::json gen = parse_json(*g, (dir / "generation_config.json").string());
-    auto eos = gen.value("eos_token_id", nlohmann::json());
-    if (eos.is_number_integer()) eos = nlohmann::json::array({eos});
-    if (eos.is_array()) {
-      for (const auto& id : eos)
-        if (std::find(d.eos_token_ids.begin(), d.eos_token_ids.end(), id.get<int32_t>()) == d.eos_token_ids.end())
-          d.eos_token_ids.push_back(id.get<int32_t>());
+    const std::string where = (dir / "generation_config.json").string();
+    nlohmann::json gen = parse_json(*g, where);
+    try {
+      auto eos = gen.value("eos_token_id", nlohmann::json());
+      if (eos.is_number_integer()) eos = nlohmann::json::array({eos});
+      if (eos.is_array()) {
+        for (const auto& id : eos)
+          if (std::find(d.eos_token_ids.begin(), d.eos_token_ids.end(), id.get<int32_t>()) == d.eos_token_ids.end())
+            d.eos_token_ids.push_back(id.get<int32_t>());
+      }
+      if (!d.bos_token_id && gen.value("bos_token_id", nlohmann::json()).is_number_integer())
+        d.bos_token_id = gen["bos_token_id"].get<int32_t>();
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(where + " does not have the expected structure (" + e.what() + ").");
     }
-    if (!d.bos_token_id && gen.value("bos_token_id", nlohmann::json()).is_number_integer())
-      d.bos_token_id = gen["bos_token_id"].get<int32_t>();
   }
   return Tokenizer(std::move(d));
 }

@@ -76,7 +76,18 @@ struct Tokenizer::Impl {
   }
 };
 
-Tokenizer::Tokenizer(TokenizerDefinition definition) : impl_(std::make_shared<const Impl>(definition)) {}
+Tokenizer::Tokenizer(TokenizerDefinition definition) {
+  // The normalizer, pre-tokenizer, decoder and post-processor are read from the file's JSON with
+  // nlohmann's checked accessors: a field of the wrong type is the file's mistake.
+  try {
+    impl_ = std::make_shared<const Impl>(definition);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(
+        std::string("the tokenizer's normalizer, pre_tokenizer, decoder or post_processor does not have the expected "
+                    "structure (") +
+        e.what() + ").");
+  }
+}
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
   if (!is_valid_utf8(text)) throw InputError("The text to tokenize is not valid UTF-8.");
