@@ -171,6 +171,22 @@ TEST(ChatTemplateErrors, HostileNestingIsAnErrorNotACrash) {
             "macros call each other too deeply (recursion?)");
 }
 
+// Integer edges that were undefined behaviour (UBSan: signed overflow, INT64_MIN negated, a float
+// past int64 converted) and widths that exhausted the memory: an error, as an overflow is elsewhere.
+TEST(ChatTemplateErrors, IntegerEdgesAndHugeWidthsAreErrors) {
+  const std::string too_large = "an integer result is too large";
+  EXPECT_EQ(error_of("{{ (-9223372036854775807 - 1) | abs }}").message(), too_large);
+  EXPECT_EQ(error_of("{{ [1, 2] | sum(start=9223372036854775807) }}").message(), too_large);
+  EXPECT_EQ(render("{{ range(-9223372036854775807 - 1, 9223372036854775807, 4611686018427387904) | list }}"),
+            "[-9223372036854775808, -4611686018427387904, 0, 4611686018427387904]");
+  EXPECT_EQ(error_of("{{ '%d' % 1e300 }}").message(), "%d got a float too large for an integer");
+  const std::string too_wide = "a format's width or precision is larger than 1048576";
+  EXPECT_EQ(error_of("{{ '%.9999999999f' % 1.5 }}").message(), too_wide);
+  EXPECT_EQ(error_of("{{ '%99999999999d' % 1 }}").message(), too_wide);
+  EXPECT_EQ(error_of("{{ '{:>99999999999}'.format(1) }}").message(), too_wide);
+  EXPECT_EQ(render("{{ '%5.2f|%-4d|' % (1.5, 7) }}"), " 1.50|7   |");
+}
+
 TEST(ChatTemplateErrors, RaiseExceptionCarriesTheTemplatesMessage) {
   TemplateError e = error_of("ok\n{{ raise_exception('Roles must alternate') }}");
   EXPECT_TRUE(e.raised_by_template());
@@ -231,6 +247,12 @@ TEST_F(ChatCheckpoint, MissingTemplateIsAClearError) {
   write("tokenizer_config.json", R"({"bos_token": "<s>"})");
   EXPECT_THROW(onecat::chat::load_chat_template(dir_, false), onecat::InputError);
   EXPECT_THROW(onecat::chat::load_chat_template(dir_ / "nope", false), onecat::InputError);
+  // A named template whose name is not a string is skipped (nlohmann's type_error escaped before).
+  write("tokenizer_config.json",
+        R"({"chat_template": [{"name": 5, "template": "X"}, {"name": "default", "template": "D"}]})");
+  EXPECT_EQ(onecat::chat::load_chat_template(dir_, false).source, "D");
+  write("tokenizer_config.json", R"({"chat_template": [{"name": 5, "template": "X"}]})");
+  EXPECT_THROW(onecat::chat::load_chat_template(dir_, false), onecat::InputError);
 }
 
 std::filesystem::path testdata_templates() {

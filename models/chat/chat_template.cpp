@@ -119,7 +119,8 @@ CheckpointChatTemplate load_chat_template(const std::filesystem::path& dir, bool
     for (const char* wanted : {"tool_use", "default"}) {
       if (std::string(wanted) == "tool_use" && !with_tools) continue;
       for (const auto& t : entry)
-        if (t.is_object() && t.value("name", "") == wanted && t.contains("template") && t["template"].is_string()) {
+        if (t.is_object() && t.contains("name") && t["name"] == wanted && t.contains("template") &&
+            t["template"].is_string()) {
           chosen = &t["template"];
           chosen_name = wanted;
           break;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <map>
@@ -397,7 +398,10 @@ const std::map<std::string, Filter>& filters() {
     f["abs"] = [](const Value& v, CallArgs& a) {
       a.expect_no_more("the filter 'abs'");
       if (v.kind() == K::floating) return Value::floating(std::fabs(v.as_double()));
-      if (v.is_number()) return Value::integer(std::llabs(v.as_int()));
+      if (v.is_number()) {
+        if (v.as_int() == INT64_MIN) throw TemplateError(0, "an integer result is too large");
+        return Value::integer(std::llabs(v.as_int()));
+      }
       throw TemplateError(0, "the filter 'abs' needs a number");
     };
     f["round"] = [](const Value& v, CallArgs& a) {
@@ -418,8 +422,10 @@ const std::map<std::string, Filter>& filters() {
         if (!x.is_number() || !total.is_number()) throw TemplateError(0, "the filter 'sum' needs numbers");
         if (x.kind() == K::floating || total.kind() == K::floating)
           total = Value::floating(total.as_double() + x.as_double());
+        else if (int64_t sum; !__builtin_add_overflow(total.as_int(), x.as_int(), &sum))
+          total = Value::integer(sum);
         else
-          total = Value::integer(total.as_int() + x.as_int());
+          throw TemplateError(0, "an integer result is too large");
       }
       return total;
     };

@@ -113,9 +113,10 @@ class Interpreter {
     int64_t step = bounds.size() > 2 ? bounds[2] : 1;
     if (step == 0) throw TemplateError(0, "range() step must not be zero");
     std::vector<Value> items;
-    for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+    for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
       items.push_back(Value::integer(i));
       if (items.size() > 1000000) throw TemplateError(0, "range() is too long for a chat template");
+      if (__builtin_add_overflow(i, step, &i)) break;  // past INT64's end: past stop too
     }
     Value r = Value::list(std::move(items), Flavor::range);
     r.list_data().range_start = start;

@@ -23,10 +23,27 @@ std::string pad_number(std::string body, size_t width, bool left_align, bool zer
   return body.substr(0, sign) + std::string(width - body.size(), '0') + body.substr(sign);
 }
 
+// A '%' format's or format spec's width or precision past this is refused: Python would build
+// the string (10^11 spaces exhaust the memory), and its digits would overflow what holds them.
+constexpr size_t kMaxFieldWidth = size_t(1) << 20;
+
+// The decimal number at s[i…] (advancing i), at most kMaxFieldWidth.
+size_t field_number(const std::string& s, size_t& i) {
+  size_t n = 0;
+  for (; i < s.size() && std::isdigit((unsigned char)s[i]); ++i) {
+    n = n * 10 + size_t(s[i] - '0');
+    if (n > kMaxFieldWidth) {
+      throw TemplateError(0, "a format's width or precision is larger than " + std::to_string(kMaxFieldWidth));
+    }
+  }
+  return n;
+}
+
 int64_t as_integer(const Value& v, char conversion) {
   if (v.kind() == Value::Kind::integer || v.kind() == Value::Kind::boolean) return v.as_int();
   if (v.kind() == Value::Kind::floating && (conversion == 'd' || conversion == 'i')) {
     if (!std::isfinite(v.as_double())) throw TemplateError(0, "%d cannot format an infinite or NaN float");
+    if (std::fabs(v.as_double()) >= 9.2e18) throw TemplateError(0, "%d got a float too large for an integer");
     return int64_t(std::trunc(v.as_double()));
   }
   throw TemplateError(0, std::string("%") + conversion + " format needs a number, not '" + v.type_name() + "'");
@@ -69,15 +86,9 @@ std::string percent_format(const std::string& format, const Value& args) {
       plus |= format[i] == '+';
       space |= format[i] == ' ';
     }
-    size_t width = 0;
-    for (; i < format.size() && std::isdigit((unsigned char)format[i]); ++i)
-      width = width * 10 + size_t(format[i] - '0');
+    const size_t width = field_number(format, i);
     int precision = -1;
-    if (i < format.size() && format[i] == '.') {
-      precision = 0;
-      for (++i; i < format.size() && std::isdigit((unsigned char)format[i]); ++i)
-        precision = precision * 10 + (format[i] - '0');
-    }
+    if (i < format.size() && format[i] == '.') precision = int(field_number(format, ++i));
     if (i >= format.size()) throw TemplateError(0, "a '%' format ends with an incomplete specifier");
     char conversion = format[i];
     if (conversion == '*') throw TemplateError(0, "'*' widths in '%' formats are not supported");
@@ -196,16 +207,11 @@ std::string format_with_spec(const Value& value, const std::string& spec) {
     }
     ++i;
   }
-  size_t width = 0;
-  for (; i < spec.size() && std::isdigit((unsigned char)spec[i]); ++i) width = width * 10 + size_t(spec[i] - '0');
+  const size_t width = field_number(spec, i);
   if (i < spec.size() && (spec[i] == ',' || spec[i] == '_'))
     throw TemplateError(0, "digit grouping in format specs is not supported");
   int precision = -1;
-  if (i < spec.size() && spec[i] == '.') {
-    precision = 0;
-    for (++i; i < spec.size() && std::isdigit((unsigned char)spec[i]); ++i)
-      precision = precision * 10 + (spec[i] - '0');
-  }
+  if (i < spec.size() && spec[i] == '.') precision = int(field_number(spec, ++i));
   char type = i < spec.size() ? spec[i++] : 0;
   if (i != spec.size()) throw TemplateError(0, "the format spec '" + spec + "' is not valid");
 
