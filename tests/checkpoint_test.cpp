@@ -451,6 +451,7 @@ std::vector<BadCase> bad_cases() {
        {"{dir}/model.safetensors", "model.layers.0.mlp.down_proj.weight_scale_inv", "[2, 2]", "[8, 8]",
         "32×32 blocks"}},
       {"fp8-b32-without-ue8m0", {"{dir}/config.json", "quantization_config.weight_block_size", "[32, 32]", "ue8m0"}},
+      {"too-many-layers", {"{dir}", "model.layers.1099511627775.input_layernorm.weight", "missing"}},
   };
 }
 
@@ -505,6 +506,11 @@ TEST(Safetensors, MalformedHeadersAreRefused) {
   refused(R"({"a": {"dtype": "F16", "shape": [2], "data_offsets": [4, 0]}})", 4, {"tensor a", "outside"});
   refused(R"({"a": {"dtype": "F16", "shape": [2], "data_offsets": [0]}})", 4, {"tensor a", "data_offsets"});
   refused(R"({"a": {"dtype": "F16", "shape": [4294967296, 4294967296, 4294967296], "data_offsets": [0, 4]}})", 4,
+          {"tensor a", "too large"});
+  // 2^61 F64 or 2^62 I32 elements are 2^64 bytes, which wrapped to the 0 of data_offsets [0, 0].
+  refused(R"({"a": {"dtype": "F64", "shape": [2305843009213693952], "data_offsets": [0, 0]}})", 0,
+          {"tensor a", "shape"});
+  refused(R"({"a": {"dtype": "I32", "shape": [2147483648, 2147483648], "data_offsets": [0, 0]}})", 0,
           {"tensor a", "too large"});
   refused(R"({"a": {"dtype": "F16", "shape": [2]}})", 4, {"tensor a", "data_offsets"});
   refused(R"({"a": {"dtype": 5, "shape": [2], "data_offsets": [0, 4]}})", 4, {"tensor a", "dtype 5"});

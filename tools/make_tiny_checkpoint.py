@@ -842,6 +842,9 @@ def bad(out, case):
     elif case == "unknown-architecture":
         cfg["architectures"] = ["GPTNeoXForCausalLM"]
         write(out, cfg, tensors)
+    elif case == "too-many-layers":  # sized the layers before any tensor was read: std::bad_alloc
+        cfg["num_hidden_layers"] = 2**40
+        write(out, cfg, tensors)
     elif case == "nan-scales":
         name = "model.layers.0.self_attn.v_proj.scales"
         s = tensors[name].copy()
@@ -891,7 +894,7 @@ BAD_CASES = ["missing-shard", "index-names-absent-tensor", "missing-tensor", "wr
              "lying-offsets", "size-mismatch", "header-too-long", "overlap", "unknown-dtype", "unknown-quant",
              "unknown-architecture", "nan-scales", "nan-fp8-scale", "nan-nvfp4-block-scale", "bf16-overflow",
              "nan-fp8-b32-scale", "fp8-b32-scale-out-of-range", "fp8-b32-scale-not-power-of-two",
-             "fp8-b32-wrong-scale-shape", "fp8-b32-without-ue8m0"]
+             "fp8-b32-wrong-scale-shape", "fp8-b32-without-ue8m0", "too-many-layers"]
 
 
 def main():

@@ -216,6 +216,9 @@ LoadedModel load_checkpoint(const std::string& directory, const LoadOptions& opt
   // Work items: the embeddings, lm_head (the largest, so first), then every layer; independent,
   // so packed on every core. A broken checkpoint reports the first broken item in this order,
   // whichever thread met it first.
+  // The last layer's first tensor, before anything is sized by num_hidden_layers: a config that
+  // claims 2^40 layers is a missing tensor, not an allocation that fails (std::bad_alloc aborted).
+  files.require("model.layers." + std::to_string(c.layers - 1) + ".input_layernorm.weight");
   m.layers.resize(size_t(c.layers));
   constexpr int64_t embed_item = 0, lm_head_item = 1, first_layer_item = 2;
   std::vector<std::exception_ptr> errors(size_t(c.layers + 2));

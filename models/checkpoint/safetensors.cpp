@@ -125,14 +125,16 @@ SafetensorsFile::SafetensorsFile(std::string path) : path_(std::move(path)) {
       t.dtype = found->dtype;
       const json& shape = entry["shape"];
       if (!shape.is_array()) throw InputError(where + " has a shape that is not a list of integers.");
-      // Elements stay below 2^62 so that elements × 8 bytes cannot overflow.
+      // Elements stay at most 2^60 so that elements × 8 bytes cannot overflow (2^61 F64
+      // elements would wrap to 0 bytes and match data_offsets [0, 0]).
+      constexpr uint64_t kMaxElements = uint64_t(1) << 60;
       uint64_t elements = 1;
       for (const json& d : shape) {
-        if (!d.is_number_unsigned() || d.get<uint64_t>() > (uint64_t(1) << 62)) {
+        if (!d.is_number_unsigned() || d.get<uint64_t>() > kMaxElements) {
           throw InputError(where + " has shape " + shape.dump() + "; dimensions must be non-negative integers.");
         }
         const uint64_t v = d.get<uint64_t>();
-        if (v != 0 && elements > (uint64_t(1) << 62) / v)
+        if (v != 0 && elements > kMaxElements / v)
           throw InputError(where + " has shape " + shape.dump() + ", too large.");
         elements *= v;
         t.shape.push_back(int64_t(v));
