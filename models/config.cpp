@@ -30,6 +30,12 @@ std::string lower(std::string s) {
   return s;
 }
 
+// Every integer field is a size, a count or a position (dimensions, layers, experts, bits, window,
+// context): none comes near 2^24 in a real checkpoint, and bounding them keeps the products the
+// loader forms (heads × head_dim, rows × cols × bytes) far from int64's end (head_dim 2^63 − 1
+// overflowed one: undefined behaviour).
+constexpr int64_t kMaxConfigInteger = int64_t(1) << 24;
+
 // Reads the fields of one JSON object; prefix ("quantization_config.") names nested fields.
 class Fields {
  public:
@@ -50,6 +56,9 @@ class Fields {
     if (v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)) fail(key, "is too large");
     int64_t x = v.get<int64_t>();
     if (x < min) fail(key, "must be at least " + std::to_string(min) + ", not " + std::to_string(x));
+    if (x > kMaxConfigInteger) {
+      fail(key, "is " + std::to_string(x) + ", more than onecat supports (" + std::to_string(kMaxConfigInteger) + ")");
+    }
     return x;
   }
   int64_t integer_or(const std::string& key, int64_t fallback, int64_t min = 1) const {
@@ -93,7 +102,7 @@ json parse_json_object(const std::string& text, const std::string& origin) {
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e400
     throw InputError(origin + " is not valid JSON (" + e.what() + ").");
   }
   if (!j.is_object()) throw InputError(origin + " must hold a JSON object, not " + std::string(j.type_name()) + ".");

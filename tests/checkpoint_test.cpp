@@ -451,7 +451,7 @@ std::vector<BadCase> bad_cases() {
        {"{dir}/model.safetensors", "model.layers.0.mlp.down_proj.weight_scale_inv", "[2, 2]", "[8, 8]",
         "32×32 blocks"}},
       {"fp8-b32-without-ue8m0", {"{dir}/config.json", "quantization_config.weight_block_size", "[32, 32]", "ue8m0"}},
-      {"too-many-layers", {"{dir}", "model.layers.1099511627775.input_layernorm.weight", "missing"}},
+      {"too-many-layers", {"{dir}", "model.layers.16777215.input_layernorm.weight", "missing"}},
   };
 }
 
@@ -501,6 +501,7 @@ TEST(Safetensors, MalformedHeadersAreRefused) {
   };
   refused("[1, 2]", 0, {"JSON object"});
   refused("{\"a\": ", 0, {"not valid JSON"});
+  refused(R"({"a": {"dtype": "F16", "shape": [2], "data_offsets": [0, 1e400]}})", 4, {"not valid JSON"});
   refused(R"({"a": {"dtype": "F16", "shape": [2], "data_offsets": [0, 4]}, "__metadata__": 3})", 4, {"__metadata__"});
   refused(R"({"a": {"dtype": "F16", "shape": [-2], "data_offsets": [0, 4]}})", 4, {"tensor a", "shape"});
   refused(R"({"a": {"dtype": "F16", "shape": [2], "data_offsets": [4, 0]}})", 4, {"tensor a", "outside"});

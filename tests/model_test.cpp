@@ -472,6 +472,11 @@ TEST(ModelConfig, RejectsMalformedFields) {
   j["num_attention_heads"] = 0;
   parse_error(j, {"\"num_attention_heads\"", "at least 1"});
 
+  // Sizes past 2^24 are refused: head_dim 2^63 − 1 overflowed heads × head_dim in the loader.
+  j = qwen3_8b_json();
+  j["head_dim"] = int64_t(9223372036854775807);
+  parse_error(j, {"\"head_dim\"", "is 9223372036854775807, more than onecat supports (16777216)"});
+
   j = qwen3_8b_json();
   j["rms_norm_eps"] = "1e-6";
   parse_error(j, {"\"rms_norm_eps\"", "number"});
@@ -494,6 +499,9 @@ TEST(ModelConfig, RejectsMalformedFields) {
 
   expect_throw<InputError>([] { parse_model_config("{\"hidden_size\": ", "/x/config.json"); }, {"/x/config.json", "not valid JSON"});
   expect_throw<InputError>([] { parse_model_config("[1, 2]", "/x/config.json"); }, {"/x/config.json", "object"});
+  // A number past a double's range is nlohmann's out_of_range, not parse_error (it escaped: abort).
+  expect_throw<InputError>([] { parse_model_config("{\"rms_norm_eps\": 1e400}", "/x/config.json"); },
+                           {"/x/config.json", "not valid JSON"});
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -271,10 +271,16 @@ TEST(Tokenizer, ErrorsSayWhatIsWrong) {
   expect_error<InputError>([&] { Tokenizer::load(dir); }, "tokenizer.json");
   std::ofstream(dir / "tokenizer.json") << "{\"model\": ";
   expect_error<InputError>([&] { Tokenizer::load(dir); }, "not valid JSON");
+  std::ofstream(dir / "tokenizer.json") << "{\"model\": 1e400}";  // out_of_range, not parse_error
+  expect_error<InputError>([&] { Tokenizer::load(dir); }, "not valid JSON");
   std::ofstream(dir / "tokenizer.json") << tiny_tokenizer_json(R"({"type": "Lowercase"})");
-  expect_error<Error>([&] { Tokenizer::load(dir); }, "'Lowercase'");
+  expect_error<InputError>([&] { Tokenizer::load(dir); }, "'Lowercase'");  // the file's problem: exit 2
   std::ofstream(dir / "tokenizer.json") << tiny_tokenizer_json("null", "WordPiece");
-  expect_error<Error>([&] { Tokenizer::load(dir); }, "'WordPiece'");
+  expect_error<InputError>([&] { Tokenizer::load(dir); }, "'WordPiece'");
+  std::string unknown_merge = tiny_tokenizer_json();
+  unknown_merge.replace(unknown_merge.find("\"a b\""), 5, "\"a z\"");
+  std::ofstream(dir / "tokenizer.json") << unknown_merge;
+  expect_error<InputError>([&] { Tokenizer::load(dir); }, "'a z'");
   std::ofstream(dir / "truncated.gguf") << "GGUF\x03";
   expect_error<InputError>([&] { Tokenizer::load(dir / "truncated.gguf"); }, "truncated");
   std::ofstream(dir / "other.gguf") << "not a gguf";

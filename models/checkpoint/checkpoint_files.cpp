@@ -19,7 +19,7 @@ CheckpointFiles::CheckpointFiles(const std::string& directory) : directory_(dire
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(read_file(index));
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e400
       throw InputError(index.string() + " is not valid JSON (" + e.what() + ").");
     }
     if (!j.is_object() || !j.contains("weight_map") || !j["weight_map"].is_object()) {

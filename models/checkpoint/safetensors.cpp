@@ -93,7 +93,7 @@ SafetensorsFile::SafetensorsFile(std::string path) : path_(std::move(path)) {
     json header;
     try {
       header = json::parse(data_ + 8, data_ + 8 + header_len);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e400
       throw InputError(path_ + ": the header is not valid JSON (" + e.what() + ").");
     }
     if (!header.is_object()) throw InputError(path_ + ": the header must be a JSON object.");

@@ -18,6 +18,8 @@ nlohmann::json parse_json(const std::string& text, const std::string& what) {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(what + " is not valid JSON (error at byte " + std::to_string(e.byte) + ").");
+  } catch (const nlohmann::json::exception& e) {  // out_of_range: a number like 1e400
+    throw InputError(what + " is not valid JSON (" + e.what() + ").");
   }
 }
 
@@ -128,13 +130,26 @@ TokenizerDefinition definition_from_json(const nlohmann::json& j, const nlohmann
   return d;
 }
 
+// What a tokenizer file is refused for while it is built (a normalizer onecat lacks, a merge of
+// tokens the vocabulary does not have, a repeated id) is the file's problem: an InputError, so
+// the CLI exits 2 and the server names the file (a plain Error meant exit 1, 'internal').
+Tokenizer built_from_files(TokenizerDefinition d) {
+  try {
+    return Tokenizer(std::move(d));
+  } catch (const InputError&) {
+    throw;
+  } catch (const Error& e) {
+    throw InputError(e.what());
+  }
+}
+
 }  // namespace
 
 Tokenizer Tokenizer::from_hf_json(const std::string& tokenizer_json, const std::string& tokenizer_config_json) {
   nlohmann::json j = parse_json(tokenizer_json, "tokenizer.json");
   nlohmann::json config =
       tokenizer_config_json.empty() ? nlohmann::json() : parse_json(tokenizer_config_json, "tokenizer_config.json");
-  return Tokenizer(definition_from_json(j, config));
+  return built_from_files(definition_from_json(j, config));
 }
 
 Tokenizer Tokenizer::from_hf_directory(const std::filesystem::path& dir) {
@@ -171,7 +186,7 @@ Tokenizer Tokenizer::from_hf_directory(const std::filesystem::path& dir) {
       throw InputError(where + " does not have the expected structure (" + e.what() + ").");
     }
   }
-  return Tokenizer(std::move(d));
+  return built_from_files(std::move(d));
 }
 
 }  // namespace onecat::tokenizer

@@ -26,7 +26,7 @@ std::string read_stdin() {
 nlohmann::json parse_json_line(const std::string& line, size_t number) {
   try {
     return nlohmann::json::parse(line);
-  } catch (const nlohmann::json::parse_error&) {
+  } catch (const nlohmann::json::exception&) {  // parse_error, or out_of_range for 1e400
     throw InputError("Line " + std::to_string(number) + " of the input is not JSON.");
   }
 }
