@@ -40,6 +40,15 @@ struct Connection {
 
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
+// SQLite's integrity report is several lines ("*** in database main ***", then one per problem):
+// its first problem, so the refusal stays one line.
+std::string first_problem(std::string report) {
+  const std::string header = "*** in database main ***";
+  if (report.rfind(header, 0) == 0) report.erase(0, header.size());
+  report.erase(0, std::min(report.size(), report.find_first_not_of("\n ")));
+  return first_line(report).substr(0, 300);
+}
+
 bool damaged_message(const std::string& what) {
   for (const char* needle : {"not a database", "malformed", "disk I/O error", "database corrupt", "unable to open"}) {
     if (what.find(needle) != std::string::npos) return true;
@@ -126,7 +135,9 @@ Contents read_and_check(const std::string& file, const ImportChecker& checker) {
     {
       Stmt s(c.db, "PRAGMA integrity_check", file);
       while (s.step()) {
-        if (s.col_text(0) != "ok") throw refuse("SQLite's integrity check says: " + s.col_text(0) + "; " + damaged);
+        if (s.col_text(0) != "ok") {
+          throw refuse("SQLite's integrity check says: " + first_problem(s.col_text(0)) + "; " + damaged);
+        }
       }
     }
     {

@@ -598,6 +598,33 @@ TEST_F(ImportRefusal, TruncatedFile) {
   }
 }
 
+// A cut chain of a cubin's overflow pages: SQLite's integrity report is many lines ("*** in
+// database main ***", then a line per problem), and the refusal printed them all.
+TEST_F(ImportRefusal, BrokenPageChainIsOneLine) {
+  const std::string path = copy("chain.onecat");
+  std::string bytes = test::read_file(path);
+  auto big_endian = [&](size_t at, int n) {
+    uint64_t v = 0;
+    for (int i = 0; i < n; ++i) v = v << 8 | uint8_t(bytes[at + size_t(i)]);
+    return v;
+  };
+  const size_t page = big_endian(16, 2) == 1 ? 65536 : size_t(big_endian(16, 2));
+  const uint64_t pages = big_endian(28, 4);
+  // An overflow page starts with its successor's number; a b-tree page with its type (2, 5, 10, 13).
+  bool cut = false;
+  for (uint64_t p = 2; p <= pages && !cut; ++p) {
+    const size_t at = size_t(p - 1) * page;
+    const uint64_t next = big_endian(at, 4);
+    if (bytes[at] == 0 && next >= 2 && next <= pages) {
+      bytes.replace(at, 4, std::string(4, '\0'));
+      cut = true;
+    }
+  }
+  ASSERT_TRUE(cut) << "no overflow page with a successor in " << pages << " pages";
+  test::write_file(path, bytes);
+  refuse(path, {"SQLite's integrity check says: ", "damaged"});
+}
+
 TEST_F(ImportRefusal, RandomBytes) {
   std::mt19937 rng(7);
   std::string junk(8192, '\0');
