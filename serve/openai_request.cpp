@@ -6,6 +6,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "models/chat/ordered_json.h"
 #include "serve/reasoning.h"
 #include "serve/tool_calls.h"
 
@@ -74,17 +75,13 @@ float get_number(const json& body, const char* name, float fallback, double lo, 
 // JSON text inside a string field, held to the body's nesting limit (kMaxJsonDepth); nullopt
 // when it is not JSON.
 std::optional<nlohmann::ordered_json> parse_json_text(const std::string& text, const std::string& param) {
-  nlohmann::ordered_json j = nlohmann::ordered_json::parse(
-      text,
-      [&](int depth, nlohmann::ordered_json::parse_event_t, nlohmann::ordered_json&) {
-        if (depth > kMaxJsonDepth) {
-          throw bad(param, param + " nests deeper than " + std::to_string(kMaxJsonDepth) + " levels.");
-        }
-        return true;
-      },
-      false);
-  if (j.is_discarded()) return std::nullopt;
-  return j;
+  try {
+    return chat::parse_ordered_json(text, kMaxJsonDepth, [&] {
+      throw bad(param, param + " nests deeper than " + std::to_string(kMaxJsonDepth) + " levels.");
+    });
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;  // parse_error, or out_of_range for a number past a double (1e400)
+  }
 }
 
 std::vector<int32_t> ids_of(const json& array, const ServedModel& model, const std::string& param) {
@@ -176,7 +173,7 @@ nlohmann::ordered_json ordered_field(const json& body, const nlohmann::ordered_j
   }
   const json* at = &body;
   for (const char* key : path) at = &(*at)[key];
-  return nlohmann::ordered_json::parse(at->dump());
+  return chat::to_ordered_json(*at);
 }
 
 // The automaton of a schema's instances (then `suffix`); a schema it cannot take is a 400 on
@@ -390,7 +387,8 @@ json message_content(const json& content, size_t index) {
 
 // An assistant message's earlier tool calls. Templates (Qwen's, Hermes's) print arguments with
 // tojson, so JSON-text arguments are parsed into objects first, as vLLM does.
-nlohmann::ordered_json checked_tool_calls(const json& calls, const std::string& param) {
+nlohmann::ordered_json checked_tool_calls(const json& calls, const nlohmann::ordered_json* ordered,
+                                          const std::string& param) {
   if (!calls.is_array()) throw bad(param, param + " must be an array.");
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (size_t i = 0; i < calls.size(); ++i) {
@@ -410,7 +408,7 @@ nlohmann::ordered_json checked_tool_calls(const json& calls, const std::string& 
       if (!parsed) throw bad(param, at + ".function.arguments must be JSON text.");
       args = std::move(*parsed);
     } else if (f.contains("arguments") && f["arguments"].is_object()) {
-      args = nlohmann::ordered_json::parse(f["arguments"].dump());
+      args = ordered ? (*ordered)[i]["function"]["arguments"] : chat::to_ordered_json(f["arguments"]);
     } else if (f.contains("arguments") && !f["arguments"].is_null()) {
       throw bad(param, at + ".function.arguments must be a JSON string.");
     }
@@ -421,7 +419,7 @@ nlohmann::ordered_json checked_tool_calls(const json& calls, const std::string& 
 }
 
 // tools: [{"type": "function", "function": {"name", "description"?, "parameters"?}}].
-nlohmann::ordered_json checked_tools(const json& tools) {
+nlohmann::ordered_json checked_tools(const json& tools, const nlohmann::ordered_json* ordered) {
   if (!tools.is_array()) throw bad("tools", "tools must be an array.");
   for (size_t i = 0; i < tools.size(); ++i) {
     const json& t = tools[i];
@@ -436,7 +434,7 @@ nlohmann::ordered_json checked_tools(const json& tools) {
       throw bad("tools", at + ".function.parameters must be an object.");
     }
   }
-  return nlohmann::ordered_json::parse(tools.dump());
+  return ordered ? *ordered : chat::to_ordered_json(tools);
 }
 
 // tool_choice with the request's tools: "auto" (the default) and "none" (the tools left out of
@@ -467,7 +465,7 @@ ToolChoice tool_choice(const json& body) {
   } else if (choice && !(choice->is_string() && (*choice == "auto" || *choice == "none" || *choice == "required"))) {
     throw bad("tool_choice", shapes);
   }
-  if (any) checked_tools(*tools);
+  if (any) checked_tools(*tools, nullptr);
   t.forced = t.function || (choice && *choice == "required");
   if (t.forced && !any) {
     const std::string what = t.function ? "names the function " + quoted_input(*t.function) : "is \"required\"";
@@ -485,7 +483,7 @@ ToolChoice tool_choice(const json& body) {
   return t;
 }
 
-nlohmann::ordered_json checked_messages(const json& body) {
+nlohmann::ordered_json checked_messages(const json& body, const nlohmann::ordered_json* ordered) {
   const json* messages = field(body, "messages");
   if (!messages) throw bad("messages", "messages is required.");
   if (!messages->is_array() || messages->empty()) throw bad("messages", "messages must be a non-empty array.");
@@ -510,7 +508,8 @@ nlohmann::ordered_json checked_messages(const json& body) {
     }
     if (m.contains("tool_calls") && !m["tool_calls"].is_null()) {
       if (role != "assistant") throw bad(param, param + ": only assistant messages carry tool_calls.");
-      msg["tool_calls"] = checked_tool_calls(m["tool_calls"], param + ".tool_calls");
+      msg["tool_calls"] = checked_tool_calls(
+          m["tool_calls"], ordered ? &(*ordered)["messages"][i]["tool_calls"] : nullptr, param + ".tool_calls");
     }
     out.push_back(std::move(msg));
   }
@@ -524,7 +523,7 @@ struct ChatPrompt {
   ToolChoice tools;
 };
 
-ChatPrompt chat_prompt(const json& body, const ServedModel& model) {
+ChatPrompt chat_prompt(const json& body, const ServedModel& model, const nlohmann::ordered_json* ordered) {
   ChatPrompt p;
   p.tools = tool_choice(body);
   const std::optional<chat::ChatTemplate>& chat_template = p.tools.on ? model.tool_template : model.chat_template;
@@ -534,12 +533,12 @@ ChatPrompt chat_prompt(const json& body, const ServedModel& model) {
               "chat_template.jinja); use /v1/completions.");
   }
   chat::ChatRequest request;
-  request.messages = checked_messages(body);
+  request.messages = checked_messages(body, ordered);
   request.add_generation_prompt = get_bool(body, "add_generation_prompt", true);
-  if (p.tools.on) request.tools = checked_tools(body["tools"]);
+  if (p.tools.on) request.tools = checked_tools(body["tools"], ordered ? &(*ordered)["tools"] : nullptr);
   if (const json* kw = field(body, "chat_template_kwargs")) {
     if (!kw->is_object()) throw bad("chat_template_kwargs", "chat_template_kwargs must be an object.");
-    request.kwargs = nlohmann::ordered_json::parse(kw->dump());
+    request.kwargs = ordered ? (*ordered)["chat_template_kwargs"] : chat::to_ordered_json(*kw);
   }
   try {
     p.rendered = chat_template->apply(request, model.special_tokens);
@@ -636,8 +635,8 @@ Generation parse_completion(const json& body, const ServedModel& model, uint64_t
   return g;
 }
 
-std::string render_chat(const json& body, const ServedModel& model) {
-  ChatPrompt p = chat_prompt(body, model);
+std::string render_chat(const json& body, const ServedModel& model, const nlohmann::ordered_json* ordered) {
+  ChatPrompt p = chat_prompt(body, model, ordered);
   return p.rendered + p.forced;
 }
 
@@ -648,7 +647,7 @@ Generation parse_chat(const json& body, const ServedModel& model, uint64_t defau
   g.logprobs = get_bool(body, "logprobs", false);
   g.top_logprobs = int(get_int(body, "top_logprobs", 0, 0, cpu::kMaxLogprobs));
   if (g.top_logprobs > 0 && !g.logprobs) throw bad("top_logprobs", "top_logprobs needs logprobs: true.");
-  const ChatPrompt p = chat_prompt(body, model);
+  const ChatPrompt p = chat_prompt(body, model, ordered);
   g.tool_calls = p.tools.on;
   g.forced_reply = p.forced;
   // A named function's call is over when its block closes: the reply ends there.
@@ -698,7 +697,7 @@ Generation parse_chat(const json& body, const ServedModel& model, uint64_t defau
   return g;
 }
 
-std::vector<int32_t> parse_tokenize(const json& body, const ServedModel& model) {
+std::vector<int32_t> parse_tokenize(const json& body, const ServedModel& model, const nlohmann::ordered_json* ordered) {
   if (!body.is_object()) throw bad("", "the request body must be a JSON object.");
   check_model(body, model);
   const bool add_special = get_bool(body, "add_special_tokens", !field(body, "messages"));
@@ -706,7 +705,7 @@ std::vector<int32_t> parse_tokenize(const json& body, const ServedModel& model) 
     if (!p->is_string()) throw bad("prompt", "prompt must be a string.");
     return encode(model, p->get<std::string>(), add_special, "prompt");
   }
-  if (field(body, "messages")) return encode(model, render_chat(body, model), add_special, "messages");
+  if (field(body, "messages")) return encode(model, render_chat(body, model, ordered), add_special, "messages");
   throw bad("prompt", "/tokenize needs prompt (a string) or messages.");
 }
 

@@ -84,16 +84,20 @@ struct Generation {
 };
 
 // Bodies are JSON objects (ApiError 400 otherwise). `ordered`: the same body with its objects'
-// keys in the order sent (a schema's properties are written in it); nullptr: body's order.
+// keys in the order sent (chat::parse_ordered_json): schemas' properties are written in it, and
+// tools, tool calls' arguments and chat_template_kwargs reach the chat template in it, as they
+// do in transformers; nullptr: body's (sorted) order.
 Generation parse_completion(const nlohmann::json& body, const ServedModel& model, uint64_t default_seed,
                             const nlohmann::ordered_json* ordered = nullptr);
 Generation parse_chat(const nlohmann::json& body, const ServedModel& model, uint64_t default_seed,
                       const nlohmann::ordered_json* ordered = nullptr);
 // /tokenize's body ({"prompt"} or {"messages"}) → ids.
-std::vector<int32_t> parse_tokenize(const nlohmann::json& body, const ServedModel& model);
+std::vector<int32_t> parse_tokenize(const nlohmann::json& body, const ServedModel& model,
+                                    const nlohmann::ordered_json* ordered = nullptr);
 // The chat template's rendering of a messages array (add_generation_prompt, kwargs), then the
 // reply's start that tool_choice "required" or a named function forces.
-std::string render_chat(const nlohmann::json& body, const ServedModel& model);
+std::string render_chat(const nlohmann::json& body, const ServedModel& model,
+                        const nlohmann::ordered_json* ordered = nullptr);
 // The "model" field, when given, must name the served model (400 otherwise).
 void check_model(const nlohmann::json& body, const ServedModel& model);
 

@@ -23,6 +23,7 @@
 #include "base/error.h"
 #include "engine/draft_model.h"
 #include "engine/text_stream.h"
+#include "models/chat/ordered_json.h"
 #include "models/model/generation_config.h"
 #include "serve/connection.h"
 #include "serve/engine_loop.h"
@@ -66,11 +67,11 @@ constexpr std::chrono::milliseconds kClientCheck{50};
 constexpr int kClientClosedRequest = 499;
 
 json parse_body(const httplib::Request& req) {
+  if (chat::json_nests_deeper(req.body, kMaxJsonDepth)) {
+    throw ApiError(400, "the request body nests deeper than 64 levels.");
+  }
   try {
-    return json::parse(req.body, [](int depth, json::parse_event_t, json&) {
-      if (depth > kMaxJsonDepth) throw ApiError(400, "the request body nests deeper than 64 levels.");
-      return true;
-    });
+    return json::parse(req.body);
   } catch (const json::exception& e) {
     // parse_error, and out_of_range for a number beyond a double's range (1e400).
     throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what());
@@ -514,14 +515,10 @@ class Server {
   void generate(const httplib::Request& req, httplib::Response& res, bool chat) {
     guarded(res, [&] {
       const json body = parse_body(req);
-      // Schemas keep the key order they were sent in (properties are written in it).
-      std::optional<nlohmann::ordered_json> ordered;
-      if (body.is_object() &&
-          (body.contains("response_format") || body.contains("guided_json") || body.contains("tools"))) {
-        ordered = nlohmann::ordered_json::parse(req.body);
-      }
-      const nlohmann::ordered_json* o = ordered ? &*ordered : nullptr;
-      Generation g = chat ? parse_chat(body, model_, next_seed(), o) : parse_completion(body, model_, next_seed(), o);
+      // Schemas, tools and tool calls keep the key order they were sent in.
+      const nlohmann::ordered_json ordered = chat::parse_ordered_json(req.body);
+      Generation g = chat ? parse_chat(body, model_, next_seed(), &ordered)
+                          : parse_completion(body, model_, next_seed(), &ordered);
       auto job =
           std::make_shared<Job>(model_, loop_, metrics_, std::move(g), chat, next_id(chat ? "chatcmpl" : "cmpl"));
       if (!job->gen.stream) {
@@ -644,7 +641,9 @@ class Server {
                [this](const httplib::Request& req, httplib::Response& res) { generate(req, res, true); });
     http_.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
       guarded(res, [&] {
-        const std::vector<int32_t> ids = parse_tokenize(parse_body(req), model_);
+        const json body = parse_body(req);
+        const nlohmann::ordered_json ordered = chat::parse_ordered_json(req.body);
+        const std::vector<int32_t> ids = parse_tokenize(body, model_, &ordered);
         send_json(res, 200, {{"tokens", ids}, {"count", ids.size()}, {"max_model_len", model_.max_model_len}});
       });
     });

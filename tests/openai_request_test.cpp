@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "models/chat/ordered_json.h"
 #include "serve/tool_calls.h"
 #include "test_util.h"
 
@@ -487,4 +488,41 @@ TEST(RequestRanges, RefusalsNameTheRangeAsWritten) {
       EXPECT_EQ(std::string(e.what()), c.says) << b.dump();
     }
   }
+}
+
+// Tools, earlier calls' arguments and chat_template_kwargs reach the template with their keys in
+// the order the client wrote them, as transformers renders a request's Python dicts (sorted keys
+// changed Qwen's tool prompt), also for objects of many keys; without the ordered body, sorted.
+TEST(ChatOrder, TheTemplateSeesKeysInTheOrderSent) {
+  ServedModel m = served();
+  const std::string tmpl =
+      "{{ tools | tojson }}|{% for m in messages %}{% for c in m.tool_calls or [] %}{{ c.function.arguments | tojson }}"
+      "{% endfor %}{% endfor %}|{{ extra | tojson }}";
+  m.chat_template.emplace(tmpl);
+  m.tool_template.emplace(tmpl);
+  m.max_model_len = 1 << 20;  // the prompt holds 30,000 kwargs
+  std::string many = "{";
+  for (int i = 30000; i > 0; --i) many += "\"p" + std::to_string(i) + "\": " + std::to_string(i) + (i > 1 ? ", " : "}");
+  const std::string text = R"({"messages": [{"role": "user", "content": "hi"},
+      {"role": "assistant", "content": null, "tool_calls": [{"type": "function",
+       "function": {"name": "f", "arguments": {"zeta": 1, "alpha": {"y": 2, "b": 3}}}}]}],
+    "tools": [{"type": "function", "function": {"name": "f", "description": "d",
+               "parameters": {"type": "object", "properties": {"zcity": {"type": "string"}, "aunit": {}}}}}],
+    "chat_template_kwargs": {"extra": )" +
+                           many + "}}";
+  const json body = json::parse(text);
+  const nlohmann::ordered_json ordered = onecat::chat::parse_ordered_json(text);
+  const std::string sent_tools =
+      R"([{"type": "function", "function": {"name": "f", "description": "d", "parameters": {"type": "object", )"
+      R"("properties": {"zcity": {"type": "string"}, "aunit": {}}}}}])";
+  const std::string sent_args = R"({"zeta": 1, "alpha": {"y": 2, "b": 3}})";
+  const std::string rendered = onecat::serve::render_chat(body, m, &ordered);
+  EXPECT_EQ(rendered.substr(0, sent_tools.size() + 1 + sent_args.size() + 1), sent_tools + "|" + sent_args + "|");
+  EXPECT_EQ(rendered.substr(rendered.rfind('|') + 1, 20), R"({"p30000": 30000, "p)");
+  const Generation g = onecat::serve::parse_chat(body, m, 1, &ordered);
+  EXPECT_EQ(prompt_text(m, g), rendered);
+  // Without the ordered body (the Python module's and older callers' form): sorted, as json is.
+  const std::string sorted = onecat::serve::render_chat(body, m);
+  EXPECT_EQ(sorted.substr(0, 41), R"([{"function": {"description": "d", "name")");
+  EXPECT_NE(sorted.find(R"({"alpha": {"b": 3, "y": 2}, "zeta": 1})"), std::string::npos) << sorted.substr(0, 300);
 }

@@ -4,6 +4,7 @@
 #include "models/chat/ast.h"
 #include "models/chat/interpreter.h"
 #include "models/chat/lexer.h"
+#include "models/chat/ordered_json.h"
 #include "models/chat/parser.h"
 
 namespace onecat::chat {
@@ -39,7 +40,7 @@ namespace {
 
 nlohmann::ordered_json read_json(const std::filesystem::path& path) {
   try {
-    return nlohmann::ordered_json::parse(read_file(path));
+    return parse_ordered_json(read_file(path));
   } catch (const nlohmann::json::exception& e) {
     throw InputError(path.string() + " is not valid JSON (" + e.what() + ").");
   }

@@ -6,15 +6,18 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include "models/chat/ordered_json.h"
 #include "python/bindings/families.h"
 
 namespace onecat::python {
 namespace {
 
 nlohmann::ordered_json parse_json(const std::string& text, const char* what) {
-  nlohmann::ordered_json j = nlohmann::ordered_json::parse(text, nullptr, false);
-  if (j.is_discarded()) throw InputError(std::string(what) + " is not valid JSON");
-  return j;
+  try {
+    return chat::parse_ordered_json(text);
+  } catch (const nlohmann::json::exception&) {
+    throw InputError(std::string(what) + " is not valid JSON");
+  }
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "base/error.h"
 #include "engine/draft_model.h"
 #include "engine/grammar.h"
+#include "models/chat/ordered_json.h"
 #include "models/checkpoint/locate.h"
 #include "models/model/generation_config.h"
 #include "models/tokenizer/tokenizer.h"
@@ -55,8 +56,13 @@ std::shared_ptr<engine::GrammarAutomaton> grammar_of(PyLLM& p, const std::option
   if (json_object) return p.grammars->json_object();
   if (regex) return p.grammars->regex(*regex);
   if (choice) return p.grammars->choice(*choice);
-  const nlohmann::ordered_json schema = nlohmann::ordered_json::parse(*json_schema, nullptr, false);
-  if (schema.is_discarded()) throw InputError("json_schema must be a JSON schema's text.");
+  nlohmann::ordered_json schema;
+  try {
+    schema = chat::parse_ordered_json(*json_schema, 64,
+                                      [] { throw InputError("json_schema nests deeper than 64 levels."); });
+  } catch (const nlohmann::json::exception&) {
+    throw InputError("json_schema must be a JSON schema's text.");
+  }
   return p.grammars->json_schema(schema);
 }
 

@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "models/chat/chat_template.h"
+#include "models/chat/ordered_json.h"
 #include "models/checkpoint/locate.h"
 #include "tools/onecat/commands.h"
 
@@ -36,7 +37,7 @@ std::string read_file(const std::string& path) {
 
 ordered_json parse_json(const std::string& text, const std::string& what) {
   try {
-    return ordered_json::parse(text);
+    return chat::parse_ordered_json(text);
   } catch (const nlohmann::json::exception&) {
     throw InputError(what + " is not valid JSON.");
   }
