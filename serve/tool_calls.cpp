@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "models/chat/ordered_json.h"
+#include "serve/openai_request.h"
 
 namespace onecat::serve {
 namespace {
@@ -59,15 +61,29 @@ size_t partial_tag(std::string_view text, std::string_view tag) {
   return 0;
 }
 
+// The model's JSON with its keys in the order it wrote them (arguments go out so, as vLLM's
+// json.dumps of a parsed dict keeps them); nullopt when it is not JSON or nests deeper than a
+// request may (dumping it again recurses once a level).
+std::optional<nlohmann::ordered_json> output_json(std::string_view text) {
+  if (chat::json_nests_deeper(text, kMaxJsonDepth)) return std::nullopt;
+  try {
+    return chat::parse_ordered_json(text);
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
+  }
+}
+
 // One block's text as a call: a JSON object with a string "name" (arguments "{}" when absent);
 // llama3_json also takes its arguments from "parameters".
 std::optional<ToolCall> parse_block(std::string_view block, ToolCallFormat format = ToolCallFormat::kHermes) {
-  const nlohmann::json j = nlohmann::json::parse(block, nullptr, false);
+  const std::optional<nlohmann::ordered_json> parsed = output_json(block);
+  if (!parsed) return std::nullopt;
+  const nlohmann::ordered_json& j = *parsed;
   if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) return std::nullopt;
   ToolCall call{j["name"].get<std::string>(), "{}"};
   const char* key = format == ToolCallFormat::kLlama3Json && !j.contains("arguments") ? "parameters" : "arguments";
   if (j.contains(key) && !j[key].is_null()) {
-    call.arguments = j[key].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    call.arguments = j[key].dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   }
   return call;
 }
@@ -78,10 +94,10 @@ std::optional<std::vector<ToolCall>> array_calls(std::string_view text) {
   if (text.empty() || text[0] != '[') return std::nullopt;
   const size_t end = object_end(text);
   if (end == std::string_view::npos || !blank(text.substr(end))) return std::nullopt;
-  const nlohmann::json array = nlohmann::json::parse(text.substr(0, end), nullptr, false);
-  if (!array.is_array() || array.empty()) return std::nullopt;
+  const std::optional<nlohmann::ordered_json> array = output_json(text.substr(0, end));
+  if (!array || !array->is_array() || array->empty()) return std::nullopt;
   std::vector<ToolCall> calls;
-  for (const nlohmann::json& item : array) {
+  for (const nlohmann::ordered_json& item : *array) {
     std::optional<ToolCall> call = parse_block(item.dump());
     if (!call) return std::nullopt;
     calls.push_back(std::move(*call));

@@ -38,7 +38,25 @@ TEST(ToolCalls, UnclosedLastBlockStillParses) {
   EXPECT_EQ(p.calls[0].arguments, R"({"x":1})");
 }
 
+// Arguments keep the order the model wrote their keys in (vLLM's json.dumps of a parsed dict
+// does), at every level.
+TEST(ToolCalls, ArgumentsKeepTheModelsKeyOrder) {
+  const auto p = parse_tool_calls(
+      "<tool_call>{\"arguments\": {\"zeta\": 1, \"alpha\": {\"y\": [2], \"b\": 3}}, \"name\": \"f\"}</tool_call>");
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].arguments, R"({"zeta":1,"alpha":{"y":[2],"b":3}})");
+  const auto mistral =
+      onecat::serve::parse_tool_calls("[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"zeta\": 1, \"alpha\": 2}}]",
+                                      onecat::serve::ToolCallFormat::kMistral);
+  ASSERT_EQ(mistral.calls.size(), 1u);
+  EXPECT_EQ(mistral.calls[0].arguments, R"({"zeta":1,"alpha":2})");
+}
+
 TEST(ToolCalls, MalformedBlockLeavesPlainContent) {
+  // Arguments nested 100,000 deep are content (dumping them again would recurse that deep).
+  const std::string deep = "<tool_call>{\"name\": \"f\", \"arguments\": " + std::string(100000, '[') +
+                           std::string(100000, ']') + "}</tool_call>";
+  EXPECT_EQ(parse_tool_calls(deep).content, deep);
   for (const std::string text : {"<tool_call>{\"name\": 5}</tool_call>", "<tool_call>not json</tool_call>",
                                  "a<tool_call>{\"name\": \"f\"}</tool_call><tool_call>[1]</tool_call>",
                                  "<tool_call>{\"arguments\": {}}</tool_call>", "<tool_call>"}) {
