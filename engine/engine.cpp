@@ -86,6 +86,16 @@ std::shared_ptr<Drafter> Engine::make_drafter() const {
   throw InputError("speculative must be ngram or draft:DIR (a draft checkpoint), got \"" + name + "\".");
 }
 
+namespace {
+
+// No token of the vocabulary continues the grammar (it asks for a character no token holds).
+bool dead_end(GrammarConstraint& c) {
+  const TokenMask& next = c.allowed();
+  return std::all_of(next.begin(), next.end(), [](uint32_t w) { return w == 0; });
+}
+
+}  // namespace
+
 bool Engine::append(Seq& s, StepOutput o, std::vector<StepOutput>& out) {
   const Request& r = s.request;
   s.tokens.push_back(o.token);
@@ -101,10 +111,7 @@ bool Engine::append(Seq& s, StepOutput o, std::vector<StepOutput>& out) {
     // No token of the vocabulary continues the grammar (it asks for a character no token
     // holds): the reply is cut short here, as by a length limit, rather than the next step's
     // sampler failing on an empty mask, which fails every request in the step.
-    const TokenMask& next = r.constraint->allowed();
-    if (std::all_of(next.begin(), next.end(), [](uint32_t w) { return w == 0; })) {
-      o.finished = true, o.finish_reason = "length";
-    }
+    if (dead_end(*r.constraint)) o.finished = true, o.finish_reason = "length";
   }
   out.push_back(std::move(o));
   return out.back().finished;
@@ -174,15 +181,16 @@ void Engine::draft(std::vector<Chunk>& chunks, int64_t& budget) {
     }
     int64_t m = std::min<int64_t>(int64_t(d.tokens.size()), budget);
     if (s.request.constraint) {
-      // Only drafts the grammar allows, and none that would end it (an end id, a finishing token):
-      // the verdict's own token ends it.
+      // Only drafts the grammar allows, and none that would end it (an end id, a finishing token,
+      // one after which no token continues it): the verdict's own token ends it, and no verify
+      // row is left with nothing to choose.
       GrammarConstraint c = *s.request.constraint;
       int64_t allowed = 0;
       while (allowed < m && c.allows(d.tokens[size_t(allowed)]) &&
              std::find(s.request.stop_ids.begin(), s.request.stop_ids.end(), d.tokens[size_t(allowed)]) ==
                  s.request.stop_ids.end()) {
         c.accept(d.tokens[size_t(allowed)]);
-        if (c.finished()) break;
+        if (c.finished() || dead_end(c)) break;
         ++allowed;
       }
       m = allowed;

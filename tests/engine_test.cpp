@@ -1008,6 +1008,70 @@ TEST(Engine, AGrammarTheVocabularyCannotFinishEndsOnlyItsRequest) {
   EXPECT_EQ(e.blocks().total_references(), 0);
 }
 
+// Proposes the same tokens for every request, every step.
+class FixedDrafter final : public engine::Drafter {
+ public:
+  explicit FixedDrafter(std::vector<int32_t> tokens) : tokens_(std::move(tokens)) {}
+  std::vector<engine::Draft> propose(std::span<const engine::DraftRequest> requests) override {
+    std::vector<engine::Draft> out;
+    for (const engine::DraftRequest& r : requests) {
+      out.push_back({{tokens_.begin(), tokens_.begin() + std::min<int64_t>(r.k, int64_t(tokens_.size()))}, {}});
+    }
+    return out;
+  }
+
+ private:
+  std::vector<int32_t> tokens_;
+};
+
+// The same dead end reached by a draft: "a" then a drafted "x" that the grammar allows but after
+// which no token continues it. The reply ends after "x" with length, greedy or sampled (top-p,
+// top-k, min-p), and the free request beside it (drafting too) keeps its output. draft() cuts
+// such a draft; before it did, the row after "x" was verified with every token masked and its
+// token thrown away when "x" ended the reply, which this test cannot tell apart.
+TEST(Engine, ADraftIntoAGrammarsDeadEndIsNotVerified) {
+  const std::string dir = Checkpoints::get("--arch llama --format f16 --tokenizer");
+  const LoadedModel loaded = load(dir);
+  const int64_t vocab = loaded.config.vocab;
+  const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_hf_directory(dir);
+  auto words = std::make_shared<const engine::TokenVocabulary>(tok.token_bytes(), vocab);
+  auto automaton = std::make_shared<engine::GrammarAutomaton>(engine::regex_grammar("ax\u00e9y"), words);
+  const std::vector<int32_t> x = tok.encode("x", false);
+  ASSERT_EQ(x.size(), 1u);
+  for (const bool sampled : {false, true}) {
+    const std::vector<Job> free_jobs{{random_prompt(9, vocab, 5), 6}};
+    const std::vector<std::vector<int32_t>> free_alone = alone(loaded, free_jobs);
+    Model m(loaded, engine_model());
+    Engine e(m, {.max_num_batched_tokens = 64,
+                 .max_num_seqs = 8,
+                 .num_speculative_tokens = 2,
+                 .drafter = std::make_shared<FixedDrafter>(std::vector<int32_t>{x[0], x[0]})});
+    Request constrained;
+    constrained.prompt = tok.encode("Say ax:", false), constrained.max_tokens = 8;
+    constrained.sampling.temperature = sampled ? 1.0f : 0.0f, constrained.sampling.seed = 7;
+    if (sampled) constrained.sampling.top_p = 0.9f, constrained.sampling.top_k = 20, constrained.sampling.min_p = 0.01f;
+    constrained.constraint = std::make_shared<engine::GrammarConstraint>(automaton, model::eos_token_ids(dir));
+    const int64_t constrained_id = e.add(constrained);
+    Request free;
+    free.prompt = free_jobs[0].prompt, free.max_tokens = free_jobs[0].max_tokens, free.sampling = free_jobs[0].sampling;
+    const int64_t free_id = e.add(free);
+    std::map<int64_t, std::vector<int32_t>> out;
+    std::map<int64_t, std::string> reason;
+    for (int guard = 0; !e.idle(); ++guard) {
+      ASSERT_LT(guard, 1000) << "the engine does not finish";
+      for (const engine::StepOutput& o : e.step()) {
+        out[o.id].push_back(o.token);
+        if (o.finished) reason[o.id] = o.finish_reason;
+      }
+    }
+    EXPECT_GT(e.stats().draft_tokens, 0);
+    EXPECT_EQ(tok.decode(out[constrained_id]), "ax") << "sampled " << sampled;
+    EXPECT_EQ(reason[constrained_id], "length");
+    EXPECT_EQ(out[free_id], free_alone[0]);
+    EXPECT_EQ(e.blocks().total_references(), 0);
+  }
+}
+
 // Speculation on constrained requests: drafts the grammar refuses are cut, the rest verified
 // under the masks, so a greedy constrained output is the one without speculation (n-gram and
 // self-drafting, k = 1, 3, 5), self-drafts are accepted, and sampled ones end valid.
