@@ -187,6 +187,35 @@ TEST(ChatTemplateErrors, IntegerEdgesAndHugeWidthsAreErrors) {
   EXPECT_EQ(render("{{ '%5.2f|%-4d|' % (1.5, 7) }}"), " 1.50|7   |");
 }
 
+// Strings, lists, widths and the rendering past what a chat template builds (64 MiB, a million
+// items, 2^20) are errors, not an exhausted memory: repetition, joining, doubling in a loop,
+// padding, and output grown statement by statement. Below the limits they render as Python does.
+TEST(ChatTemplateErrors, HugeStringsListsAndWidthsAreErrors) {
+  const std::string too_long = "a string would be longer than 64 MiB, more than a chat template builds";
+  EXPECT_EQ(error_of("{{ 'a' * 9223372036854775807 }}").message(), too_long);
+  EXPECT_EQ(error_of("{{ 9223372036854775807 * 'ab' }}").message(), too_long);
+  EXPECT_EQ(error_of("{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}"
+                     "{% endfor %}{{ ns.s | length }}")
+                .message(),
+            too_long);
+  EXPECT_EQ(error_of("{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}"
+                     "{% endfor %}")
+                .message(),
+            too_long);
+  EXPECT_EQ(error_of("{% set s = 'x' * 60000000 %}{{ s }}{{ s }}").message(), too_long);
+  EXPECT_EQ(error_of("{{ ([1, 2] * 600000) | length }}").message(),
+            "a repeated list would hold more than 1,000,000 items, more than a chat template builds");
+  EXPECT_EQ(error_of("{% set ns = namespace(l=[1]) %}{% for i in range(30) %}{% set ns.l = ns.l + ns.l %}{% endfor %}")
+                .message(),
+            "a joined list would hold more than 1,000,000 items, more than a chat template builds");
+  EXPECT_EQ(error_of("{{ 'a'.center(9223372036854775807) }}").message(), "str.center's width is larger than 1048576");
+  EXPECT_EQ(error_of("{{ 'a'.ljust(2000000, '-') }}").message(), "str.ljust's width is larger than 1048576");
+  EXPECT_EQ(error_of("{{ 'a\nb' | indent(9223372036854775807) }}").message(), "indent's width is larger than 1048576");
+  EXPECT_EQ(render("{{ ('ab' * 3) ~ '|' ~ ([1] * 3) | length ~ '|' ~ 'x'.center(5, '-') ~ '|' ~ 'a\nb' | indent(2) }}"),
+            "ababab|3|--x--|a\n  b");
+  EXPECT_EQ(render("{{ ('x' * 1000000) | length }}"), "1000000");
+}
+
 TEST(ChatTemplateErrors, RaiseExceptionCarriesTheTemplatesMessage) {
   TemplateError e = error_of("ok\n{{ raise_exception('Roles must alternate') }}");
   EXPECT_TRUE(e.raised_by_template());

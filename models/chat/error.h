@@ -27,4 +27,17 @@ class TemplateError : public InputError {
   bool raised_by_template_;
 };
 
+// What a template may build: strings (and the rendering) of at most kMaxTextBytes, lists of
+// at most kMaxItems (range()'s limit), pad widths of at most kMaxWidth (percent formats' limit).
+// A real chat template stays far below them; past them Python would exhaust memory.
+inline constexpr size_t kMaxTextBytes = size_t(1) << 26;  // 64 MiB
+inline constexpr size_t kMaxItems = 1000000;
+inline constexpr size_t kMaxWidth = size_t(1) << 20;
+
+// Throws when a string of `bytes` would be past kMaxTextBytes.
+inline void check_text_bytes(size_t bytes) {
+  if (bytes > kMaxTextBytes)
+    throw TemplateError(0, "a string would be longer than 64 MiB, more than a chat template builds");
+}
+
 }  // namespace onecat::chat

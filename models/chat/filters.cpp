@@ -118,6 +118,9 @@ Value do_indent(const Value& v, CallArgs& a) {
   bool first = a.get(1, "first", Value::boolean(false)).truthy();
   bool blank = a.get(2, "blank", Value::boolean(false)).truthy();
   a.expect_no_more("the filter 'indent'");
+  if (!width.is_string() && width.as_int() > int64_t(kMaxWidth)) {
+    throw TemplateError(0, "indent's width is larger than " + std::to_string(kMaxWidth));
+  }
   std::string pad = width.is_string() ? width.str() : std::string(size_t(std::max<int64_t>(0, width.as_int())), ' ');
   std::vector<std::string> lines = splitlines(to_str(v) + "\n");
   std::string out;

@@ -139,6 +139,7 @@ class Interpreter {
       Flow flow;
       try {
         flow = exec_one(*s, scope, out);
+        check_text_bytes(out.size());
       } catch (const TemplateError& e) {
         if (e.line() == 0) throw TemplateError(s->line, e.message(), e.raised_by_template());
         throw;

@@ -293,6 +293,8 @@ Value string_method(const Value& obj, const std::string& name, CallArgs& a) {
     a.expect_no_more(m);
     if (width.kind() != Value::Kind::integer || utf8::length(fill) != 1)
       throw TemplateError(0, m + " needs an integer width and a one-character fill");
+    if (width.as_int() > int64_t(kMaxWidth))
+      throw TemplateError(0, m + "'s width is larger than " + std::to_string(kMaxWidth));
     size_t len = utf8::length(s), w = size_t(std::max<int64_t>(0, width.as_int()));
     if (len >= w) return Value::string(s);
     size_t total = w - len;

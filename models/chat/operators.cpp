@@ -39,9 +39,15 @@ int64_t mul(int64_t a, int64_t b) {
 
 Value repeat(const Value& seq, int64_t times) {
   if (seq.is_string()) {
+    if (times > 0 && !seq.str().empty())
+      check_text_bytes(size_t(std::min<int64_t>(times, int64_t(kMaxTextBytes) + 1)) * seq.str().size());
     std::string out;
     for (int64_t i = 0; i < times; ++i) out += seq.str();
     return Value::string(out, seq.markup());
+  }
+  if (times > 0 && !seq.items().empty() &&
+      size_t(std::min<int64_t>(times, int64_t(kMaxItems) + 1)) * seq.items().size() > kMaxItems) {
+    throw TemplateError(0, "a repeated list would hold more than 1,000,000 items, more than a chat template builds");
   }
   std::vector<Value> out;
   for (int64_t i = 0; i < times; ++i) out.insert(out.end(), seq.items().begin(), seq.items().end());
@@ -80,13 +86,18 @@ Value unary_arithmetic(const std::string& op, const Value& v) {
 }
 
 Value binary_arithmetic(const std::string& op, const Value& a, const Value& b) {
-  if (op == "~") return Value::string(to_str(a) + to_str(b));
+  if (op == "~") {
+    std::string left = to_str(a), right = to_str(b);
+    check_text_bytes(left.size() + right.size());
+    return Value::string(left + right);
+  }
   bool numbers = a.is_number() && b.is_number();
   bool floats = numbers && (a.kind() == K::floating || b.kind() == K::floating);
   if (op == "+") {
     if (numbers && floats) return Value::floating(a.as_double() + b.as_double());
     if (numbers) return Value::integer(add(a.as_int(), b.as_int()));
     if (a.is_string() && b.is_string()) {
+      check_text_bytes(a.str().size() + b.str().size());
       if (a.markup() || b.markup())  // markupsafe.Markup escapes the plain operand
         return Value::string(
             (a.markup() ? a.str() : text::html_escape(a.str())) + (b.markup() ? b.str() : text::html_escape(b.str())), true);
@@ -94,6 +105,9 @@ Value binary_arithmetic(const std::string& op, const Value& a, const Value& b) {
     }
     if (a.is_list() && b.is_list() && a.list_data().flavor == b.list_data().flavor &&
         (a.list_data().flavor == Flavor::list || a.list_data().flavor == Flavor::tuple)) {
+      if (a.items().size() + b.items().size() > kMaxItems) {
+        throw TemplateError(0, "a joined list would hold more than 1,000,000 items, more than a chat template builds");
+      }
       std::vector<Value> items = a.items();
       items.insert(items.end(), b.items().begin(), b.items().end());
       return Value::list(std::move(items), a.list_data().flavor);
