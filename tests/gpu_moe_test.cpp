@@ -82,7 +82,7 @@ TEST_F(MoeGpu, ProjectionsInEveryFormat) {
 TEST_F(MoeGpu, GemvRowGroupsInEveryFormat) {
   // CTAs of three groups of 8 rows: 320 down rows leave the last CTA one group short, 192
   // gate_up rows divide evenly; one pair per tile and two; and the warp in 16 groups of 2 lanes
-  // (every format's rows here are an even number of chunks), a 16-row slot each.
+  // (every format's rows here are an even number of chunks), a 16-row slot each; with occ.
   for (const char* fmt : {"f16", "awq4,group=64", "gptq4,group=64,act_order=1", "fp8b32", "fp8b128", "nvfp4", "mxfp4"}) {
     for (const char* op : {"gate_up", "down"}) {
       const std::string spec = std::string("moe:op=") + op + ",experts=16,topk=3,hidden=320,inter=192,fmt=" + fmt;
@@ -91,7 +91,11 @@ TEST_F(MoeGpu, GemvRowGroupsInEveryFormat) {
            {"strategy=gemv,mt=1,rows=8,warps=1,loop=3", "strategy=gemv,mt=2,rows=8,warps=1,loop=3",
             down ? "strategy=gemv,mt=1,rows=16,warps=1,groups=16" : "strategy=gemv,mt=1,rows=8,warps=1,groups=16",
             down ? "strategy=gemv,mt=2,rows=16,warps=1,loop=3,groups=16"
-                 : "strategy=gemv,mt=2,rows=8,warps=1,loop=3,groups=16"}) {
+                 : "strategy=gemv,mt=2,rows=8,warps=1,loop=3,groups=16",
+            // Registers capped for 32 and 16 CTAs an SM (occ): the 4-bit down default's form.
+            down ? "strategy=gemv,mt=1,rows=16,warps=1,groups=16,occ=32"
+                 : "strategy=gemv,mt=1,rows=8,warps=1,groups=16,occ=32",
+            "strategy=gemv,mt=2,rows=8,warps=1,loop=3,occ=16"}) {
         for (int64_t tokens : {1, 5, 33}) expect_passes(spec, config, tokens);
       }
     }

@@ -199,9 +199,34 @@ TEST(MoeConfig, DefaultsAndCandidatesHoldOnUntunedShapes) {
                            {"evenly"});
   expect_throw<InputError>([&] { moe::Config::parse(down, "strategy=gemv,mt=1,rows=16,warps=1,groups=2"); },
                            {"evenly"});
+  // occ: CTAs an SM the registers must allow, printed only past one, at most 1024 threads an SM;
+  // the candidates repeat every gemv config of one or two warps with it (one warp: 32 and 16;
+  // two: 16 and 8), never the default.
+  EXPECT_EQ(moe::Config::parse(down, "strategy=gemv,mt=1,rows=16,warps=1,groups=4,occ=32").to_string(),
+            "strategy=gemv,mt=1,rows=16,warps=1,groups=4,occ=32");
+  EXPECT_EQ(moe::Config::parse(down, "strategy=gemv,mt=1,rows=16,warps=1,occ=1").to_string(),
+            "strategy=gemv,mt=1,rows=16,warps=1");
+  expect_throw<InputError>([&] { moe::Config::parse(down, "strategy=gemv,mt=1,rows=8,warps=2,occ=32"); },
+                           {"occ=32", "1024 threads"});
+  expect_throw<InputError>([&] { moe::Config::parse(down, "strategy=mma,bm=64,bn=128,wm=2,wn=2,occ=2"); }, {"occ"});
+  {
+    const auto candidates = moe::candidate_configs(down, Arch{90});
+    const auto has = [&](const std::string& text) {
+      return std::any_of(candidates.begin(), candidates.end(),
+                         [&](const moe::Config& c) { return c.to_string() == text; });
+    };
+    EXPECT_TRUE(has("strategy=gemv,mt=1,rows=16,warps=1,groups=4,occ=32"));
+    EXPECT_TRUE(has("strategy=gemv,mt=2,rows=8,warps=1,loop=2,occ=32"));
+    EXPECT_TRUE(has("strategy=gemv,mt=1,rows=8,warps=1,occ=16"));
+    EXPECT_FALSE(has("strategy=gemv,mt=1,rows=8,warps=4,occ=8"));
+    for (const moe::Config& c : candidates) EXPECT_FALSE(c.occ > 1 && (c.warps > 2 || c.mt > 2)) << c.to_string();
+    // occ only on the full grid of grouped one-warp CTAs (4 tokens; 16 take tc_small on sm_90),
+    // not one token's small grid or prefill's tiles.
+    for (int m : {1, 4, 16, 256}) EXPECT_EQ(moe::default_config(down, m, Arch{90}).occ, m == 4 ? 32 : 1) << m;
+  }
   EXPECT_EQ(moe::default_config(down, 1, Arch{90}).groups, 1);
-  EXPECT_EQ(moe::default_config(down, 4, Arch{90}).to_string(), "strategy=gemv,mt=1,rows=16,warps=1,groups=4");
-  EXPECT_EQ(moe::default_config(down, 16, kSm70).to_string(), "strategy=gemv,mt=1,rows=16,warps=1,groups=4");
+  EXPECT_EQ(moe::default_config(down, 4, Arch{90}).to_string(), "strategy=gemv,mt=1,rows=16,warps=1,groups=4,occ=32");
+  EXPECT_EQ(moe::default_config(down, 16, kSm70).to_string(), "strategy=gemv,mt=1,rows=16,warps=1,groups=4,occ=32");
   EXPECT_EQ(moe::default_config(s, 16, kSm70).groups, 1);
   const moe::Spec down16 = moe::Spec::parse("moe:op=down,experts=128,topk=8,hidden=2048,inter=768,fmt=f16");
   EXPECT_EQ(moe::default_config(down16, 16, kSm70).groups, 1);
@@ -290,6 +315,9 @@ TEST(MoeDecode, SpecConfigAndGeometry) {
   expect_throw<InputError>([&] { f.canonical_spec("moe:op=decode,experts=8,topk=2,hidden=256,inter=128,fmt=f16"); },
                            {"norm"});
   const moe::Spec s = moe::Spec::parse(text);
+  EXPECT_EQ(moe::Config::parse(s, "warps=1,rows=4,down_rows=16,groups=8,occ=32").to_string(),
+            "warps=1,rows=4,down_rows=16,groups=8,occ=32");
+  expect_throw<InputError>([&] { moe::Config::parse(s, "warps=2,rows=4,down_rows=16,occ=32"); }, {"1024 threads"});
   EXPECT_EQ(s.projection(moe::Op::kGateUp).to_string(),
             "gemm:n=1536,k=2048,fmt=awq4,group=128,out=f16,epi=silu_mul,act_order=0");
   EXPECT_EQ(s.projection(moe::Op::kDown).to_string(),
@@ -459,7 +487,7 @@ TEST(MoeStaticQuality, DefaultsCompileWithoutSpillsForSm70AndSm90) {
     for (const std::string& spec : specs) {
       const Family& f = family_of(spec);
       std::set<std::string> configs;
-      for (int64_t m : {1, 16, 512, 4096}) configs.insert(f.default_config(spec, m, arch));
+      for (int64_t m : {1, 4, 16, 512, 4096}) configs.insert(f.default_config(spec, m, arch));
       for (const auto& c : configs) reqs.push_back(CompileRequest::make(f, spec, c, arch));
     }
     for (const std::string& spec : looped) {

@@ -33,6 +33,7 @@ Config Config::parse(const Spec& spec, std::string_view text) {
       c.warps = static_cast<int>(r.integer("warps", 1, 16));
       c.loop = static_cast<int>(r.integer_or("loop", 1, 1, 64));
       c.groups = static_cast<int>(r.integer_or("groups", 1, 1, 32));
+      c.occ = static_cast<int>(r.integer_or("occ", 1, 1, 32));
     }
   } else if (c.op == Op::kDecode) {
     c.warps = static_cast<int>(r.integer("warps", 1, 16));
@@ -40,6 +41,7 @@ Config Config::parse(const Spec& spec, std::string_view text) {
     c.down_rows = static_cast<int>(r.integer("down_rows", 1, 64));
     c.groups = static_cast<int>(r.integer_or("groups", 1, 1, 32));
     c.interleave = r.integer_or("interleave", 0, 0, 1) == 1;
+    c.occ = static_cast<int>(r.integer_or("occ", 1, 1, 32));
   } else {
     c.threads = static_cast<int>(r.integer("threads", 32, 1024));
     if (c.op == Op::kRoute) c.tokens = static_cast<int>(r.integer("tokens", 1, 256));
@@ -71,6 +73,7 @@ Config Config::decode_gemv(Op which) const {
   c.mt = 1, c.warps = warps, c.loop = 1;
   c.rows = which == Op::kGateUp ? rows : down_rows;
   c.groups = which == Op::kGateUp ? 1 : groups;
+  c.occ = occ;
   return c;
 }
 
@@ -86,6 +89,7 @@ std::string Config::to_string() const {
         {"warps", std::to_string(warps)}, {"rows", std::to_string(rows)}, {"down_rows", std::to_string(down_rows)}};
     if (groups > 1) f.emplace_back("groups", std::to_string(groups));
     if (interleave) f.emplace_back("interleave", "1");
+    if (occ > 1) f.emplace_back("occ", std::to_string(occ));
     return join_fields(f);
   }
   if (tc_small()) {
@@ -104,6 +108,7 @@ std::string Config::to_string() const {
         {"strategy", "gemv"}, {"mt", std::to_string(mt)}, {"rows", std::to_string(rows)}, {"warps", std::to_string(warps)}};
     if (loop > 1) f.emplace_back("loop", std::to_string(loop));
     if (groups > 1) f.emplace_back("groups", std::to_string(groups));
+    if (occ > 1) f.emplace_back("occ", std::to_string(occ));
     return join_fields(f);
   }
   if (op == Op::kRoute) return join_fields({{"threads", std::to_string(threads)}, {"tokens", std::to_string(tokens)}});
@@ -112,6 +117,10 @@ std::string Config::to_string() const {
 
 std::optional<std::string> Config::invalid_reason(const Spec& spec) const {
   if (op != spec.op) return "a config of op " + std::string(op_name(op)) + " for op " + std::string(op_name(spec.op));
+  if (occ > 1 && int64_t(occ) * cta_threads() > kMaxOccThreads) {
+    return "occ=" + std::to_string(occ) + " CTAs of " + std::to_string(cta_threads()) + " threads exceed " +
+           std::to_string(kMaxOccThreads) + " threads an SM (fewer than 64 registers a thread)";
+  }
   if (op == Op::kDecode) {
     // Each kind of CTA by the rules of its op's gemv (one pair a tile).
     for (const Op which : {Op::kGateUp, Op::kDown}) {

@@ -1,10 +1,10 @@
 // moe config: what the tuner varies, per op.
 //   route:            threads=256,tokens=32
-//   gate_up, down:    strategy=gemv,mt=4,rows=4,warps=4[,loop=4][,groups=4]
+//   gate_up, down:    strategy=gemv,mt=4,rows=4,warps=4[,loop=4][,groups=4][,occ=16]
 //                     strategy=mma,bm=64,bn=128,wm=2,wn=2
 //                     strategy=tc_small,mt=8,rows=16,warps=2,stages=3   (sm_80+)
 //   combine:          threads=128
-//   decode:           warps=1,rows=8,down_rows=16[,groups=4][,interleave=1]
+//   decode:           warps=1,rows=8,down_rows=16[,groups=4][,interleave=1][,occ=32]
 // route: CTAs of `threads` threads, each routing `tokens` tokens (a warp per token) and ranking
 // its pairs per expert; the last CTA to finish groups them all (templates/moe/route.cuh).
 // gate_up and down, strategy=gemv: a CTA owns `loop` groups (default 1, printed when more) of
@@ -14,7 +14,10 @@
 // templates/gemm/gemv.cuh, with the token rows read by index): decode, a few pairs per expert.
 // With one warp, `groups` (default 1, printed when more) splits it into groups of lanes that
 // each sum a share of the CTA's rows over every chunk: rows whose chunk count 32 does not
-// divide keep all lanes busy.
+// divide keep all lanes busy. `occ` (gemv and decode; default 1, printed when more) asks the
+// compiler for registers enough to keep that many CTAs on an SM (`__launch_bounds__`'s second
+// argument, at most 1024 threads: 64 registers a thread): a grid of thousands of one-warp CTAs
+// fits one wave of the SMs' 32 CTA slots instead of 1.4 of their register-bound ones.
 // gate_up and down, strategy=mma: a CTA computes a tile of up to `bm` pairs of one expert ×
 // `bn` weight rows with wm × wn warps on tensor cores (the gemm family's atom=wmma tile,
 // templates/gemm/mma.cuh, x rows read by index): prefill, many pairs per expert.
@@ -59,6 +62,8 @@ struct Config {
   int bm = 64, bn = 128, wm = 2, wn = 2;  // strategy=mma
   int down_rows = 16;                     // decode: the down CTAs' rows (`rows`: the gate_up CTAs')
   bool interleave = false;                // decode: each pair's CTAs together in the grid
+  int occ = 1;                            // gemv, decode: CTAs an SM the registers must allow
+  static constexpr int kMaxOccThreads = 1024;  // occ × CTA threads: at least 64 registers a thread
 
   static Config parse(const Spec& spec, std::string_view text);  // parses and validates
   std::string to_string() const;

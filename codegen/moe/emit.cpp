@@ -27,14 +27,14 @@ Emitted emit(const Spec& spec, const Config& c, Arch arch) {
       break;
     case Op::kDecode: {
       auto flag = [](bool v) { return std::string(v ? "true" : "false"); };
-      e.kernel_expression = "onecat::moe_decode_kernel<" + gemm::format_type(spec.projection(Op::kGateUp)) + ", " +
-                            gemm::format_type(spec.projection(Op::kDown)) + ", " + std::to_string(spec.hidden) + ", " +
-                            std::to_string(spec.inter) + ", " + std::to_string(spec.experts) + ", " + topk + ", " +
-                            flag(spec.norm) + ", " + flag(spec.sigmoid) + ", " + flag(spec.bias) + ", " +
-                            std::to_string(spec.groups) + ", " + std::to_string(spec.topk_groups) + ", " +
-                            std::to_string(c.warps) + ", " + std::to_string(c.rows) + ", " +
-                            std::to_string(c.down_rows) + ", " + std::to_string(c.groups) + ", " +
-                            std::to_string(int(spec.shared)) + ", " + flag(spec.act_order) + ", " + flag(c.interleave) + ">";
+      e.kernel_expression =
+          "onecat::moe_decode_kernel<" + gemm::format_type(spec.projection(Op::kGateUp)) + ", " +
+          gemm::format_type(spec.projection(Op::kDown)) + ", " + std::to_string(spec.hidden) + ", " +
+          std::to_string(spec.inter) + ", " + std::to_string(spec.experts) + ", " + topk + ", " + flag(spec.norm) +
+          ", " + flag(spec.sigmoid) + ", " + flag(spec.bias) + ", " + std::to_string(spec.groups) + ", " +
+          std::to_string(spec.topk_groups) + ", " + std::to_string(c.warps) + ", " + std::to_string(c.rows) + ", " +
+          std::to_string(c.down_rows) + ", " + std::to_string(c.groups) + ", " + std::to_string(int(spec.shared)) +
+          ", " + flag(spec.act_order) + ", " + flag(c.interleave) + ", " + std::to_string(c.occ) + ">";
       header = "moe/decode.cuh";
       break;
     }
@@ -61,7 +61,7 @@ Emitted emit(const Spec& spec, const Config& c, Arch arch) {
       } else {
         e.kernel_expression = "onecat::moe_gemv_kernel<" + shape + std::to_string(c.mt) + ", " +
                               std::to_string(c.rows) + ", " + std::to_string(c.warps) + ", " + std::to_string(c.loop) +
-                              ", " + std::to_string(c.groups) + ", " + flags;
+                              ", " + std::to_string(c.groups) + ", " + std::to_string(c.occ) + ", " + flags;
         header = "moe/gemv.cuh";
       }
       break;

@@ -20,7 +20,7 @@
 
 namespace onecat::moe {
 
-inline constexpr int kGeneratorVersion = 2;  // 2: strategy=tc_small (configs rank anew)
+inline constexpr int kGeneratorVersion = 3;  // 2: strategy=tc_small (configs rank anew); 3: occ
 
 Emitted emit(const Spec& spec, const Config& config, Arch arch);
 LaunchGeometry geometry(const Spec& spec, const Config& config, int64_t tokens);

@@ -200,9 +200,15 @@ Config default_config(const Spec& spec, int64_t m, Arch arch) {
   // 35.1 µs on the H100; with loops of rows or on small grids, where one token's CTAs each want
   // their loads in flight at once, they lost). At most 4 chunks a lane (3 measured): a lane
   // walks its chunks one after another, a slot's few loads in flight at a time.
+  // In the 4-bit formats with registers for 32 such CTAs an SM (occ): the grid of thousands
+  // then runs in about one wave instead of 1.4 of the 22 CTAs that 91 registers allow (the
+  // Qwen3-30B-A3B down projection at 4 and 8 tokens on the H100: 4-14 % faster in awq4, gptq4,
+  // nvfp4 and mxfp4; the 8-bit formats, at 56-62 registers already, within ±5 %;
+  // bench/RESULTS.md).
   if (c.warps == 1 && gemv_lane_groups(chunks) > 1 && ctas() >= kManyCtas) {
     Config grouped = c;
     grouped.rows = 16, grouped.groups = gemv_lane_groups(chunks);
+    if (g.per_chunk() >= 32) grouped.occ = Config::kMaxOccThreads / grouped.cta_threads();
     while (grouped.groups > 1 && grouped.slots() % grouped.groups != 0) grouped.groups /= 2;
     while (grouped.rows > c.rows && grouped.invalid_reason(spec)) grouped.rows /= 2;
     if (grouped.groups > 1 && !grouped.invalid_reason(spec)) return grouped;
@@ -217,6 +223,22 @@ Config default_config(const Spec& spec, int64_t m, Arch arch) {
   }
   if (auto why = c.invalid_reason(spec)) throw InputError(spec.to_string() + " has no valid gemv config: " + *why);
   return c;
+}
+
+// Each gemv or decode candidate of one or two warps again with registers capped at 64 and at
+// 128 a thread (`occ`: 32 and 16 one-warp CTAs an SM, 16 and 8 two-warp ones), where the
+// thousands of small CTAs of a decode step otherwise run in 1.2–1.7 waves of register-bound
+// slots (91–213 registers: 9–22 an SM). Where 64 registers spill, 128 may not.
+static void with_occupancy(const Spec& spec, std::vector<Config>& out) {
+  const size_t n = out.size();
+  for (size_t i = 0; i < n; ++i) {
+    Config c = out[i];
+    if (c.mma() || c.tc_small() || c.warps > 2 || c.mt > 2) continue;
+    for (int occ : {Config::kMaxOccThreads / c.cta_threads(), Config::kMaxOccThreads / (2 * c.cta_threads())}) {
+      c.occ = occ;
+      if (!c.invalid_reason(spec)) out.push_back(c);
+    }
+  }
 }
 
 std::vector<Config> candidate_configs(const Spec& spec, Arch arch) {
@@ -236,6 +258,7 @@ std::vector<Config> candidate_configs(const Spec& spec, Arch arch) {
         }
       }
     }
+    with_occupancy(spec, out);
     return out;
   }
   if (!c.projection()) {
@@ -288,6 +311,7 @@ std::vector<Config> candidate_configs(const Spec& spec, Arch arch) {
     }
   }
   c.loop = 1, c.groups = 1;
+  with_occupancy(spec, out);
   // sm_80+: the gemm family's tc_small tile over 8 or 16 pairs of an expert, each weight chunk
   // decoded once for all of them.
   if (arch.has_mma_m16n8k16()) {

@@ -44,8 +44,8 @@ __device__ __forceinline__ unsigned load_acquire_gpu(const unsigned* p) {
 
 template <class GuFmt, class DnFmt, int HIDDEN, int INTER, int EXPERTS, int TOPK, bool NORM, bool SIGMOID, bool BIAS,
           int RGROUPS, int TOPK_GROUPS, int WARPS, int ROWS, int DOWN_ROWS, int GROUPS, int SHARED, bool ACT_ORDER,
-          bool INTERLEAVE>
-__global__ void __launch_bounds__(WARPS* kWarpSize, 1)
+          bool INTERLEAVE, int OCC>
+__global__ void __launch_bounds__(WARPS* kWarpSize, OCC)
     moe_decode_kernel(half_t* __restrict__ out, const half_t* __restrict__ x, const half_t* __restrict__ logits,
                       int tokens, const float* __restrict__ bias, float scale, const void* __restrict__ gu_qweight,
                       const void* __restrict__ gu_scales, const void* __restrict__ gu_zeros,

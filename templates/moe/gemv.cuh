@@ -247,9 +247,9 @@ __device__ __forceinline__ void moe_gemv_rows(void* __restrict__ y, const half_t
   }
 }
 
-template <class Fmt, int N, int K, int EXPERTS, int TOPK, int MT, int ROWS, int WARPS, int LOOP, int GROUPS, bool GATED,
-          bool ACT_ORDER>
-__global__ void __launch_bounds__(WARPS* kWarpSize, 1)
+template <class Fmt, int N, int K, int EXPERTS, int TOPK, int MT, int ROWS, int WARPS, int LOOP, int GROUPS, int OCC,
+          bool GATED, bool ACT_ORDER>
+__global__ void __launch_bounds__(WARPS* kWarpSize, OCC)
     moe_gemv_kernel(void* __restrict__ y, const half_t* __restrict__ x, const void* __restrict__ qweight,
                     const void* __restrict__ scales, const void* __restrict__ zeros, const int* __restrict__ perm,
                     const float* __restrict__ global_scales, const int* __restrict__ offsets,
