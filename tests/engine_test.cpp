@@ -970,23 +970,26 @@ TEST(Engine, GrammarConstrainedRequestsFollowTheirSchema) {
   test::expect_throw<InputError>([&] { e.add(r); }, {"grammar", "vocabulary"});
 }
 
-// A grammar that asks for a character no token holds (the tiny vocabulary has no 'é') dead-ends
-// after "x": that request ends there ("length"), and the free request in the same steps is not
-// failed with it (the sampler used to throw on the empty mask, failing the whole step).
-TEST(Engine, AGrammarTheVocabularyCannotFinishEndsOnlyItsRequest) {
-  const std::string dir = Checkpoints::get("--arch llama --format f16 --tokenizer");
-  const LoadedModel loaded = load(dir);
+// A request constrained by `pattern` (which dead-ends: the tiny vocabulary has no 'é') beside a
+// free one, run to the end on `options`: the constrained reply's text, its finish reason and the
+// tokens drafted. The free request must give what it gives alone, and every page come back.
+struct DeadEnd {
+  std::string text, reason;
+  int64_t drafted = 0;
+};
+
+DeadEnd run_dead_end(const std::string& dir, const LoadedModel& loaded, const std::string& pattern,
+                     const std::string& prompt, const cpu::SamplingParams& sampling, const EngineOptions& options) {
   const int64_t vocab = loaded.config.vocab;
   const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_hf_directory(dir);
   auto words = std::make_shared<const engine::TokenVocabulary>(tok.token_bytes(), vocab);
-  auto automaton = std::make_shared<engine::GrammarAutomaton>(engine::regex_grammar("x\u00e9y"), words);
+  auto automaton = std::make_shared<engine::GrammarAutomaton>(engine::regex_grammar(pattern), words);
   const std::vector<Job> free_jobs{{random_prompt(9, vocab, 5), 6}};
   const std::vector<std::vector<int32_t>> free_alone = alone(loaded, free_jobs);
-
   Model m(loaded, engine_model());
-  Engine e(m, {.max_num_batched_tokens = 64, .max_num_seqs = 8});
+  Engine e(m, options);
   Request constrained;
-  constrained.prompt = tok.encode("Say x:", false), constrained.max_tokens = 8;
+  constrained.prompt = tok.encode(prompt, false), constrained.max_tokens = 8, constrained.sampling = sampling;
   constrained.constraint = std::make_shared<engine::GrammarConstraint>(automaton, model::eos_token_ids(dir));
   const int64_t constrained_id = e.add(constrained);
   Request free;
@@ -995,17 +998,30 @@ TEST(Engine, AGrammarTheVocabularyCannotFinishEndsOnlyItsRequest) {
   std::map<int64_t, std::vector<int32_t>> out;
   std::map<int64_t, std::string> reason;
   for (int guard = 0; !e.idle(); ++guard) {
-    ASSERT_LT(guard, 1000) << "the engine does not finish";
+    if (guard >= 1000) {
+      ADD_FAILURE() << "the engine does not finish";
+      break;
+    }
     for (const engine::StepOutput& o : e.step()) {
       out[o.id].push_back(o.token);
       if (o.finished) reason[o.id] = o.finish_reason;
     }
   }
-  EXPECT_EQ(tok.decode(out[constrained_id]), "x");
-  EXPECT_EQ(reason[constrained_id], "length");
   EXPECT_EQ(out[free_id], free_alone[0]);
   EXPECT_EQ(reason[free_id], "length");
   EXPECT_EQ(e.blocks().total_references(), 0);
+  return {tok.decode(out[constrained_id]), reason[constrained_id], e.stats().draft_tokens};
+}
+
+// A grammar that asks for a character no token holds dead-ends after "x": that request ends
+// there ("length"), and the free request in the same steps is not failed with it (the sampler
+// used to throw on the empty mask, failing the whole step).
+TEST(Engine, AGrammarTheVocabularyCannotFinishEndsOnlyItsRequest) {
+  const std::string dir = Checkpoints::get("--arch llama --format f16 --tokenizer");
+  const DeadEnd d =
+      run_dead_end(dir, load(dir), "x\u00e9y", "Say x:", {}, {.max_num_batched_tokens = 64, .max_num_seqs = 8});
+  EXPECT_EQ(d.text, "x");
+  EXPECT_EQ(d.reason, "length");
 }
 
 // Proposes the same tokens for every request, every step.
@@ -1032,43 +1048,20 @@ class FixedDrafter final : public engine::Drafter {
 TEST(Engine, ADraftIntoAGrammarsDeadEndIsNotVerified) {
   const std::string dir = Checkpoints::get("--arch llama --format f16 --tokenizer");
   const LoadedModel loaded = load(dir);
-  const int64_t vocab = loaded.config.vocab;
-  const tokenizer::Tokenizer tok = tokenizer::Tokenizer::from_hf_directory(dir);
-  auto words = std::make_shared<const engine::TokenVocabulary>(tok.token_bytes(), vocab);
-  auto automaton = std::make_shared<engine::GrammarAutomaton>(engine::regex_grammar("ax\u00e9y"), words);
-  const std::vector<int32_t> x = tok.encode("x", false);
+  const std::vector<int32_t> x = tokenizer::Tokenizer::from_hf_directory(dir).encode("x", false);
   ASSERT_EQ(x.size(), 1u);
   for (const bool sampled : {false, true}) {
-    const std::vector<Job> free_jobs{{random_prompt(9, vocab, 5), 6}};
-    const std::vector<std::vector<int32_t>> free_alone = alone(loaded, free_jobs);
-    Model m(loaded, engine_model());
-    Engine e(m, {.max_num_batched_tokens = 64,
-                 .max_num_seqs = 8,
-                 .num_speculative_tokens = 2,
-                 .drafter = std::make_shared<FixedDrafter>(std::vector<int32_t>{x[0], x[0]})});
-    Request constrained;
-    constrained.prompt = tok.encode("Say ax:", false), constrained.max_tokens = 8;
-    constrained.sampling.temperature = sampled ? 1.0f : 0.0f, constrained.sampling.seed = 7;
-    if (sampled) constrained.sampling.top_p = 0.9f, constrained.sampling.top_k = 20, constrained.sampling.min_p = 0.01f;
-    constrained.constraint = std::make_shared<engine::GrammarConstraint>(automaton, model::eos_token_ids(dir));
-    const int64_t constrained_id = e.add(constrained);
-    Request free;
-    free.prompt = free_jobs[0].prompt, free.max_tokens = free_jobs[0].max_tokens, free.sampling = free_jobs[0].sampling;
-    const int64_t free_id = e.add(free);
-    std::map<int64_t, std::vector<int32_t>> out;
-    std::map<int64_t, std::string> reason;
-    for (int guard = 0; !e.idle(); ++guard) {
-      ASSERT_LT(guard, 1000) << "the engine does not finish";
-      for (const engine::StepOutput& o : e.step()) {
-        out[o.id].push_back(o.token);
-        if (o.finished) reason[o.id] = o.finish_reason;
-      }
-    }
-    EXPECT_GT(e.stats().draft_tokens, 0);
-    EXPECT_EQ(tok.decode(out[constrained_id]), "ax") << "sampled " << sampled;
-    EXPECT_EQ(reason[constrained_id], "length");
-    EXPECT_EQ(out[free_id], free_alone[0]);
-    EXPECT_EQ(e.blocks().total_references(), 0);
+    cpu::SamplingParams sampling;
+    sampling.temperature = sampled ? 1.0f : 0.0f, sampling.seed = 7;
+    if (sampled) sampling.top_p = 0.9f, sampling.top_k = 20, sampling.min_p = 0.01f;
+    const DeadEnd d = run_dead_end(dir, loaded, "ax\u00e9y", "Say ax:", sampling,
+                                   {.max_num_batched_tokens = 64,
+                                    .max_num_seqs = 8,
+                                    .num_speculative_tokens = 2,
+                                    .drafter = std::make_shared<FixedDrafter>(std::vector<int32_t>{x[0], x[0]})});
+    EXPECT_GT(d.drafted, 0);
+    EXPECT_EQ(d.text, "ax") << "sampled " << sampled;
+    EXPECT_EQ(d.reason, "length");
   }
 }
 
