@@ -155,10 +155,16 @@ std::vector<std::pair<int32_t, float>> parse_logit_bias(const json& body, const 
       throw bad("logit_bias",
                 "the logit_bias of token " + key + " must be a number in [-100, 100], not " + value.dump() + ".");
     }
-    for (const auto& [seen, bias] : out) {
-      if (seen == id) throw bad("logit_bias", "logit_bias names token " + key + " twice.");
-    }
     out.emplace_back(int32_t(id), float(value.get<double>()));
+  }
+  // "7" and "07" are one token: sorted by id, a repeat sits beside its first (a scan per key was
+  // quadratic in a whole vocabulary's biases).
+  std::vector<std::pair<int32_t, float>> by_id = out;
+  std::sort(by_id.begin(), by_id.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (size_t i = 1; i < by_id.size(); ++i) {
+    if (by_id[i].first == by_id[i - 1].first) {
+      throw bad("logit_bias", "logit_bias names token " + std::to_string(by_id[i].first) + " twice.");
+    }
   }
   return out;
 }

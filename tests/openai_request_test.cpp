@@ -526,3 +526,25 @@ TEST(ChatOrder, TheTemplateSeesKeysInTheOrderSent) {
   EXPECT_EQ(sorted.substr(0, 41), R"([{"function": {"description": "d", "name")");
   EXPECT_NE(sorted.find(R"({"alpha": {"b": 3, "y": 2}, "zeta": 1})"), std::string::npos) << sorted.substr(0, 300);
 }
+
+// logit_bias over a large vocabulary: every id of 150,000 biased once is taken (its duplicate
+// check was a scan of the ids before it: 150,000²/2 comparisons), and an id written twice, as
+// "7" and "07", is refused by name.
+TEST(RequestRanges, LogitBiasOverAWholeVocabulary) {
+  ServedModel m = served();
+  m.vocab = 151936;
+  json b{{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 1}};
+  json& lb = b["logit_bias"] = json::object();
+  for (int id = 0; id < 150000; ++id) lb[std::to_string(id)] = (id % 201) - 100;
+  const Generation g = onecat::serve::parse_chat(b, m, 1);
+  ASSERT_EQ(g.sampling.logit_bias.size(), 150000u);
+  for (const auto& [id, bias] : g.sampling.logit_bias) EXPECT_EQ(bias, float((id % 201) - 100)) << id;
+  lb["07"] = 1;
+  try {
+    onecat::serve::parse_chat(b, m, 1);
+    ADD_FAILURE() << "accepted token 7 twice";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.param, "logit_bias");
+    EXPECT_NE(std::string(e.what()).find("names token 7 twice"), std::string::npos) << e.what();
+  }
+}
