@@ -465,6 +465,10 @@ TEST(MoeStaticQuality, DefaultsCompileWithoutSpillsForSm70AndSm90) {
     }
   }
   specs.push_back("moe:op=gate_up,experts=16,topk=3,hidden=256,inter=192,fmt=gptq4,group=64,act_order=1");
+  // Qwen3-235B-A22B's down projection (48 chunks a 4-bit row: two lane groups at occ=32).
+  for (const char* fmt : {"awq4", "nvfp4", "mxfp4"}) {
+    specs.push_back(std::string("moe:op=down,experts=128,topk=8,hidden=4096,inter=1536,fmt=") + fmt);
+  }
   // The one-launch decode layer in every format, with act-order, a sigmoid router and a shared expert.
   for (const char* fmt : {"f16", "awq4", "gptq4", "fp8b32", "fp8b128", "nvfp4", "mxfp4"}) {
     specs.push_back(std::string("moe:op=decode,experts=128,topk=8,norm=1,hidden=2048,inter=768,fmt=") + fmt);
