@@ -75,10 +75,11 @@ float get_number(const json& body, const char* name, float fallback, double lo, 
 // JSON text inside a string field, held to the body's nesting limit (kMaxJsonDepth); nullopt
 // when it is not JSON.
 std::optional<nlohmann::ordered_json> parse_json_text(const std::string& text, const std::string& param) {
+  if (chat::json_nests_deeper(text, kMaxJsonDepth)) {
+    throw bad(param, param + " nests deeper than " + std::to_string(kMaxJsonDepth) + " levels.");
+  }
   try {
-    return chat::parse_ordered_json(text, kMaxJsonDepth, [&] {
-      throw bad(param, param + " nests deeper than " + std::to_string(kMaxJsonDepth) + " levels.");
-    });
+    return chat::parse_ordered_json(text);
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;  // parse_error, or out_of_range for a number past a double (1e400)
   }
@@ -425,7 +426,7 @@ nlohmann::ordered_json checked_tool_calls(const json& calls, const nlohmann::ord
 }
 
 // tools: [{"type": "function", "function": {"name", "description"?, "parameters"?}}].
-nlohmann::ordered_json checked_tools(const json& tools, const nlohmann::ordered_json* ordered) {
+void check_tools(const json& tools) {
   if (!tools.is_array()) throw bad("tools", "tools must be an array.");
   for (size_t i = 0; i < tools.size(); ++i) {
     const json& t = tools[i];
@@ -440,7 +441,6 @@ nlohmann::ordered_json checked_tools(const json& tools, const nlohmann::ordered_
       throw bad("tools", at + ".function.parameters must be an object.");
     }
   }
-  return ordered ? *ordered : chat::to_ordered_json(tools);
 }
 
 // tool_choice with the request's tools: "auto" (the default) and "none" (the tools left out of
@@ -471,7 +471,7 @@ ToolChoice tool_choice(const json& body) {
   } else if (choice && !(choice->is_string() && (*choice == "auto" || *choice == "none" || *choice == "required"))) {
     throw bad("tool_choice", shapes);
   }
-  if (any) checked_tools(*tools, nullptr);
+  if (any) check_tools(*tools);
   t.forced = t.function || (choice && *choice == "required");
   if (t.forced && !any) {
     const std::string what = t.function ? "names the function " + quoted_input(*t.function) : "is \"required\"";
@@ -541,7 +541,8 @@ ChatPrompt chat_prompt(const json& body, const ServedModel& model, const nlohman
   chat::ChatRequest request;
   request.messages = checked_messages(body, ordered);
   request.add_generation_prompt = get_bool(body, "add_generation_prompt", true);
-  if (p.tools.on) request.tools = checked_tools(body["tools"], ordered ? &(*ordered)["tools"] : nullptr);
+  // tool_choice() checked them.
+  if (p.tools.on) request.tools = ordered ? (*ordered)["tools"] : chat::to_ordered_json(body["tools"]);
   if (const json* kw = field(body, "chat_template_kwargs")) {
     if (!kw->is_object()) throw bad("chat_template_kwargs", "chat_template_kwargs must be an object.");
     request.kwargs = ordered ? (*ordered)["chat_template_kwargs"] : chat::to_ordered_json(*kw);

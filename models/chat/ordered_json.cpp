@@ -21,7 +21,6 @@ constexpr size_t kScanKeys = 16;
 class ObjectFill {
  public:
   explicit ObjectFill(Ordered& node) : node_(&node) {}
-  Ordered& node() { return *node_; }
 
   Ordered& slot(std::string key) {
     Pairs& pairs = node_->get_ref<Ordered::object_t&>();
@@ -49,8 +48,6 @@ class ObjectFill {
 // the container is open, so pointers to open containers stay valid.
 class Builder {
  public:
-  Builder(int max_depth, const std::function<void()>& too_deep) : max_depth_(max_depth), too_deep_(too_deep) {}
-
   Ordered take() { return std::move(root_); }
 
   bool null() { return put(Ordered()); }
@@ -99,7 +96,6 @@ class Builder {
   }
 
   bool open(Ordered&& empty, bool object) {
-    if (max_depth_ > 0 && int(stack_.size()) >= max_depth_ && too_deep_) too_deep_();
     Ordered& node = place(std::move(empty));
     stack_.push_back({&node, std::nullopt});
     if (object) stack_.back().object.emplace(node);
@@ -111,8 +107,6 @@ class Builder {
     return true;
   }
 
-  int max_depth_;
-  const std::function<void()>& too_deep_;
   Ordered root_;
   std::vector<Open> stack_;
   std::string key_;
@@ -120,8 +114,8 @@ class Builder {
 
 }  // namespace
 
-Ordered parse_ordered_json(std::string_view text, int max_depth, const std::function<void()>& too_deep) {
-  Builder builder(max_depth, too_deep);
+Ordered parse_ordered_json(std::string_view text) {
+  Builder builder;
   Ordered::sax_parse(text.begin(), text.end(), &builder);
   return builder.take();
 }

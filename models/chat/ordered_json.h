@@ -4,7 +4,6 @@
 // must not be able to tie up a server thread that way. Chat templates and JSON schemas see keys in
 // the order a client sent them, as transformers and vLLM do with Python dicts.
 #pragma once
-#include <functional>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
@@ -12,15 +11,13 @@ namespace onecat::chat {
 
 // `text` as ordered_json; a key written twice keeps its first place and its last value, as
 // ordered_json::parse does. Throws nlohmann's parse_error (and out_of_range for a number past a
-// double, such as 1e400) as parse does. With max_depth > 0, too_deep() (which must throw) is
-// called when arrays and objects nest deeper than max_depth.
-nlohmann::ordered_json parse_ordered_json(std::string_view text, int max_depth = 0,
-                                          const std::function<void()>& too_deep = {});
+// double, such as 1e400) as parse does. Any depth: limit it with json_nests_deeper first.
+nlohmann::ordered_json parse_ordered_json(std::string_view text);
 
 // Whether arrays and objects nest deeper than max_depth in `text`, read as JSON as far as it goes
-// (strings skipped). Checked before nlohmann's parse, whose callback form, the other way to
-// limit depth, walks a whole array or object each time one of its objects ends: n²/2 steps for
-// n objects in one array or object.
+// (strings skipped). Checked before a parse (this one or nlohmann's plain one): nlohmann's
+// callback form, the other way to limit depth, walks a whole array or object each time one of
+// its objects ends, n²/2 steps for n objects in one array or object.
 bool json_nests_deeper(std::string_view text, int max_depth);
 
 // The same text as parse_ordered_json would build from `j.dump()`, without the text.

@@ -56,10 +56,10 @@ std::shared_ptr<engine::GrammarAutomaton> grammar_of(PyLLM& p, const std::option
   if (json_object) return p.grammars->json_object();
   if (regex) return p.grammars->regex(*regex);
   if (choice) return p.grammars->choice(*choice);
+  if (chat::json_nests_deeper(*json_schema, 64)) throw InputError("json_schema nests deeper than 64 levels.");
   nlohmann::ordered_json schema;
   try {
-    schema = chat::parse_ordered_json(*json_schema, 64,
-                                      [] { throw InputError("json_schema nests deeper than 64 levels."); });
+    schema = chat::parse_ordered_json(*json_schema);
   } catch (const nlohmann::json::exception&) {
     throw InputError("json_schema must be a JSON schema's text.");
   }
